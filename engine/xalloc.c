@@ -1,0 +1,43 @@
+#include "xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(size_t size)
+{
+	fprintf(stderr, "qual: out of memory allocating %zu bytes\n", size);
+	abort();
+}
+
+void *xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+	if (!p)
+		die(size);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		die(n * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t size)
+{
+	void *q = realloc(p, size ? size : 1);
+	if (!q)
+		die(size);
+	return q;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = xmalloc(n);
+	memcpy(p, s, n);
+	return p;
+}
