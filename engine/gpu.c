@@ -1,1 +1,289 @@
-/* placeholder: being written */
+/* Dispatch for engine/gpu.h: argument checks, the lists of what each gpu
+ * holds, and the call into the backend that opened it. */
+#include "gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_backend.h"
+#include "xalloc.h"
+
+/* In the order gpu_open tries them: CUDA first, because the machines we run
+ * on are NVIDIA ones and because loading ROCm into a process costs more. */
+static const struct gpu_backend *const backends[] = {
+	&gpu__cuda_backend,
+	&gpu__hip_backend,
+};
+enum { NBACKEND = sizeof backends / sizeof backends[0] };
+
+static const struct gpu_backend *find_backend(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < NBACKEND; i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return backends[i];
+	return NULL;
+}
+
+static int open_with(const struct gpu_backend *be, int ordinal,
+		     struct gpu **out, struct qual_msg *msg)
+{
+	struct gpu *g = NULL;
+	int rc = be->open(ordinal, &g, msg);
+	if (rc < 0)
+		return rc;
+	g->backend = be;
+	g->modules = NULL;
+	g->graphs = NULL;
+	g->allocs = NULL;
+	g->nalloc = 0;
+	g->alloc_cap = 0;
+	g->info.ordinal = ordinal;
+	*out = g;
+	return 0;
+}
+
+int gpu_open_backend(const char *backend, int ordinal, struct gpu **out,
+		     struct qual_msg *msg)
+{
+	const struct gpu_backend *be = find_backend(backend);
+
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_open: no result pointer");
+	*out = NULL;
+	if (!be)
+		return qual_fail(msg, QUAL_EINVAL,
+				 "unknown gpu backend '%s': expected 'cuda' or 'hip'",
+				 backend ? backend : "(null)");
+	if (ordinal < 0)
+		return qual_fail(msg, QUAL_EINVAL, "bad gpu ordinal %d", ordinal);
+	return open_with(be, ordinal, out, msg);
+}
+
+int gpu_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+{
+	/* What each backend said, joined into one message if none has a
+	 * device. Sized so that both full messages fit. */
+	char said[NBACKEND][sizeof msg->text];
+	struct qual_msg one;
+
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_open: no result pointer");
+	*out = NULL;
+	if (ordinal < 0)
+		return qual_fail(msg, QUAL_EINVAL, "bad gpu ordinal %d", ordinal);
+	for (size_t i = 0; i < NBACKEND; i++) {
+		one.text[0] = '\0';
+		int rc = open_with(backends[i], ordinal, out, &one);
+		if (rc == 0)
+			return 0;
+		if (rc != QUAL_ENODEV) {
+			/* The backend found its runtime and failed past
+			 * that: report it rather than try another vendor. */
+			if (msg)
+				*msg = one;
+			return rc;
+		}
+		snprintf(said[i], sizeof said[i], "%s", one.text);
+	}
+	return qual_fail(msg, QUAL_ENODEV, "%s: %.480s; %s: %.480s",
+			 backends[0]->name, said[0], backends[1]->name, said[1]);
+}
+
+bool gpu_backend_built(const char *backend)
+{
+	const struct gpu_backend *be = find_backend(backend);
+	return be && be->built;
+}
+
+void gpu_close(struct gpu *g)
+{
+	if (!g)
+		return;
+	/* Graphs reference their modules' kernels: graphs first. */
+	while (g->graphs)
+		gpu_graph_free(g->graphs);
+	while (g->modules)
+		gpu_module_free(g->modules);
+	for (size_t i = 0; i < g->nalloc; i++)
+		(void)g->backend->free(g, g->allocs[i]);
+	free(g->allocs);
+	g->backend->close(g);
+}
+
+const struct gpu_info *gpu_get_info(const struct gpu *g)
+{
+	return g ? &g->info : NULL;
+}
+
+int gpu_module_load(struct gpu *g, const void *code, size_t size,
+		    const char *kernel, struct gpu_module **out,
+		    struct qual_msg *msg)
+{
+	struct gpu_module *m = NULL;
+
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load: no result pointer");
+	*out = NULL;
+	if (!g || !code || !kernel)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load: null argument");
+	if (size == 0)
+		return qual_fail(msg, QUAL_EINVAL, "cannot load an empty code object");
+	int rc = g->backend->module_load(g, code, size, kernel, &m, msg);
+	if (rc < 0)
+		return rc;
+	m->gpu = g;
+	m->prev = NULL;
+	m->next = g->modules;
+	if (g->modules)
+		g->modules->prev = m;
+	g->modules = m;
+	*out = m;
+	return 0;
+}
+
+void gpu_module_free(struct gpu_module *m)
+{
+	if (!m)
+		return;
+	struct gpu *g = m->gpu;
+	if (m->prev)
+		m->prev->next = m->next;
+	else
+		g->modules = m->next;
+	if (m->next)
+		m->next->prev = m->prev;
+	g->backend->module_free(m);
+}
+
+int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg)
+{
+	if (!dptr)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_alloc: no result pointer");
+	*dptr = 0;
+	if (!g)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_alloc: null gpu");
+	if (bytes == 0)
+		return qual_fail(msg, QUAL_EINVAL, "cannot allocate 0 bytes on the gpu");
+	int rc = g->backend->alloc(g, bytes, dptr, msg);
+	if (rc < 0)
+		return rc;
+	if (g->nalloc == g->alloc_cap) {
+		g->alloc_cap = g->alloc_cap ? 2 * g->alloc_cap : 16;
+		g->allocs = xrealloc(g->allocs, g->alloc_cap * sizeof *g->allocs);
+	}
+	g->allocs[g->nalloc++] = *dptr;
+	return 0;
+}
+
+int gpu_free(struct gpu *g, uint64_t dptr)
+{
+	if (!g || dptr == 0)
+		return 0;
+	for (size_t i = 0; i < g->nalloc; i++) {
+		if (g->allocs[i] == dptr) {
+			g->allocs[i] = g->allocs[--g->nalloc];
+			return g->backend->free(g, dptr);
+		}
+	}
+	/* Not one of ours (or freed twice): handing it to the runtime could
+	 * free memory some other part still uses. */
+	return QUAL_EINVAL;
+}
+
+int gpu_upload(struct gpu *g, uint64_t dptr, const void *src, size_t bytes,
+	       struct qual_msg *msg)
+{
+	if (!g || !src || !dptr)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_upload: null argument");
+	if (bytes == 0)
+		return 0;
+	return g->backend->upload(g, dptr, src, bytes, msg);
+}
+
+int gpu_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
+		 struct qual_msg *msg)
+{
+	if (!g || !dst || !dptr)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_download: null argument");
+	if (bytes == 0)
+		return 0;
+	return g->backend->download(g, dst, dptr, bytes, msg);
+}
+
+int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
+	       struct qual_msg *msg)
+{
+	if (!g || !dptr)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_memset: null argument");
+	if (bytes == 0)
+		return 0;
+	return g->backend->memset(g, dptr, value, bytes, msg);
+}
+
+int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
+		  const unsigned block[3], unsigned shared_bytes, void **params,
+		  int nlaunch, struct gpu_graph **out, struct qual_msg *msg)
+{
+	struct gpu_graph *gr = NULL;
+
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_graph_new: no result pointer");
+	*out = NULL;
+	if (!g || !m || !grid || !block)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_graph_new: null argument");
+	if (m->gpu != g)
+		return qual_fail(msg, QUAL_EINVAL,
+				 "gpu_graph_new: module belongs to another gpu");
+	if (nlaunch < 1)
+		return qual_fail(msg, QUAL_EINVAL, "bad launch count %d", nlaunch);
+	for (int i = 0; i < 3; i++)
+		if (grid[i] == 0 || block[i] == 0)
+			return qual_fail(msg, QUAL_EINVAL,
+					 "bad launch geometry: grid %ux%ux%u block %ux%ux%u",
+					 grid[0], grid[1], grid[2], block[0],
+					 block[1], block[2]);
+	int rc = g->backend->graph_new(g, m, grid, block, shared_bytes, params,
+				       nlaunch, &gr, msg);
+	if (rc < 0)
+		return rc;
+	gr->gpu = g;
+	gr->prev = NULL;
+	gr->next = g->graphs;
+	if (g->graphs)
+		g->graphs->prev = gr;
+	g->graphs = gr;
+	*out = gr;
+	return 0;
+}
+
+void gpu_graph_free(struct gpu_graph *gr)
+{
+	if (!gr)
+		return;
+	struct gpu *g = gr->gpu;
+	if (gr->prev)
+		gr->prev->next = gr->next;
+	else
+		g->graphs = gr->next;
+	if (gr->next)
+		gr->next->prev = gr->prev;
+	g->backend->graph_free(gr);
+}
+
+int gpu_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
+{
+	if (!gr)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_graph_run: null graph");
+	return gr->gpu->backend->graph_run(gr, msg);
+}
+
+int gpu_graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
+		   struct qual_msg *msg)
+{
+	if (!gr || !device_ns || !host_ns)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_graph_time: null argument");
+	return gr->gpu->backend->graph_time(gr, device_ns, host_ns, msg);
+}

@@ -5,10 +5,21 @@
  * the call that failed and the runtime's message in msg.
  *
  * A process that holds a gpu must not fork: CUDA does not survive fork(), and
- * after a fault the context is unusable until the process exits. */
+ * after a fault the context is unusable until the process exits (ROCm goes
+ * further: a GPU memory fault aborts the process). So GPU work runs in a
+ * worker process of its own.
+ *
+ * Threads: a gpu is used from the thread that opened it (gpu_open makes its
+ * context current on that thread) and from no other at the same time.
+ *
+ * Ownership: gpu_close frees everything still held through the gpu (graphs,
+ * then modules, then device allocations, then the stream and context), so a
+ * caller may close after any failure, a GPU fault included, without freeing
+ * the parts first; pointers to them are invalid afterwards. */
 #ifndef QUAL_GPU_H
 #define QUAL_GPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,16 +39,29 @@ struct gpu_info {
 
 /* Opens device ordinal with the first backend that finds one (CUDA, then
  * HIP). Returns QUAL_ENODEV, with msg saying what each backend found, when no
- * backend has a device. */
+ * backend has a device. A backend that finds the device but fails to open it
+ * (QUAL_EGPU) ends the search with its error rather than falling through. */
 int gpu_open(int ordinal, struct gpu **out, struct qual_msg *msg);
 
-/* Opens with one named backend only ("cuda" or "hip"), for tests. */
+/* Opens with one named backend only ("cuda" or "hip"), for tests. An unknown
+ * name is QUAL_EINVAL. */
 int gpu_open_backend(const char *backend, int ordinal, struct gpu **out,
 		     struct qual_msg *msg);
+
+/* True when the named backend was compiled against its vendor's header
+ * (cuda.h, hip/hip_runtime_api.h); a backend built without it reports every
+ * open as QUAL_ENODEV. Lets tests check the build, not only the machine. */
+bool gpu_backend_built(const char *backend);
+
+/* Frees g and everything still held through it (see Ownership above). Safe
+ * with NULL and after a GPU fault. */
 void gpu_close(struct gpu *g);
 const struct gpu_info *gpu_get_info(const struct gpu *g);
 
-/* Loads a code object (CUBIN or AMDGPU ELF) and finds entry kernel. */
+/* Loads a code object and finds entry kernel: on CUDA a CUBIN (an ELF image;
+ * PTX and fatbins are refused, because the driver would JIT-compile PTX and the
+ * compiler under test would not be what runs), on AMD an AMDGPU code object.
+ * A missing kernel is QUAL_ENOENT. Free a module's graphs before the module. */
 int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		    const char *kernel, struct gpu_module **out,
 		    struct qual_msg *msg);
@@ -54,8 +78,11 @@ int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 	       struct qual_msg *msg);
 
 /* Builds and instantiates a graph of nlaunch dependent launches of the
- * module's kernel. params is the kernel parameter array (each entry points at
- * one argument value), as for cuLaunchKernel. */
+ * module's kernel (each launch starts after the previous one ends). params is
+ * the kernel parameter array (each entry points at one argument value), as for
+ * cuLaunchKernel; the argument values are copied into the graph, so params may
+ * go away afterwards. shared_bytes is the dynamic shared memory per block; on
+ * CUDA more than 48 KiB is opted into through the function attribute. */
 int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
 		  const unsigned block[3], unsigned shared_bytes, void **params,
 		  int nlaunch, struct gpu_graph **out, struct qual_msg *msg);

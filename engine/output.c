@@ -1,1 +1,62 @@
-/* placeholder: being written */
+#include "output.h"
+
+#include <math.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "xalloc.h"
+
+int output_emit(FILE *out, json_t *line)
+{
+	int rc = 0;
+
+	if (json_dumpf(line, out, JSON_COMPACT | JSON_ENSURE_ASCII) != 0 ||
+	    fputc('\n', out) == EOF || fflush(out) != 0)
+		rc = QUAL_EIO;
+	json_decref(line);
+	return rc;
+}
+
+json_t *output_line(const char *type)
+{
+	return json_pack("{s:s}", "type", type);
+}
+
+json_t *output_real(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *output_text(const char *s)
+{
+	json_t *j;
+	char *copy;
+	size_t n;
+
+	if (!s)
+		return json_null();
+	j = json_string(s);
+	if (j)
+		return j;
+	n = strlen(s);
+	copy = xmalloc(n + 1);
+	for (size_t i = 0; i <= n; i++)
+		copy[i] = (s[i] & 0x80) ? '?' : s[i];
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+int output_error(FILE *out, const char *stage, const char *arm,
+		 const char *case_name, const char *message)
+{
+	json_t *line = output_line("error");
+
+	json_object_set_new(line, "stage", json_string(stage));
+	json_object_set_new(line, "arm", arm ? json_string(arm) : json_null());
+	json_object_set_new(line, "case", case_name ? json_string(case_name) : json_null());
+	json_object_set_new(line, "message", output_text(message));
+	return output_emit(out, line);
+}

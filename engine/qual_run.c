@@ -1,1 +1,182 @@
-/* placeholder: being written */
+/* qual-run: one qualification of a candidate compiler library against a
+ * baseline, as JSON lines on stdout. See docs/qual-run.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "fixture.h"
+#include "runner.h"
+#include "xalloc.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: qual-run BASELINE_LIB CANDIDATE_LIB [options]\n"
+		"\n"
+		"Compiles every fixture case with both compiler libraries (nvrtc or hiprtc\n"
+		"ABI), checks each arm against a float64 oracle, times the arms in paired\n"
+		"alternating order on the GPU and prints JSON lines ending in a verdict.\n"
+		"Without a GPU it compiles only and says that nothing was timed.\n"
+		"\n"
+		"  --pairs N            timed pairs per case (default 30, at least 30)\n"
+		"  --alpha A            significance level after Holm (default 0.05)\n"
+		"  --margin M           equivalence margin on the median ratio (default 0.01)\n"
+		"  --case NAME          run only this case (repeatable); --list shows them\n"
+		"  --baseline-opt OPT   extra compiler option for the baseline (repeatable)\n"
+		"  --candidate-opt OPT  extra compiler option for the candidate (repeatable)\n"
+		"  --compile-only       never use a GPU: static comparison only\n"
+		"  --arch ARCH          target when nothing is timed (default sm_90 / gfx90a)\n"
+		"  --device N           GPU ordinal (default 0)\n"
+		"  --seed S             fixture input seed (default 0: the fixed default)\n"
+		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
+		"  --list               print the case names and exit\n"
+		"\n"
+		"exit status: 0 improvement, neutral or compile-only pass; 1 regression;\n"
+		"2 fail (candidate wrong, did not compile, or faulted); 3 error (baseline or\n"
+		"machine); 4 usage\n");
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno || end == s || *end || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "qual-run: %s must be a number in [%g, %g], got '%s'\n",
+			opt, lo, hi, s);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(s, &end, 10);
+	if (errno || end == s || *end || x < lo || x > hi) {
+		fprintf(stderr, "qual-run: %s must be an integer in [%ld, %ld], got '%s'\n",
+			opt, lo, hi, s);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+enum {
+	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
+	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
+	OPT_HELP,
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"pairs", required_argument, NULL, OPT_PAIRS},
+		{"alpha", required_argument, NULL, OPT_ALPHA},
+		{"margin", required_argument, NULL, OPT_MARGIN},
+		{"case", required_argument, NULL, OPT_CASE},
+		{"baseline-opt", required_argument, NULL, OPT_BOPT},
+		{"candidate-opt", required_argument, NULL, OPT_COPT},
+		{"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+		{"arch", required_argument, NULL, OPT_ARCH},
+		{"device", required_argument, NULL, OPT_DEVICE},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"list", no_argument, NULL, OPT_LIST},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	struct runner_config cfg;
+	const char **cases = xcalloc((size_t)argc, sizeof *cases);
+	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);
+	const char **copts = xcalloc((size_t)argc, sizeof *copts);
+	int status = QUAL_EXIT_USAGE, opt;
+	long l;
+
+	runner_config_init(&cfg);
+	cfg.cases = cases;
+	cfg.baseline_opts = bopts;
+	cfg.candidate_opts = copts;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_PAIRS:
+			if (parse_long("--pairs", optarg, 1, 1000000, &l) < 0)
+				goto out;
+			cfg.pairs = (int)l;
+			break;
+		case OPT_ALPHA:
+			if (parse_double("--alpha", optarg, 1e-9, 0.5, &cfg.stats.alpha) < 0)
+				goto out;
+			break;
+		case OPT_MARGIN:
+			if (parse_double("--margin", optarg, 0, 0.5, &cfg.stats.margin) < 0)
+				goto out;
+			break;
+		case OPT_CASE:
+			cases[cfg.ncases++] = optarg;
+			break;
+		case OPT_BOPT:
+			bopts[cfg.nbaseline_opts++] = optarg;
+			break;
+		case OPT_COPT:
+			copts[cfg.ncandidate_opts++] = optarg;
+			break;
+		case OPT_COMPILE_ONLY:
+			cfg.compile_only = true;
+			break;
+		case OPT_ARCH:
+			cfg.arch = optarg;
+			break;
+		case OPT_DEVICE:
+			if (parse_long("--device", optarg, 0, 1023, &l) < 0)
+				goto out;
+			cfg.device = (int)l;
+			break;
+		case OPT_SEED:
+			if (parse_long("--seed", optarg, 0, 0x7fffffffL, &l) < 0)
+				goto out;
+			cfg.seed = (uint64_t)l;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double("--compile-timeout", optarg, 0.1, 86400, &cfg.limits.timeout_s) < 0)
+				goto out;
+			break;
+		case OPT_LIST:
+			for (int i = 0; i < fixture_count(); i++)
+				printf("%s\n", fixture_name(i));
+			status = QUAL_EXIT_PASS;
+			goto out;
+		case OPT_HELP:
+		case 'h':
+			usage(stdout);
+			status = QUAL_EXIT_PASS;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "qual-run: expected BASELINE_LIB and CANDIDATE_LIB, got %d argument%s\n",
+			argc - optind, argc - optind == 1 ? "" : "s");
+		usage(stderr);
+		goto out;
+	}
+	cfg.baseline = argv[optind];
+	cfg.candidate = argv[optind + 1];
+	status = runner_run(&cfg, stdout, stderr);
+out:
+	free(cases);
+	free(bopts);
+	free(copts);
+	return status;
+}

@@ -83,18 +83,71 @@ struct rtc_result {
 
 /* Compiles req in a child. Returns 0 when the child ran and reported (the
  * compile itself may still have failed: see out->status), or a negative code
- * when the child could not be started. rtc_result_release() frees out. */
+ * when the child could not be started. rtc_result_release() frees out.
+ *
+ * What the compiler under test does wrong is its own failure, reported in
+ * out->status with out->message, and the call still returns 0: QUAL_ECOMPILE
+ * (rejected the source or options, produced no code or not final machine code
+ * for arch), QUAL_ECRASH (killed by a signal, or exited without reporting),
+ * QUAL_ETIMEOUT (past lim->timeout_s; the whole process group is killed),
+ * QUAL_ELIMIT (a log or code object over RTC_OUTPUT_LIMIT). A negative return
+ * is qual's own trouble (no helper, no temporary folder, bad request). */
 int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 		struct rtc_result *out, struct qual_msg *msg);
 void rtc_result_release(struct rtc_result *r);
 
-/* Parses resource figures out of a compiler log (nvrtc -Xptxas=-v, or the
- * AMDGPU resource-usage remarks). Fields not found stay -1. */
+/* Parses resource figures out of a compiler log: nvrtc's ptxas report
+ * (-Xptxas=-v) for entry functions only, the largest figure of each field
+ * where a program has several entries. Sets every field to -1 first; fields
+ * not found stay -1. For hiprtc this reads nothing: ROCm 5.2's hiprtc prints
+ * no resource report (it ignores -Rpass-analysis=kernel-resource-usage), so
+ * AMD figures come from the code object: rtc_parse_code_resources(). */
 void rtc_parse_resources(enum rtc_abi abi, const char *log,
 			 struct rtc_resources *res);
 
+/* Fills from the code object what the log did not give (fields still -1):
+ * for hiprtc, the AMDGPU metadata note (NT_AMDGPU_METADATA, msgpack) of each
+ * kernel: .vgpr_count -> registers, .sgpr_count -> sgprs,
+ * .private_segment_fixed_size -> stack_bytes, .group_segment_fixed_size ->
+ * shared_bytes, and 4 * .vgpr_spill_count -> spill_stores (one 4-byte
+ * scratch slot per spilled VGPR per lane; AMD reports spilled registers, not
+ * spill traffic, so spill_loads stays -1, and SGPR spills, which go to VGPR
+ * lanes first, are not counted). Largest figure over kernels. Does nothing for
+ * nvrtc. Returns 0, or QUAL_EINVAL when an AMDGPU object has no readable
+ * metadata. */
+int rtc_parse_code_resources(enum rtc_abi abi, const void *code, size_t size,
+			     struct rtc_resources *res);
+
+/* Checks that code (as the compiler returned it) is final machine code for
+ * arch, never an intermediate form: for nvrtc a CUBIN (ELF, EM_CUDA); for
+ * hiprtc an AMDGPU code object (ELF, EM_AMDGPU) or a clang offload bundle
+ * holding one for arch, in which case *offset and *len select that entry.
+ * Otherwise *offset = 0, *len = size. Returns 0 or QUAL_ECOMPILE with msg
+ * saying what the bytes are instead. */
+int rtc_check_code(enum rtc_abi abi, const char *arch, const void *code,
+		   size_t size, size_t *offset, size_t *len,
+		   struct qual_msg *msg);
+
+/* The largest compiler log or code object accepted from a compiler. A
+ * compiler reporting more is refused before anything that size is allocated. */
+#define RTC_OUTPUT_LIMIT ((size_t)256 << 20)
+
 /* The qual-compile helper used for children: by default the file
- * "qual-compile" beside the running executable, or $QUAL_COMPILE. */
+ * "qual-compile" beside the running executable, or $QUAL_COMPILE. path is
+ * copied; NULL returns to the default. */
 void rtc_set_helper(const char *path);
+
+/* Internal: the files through which the qual-compile child reports to
+ * rtc.c, in the folder given by --out. The child writes the log and the code
+ * first, then the result file under a temporary name and renames it, so a
+ * result file that exists is complete. The result file holds key=value lines:
+ * status (a QUAL_E* code), message, abi, version, compile_ms, log_size,
+ * log_kept, code_size, and the line "end=1" last. */
+#define RTC__RESULT_FILE "result.txt"
+#define RTC__RESULT_TMP "result.tmp"
+#define RTC__LOG_FILE "log.txt"
+#define RTC__CODE_FILE "code.bin"
+#define RTC__SOURCE_FILE "source.txt"
+#define RTC__STDERR_FILE "stderr.txt"
 
 #endif

@@ -1,1 +1,528 @@
-/* placeholder: being written */
+#include "runner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "exitcode.h"
+#include "fixture.h"
+#include "gpu.h"
+#include "judge.h"
+#include "output.h"
+#include "xalloc.h"
+
+static const char *const arm_names[2] = {"baseline", "candidate"};
+
+/* One arm of one case: its compiled code and, when timed, its module, its own
+ * copies of the case's buffers and its graph. Each arm has its own buffers, so
+ * a kernel that corrupts its inputs fails only itself. */
+struct arm {
+	struct rtc_result code;
+	bool compiled;
+	struct gpu_module *module;
+	uint64_t dev[FIXTURE_MAX_BUFFERS];
+	struct gpu_graph *graph;
+	double max_err;
+};
+
+struct run {
+	const struct runner_config *cfg;
+	FILE *out;
+	struct rtc_identity id[2];
+	const char *const *opts[2];
+	int nopts[2];
+	struct gpu *gpu;        /* NULL when nothing is timed */
+	char arch[32];
+	enum fixture_platform platform;
+	struct judge judge;
+	bool gpu_dead;          /* a fault ended GPU work for this run */
+	char stop_reason[512];
+};
+
+void runner_config_init(struct runner_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->pairs = RUNNER_MIN_PAIRS;
+	cfg->warmup = RUNNER_WARMUP;
+	stats_settings_init(&cfg->stats);
+	rtc_limits_init(&cfg->limits);
+}
+
+static json_t *identity_json(const struct rtc_identity *id,
+			     const char *const *opts, int nopts)
+{
+	json_t *o = json_array();
+
+	for (int i = 0; i < nopts; i++)
+		json_array_append_new(o, output_text(opts[i]));
+	return json_pack("{s:s,s:s,s:o,s:o,s:s,s:o}", "abi", id->abi_name,
+			 "version", id->version, "path", output_text(id->path),
+			 "real_path", output_text(id->real_path), "sha256", id->sha256,
+			 "options", o);
+}
+
+static json_t *int_or_null(int x)
+{
+	return x >= 0 ? json_integer(x) : json_null();
+}
+
+static json_t *arm_json(const struct arm *a, bool timed)
+{
+	const struct rtc_result *r = &a->code;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "compiled", json_boolean(a->compiled));
+	if (!a->compiled)
+		return o;
+	json_object_set_new(o, "artifact_sha256", json_string(r->code_sha256));
+	json_object_set_new(o, "code_bytes", json_integer((json_int_t)r->code_size));
+	json_object_set_new(o, "registers", int_or_null(r->res.registers));
+	json_object_set_new(o, "sgprs", int_or_null(r->res.sgprs));
+	json_object_set_new(o, "spill_stores", int_or_null(r->res.spill_stores));
+	json_object_set_new(o, "spill_loads", int_or_null(r->res.spill_loads));
+	json_object_set_new(o, "stack_bytes", int_or_null(r->res.stack_bytes));
+	json_object_set_new(o, "shared_bytes", int_or_null(r->res.shared_bytes));
+	json_object_set_new(o, "compile_ms", json_real(r->compile_ms));
+	json_object_set_new(o, "max_abs_error", timed ? output_real(a->max_err) : json_null());
+	return o;
+}
+
+/* Candidate minus baseline, or null when either side is unknown. */
+static json_t *delta(int b, int c)
+{
+	return b >= 0 && c >= 0 ? json_integer(c - b) : json_null();
+}
+
+static void emit_case(struct run *run, const struct fixture_case *c,
+		      struct arm arms[2], bool identical, bool timed)
+{
+	json_t *line = output_line("case");
+
+	json_object_set_new(line, "case", json_string(c->name));
+	json_object_set_new(line, "family", json_string(c->family));
+	json_object_set_new(line, "kernel", json_string(c->kernel));
+	json_object_set_new(line, "baseline", arm_json(&arms[0], timed));
+	json_object_set_new(line, "candidate", arm_json(&arms[1], timed));
+	json_object_set_new(line, "identical_code", json_boolean(identical));
+	if (arms[0].compiled && arms[1].compiled) {
+		const struct rtc_resources *b = &arms[0].code.res, *k = &arms[1].code.res;
+		json_object_set_new(line, "static", json_pack(
+			"{s:b,s:I,s:o,s:o,s:o,s:o}", "identical_code", identical,
+			"code_bytes_delta",
+			(json_int_t)arms[1].code.code_size - (json_int_t)arms[0].code.code_size,
+			"registers_delta", delta(b->registers, k->registers),
+			"spill_stores_delta", delta(b->spill_stores, k->spill_stores),
+			"spill_loads_delta", delta(b->spill_loads, k->spill_loads),
+			"stack_bytes_delta", delta(b->stack_bytes, k->stack_bytes)));
+	}
+	json_object_set_new(line, "tolerance", json_real(c->tolerance));
+	json_object_set_new(line, "tolerance_why", json_string(c->tolerance_why));
+	json_object_set_new(line, "timed", json_boolean(timed));
+	json_object_set_new(line, "replays", json_integer(RUNNER_REPLAYS));
+	json_object_set_new(line, "grid", json_pack("[i,i,i]", c->grid[0], c->grid[1], c->grid[2]));
+	json_object_set_new(line, "block", json_pack("[i,i,i]", c->block[0], c->block[1], c->block[2]));
+	json_object_set_new(line, "flops", json_real(c->flops));
+	output_emit(run->out, line);
+}
+
+/* Records a failure of arm (0 baseline, 1 candidate) in case cname. */
+static void fail_arm(struct run *run, struct judge_case *jc, int arm,
+		     const char *stage, const char *message)
+{
+	output_error(run->out, stage, arm_names[arm], jc ? jc->name : NULL, message);
+	if (jc)
+		judge_case_fail(jc, arm ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
+	else if (arm)
+		run->judge.candidate_error = true;
+	else
+		run->judge.machine_error = true;
+}
+
+/* A GPU call failed while working for arm: the context may be unusable (a
+ * fault is sticky), so GPU work ends for the whole run. */
+static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
+		      const char *stage, const struct qual_msg *msg)
+{
+	fail_arm(run, jc, arm, stage, msg->text);
+	run->gpu_dead = true;
+	snprintf(run->stop_reason, sizeof run->stop_reason,
+		 "gpu work stopped in case '%s' (%s arm, %s): %s", jc->name,
+		 arm_names[arm], stage, msg->text);
+}
+
+static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
+		       struct arm *a, struct judge_case *jc)
+{
+	struct rtc_request req = {0};
+	struct qual_msg msg = {{0}};
+	char program[96];
+	char *src = fixture_source(c, run->platform);
+	int rc;
+
+	snprintf(program, sizeof program, "%s.cu", c->name);
+	req.compiler = &run->id[arm];
+	req.source = src;
+	req.program_name = program;
+	req.arch = run->arch;
+	req.options = run->opts[arm];
+	req.noptions = run->nopts[arm];
+	rc = rtc_compile(&req, &run->cfg->limits, &a->code, &msg);
+	free(src);
+	if (rc < 0) {
+		fail_arm(run, jc, arm, "compile", msg.text);
+		return rc;
+	}
+	if (a->code.status != 0) {
+		fail_arm(run, jc, arm, "compile", a->code.message);
+		return a->code.status;
+	}
+	a->compiled = true;
+	return 0;
+}
+
+static void release_arm(struct run *run, struct arm *a)
+{
+	if (a->graph)
+		gpu_graph_free(a->graph);
+	for (int i = 0; i < FIXTURE_MAX_BUFFERS; i++)
+		if (a->dev[i] && !run->gpu_dead)
+			gpu_free(run->gpu, a->dev[i]);
+	if (a->module)
+		gpu_module_free(a->module);
+	rtc_result_release(&a->code);
+	memset(a, 0, sizeof *a);
+}
+
+/* Loads the arm's code, gives it its own buffers and builds its graph. */
+static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
+		       struct arm *a, struct judge_case *jc)
+{
+	struct qual_msg msg = {{0}};
+	void *params[FIXTURE_MAX_BUFFERS + FIXTURE_MAX_SCALARS];
+	uint32_t scalars[FIXTURE_MAX_SCALARS];
+	int rc, np = 0;
+
+	rc = gpu_module_load(run->gpu, a->code.code, a->code.code_size, c->kernel,
+			     &a->module, &msg);
+	if (rc < 0) {
+		/* A module the driver refuses is the compiler's doing. */
+		fail_arm(run, jc, arm, "load", msg.text);
+		return rc;
+	}
+	for (int i = 0; i < c->nbuffers; i++) {
+		const struct fixture_buffer *b = &c->buffers[i];
+		if ((rc = gpu_alloc(run->gpu, b->bytes, &a->dev[i], &msg)) < 0 ||
+		    (rc = b->output ? gpu_memset(run->gpu, a->dev[i], 0xff, b->bytes, &msg) :
+				      gpu_upload(run->gpu, a->dev[i], b->host, b->bytes, &msg)) < 0) {
+			gpu_fault(run, jc, 0, "load", &msg); /* the machine's fault */
+			return rc;
+		}
+		params[np++] = &a->dev[i];
+	}
+	for (int i = 0; i < c->nscalars; i++) {
+		scalars[i] = c->scalars[i];
+		params[np++] = &scalars[i];
+	}
+	rc = gpu_graph_new(run->gpu, a->module, c->grid, c->block, c->shared_bytes,
+			   params, RUNNER_REPLAYS, &a->graph, &msg);
+	if (rc < 0) {
+		fail_arm(run, jc, arm, "load", msg.text);
+		return rc;
+	}
+	return 0;
+}
+
+/* Copies the arm's output back and checks it against the oracle. */
+static int check_arm(struct run *run, const struct fixture_case *c, int arm,
+		     struct arm *a, struct judge_case *jc, const char *when)
+{
+	const struct fixture_buffer *b = &c->buffers[c->output];
+	struct qual_msg msg = {{0}};
+	void *host = xmalloc(b->bytes);
+	double err = 0;
+	int rc;
+
+	rc = gpu_download(run->gpu, host, a->dev[c->output], b->bytes, &msg);
+	if (rc < 0) {
+		gpu_fault(run, jc, arm, "check", &msg);
+		goto out;
+	}
+	rc = fixture_check(c, host, &err, &msg);
+	/* The largest error over both checks; NaN (a non-finite element) sticks. */
+	a->max_err = isnan(err) || isnan(a->max_err) ? NAN : fmax(a->max_err, err);
+	if (rc < 0) {
+		char text[1200];
+		snprintf(text, sizeof text, "wrong output %s: %s", when, msg.text);
+		fail_arm(run, jc, arm, "check", text);
+	}
+out:
+	free(host);
+	return rc;
+}
+
+static int time_case(struct run *run, const struct fixture_case *c,
+		     struct arm arms[2], struct judge_case *jc)
+{
+	struct qual_msg msg = {{0}};
+	int rc;
+
+	for (int arm = 0; arm < 2; arm++) {
+		for (int i = 0; i < run->cfg->warmup; i++) {
+			if ((rc = gpu_graph_run(arms[arm].graph, &msg)) < 0) {
+				gpu_fault(run, jc, arm, "time", &msg);
+				return rc;
+			}
+		}
+		if ((rc = check_arm(run, c, arm, &arms[arm], jc, "after warm-up")) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int time_pairs(struct run *run, const struct fixture_case *c,
+		      struct arm arms[2], struct judge_case *jc)
+{
+	struct qual_msg msg = {{0}};
+	int rc;
+
+	for (int p = 0; p < run->cfg->pairs; p++) {
+		/* Even pairs run the baseline first, odd pairs the candidate. */
+		int first = p % 2;
+		double dev[2], host[2];
+		json_t *line;
+
+		for (int k = 0; k < 2; k++) {
+			int arm = k ? 1 - first : first;
+			if ((rc = gpu_graph_time(arms[arm].graph, &dev[arm], &host[arm], &msg)) < 0) {
+				gpu_fault(run, jc, arm, "time", &msg);
+				return rc;
+			}
+			dev[arm] /= RUNNER_REPLAYS;
+			host[arm] /= RUNNER_REPLAYS;
+		}
+		judge_case_add_pair(jc, dev[0], dev[1], first == 1);
+		line = output_line("pair");
+		json_object_set_new(line, "case", json_string(c->name));
+		json_object_set_new(line, "pair", json_integer(p));
+		json_object_set_new(line, "order", json_string(first ? "candidate_first" : "baseline_first"));
+		json_object_set_new(line, "baseline_ns", json_real(dev[0]));
+		json_object_set_new(line, "candidate_ns", json_real(dev[1]));
+		json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
+		json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
+		output_emit(run->out, line);
+	}
+	/* The outputs left by the last timed replays must still be right: a
+	 * kernel that corrupts its inputs across replays fails here. */
+	for (int arm = 0; arm < 2; arm++)
+		if ((rc = check_arm(run, c, arm, &arms[arm], jc, "after timing")) < 0)
+			return rc;
+	return 0;
+}
+
+static void run_case(struct run *run, int index)
+{
+	struct fixture_case c;
+	struct arm arms[2];
+	struct qual_msg msg = {{0}};
+	struct judge_case *jc;
+	bool identical, timed = run->gpu && !run->gpu_dead;
+	int rc;
+
+	memset(&c, 0, sizeof c);
+	memset(arms, 0, sizeof arms);
+	jc = judge_case_get(&run->judge, fixture_name(index));
+	rc = fixture_build(index, run->cfg->seed, &c);
+	if (rc < 0) {
+		fail_arm(run, jc, 0, "setup", msg.text[0] ? msg.text : "cannot build fixture");
+		return;
+	}
+	for (int arm = 0; arm < 2; arm++)
+		compile_arm(run, &c, arm, &arms[arm], jc);
+	identical = arms[0].compiled && arms[1].compiled &&
+		    strcmp(arms[0].code.code_sha256, arms[1].code.code_sha256) == 0;
+	jc->identical_code = identical;
+
+	if (timed && arms[0].compiled && arms[1].compiled) {
+		rc = 0;
+		for (int arm = 0; arm < 2 && rc == 0; arm++)
+			rc = prepare_arm(run, &c, arm, &arms[arm], jc);
+		if (rc == 0)
+			rc = time_case(run, &c, arms, jc);
+		emit_case(run, &c, arms, identical, true);
+		if (rc == 0)
+			time_pairs(run, &c, arms, jc);
+	} else {
+		emit_case(run, &c, arms, identical, false);
+	}
+	for (int arm = 0; arm < 2; arm++)
+		release_arm(run, &arms[arm]);
+	fixture_release(&c);
+}
+
+static json_t *device_json(const struct run *run)
+{
+	const struct gpu_info *in;
+
+	if (!run->gpu)
+		return json_null();
+	in = gpu_get_info(run->gpu);
+	return json_pack("{s:s,s:s,s:s,s:s,s:i}", "vendor", in->vendor, "name", in->name,
+			 "arch", in->arch, "driver", in->driver, "ordinal", in->ordinal);
+}
+
+static void emit_start(struct run *run, const int *sel, int nsel, const char *no_gpu)
+{
+	const struct runner_config *cfg = run->cfg;
+	json_t *line = output_line("start");
+	json_t *cases = json_array();
+	char stamp[32];
+	time_t now = time(NULL);
+
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	for (int i = 0; i < nsel; i++)
+		json_array_append_new(cases, json_string(fixture_name(sel[i])));
+	json_object_set_new(line, "schema_version", json_integer(QUAL_SCHEMA_VERSION));
+	json_object_set_new(line, "tool", json_string("qual-run"));
+	json_object_set_new(line, "version", json_string(QUAL_VERSION));
+	json_object_set_new(line, "time", json_string(stamp));
+	json_object_set_new(line, "device", device_json(run));
+	json_object_set_new(line, "timed", json_boolean(run->gpu != NULL));
+	if (no_gpu)
+		json_object_set_new(line, "not_timed_because", output_text(no_gpu));
+	json_object_set_new(line, "arch", json_string(run->arch));
+	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
+	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
+	json_object_set_new(line, "settings", json_pack(
+		"{s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:o}", "pairs", cfg->pairs,
+		"warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
+		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
+		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,
+		"cases", cases));
+	output_emit(run->out, line);
+}
+
+static int usage_error(struct run *run, FILE *err, const char *arm, const char *text)
+{
+	fprintf(err, "qual-run: %s\n", text);
+	output_error(run->out, "setup", arm, NULL, text);
+	return QUAL_EXIT_USAGE;
+}
+
+/* The compile target when nothing is timed. */
+static const char *default_arch(enum rtc_abi abi)
+{
+	return abi == RTC_ABI_HIPRTC ? "gfx90a" : "sm_90";
+}
+
+int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
+{
+	struct run run;
+	struct qual_msg msg = {{0}};
+	int sel[64], nsel = 0, status, rc;
+	char no_gpu[600] = "";
+	bool not_timed;
+	enum run_verdict v;
+
+	memset(&run, 0, sizeof run);
+	run.cfg = cfg;
+	run.out = out;
+	run.opts[0] = cfg->baseline_opts;
+	run.nopts[0] = cfg->nbaseline_opts;
+	run.opts[1] = cfg->candidate_opts;
+	run.nopts[1] = cfg->ncandidate_opts;
+	judge_init(&run.judge);
+
+	if (cfg->pairs < RUNNER_MIN_PAIRS) {
+		char text[128];
+		snprintf(text, sizeof text, "pairs must be at least %d, got %d",
+			 RUNNER_MIN_PAIRS, cfg->pairs);
+		status = usage_error(&run, err, NULL, text);
+		goto out;
+	}
+	if (cfg->ncases == 0) {
+		for (int i = 0; i < fixture_count(); i++)
+			sel[nsel++] = i;
+	} else {
+		for (int i = 0; i < cfg->ncases && nsel < 64; i++) {
+			int k = fixture_find(cfg->cases[i]);
+			if (k < 0) {
+				char text[256];
+				snprintf(text, sizeof text, "unknown case '%s'", cfg->cases[i]);
+				status = usage_error(&run, err, NULL, text);
+				goto out;
+			}
+			sel[nsel++] = k;
+		}
+	}
+
+	for (int arm = 0; arm < 2; arm++) {
+		const char *path = arm ? cfg->candidate : cfg->baseline;
+		rc = rtc_identify(path, &cfg->limits, &run.id[arm], &msg);
+		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT) {
+			/* The library itself crashed or hung while loading: that is
+			 * a result about it, not a usage problem. */
+			fprintf(err, "qual-run: %s\n", msg.text);
+			fail_arm(&run, NULL, arm, "setup", msg.text);
+			v = arm ? RUN_FAIL : RUN_ERROR;
+			output_emit(out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
+						   "verdict", stats_run_verdict_name(v),
+						   "timed", 0, "message", msg.text));
+			status = judge_exit_status(v);
+			goto out;
+		}
+		if (rc < 0) {
+			status = usage_error(&run, err, arm_names[arm], msg.text);
+			goto out;
+		}
+	}
+	if (run.id[0].abi != run.id[1].abi) {
+		char text[256];
+		snprintf(text, sizeof text, "baseline is %s but candidate is %s: both must use one abi",
+			 run.id[0].abi_name, run.id[1].abi_name);
+		status = usage_error(&run, err, NULL, text);
+		goto out;
+	}
+	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
+
+	if (cfg->compile_only) {
+		snprintf(no_gpu, sizeof no_gpu, "compile-only run requested");
+	} else {
+		rc = gpu_open(cfg->device, &run.gpu, &msg);
+		if (rc < 0) {
+			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", msg.text);
+			run.gpu = NULL;
+		} else {
+			const struct gpu_info *in = gpu_get_info(run.gpu);
+			bool match = (run.id[0].abi == RTC_ABI_NVRTC) == (strcmp(in->vendor, "nvidia") == 0);
+			if (!match) {
+				snprintf(no_gpu, sizeof no_gpu, "the %s device cannot run %s code",
+					 in->vendor, run.id[0].abi_name);
+				gpu_close(run.gpu);
+				run.gpu = NULL;
+			}
+		}
+	}
+	if (run.gpu && cfg->arch && strcmp(cfg->arch, gpu_get_info(run.gpu)->arch) != 0)
+		fprintf(err, "qual-run: --arch %s ignored: compiling for the device's %s\n",
+			cfg->arch, gpu_get_info(run.gpu)->arch);
+	snprintf(run.arch, sizeof run.arch, "%s",
+		 run.gpu ? gpu_get_info(run.gpu)->arch :
+		 cfg->arch ? cfg->arch : default_arch(run.id[0].abi));
+
+	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
+	for (int i = 0; i < nsel && !run.gpu_dead; i++)
+		run_case(&run, sel[i]);
+	if (run.gpu_dead)
+		output_error(out, "time", NULL, NULL, run.stop_reason);
+
+	v = judge_finish(&run.judge, &cfg->stats, out, &not_timed);
+	status = judge_exit_status(v);
+out:
+	if (run.gpu)
+		gpu_close(run.gpu);
+	judge_release(&run.judge);
+	return status;
+}

@@ -1,1 +1,83 @@
-/* placeholder: being written */
+#include "half.h"
+
+#include <math.h>
+#include <string.h>
+
+double half_to_double(uint16_t h)
+{
+	int sign = h >> 15;
+	int exponent = (h >> 10) & 31;
+	int mantissa = h & 1023;
+	double v;
+
+	if (exponent == 31)
+		v = mantissa ? NAN : INFINITY;
+	else if (exponent == 0)
+		v = ldexp(mantissa, -24); /* subnormal: mantissa * 2^-24 */
+	else
+		v = ldexp(1024 + mantissa, exponent - 25);
+	return sign ? -v : v;
+}
+
+uint16_t half_from_double(double x)
+{
+	uint16_t sign;
+	double a, q;
+	int e;
+
+	if (isnan(x))
+		return 0x7e00;
+	sign = signbit(x) ? 0x8000 : 0;
+	a = fabs(x);
+	/* 65520 lies halfway between 65504 (largest finite) and 65536; ties go to
+	 * the even neighbour, which is 2^16, an overflow. */
+	if (a >= 65520.0)
+		return sign | 0x7c00;
+	if (a < 0x1p-14) {
+		/* Subnormal range: units of 2^-24. Scaling by a power of two is
+		 * exact in double, and rint() rounds to nearest even. A result of
+		 * 1024 is the smallest normal, whose encoding is also 1024. */
+		q = rint(a * 0x1p24);
+		return sign | (uint16_t)q;
+	}
+	frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+	e -= 1;       /* a in [2^e, 2^(e+1)), e in [-14, 15] */
+	q = rint(ldexp(a, 10 - e)); /* in [1024, 2048]; 2048 carries below */
+	return sign | (uint16_t)(((unsigned)(e + 15) << 10) + ((unsigned)q - 1024));
+}
+
+uint16_t bf16_from_float(float x)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &x, sizeof bits);
+	if (isnan(x))
+		return (uint16_t)((bits >> 16) | 0x0040);
+	bits += 0x7fff + ((bits >> 16) & 1);
+	return (uint16_t)(bits >> 16);
+}
+
+float bf16_to_float(uint16_t b)
+{
+	uint32_t bits = (uint32_t)b << 16;
+	float x;
+
+	memcpy(&x, &bits, sizeof x);
+	return x;
+}
+
+double bf16_round(double x)
+{
+	/* Round the double to float first only when that is exact; otherwise
+	 * round directly: bf16 keeps 8 significant bits. */
+	int e;
+	double m;
+
+	if (isnan(x) || isinf(x) || x == 0)
+		return x;
+	m = frexp(x, &e); /* |m| in [0.5, 1) */
+	if (e < -125)     /* below float's normal range: go through float */
+		return bf16_to_float(bf16_from_float((float)x));
+	m = rint(ldexp(m, 8)); /* 8 significant bits, ties to even */
+	return ldexp(m, e - 8);
+}

@@ -1,7 +1,19 @@
 /* Paired-comparison statistics for qual: exact sign test, Holm correction,
  * distribution-free confidence interval of the median ratio, Wilcoxon
  * signed-rank test and Hodges-Lehmann estimate, order effect, and the
- * per-case and per-run verdicts built from them. No GPU, no I/O. */
+ * per-case and per-run verdicts built from them. No GPU, no I/O; links only
+ * libm.
+ *
+ * Conventions: functions that take a sample skip its non-finite entries (NaN,
+ * +-Inf) as if they were absent; a statistic that cannot be computed (empty
+ * sample, too few values) is NaN unless its comment says otherwise. Scratch
+ * memory comes from malloc; if that fails the process aborts (the programs'
+ * policy for allocation failure: there is no error path to report it on, and a
+ * silently wrong verdict would be worse).
+ *
+ * Each test's behaviour is pinned to scipy 1.10 (Debian 12's python3-scipy),
+ * whose output the unit tests compare against; the matching scipy call is
+ * named in each comment. */
 #ifndef QUAL_STATS_H
 #define QUAL_STATS_H
 
@@ -9,28 +21,76 @@
 #include <stddef.h>
 
 /* Exact two-sided sign test: the probability, under Binomial(n, 1/2), of a
- * split at least as uneven as k of n. Returns 1 when n == 0. */
+ * split at least as uneven as k of n, min(1, 2 P(X <= min(k, n - k))).
+ * Equals scipy.stats.binomtest(k, n, 0.5).pvalue. Returns 1 when n == 0 and
+ * NaN when k is outside [0, n]. Computed in double without overflow for any n
+ * (Loader's saddle-point binomial term, then a recurrence over the tail);
+ * tails below about 1e-308 underflow to 0. */
 double stats_sign_test_p(int k, int n);
 
-/* Holm step-down adjustment of m p-values, in place order preserved;
- * NaN entries are skipped (left NaN) and not counted in m. */
+/* P(X <= k) for X ~ Binomial(n, p), 0 <= p <= 1: 0 when k < 0, 1 when
+ * k >= n, NaN for a p outside [0, 1]. Relative accuracy about 1e-13 in the
+ * tail that is summed (the smaller side of the mean). */
+double stats_binom_cdf(int k, int n, double p);
+
+/* Holm step-down adjustment of m p-values, in place, order preserved:
+ * p_(i) (i-th smallest, 1-based) becomes max over j <= i of
+ * min(1, (m' - j + 1) p_(j)), where m' counts the non-NaN entries. NaN entries
+ * are skipped (left NaN) and not counted. */
 void stats_holm(double *p, int m);
 
-/* Sample median of n values (copies; input untouched). NaN when n == 0. */
+/* Sample median of the finite values among x[0..n) (copies; input untouched):
+ * the middle value, or the mean of the two middle values. NaN when there are
+ * none. */
 double stats_median(const double *x, int n);
 
-/* Distribution-free confidence interval for the median from order
- * statistics: the widest-coverage-at-least-conf symmetric pair (x(k), x(n-k+1))
- * of the sorted sample. lo/hi are NaN when n is too small for conf. */
+/* Rank k (1-based) of the distribution-free confidence interval of the median
+ * of n values: the narrowest symmetric pair of order statistics
+ * (x(k), x(n + 1 - k)) whose coverage, P(k <= B <= n - k) for
+ * B ~ Binomial(n, 1/2), is at least conf. Stores that exact coverage in
+ * *coverage (may be NULL). Returns 0, with coverage NaN, when no pair reaches
+ * conf (n too small: n = 5 reaches at most 0.9375, n = 6 0.96875) or conf is
+ * outside (0, 1). */
+int stats_median_ci_rank(int n, double conf, double *coverage);
+
+/* Distribution-free confidence interval for the median of the finite values
+ * among x[0..n): (x(k), x(n + 1 - k)) of the sorted sample with k from
+ * stats_median_ci_rank. lo/hi are NaN when n is too small for conf. */
 void stats_median_ci(const double *x, int n, double conf, double *lo, double *hi);
 
-/* Wilcoxon signed-rank test on d[0..n), two-sided, zeros dropped; exact
- * distribution when there are no ties and n <= 50, normal approximation with
- * tie and continuity correction otherwise. Returns 1 when no nonzero d. */
+/* Wilcoxon signed-rank test on the finite d[0..n), two-sided, zeros dropped
+ * first (zero_method 'wilcox'). With m nonzero values left: the exact null
+ * distribution when m <= 50 and no two |d| are equal; otherwise the normal
+ * approximation with the tie correction of the variance and a continuity
+ * correction of 0.5 toward the mean. Equals
+ * scipy.stats.wilcoxon(d[d != 0], method='exact' or 'approx',
+ * correction=True).pvalue with the method chosen by that rule. Returns 1 when
+ * no nonzero d. */
 double stats_wilcoxon_p(const double *d, int n);
 
-/* Hodges-Lehmann estimate: median of the Walsh averages of d. */
+/* Hodges-Lehmann estimate: the median of the Walsh averages (d_i + d_j) / 2,
+ * i <= j, of the finite d (as numpy's median of those averages would give it,
+ * bit for bit). O(n) memory: selection by bisection over the doubles, not by
+ * listing the n(n+1)/2 averages. NaN when there are no finite d. */
 double stats_hodges_lehmann(const double *d, int n);
+
+/* Mann-Whitney U test, two-sided, of the finite x[0..nx) against the finite
+ * y[0..ny). Exact null distribution of U when there are no ties in the pooled
+ * sample and both sizes are <= 50; otherwise the normal approximation with the
+ * tie correction and the continuity correction. Equals
+ * scipy.stats.mannwhitneyu(x, y, use_continuity=True,
+ * method='exact' or 'asymptotic').pvalue with the method chosen by that rule.
+ * NaN when either sample is empty. */
+double stats_mann_whitney_p(const double *x, int nx, const double *y, int ny);
+
+/* Smallest slowdown, as a ratio (> 1, e.g. 1.004), that the n-pair two-sided
+ * exact sign test at level alpha (reject when p < alpha) detects with
+ * probability >= power when the per-pair log ratios are
+ * Normal(log(effect), sd^2): exact binomial power, the shift solved by
+ * bisection. By symmetry the same ratio's inverse is the smallest speed-up.
+ * INFINITY when no split of n pairs reaches p < alpha (n < 6 at alpha 0.05);
+ * 1 when sd == 0 (every pair shows any effect); NaN for bad arguments. */
+double stats_sign_test_mde(int n, double sd, double alpha, double power);
 
 struct stats_pair {
 	double baseline_ns;
@@ -47,6 +107,8 @@ enum stats_verdict {
 	VERDICT_FAIL,
 	VERDICT_NOT_TIMED,
 };
+/* "equivalent", "faster", "slower", "inconclusive", "identical", "fail",
+ * "not_timed"; "unknown" for a value outside the enum. */
 const char *stats_verdict_name(enum stats_verdict v);
 
 struct stats_settings {
@@ -57,28 +119,41 @@ struct stats_settings {
 void stats_settings_init(struct stats_settings *s);
 
 struct stats_case {
-	int n;                 /* pairs */
+	int n;                 /* valid pairs used (faster + slower + ties) */
+	int invalid;           /* pairs excluded: a timing NaN, Inf or <= 0 */
 	int faster, slower, ties; /* candidate faster / slower / equal */
-	double p;              /* sign test, two-sided */
+	double p;              /* sign test on (faster, slower), ties dropped */
 	double p_holm;         /* filled by stats_judge_run */
-	double ratio_median;   /* candidate / baseline */
-	double ratio_lo, ratio_hi;
+	double ratio_median;   /* median of candidate / baseline */
+	double ratio_lo, ratio_hi; /* order-statistic interval of that median */
+	double ratio_coverage; /* exact coverage of [ratio_lo, ratio_hi] (>= conf) */
 	double wilcoxon_p;     /* on log ratios, for information */
 	double hl_log_ratio;   /* Hodges-Lehmann estimate of log ratio */
-	double order_p;        /* do candidate-first pairs differ? (see .c) */
+	double order_p;        /* Mann-Whitney p: do candidate-first pairs' log
+				* ratios differ from baseline-first pairs'? */
 	double order_diff;     /* median log ratio cand-first minus base-first */
-	double log_ratio_sd;   /* spread of the per-pair log ratio */
+	double log_ratio_sd;   /* sample sd (n - 1) of the per-pair log ratio */
 	bool identical_code;
 	enum stats_verdict verdict;
 };
 
-/* Summarises one case's pairs (no verdict yet). */
+/* Summarises one case's pairs (no verdict yet): overwrites all of *out, with
+ * identical_code false, p_holm NaN and verdict VERDICT_INCONCLUSIVE; the caller
+ * sets identical_code (and FAIL / NOT_TIMED for cases it did not time) before
+ * stats_judge_run. A pair is invalid, counted in out->invalid and otherwise
+ * ignored, when either timing is not finite and positive (or their ratio
+ * over- or underflows). n == 0 valid pairs gives p = 1 and NaN for the rest. */
 void stats_case_summarise(const struct stats_pair *pairs, int n,
 			  const struct stats_settings *s, struct stats_case *out);
 
 /* Holm-adjusts the p of every timed case of a run and assigns each its
  * verdict. Cases whose verdict is already VERDICT_FAIL or VERDICT_NOT_TIMED are
- * left as they are and excluded from the correction. */
+ * left as they are (p_holm NaN) and excluded from the correction. Then, in
+ * order: IDENTICAL when identical_code (the timing is still reported: a free
+ * A/A control); EQUIVALENT when [ratio_lo, ratio_hi] lies inside
+ * [1 - margin, 1 + margin], whatever the p-value (a NaN interval is never
+ * equivalent); SLOWER or FASTER when p_holm < alpha, by the side that won the
+ * sign test; INCONCLUSIVE otherwise. */
 void stats_judge_run(struct stats_case *cases, int ncases,
 		     const struct stats_settings *s);
 
@@ -89,6 +164,20 @@ enum run_verdict {
 	RUN_FAIL,
 	RUN_ERROR,
 };
+/* "improvement", "neutral", "regression", "fail", "error"; "unknown" for a
+ * value outside the enum. */
 const char *stats_run_verdict_name(enum run_verdict v);
+
+/* The run verdict, by precedence fail > error > regression > improvement >
+ * neutral: RUN_FAIL when candidate_failed; RUN_ERROR when
+ * baseline_or_machine_failed; RUN_FAIL when a case is VERDICT_FAIL although
+ * neither flag is set (a VERDICT_FAIL does not say which arm failed, so the
+ * caller attributes it with the flags; unattributed, it must not pass);
+ * RUN_REGRESSION when any case is SLOWER; RUN_IMPROVEMENT when some case is
+ * FASTER; RUN_NEUTRAL otherwise (equivalent, identical, inconclusive and
+ * not-timed cases are neutral). */
+enum run_verdict stats_run_verdict(const struct stats_case *cases, int n,
+				   bool candidate_failed,
+				   bool baseline_or_machine_failed);
 
 #endif

@@ -1,0 +1,14 @@
+/* Exit statuses of qual's programs (qual-run, qual-judge, and later qualctl),
+ * one place for every program and for the CI scripts that gate on them. */
+#ifndef QUAL_EXITCODE_H
+#define QUAL_EXITCODE_H
+
+enum qual_exit {
+	QUAL_EXIT_PASS = 0,       /* improvement, neutral, or compile-only with no failure */
+	QUAL_EXIT_REGRESSION = 1, /* some case slower, nothing failed */
+	QUAL_EXIT_FAIL = 2,       /* the candidate is wrong, did not compile, or faulted */
+	QUAL_EXIT_ERROR = 3,      /* the baseline or the machine failed */
+	QUAL_EXIT_USAGE = 4,      /* bad command line or bad input files */
+};
+
+#endif

@@ -1,0 +1,84 @@
+/* The interface between the dispatch in gpu.c and the vendor backends
+ * gpu_cuda.c and gpu_hip.c. Internal to engine/gpu*.c.
+ *
+ * gpu.c checks arguments, keeps the lists of what each gpu holds (so that
+ * gpu_close can free it all) and calls the backend; a backend only talks to its
+ * runtime. Each backend's own structs begin with the common part below, and the
+ * backend gets back to its struct with a cast from the first member. */
+#ifndef QUAL_GPU_BACKEND_H
+#define QUAL_GPU_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu.h"
+
+/* The common part of an opened gpu. The backend fills backend and info;
+ * gpu.c owns the rest. */
+struct gpu {
+	const struct gpu_backend *backend;
+	struct gpu_info info;
+	struct gpu_module *modules; /* live modules, newest first */
+	struct gpu_graph *graphs;   /* live graphs, newest first */
+	uint64_t *allocs;           /* live device allocations */
+	size_t nalloc, alloc_cap;
+};
+
+/* The common part of a module and of a graph: gpu.c fills it in after the
+ * backend returned the object. */
+struct gpu_module {
+	struct gpu *gpu;
+	struct gpu_module *prev, *next;
+};
+
+struct gpu_graph {
+	struct gpu *gpu;
+	struct gpu_graph *prev, *next;
+};
+
+/* A backend. The functions after open are only called with objects that this
+ * backend's open returned, and with arguments gpu.c has checked (non-NULL
+ * pointers, bytes > 0, nlaunch >= 1, non-zero grid and block). Functions that
+ * free (close, module_free, graph_free, free) must cope with a faulted
+ * context: they ignore the runtime's errors there, because nothing better can
+ * be done and the process is about to drop the context anyway. */
+struct gpu_backend {
+	const char *name; /* "cuda", "hip" */
+	bool built;       /* compiled against the vendor header */
+
+	/* QUAL_ENODEV when this machine has no runtime or no device ordinal. */
+	int (*open)(int ordinal, struct gpu **out, struct qual_msg *msg);
+	void (*close)(struct gpu *g);
+
+	int (*module_load)(struct gpu *g, const void *code, size_t size,
+			   const char *kernel, struct gpu_module **out,
+			   struct qual_msg *msg);
+	void (*module_free)(struct gpu_module *m);
+
+	int (*alloc)(struct gpu *g, size_t bytes, uint64_t *dptr,
+		     struct qual_msg *msg);
+	int (*free)(struct gpu *g, uint64_t dptr);
+	int (*upload)(struct gpu *g, uint64_t dptr, const void *src,
+		      size_t bytes, struct qual_msg *msg);
+	int (*download)(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
+			struct qual_msg *msg);
+	int (*memset)(struct gpu *g, uint64_t dptr, int value, size_t bytes,
+		      struct qual_msg *msg);
+
+	int (*graph_new)(struct gpu *g, struct gpu_module *m,
+			 const unsigned grid[3], const unsigned block[3],
+			 unsigned shared_bytes, void **params, int nlaunch,
+			 struct gpu_graph **out, struct qual_msg *msg);
+	void (*graph_free)(struct gpu_graph *gr);
+	int (*graph_run)(struct gpu_graph *gr, struct qual_msg *msg);
+	int (*graph_time)(struct gpu_graph *gr, double *device_ns,
+			  double *host_ns, struct qual_msg *msg);
+};
+
+/* Defined in gpu_cuda.c and gpu_hip.c; a backend built without its vendor
+ * header has built == false and an open that reports QUAL_ENODEV. */
+extern const struct gpu_backend gpu__cuda_backend;
+extern const struct gpu_backend gpu__hip_backend;
+
+#endif

@@ -1,0 +1,176 @@
+#include "judge.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "output.h"
+#include "xalloc.h"
+
+void judge_init(struct judge *j)
+{
+	memset(j, 0, sizeof *j);
+}
+
+void judge_release(struct judge *j)
+{
+	for (int i = 0; i < j->ncases; i++)
+		free(j->cases[i].pairs);
+	free(j->cases);
+	memset(j, 0, sizeof *j);
+}
+
+struct judge_case *judge_case_get(struct judge *j, const char *name)
+{
+	struct judge_case *c;
+
+	for (int i = 0; i < j->ncases; i++)
+		if (strcmp(j->cases[i].name, name) == 0)
+			return &j->cases[i];
+	if (j->ncases == j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 16;
+		j->cases = xrealloc(j->cases, (size_t)j->cap * sizeof *j->cases);
+	}
+	c = &j->cases[j->ncases++];
+	memset(c, 0, sizeof *c);
+	snprintf(c->name, sizeof c->name, "%s", name);
+	return c;
+}
+
+void judge_case_add_pair(struct judge_case *c, double baseline_ns,
+			 double candidate_ns, bool candidate_first)
+{
+	if (c->npairs == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 64;
+		c->pairs = xrealloc(c->pairs, (size_t)c->cap * sizeof *c->pairs);
+	}
+	c->pairs[c->npairs++] = (struct stats_pair){
+		.baseline_ns = baseline_ns,
+		.candidate_ns = candidate_ns,
+		.candidate_first = candidate_first,
+	};
+	c->timed = true;
+}
+
+void judge_case_fail(struct judge_case *c, enum judge_failure f)
+{
+	if (f == JUDGE_FAIL_CANDIDATE || c->failure == JUDGE_OK)
+		c->failure = f;
+}
+
+static json_t *case_verdict_line(const struct judge_case *c,
+				 const struct stats_settings *s)
+{
+	const struct stats_case *st = &c->st;
+	json_t *line = output_line("case_verdict");
+
+	json_object_set_new(line, "case", json_string(c->name));
+	json_object_set_new(line, "verdict", json_string(stats_verdict_name(st->verdict)));
+	if (st->verdict == VERDICT_FAIL)
+		json_object_set_new(line, "failed_arm",
+				    json_string(c->failure == JUDGE_FAIL_CANDIDATE ?
+						"candidate" : "baseline"));
+	json_object_set_new(line, "identical_code", json_boolean(c->identical_code));
+	json_object_set_new(line, "n", json_integer(st->n));
+	if (st->verdict == VERDICT_FAIL || st->verdict == VERDICT_NOT_TIMED)
+		return line;
+	json_object_set_new(line, "candidate_faster", json_integer(st->faster));
+	json_object_set_new(line, "candidate_slower", json_integer(st->slower));
+	json_object_set_new(line, "ties", json_integer(st->ties));
+	json_object_set_new(line, "p", output_real(st->p));
+	json_object_set_new(line, "p_holm", output_real(st->p_holm));
+	json_object_set_new(line, "ratio_median", output_real(st->ratio_median));
+	json_object_set_new(line, "ratio_lo", output_real(st->ratio_lo));
+	json_object_set_new(line, "ratio_hi", output_real(st->ratio_hi));
+	json_object_set_new(line, "conf", json_real(s->conf));
+	json_object_set_new(line, "wilcoxon_p", output_real(st->wilcoxon_p));
+	json_object_set_new(line, "hl_ratio", output_real(exp(st->hl_log_ratio)));
+	json_object_set_new(line, "order_p", output_real(st->order_p));
+	json_object_set_new(line, "order_diff", output_real(st->order_diff));
+	json_object_set_new(line, "log_ratio_sd", output_real(st->log_ratio_sd));
+	/* What this run could have seen: the smallest slowdown the sign test
+	 * over these n pairs detects with 80% power at the measured spread. */
+	json_object_set_new(line, "detectable_ratio", output_real(
+		stats_sign_test_mde(st->n, st->log_ratio_sd, s->alpha, 0.8)));
+	return line;
+}
+
+enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
+			      FILE *out, bool *not_timed)
+{
+	struct stats_case *all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
+	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
+	bool any_timed = false;
+	enum run_verdict v;
+	json_t *line, *cases;
+	const char *name;
+
+	for (int i = 0; i < j->ncases; i++) {
+		struct judge_case *c = &j->cases[i];
+
+		memset(&c->st, 0, sizeof c->st);
+		if (c->failure != JUDGE_OK) {
+			c->st.verdict = VERDICT_FAIL;
+			cand_failed |= c->failure == JUDGE_FAIL_CANDIDATE;
+			base_failed |= c->failure == JUDGE_FAIL_BASELINE;
+		} else if (!c->timed || c->npairs == 0) {
+			c->st.verdict = VERDICT_NOT_TIMED;
+		} else {
+			stats_case_summarise(c->pairs, c->npairs, s, &c->st);
+			any_timed = true;
+		}
+		c->st.identical_code = c->identical_code;
+		all[i] = c->st;
+	}
+	stats_judge_run(all, j->ncases, s);
+	for (int i = 0; i < j->ncases; i++) {
+		j->cases[i].st = all[i];
+		output_emit(out, case_verdict_line(&j->cases[i], s));
+	}
+	v = stats_run_verdict(all, j->ncases, cand_failed, base_failed);
+	*not_timed = !any_timed;
+
+	name = stats_run_verdict_name(v);
+	if (*not_timed && v != RUN_FAIL && v != RUN_ERROR)
+		name = "not_timed";
+	line = output_line("verdict");
+	json_object_set_new(line, "verdict", json_string(name));
+	json_object_set_new(line, "timed", json_boolean(any_timed));
+	cases = json_array();
+	for (int i = 0; i < j->ncases; i++) {
+		const struct judge_case *c = &j->cases[i];
+		json_t *e = json_pack("{s:s,s:s}", "case", c->name, "verdict",
+				      stats_verdict_name(c->st.verdict));
+		if (c->st.verdict != VERDICT_FAIL && c->st.verdict != VERDICT_NOT_TIMED) {
+			json_object_set_new(e, "ratio_median", output_real(c->st.ratio_median));
+			json_object_set_new(e, "p_holm", output_real(c->st.p_holm));
+		}
+		json_array_append_new(cases, e);
+	}
+	json_object_set_new(line, "cases", cases);
+	json_object_set_new(line, "alpha", json_real(s->alpha));
+	json_object_set_new(line, "margin", json_real(s->margin));
+	if (*not_timed)
+		json_object_set_new(line, "message", json_string(
+			"nothing was timed: this is a static comparison of the compiled code only"));
+	output_emit(out, line);
+	free(all);
+	return v;
+}
+
+int judge_exit_status(enum run_verdict v)
+{
+	switch (v) {
+	case RUN_IMPROVEMENT:
+	case RUN_NEUTRAL:
+		return QUAL_EXIT_PASS;
+	case RUN_REGRESSION:
+		return QUAL_EXIT_REGRESSION;
+	case RUN_FAIL:
+		return QUAL_EXIT_FAIL;
+	case RUN_ERROR:
+		break;
+	}
+	return QUAL_EXIT_ERROR;
+}

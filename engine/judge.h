@@ -1,0 +1,58 @@
+/* Judging a run: collects each case's pairs and failures, then computes the
+ * statistics, the per-case verdicts (Holm across the run's cases) and the run
+ * verdict, and writes the case_verdict and verdict lines. The same code serves
+ * qual-run at the end of a run and qual-judge re-reading stored lines. */
+#ifndef QUAL_JUDGE_H
+#define QUAL_JUDGE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "stats.h"
+
+enum judge_failure {
+	JUDGE_OK = 0,
+	JUDGE_FAIL_CANDIDATE, /* candidate wrong, did not compile, or faulted */
+	JUDGE_FAIL_BASELINE,  /* baseline or machine failed: run error */
+};
+
+struct judge_case {
+	char name[64];
+	bool identical_code;
+	bool timed;               /* pairs are expected (a GPU was used) */
+	enum judge_failure failure;
+	struct stats_pair *pairs;
+	int npairs, cap;
+	struct stats_case st;
+};
+
+struct judge {
+	struct judge_case *cases;
+	int ncases, cap;
+	bool timed;     /* the run timed anything */
+	bool machine_error; /* an error outside any case (setup, device) */
+	bool candidate_error; /* a failure of the candidate outside any case */
+};
+
+void judge_init(struct judge *j);
+void judge_release(struct judge *j);
+
+/* The case called name, added (untimed, no failure) if new. */
+struct judge_case *judge_case_get(struct judge *j, const char *name);
+
+void judge_case_add_pair(struct judge_case *c, double baseline_ns,
+			 double candidate_ns, bool candidate_first);
+
+/* Records a failure; a candidate failure outranks a baseline one. */
+void judge_case_fail(struct judge_case *c, enum judge_failure f);
+
+/* Computes every verdict and writes one case_verdict line per case and the
+ * verdict line to out. Returns the run verdict; *not_timed is set when no case
+ * was timed (compile-only), in which case the verdict line says so. */
+enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
+			      FILE *out, bool *not_timed);
+
+/* The exit status for a run verdict (engine/exitcode.h). */
+int judge_exit_status(enum run_verdict v);
+
+#endif

@@ -1,0 +1,83 @@
+# Integration: the real qual-run and qual-judge end to end, every line they
+# print validated against docs/schema/lines.schema.json. Without a GPU these
+# are compile-only qualifications with the real compilers and the shims.
+set(QT ${CMAKE_CURRENT_SOURCE_DIR}/tools)
+set(QO ${CMAKE_CURRENT_BINARY_DIR}/out)
+file(MAKE_DIRECTORY ${QO})
+set(NVRTC /usr/local/cuda/lib64/libnvrtc.so.13)
+set(NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13)
+set(HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5)
+
+# qual_expect(NAME EXIT [validate options] -- qual-run args...)
+function(qual_expect name exit)
+  add_test(NAME ${name}
+           COMMAND ${QT}/expect_run.sh ${exit} ${QO}/${name}.jsonl ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS integration TIMEOUT 900)
+endfunction()
+
+set(RUN $<TARGET_FILE:qual-run>)
+
+if(EXISTS ${NVRTC} AND EXISTS ${NVRTC_ALT})
+  # The real nvrtc 13 against its alt build: every case compiles with both.
+  qual_expect(run_static_nvrtc_vs_alt 0 --expect-verdict not_timed
+              --expect-types start,case,case_verdict -- ${RUN} ${NVRTC} ${NVRTC_ALT} --compile-only)
+  # One compiler against itself: byte-identical code in every case.
+  qual_expect(run_static_nvrtc_self 0 --expect-verdict not_timed --expect-identical all
+              --expect-case-verdict *=not_timed -- ${RUN} ${NVRTC} ${NVRTC} --compile-only)
+  # Usage errors: exit 4, one error line naming the problem.
+  qual_expect(run_usage_pairs 4 --expect-types error -- ${RUN} ${NVRTC} ${NVRTC} --pairs 5)
+  qual_expect(run_usage_missing 4 - -- ${RUN} ${NVRTC} /nonexistent/libnvrtc.so)
+  qual_expect(run_usage_directory 4 - -- ${RUN} ${NVRTC} /usr/local/cuda/lib64)
+  qual_expect(run_usage_text 4 - -- ${RUN} ${NVRTC} ${PROJECT_SOURCE_DIR}/README.md)
+  qual_expect(run_usage_case 4 - -- ${RUN} ${NVRTC} ${NVRTC} --case no_such_case-1)
+  set_tests_properties(run_usage_missing PROPERTIES PASS_REGULAR_EXPRESSION "ok: exit 4")
+endif()
+if(EXISTS ${HIPRTC})
+  # Debian's hiprtc (ROCm 5.2) for gfx90a, the same sources as for nvrtc.
+  qual_expect(run_static_hiprtc_self 0 --expect-verdict not_timed --expect-identical all
+              -- ${RUN} ${HIPRTC} ${HIPRTC} --compile-only --arch gfx90a)
+  if(EXISTS ${NVRTC})
+    qual_expect(run_usage_abi_mismatch 4 - -- ${RUN} ${NVRTC} ${HIPRTC})
+  endif()
+endif()
+
+# Shim compilers (tests/rtc.cmake builds them): each ends its run with the
+# right verdict and message.
+if(TARGET shim_crash AND EXISTS ${NVRTC})
+  qual_expect(run_shim_crash 2 --expect-verdict fail --expect-error-substring SIGSEGV
+              --expect-case-verdict *=fail
+              -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_crash> --compile-only --case gemm_f16-256x512x256)
+  qual_expect(run_shim_hang 2 --expect-verdict fail --expect-error-substring "did not finish"
+              -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_hang> --compile-only --compile-timeout 2
+              --case gemm_f16-256x512x256)
+  qual_expect(run_shim_hugelog 2 --expect-verdict fail --expect-case-verdict *=fail
+              -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_hugelog> --compile-only --case gemm_i8-256x512x256)
+  qual_expect(run_shim_miscompile 0 --expect-verdict not_timed --expect-identical none
+              -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_miscompile> --compile-only)
+  qual_expect(run_shim_slow 0 --expect-verdict not_timed --expect-identical none
+              -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_slow> --compile-only)
+  qual_expect(run_shim_crash_baseline 3 --expect-verdict error
+              -- ${RUN} $<TARGET_FILE:shim_crash> ${NVRTC} --compile-only --case conv3x3_f16-7x7x512x512)
+  qual_expect(run_usage_noabi 4 - -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_noabi>)
+endif()
+
+# qual-judge recomputes verdicts from stored pair lines.
+set(JD ${CMAKE_CURRENT_SOURCE_DIR}/data/judge)
+set(JUDGE $<TARGET_FILE:qual-judge>)
+add_test(NAME judge_make_runs
+         COMMAND ${SYSTEM_PYTHON} ${QT}/make_judge_runs.py ${QO})
+set_tests_properties(judge_make_runs PROPERTIES FIXTURES_SETUP judge_runs)
+foreach(t
+    "judge_slower 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower --expect-case-verdict gemm_f16-2=equivalent -- ${JUDGE} ${QO}/run_slower.jsonl"
+    "judge_slower_wide_margin 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=equivalent -- ${JUDGE} --margin 0.1 ${QO}/run_slower.jsonl"
+    "judge_faster 0 --expect-verdict improvement --expect-case-verdict gemm_f16-1=faster -- ${JUDGE} ${QO}/run_faster.jsonl"
+    "judge_identical 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=identical -- ${JUDGE} ${QO}/run_identical.jsonl"
+    "judge_fail 2 --expect-verdict fail --expect-case-verdict gemm_f16-2=fail -- ${JUDGE} ${QO}/run_fail.jsonl"
+    "judge_strict_alpha 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 1e-12 --margin 0 ${QO}/run_slower.jsonl")
+  separate_arguments(args UNIX_COMMAND "${t}")
+  list(POP_FRONT args name exit)
+  qual_expect(${name} ${exit} ${args})
+  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED judge_runs)
+endforeach()
+qual_expect(judge_bad_json 4 - -- ${JUDGE} ${JD}/bad.jsonl)
+qual_expect(judge_missing 4 - -- ${JUDGE} /nonexistent.jsonl)

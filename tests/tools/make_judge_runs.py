@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""Writes synthetic stored runs (qual JSON lines) for the qual-judge tests.
+
+Timings are drawn from a seeded generator: each pair's log ratio is
+Normal(log(effect), sd), so the verdict each case must get follows from the
+effect and the spread, not from the judge under test."""
+import json
+import math
+import random
+import sys
+
+SHA = "0" * 64
+
+
+def identity():
+    return {"abi": "nvrtc", "version": "13.0", "path": "/x/libnvrtc.so.13",
+            "real_path": "/x/libnvrtc.so.13", "sha256": SHA, "options": []}
+
+
+def start(cases):
+    return {"type": "start", "schema_version": 1, "tool": "qual-run", "version": "0.1.0",
+            "time": "2026-11-29T00:00:00Z", "device": None, "timed": True, "arch": "sm_90",
+            "baseline": identity(), "candidate": identity(),
+            "settings": {"pairs": 30, "warmup": 5, "replays": 32, "alpha": 0.05,
+                         "margin": 0.01, "conf": 0.95, "seed": 0, "cases": cases}}
+
+
+def case_line(name, identical):
+    arm = {"compiled": True}
+    return {"type": "case", "case": name, "family": "gemm_f16", "kernel": "k",
+            "baseline": arm, "candidate": arm, "identical_code": identical,
+            "tolerance": 0, "timed": True, "replays": 32}
+
+
+def pairs(rng, name, effect, sd, n=30, base=10000.0):
+    out = []
+    for i in range(n):
+        b = base * math.exp(rng.gauss(0, 0.002))
+        c = b * math.exp(rng.gauss(math.log(effect), sd))
+        out.append({"type": "pair", "case": name, "pair": i,
+                    "order": "baseline_first" if i % 2 == 0 else "candidate_first",
+                    "baseline_ns": b, "candidate_ns": c})
+    return out
+
+
+def write(path, specs, errors=()):
+    rng = random.Random(20261129)
+    names = [s[0] for s in specs]
+    lines = [start(names)]
+    for name, effect, sd, identical in specs:
+        lines.append(case_line(name, identical))
+        lines += pairs(rng, name, effect, sd)
+    for case, arm in errors:
+        lines.append({"type": "error", "stage": "check", "arm": arm, "case": case,
+                      "message": "wrong output after warm-up: element 3"})
+    with open(path, "w") as f:
+        for l in lines:
+            f.write(json.dumps(l) + "\n")
+
+
+out = sys.argv[1]
+# 5% slower, 0.5% spread: every pair slower; interval far outside 1 +/- 1%.
+# 0.05% slower, 0.1% spread: interval inside 1 +/- 1%: equivalent.
+write(f"{out}/run_slower.jsonl", [("gemm_f16-1", 1.05, 0.005, False),
+                                  ("gemm_f16-2", 1.0005, 0.001, False)])
+write(f"{out}/run_faster.jsonl", [("gemm_f16-1", 0.95, 0.005, False),
+                                  ("gemm_f16-2", 1.0, 0.001, False)])
+# Identical code is reported as identical even when its timings differ.
+write(f"{out}/run_identical.jsonl", [("gemm_f16-1", 1.05, 0.005, True)])
+write(f"{out}/run_fail.jsonl", [("gemm_f16-1", 1.0, 0.001, False),
+                                ("gemm_f16-2", 1.0, 0.001, False)],
+      errors=[("gemm_f16-2", "candidate")])

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Validates qual JSON lines against docs/schema/lines.schema.json.
+
+usage: validate_lines.py SCHEMA FILE [--expect-verdict V] [--expect-types t1,t2]
+                         [--expect-error-substring S] [--expect-case-verdict CASE=V]
+
+Every line must be one JSON object valid under the schema; the stream must
+start with a start line (or an error line for setup failures) and end with
+exactly one verdict line. The --expect options add assertions for tests.
+Exits 1 with the line number and the reason on the first failure."""
+import argparse
+import json
+import sys
+
+import jsonschema
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("schema")
+    ap.add_argument("file")
+    ap.add_argument("--expect-verdict")
+    ap.add_argument("--expect-types", default="")
+    ap.add_argument("--expect-error-substring", action="append", default=[])
+    ap.add_argument("--expect-case-verdict", action="append", default=[])
+    ap.add_argument("--expect-pairs", type=int)
+    ap.add_argument("--expect-identical", choices=["all", "none"])
+    a = ap.parse_args()
+
+    with open(a.schema) as f:
+        schema = json.load(f)
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.FormatChecker())
+    lines = []
+    with open(a.file) as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                obj = json.loads(raw)
+            except ValueError as e:
+                sys.exit(f"line {n}: not json: {e}: {raw[:200]!r}")
+            errors = sorted(validator.iter_errors(obj), key=lambda e: e.path)
+            if errors:
+                best = jsonschema.exceptions.best_match(errors)
+                sys.exit(f"line {n}: schema: {best.message} at {list(best.absolute_path)}: {raw[:300]}")
+            lines.append(obj)
+    if not lines:
+        sys.exit("no lines")
+    types = [l["type"] for l in lines]
+    if types.count("verdict") != 1 or types[-1] != "verdict":
+        sys.exit(f"the stream must end with exactly one verdict line; types: {types[-5:]}")
+    if types[0] not in ("start", "error"):
+        sys.exit(f"the stream must begin with start (or a setup error), got {types[0]}")
+    for t in filter(None, a.expect_types.split(",")):
+        if t not in types:
+            sys.exit(f"expected a {t} line; types seen: {sorted(set(types))}")
+    verdict = lines[-1]["verdict"]
+    if a.expect_verdict and verdict != a.expect_verdict:
+        sys.exit(f"expected verdict {a.expect_verdict}, got {verdict}: {lines[-1]}")
+    errs = [l["message"] for l in lines if l["type"] == "error"]
+    for s in a.expect_error_substring:
+        if not any(s in m for m in errs):
+            sys.exit(f"expected an error line containing {s!r}; errors: {errs}")
+    cv = {l["case"]: l["verdict"] for l in lines if l["type"] == "case_verdict"}
+    for spec in a.expect_case_verdict:
+        case, want = spec.split("=")
+        got = [v for c, v in cv.items() if c == case or (case == "*")]
+        if not got or any(g != want for g in got):
+            sys.exit(f"expected case verdict {case}={want}, got {cv}")
+    if a.expect_pairs is not None:
+        pairs = [l for l in lines if l["type"] == "pair"]
+        per = {}
+        for p in pairs:
+            per.setdefault(p["case"], []).append(p["pair"])
+        for c, idx in per.items():
+            if sorted(idx) != list(range(a.expect_pairs)):
+                sys.exit(f"case {c}: pairs {sorted(idx)[:5]}... expected 0..{a.expect_pairs-1}")
+    if a.expect_identical:
+        ident = [l["identical_code"] for l in lines if l["type"] == "case"]
+        want = a.expect_identical == "all"
+        if not ident or any(i != want for i in ident):
+            sys.exit(f"expected identical_code {want} in every case line, got {ident}")
+    print(f"ok: {len(lines)} lines valid, verdict {verdict}")
+
+
+if __name__ == "__main__":
+    main()
