@@ -84,6 +84,8 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	json_object_set_new(line, "ratio_lo", output_real(st->ratio_lo));
 	json_object_set_new(line, "ratio_hi", output_real(st->ratio_hi));
 	json_object_set_new(line, "conf", json_real(s->conf));
+	json_object_set_new(line, "ratio_coverage", output_real(st->ratio_coverage));
+	json_object_set_new(line, "invalid_pairs", json_integer(st->invalid));
 	json_object_set_new(line, "wilcoxon_p", output_real(st->wilcoxon_p));
 	json_object_set_new(line, "hl_ratio", output_real(exp(st->hl_log_ratio)));
 	json_object_set_new(line, "order_p", output_real(st->order_p));

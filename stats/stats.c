@@ -113,6 +113,8 @@ static double binom_pmf(int x, int n, double p, double q)
 
 	if (x < 0 || x > n)
 		return 0;
+	if (p == 0.5 && q == 0.5 && (x == 0 || x == n))
+		return ldexp(1, -n);  /* exactly, so that small tails are exact */
 	if (p == 0)
 		return x == 0;
 	if (q == 0)
@@ -194,7 +196,7 @@ double stats_sign_test_p(int k, int n)
 
 	if (n < 0 || k < 0 || k > n)
 		return NAN;
-	if (n == 0 || 2 * k == n)
+	if (n == 0 || k == n - k)
 		return 1;
 	lo = k < n - k ? k : n - k;
 	tail = binom_cdf_pq(lo, n, 0.5, 0.5);
@@ -256,26 +258,36 @@ double stats_median(const double *x, int n)
 	return med;
 }
 
+/* Coverage of (x(k), x(n + 1 - k)): P(k <= B <= n - k) = 1 - 2 P(B <= k - 1). */
+static double median_ci_coverage(int k, int n)
+{
+	return 1 - 2 * binom_cdf_pq(k - 1, n, 0.5, 0.5);
+}
+
 int stats_median_ci_rank(int n, double conf, double *coverage)
 {
-	int best = 0;
-	double cov = NAN;
+	int lo = 0, hi;
 
-	if (n >= 2 && conf > 0 && conf < 1) {
-		/* Coverage 1 - 2 P(B <= k - 1) falls as k grows; take the
-		 * largest k that still reaches conf. */
-		for (int k = 1; 2 * k <= n; k++) {
-			double c = 1 - 2 * binom_cdf_pq(k - 1, n, 0.5, 0.5);
+	if (coverage)
+		*coverage = NAN;
+	if (n < 2 || !(conf > 0 && conf < 1) || median_ci_coverage(1, n) < conf)
+		return 0;
+	/* Coverage falls as k grows: bisect for the largest k in [1, n/2]
+	 * that still reaches conf. Invariant: coverage(lo) >= conf, and the
+	 * answer lies in [lo, hi]. */
+	lo = 1;
+	hi = n / 2;
+	while (lo < hi) {
+		int mid = lo + (hi - lo + 1) / 2;
 
-			if (c < conf)
-				break;
-			best = k;
-			cov = c;
-		}
+		if (median_ci_coverage(mid, n) >= conf)
+			lo = mid;
+		else
+			hi = mid - 1;
 	}
 	if (coverage)
-		*coverage = best ? cov : NAN;
-	return best;
+		*coverage = median_ci_coverage(lo, n);
+	return lo;
 }
 
 void stats_median_ci(const double *x, int n, double conf, double *lo, double *hi)
@@ -547,9 +559,12 @@ double stats_mann_whitney_p(const double *x, int nx, const double *y, int ny)
 	for (int i = 0; i < nx; i++)
 		if (isfinite(x[i]))
 			r[n1++] = (struct ranked){ x[i], 1 };
-	for (int i = 0; i < ny; i++)
-		if (isfinite(y[i]))
-			r[n1 + n2++] = (struct ranked){ y[i], 0 };
+	for (int i = 0; i < ny; i++) {
+		if (isfinite(y[i])) {
+			r[n1 + n2] = (struct ranked){ y[i], 0 };
+			n2++;
+		}
+	}
 	if (n1 == 0 || n2 == 0) {
 		free(r);
 		free(rank);
@@ -604,12 +619,21 @@ double stats_sign_test_mde(int n, double sd, double alpha, double power)
 	if (n < 1 || !(sd >= 0) || !isfinite(sd) || !(alpha > 0 && alpha < 1) ||
 	    !(power > 0 && power < 1))
 		return NAN;
-	/* Critical region: the largest c < n/2 whose p-value is below alpha
-	 * (the p-value grows with c). */
-	for (int k = 0; 2 * k < n; k++) {
-		if (stats_sign_test_p(k, n) >= alpha)
-			break;
-		c = k;
+	/* Critical region: the largest c < n/2 whose p-value is below alpha;
+	 * the p-value grows with c, so bisect. Invariant: p(c) < alpha and
+	 * the answer lies in [c, top]. */
+	if (stats_sign_test_p(0, n) < alpha) {
+		int top = (n - 1) / 2;
+
+		c = 0;
+		while (c < top) {
+			int mid = c + (top - c + 1) / 2;
+
+			if (stats_sign_test_p(mid, n) < alpha)
+				c = mid;
+			else
+				top = mid - 1;
+		}
 	}
 	if (c < 0)
 		return INFINITY;

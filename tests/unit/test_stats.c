@@ -1,0 +1,809 @@
+/* Unit tests for stats/: edge cases and verdict rules (no arguments), and a
+ * comparison against scipy (argument: the file written by
+ * tests/tools/stats_reference.py at test time).
+ *
+ * Tolerances against scipy, by kind (relative unless said):
+ *   exact equality: medians, interval end points, Hodges-Lehmann, order_diff,
+ *     ratio medians, the interval rank k and the counts. These are data values
+ *     or the same IEEE operations on them, so any difference is a bug.
+ *   1e-12: Holm (the same products, min and max) and coverage (a binomial
+ *     tail near 0.05 summed two ways, each to ~1e-15).
+ *   1e-12: log_ratio_sd (Welford against numpy's two-pass; both ~1e-15).
+ *   1e-9: sign test, binomial cdf, Wilcoxon, Mann-Whitney. Exact quantities
+ *     computed two ways in double (Loader's saddle point and a tail
+ *     recurrence here, boost's incomplete beta in scipy; exact subset counts
+ *     here, scipy's float pmf sums) agree to ~1e-13; the approximate tests
+ *     use the same normal formula with glibc's erfc here and cephes' ndtr in
+ *     scipy, ~1e-15 apart. 1e-9 leaves room without hiding a wrong formula
+ *     (a missing tie or continuity correction moves p by > 1e-3).
+ *     Below 1e-300 (tails that underflow) an absolute 1e-300 applies.
+ *   1e-9 on log(effect): the sign-test minimum detectable effect, a root of
+ *     the exact power equation found by bisection here and by brentq
+ *     (xtol 1e-15) in scipy. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "stats.h"
+
+/* ---- helpers ---- */
+
+/* Largest relative difference seen by close_rel since the last reset, printed
+ * per kind so that the log shows how much room each tolerance leaves. */
+static double worst_rel;
+
+static bool close_rel(double got, double want, double rtol)
+{
+	double scale;
+
+	if (isnan(want) || isnan(got))
+		return isnan(want) && isnan(got);
+	if (isinf(want) || isinf(got))
+		return got == want;
+	scale = fmax(fabs(got), fabs(want));
+	if (scale > 1e-290 && fabs(got - want) / scale > worst_rel)
+		worst_rel = fabs(got - want) / scale;
+	return fabs(got - want) <= rtol * scale + 1e-300;
+}
+
+static bool same(double got, double want)
+{
+	return (isnan(got) && isnan(want)) || got == want;
+}
+
+static struct stats_pair pair(double b, double c, bool cf)
+{
+	return (struct stats_pair){ .baseline_ns = b, .candidate_ns = c, .candidate_first = cf };
+}
+
+/* ---- edge cases ---- */
+
+static void test_sign_edges(void **state)
+{
+	(void)state;
+	assert_true(stats_sign_test_p(0, 0) == 1);
+	assert_true(isnan(stats_sign_test_p(-1, 5)));
+	assert_true(isnan(stats_sign_test_p(6, 5)));
+	assert_true(stats_sign_test_p(3, 6) == 1);
+	/* 2 / 2^6 exactly (the end terms are powers of two), 2 * 7 / 2^6 */
+	assert_true(stats_sign_test_p(0, 6) == 2.0 / 64);
+	assert_true(stats_sign_test_p(6, 6) == 2.0 / 64);
+	assert_true(close_rel(stats_sign_test_p(1, 6), 14.0 / 64, 1e-14));
+	/* symmetric in k <-> n - k, and finite and tiny for huge n */
+	assert_true(stats_sign_test_p(4000, 10000) == stats_sign_test_p(6000, 10000));
+	assert_true(stats_sign_test_p(4000, 10000) > 0);
+	assert_true(stats_sign_test_p(4000, 10000) < 1e-80);
+	assert_true(stats_sign_test_p(5000, 10000) == 1);
+	assert_true(stats_sign_test_p(0, 100000) == 0);  /* 2^-99999 underflows */
+	assert_true(isnan(stats_binom_cdf(1, 5, 1.5)));
+	assert_true(stats_binom_cdf(-1, 5, 0.3) == 0);
+	assert_true(stats_binom_cdf(5, 5, 0.3) == 1);
+	assert_true(stats_binom_cdf(0, 5, 0.0) == 1);
+	assert_true(stats_binom_cdf(4, 5, 1.0) == 0);
+}
+
+static void test_holm_edges(void **state)
+{
+	double p[] = { 0.04, NAN, 0.01, 0.03 };
+	double q[] = { NAN, NAN };
+	double t[] = { 0.02, 0.02, 0.5 };
+	double u[] = { 0.4, 0.5, 0.45 };
+
+	(void)state;
+	stats_holm(NULL, 0);  /* nothing to do, no crash */
+	/* m' = 3: 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, max(0.06, 0.04) */
+	stats_holm(p, 4);
+	assert_true(close_rel(p[2], 0.03, 1e-15));
+	assert_true(close_rel(p[3], 0.06, 1e-15));
+	assert_true(close_rel(p[0], 0.06, 1e-15));  /* monotone: not 0.04 */
+	assert_true(isnan(p[1]));
+	stats_holm(q, 2);
+	assert_true(isnan(q[0]) && isnan(q[1]));
+	/* tied p get one adjusted value; the cap is 1 */
+	stats_holm(t, 3);
+	assert_true(t[0] == t[1]);
+	assert_true(close_rel(t[0], 0.06, 1e-15));
+	assert_true(t[2] == 0.5);
+	stats_holm(u, 3);
+	assert_true(u[0] == 1 && u[1] == 1 && u[2] == 1);
+}
+
+static void test_median_edges(void **state)
+{
+	double x[] = { 3, NAN, 1, INFINITY, 2, 10 };
+	double lo, hi, cov;
+
+	(void)state;
+	assert_true(isnan(stats_median(NULL, 0)));
+	assert_true(stats_median(x, 6) == 2.5);  /* 1 2 3 10, NaN and Inf skipped */
+	assert_true(stats_median(x, 3) == 2);    /* 3 1 */
+	/* n = 5 cannot reach 95%: 1 - 2/32 = 0.9375 */
+	assert_int_equal(stats_median_ci_rank(5, 0.95, &cov), 0);
+	assert_true(isnan(cov));
+	assert_int_equal(stats_median_ci_rank(6, 0.95, &cov), 1);
+	assert_true(cov == 1 - 2.0 / 64);
+	assert_int_equal(stats_median_ci_rank(6, 1.0, &cov), 0);
+	assert_int_equal(stats_median_ci_rank(6, 0.0, NULL), 0);
+	stats_median_ci(x, 6, 0.95, &lo, &hi);  /* 4 finite values */
+	assert_true(isnan(lo) && isnan(hi));
+	/* n = 30 at 95%: k = 10 (coverage 0.9572), not 11 (0.9013) */
+	{
+		double y[30];
+
+		for (int i = 0; i < 30; i++)
+			y[i] = 29 - i;  /* 0..29 reversed */
+		assert_int_equal(stats_median_ci_rank(30, 0.95, &cov), 10);
+		assert_true(cov > 0.957 && cov < 0.958);
+		stats_median_ci(y, 30, 0.95, &lo, &hi);
+		assert_true(lo == 9 && hi == 20);
+	}
+}
+
+static void test_rank_tests_edges(void **state)
+{
+	double z[] = { 0, 0, 0 };
+	double one[] = { 0.5 };
+	double a[] = { 1, 2 }, b[] = { 3, 4 };
+
+	(void)state;
+	assert_true(stats_wilcoxon_p(NULL, 0) == 1);
+	assert_true(stats_wilcoxon_p(z, 3) == 1);
+	assert_true(stats_wilcoxon_p(one, 1) == 1);  /* 2 * 1/2 capped */
+	assert_true(isnan(stats_hodges_lehmann(NULL, 0)));
+	assert_true(stats_hodges_lehmann(one, 1) == 0.5);
+	assert_true(isnan(stats_mann_whitney_p(a, 2, b, 0)));
+	assert_true(isnan(stats_mann_whitney_p(a, 0, b, 2)));
+	/* complete separation, 2 x 2: 2 * 1/C(4,2) */
+	assert_true(close_rel(stats_mann_whitney_p(a, 2, b, 2), 2.0 / 6, 1e-15));
+}
+
+static void test_mde_edges(void **state)
+{
+	double m30, m60;
+
+	(void)state;
+	assert_true(isinf(stats_sign_test_mde(5, 0.01, 0.05, 0.8)));
+	assert_true(stats_sign_test_mde(30, 0, 0.05, 0.8) == 1);
+	assert_true(isnan(stats_sign_test_mde(0, 0.01, 0.05, 0.8)));
+	assert_true(isnan(stats_sign_test_mde(30, -1, 0.05, 0.8)));
+	assert_true(isnan(stats_sign_test_mde(30, NAN, 0.05, 0.8)));
+	assert_true(isnan(stats_sign_test_mde(30, 0.01, 0, 0.8)));
+	assert_true(isnan(stats_sign_test_mde(30, 0.01, 0.05, 1)));
+	m30 = stats_sign_test_mde(30, 0.01, 0.05, 0.8);
+	m60 = stats_sign_test_mde(60, 0.01, 0.05, 0.8);
+	assert_true(m30 > m60 && m60 > 1);
+	/* scales with sd in log space */
+	assert_true(close_rel(log(stats_sign_test_mde(30, 0.02, 0.05, 0.8)), 2 * log(m30), 1e-9));
+}
+
+static void test_case_empty(void **state)
+{
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	stats_case_summarise(NULL, 0, &s, &c);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(c.invalid, 0);
+	assert_true(c.p == 1);
+	assert_true(isnan(c.p_holm));
+	assert_true(isnan(c.ratio_median) && isnan(c.ratio_lo) && isnan(c.ratio_hi));
+	assert_true(isnan(c.ratio_coverage) && isnan(c.wilcoxon_p));
+	assert_true(isnan(c.hl_log_ratio) && isnan(c.log_ratio_sd));
+	assert_true(isnan(c.order_p) && isnan(c.order_diff));
+	assert_int_equal(c.verdict, VERDICT_INCONCLUSIVE);
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_INCONCLUSIVE);
+	assert_true(c.p_holm == 1);
+}
+
+static void test_case_all_ties(void **state)
+{
+	struct stats_pair pr[40];
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	for (int i = 0; i < 40; i++)
+		pr[i] = pair(1000 + i, 1000 + i, i % 2);
+	stats_case_summarise(pr, 40, &s, &c);
+	assert_int_equal(c.ties, 40);
+	assert_int_equal(c.faster + c.slower, 0);
+	assert_true(c.p == 1);
+	assert_true(c.wilcoxon_p == 1);
+	assert_true(c.ratio_median == 1 && c.ratio_lo == 1 && c.ratio_hi == 1);
+	assert_true(c.log_ratio_sd == 0 && c.hl_log_ratio == 0);
+	assert_true(c.order_p == 1 && c.order_diff == 0);
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_EQUIVALENT);
+}
+
+static void test_case_invalid_timings(void **state)
+{
+	struct stats_pair pr[] = {
+		pair(NAN, 100, true), pair(100, NAN, false), pair(INFINITY, 100, true),
+		pair(100, -INFINITY, false), pair(0, 100, true), pair(100, -3, false),
+		pair(1e-310, 1e300, true),  /* ratio overflows */
+		pair(100, 103, true), pair(100, 98, false), pair(100, 100, true),
+	};
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	stats_case_summarise(pr, 10, &s, &c);
+	assert_int_equal(c.invalid, 7);
+	assert_int_equal(c.n, 3);
+	assert_int_equal(c.faster, 1);
+	assert_int_equal(c.slower, 1);
+	assert_int_equal(c.ties, 1);
+	assert_true(c.ratio_median == 1);
+	assert_true(isnan(c.ratio_lo));  /* 3 pairs: no 95% interval */
+	assert_true(isfinite(c.log_ratio_sd) && isfinite(c.hl_log_ratio));
+	/* all invalid: nothing left, nothing crashes */
+	stats_case_summarise(pr, 7, &s, &c);
+	assert_int_equal(c.invalid, 7);
+	assert_int_equal(c.n, 0);
+	assert_true(c.p == 1 && isnan(c.ratio_median));
+}
+
+/* n pairs with candidate = baseline * factor_slow in the first `slow` pairs
+ * and * factor_fast in the rest, baselines varying. */
+static void make_pairs(struct stats_pair *pr, int n, int slow, double fs, double ff)
+{
+	for (int i = 0; i < n; i++) {
+		double b = 1000 + 7 * (i % 5);
+
+		pr[i] = pair(b, b * (i < slow ? fs : ff), i % 2);
+	}
+}
+
+static void test_verdict_identical(void **state)
+{
+	struct stats_pair pr[30];
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	make_pairs(pr, 30, 30, 1.05, 1.05);  /* plainly slower */
+	stats_case_summarise(pr, 30, &s, &c);
+	c.identical_code = true;
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_IDENTICAL);
+	assert_true(c.p_holm < 1e-8);  /* still timed and reported */
+	assert_true(c.ratio_median > 1.049 && c.ratio_median < 1.051);
+	/* the same data without identical code is slower */
+	c.identical_code = false;
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_SLOWER);
+	make_pairs(pr, 30, 0, 1, 0.9);
+	stats_case_summarise(pr, 30, &s, &c);
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_FASTER);
+}
+
+/* The A/A run of DESIGN.md: the second module faster in 47 of 60 pairs by
+ * 0.08%: p < 0.001, and equivalent. */
+static void test_verdict_equivalence_beats_significance(void **state)
+{
+	struct stats_pair pr[60];
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	make_pairs(pr, 60, 13, 1.0008, 0.9992);
+	stats_case_summarise(pr, 60, &s, &c);
+	assert_int_equal(c.faster, 47);
+	assert_true(c.p < 0.001);
+	stats_judge_run(&c, 1, &s);
+	assert_true(c.p_holm < s.alpha);
+	assert_int_equal(c.verdict, VERDICT_EQUIVALENT);
+	/* narrower margin: the same data is now significantly faster */
+	s.margin = 0.0005;
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_FASTER);
+	/* an interval crossing the band edge is not equivalent */
+	make_pairs(pr, 60, 30, 1.02, 0.98);
+	s.margin = 0.01;
+	stats_case_summarise(pr, 60, &s, &c);
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_INCONCLUSIVE);
+}
+
+static void test_verdict_nan_interval(void **state)
+{
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	memset(&c, 0, sizeof c);
+	c.ratio_lo = c.ratio_hi = NAN;
+	c.ratio_median = 1.0001;
+	c.p = 0.001;
+	c.slower = 10;
+	c.verdict = VERDICT_INCONCLUSIVE;
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_SLOWER);
+	c.p = 0.2;
+	stats_judge_run(&c, 1, &s);
+	assert_int_equal(c.verdict, VERDICT_INCONCLUSIVE);
+	/* five identical pairs: interval impossible, so not equivalent */
+	{
+		struct stats_pair pr[5];
+
+		make_pairs(pr, 5, 5, 1.0001, 1);
+		stats_case_summarise(pr, 5, &s, &c);
+		stats_judge_run(&c, 1, &s);
+		assert_true(isnan(c.ratio_lo));
+		assert_int_equal(c.verdict, VERDICT_INCONCLUSIVE);
+	}
+}
+
+static struct stats_case hand_case(double p, int slower, int faster, enum stats_verdict v)
+{
+	struct stats_case c;
+
+	memset(&c, 0, sizeof c);
+	c.p = p;
+	c.slower = slower;
+	c.faster = faster;
+	c.ratio_lo = 1.02;  /* outside the band: significance decides */
+	c.ratio_hi = 1.05;
+	c.verdict = v;
+	return c;
+}
+
+static void test_verdict_holm(void **state)
+{
+	struct stats_settings s;
+	struct stats_case c[6];
+
+	(void)state;
+	stats_settings_init(&s);
+	c[0] = hand_case(0.04, 20, 5, VERDICT_INCONCLUSIVE);
+	c[1] = hand_case(0.5, 30, 0, VERDICT_FAIL);       /* excluded */
+	c[2] = hand_case(0.01, 20, 5, VERDICT_INCONCLUSIVE);
+	c[3] = hand_case(0.001, 0, 0, VERDICT_NOT_TIMED); /* excluded */
+	c[4] = hand_case(0.03, 5, 20, VERDICT_INCONCLUSIVE);
+	c[5] = hand_case(0.01, 5, 20, VERDICT_INCONCLUSIVE);
+	c[5].identical_code = true;
+	/* m = 4 timed: 0.01 -> 0.04 (both), 0.03 -> 0.06, 0.04 -> 0.06 */
+	stats_judge_run(c, 6, &s);
+	assert_true(close_rel(c[2].p_holm, 0.04, 1e-15));
+	assert_true(close_rel(c[5].p_holm, 0.04, 1e-15));
+	assert_true(close_rel(c[4].p_holm, 0.06, 1e-15));
+	assert_true(close_rel(c[0].p_holm, 0.06, 1e-15));
+	assert_true(isnan(c[1].p_holm) && isnan(c[3].p_holm));
+	assert_int_equal(c[2].verdict, VERDICT_SLOWER);
+	assert_int_equal(c[5].verdict, VERDICT_IDENTICAL);
+	assert_int_equal(c[4].verdict, VERDICT_INCONCLUSIVE);  /* raw p 0.03 */
+	assert_int_equal(c[0].verdict, VERDICT_INCONCLUSIVE);
+	assert_int_equal(c[1].verdict, VERDICT_FAIL);
+	assert_int_equal(c[3].verdict, VERDICT_NOT_TIMED);
+}
+
+static void test_run_verdict(void **state)
+{
+	struct stats_case c[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		c[i] = hand_case(1, 0, 0, VERDICT_EQUIVALENT);
+	c[1].verdict = VERDICT_INCONCLUSIVE;
+	c[2].verdict = VERDICT_IDENTICAL;
+	c[3].verdict = VERDICT_NOT_TIMED;
+	assert_int_equal(stats_run_verdict(c, 0, false, false), RUN_NEUTRAL);
+	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_NEUTRAL);
+	c[0].verdict = VERDICT_FASTER;
+	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_IMPROVEMENT);
+	c[1].verdict = VERDICT_SLOWER;
+	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_REGRESSION);
+	assert_int_equal(stats_run_verdict(c, 4, false, true), RUN_ERROR);
+	assert_int_equal(stats_run_verdict(c, 4, true, true), RUN_FAIL);
+	assert_int_equal(stats_run_verdict(c, 4, true, false), RUN_FAIL);
+	assert_int_equal(stats_run_verdict(NULL, 0, true, false), RUN_FAIL);
+	assert_int_equal(stats_run_verdict(NULL, 0, false, true), RUN_ERROR);
+	/* an unattributed failing case fails the run; attributed to the
+	 * baseline it is an error */
+	c[2].verdict = VERDICT_FAIL;
+	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_FAIL);
+	assert_int_equal(stats_run_verdict(c, 4, false, true), RUN_ERROR);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(stats_verdict_name(VERDICT_EQUIVALENT), "equivalent");
+	assert_string_equal(stats_verdict_name(VERDICT_FASTER), "faster");
+	assert_string_equal(stats_verdict_name(VERDICT_SLOWER), "slower");
+	assert_string_equal(stats_verdict_name(VERDICT_INCONCLUSIVE), "inconclusive");
+	assert_string_equal(stats_verdict_name(VERDICT_IDENTICAL), "identical");
+	assert_string_equal(stats_verdict_name(VERDICT_FAIL), "fail");
+	assert_string_equal(stats_verdict_name(VERDICT_NOT_TIMED), "not_timed");
+	assert_string_equal(stats_verdict_name((enum stats_verdict)99), "unknown");
+	assert_string_equal(stats_run_verdict_name(RUN_IMPROVEMENT), "improvement");
+	assert_string_equal(stats_run_verdict_name(RUN_NEUTRAL), "neutral");
+	assert_string_equal(stats_run_verdict_name(RUN_REGRESSION), "regression");
+	assert_string_equal(stats_run_verdict_name(RUN_FAIL), "fail");
+	assert_string_equal(stats_run_verdict_name(RUN_ERROR), "error");
+	assert_string_equal(stats_run_verdict_name((enum run_verdict)99), "unknown");
+}
+
+static void test_order_effect(void **state)
+{
+	struct stats_pair pr[40];
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	/* candidate-first pairs 2% slow, baseline-first 2% fast: no net
+	 * effect, a plain order effect */
+	for (int i = 0; i < 40; i++) {
+		double b = 1000 + i;
+
+		pr[i] = pair(b, b * (i % 2 ? 1.02 : 0.98), i % 2);
+	}
+	stats_case_summarise(pr, 40, &s, &c);
+	assert_int_equal(c.faster, 20);
+	assert_true(c.p == 1);
+	assert_true(c.order_p < 1e-6);
+	assert_true(close_rel(c.order_diff, log(1.02) - log(0.98), 1e-12));
+	/* only one order present: no order statistic */
+	for (int i = 0; i < 40; i++)
+		pr[i].candidate_first = true;
+	stats_case_summarise(pr, 40, &s, &c);
+	assert_true(isnan(c.order_p) && isnan(c.order_diff));
+	/* Welford sd: log ratios half at mean + a, half at mean - a, where
+	 * a = (log 1.02 - log 0.98) / 2; sample sd a sqrt(n / (n - 1)) */
+	{
+		double a = (log(1.02) - log(0.98)) / 2;
+
+		assert_true(close_rel(c.log_ratio_sd, a * sqrt(40.0 / 39), 1e-12));
+	}
+}
+
+/* ---- against scipy ---- */
+
+static char **ref_lines;
+static size_t ref_count;
+static const char *ref_path;
+
+static int ref_load(void **state)
+{
+	FILE *f;
+	char *line = NULL;
+	size_t cap = 0, alloc = 0;
+	ssize_t len;
+
+	(void)state;
+	if (!ref_path)
+		return 0;
+	f = fopen(ref_path, "r");
+	if (!f) {
+		fprintf(stderr, "cannot open '%s'\n", ref_path);
+		return -1;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		if (len == 0 || line[0] == '#')
+			continue;
+		if (ref_count == alloc) {
+			alloc = alloc ? 2 * alloc : 1024;
+			ref_lines = realloc(ref_lines, alloc * sizeof *ref_lines);
+			if (!ref_lines)
+				abort();
+		}
+		ref_lines[ref_count++] = strdup(line);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+static int ref_free(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ref_count; i++)
+		free(ref_lines[i]);
+	free(ref_lines);
+	return 0;
+}
+
+/* Tokens of one reference line; a malformed line fails the test. */
+struct toks {
+	char *save;
+	const char *line;
+};
+
+static const char *tok_next(struct toks *t)
+{
+	const char *s = strtok_r(NULL, " \t\n", &t->save);
+
+	if (!s)
+		fail_msg("reference line too short: %.120s", t->line);
+	return s;
+}
+
+static double tok_double(struct toks *t)
+{
+	const char *s = tok_next(t);
+	char *end;
+	double v = strtod(s, &end);
+
+	if (*end)
+		fail_msg("bad number '%s' in: %.120s", s, t->line);
+	return v;
+}
+
+static int tok_int(struct toks *t)
+{
+	return (int)tok_double(t);
+}
+
+static double *tok_doubles(struct toks *t, int n)
+{
+	double *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+
+	for (int i = 0; i < n; i++)
+		v[i] = tok_double(t);
+	return v;
+}
+
+/* Calls check(line tokens) for every line of the kind; check returns false on
+ * a mismatch after printing it. Fails when nothing matched the kind (a test
+ * that checks nothing must not pass) or anything mismatched. */
+static void ref_each(const char *kind, bool (*check)(struct toks *t))
+{
+	size_t seen = 0, bad = 0, klen = strlen(kind);
+
+	if (!ref_path)
+		skip();
+	worst_rel = 0;
+	for (size_t i = 0; i < ref_count; i++) {
+		char *copy;
+		struct toks t;
+
+		if (strncmp(ref_lines[i], kind, klen) || ref_lines[i][klen] != ' ')
+			continue;
+		copy = strdup(ref_lines[i]);
+		t.line = ref_lines[i];
+		strtok_r(copy, " \t\n", &t.save);  /* the kind */
+		seen++;
+		if (!check(&t) && ++bad <= 10)
+			fprintf(stderr, "  in: %.200s\n", ref_lines[i]);
+		free(copy);
+	}
+	fprintf(stderr, "%s: %zu checked, %zu mismatched, largest relative difference %.3g\n",
+		kind, seen, bad, worst_rel);
+	assert_true(seen > 0);
+	assert_int_equal(bad, 0);
+}
+
+static bool report(const char *what, double got, double want, bool ok)
+{
+	if (!ok)
+		fprintf(stderr, "%s: got %.17g want %.17g\n", what, got, want);
+	return ok;
+}
+
+static bool check_sign(struct toks *t)
+{
+	int k = tok_int(t), n = tok_int(t);
+	double want = tok_double(t), got = stats_sign_test_p(k, n);
+
+	return report("sign", got, want, close_rel(got, want, 1e-9));
+}
+
+static bool check_cdf(struct toks *t)
+{
+	int k = tok_int(t), n = tok_int(t);
+	double p = tok_double(t), want = tok_double(t), got = stats_binom_cdf(k, n, p);
+
+	return report("cdf", got, want, close_rel(got, want, 1e-9));
+}
+
+static bool check_holm(struct toks *t)
+{
+	int m = tok_int(t);
+	double *p = tok_doubles(t, m), *want = tok_doubles(t, m);
+	bool ok = true;
+
+	stats_holm(p, m);
+	for (int i = 0; i < m; i++)
+		ok &= report("holm", p[i], want[i], close_rel(p[i], want[i], 1e-12));
+	free(p);
+	free(want);
+	return ok;
+}
+
+static bool check_median(struct toks *t)
+{
+	int n = tok_int(t);
+	double *x = tok_doubles(t, n), want = tok_double(t), got = stats_median(x, n);
+
+	free(x);
+	return report("median", got, want, same(got, want));
+}
+
+static bool check_cirank(struct toks *t)
+{
+	int n = tok_int(t);
+	double conf = tok_double(t);
+	int want_k = tok_int(t);
+	double want_cov = tok_double(t), cov;
+	int k = stats_median_ci_rank(n, conf, &cov);
+
+	return report("cirank k", k, want_k, k == want_k) &&
+	       report("cirank coverage", cov, want_cov, close_rel(cov, want_cov, 1e-12));
+}
+
+static bool check_ci(struct toks *t)
+{
+	int n = tok_int(t);
+	double conf = tok_double(t), want_lo = tok_double(t), want_hi = tok_double(t);
+	double *x = tok_doubles(t, n), lo, hi;
+
+	stats_median_ci(x, n, conf, &lo, &hi);
+	free(x);
+	return report("ci lo", lo, want_lo, same(lo, want_lo)) &&
+	       report("ci hi", hi, want_hi, same(hi, want_hi));
+}
+
+static bool check_wilcoxon(struct toks *t)
+{
+	int n = tok_int(t);
+	double *d = tok_doubles(t, n), want = tok_double(t), got = stats_wilcoxon_p(d, n);
+
+	free(d);
+	return report("wilcoxon", got, want, close_rel(got, want, 1e-9));
+}
+
+static bool check_mwu(struct toks *t)
+{
+	int nx = tok_int(t), ny = tok_int(t);
+	double *x = tok_doubles(t, nx), *y = tok_doubles(t, ny), want = tok_double(t);
+	double got = stats_mann_whitney_p(x, nx, y, ny);
+
+	free(x);
+	free(y);
+	return report("mwu", got, want, close_rel(got, want, 1e-9));
+}
+
+static bool check_hl(struct toks *t)
+{
+	int n = tok_int(t);
+	double *d = tok_doubles(t, n), want = tok_double(t), got = stats_hodges_lehmann(d, n);
+
+	free(d);
+	return report("hl", got, want, same(got, want));
+}
+
+static bool check_mde(struct toks *t)
+{
+	int n = tok_int(t);
+	double sd = tok_double(t), alpha = tok_double(t), power = tok_double(t);
+	double want = tok_double(t), got = stats_sign_test_mde(n, sd, alpha, power);
+
+	if (isinf(want))
+		return report("mde", got, want, got == want);
+	return report("mde log", log(got), log(want), close_rel(log(got), log(want), 1e-9));
+}
+
+static bool check_int(const char *what, int got, struct toks *t)
+{
+	int want = tok_int(t);
+
+	return report(what, got, want, got == want);
+}
+
+static bool check_case(struct toks *t)
+{
+	int n = tok_int(t);
+	struct stats_pair *pr = calloc((size_t)(n > 0 ? n : 1), sizeof *pr);
+	struct stats_settings s;
+	struct stats_case c;
+	double w;
+	bool ok = true;
+
+	for (int i = 0; i < n; i++) {
+		pr[i].baseline_ns = tok_double(t);
+		pr[i].candidate_ns = tok_double(t);
+		pr[i].candidate_first = tok_int(t) != 0;
+	}
+	stats_settings_init(&s);  /* conf 0.95, as the reference */
+	stats_case_summarise(pr, n, &s, &c);
+	free(pr);
+	ok &= check_int("case n", c.n, t);
+	ok &= check_int("case invalid", c.invalid, t);
+	ok &= check_int("case faster", c.faster, t);
+	ok &= check_int("case slower", c.slower, t);
+	ok &= check_int("case ties", c.ties, t);
+	w = tok_double(t);
+	ok &= report("case p", c.p, w, close_rel(c.p, w, 1e-9));
+	w = tok_double(t);
+	ok &= report("case ratio_median", c.ratio_median, w, same(c.ratio_median, w));
+	w = tok_double(t);
+	ok &= report("case ratio_lo", c.ratio_lo, w, same(c.ratio_lo, w));
+	w = tok_double(t);
+	ok &= report("case ratio_hi", c.ratio_hi, w, same(c.ratio_hi, w));
+	w = tok_double(t);
+	ok &= report("case coverage", c.ratio_coverage, w, close_rel(c.ratio_coverage, w, 1e-12));
+	w = tok_double(t);
+	ok &= report("case wilcoxon_p", c.wilcoxon_p, w, close_rel(c.wilcoxon_p, w, 1e-9));
+	w = tok_double(t);
+	ok &= report("case hl", c.hl_log_ratio, w, same(c.hl_log_ratio, w));
+	w = tok_double(t);
+	ok &= report("case sd", c.log_ratio_sd, w, close_rel(c.log_ratio_sd, w, 1e-12));
+	w = tok_double(t);
+	ok &= report("case order_p", c.order_p, w, close_rel(c.order_p, w, 1e-9));
+	w = tok_double(t);
+	ok &= report("case order_diff", c.order_diff, w, same(c.order_diff, w));
+	return ok;
+}
+
+static void test_ref_sign(void **state) { (void)state; ref_each("sign", check_sign); }
+static void test_ref_cdf(void **state) { (void)state; ref_each("cdf", check_cdf); }
+static void test_ref_holm(void **state) { (void)state; ref_each("holm", check_holm); }
+static void test_ref_median(void **state) { (void)state; ref_each("median", check_median); }
+static void test_ref_cirank(void **state) { (void)state; ref_each("cirank", check_cirank); }
+static void test_ref_ci(void **state) { (void)state; ref_each("ci", check_ci); }
+static void test_ref_wilcoxon(void **state) { (void)state; ref_each("wilcoxon", check_wilcoxon); }
+static void test_ref_mwu(void **state) { (void)state; ref_each("mwu", check_mwu); }
+static void test_ref_hl(void **state) { (void)state; ref_each("hl", check_hl); }
+static void test_ref_mde(void **state) { (void)state; ref_each("mde", check_mde); }
+static void test_ref_case(void **state) { (void)state; ref_each("case", check_case); }
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest unit[] = {
+		cmocka_unit_test(test_sign_edges),
+		cmocka_unit_test(test_holm_edges),
+		cmocka_unit_test(test_median_edges),
+		cmocka_unit_test(test_rank_tests_edges),
+		cmocka_unit_test(test_mde_edges),
+		cmocka_unit_test(test_case_empty),
+		cmocka_unit_test(test_case_all_ties),
+		cmocka_unit_test(test_case_invalid_timings),
+		cmocka_unit_test(test_verdict_identical),
+		cmocka_unit_test(test_verdict_equivalence_beats_significance),
+		cmocka_unit_test(test_verdict_nan_interval),
+		cmocka_unit_test(test_verdict_holm),
+		cmocka_unit_test(test_run_verdict),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_order_effect),
+	};
+	const struct CMUnitTest scipy[] = {
+		cmocka_unit_test(test_ref_sign),
+		cmocka_unit_test(test_ref_cdf),
+		cmocka_unit_test(test_ref_holm),
+		cmocka_unit_test(test_ref_median),
+		cmocka_unit_test(test_ref_cirank),
+		cmocka_unit_test(test_ref_ci),
+		cmocka_unit_test(test_ref_wilcoxon),
+		cmocka_unit_test(test_ref_mwu),
+		cmocka_unit_test(test_ref_hl),
+		cmocka_unit_test(test_ref_mde),
+		cmocka_unit_test(test_ref_case),
+	};
+
+	if (argc == 1)
+		return cmocka_run_group_tests_name("stats_unit", unit, NULL, NULL);
+	if (argc == 2) {
+		ref_path = argv[1];
+		return cmocka_run_group_tests_name("stats_scipy", scipy, ref_load, ref_free);
+	}
+	fprintf(stderr, "usage: test_stats [REFERENCE_FILE]\n");
+	return 2;
+}
