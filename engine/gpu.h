@@ -67,6 +67,10 @@ int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		    struct qual_msg *msg);
 void gpu_module_free(struct gpu_module *m);
 
+/* Device memory. gpu_free of 0 does nothing; of an address that gpu_alloc
+ * did not return (or that was freed already) it is QUAL_EINVAL and the runtime
+ * is not called. Upload, download and memset are synchronous: each waits for
+ * the stream, so an earlier asynchronous fault surfaces there as QUAL_EGPU. */
 int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg);
 int gpu_free(struct gpu *g, uint64_t dptr);
 int gpu_upload(struct gpu *g, uint64_t dptr, const void *src, size_t bytes,

@@ -74,9 +74,12 @@ struct rtc_result {
 	void *code;            /* CUBIN or AMDGPU code object; malloc'd */
 	size_t code_size;
 	char code_sha256[65];
-	char *log;             /* compiler log, NUL-terminated, at most log_cap */
-	size_t log_size;       /* the full size the compiler reported */
-	bool log_truncated;
+	char *log;             /* compiler log, NUL-terminated, at most log_cap
+				* bytes; "" when there is none (never NULL
+				* after rtc_compile returned 0) */
+	size_t log_size;       /* the full log's length as the compiler
+				* reported it, terminating NUL not counted */
+	bool log_truncated;    /* log_size > strlen(log) */
 	double compile_ms;     /* wall time of the compile call in the child */
 	struct rtc_resources res;
 };
@@ -107,7 +110,9 @@ void rtc_parse_resources(enum rtc_abi abi, const char *log,
 
 /* Fills from the code object what the log did not give (fields still -1):
  * for hiprtc, the AMDGPU metadata note (NT_AMDGPU_METADATA, msgpack) of each
- * kernel: .vgpr_count -> registers, .sgpr_count -> sgprs,
+ * kernel: .vgpr_count -> registers (on gfx90a the unified count, AGPRs
+ * included: 448 for the attention fixture, 192 of them AGPRs), .sgpr_count ->
+ * sgprs,
  * .private_segment_fixed_size -> stack_bytes, .group_segment_fixed_size ->
  * shared_bytes, and 4 * .vgpr_spill_count -> spill_stores (one 4-byte
  * scratch slot per spilled VGPR per lane; AMD reports spilled registers, not

@@ -39,7 +39,7 @@ struct run {
 	enum fixture_platform platform;
 	struct judge judge;
 	bool gpu_dead;          /* a fault ended GPU work for this run */
-	char stop_reason[512];
+	char stop_reason[1400];
 };
 
 void runner_config_init(struct runner_config *cfg)
@@ -422,7 +422,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	struct run run;
 	struct qual_msg msg = {{0}};
 	int sel[64], nsel = 0, status, rc;
-	char no_gpu[600] = "";
+	char no_gpu[1100] = "";
 	bool not_timed;
 	enum run_verdict v;
 

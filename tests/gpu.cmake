@@ -1,0 +1,60 @@
+# GPU backends (engine/gpu*.c).
+#
+# gpu_nodev (unit): both backends built against their headers, and on a
+# machine without a GPU each reports QUAL_ENODEV (the no-device checks skip
+# themselves where a device is present).
+#
+# gpu_smoke (label gpu): needs the device; CI runs `ctest -LE gpu`. Its kernels
+# are compiled here with nvcc into CUBINs and embedded in the binary, so the
+# build folder can be carried to the GPU machine as it is.
+
+# The GPU code alone, where engine/CMakeLists.txt offers it as a library;
+# otherwise the whole engine.
+if(TARGET qual_gpu)
+  set(QUAL_GPU_LIB qual_gpu)
+else()
+  set(QUAL_GPU_LIB qual_engine)
+endif()
+
+add_executable(test_gpu_nodev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_nodev.c)
+target_link_libraries(test_gpu_nodev PRIVATE ${QUAL_GPU_LIB} PkgConfig::CMOCKA)
+add_test(NAME gpu_nodev COMMAND test_gpu_nodev)
+set_tests_properties(gpu_nodev PROPERTIES LABELS unit TIMEOUT 60)
+
+find_program(QUAL_NVCC nvcc HINTS /usr/local/cuda/bin)
+set(QUAL_SMOKE_ARCH sm_90 CACHE STRING "GPU architecture of the smoke test's CUBINs")
+if(QUAL_NVCC)
+  set(GS ${CMAKE_CURRENT_SOURCE_DIR}/gpu)
+  set(GB ${CMAKE_CURRENT_BINARY_DIR}/gpu)
+  file(MAKE_DIRECTORY ${GB})
+  set(smoke_sources)
+  foreach(k axpy fault)
+    add_custom_command(
+      OUTPUT ${GB}/${k}.cubin
+      COMMAND ${QUAL_NVCC} -cubin -arch=${QUAL_SMOKE_ARCH} -O3 -o ${GB}/${k}.cubin ${GS}/${k}.cu
+      DEPENDS ${GS}/${k}.cu
+      COMMENT "nvcc -cubin ${k}.cu")
+    add_custom_command(
+      OUTPUT ${GB}/${k}_cubin.c
+      COMMAND ${CMAKE_COMMAND} -DIN=${GB}/${k}.cubin -DOUT=${GB}/${k}_cubin.c
+              -DSYMBOL=smoke_${k}_cubin -P ${GS}/embed_bin.cmake
+      DEPENDS ${GB}/${k}.cubin ${GS}/embed_bin.cmake
+      COMMENT "Embedding ${k}.cubin")
+    list(APPEND smoke_sources ${GB}/${k}_cubin.c)
+  endforeach()
+  add_executable(gpu_smoke ${GS}/gpu_smoke.c ${smoke_sources})
+  target_link_libraries(gpu_smoke PRIVATE ${QUAL_GPU_LIB} m)
+  add_test(NAME gpu_smoke COMMAND gpu_smoke)
+  set_tests_properties(gpu_smoke PROPERTIES LABELS gpu TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+else()
+  message(STATUS "nvcc not found: gpu_smoke is not built")
+endif()
+
+# gpu_dispatch (unit): engine/gpu.c compiled into the test with two fake
+# backends in place of CUDA and HIP (the test defines gpu__cuda_backend and
+# gpu__hip_backend, so the real backends are not linked in).
+add_executable(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_dispatch.c)
+target_link_libraries(test_gpu_dispatch PRIVATE ${QUAL_GPU_LIB} PkgConfig::CMOCKA)
+add_test(NAME gpu_dispatch COMMAND test_gpu_dispatch)
+set_tests_properties(gpu_dispatch PROPERTIES LABELS unit TIMEOUT 60)

@@ -1,0 +1,109 @@
+# Compiler libraries (engine/rtc*, qual-compile): unit tests and the shim
+# compiler libraries they use. Tests run real nvrtc (CUDA 13.0 at
+# /usr/local/cuda) and Debian's hiprtc (libamdhip64.so.5, ROCm 5.2.3); no GPU
+# is needed.
+
+set(QUAL_SHIM_REAL_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
+    "The real nvrtc the shim compilers forward to")
+set(QUAL_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
+    "A real nvrtc for the compile tests")
+set(QUAL_TEST_NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13 CACHE FILEPATH
+    "A second real nvrtc of the same version")
+set(QUAL_TEST_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
+    "A real hiprtc for the compile tests")
+
+# What the rtc modules stand on, so these tests build while other engine
+# modules are still being written. test_rtc.c includes rtc.c and rtc_parse.c
+# to reach their statics, so they are not in this library.
+add_library(qual_rtc_test_lib STATIC
+  ${PROJECT_SOURCE_DIR}/engine/err.c
+  ${PROJECT_SOURCE_DIR}/engine/xalloc.c
+  ${PROJECT_SOURCE_DIR}/engine/sha256.c)
+target_include_directories(qual_rtc_test_lib PUBLIC ${PROJECT_SOURCE_DIR}/engine)
+target_link_libraries(qual_rtc_test_lib PUBLIC OpenSSL::Crypto ${CMAKE_DL_LIBS})
+
+# A copy of the qual-compile helper built from the same sources as
+# engine/qual-compile, linked only against what it uses.
+add_executable(qual_compile_rtc_test ${PROJECT_SOURCE_DIR}/engine/qual_compile.c
+  ${PROJECT_SOURCE_DIR}/engine/rtc_parse.c)
+target_link_libraries(qual_compile_rtc_test PRIVATE qual_rtc_test_lib)
+
+# Shim compilers: shared objects in <build>/shims.
+set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling)
+foreach(kind ${QUAL_SHIMS})
+  add_library(shim_${kind} SHARED
+    ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_forward.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_${kind}.c)
+  target_compile_definitions(shim_${kind} PRIVATE
+    SHIM_REAL_NVRTC="${QUAL_SHIM_REAL_NVRTC}")
+  target_link_libraries(shim_${kind} PRIVATE ${CMAKE_DL_LIBS})
+  # Shims misbehave on purpose (shim_crash stores through a null pointer):
+  # never instrumented, so the sanitizer build sees the same misbehaviour.
+  target_compile_options(shim_${kind} PRIVATE -fno-sanitize=all)
+  set_target_properties(shim_${kind} PROPERTIES
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/shims)
+endforeach()
+add_library(shim_noabi SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_noabi.c)
+set_target_properties(shim_noabi PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/shims)
+# shim_sibling needs libshim_sibling_dep.so from its own folder, with no
+# RPATH to find it: only the child's LD_LIBRARY_PATH does.
+add_library(shim_sibling_dep SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_sibling_dep.c)
+set_target_properties(shim_sibling_dep PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/shims)
+target_link_libraries(shim_sibling PRIVATE shim_sibling_dep)
+set_target_properties(shim_sibling PROPERTIES SKIP_BUILD_RPATH TRUE)
+add_custom_target(qual_shims DEPENDS shim_noabi)
+foreach(kind ${QUAL_SHIMS})
+  add_dependencies(qual_shims shim_${kind})
+endforeach()
+
+add_executable(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rtc.c)
+target_link_libraries(test_rtc PRIVATE qual_rtc_test_lib PkgConfig::CMOCKA)
+add_dependencies(test_rtc qual_shims qual_compile_rtc_test)
+target_compile_definitions(test_rtc PRIVATE
+  RTC_TEST_HELPER="$<TARGET_FILE:qual_compile_rtc_test>"
+  RTC_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/rtc"
+  RTC_TEST_NVRTC="${QUAL_TEST_NVRTC}"
+  RTC_TEST_NVRTC_ALT="${QUAL_TEST_NVRTC_ALT}"
+  RTC_TEST_HIPRTC="${QUAL_TEST_HIPRTC}"
+  RTC_SHIM_CRASH="$<TARGET_FILE:shim_crash>"
+  RTC_SHIM_HANG="$<TARGET_FILE:shim_hang>"
+  RTC_SHIM_HUGELOG="$<TARGET_FILE:shim_hugelog>"
+  RTC_SHIM_MISCOMPILE="$<TARGET_FILE:shim_miscompile>"
+  RTC_SHIM_SLOW="$<TARGET_FILE:shim_slow>"
+  RTC_SHIM_SLOW_G="$<TARGET_FILE:shim_slow_g>"
+  RTC_SHIM_NOABI="$<TARGET_FILE:shim_noabi>"
+  RTC_SHIM_SIBLING="$<TARGET_FILE:shim_sibling>")
+
+# One ctest entry per test function: `test_rtc NAME` runs the cmocka test
+# NAME alone.
+set(QUAL_RTC_TESTS
+  sha256
+  parse_nvrtc_logs
+  parse_amdgpu_metadata
+  parse_hostile_input
+  check_code
+  arch_valid
+  child_env
+  child_report
+  identify_nvrtc
+  identify_hiprtc
+  identify_bad_paths
+  identify_noabi
+  compile_nvrtc
+  compile_hiprtc
+  compile_hiprtc_crash
+  compile_error
+  compile_bad_request
+  shim_crash
+  shim_hang
+  shim_hugelog
+  shim_miscompile
+  shim_slow
+  shim_slow_g
+  shim_sibling)
+foreach(t ${QUAL_RTC_TESTS})
+  add_test(NAME rtc_${t} COMMAND test_rtc ${t})
+  set_tests_properties(rtc_${t} PROPERTIES TIMEOUT 120)
+endforeach()
