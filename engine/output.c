@@ -12,7 +12,7 @@ int output_emit(FILE *out, json_t *line)
 {
 	int rc = 0;
 
-	if (json_dumpf(line, out, JSON_COMPACT | JSON_ENSURE_ASCII) != 0 ||
+	if (json_dumpf(line, out, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12)) != 0 ||
 	    fputc('\n', out) == EOF || fflush(out) != 0)
 		rc = QUAL_EIO;
 	json_decref(line);

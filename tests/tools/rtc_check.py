@@ -16,7 +16,9 @@ or hiprtcCreateProgram). Default options, always passed first:
   hiprtc: --offload-arch=ARCH
 Further options on the command line are appended. Environment variable
 RTC_CHECK_NO_SPILLS=1 makes an nvrtc compile fail when the ptxas report shows
-any spill stores or loads.
+any spill stores or loads; RTC_CHECK_ENTRY=NAME makes any compile fail whose
+code object does not contain the symbol name NAME (e.g. a kernel's extern "C"
+entry); RTC_CHECK_OUT=PATH writes the code object there.
 
 Prints the compiler log, then one line "code: N bytes" (CUBIN or AMDGPU code
 object). Exits 0 on success, 1 when compilation failed, 2 on usage errors.
@@ -139,6 +141,18 @@ def main(argv):
         sys.stderr.write("%s produced no code\n" % abi)
         return 1
     print("code: %d bytes" % code_size.value)
+    code = ctypes.create_string_buffer(code_size.value)
+    get_code = api["GetCUBIN" if abi == "nvrtc" else "GetCode"]
+    if not check("GetCode", get_code(prog, code)):
+        return 1
+    out_path = os.environ.get("RTC_CHECK_OUT")
+    if out_path:
+        with open(out_path, "wb") as f:
+            f.write(code.raw)
+    entry = os.environ.get("RTC_CHECK_ENTRY")
+    if entry and (b"\0" + entry.encode() + b"\0") not in code.raw:
+        sys.stderr.write("no symbol '%s' in the code object\n" % entry)
+        return 1
 
     if abi == "nvrtc" and os.environ.get("RTC_CHECK_NO_SPILLS") == "1":
         spills = [int(n) for n in

@@ -25,6 +25,8 @@ def main():
     ap.add_argument("--expect-case-verdict", action="append", default=[])
     ap.add_argument("--expect-pairs", type=int)
     ap.add_argument("--expect-identical", choices=["all", "none"])
+    ap.add_argument("--no-verdict", action="store_true",
+                    help="a run refused before it started: error lines only")
     a = ap.parse_args()
 
     with open(a.schema) as f:
@@ -46,10 +48,19 @@ def main():
     if not lines:
         sys.exit("no lines")
     types = [l["type"] for l in lines]
+    if a.no_verdict:
+        if set(types) != {"error"}:
+            sys.exit(f"a refused run prints error lines only; types: {types}")
+        print(f"ok: {len(lines)} error lines: {[l['message'] for l in lines]}")
+        return
     if types.count("verdict") != 1 or types[-1] != "verdict":
         sys.exit(f"the stream must end with exactly one verdict line; types: {types[-5:]}")
-    if types[0] not in ("start", "error"):
-        sys.exit(f"the stream must begin with start (or a setup error), got {types[0]}")
+    # qual-run begins with start (or a setup error); qual-judge's output is
+    # case verdicts and the verdict.
+    if types[0] not in ("start", "error", "case_verdict"):
+        sys.exit(f"the stream must begin with start, error or case_verdict, got {types[0]}")
+    if "start" in types and types[0] != "start" and types[0] != "error":
+        sys.exit("start must be the first line")
     for t in filter(None, a.expect_types.split(",")):
         if t not in types:
             sys.exit(f"expected a {t} line; types seen: {sorted(set(types))}")
