@@ -18,7 +18,7 @@ mkdir -p "$out"
 run="$build/engine/qual-run"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 alt=/usr/local/cuda/lib64/libnvrtc.alt.so.13
-shims="$build/tests"
+shims="$build/shims"
 status=0
 summary=()
 

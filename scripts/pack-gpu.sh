@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds qual for the GPU machine (jansson and libcrypto linked statically,
+# since that machine has no Debian packages) and gathers what the GPU suite
+# and the benchmark need into .carry/ (ignored by git), laid out like a build
+# folder: .carry/engine/{qual-run,qual-compile}, .carry/tests/gpu_smoke,
+# .carry/shims/*.so. Carry .carry with the device tool and run
+# `bash tests/gpu/run.sh $OUT .carry` there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QUAL_BUILD=build-carry bash scripts/build.sh -DQUAL_STATIC_DEPS=ON -DQUAL_WERROR=ON
+rm -rf .carry
+mkdir -p .carry/engine .carry/tests .carry/shims .carry/client
+cp build-carry/engine/qual-run build-carry/engine/qual-compile .carry/engine/
+cp build-carry/client/qual-judge .carry/client/
+cp build-carry/tests/gpu_smoke .carry/tests/
+cp build-carry/shims/*.so .carry/shims/
+ldd .carry/engine/qual-run | grep -E 'jansson|crypto' && { echo "not static" >&2; exit 1; }
+du -sh .carry
