@@ -68,16 +68,25 @@ float bf16_to_float(uint16_t b)
 
 double bf16_round(double x)
 {
-	/* Round the double to float first only when that is exact; otherwise
-	 * round directly: bf16 keeps 8 significant bits. */
+	/* bf16 keeps 8 significant bits and float's exponent range. Rounds
+	 * once, directly from double (going through float first could round
+	 * twice). */
 	int e;
-	double m;
+	double m, r;
 
 	if (isnan(x) || isinf(x) || x == 0)
 		return x;
-	m = frexp(x, &e); /* |m| in [0.5, 1) */
-	if (e < -125)     /* below float's normal range: go through float */
-		return bf16_to_float(bf16_from_float((float)x));
+	m = frexp(x, &e); /* x = m * 2^e, |m| in [0.5, 1) */
+	if (e < -125) {
+		/* Below 2^-126, bf16's subnormals: a fixed quantum of 2^-133.
+		 * A result of 2^-126 is the smallest normal. */
+		return ldexp(rint(ldexp(x, 133)), -133);
+	}
 	m = rint(ldexp(m, 8)); /* 8 significant bits, ties to even */
-	return ldexp(m, e - 8);
+	r = ldexp(m, e - 8);
+	/* Rounding up to 2^128 is past bf16's largest finite value (as for
+	 * float): overflow to infinity. */
+	if (fabs(r) >= 0x1p128)
+		return copysign(INFINITY, x);
+	return r;
 }

@@ -67,4 +67,6 @@ qualify slow 1 "$nvrtc" "$shims/libshim_slow.so"
 qualify miscompile 2 "$nvrtc" "$shims/libshim_miscompile.so"
 [ -n "${QUAL_GPU_EXTRA:-}" ] && eval "$QUAL_GPU_EXTRA"
 note "gpu suite: $([ $status = 0 ] && echo PASS || echo FAIL)"
+# The device tool brings back at most 8 files: everything also goes in one tarball.
+tar -czf "$out/gpu-suite.tar.gz" -C "$out" --exclude gpu-suite.tar.gz . 2>/dev/null
 exit $status
