@@ -12,8 +12,7 @@
 # tests/tools/rtc_check.py; the code object must hold the entry symbol.
 
 foreach(t attention conv)
-  add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c
-                 ${PROJECT_SOURCE_DIR}/engine/err.c)
+  add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
   target_link_libraries(test_${t} PRIVATE qual_fixtures PkgConfig::CMOCKA m)
   add_test(NAME fixtures_${t} COMMAND test_${t})
   set_tests_properties(fixtures_${t} PROPERTIES LABELS unit TIMEOUT 300)

@@ -7,18 +7,14 @@ target_link_libraries(test_half PRIVATE qual_oracles PkgConfig::CMOCKA m)
 add_test(NAME half_conversions COMMAND test_half)
 set_tests_properties(half_conversions PROPERTIES LABELS unit TIMEOUT 300)
 
-# err.c directly: qual_fixtures reports through qual_fail() but does not link
-# the engine library.
-add_executable(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gemm.c
-               ${PROJECT_SOURCE_DIR}/engine/err.c)
+add_executable(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gemm.c)
 target_link_libraries(test_fixtures_gemm PRIVATE qual_fixtures PkgConfig::CMOCKA m)
 add_test(NAME fixtures_gemm COMMAND test_fixtures_gemm)
 set_tests_properties(fixtures_gemm PROPERTIES LABELS unit TIMEOUT 300)
 
 # fixture-source CASE cuda|hip OUT: a case's full source as fixture_source()
 # assembles it, for compiling with rtc_check.py.
-add_executable(fixture-source ${CMAKE_CURRENT_SOURCE_DIR}/tools/fixture_source.c
-               ${PROJECT_SOURCE_DIR}/engine/err.c)
+add_executable(fixture-source ${CMAKE_CURRENT_SOURCE_DIR}/tools/fixture_source.c)
 target_link_libraries(fixture-source PRIVATE qual_fixtures)
 
 # qual_fixture_rtc_test(NAME CASE PLATFORM LIB ARCH ENTRY): compiles CASE's

@@ -12,21 +12,10 @@ set(QUAL_TEST_NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13 CACHE FILEPATH
 set(QUAL_TEST_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
     "A real hiprtc for the compile tests")
 
-# What the rtc modules stand on, so these tests build while other engine
-# modules are still being written. test_rtc.c includes rtc.c and rtc_parse.c
+# What the rtc modules stand on. test_rtc.c includes rtc.c and rtc_parse.c
 # to reach their statics, so they are not in this library.
-add_library(qual_rtc_test_lib STATIC
-  ${PROJECT_SOURCE_DIR}/engine/err.c
-  ${PROJECT_SOURCE_DIR}/engine/xalloc.c
-  ${PROJECT_SOURCE_DIR}/engine/sha256.c)
-target_include_directories(qual_rtc_test_lib PUBLIC ${PROJECT_SOURCE_DIR}/engine)
-target_link_libraries(qual_rtc_test_lib PUBLIC OpenSSL::Crypto ${CMAKE_DL_LIBS})
-
-# A copy of the qual-compile helper built from the same sources as
-# engine/qual-compile, linked only against what it uses.
-add_executable(qual_compile_rtc_test ${PROJECT_SOURCE_DIR}/engine/qual_compile.c
-  ${PROJECT_SOURCE_DIR}/engine/rtc_parse.c)
-target_link_libraries(qual_compile_rtc_test PRIVATE qual_rtc_test_lib)
+add_library(qual_rtc_test_lib STATIC ${PROJECT_SOURCE_DIR}/engine/sha256.c)
+target_link_libraries(qual_rtc_test_lib PUBLIC qual_common OpenSSL::Crypto ${CMAKE_DL_LIBS})
 
 # Shim compilers: shared objects in <build>/shims.
 set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling)
@@ -60,9 +49,9 @@ endforeach()
 
 add_executable(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rtc.c)
 target_link_libraries(test_rtc PRIVATE qual_rtc_test_lib PkgConfig::CMOCKA)
-add_dependencies(test_rtc qual_shims qual_compile_rtc_test)
+add_dependencies(test_rtc qual_shims qual-compile)
 target_compile_definitions(test_rtc PRIVATE
-  RTC_TEST_HELPER="$<TARGET_FILE:qual_compile_rtc_test>"
+  RTC_TEST_HELPER="$<TARGET_FILE:qual-compile>"
   RTC_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/rtc"
   RTC_TEST_NVRTC="${QUAL_TEST_NVRTC}"
   RTC_TEST_NVRTC_ALT="${QUAL_TEST_NVRTC_ALT}"
