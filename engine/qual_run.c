@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "exitcode.h"
 #include "fixture.h"
@@ -102,6 +105,13 @@ int main(int argc, char **argv)
 	int status = QUAL_EXIT_USAGE, opt;
 	long l;
 
+	/* A worker of quald dies with the daemon: a stale worker left running
+	 * on a GPU would disturb the next job's timings. */
+	if (getenv("QUAL_DIE_WITH_PARENT")) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			return QUAL_EXIT_ERROR;
+	}
 	runner_config_init(&cfg);
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;

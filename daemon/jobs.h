@@ -1,0 +1,93 @@
+/* Jobs: the queue, the state directory, and the worker processes that run
+ * them. Each job runs in its own worker (qual-run, the engine) in one slot
+ * (one GPU, or a compile-only slot when the host has none); never two jobs in
+ * one slot. The worker's stdout lines are relayed unchanged with "job" and a
+ * per-job "seq" added: to the state directory's append-only log first, then
+ * to the line callback (the server's broadcast). This module never loads a
+ * compiler library or a GPU runtime.
+ *
+ * On-disk layout under state_dir (see docs/protocol.md):
+ *   jobs/<id>/request.json   the submit arguments, written and synced
+ *                            before the submit is acknowledged
+ *   jobs/<id>/state.json     {"state","verdict","submitted","started",
+ *                            "finished","slot"}, replaced atomically
+ *   jobs/<id>/log.jsonl      the job's lines, append-only, synced at each
+ *                            case_verdict and verdict line
+ * Job ids are "j" followed by 6+ decimal digits, increasing. */
+#ifndef QUAL_JOBS_H
+#define QUAL_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "err.h"
+#include "request.h"
+
+#define JOB_ID_MAX 32
+
+struct jobs_config {
+	const char *state_dir;   /* required; created if missing */
+	const char *worker;      /* path of qual-run */
+	const char *compile_helper; /* path of qual-compile (submit checks) */
+	int nslots;              /* worker slots */
+	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
+	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
+	double submit_check_timeout_s; /* identify children at submit (default 30) */
+};
+
+struct jobs;
+
+/* Called for every line of every job, after it is in the job's log.
+ * line is the complete JSON text (with job and seq, no newline). */
+typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
+			     const char *line, size_t len);
+
+/* Opens the state directory, recovers (queued jobs are queued again; a job
+ * that was running gets an "interrupted" verdict line and state), and starts
+ * running queued jobs on the loop. */
+int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
+	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
+
+/* Submits: checks both libraries in a child (qual-compile identify; the
+ * daemon never loads them), then stores the request and queues the job. The
+ * callback runs exactly once (libuv's contract: if jobs_submit returns an
+ * error the callback never runs): with status 0, the job id and its queue
+ * position, or a negative status and a message naming the problem (e.g.
+ * "cannot load compiler '/x': no nvrtc or hiprtc entry points"). Takes no
+ * ownership of args (copies what it keeps). */
+typedef void (*jobs_submit_cb)(void *ctx, int status, const char *job,
+			       int position, const char *message);
+int jobs_submit(struct jobs *j, const struct submit_args *args,
+		jobs_submit_cb cb, void *ctx, struct qual_msg *msg);
+
+/* Cancels a queued or running job (a running worker's process group gets
+ * SIGTERM, then SIGKILL after 5 s); its log then ends with a "cancelled"
+ * verdict line. QUAL_ENOENT for an unknown job, QUAL_EINVAL when it has
+ * already finished. */
+int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
+
+/* Reads a job's stored lines with seq > after_seq (-1 for all), calling fn
+ * for each (line without newline). Returns the number of lines, or a
+ * negative code (QUAL_ENOENT for an unknown job). *state receives the
+ * job's state name. Synchronous: job logs are local files. */
+typedef void (*jobs_each_cb)(void *ctx, const char *line, size_t len);
+int jobs_read_log(struct jobs *j, const char *job, long after_seq,
+		  jobs_each_cb fn, void *ctx, const char **state,
+		  struct qual_msg *msg);
+
+/* The ids of all jobs after job (in id order; NULL = all), for watch resume. */
+int jobs_ids_after(struct jobs *j, const char *job, char ***ids, int *n);
+
+/* Status and list replies' content (new references). */
+json_t *jobs_status_json(struct jobs *j);
+json_t *jobs_list_json(struct jobs *j, int limit);
+
+/* Shutdown: stops accepting submits, stops running workers (SIGTERM, then
+ * SIGKILL), records them as interrupted, leaves queued jobs queued for the
+ * next start, closes every handle, then calls done (once). */
+void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx);
+
+#endif

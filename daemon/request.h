@@ -1,0 +1,64 @@
+/* Requests to quald (docs/protocol.md): parsing and validating one request
+ * line into a struct request. Pure: no I/O, no loop; the fuzz target and the
+ * unit tests drive it directly. */
+#ifndef QUAL_REQUEST_H
+#define QUAL_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
+#define REQUEST_MAX_LIST 64            /* cases or options per list */
+
+enum request_op {
+	OP_SUBMIT,
+	OP_WATCH,
+	OP_STATUS,
+	OP_LIST,
+	OP_SHOW,
+	OP_CANCEL,
+};
+
+struct submit_args {
+	char *baseline;           /* paths as given */
+	char *candidate;
+	int pairs;                /* >= 30 */
+	double alpha;             /* (0, 0.5] */
+	double margin;            /* [0, 0.5] */
+	int64_t seed;             /* >= 0 */
+	bool compile_only;
+	bool follow;              /* stream the job's lines to the submitter */
+	char **cases;             /* NULL-terminated; NULL = all */
+	char **baseline_options;  /* NULL-terminated; may be NULL */
+	char **candidate_options;
+};
+
+struct request {
+	enum request_op op;
+	json_t *id;               /* client's "id" (new reference) or NULL */
+	struct submit_args submit;
+	char *job;                /* show, cancel */
+	char *after_job;          /* watch: resume after (after_job, after_seq) */
+	long after_seq;
+	int limit;                /* list */
+};
+
+/* Parses one line (without its newline) into *r (caller's storage). On
+ * failure returns QUAL_EINVAL with msg naming the problem, e.g.
+ * "'pairs' must be an integer >= 30, got 5"; r->op is then meaningless but
+ * r->id is set when the line had one, so the refusal can echo it, and
+ * *op_name points at the op string (static storage) when it was known. */
+int request_parse(const char *line, size_t len, struct request *r,
+		  const char **op_name, struct qual_msg *msg);
+void request_release(struct request *r);
+
+/* The submit arguments as the JSON object stored with a job (new reference),
+ * and back (for recovery after a restart). */
+json_t *request_submit_to_json(const struct submit_args *s);
+int request_submit_from_json(json_t *o, struct submit_args *s,
+			     struct qual_msg *msg);
+
+#endif
