@@ -105,12 +105,13 @@ int main(int argc, char **argv)
 	int status = QUAL_EXIT_USAGE, opt;
 	long l;
 
-	/* A worker of quald dies with the daemon: a stale worker left running
-	 * on a GPU would disturb the next job's timings. */
+	/* A worker of quald dies with the daemon (QUAL_DIE_WITH_PARENT holds
+	 * the daemon's pid): a stale worker left running on a GPU would disturb
+	 * the next job's timings. */
 	if (getenv("QUAL_DIE_WITH_PARENT")) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
-			return QUAL_EXIT_ERROR;
+		if (getppid() != (pid_t)atol(getenv("QUAL_DIE_WITH_PARENT")))
+			return QUAL_EXIT_ERROR; /* the daemon died before prctl */
 	}
 	runner_config_init(&cfg);
 	cfg.cases = cases;
