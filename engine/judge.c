@@ -120,8 +120,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			c->st.verdict = VERDICT_NOT_TIMED;
 		} else {
 			stats_case_summarise(c->pairs, c->npairs, s, &c->st);
-			any_timed = true;
 		}
+		any_timed |= c->npairs > 0;
 		c->st.identical_code = c->identical_code;
 		all[i] = c->st;
 	}
@@ -131,6 +131,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		output_emit(out, case_verdict_line(&j->cases[i], s));
 	}
 	v = stats_run_verdict(all, j->ncases, cand_failed, base_failed);
+	any_timed |= j->timed;
 	*not_timed = !any_timed;
 
 	name = stats_run_verdict_name(v);

@@ -29,7 +29,7 @@ struct judge_case {
 struct judge {
 	struct judge_case *cases;
 	int ncases, cap;
-	bool timed;     /* the run timed anything */
+	bool timed;     /* the run had a GPU to time on (set by its owner) */
 	bool machine_error; /* an error outside any case (setup, device) */
 	bool candidate_error; /* a failure of the candidate outside any case */
 };

@@ -30,6 +30,7 @@ struct arm {
 	struct gpu_module *module;
 	struct gpu_graph *graph;
 	double max_err;
+	bool checked;   /* max_err is from at least one check of its output */
 };
 
 /* The case's device buffers, shared by both arms. */
@@ -105,7 +106,10 @@ static json_t *arm_json(const struct arm *a, bool timed)
 	json_object_set_new(o, "stack_bytes", int_or_null(r->res.stack_bytes));
 	json_object_set_new(o, "shared_bytes", int_or_null(r->res.shared_bytes));
 	json_object_set_new(o, "compile_ms", json_real(r->compile_ms));
-	json_object_set_new(o, "max_abs_error", timed ? output_real(a->max_err) : json_null());
+	/* Null, not 0, for an arm whose output was never checked (the other
+	 * arm failed first, or a fault came before its check). */
+	json_object_set_new(o, "max_abs_error",
+			    timed && a->checked ? output_real(a->max_err) : json_null());
 	return o;
 }
 
@@ -347,6 +351,7 @@ static int inspect(struct run *run, const struct fixture_case *c, int arm,
 	rc = fixture_check(c, b->scratch, &err, &msg);
 	/* The largest error over every check; NaN (a non-finite element) sticks. */
 	a->max_err = isnan(err) || isnan(a->max_err) ? NAN : fmax(a->max_err, err);
+	a->checked = true;
 	if (rc < 0) {
 		snprintf(text, textlen, "wrong output %s: %s", when, msg.text);
 		return QUAL_ECHECK;
@@ -670,6 +675,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		 run.gpu ? gpu_get_info(run.gpu)->arch :
 		 cfg->arch ? cfg->arch : default_arch(run.id[0].abi));
 
+	run.judge.timed = run.gpu != NULL;
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	for (int i = 0; i < nsel && !run.gpu_dead; i++)
 		run_case(&run, sel[i]);

@@ -1,0 +1,44 @@
+# The pair runner (engine/runner.c) on a fake GPU, in CI without one.
+#
+# runner (unit): tests/unit/test_runner.c defines the backend symbols
+# gpu__cuda_backend and gpu__hip_backend itself (a fake whose device memory is
+# host memory), so the engine is built here again without gpu_cuda.c and
+# gpu_hip.c. Compiles are real: qual-compile children running the real nvrtc.
+# Every stream the runner writes is kept in <build>/tests/runner_out and
+# validated against docs/schema/lines.schema.json.
+
+set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
+    "The nvrtc both arms of the runner test compile with")
+
+set(E ${PROJECT_SOURCE_DIR}/engine)
+add_library(qual_runner_test_lib STATIC
+  ${E}/sha256.c ${E}/rtc.c ${E}/rtc_parse.c ${E}/gpu.c ${E}/output.c
+  ${E}/judge.c ${E}/runner.c)
+target_include_directories(qual_runner_test_lib PUBLIC ${E})
+target_compile_definitions(qual_runner_test_lib PUBLIC QUAL_VERSION="${PROJECT_VERSION}")
+target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_stats
+                      OpenSSL::Crypto PkgConfig::JANSSON ${CMAKE_DL_LIBS} m)
+
+if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
+  set(RO ${CMAKE_CURRENT_BINARY_DIR}/runner_out)
+  file(MAKE_DIRECTORY ${RO})
+  if(SYSTEM_PYTHON)
+    set(runner_python ${SYSTEM_PYTHON})
+  else()
+    set(runner_python "")
+  endif()
+  add_executable(test_runner ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_runner.c)
+  target_link_libraries(test_runner PRIVATE qual_runner_test_lib PkgConfig::CMOCKA)
+  add_dependencies(test_runner qual-compile)
+  target_compile_definitions(test_runner PRIVATE
+    RUNNER_TEST_HELPER="$<TARGET_FILE:qual-compile>"
+    RUNNER_TEST_NVRTC="${QUAL_RUNNER_TEST_NVRTC}"
+    RUNNER_TEST_OUT="${RO}"
+    RUNNER_TEST_PYTHON="${runner_python}"
+    RUNNER_TEST_VALIDATE="${CMAKE_CURRENT_SOURCE_DIR}/tools/validate_lines.py"
+    RUNNER_TEST_SCHEMA="${PROJECT_SOURCE_DIR}/docs/schema/lines.schema.json")
+  add_test(NAME runner_fake_gpu COMMAND test_runner)
+  set_tests_properties(runner_fake_gpu PROPERTIES LABELS unit TIMEOUT 300)
+else()
+  message(STATUS "${QUAL_RUNNER_TEST_NVRTC} not found: runner_fake_gpu is not built")
+endif()

@@ -1,0 +1,1357 @@
+/* The pair runner (engine/runner.c) without a GPU. The engine is linked with
+ * engine/gpu.c and a fake backend defined here in place of CUDA and HIP
+ * (tests/runner.cmake leaves gpu_cuda.c and gpu_hip.c out), while compiles go
+ * through the real rtc path: qual-compile children and the real nvrtc. The
+ * fake's device memory is host memory; its "kernel" writes the fixture's
+ * expected output (the oracle's values as f16) into the case's output buffer,
+ * or misbehaves on purpose, and its timings are made up. Each test runs
+ * runner_run() on one or two cases and checks the JSON lines it wrote (and what
+ * the fake saw) against what the runner promises: pair order, exact blame,
+ * poisoned outputs, restored inputs, verdicts and exit statuses. Every stream
+ * is also validated against docs/schema/lines.schema.json by
+ * tests/tools/validate_lines.py. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "exitcode.h"
+#include "fixture.h"
+#include "gpu_backend.h"
+#include "half.h"
+#include "rtc.h"
+#include "runner.h"
+#include "xalloc.h"
+
+/* The two cases the tests run: small (both compile in about 0.2 s with
+ * nvrtc 13.0) and of different kernels, buffer counts and output positions
+ * (gemm_i8's output is its last buffer, conv3x3's the fourth of six). */
+#define CASE_GEMM "gemm_i8-256x512x256"
+#define CASE_CONV "conv3x3_f16-7x7x512x512"
+
+/* A made-up graph time: 32 launches of 10 us, in ns. */
+#define FAKE_GRAPH_NS 320000.0
+/* Host time above the device time, per graph (0.3 us per launch, as
+ * measured on the H200: docs in /work/shared/DESIGN.md). */
+#define FAKE_HOST_EXTRA_NS (32 * 300.0)
+
+/* The output element a wrong arm gets wrong, and how many trailing elements
+ * a skipping arm leaves unwritten. */
+#define WRONG_ELEM 5
+#define SKIP_COUNT 17
+
+/* The byte of the first input buffer that a corrupting arm overwrites. */
+#define CORRUPT_BYTE 100
+
+#define FAKE_FAULT_TEXT \
+	"cuGraphLaunch: an illegal memory access was encountered (CUDA_ERROR_ILLEGAL_ADDRESS)"
+
+/* ---- the fake backend -------------------------------------------------- */
+
+/* What one arm's code does when its graph runs. Counts are 0-based; -1 is
+ * never. "Executions" count every replay of the arm's graph in a case,
+ * gpu_graph_run and gpu_graph_time alike, so from_exec = the warm-up count
+ * (cfg.warmup, RUNNER_WARMUP) starts a misbehaviour with the timed pairs. */
+struct fake_arm {
+	int wrong_from;   /* from this execution on, element WRONG_ELEM is off */
+	int skip_from;    /* from this execution on, the last SKIP_COUNT
+			   * elements are not written */
+	int corrupt_from; /* from this execution on, byte CORRUPT_BYTE of the
+			   * first input buffer is overwritten */
+	int fault_run;    /* this gpu_graph_run call faults */
+	int fault_time;   /* this gpu_graph_time call faults: the pair index */
+	double factor;    /* graph time relative to FAKE_GRAPH_NS */
+	bool timed_only;  /* wrong, skip and corrupt only in timed replays
+			   * (gpu_graph_time), never in checked runs */
+};
+
+static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false};
+
+/* A device allocation: host memory, plus what happened to it since the last
+ * graph execution. */
+struct fake_alloc {
+	unsigned char *p;
+	size_t bytes;
+	bool uploaded; /* uploaded since the last execution */
+	bool poisoned; /* memset since the last execution */
+};
+
+/* A case the fake knows: built with fixture_build, as the runner builds it,
+ * and its expected output as f16 bit patterns. */
+struct fake_case {
+	struct fixture_case c;
+	uint16_t *want;
+};
+
+struct fake_module {
+	struct gpu_module base; /* first: gpu.c's part */
+	int arm;                /* 0 baseline, 1 candidate: by load order */
+	char kernel[64];
+};
+
+struct fake_graph {
+	struct gpu_graph base;  /* first: gpu.c's part */
+	int arm;
+	struct fake_case *fc;
+	struct fake_alloc *buf[FIXTURE_MAX_BUFFERS];
+	int execs, runs, times;
+};
+
+/* One gpu_graph_time call, in call order. */
+struct fake_time {
+	int arm;
+	const char *case_name;
+	double device_ns;
+	double host_ns;
+};
+
+#define FAKE_MAX_ALLOCS 64
+#define FAKE_MAX_CASES 4
+#define FAKE_MAX_TIMES 1024
+#define FAKE_MAX_LOADS 16
+
+/* The fake's whole state: set up per test by scenario_run(). */
+static struct {
+	/* Behaviour. */
+	struct fake_arm arm[2];
+	double noise;      /* relative half-width of the uniform timing noise */
+	uint64_t rng;
+	int open_rc;       /* what the CUDA backend's open returns */
+	struct fake_case cases[FAKE_MAX_CASES];
+	int ncases;
+
+	/* Device state. */
+	struct fake_alloc allocs[FAKE_MAX_ALLOCS];
+	int nalloc;
+	int live_modules, live_graphs;
+	bool dead;         /* a fault happened: every later call fails */
+	/* The buffers of the last baseline graph, which the candidate's graph
+	 * of the same case must share. */
+	struct fake_alloc *shared[FIXTURE_MAX_BUFFERS];
+
+	/* What the runner did. */
+	int opens, closes;
+	int loads;
+	struct {
+		int arm;
+		char kernel[64];
+	} load[FAKE_MAX_LOADS];
+	int graphs_made;
+	int nlaunch_bad;    /* graphs of other than RUNNER_REPLAYS launches */
+	int execs[2];       /* executions per arm, all cases */
+	int first_execs;    /* first executions of a graph */
+	int first_fresh;    /* ... that found a poisoned output and fresh inputs */
+	int resets;         /* executions after a poison, first or not */
+	int calls_after_fault;
+	struct fake_time times[FAKE_MAX_TIMES];
+	int ntime;
+	int problems;       /* misuse of the backend; the first one in problem */
+	char problem[512];
+} fk;
+
+static void fake_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fake_problem(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fk.problems++ == 0) {
+		va_start(ap, fmt);
+		vsnprintf(fk.problem, sizeof fk.problem, fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* Uniform in [-1, 1): xorshift64, seeded per test so runs repeat. */
+static double fake_uniform(void)
+{
+	fk.rng ^= fk.rng << 13;
+	fk.rng ^= fk.rng >> 7;
+	fk.rng ^= fk.rng << 17;
+	return (double)(fk.rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+/* Every call after a fault fails, as a CUDA context does after an illegal
+ * address (the error is sticky). */
+static int fake_dead(struct qual_msg *msg)
+{
+	fk.calls_after_fault++;
+	return qual_fail(msg, QUAL_EGPU,
+			 "cuStreamSynchronize: an illegal memory access was encountered "
+			 "(CUDA_ERROR_ILLEGAL_ADDRESS)");
+}
+
+static int fake_fault(struct qual_msg *msg)
+{
+	fk.dead = true;
+	return qual_fail(msg, QUAL_EGPU, "%s", FAKE_FAULT_TEXT);
+}
+
+static struct fake_alloc *fake_find(uint64_t dptr)
+{
+	for (int i = 0; i < fk.nalloc; i++)
+		if ((uint64_t)(uintptr_t)fk.allocs[i].p == dptr)
+			return &fk.allocs[i];
+	return NULL;
+}
+
+static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
+		     struct qual_msg *msg)
+{
+	struct gpu *g;
+
+	if (rc < 0)
+		return qual_fail(msg, rc, "fake %s: %s", vendor, qual_strerror(rc));
+	g = xcalloc(1, sizeof *g);
+	snprintf(g->info.vendor, sizeof g->info.vendor, "nvidia");
+	snprintf(g->info.name, sizeof g->info.name, "Fake H200");
+	snprintf(g->info.arch, sizeof g->info.arch, "sm_90");
+	snprintf(g->info.driver, sizeof g->info.driver, "fake 13.0");
+	g->info.ordinal = ordinal;
+	fk.opens++;
+	*out = g;
+	return 0;
+}
+
+static int fake_cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+{
+	return fake_open("cuda", fk.open_rc, ordinal, out, msg);
+}
+
+static int fake_hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+{
+	return fake_open("hip", QUAL_ENODEV, ordinal, out, msg);
+}
+
+static void fake_close(struct gpu *g)
+{
+	/* gpu.c frees what the runner left before the backend closes. */
+	if (fk.live_graphs || fk.live_modules || fk.nalloc)
+		fake_problem("gpu closed with %d graphs, %d modules, %d allocations live",
+			     fk.live_graphs, fk.live_modules, fk.nalloc);
+	fk.closes++;
+	free(g);
+}
+
+/* The first module loaded while none is live is the baseline's, the second
+ * the candidate's: runner.c's prepare_arm loads arm 0 then arm 1, and frees
+ * both at the end of the case. */
+static int fake_module_load(struct gpu *g, const void *code, size_t size,
+			    const char *kernel, struct gpu_module **out,
+			    struct qual_msg *msg)
+{
+	struct fake_module *m;
+
+	(void)g;
+	if (fk.dead)
+		return fake_dead(msg);
+	/* Real code: a CUBIN, an ELF image. */
+	if (size < 4 || memcmp(code, "\177ELF", 4) != 0)
+		fake_problem("module for '%s' is not an ELF image", kernel);
+	if (fk.live_modules >= 2)
+		fake_problem("a third module loaded while two are live");
+	m = xcalloc(1, sizeof *m);
+	m->arm = fk.live_modules;
+	snprintf(m->kernel, sizeof m->kernel, "%s", kernel);
+	if (fk.loads < FAKE_MAX_LOADS) {
+		fk.load[fk.loads].arm = m->arm;
+		snprintf(fk.load[fk.loads].kernel, sizeof fk.load[0].kernel, "%s", kernel);
+	}
+	fk.loads++;
+	fk.live_modules++;
+	*out = &m->base;
+	return 0;
+}
+
+static void fake_module_free(struct gpu_module *m)
+{
+	fk.live_modules--;
+	free(m);
+}
+
+static int fake_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg)
+{
+	struct fake_alloc *a;
+
+	(void)g;
+	if (fk.dead)
+		return fake_dead(msg);
+	if (fk.nalloc == FAKE_MAX_ALLOCS)
+		return qual_fail(msg, QUAL_ENOMEM, "fake: out of allocation slots");
+	a = &fk.allocs[fk.nalloc++];
+	memset(a, 0, sizeof *a);
+	a->p = xmalloc(bytes);
+	/* Fresh device memory holds whatever was there: not the poison. */
+	memset(a->p, 0xa5, bytes);
+	a->bytes = bytes;
+	*dptr = (uint64_t)(uintptr_t)a->p;
+	return 0;
+}
+
+static int fake_free(struct gpu *g, uint64_t dptr)
+{
+	struct fake_alloc *a = fake_find(dptr);
+
+	(void)g;
+	if (!a) {
+		fake_problem("free of an unknown address");
+		return QUAL_EINVAL;
+	}
+	free(a->p);
+	/* Graphs hold pointers into allocs[], but none outlives its case's
+	 * buffers, so compaction is safe here. */
+	*a = fk.allocs[--fk.nalloc];
+	return 0;
+}
+
+static struct fake_alloc *fake_span(uint64_t dptr, size_t bytes, const char *what)
+{
+	struct fake_alloc *a = fake_find(dptr);
+
+	if (!a)
+		fake_problem("%s of an unknown address", what);
+	else if (bytes > a->bytes)
+		fake_problem("%s of %zu bytes into %zu", what, bytes, a->bytes);
+	else
+		return a;
+	return NULL;
+}
+
+static int fake_upload(struct gpu *g, uint64_t dptr, const void *src, size_t bytes,
+		       struct qual_msg *msg)
+{
+	struct fake_alloc *a;
+
+	(void)g;
+	if (fk.dead)
+		return fake_dead(msg);
+	if (!(a = fake_span(dptr, bytes, "upload")))
+		return qual_fail(msg, QUAL_EINVAL, "fake: bad upload");
+	memcpy(a->p, src, bytes);
+	a->uploaded = bytes == a->bytes;
+	return 0;
+}
+
+static int fake_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
+			 struct qual_msg *msg)
+{
+	struct fake_alloc *a;
+
+	(void)g;
+	if (fk.dead)
+		return fake_dead(msg);
+	if (!(a = fake_span(dptr, bytes, "download")))
+		return qual_fail(msg, QUAL_EINVAL, "fake: bad download");
+	memcpy(dst, a->p, bytes);
+	return 0;
+}
+
+static int fake_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
+		       struct qual_msg *msg)
+{
+	struct fake_alloc *a;
+
+	(void)g;
+	if (fk.dead)
+		return fake_dead(msg);
+	if (!(a = fake_span(dptr, bytes, "memset")))
+		return qual_fail(msg, QUAL_EINVAL, "fake: bad memset");
+	memset(a->p, value, bytes);
+	a->poisoned = bytes == a->bytes;
+	return 0;
+}
+
+/* Finds the case a graph is for: the module's kernel, the scalars and the
+ * buffer sizes must all match. */
+static struct fake_case *fake_match(const char *kernel, void **params)
+{
+	for (int i = 0; i < fk.ncases; i++) {
+		struct fake_case *fc = &fk.cases[i];
+		const struct fixture_case *c = &fc->c;
+		bool ok = strcmp(c->kernel, kernel) == 0;
+
+		for (int j = 0; ok && j < c->nbuffers; j++) {
+			struct fake_alloc *a = fake_find(*(const uint64_t *)params[j]);
+			ok = a && a->bytes == c->buffers[j].bytes;
+		}
+		for (int j = 0; ok && j < c->nscalars; j++)
+			ok = *(const uint32_t *)params[c->nbuffers + j] == c->scalars[j];
+		if (ok)
+			return fc;
+	}
+	return NULL;
+}
+
+static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
+			  const unsigned block[3], unsigned shared_bytes, void **params,
+			  int nlaunch, struct gpu_graph **out, struct qual_msg *msg)
+{
+	const struct fake_module *fm = (const struct fake_module *)m;
+	struct fake_graph *gr;
+	struct fake_case *fc;
+
+	(void)g;
+	if (fk.dead)
+		return fake_dead(msg);
+	fc = fake_match(fm->kernel, params);
+	if (!fc) {
+		fake_problem("graph of kernel '%s' matches no known case", fm->kernel);
+		return qual_fail(msg, QUAL_EINVAL, "fake: unknown case");
+	}
+	for (int i = 0; i < 3; i++)
+		if (grid[i] != fc->c.grid[i] || block[i] != fc->c.block[i])
+			fake_problem("'%s': launch geometry differs from the case's", fc->c.name);
+	if (shared_bytes != fc->c.shared_bytes)
+		fake_problem("'%s': %u bytes of shared memory, the case asks %u",
+			     fc->c.name, shared_bytes, fc->c.shared_bytes);
+	if (nlaunch != RUNNER_REPLAYS)
+		fk.nlaunch_bad++;
+	gr = xcalloc(1, sizeof *gr);
+	gr->arm = fm->arm;
+	gr->fc = fc;
+	for (int i = 0; i < fc->c.nbuffers; i++) {
+		gr->buf[i] = fake_find(*(const uint64_t *)params[i]);
+		/* One buffer set per case, shared by both arms' graphs. */
+		if (gr->arm == 0)
+			fk.shared[i] = gr->buf[i];
+		else if (fk.shared[i] != gr->buf[i])
+			fake_problem("'%s': the candidate's buffer %d is not the baseline's",
+				     fc->c.name, i);
+	}
+	fk.graphs_made++;
+	fk.live_graphs++;
+	*out = &gr->base;
+	return 0;
+}
+
+static void fake_graph_free(struct gpu_graph *gr)
+{
+	fk.live_graphs--;
+	free(gr);
+}
+
+/* True when every buffer but the output holds the case's input again. */
+static bool fake_inputs_fresh(const struct fake_graph *gr)
+{
+	const struct fixture_case *c = &gr->fc->c;
+
+	for (int i = 0; i < c->nbuffers; i++) {
+		if (i == c->output)
+			continue;
+		if (!gr->buf[i]->uploaded ||
+		    memcmp(gr->buf[i]->p, c->buffers[i].host, c->buffers[i].bytes) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bool fake_all_ff(const struct fake_alloc *a)
+{
+	for (size_t i = 0; i < a->bytes; i++)
+		if (a->p[i] != 0xff)
+			return false;
+	return true;
+}
+
+/* One replay of the graph (timed: by gpu_graph_time): the kernel's effect
+ * on the buffers. */
+static void fake_execute(struct fake_graph *gr, bool timed)
+{
+	const struct fake_arm *plan = &fk.arm[gr->arm];
+	bool misbehave = timed || !plan->timed_only;
+	const struct fixture_case *c = &gr->fc->c;
+	struct fake_alloc *out = gr->buf[c->output];
+	uint16_t *o = (uint16_t *)(void *)out->p;
+	int n = gr->execs++;
+	size_t count = c->count;
+
+	/* A checked run starts from a poisoned output and restored inputs;
+	 * the first run of each graph must be such a run. */
+	if (out->poisoned) {
+		fk.resets++;
+		if (!fake_all_ff(out))
+			fake_problem("'%s': output poisoned but not all 0xff", c->name);
+		if (!fake_inputs_fresh(gr))
+			fake_problem("'%s': output poisoned but inputs not restored", c->name);
+	}
+	if (n == 0) {
+		fk.first_execs++;
+		if (out->poisoned && fake_all_ff(out) && fake_inputs_fresh(gr))
+			fk.first_fresh++;
+	}
+	for (int i = 0; i < c->nbuffers; i++)
+		gr->buf[i]->poisoned = gr->buf[i]->uploaded = false;
+	fk.execs[gr->arm]++;
+
+	if (misbehave && plan->skip_from >= 0 && n >= plan->skip_from)
+		count -= SKIP_COUNT;
+	memcpy(o, gr->fc->want, count * sizeof *o);
+	if (misbehave && plan->wrong_from >= 0 && n >= plan->wrong_from) {
+		double want = c->expected[WRONG_ELEM];
+		o[WRONG_ELEM] = half_from_double(want + 1 + (want < 0 ? -want : want));
+	}
+	if (misbehave && plan->corrupt_from >= 0 && n >= plan->corrupt_from) {
+		for (int i = 0; i < c->nbuffers; i++) {
+			const unsigned char *host = c->buffers[i].host;
+			if (i == c->output || c->buffers[i].scratch)
+				continue;
+			gr->buf[i]->p[CORRUPT_BYTE] = (unsigned char)~host[CORRUPT_BYTE];
+			break;
+		}
+	}
+}
+
+static int fake_graph_run(struct gpu_graph *g, struct qual_msg *msg)
+{
+	struct fake_graph *gr = (struct fake_graph *)g;
+	int k = gr->runs++;
+
+	if (fk.dead)
+		return fake_dead(msg);
+	if (k == fk.arm[gr->arm].fault_run)
+		return fake_fault(msg);
+	fake_execute(gr, false);
+	return 0;
+}
+
+static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_ns,
+			   struct qual_msg *msg)
+{
+	struct fake_graph *gr = (struct fake_graph *)g;
+	int k = gr->times++;
+	struct fake_time *t;
+
+	if (fk.dead)
+		return fake_dead(msg);
+	if (k == fk.arm[gr->arm].fault_time)
+		return fake_fault(msg);
+	fake_execute(gr, true);
+	*device_ns = FAKE_GRAPH_NS * fk.arm[gr->arm].factor * (1 + fk.noise * fake_uniform());
+	*host_ns = *device_ns + FAKE_HOST_EXTRA_NS;
+	if (fk.ntime < FAKE_MAX_TIMES) {
+		t = &fk.times[fk.ntime];
+		t->arm = gr->arm;
+		t->case_name = gr->fc->c.name;
+		t->device_ns = *device_ns;
+		t->host_ns = *host_ns;
+	}
+	fk.ntime++;
+	return 0;
+}
+
+#define FAKE_OPS                                                               \
+	.close = fake_close, .module_load = fake_module_load,                  \
+	.module_free = fake_module_free, .alloc = fake_alloc,                  \
+	.free = fake_free, .upload = fake_upload, .download = fake_download,   \
+	.memset = fake_memset, .graph_new = fake_graph_new,                    \
+	.graph_free = fake_graph_free, .graph_run = fake_graph_run,            \
+	.graph_time = fake_graph_time
+
+const struct gpu_backend gpu__cuda_backend = {
+	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS
+};
+const struct gpu_backend gpu__hip_backend = {
+	.name = "hip", .built = false, .open = fake_hip_open, FAKE_OPS
+};
+
+/* ---- scenarios ----------------------------------------------------------- */
+
+struct scenario {
+	const char *name;       /* names the stream's file */
+	const char *cases[2];
+	int ncases;
+	int pairs;              /* 0: the default (RUNNER_MIN_PAIRS) */
+	bool differ;            /* candidate compiled with -lineinfo, so that
+				 * its code is not byte-identical */
+	struct fake_arm arm[2];
+	double noise;
+	int open_rc;
+	const char *validate;   /* extra validate_lines.py arguments */
+};
+
+struct outcome {
+	int status;
+	json_t *lines;          /* array of every line, in order */
+	char *err;              /* what runner_run wrote to err */
+};
+
+static const char *const candidate_lineinfo[] = {"-lineinfo"};
+
+static void fake_reset(void)
+{
+	for (int i = 0; i < fk.ncases; i++) {
+		fixture_release(&fk.cases[i].c);
+		free(fk.cases[i].want);
+	}
+	memset(&fk, 0, sizeof fk);
+}
+
+static void fake_add_case(const char *name)
+{
+	struct fake_case *fc = &fk.cases[fk.ncases];
+	int index = fixture_find(name);
+
+	assert_true(index >= 0);
+	assert_int_equal(fixture_build(index, 0, &fc->c), 0);
+	assert_int_equal(fc->c.elem, FIXTURE_F16);
+	fc->want = xmalloc(fc->c.count * sizeof *fc->want);
+	for (size_t i = 0; i < fc->c.count; i++)
+		fc->want[i] = half_from_double(fc->c.expected[i]);
+	fk.ncases++;
+}
+
+static void validate(const char *path, const char *args)
+{
+	char cmd[2048];
+
+	if (!RUNNER_TEST_PYTHON[0])
+		return;
+	snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s' %s", RUNNER_TEST_PYTHON,
+		 RUNNER_TEST_VALIDATE, RUNNER_TEST_SCHEMA, path, args ? args : "");
+	if (system(cmd) != 0)
+		fail_msg("schema validation failed: %s", cmd);
+}
+
+/* Runs the runner on s with the fake GPU; fills o. */
+static void scenario_run(const struct scenario *s, struct outcome *o)
+{
+	struct runner_config cfg;
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0, elen = 0;
+	FILE *out, *err;
+	char path[1024];
+
+	fake_reset();
+	fk.arm[0] = s->arm[0];
+	fk.arm[1] = s->arm[1];
+	fk.noise = s->noise;
+	fk.rng = 0x9e3779b97f4a7c15ull;
+	fk.open_rc = s->open_rc;
+	for (int i = 0; i < s->ncases; i++)
+		fake_add_case(s->cases[i]);
+
+	runner_config_init(&cfg);
+	cfg.baseline = RUNNER_TEST_NVRTC;
+	cfg.candidate = RUNNER_TEST_NVRTC;
+	if (s->pairs)
+		cfg.pairs = s->pairs;
+	cfg.cases = s->cases;
+	cfg.ncases = s->ncases;
+	if (s->differ) {
+		cfg.candidate_opts = candidate_lineinfo;
+		cfg.ncandidate_opts = 1;
+	}
+
+	out = open_memstream(&text, &len);
+	err = open_memstream(&o->err, &elen);
+	assert_non_null(out);
+	assert_non_null(err);
+	o->status = runner_run(&cfg, out, err);
+	fclose(out);
+	fclose(err);
+
+	/* Keep the stream for validation (and for a reader of a failure). */
+	snprintf(path, sizeof path, "%s/%s.jsonl", RUNNER_TEST_OUT, s->name);
+	{
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		assert_int_equal(fwrite(text, 1, len, f), len);
+		assert_int_equal(fclose(f), 0);
+	}
+
+	o->lines = json_array();
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_error_t je;
+		json_t *j = json_loads(line, 0, &je);
+		if (!j)
+			fail_msg("not json: %s: %s", je.text, line);
+		assert_true(json_is_object(j));
+		json_array_append_new(o->lines, j);
+	}
+	free(text);
+	if (fk.problems)
+		fail_msg("%d backend misuse(s), first: %s", fk.problems, fk.problem);
+	/* Whatever happened, the runner closed the device it opened, and
+	 * gpu_close freed everything (fake_close checks). */
+	assert_int_equal(fk.closes, fk.opens);
+	assert_int_equal(fk.live_graphs, 0);
+	assert_int_equal(fk.live_modules, 0);
+	assert_int_equal(fk.nalloc, 0);
+	assert_int_equal(fk.nlaunch_bad, 0);
+	validate(path, s->validate);
+}
+
+static void outcome_release(struct outcome *o)
+{
+	json_decref(o->lines);
+	free(o->err);
+	fake_reset();
+}
+
+/* ---- reading the lines --------------------------------------------------- */
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+static bool has_type(const json_t *l, const char *type)
+{
+	return strcmp(str(l, "type"), type) == 0;
+}
+
+static int count_lines(const struct outcome *o, const char *type, const char *case_name)
+{
+	size_t i;
+	json_t *l;
+	int n = 0;
+
+	json_array_foreach(o->lines, i, l)
+		if (has_type(l, type) && (!case_name || strcmp(str(l, "case"), case_name) == 0))
+			n++;
+	return n;
+}
+
+/* The first line of type for case (NULL: any case), or NULL. */
+static json_t *find_line(const struct outcome *o, const char *type, const char *case_name)
+{
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(o->lines, i, l)
+		if (has_type(l, type) && (!case_name || strcmp(str(l, "case"), case_name) == 0))
+			return l;
+	return NULL;
+}
+
+static json_t *last_line(const struct outcome *o)
+{
+	return json_array_get(o->lines, json_array_size(o->lines) - 1);
+}
+
+static const char *case_verdict(const struct outcome *o, const char *case_name)
+{
+	json_t *l = find_line(o, "case_verdict", case_name);
+
+	assert_non_null(l);
+	return str(l, "verdict");
+}
+
+static void assert_run_verdict(const struct outcome *o, const char *verdict, int status)
+{
+	json_t *v = last_line(o);
+
+	assert_string_equal(str(v, "type"), "verdict");
+	assert_string_equal(str(v, "verdict"), verdict);
+	assert_int_equal(count_lines(o, "verdict", NULL), 1);
+	assert_int_equal(o->status, status);
+}
+
+/* The error lines blaming arm ("baseline", "candidate" or NULL for none). */
+static int count_errors(const struct outcome *o, const char *arm)
+{
+	size_t i;
+	json_t *l;
+	int n = 0;
+
+	json_array_foreach(o->lines, i, l) {
+		const json_t *a;
+		if (!has_type(l, "error"))
+			continue;
+		a = json_object_get(l, "arm");
+		if (arm ? strcmp(json_string_value(a) ? json_string_value(a) : "", arm) == 0 :
+			  json_is_null(a))
+			n++;
+	}
+	return n;
+}
+
+/* Asserts one error line of stage against arm in case, whose message holds
+ * every string in want (NULL-terminated), and returns it. */
+static json_t *assert_error(const struct outcome *o, const char *stage, const char *arm,
+			    const char *case_name, const char *const *want)
+{
+	size_t i;
+	json_t *l, *found = NULL;
+
+	json_array_foreach(o->lines, i, l) {
+		if (!has_type(l, "error") || strcmp(str(l, "arm"), arm) != 0 ||
+		    strcmp(str(l, "case"), case_name) != 0)
+			continue;
+		if (found)
+			fail_msg("two error lines against the %s in '%s'", arm, case_name);
+		found = l;
+	}
+	if (!found)
+		fail_msg("no error line against the %s in '%s'", arm, case_name);
+	assert_string_equal(str(found, "stage"), stage);
+	for (; want && *want; want++)
+		if (!strstr(str(found, "message"), *want))
+			fail_msg("error message '%s' lacks '%s'", str(found, "message"), *want);
+	return found;
+}
+
+static void assert_case_failed(const struct outcome *o, const char *case_name,
+			       const char *arm)
+{
+	json_t *l = find_line(o, "case_verdict", case_name);
+
+	assert_non_null(l);
+	assert_string_equal(str(l, "verdict"), "fail");
+	assert_string_equal(str(l, "failed_arm"), arm);
+}
+
+/* The "max_abs_error" of arm in case's case line: a number, or -1 for null. */
+static double max_abs_error(const struct outcome *o, const char *case_name, const char *arm)
+{
+	json_t *c = find_line(o, "case", case_name);
+	json_t *e;
+
+	assert_non_null(c);
+	e = json_object_get(json_object_get(c, arm), "max_abs_error");
+	assert_non_null(e);
+	return json_is_null(e) ? -1 : json_number_value(e);
+}
+
+static bool close_to(double a, double b)
+{
+	double d = a - b;
+	return (d < 0 ? -d : d) <= 1e-9 * (b < 0 ? -b : b);
+}
+
+/* Pair lines 0..npairs-1 of case, in order; even pairs baseline first; in
+ * each pair the fake timed the named arm's graph first; each timing is the
+ * fake's graph time divided by the replays, under the right arm. */
+static void assert_pairs(const struct outcome *o, const char *case_name, int npairs)
+{
+	size_t i;
+	json_t *l;
+	int p = 0, t = 0;
+
+	/* The fake's time calls of this case, in order. */
+	const struct fake_time *ts[FAKE_MAX_TIMES];
+	int nts = 0;
+	for (int k = 0; k < fk.ntime && k < FAKE_MAX_TIMES; k++)
+		if (strcmp(fk.times[k].case_name, case_name) == 0)
+			ts[nts++] = &fk.times[k];
+
+	json_array_foreach(o->lines, i, l) {
+		const struct fake_time *first, *second, *b, *c;
+		bool cand_first = p % 2 == 1;
+
+		if (!has_type(l, "pair") || strcmp(str(l, "case"), case_name) != 0)
+			continue;
+		assert_int_equal(json_integer_value(json_object_get(l, "pair")), p);
+		assert_string_equal(str(l, "order"), cand_first ? "candidate_first" : "baseline_first");
+		assert_true(t + 1 < nts);
+		first = ts[t++];
+		second = ts[t++];
+		assert_int_equal(first->arm, cand_first ? 1 : 0);
+		assert_int_equal(second->arm, cand_first ? 0 : 1);
+		b = cand_first ? second : first;
+		c = cand_first ? first : second;
+		assert_true(close_to(json_real_value(json_object_get(l, "baseline_ns")),
+				     b->device_ns / RUNNER_REPLAYS));
+		assert_true(close_to(json_real_value(json_object_get(l, "candidate_ns")),
+				     c->device_ns / RUNNER_REPLAYS));
+		assert_true(close_to(json_real_value(json_object_get(l, "baseline_host_ns")),
+				     b->host_ns / RUNNER_REPLAYS));
+		assert_true(close_to(json_real_value(json_object_get(l, "candidate_host_ns")),
+				     c->host_ns / RUNNER_REPLAYS));
+		p++;
+	}
+	assert_int_equal(p, npairs);
+}
+
+/* Every graph's first replay found a poisoned output and restored inputs. */
+static void assert_fresh_starts(int graphs)
+{
+	assert_int_equal(fk.graphs_made, graphs);
+	assert_int_equal(fk.first_execs, graphs);
+	assert_int_equal(fk.first_fresh, graphs);
+}
+
+/* ---- the tests ----------------------------------------------------------- */
+
+/* Both arms right, the same compiler and code, equal timings up to noise:
+ * a full A/A run over two cases. */
+static void test_correct_identical(void **state)
+{
+	struct scenario s = {
+		.name = "runner_correct_identical", .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict neutral --expect-pairs 30 --expect-identical all "
+			    "--expect-case-verdict *=identical",
+	};
+	struct outcome o = {0};
+	json_t *start;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	start = json_array_get(o.lines, 0);
+	assert_string_equal(str(start, "type"), "start");
+	assert_true(json_is_true(json_object_get(start, "timed")));
+	assert_string_equal(str(json_object_get(start, "device"), "name"), "Fake H200");
+	assert_string_equal(str(start, "arch"), "sm_90");
+	for (int i = 0; i < 2; i++) {
+		json_t *c = find_line(&o, "case", s.cases[i]);
+		assert_non_null(c);
+		assert_true(json_is_true(json_object_get(c, "timed")));
+		assert_true(json_is_true(json_object_get(c, "identical_code")));
+		assert_true(max_abs_error(&o, s.cases[i], "baseline") == 0);
+		assert_true(max_abs_error(&o, s.cases[i], "candidate") == 0);
+		assert_pairs(&o, s.cases[i], 30);
+		assert_string_equal(case_verdict(&o, s.cases[i]), "identical");
+	}
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	/* Loaded in order: baseline then candidate, case by case. */
+	assert_int_equal(fk.loads, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fk.load[i].arm, i % 2);
+	assert_string_equal(fk.load[0].kernel, "gemm_i8");
+	assert_string_equal(fk.load[2].kernel, "conv3x3_f16");
+	assert_fresh_starts(4);
+	/* Each case: warm-up, 30 timed replays per arm, then one replay of the
+	 * arm that did not run last. */
+	assert_int_equal(fk.execs[0] + fk.execs[1], 2 * (2 * RUNNER_WARMUP + 2 * 30 + 1));
+	assert_int_equal(fk.ntime, 2 * 2 * 30);
+	outcome_release(&o);
+}
+
+/* Different code (the candidate compiled with -lineinfo), equal timings:
+ * equivalent. */
+static void test_correct_equivalent(void **state)
+{
+	struct scenario s = {
+		.name = "runner_correct_equivalent", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict neutral --expect-pairs 30 --expect-identical none",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_string_equal(case_verdict(&o, CASE_GEMM), "equivalent");
+	assert_pairs(&o, CASE_GEMM, 30);
+	assert_fresh_starts(2);
+	outcome_release(&o);
+}
+
+static void test_candidate_slower(void **state)
+{
+	struct scenario s = {
+		.name = "runner_slower", .cases = {CASE_GEMM}, .ncases = 1, .differ = true,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict regression --expect-case-verdict " CASE_GEMM "=slower",
+	};
+	struct outcome o = {0};
+	json_t *cv;
+
+	(void)state;
+	s.arm[1].factor = 1.05;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
+	assert_string_equal(case_verdict(&o, CASE_GEMM), "slower");
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	assert_int_equal(json_integer_value(json_object_get(cv, "candidate_slower")), 30);
+	assert_true(json_real_value(json_object_get(cv, "ratio_median")) > 1.04);
+	assert_true(json_real_value(json_object_get(cv, "ratio_median")) < 1.06);
+	assert_pairs(&o, CASE_GEMM, 30);
+	outcome_release(&o);
+}
+
+static void test_candidate_faster(void **state)
+{
+	struct scenario s = {
+		.name = "runner_faster", .cases = {CASE_GEMM}, .ncases = 1, .differ = true,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict improvement --expect-case-verdict " CASE_GEMM "=faster",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].factor = 0.95;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "improvement", QUAL_EXIT_PASS);
+	assert_string_equal(case_verdict(&o, CASE_GEMM), "faster");
+	assert_pairs(&o, CASE_GEMM, 30);
+	outcome_release(&o);
+}
+
+/* A wrong element is caught at the warm-up check, named, and blamed on the
+ * candidate; nothing is timed. */
+static void test_candidate_wrong(void **state)
+{
+	static const char *const want[] = {"wrong output after warm-up", "element 5 (row 0, col 5)", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_wrong", .cases = {CASE_GEMM}, .ncases = 1,
+		.arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict fail --expect-case-verdict " CASE_GEMM "=fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].wrong_from = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "check", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	assert_true(max_abs_error(&o, CASE_GEMM, "baseline") == 0);
+	assert_true(max_abs_error(&o, CASE_GEMM, "candidate") >= 1);
+	assert_fresh_starts(2);
+	outcome_release(&o);
+}
+
+/* The baseline wrong: the run is an error (exit 3), not a candidate fail. */
+static void test_baseline_wrong(void **state)
+{
+	static const char *const want[] = {"wrong output after warm-up", "element 5", NULL};
+	struct scenario s = {
+		.name = "runner_baseline_wrong", .cases = {CASE_GEMM}, .ncases = 1,
+		.arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict error --expect-case-verdict " CASE_GEMM "=fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[0].wrong_from = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_error(&o, "check", "baseline", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "candidate"), 0);
+	assert_case_failed(&o, CASE_GEMM, "baseline");
+	/* The candidate never ran, so it has no error to report. */
+	assert_int_equal(fk.execs[1], 0);
+	assert_true(max_abs_error(&o, CASE_GEMM, "candidate") == -1);
+	outcome_release(&o);
+}
+
+/* Elements left unwritten keep the poison (an f16 NaN): caught. */
+static void test_candidate_skips(void **state)
+{
+	char where[64];
+	const char *want[] = {"wrong output after warm-up", where, "bits 0xffff", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_skips", .cases = {CASE_CONV}, .ncases = 1,
+		.arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].skip_from = 0;
+	scenario_run(&s, &o);
+	snprintf(where, sizeof where, "element %zu ", fk.cases[0].c.count - SKIP_COUNT);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "check", "candidate", CASE_CONV, want);
+	assert_case_failed(&o, CASE_CONV, "candidate");
+	/* NaN output: no finite error to report. */
+	assert_true(max_abs_error(&o, CASE_CONV, "candidate") == -1);
+	outcome_release(&o);
+}
+
+/* The candidate goes wrong only once timing starts; the baseline runs last
+ * (30 pairs: pair 29 is candidate first), so the candidate is caught by the
+ * replay of its own after timing. */
+static void test_candidate_wrong_in_timing(void **state)
+{
+	static const char *const want[] = {"wrong output after timing", "element 5", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_wrong_in_timing", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict fail --expect-pairs 30",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].wrong_from = RUNNER_WARMUP;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_pairs(&o, CASE_GEMM, 30);
+	assert_int_equal(fk.times[fk.ntime - 1].arm, 0);
+	assert_error(&o, "check", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	outcome_release(&o);
+}
+
+/* The candidate's timed replays are wrong but its checked runs right (as a
+ * race that needs back-to-back replays would be). 31 pairs: the candidate
+ * ran last, its output is what the post-timing check finds, and when the
+ * reruns alone pass, the blame stays with the arm that wrote that output. */
+static void test_candidate_wrong_when_timed_last(void **state)
+{
+	static const char *const want[] = {"wrong output after timing", "element 5", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_wrong_when_timed", .cases = {CASE_GEMM}, .ncases = 1,
+		.pairs = 31, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict fail --expect-pairs 31",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].wrong_from = 0;
+	s.arm[1].timed_only = true;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_pairs(&o, CASE_GEMM, 31);
+	assert_int_equal(fk.times[fk.ntime - 1].arm, 1); /* candidate last */
+	assert_error(&o, "check", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	/* Warm-ups, then both arms rerun alone on fresh inputs. */
+	assert_int_equal(fk.resets, 4);
+	outcome_release(&o);
+}
+
+/* The candidate corrupts an input from its first timed replay on. The
+ * baseline ran last (pair 29 is candidate first), so the post-timing check
+ * finds the inputs changed after a baseline replay; rerunning each arm alone
+ * on fresh inputs blames the candidate. */
+static void test_candidate_corrupts(void **state)
+{
+	static const char *const want[] = {"input buffer 0 changed when rerun alone after timing",
+					   "first differing byte 100", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_corrupts", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict fail --expect-pairs 30",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].corrupt_from = RUNNER_WARMUP;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_pairs(&o, CASE_GEMM, 30);
+	assert_int_equal(fk.times[fk.ntime - 1].arm, 0); /* baseline last */
+	assert_error(&o, "check", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	/* Warm-ups and both reruns started from restored inputs. */
+	assert_fresh_starts(2);
+	assert_int_equal(fk.resets, 4);
+	outcome_release(&o);
+}
+
+/* The mirror image: 31 pairs, so the candidate runs last (pair 30 is
+ * baseline first), and the baseline, which corrupts, is blamed. */
+static void test_baseline_corrupts(void **state)
+{
+	static const char *const want[] = {"input buffer 0 changed when rerun alone after timing", NULL};
+	struct scenario s = {
+		.name = "runner_baseline_corrupts", .cases = {CASE_GEMM}, .ncases = 1,
+		.pairs = 31, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict error --expect-pairs 31",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[0].corrupt_from = RUNNER_WARMUP;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_pairs(&o, CASE_GEMM, 31);
+	assert_int_equal(fk.times[fk.ntime - 1].arm, 1); /* candidate last */
+	assert_error(&o, "check", "baseline", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "candidate"), 0);
+	assert_case_failed(&o, CASE_GEMM, "baseline");
+	outcome_release(&o);
+}
+
+/* A candidate that corrupts an input from the start is caught at its
+ * warm-up: the baseline, warmed up first, is not blamed. */
+static void test_candidate_corrupts_at_warmup(void **state)
+{
+	static const char *const want[] = {"input buffer 0 changed after warm-up", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_corrupts_at_warmup", .cases = {CASE_CONV}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].corrupt_from = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "check", "candidate", CASE_CONV, want);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	outcome_release(&o);
+}
+
+/* A fault in the candidate's graph during pair 7: reported with the
+ * driver's message, GPU work stops (the second case is never loaded), and
+ * nothing touches the device after the fault but frees. */
+static void test_candidate_fault_in_pair(void **state)
+{
+	static const char *const want[] = {"CUDA_ERROR_ILLEGAL_ADDRESS", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_fault", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict fail --expect-pairs 7 "
+			    "--expect-error-substring CUDA_ERROR_ILLEGAL_ADDRESS",
+	};
+	struct outcome o = {0};
+	json_t *stop;
+
+	(void)state;
+	s.arm[1].fault_time = 7;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_string_equal(str(assert_error(&o, "time", "candidate", CASE_GEMM, want), "message"),
+			    FAKE_FAULT_TEXT);
+	assert_pairs(&o, CASE_GEMM, 7);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	/* The run says why it stopped, outside any case. */
+	assert_int_equal(count_errors(&o, NULL), 1);
+	stop = NULL;
+	for (size_t i = 0; i < json_array_size(o.lines); i++) {
+		json_t *l = json_array_get(o.lines, i);
+		if (has_type(l, "error") && json_is_null(json_object_get(l, "arm")))
+			stop = l;
+	}
+	assert_non_null(stop);
+	assert_non_null(strstr(str(stop, "message"), "gpu work stopped in case '" CASE_GEMM "'"));
+	/* The second case was never started. */
+	assert_int_equal(fk.loads, 2);
+	assert_int_equal(count_lines(&o, "case", CASE_CONV), 0);
+	assert_int_equal(count_lines(&o, "pair", CASE_CONV), 0);
+	assert_int_equal(fk.calls_after_fault, 0);
+	outcome_release(&o);
+}
+
+/* A fault at the baseline's first warm-up replay: the machine's (or the
+ * baseline's) failure, so the run is an error. */
+static void test_baseline_fault_at_warmup(void **state)
+{
+	static const char *const want[] = {"CUDA_ERROR_ILLEGAL_ADDRESS", NULL};
+	struct scenario s = {
+		.name = "runner_baseline_fault_warmup", .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict error",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[0].fault_run = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_error(&o, "time", "baseline", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "candidate"), 0);
+	assert_case_failed(&o, CASE_GEMM, "baseline");
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	assert_int_equal(fk.execs[1], 0);
+	assert_int_equal(fk.loads, 2);
+	assert_int_equal(fk.calls_after_fault, 0);
+	/* Neither arm's output was ever checked. */
+	assert_true(max_abs_error(&o, CASE_GEMM, "baseline") == -1);
+	assert_true(max_abs_error(&o, CASE_GEMM, "candidate") == -1);
+	outcome_release(&o);
+}
+
+/* A fault at the candidate's third warm-up replay. */
+static void test_candidate_fault_at_warmup(void **state)
+{
+	static const char *const want[] = {"CUDA_ERROR_ILLEGAL_ADDRESS", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_fault_warmup", .cases = {CASE_CONV}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].fault_run = 2;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "time", "candidate", CASE_CONV, want);
+	assert_case_failed(&o, CASE_CONV, "candidate");
+	assert_int_equal(fk.execs[1], 2);
+	assert_int_equal(fk.calls_after_fault, 0);
+	assert_true(max_abs_error(&o, CASE_CONV, "baseline") == 0);
+	assert_true(max_abs_error(&o, CASE_CONV, "candidate") == -1);
+	outcome_release(&o);
+}
+
+/* Fewer than 30 pairs: a usage error before anything is compiled or opened. */
+static void test_too_few_pairs(void **state)
+{
+	struct scenario s = {
+		.name = "runner_too_few_pairs", .cases = {CASE_GEMM}, .ncases = 1, .pairs = 29,
+		.arm = {arm_ok, arm_ok},
+		.validate = "--no-verdict --expect-error-substring 'at least 30, got 29'",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_int_equal(o.status, QUAL_EXIT_USAGE);
+	assert_int_equal(json_array_size(o.lines), 1);
+	assert_string_equal(str(json_array_get(o.lines, 0), "type"), "error");
+	assert_string_equal(str(json_array_get(o.lines, 0), "stage"), "setup");
+	assert_non_null(strstr(o.err, "pairs must be at least 30, got 29"));
+	assert_int_equal(fk.opens, 0);
+	outcome_release(&o);
+}
+
+/* No device: the runner compiles, says why nothing was timed, and the run
+ * is not_timed (exit 0). */
+static void test_no_device(void **state)
+{
+	struct scenario s = {
+		.name = "runner_no_device", .cases = {CASE_GEMM}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .open_rc = QUAL_ENODEV,
+		.validate = "--expect-verdict not_timed --expect-case-verdict *=not_timed",
+	};
+	struct outcome o = {0};
+	json_t *start;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "not_timed", QUAL_EXIT_PASS);
+	start = json_array_get(o.lines, 0);
+	assert_true(json_is_null(json_object_get(start, "device")));
+	assert_true(json_is_false(json_object_get(start, "timed")));
+	assert_string_equal(str(start, "not_timed_because"),
+			    "no gpu: cuda: fake cuda: no device; hip: fake hip: no device");
+	assert_true(max_abs_error(&o, CASE_GEMM, "candidate") == -1);
+	assert_int_equal(fk.opens, 0);
+	outcome_release(&o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_correct_identical),
+		cmocka_unit_test(test_correct_equivalent),
+		cmocka_unit_test(test_candidate_slower),
+		cmocka_unit_test(test_candidate_faster),
+		cmocka_unit_test(test_candidate_wrong),
+		cmocka_unit_test(test_baseline_wrong),
+		cmocka_unit_test(test_candidate_skips),
+		cmocka_unit_test(test_candidate_wrong_in_timing),
+		cmocka_unit_test(test_candidate_wrong_when_timed_last),
+		cmocka_unit_test(test_candidate_corrupts),
+		cmocka_unit_test(test_baseline_corrupts),
+		cmocka_unit_test(test_candidate_corrupts_at_warmup),
+		cmocka_unit_test(test_candidate_fault_in_pair),
+		cmocka_unit_test(test_baseline_fault_at_warmup),
+		cmocka_unit_test(test_candidate_fault_at_warmup),
+		cmocka_unit_test(test_too_few_pairs),
+		cmocka_unit_test(test_no_device),
+	};
+
+	rtc_set_helper(RUNNER_TEST_HELPER);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
