@@ -237,8 +237,13 @@ static double now_s(void)
 
 /* The environment for the child: ours, with the library's own folder first
  * on LD_LIBRARY_PATH (its sibling libraries, e.g. libnvrtc-builtins, must win
- * over any other copy with the same soname) and TMPDIR inside the private
- * folder. Returns a new NULL-terminated array; env_free() frees it. */
+ * over any other copy with the same soname), TMPDIR inside the private
+ * folder, and CUDA_CACHE_DISABLE=1. nvrtc 12.9 and later keep compiled code in
+ * the driver's disk cache when a driver is present: on the H200 a second
+ * compile of the same source returned in 32 ms instead of 472 ms with no
+ * ptxas report, and a cache shared by two nvrtc builds would hand the
+ * candidate the baseline's code. Every compile must be the compiler's own.
+ * Returns a new NULL-terminated array; env_free() frees it. */
 static char **env_build(const char *libdir, const char *tmpdir)
 {
 	size_t n = 0, i, k = 0;
@@ -247,10 +252,11 @@ static char **env_build(const char *libdir, const char *tmpdir)
 
 	while (environ && environ[n])
 		n++;
-	env = xcalloc(n + 3, sizeof *env);
+	env = xcalloc(n + 4, sizeof *env);
 	for (i = 0; i < n; i++) {
 		if (strncmp(environ[i], "LD_LIBRARY_PATH=", 16) == 0 ||
-		    strncmp(environ[i], "TMPDIR=", 7) == 0)
+		    strncmp(environ[i], "TMPDIR=", 7) == 0 ||
+		    strncmp(environ[i], "CUDA_CACHE_DISABLE=", 19) == 0)
 			continue;
 		env[k++] = xstrdup(environ[i]);
 	}
@@ -265,6 +271,7 @@ static char **env_build(const char *libdir, const char *tmpdir)
 	}
 	env[k] = xmalloc(strlen(tmpdir) + 8);
 	sprintf(env[k++], "TMPDIR=%s", tmpdir);
+	env[k++] = xstrdup("CUDA_CACHE_DISABLE=1");
 	env[k] = NULL;
 	return env;
 }

@@ -7,7 +7,8 @@
 # `bash tests/gpu/run.sh $OUT .carry` there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-QUAL_BUILD=build-carry bash scripts/build.sh -DQUAL_STATIC_DEPS=ON -DQUAL_WERROR=ON
+cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUAL_STATIC_DEPS=ON >/dev/null
+cmake --build build-carry -j"$(nproc)" --target qual-run qual-compile qual-judge gpu_smoke qual_shims
 rm -rf .carry
 mkdir -p .carry/engine .carry/tests .carry/shims .carry/client
 cp build-carry/engine/qual-run build-carry/engine/qual-compile .carry/engine/

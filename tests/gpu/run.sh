@@ -59,6 +59,17 @@ for l in sys.stdin:
         d.get("candidate_faster", "-"), d.get("candidate_slower", "-"), f("p_holm"), f("log_ratio_sd")))
 ' | tee -a "$out/summary.txt"
   grep '"type":"error"' "$out/$name.jsonl" | head -n 5 | tee -a "$out/summary.txt"
+  # Every nvrtc compile must be the compiler's own work, with its ptxas
+  # report: a compile served from a cache has none.
+  if ! grep '"type":"case"' "$out/$name.jsonl" | python3 -c '
+import json, sys
+bad = [(d["case"], arm) for d in map(json.loads, sys.stdin)
+       for arm in ("baseline", "candidate")
+       if d[arm].get("compiled") and d[arm].get("registers") is None]
+print("  resource report missing:", bad) if bad else None
+sys.exit(1 if bad else 0)' | tee -a "$out/summary.txt"; then
+    status=1
+  fi
 }
 
 qualify aa 0 "$nvrtc" "$nvrtc"

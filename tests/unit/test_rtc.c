@@ -461,7 +461,12 @@ static void test_child_env(void **state)
 
 	(void)state;
 	setenv("LD_LIBRARY_PATH", "/a:/b", 1);
+	setenv("CUDA_CACHE_DISABLE", "0", 1);
 	env = env_build("/opt/cand/lib", "/tmp/q/tmp");
+	/* nvrtc's disk cache is off in every compile child, whatever we had. */
+	assert_int_equal(env_count(env, "CUDA_CACHE_DISABLE=", &v), 1);
+	assert_string_equal(v, "CUDA_CACHE_DISABLE=1");
+	unsetenv("CUDA_CACHE_DISABLE");
 	assert_int_equal(env_count(env, "LD_LIBRARY_PATH=", &v), 1);
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib:/a:/b");
 	assert_int_equal(env_count(env, "TMPDIR=", &v), 1);
