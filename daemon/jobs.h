@@ -30,8 +30,11 @@
 
 struct jobs_config {
 	const char *state_dir;   /* required; created if missing */
-	const char *worker;      /* path of qual-run */
-	const char *compile_helper; /* path of qual-compile (submit checks) */
+	const char *worker;      /* path of qual-run; NULL: beside the running
+				  * executable */
+	const char *compile_helper; /* path of qual-compile (submit checks, and
+				     * the workers' $QUAL_COMPILE); NULL: beside
+				     * the running executable */
 	int nslots;              /* worker slots */
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
@@ -41,13 +44,20 @@ struct jobs_config {
 struct jobs;
 
 /* Called for every line of every job, after it is in the job's log.
- * line is the complete JSON text (with job and seq, no newline). */
+ * line is the complete JSON text (with job and seq, no newline), valid during
+ * the call only. It runs from loop callbacks (a worker's output or exit), and
+ * synchronously inside jobs_cancel for a queued job's "cancelled" verdict
+ * line; never inside jobs_open (lines written while recovering are only
+ * logged) and never for a job before its submit callback has returned. It may
+ * run until jobs_close's done callback: a job stopped by shutdown ends with
+ * its "interrupted" verdict line. */
 typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
 			     const char *line, size_t len);
 
 /* Opens the state directory, recovers (queued jobs are queued again; a job
- * that was running gets an "interrupted" verdict line and state), and starts
- * running queued jobs on the loop. */
+ * that was running gets an "interrupted" verdict line and state; a log's
+ * incomplete last line is cut off, with a warning on stderr), and starts
+ * running queued jobs from the loop (not inside this call). */
 int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
 
@@ -57,7 +67,19 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * error the callback never runs): with status 0, the job id and its queue
  * position, or a negative status and a message naming the problem (e.g.
  * "cannot load compiler '/x': no nvrtc or hiprtc entry points"). Takes no
- * ownership of args (copies what it keeps). */
+ * ownership of args (copies what it keeps).
+ *
+ * Refused at once (negative return, msg set; cheap local checks): an unknown
+ * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
+ * directory, not a regular file or not a 64-bit ELF shared object, and
+ * shutdown in progress. Refused through the callback: a library the helper
+ * cannot load or that has neither ABI, mismatched ABIs ("baseline is nvrtc
+ * but candidate is hiprtc: both must use one abi"), a failure to store the
+ * job, or shutdown ("quald is shutting down", from inside jobs_close). A
+ * library that crashes or hangs while loading is accepted: as with qual-run,
+ * that is a result about it, which the job's verdict reports. The callback
+ * runs from a loop callback, or inside jobs_close. job and message are
+ * valid during the call only. */
 typedef void (*jobs_submit_cb)(void *ctx, int status, const char *job,
 			       int position, const char *message);
 int jobs_submit(struct jobs *j, const struct submit_args *args,
@@ -65,29 +87,48 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 
 /* Cancels a queued or running job (a running worker's process group gets
  * SIGTERM, then SIGKILL after 5 s); its log then ends with a "cancelled"
- * verdict line. QUAL_ENOENT for an unknown job, QUAL_EINVAL when it has
- * already finished. */
+ * verdict line: at once for a queued job (the line callback runs inside this
+ * call), when the worker has exited for a running one (unless the worker
+ * wrote its own verdict first, which then stands). QUAL_ENOENT for an
+ * unknown job, QUAL_EINVAL when it has already finished. */
 int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
 
 /* Reads a job's stored lines with seq > after_seq (-1 for all), calling fn
- * for each (line without newline). Returns the number of lines, or a
- * negative code (QUAL_ENOENT for an unknown job). *state receives the
- * job's state name. Synchronous: job logs are local files. */
+ * for each (line without newline, valid during the call only). Returns the
+ * number of lines, or a negative code (QUAL_ENOENT for an unknown job).
+ * *state receives the job's state name (static storage). Synchronous: job
+ * logs are local files. A line reaches the log before the line callback
+ * sees it, and both happen on the loop, so reading a job's log and then
+ * following its live lines neither misses nor repeats one. */
 typedef void (*jobs_each_cb)(void *ctx, const char *line, size_t len);
 int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
 		  struct qual_msg *msg);
 
-/* The ids of all jobs after job (in id order; NULL = all), for watch resume. */
+/* The ids of all jobs after job (in id order; NULL = all), for watch resume.
+ * job need not exist (ids with a larger number follow it). *ids is a new
+ * array of *n new strings: free it with jobs_ids_free(). Returns 0, or
+ * QUAL_EINVAL when job is not a job id. */
 int jobs_ids_after(struct jobs *j, const char *job, char ***ids, int *n);
+void jobs_ids_free(char **ids, int n);
 
-/* Status and list replies' content (new references). */
+/* Status and list replies' content (new references): objects whose members
+ * go into the reply as they are. Status: {"slots":[{"slot","device","job"}],
+ * "queued":[ID...],"running":[ID...]} (device null for compile-only slots,
+ * job null for a free slot). List: {"jobs":[{"job","state","verdict",
+ * "submitted","finished","baseline","candidate"}]}, newest first, at most
+ * limit; verdict and finished are null until the job has them; times are UTC
+ * "YYYY-MM-DDTHH:MM:SSZ". */
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
 
-/* Shutdown: stops accepting submits, stops running workers (SIGTERM, then
- * SIGKILL), records them as interrupted, leaves queued jobs queued for the
- * next start, closes every handle, then calls done (once). */
+/* Shutdown: stops accepting submits (a submit still being checked gets its
+ * callback now, refused), stops running workers (SIGTERM, then SIGKILL),
+ * records them as interrupted, leaves queued jobs queued for the next start,
+ * closes every handle, then calls done (once, from a close callback, never
+ * inside this call). Until done runs, j may still be used (jobs_submit then
+ * refuses with "quald is shutting down"); it is freed just before done runs.
+ * A second jobs_close does nothing. */
 void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx);
 
 #endif

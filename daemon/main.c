@@ -1,1 +1,406 @@
-/* placeholder: being written */
+/* quald: the qualification service. Options, systemd integration and
+ * signals; the server (server.h) and the jobs module (jobs.h) do the work.
+ * See docs/quald.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "exitcode.h"
+#include "jobs.h"
+#include "sd.h"
+#include "server.h"
+#include "xalloc.h"
+
+#ifndef QUAL_VERSION
+#define QUAL_VERSION "unknown"
+#endif
+
+#define DEFAULT_RUNTIME_DIR "/run/qual"
+#define DEFAULT_STATE_DIR "/var/lib/qual"
+#define SOCKET_NAME "quald.sock"
+#define DEFAULT_JOB_TIMEOUT_S 7200.0
+#define SUBMIT_CHECK_TIMEOUT_S 30.0
+#define MAX_SLOTS 64
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: quald [options]\n"
+		"\n"
+		"The qualification service: queues qualification jobs, runs each in a\n"
+		"worker process (qual-run) on one GPU slot, stores their lines and\n"
+		"streams them to clients (qualctl). See docs/quald.md.\n"
+		"\n"
+		"  --socket PATH        unix socket (default $RUNTIME_DIRECTORY/quald.sock,\n"
+		"                       else " DEFAULT_RUNTIME_DIR "/" SOCKET_NAME ")\n"
+		"  --tcp PORT           also listen on 127.0.0.1:PORT\n"
+		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
+		"  --worker PATH        qual-run (default: beside quald)\n"
+		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
+		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
+		"  --slots N            compile-only slots when no --devices (default 1)\n"
+		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
+		"  --client-buffer B    bytes of output a client may leave unread before\n"
+		"                       it is dropped (default 8388608)\n"
+		"  --version            print the version and exit\n"
+		"  --help               print this help and exit\n");
+}
+
+/* The first entry of a colon-separated systemd directory list
+ * ($RUNTIME_DIRECTORY, $STATE_DIRECTORY), or NULL. */
+static char *first_dir(const char *env)
+{
+	const char *e = getenv(env);
+	size_t n;
+
+	if (!e || !*e)
+		return NULL;
+	n = strcspn(e, ":");
+	return n ? strndup(e, n) : NULL;
+}
+
+/* A program beside our own executable (the installed layout), else in
+ * ../engine/ (the build tree), else NULL. */
+static char *find_beside(const char *name)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	size_t n = sizeof exe;
+	char *dir;
+
+	if (uv_exepath(exe, &n) < 0)
+		return NULL;
+	dir = dirname(exe);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (access(path, X_OK) == 0)
+		return xstrdup(path);
+	snprintf(path, sizeof path, "%s/../engine/%s", dir, name);
+	if (access(path, X_OK) == 0)
+		return xstrdup(path);
+	return NULL;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(s, &end, 10);
+	if (errno || end == s || *end || x < lo || x > hi) {
+		fprintf(stderr, "quald: %s must be an integer in [%ld, %ld], got '%s'\n",
+			opt, lo, hi, s);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/* "0,1,3" into ordinals; no empty entries, no repeats. */
+static int parse_devices(const char *s, int *dev, int max)
+{
+	char *copy = xstrdup(s), *save = NULL, *tok;
+	int n = 0, rc = -1;
+	long x;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max) {
+			fprintf(stderr, "quald: --devices lists more than %d devices\n", max);
+			goto out;
+		}
+		if (parse_long("--devices entry", tok, 0, 1023, &x) < 0)
+			goto out;
+		for (int i = 0; i < n; i++)
+			if (dev[i] == x) {
+				fprintf(stderr, "quald: --devices lists device %ld twice\n", x);
+				goto out;
+			}
+		dev[n++] = (int)x;
+	}
+	if (n == 0) {
+		fprintf(stderr, "quald: --devices must list at least one GPU ordinal, got '%s'\n", s);
+		goto out;
+	}
+	rc = n;
+out:
+	free(copy);
+	return rc;
+}
+
+/* The daemon's state while the loop runs. */
+struct daemon {
+	uv_loop_t loop;
+	uv_signal_t sigterm, sigint;
+	struct server *srv;
+	struct sd_notifier sd;
+	bool ready, stopping;
+	char status[96];         /* the last STATUS= text */
+};
+
+static void notify(struct daemon *d, const char *state, bool may_block)
+{
+	struct qual_msg msg;
+
+	if (sd_notify_send(&d->sd, state, may_block, &msg) < 0)
+		fprintf(stderr, "quald: %s\n", msg.text);
+}
+
+static void on_status(void *ctx, int queued, int running)
+{
+	struct daemon *d = ctx;
+	char text[128];
+
+	snprintf(d->status, sizeof d->status, "%d queued, %d running", queued, running);
+	if (!d->ready)
+		return; /* sent with READY=1 */
+	snprintf(text, sizeof text, "STATUS=%s", d->status);
+	notify(d, text, false);
+}
+
+static void on_server_closed(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	d->srv = NULL;
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+
+	if (d->stopping) {
+		fprintf(stderr, "quald: %s: already stopping\n", strsignal(signum));
+		return;
+	}
+	d->stopping = true;
+	fprintf(stderr, "quald: %s: stopping\n", strsignal(signum));
+	notify(d, "STOPPING=1\nSTATUS=stopping", true);
+	server_close(d->srv, on_server_closed, d);
+}
+
+static void print_handle(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "quald: handle still open at exit: %s%s\n",
+		uv_handle_type_name(uv_handle_get_type(h)),
+		uv_is_closing(h) ? " (closing)" : "");
+}
+
+enum {
+	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
+	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"tcp", required_argument, NULL, OPT_TCP},
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"worker", required_argument, NULL, OPT_WORKER},
+		{"compile-helper", required_argument, NULL, OPT_HELPER},
+		{"devices", required_argument, NULL, OPT_DEVICES},
+		{"slots", required_argument, NULL, OPT_SLOTS},
+		{"job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT},
+		{"client-buffer", required_argument, NULL, OPT_CLIENT_BUFFER},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	struct server_config scfg = {.tcp_port = -1};
+	struct jobs_config jcfg = {0};
+	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL;
+	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
+	long slots = 0, x;
+	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
+	struct daemon d = {0};
+	struct qual_msg msg = {{0}};
+	int rc, opt, nfds, status = QUAL_EXIT_ERROR;
+	char *end;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_SOCKET:
+			free(socket_path);
+			socket_path = xstrdup(optarg);
+			break;
+		case OPT_TCP:
+			if (parse_long("--tcp", optarg, 1, 65535, &x) < 0)
+				return QUAL_EXIT_USAGE;
+			scfg.tcp_port = (int)x;
+			break;
+		case OPT_STATE_DIR:
+			free(state_dir);
+			state_dir = xstrdup(optarg);
+			break;
+		case OPT_WORKER:
+			free(worker);
+			worker = xstrdup(optarg);
+			break;
+		case OPT_HELPER:
+			free(helper);
+			helper = xstrdup(optarg);
+			break;
+		case OPT_DEVICES:
+			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
+			if (ndevices < 0)
+				return QUAL_EXIT_USAGE;
+			break;
+		case OPT_SLOTS:
+			if (parse_long("--slots", optarg, 1, MAX_SLOTS, &slots) < 0)
+				return QUAL_EXIT_USAGE;
+			break;
+		case OPT_JOB_TIMEOUT:
+			errno = 0;
+			job_timeout = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(job_timeout >= 1 && job_timeout <= 1e7)) {
+				fprintf(stderr, "quald: --job-timeout must be a number of seconds in [1, 1e7], got '%s'\n",
+					optarg);
+				return QUAL_EXIT_USAGE;
+			}
+			break;
+		case OPT_CLIENT_BUFFER:
+			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
+				       1L << 40, &x) < 0)
+				return QUAL_EXIT_USAGE;
+			scfg.client_buffer = (size_t)x;
+			break;
+		case OPT_VERSION:
+			printf("quald %s\n", QUAL_VERSION);
+			return QUAL_EXIT_PASS;
+		case OPT_HELP:
+			usage(stdout);
+			return QUAL_EXIT_PASS;
+		default:
+			usage(stderr);
+			return QUAL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "quald: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return QUAL_EXIT_USAGE;
+	}
+	if (slots && ndevices) {
+		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
+		return QUAL_EXIT_USAGE;
+	}
+
+	if (!socket_path) {
+		char *dir = first_dir("RUNTIME_DIRECTORY");
+
+		if (asprintf(&socket_path, "%s/%s", dir ? dir : DEFAULT_RUNTIME_DIR, SOCKET_NAME) < 0)
+			abort();
+		if (!dir && mkdir(DEFAULT_RUNTIME_DIR, 0755) < 0 && errno != EEXIST)
+			fprintf(stderr, "quald: cannot create '%s': %s\n", DEFAULT_RUNTIME_DIR,
+				strerror(errno));
+		free(dir);
+	}
+	if (!state_dir && !(state_dir = first_dir("STATE_DIRECTORY")))
+		state_dir = xstrdup(DEFAULT_STATE_DIR);
+	if (!worker && !(worker = find_beside("qual-run"))) {
+		fprintf(stderr, "quald: cannot find qual-run beside quald: use --worker\n");
+		return QUAL_EXIT_USAGE;
+	}
+	if (!helper && !(helper = find_beside("qual-compile"))) {
+		fprintf(stderr, "quald: cannot find qual-compile beside quald: use --compile-helper\n");
+		return QUAL_EXIT_USAGE;
+	}
+
+	/* Before anything can fork: the systemd variables are ours alone. */
+	if (sd_notifier_init(&d.sd, &msg) < 0)
+		fprintf(stderr, "quald: %s\n", msg.text);
+	nfds = sd_listen_fds(&msg);
+	if (nfds < 0) {
+		fprintf(stderr, "quald: %s\n", msg.text);
+		return QUAL_EXIT_USAGE;
+	}
+	if (nfds > 0) {
+		listen_fds = xcalloc((size_t)nfds, sizeof *listen_fds);
+		for (int i = 0; i < nfds; i++)
+			listen_fds[i] = SD_LISTEN_FDS_START + i;
+		scfg.listen_fds = listen_fds;
+		scfg.nlisten_fds = nfds;
+		fprintf(stderr, "quald: listening on %d socket%s from the service manager\n",
+			nfds, nfds == 1 ? "" : "s");
+	} else {
+		scfg.socket_path = socket_path;
+	}
+
+	/* A client that goes away mid-write is an EPIPE, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+
+	jcfg.state_dir = state_dir;
+	jcfg.worker = worker;
+	jcfg.compile_helper = helper;
+	jcfg.nslots = ndevices ? ndevices : (slots ? (int)slots : 1);
+	jcfg.devices = ndevices ? devices : NULL;
+	jcfg.job_timeout_s = job_timeout;
+	jcfg.submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
+	scfg.jobs = &jcfg;
+	scfg.on_status = on_status;
+	scfg.status_ctx = &d;
+
+	rc = uv_loop_init(&d.loop);
+	if (rc < 0) {
+		fprintf(stderr, "quald: cannot start the event loop: %s\n", uv_strerror(rc));
+		goto out;
+	}
+	rc = server_open(&d.loop, &scfg, &d.srv, &msg);
+	if (rc < 0) {
+		fprintf(stderr, "quald: %s\n", msg.text);
+		uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
+		goto close_loop;
+	}
+	uv_signal_init(&d.loop, &d.sigterm);
+	uv_signal_init(&d.loop, &d.sigint);
+	d.sigterm.data = d.sigint.data = &d;
+	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d.sigint, on_signal, SIGINT);
+
+	if (scfg.socket_path)
+		fprintf(stderr, "quald %s: listening on '%s'", QUAL_VERSION, scfg.socket_path);
+	else
+		fprintf(stderr, "quald %s: listening", QUAL_VERSION);
+	if (server_tcp_port(d.srv) > 0)
+		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d.srv));
+	fprintf(stderr, "; state in '%s'; %d %s slot%s\n", state_dir, jcfg.nslots,
+		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s");
+	{
+		char text[128];
+
+		snprintf(text, sizeof text, "READY=1\nSTATUS=%s", d.status);
+		d.ready = true;
+		notify(&d, text, true);
+	}
+
+	uv_run(&d.loop, UV_RUN_DEFAULT);
+	status = QUAL_EXIT_PASS;
+close_loop:
+	rc = uv_loop_close(&d.loop);
+	if (rc != 0) {
+		fprintf(stderr, "quald: the event loop did not close cleanly: %s\n",
+			uv_strerror(rc));
+		uv_walk(&d.loop, print_handle, NULL);
+		status = QUAL_EXIT_ERROR;
+	} else if (status == QUAL_EXIT_PASS) {
+		fprintf(stderr, "quald: stopped\n");
+	}
+out:
+	free(listen_fds);
+	free(socket_path);
+	free(state_dir);
+	free(worker);
+	free(helper);
+	return status;
+}

@@ -1,1 +1,556 @@
-/* placeholder: being written */
+/* Parsing and validating one request line (docs/protocol.md). Every refusal
+ * names the problem precisely enough that a person can fix the request from
+ * the message alone: the field, what it must be, and what it was. */
+#include "request.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "xalloc.h"
+
+/* Limits on what a request may carry, beyond the line length. Paths are at
+ * most PATH_MAX (4096 on Linux, with the NUL); a case name is short (the
+ * longest fixture case is under 40 bytes); an extra compiler option is
+ * bounded like a path (an -I or --include-path option carries one). */
+#define REQUEST_MAX_PATH 4095
+#define REQUEST_MAX_CASE 128
+#define REQUEST_MAX_OPTION 4095
+/* Nesting deeper than this is refused before jansson parses the line: a
+ * request is two levels deep (the object and a list), and the client's "id"
+ * needs no deep structure. jansson's own limit (2048) is far too generous
+ * for a line that any connection may send. */
+#define REQUEST_MAX_DEPTH 16
+
+/* The engine's own bounds (qual-run's option checks), so that a request the
+ * daemon accepts is one the worker accepts. */
+#define REQUEST_MIN_PAIRS 30
+#define REQUEST_MAX_PAIRS 1000000
+#define REQUEST_MIN_ALPHA 1e-9
+#define REQUEST_MAX_SEED 2147483647LL
+#define REQUEST_MAX_LIMIT 1000
+#define REQUEST_DEFAULT_LIMIT 20
+
+static const char *const op_names[] = {
+	[OP_SUBMIT] = "submit",
+	[OP_WATCH] = "watch",
+	[OP_STATUS] = "status",
+	[OP_LIST] = "list",
+	[OP_SHOW] = "show",
+	[OP_CANCEL] = "cancel",
+};
+
+/* The fields each op accepts besides "op" and "id". */
+static const char *const submit_fields[] = {
+	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
+	"baseline_options", "candidate_options", "compile_only", "seed",
+	"follow", NULL,
+};
+static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
+static const char *const list_fields[] = {"limit", NULL};
+static const char *const job_fields[] = {"job", NULL};
+static const char *const no_fields[] = {NULL};
+
+static const char *const *const op_fields[] = {
+	[OP_SUBMIT] = submit_fields,
+	[OP_WATCH] = watch_fields,
+	[OP_STATUS] = no_fields,
+	[OP_LIST] = list_fields,
+	[OP_SHOW] = job_fields,
+	[OP_CANCEL] = job_fields,
+};
+
+/* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
+ * character boundary and marked with "..." when cut, so that a message
+ * quoting a client's string stays short and stays valid UTF-8. */
+static const char *clip(const char *s, char *buf, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n <= max)
+		return s;
+	n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	memcpy(buf, s, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}
+
+#define CLIP_MAX 64
+#define CLIP_BUF (CLIP_MAX + 4)
+
+/* What a JSON value was, for "got ..." in a message: numbers and booleans by
+ * value, the rest by kind. A real is written so that it reads as one (30.0,
+ * not 30), since "must be an integer, got 30" would be a riddle. */
+static const char *describe(const json_t *v, char *buf, size_t n)
+{
+	switch (json_typeof(v)) {
+	case JSON_INTEGER:
+		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+		return buf;
+	case JSON_REAL: {
+		double x = json_real_value(v);
+
+		snprintf(buf, n, "%.15g", x);
+		if (strtod(buf, NULL) != x)
+			snprintf(buf, n, "%.17g", x);
+		if (!strpbrk(buf, ".eEn"))
+			strncat(buf, ".0", n - strlen(buf) - 1);
+		return buf;
+	}
+	case JSON_STRING: return "a string";
+	case JSON_ARRAY: return "an array";
+	case JSON_OBJECT: return "an object";
+	case JSON_TRUE: return "true";
+	case JSON_FALSE: return "false";
+	case JSON_NULL: return "null";
+	}
+	return "something else";
+}
+
+/* The nesting depth of a JSON text, ignoring brackets inside strings; an
+ * early exit once it is over the limit. Runs before jansson so that a line of
+ * 500000 '[' costs a scan, not a recursion. */
+static bool depth_exceeds(const char *s, size_t len, int limit)
+{
+	int depth = 0;
+	bool in_string = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > limit)
+				return true;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return false;
+}
+
+static bool is_job_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 7 || n > 31 || s[0] != 'j')
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* A string field: absent leaves *out alone and returns 0 (required fields
+ * are checked by the caller); otherwise a non-empty string of at most max
+ * bytes, copied. jansson refuses \u0000 in strings (no JSON_ALLOW_NUL), so
+ * the copy is the whole value. */
+static int get_string(json_t *o, const char *key, size_t max, char **out,
+		      struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be a string", key);
+	if (json_string_length(v) == 0)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must not be empty", key);
+	if (json_string_length(v) > max)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' is longer than %zu bytes",
+				 key, max);
+	free(*out);
+	*out = xstrdup(json_string_value(v));
+	return 0;
+}
+
+/* An integer field in [lo, hi]; absent leaves *out alone. The message states
+ * the bound that was crossed, so a value that is too small reads like
+ * "'pairs' must be an integer >= 30, got 5". */
+static int get_integer(json_t *o, const char *key, long long lo, long long hi,
+		       long long *out, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, key);
+	char got[64];
+	long long x;
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an integer >= %lld, got %s",
+				 key, lo, describe(v, got, sizeof got));
+	x = json_integer_value(v);
+	if (x < lo)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an integer >= %lld, got %lld",
+				 key, lo, x);
+	if (x > hi)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an integer <= %lld, got %lld",
+				 key, hi, x);
+	*out = x;
+	return 0;
+}
+
+static int get_bool(json_t *o, const char *key, bool *out, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, key);
+	char got[64];
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be true or false, got %s",
+				 key, describe(v, got, sizeof got));
+	*out = json_is_true(v);
+	return 0;
+}
+
+static void free_list(char **list)
+{
+	if (!list)
+		return;
+	for (char **p = list; *p; p++)
+		free(*p);
+	free(list);
+}
+
+/* An array of non-empty strings of at most max bytes each, at most
+ * REQUEST_MAX_LIST of them, as a NULL-terminated copy; absent leaves *out
+ * alone. An empty array is NULL when allow_empty, refused otherwise. */
+static int get_list(json_t *o, const char *key, size_t max, bool allow_empty,
+		    char ***out, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, key);
+	char **list;
+	size_t n, i;
+	json_t *e;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
+	n = json_array_size(v);
+	if (n == 0) {
+		if (!allow_empty)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' must not be empty", key);
+		free_list(*out);
+		*out = NULL;
+		return 0;
+	}
+	if (n > REQUEST_MAX_LIST)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %d are allowed",
+				 key, n, REQUEST_MAX_LIST);
+	json_array_foreach(v, i, e) {
+		if (!json_is_string(e))
+			return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
+		if (json_string_length(e) == 0)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is empty", key, i);
+		if (json_string_length(e) > max)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is longer than %zu bytes",
+					 key, i, max);
+	}
+	list = xcalloc(n + 1, sizeof *list);
+	json_array_foreach(v, i, e)
+		list[i] = xstrdup(json_string_value(e));
+	free_list(*out);
+	*out = list;
+	return 0;
+}
+
+static void submit_release(struct submit_args *s)
+{
+	free(s->baseline);
+	free(s->candidate);
+	free_list(s->cases);
+	free_list(s->baseline_options);
+	free_list(s->candidate_options);
+	memset(s, 0, sizeof *s);
+}
+
+static void submit_defaults(struct submit_args *s)
+{
+	memset(s, 0, sizeof *s);
+	s->pairs = REQUEST_MIN_PAIRS;
+	s->alpha = 0.05;  /* the engine's defaults (runner_config_init) */
+	s->margin = 0.01;
+	s->seed = 0;
+	s->compile_only = false;
+	s->follow = true;
+}
+
+/* The submit fields of o into s (which holds the defaults). Fields other
+ * than the submit fields are the caller's business. */
+static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
+{
+	long long x;
+	json_t *v;
+	char got[64];
+	int rc;
+
+	if (!json_object_get(o, "baseline"))
+		return qual_fail(msg, QUAL_EINVAL, "missing 'baseline'");
+	if (!json_object_get(o, "candidate"))
+		return qual_fail(msg, QUAL_EINVAL, "missing 'candidate'");
+	if ((rc = get_string(o, "baseline", REQUEST_MAX_PATH, &s->baseline, msg)) < 0 ||
+	    (rc = get_string(o, "candidate", REQUEST_MAX_PATH, &s->candidate, msg)) < 0)
+		return rc;
+
+	x = s->pairs;
+	if ((rc = get_integer(o, "pairs", REQUEST_MIN_PAIRS, REQUEST_MAX_PAIRS, &x, msg)) < 0)
+		return rc;
+	s->pairs = (int)x;
+
+	if ((v = json_object_get(o, "alpha"))) {
+		double a = json_number_value(v);
+
+		if (!json_is_number(v) || !(a > 0 && a <= 0.5))
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'alpha' must be a number with 0 < alpha <= 0.5, got %s",
+					 describe(v, got, sizeof got));
+		if (a < REQUEST_MIN_ALPHA)
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'alpha' must be at least %g, got %s",
+					 REQUEST_MIN_ALPHA, describe(v, got, sizeof got));
+		s->alpha = a;
+	}
+	if ((v = json_object_get(o, "margin"))) {
+		double m = json_number_value(v);
+
+		if (!json_is_number(v) || !(m >= 0 && m <= 0.5))
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'margin' must be a number with 0 <= margin <= 0.5, got %s",
+					 describe(v, got, sizeof got));
+		s->margin = m;
+	}
+
+	x = s->seed;
+	if ((rc = get_integer(o, "seed", 0, REQUEST_MAX_SEED, &x, msg)) < 0)
+		return rc;
+	s->seed = x;
+
+	if ((rc = get_bool(o, "compile_only", &s->compile_only, msg)) < 0 ||
+	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
+		return rc;
+
+	if ((rc = get_list(o, "cases", REQUEST_MAX_CASE, false, &s->cases, msg)) < 0 ||
+	    (rc = get_list(o, "baseline_options", REQUEST_MAX_OPTION, true,
+			   &s->baseline_options, msg)) < 0 ||
+	    (rc = get_list(o, "candidate_options", REQUEST_MAX_OPTION, true,
+			   &s->candidate_options, msg)) < 0)
+		return rc;
+	return 0;
+}
+
+static int get_job(json_t *o, const char *key, bool required, char **out,
+		   struct qual_msg *msg)
+{
+	char clipped[CLIP_BUF];
+	json_t *v = json_object_get(o, key);
+	int rc;
+
+	if (!v)
+		return required ? qual_fail(msg, QUAL_EINVAL, "missing '%s'", key) : 0;
+	if ((rc = get_string(o, key, 64 * 1024, out, msg)) < 0)
+		return rc;
+	if (!is_job_id(*out))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be a job id like 'j000001', got '%s'",
+				 key, clip(*out, clipped, CLIP_MAX));
+	return 0;
+}
+
+int request_parse(const char *line, size_t len, struct request *r,
+		  const char **op_name, struct qual_msg *msg)
+{
+	const char *const *fields;
+	char clipped[CLIP_BUF];
+	json_error_t jerr;
+	json_t *root = NULL, *v;
+	const char *key, *op;
+	long long x;
+	int rc = QUAL_EINVAL;
+	int i, k;
+
+	memset(r, 0, sizeof *r);
+	submit_defaults(&r->submit);
+	r->after_seq = -1;
+	r->limit = REQUEST_DEFAULT_LIMIT;
+	*op_name = NULL;
+
+	if (len > REQUEST_MAX_LINE) {
+		qual_fail(msg, QUAL_ELIMIT, "request line over %d bytes", REQUEST_MAX_LINE);
+		goto out;
+	}
+	if (depth_exceeds(line, len, REQUEST_MAX_DEPTH)) {
+		qual_fail(msg, rc, "json nested deeper than %d levels", REQUEST_MAX_DEPTH);
+		goto out;
+	}
+	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	if (!root) {
+		qual_fail(msg, rc, "malformed json at column %d: %s", jerr.column, jerr.text);
+		goto out;
+	}
+	if (!json_is_object(root)) {
+		char got[64];
+
+		qual_fail(msg, rc, "a request must be a json object, got %s",
+			  describe(root, got, sizeof got));
+		goto out;
+	}
+	if ((v = json_object_get(root, "id")))
+		r->id = json_incref(v);
+
+	v = json_object_get(root, "op");
+	if (!v) {
+		qual_fail(msg, rc, "missing 'op'");
+		goto out;
+	}
+	if (!json_is_string(v)) {
+		qual_fail(msg, rc, "'op' must be a string");
+		goto out;
+	}
+	op = json_string_value(v);
+	for (i = 0; i < (int)(sizeof op_names / sizeof op_names[0]); i++)
+		if (!strcmp(op, op_names[i]))
+			break;
+	if (i == (int)(sizeof op_names / sizeof op_names[0])) {
+		qual_fail(msg, rc, "unknown op '%s'", clip(op, clipped, CLIP_MAX));
+		goto out;
+	}
+	r->op = (enum request_op)i;
+	*op_name = op_names[i];
+
+	/* Unknown fields are refused rather than ignored: a misspelt "pair"
+	 * silently running 30 pairs would be worse than a refusal. */
+	fields = op_fields[r->op];
+	json_object_foreach(root, key, v) {
+		if (!strcmp(key, "op") || !strcmp(key, "id"))
+			continue;
+		for (k = 0; fields[k]; k++)
+			if (!strcmp(key, fields[k]))
+				break;
+		if (!fields[k]) {
+			qual_fail(msg, rc, "unknown field '%s' in a %s request",
+				  clip(key, clipped, CLIP_MAX), op_names[r->op]);
+			goto out;
+		}
+	}
+
+	switch (r->op) {
+	case OP_SUBMIT:
+		if (parse_submit(root, &r->submit, msg) < 0)
+			goto out;
+		break;
+	case OP_WATCH:
+		if (get_job(root, "after_job", false, &r->after_job, msg) < 0)
+			goto out;
+		if (json_object_get(root, "after_seq") && !r->after_job) {
+			qual_fail(msg, rc, "'after_seq' needs 'after_job'");
+			goto out;
+		}
+		/* after_job alone resumes after the whole job: none of its
+		 * lines, stored or still to come. */
+		x = LONG_MAX;
+		if (get_integer(root, "after_seq", -1, LONG_MAX, &x, msg) < 0)
+			goto out;
+		r->after_seq = r->after_job ? (long)x : -1;
+		break;
+	case OP_LIST:
+		x = r->limit;
+		if ((v = json_object_get(root, "limit")) &&
+		    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		     json_integer_value(v) > REQUEST_MAX_LIMIT)) {
+			char got[64];
+
+			qual_fail(msg, rc, "'limit' must be an integer in [1, %d], got %s",
+				  REQUEST_MAX_LIMIT, describe(v, got, sizeof got));
+			goto out;
+		}
+		if (v)
+			x = json_integer_value(v);
+		r->limit = (int)x;
+		break;
+	case OP_SHOW:
+	case OP_CANCEL:
+		if (get_job(root, "job", true, &r->job, msg) < 0)
+			goto out;
+		break;
+	case OP_STATUS:
+		break;
+	}
+	rc = 0;
+out:
+	json_decref(root);
+	if (rc < 0) {
+		/* Keep the id for the refusal; drop whatever else was copied. */
+		json_t *id = r->id;
+
+		r->id = NULL;
+		request_release(r);
+		r->id = id;
+	}
+	return rc;
+}
+
+void request_release(struct request *r)
+{
+	submit_release(&r->submit);
+	json_decref(r->id);
+	free(r->job);
+	free(r->after_job);
+	memset(r, 0, sizeof *r);
+}
+
+static json_t *list_to_json(char **list)
+{
+	json_t *a = json_array();
+
+	for (char **p = list; *p; p++)
+		json_array_append_new(a, json_string(*p));
+	return a;
+}
+
+json_t *request_submit_to_json(const struct submit_args *s)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "baseline", json_string(s->baseline));
+	json_object_set_new(o, "candidate", json_string(s->candidate));
+	json_object_set_new(o, "pairs", json_integer(s->pairs));
+	json_object_set_new(o, "alpha", json_real(s->alpha));
+	json_object_set_new(o, "margin", json_real(s->margin));
+	json_object_set_new(o, "seed", json_integer(s->seed));
+	json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
+	if (s->cases)
+		json_object_set_new(o, "cases", list_to_json(s->cases));
+	if (s->baseline_options)
+		json_object_set_new(o, "baseline_options", list_to_json(s->baseline_options));
+	if (s->candidate_options)
+		json_object_set_new(o, "candidate_options", list_to_json(s->candidate_options));
+	return o;
+}
+
+/* The stored form is read with the same checks as a request, so a file
+ * edited by hand cannot smuggle in what a client could not send; fields it
+ * does not know are ignored (a later version may store more). */
+int request_submit_from_json(json_t *o, struct submit_args *s, struct qual_msg *msg)
+{
+	int rc;
+
+	submit_defaults(s);
+	if (!json_is_object(o))
+		return qual_fail(msg, QUAL_EINVAL, "stored request is not a json object");
+	rc = parse_submit(o, s, msg);
+	if (rc < 0)
+		submit_release(s);
+	return rc;
+}

@@ -10,6 +10,8 @@
 
 #include <jansson.h>
 
+#include "err.h"
+
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
 #define REQUEST_MAX_LIST 64            /* cases or options per list */
 

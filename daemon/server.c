@@ -1,1 +1,1279 @@
-/* placeholder: being written */
+/* quald's server side (server.h): listeners, connections, requests, and the
+ * relay of job lines to followers and watchers. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "request.h"
+#include "xalloc.h"
+
+#ifndef QUAL_VERSION
+#define QUAL_VERSION "unknown"
+#endif
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Bytes read per read callback: a request is usually a few hundred bytes. */
+#define READ_CHUNK (64u << 10)
+#define LISTEN_BACKLOG 128
+
+union stream_handle {
+	uv_handle_t handle;
+	uv_stream_t stream;
+	uv_pipe_t pipe;
+	uv_tcp_t tcp;
+};
+
+struct listener {
+	union stream_handle h;
+	struct server *srv;
+	bool is_tcp;
+	struct listener *next;
+};
+
+/* Output shared by every connection it is written to (a broadcast line is
+ * allocated once); freed when the last write of it completes. */
+struct obuf {
+	int refs;
+	size_t len;
+	char data[];
+};
+
+struct wreq {
+	uv_write_t req;
+	struct conn *c;
+	int nb;
+	struct obuf *b[2];
+	size_t reply_bytes;  /* of a reply (not a live line), for the cap */
+};
+
+/* A job whose lines a connection receives from a given point: (job, seq)
+ * means the lines with a larger seq. Follows of a submitter, and for a
+ * watcher the jobs that were still running when their stored lines were
+ * replayed (so that a live line already replayed is not sent twice). */
+struct mark {
+	char job[JOB_ID_MAX];
+	long seq;
+};
+
+/* A watch resuming after a point: the jobs whose stored lines are still to
+ * be sent, ids[i] the current one with lines up to seq sent. Live lines of
+ * ids[i] and later jobs are not sent while it runs: they are in the logs the
+ * replay reads next. */
+struct replay {
+	bool active;
+	bool waiting;  /* for the client to read (write queue over the mark) */
+	char **ids;
+	int n, cap, i;
+	long seq;
+};
+
+struct conn {
+	union stream_handle h;
+	uv_shutdown_t shutdown_req;
+	struct server *srv;
+	struct conn *prev, *next;
+	unsigned long serial;      /* for the log */
+	int refs;                  /* the handle, and a pending submit */
+	bool closing, shutting, eof, reading, processing;
+	bool skipping;             /* discarding an oversize line up to its newline */
+	bool submit_pending;       /* a submit waits for jobs_submit's callback */
+	bool submit_follow;
+	json_t *submit_id;
+	bool watching;
+	struct replay replay;
+	struct mark *marks;
+	int nmarks, marks_cap;
+	int nfollows;              /* marks that are follows (not a watcher's) */
+	size_t reply_inflight;     /* bytes of reply writes not yet completed */
+	char *in;                  /* input: [in_pos, in_len) is unprocessed */
+	size_t in_len, in_pos, in_cap;
+};
+
+struct server {
+	uv_loop_t *loop;
+	struct server_config cfg;
+	struct jobs *jobs;
+	struct listener *listeners;
+	int nlisteners;            /* listener handles not yet closed */
+	char *socket_path;         /* the socket file we created, to remove */
+	int tcp_port;
+	struct conn *conns;
+	int nconns;                /* connection handles not yet closed */
+	unsigned long serial;
+	int last_queued, last_running;
+	bool stopping, jobs_closed;
+	enum { TIMER_OPEN, TIMER_CLOSING, TIMER_CLOSED } timer_state;
+	uv_timer_t drain_timer;
+	void (*done)(void *ctx);
+	void *done_ctx;
+};
+
+static void conn_process(struct conn *c);
+static void conn_close(struct conn *c, const char *why);
+static void replay_pump(struct conn *c);
+static void server_maybe_done(struct server *s);
+static void on_timer_closed(uv_handle_t *h);
+
+/* ---- output ---- */
+
+static struct obuf *obuf_new(size_t len)
+{
+	struct obuf *b = xmalloc(sizeof *b + len);
+
+	b->refs = 1;
+	b->len = len;
+	return b;
+}
+
+static void obuf_unref(struct obuf *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+static size_t conn_pending(struct conn *c)
+{
+	return uv_stream_get_write_queue_size(&c->h.stream);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct wreq *w = container_of(req, struct wreq, req);
+	struct conn *c = w->c;
+
+	for (int i = 0; i < w->nb; i++)
+		obuf_unref(w->b[i]);
+	c->reply_inflight -= w->reply_bytes;
+	free(w);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn_close(c, uv_strerror(status));
+		return;
+	}
+	if (conn_pending(c) <= SERVER_REPLY_HIGH / 2) {
+		if (c->replay.waiting)
+			replay_pump(c);
+		conn_process(c);
+	}
+}
+
+/* Queues nb buffers (taking a reference to each) in one write; reply says
+ * whether it answers a request (a reply, a refusal, stored lines) rather
+ * than relays a live job line. */
+static void conn_write(struct conn *c, struct obuf **b, int nb, bool reply)
+{
+	struct wreq *w;
+	uv_buf_t bufs[2];
+	int rc;
+
+	if (c->closing)
+		return;
+	w = xcalloc(1, sizeof *w);
+	w->c = c;
+	w->nb = nb;
+	for (int i = 0; i < nb; i++) {
+		w->b[i] = b[i];
+		b[i]->refs++;
+		bufs[i] = uv_buf_init(b[i]->data, (unsigned)b[i]->len);
+		if (reply)
+			w->reply_bytes += b[i]->len;
+	}
+	c->reply_inflight += w->reply_bytes;
+	rc = uv_write(&w->req, &c->h.stream, bufs, (unsigned)nb, on_write);
+	if (rc < 0) {
+		for (int i = 0; i < nb; i++)
+			obuf_unref(w->b[i]);
+		c->reply_inflight -= w->reply_bytes;
+		free(w);
+		conn_close(c, uv_strerror(rc));
+	}
+}
+
+/* Writes one JSON object as a line; takes the reference. */
+static void conn_send_json(struct conn *c, json_t *o)
+{
+	char *text = json_dumps(o, JSON_COMPACT);
+	struct obuf *b;
+	size_t n;
+
+	json_decref(o);
+	if (!text) {
+		/* Only an invalid string could do this, and every string here
+		 * comes from utf8_string or from parsed JSON. */
+		fprintf(stderr, "quald: cannot encode a reply\n");
+		return;
+	}
+	n = strlen(text);
+	b = obuf_new(n + 1);
+	memcpy(b->data, text, n);
+	b->data[n] = '\n';
+	free(text);
+	conn_write(c, &b, 1, true);
+	obuf_unref(b);
+}
+
+/* A JSON string of s; bytes that could make it invalid UTF-8 (jansson's
+ * error text quotes the input) become '?'. */
+static json_t *utf8_string(const char *s)
+{
+	json_t *v = json_string(s);
+	char *copy;
+
+	if (v)
+		return v;
+	copy = xstrdup(s);
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	v = json_string(copy);
+	free(copy);
+	return v;
+}
+
+/* {"type":"reply","op":op,"id":id}: the start of every reply; "id" only when
+ * the request had one. */
+static json_t *reply_new(const char *op, json_t *id)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("reply"));
+	json_object_set_new(o, "op", json_string(op));
+	if (id)
+		json_object_set(o, "id", id);
+	return o;
+}
+
+static void conn_refuse(struct conn *c, const char *op, json_t *id, const char *message)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("refused"));
+	json_object_set_new(o, "op", op ? json_string(op) : json_null());
+	json_object_set(o, "id", id ? id : json_null());
+	json_object_set_new(o, "message", utf8_string(message));
+	conn_send_json(c, o);
+}
+
+/* ---- marks: which lines of a job a connection has had ---- */
+
+static struct mark *mark_find(struct conn *c, const char *job)
+{
+	for (int i = 0; i < c->nmarks; i++)
+		if (!strcmp(c->marks[i].job, job))
+			return &c->marks[i];
+	return NULL;
+}
+
+static void mark_set(struct conn *c, const char *job, long seq)
+{
+	struct mark *m = mark_find(c, job);
+
+	if (!m) {
+		if (c->nmarks == c->marks_cap) {
+			c->marks_cap = c->marks_cap ? 2 * c->marks_cap : 4;
+			c->marks = xrealloc(c->marks, (size_t)c->marks_cap * sizeof *c->marks);
+		}
+		m = &c->marks[c->nmarks++];
+		snprintf(m->job, sizeof m->job, "%s", job);
+	}
+	m->seq = seq;
+}
+
+static void mark_drop(struct conn *c, struct mark *m)
+{
+	*m = c->marks[--c->nmarks];
+}
+
+/* Job ids are "j" and digits, increasing: shorter is older. */
+static int job_cmp(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static bool state_is_active(const char *state)
+{
+	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
+}
+
+/* ---- job lines to connections ---- */
+
+/* Sends a job line that is part of a reply (a replay): flow-controlled by
+ * the caller, never refused by the cap. */
+static void conn_send_line(struct conn *c, const char *line, size_t len)
+{
+	struct obuf *b = obuf_new(len + 1);
+
+	memcpy(b->data, line, len);
+	b->data[len] = '\n';
+	conn_write(c, &b, 1, true);
+	obuf_unref(b);
+}
+
+/* Sends a live job line, or drops the connection when its pending live
+ * output would pass the cap. Replies do not count: they are bounded by the
+ * requests, which wait while replies are unread (conn_blocked), and a long
+ * show or replay must not cost a reading client its connection. Writes
+ * complete in order, so the pending bytes beyond those of unfinished reply
+ * writes are live lines. */
+static void conn_send_live(struct conn *c, struct obuf *b)
+{
+	size_t pending = conn_pending(c);
+	size_t live = pending > c->reply_inflight ? pending - c->reply_inflight : 0;
+
+	if (live + b->len > c->srv->cfg.client_buffer) {
+		char why[128];
+
+		snprintf(why, sizeof why, "not reading: %zu bytes of output pending, cap %zu",
+			 live, c->srv->cfg.client_buffer);
+		conn_close(c, why);
+		return;
+	}
+	conn_write(c, &b, 1, false);
+}
+
+static void conn_maybe_finish(struct conn *c);
+
+/* Whether connection c gets this live line, and the bookkeeping for it. */
+static void conn_deliver(struct conn *c, const char *job, long seq, bool verdict,
+			 struct obuf *b)
+{
+	struct replay *rp = &c->replay;
+	struct mark *m;
+
+	if (c->closing)
+		return;
+	if (c->watching) {
+		if (rp->active && job_cmp(job, rp->ids[rp->i]) >= 0) {
+			/* The replay will read this line from the log. A job
+			 * newer than the replay's list joins it. */
+			if (job_cmp(job, rp->ids[rp->n - 1]) > 0) {
+				if (rp->n == rp->cap) {
+					rp->cap *= 2;
+					rp->ids = xrealloc(rp->ids, (size_t)rp->cap * sizeof *rp->ids);
+				}
+				rp->ids[rp->n++] = xstrdup(job);
+			}
+			return;
+		}
+		m = mark_find(c, job);
+		if (m && seq <= m->seq)
+			return;
+		if (m && verdict)
+			mark_drop(c, m);
+		conn_send_live(c, b);
+		return;
+	}
+	m = mark_find(c, job);
+	if (!m || seq <= m->seq)
+		return;
+	m->seq = seq;
+	if (verdict) {
+		mark_drop(c, m);
+		c->nfollows--;
+	}
+	conn_send_live(c, b);
+	if (verdict)
+		conn_maybe_finish(c);
+}
+
+static void server_status_update(struct server *s)
+{
+	json_t *st;
+	int queued, running;
+
+	if (!s->jobs || s->stopping || !s->cfg.on_status)
+		return;
+	st = jobs_status_json(s->jobs);
+	queued = (int)json_array_size(json_object_get(st, "queued"));
+	running = (int)json_array_size(json_object_get(st, "running"));
+	json_decref(st);
+	if (queued == s->last_queued && running == s->last_running)
+		return;
+	s->last_queued = queued;
+	s->last_running = running;
+	s->cfg.on_status(s->cfg.status_ctx, queued, running);
+}
+
+static bool line_is_verdict(const char *line, size_t len)
+{
+	json_t *o = json_loadb(line, len, 0, NULL);
+	bool v = o && json_is_string(json_object_get(o, "type")) &&
+		 !strcmp(json_string_value(json_object_get(o, "type")), "verdict");
+
+	json_decref(o);
+	return v;
+}
+
+/* jobs_line_cb: every line of every job, after it is in the job's log. */
+static void server_on_line(void *ctx, const char *job, long seq, const char *line,
+			   size_t len)
+{
+	struct server *s = ctx;
+	bool verdict = line_is_verdict(line, len);
+	struct obuf *b = obuf_new(len + 1);
+	struct conn *c, *next;
+
+	memcpy(b->data, line, len);
+	b->data[len] = '\n';
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		conn_deliver(c, job, seq, verdict, b);
+	}
+	obuf_unref(b);
+	if (verdict || seq == 0)
+		server_status_update(s);
+}
+
+/* ---- watch replay ---- */
+
+struct replay_ctx {
+	struct conn *c;
+	bool paused;
+	long sent;   /* lines sent by this read */
+};
+
+static void replay_each(void *ctx, const char *line, size_t len)
+{
+	struct replay_ctx *x = ctx;
+
+	if (x->paused || x->c->closing)
+		return;
+	conn_send_line(x->c, line, len);
+	x->sent++;
+	if (conn_pending(x->c) > SERVER_REPLY_HIGH)
+		x->paused = true;
+}
+
+static void replay_free(struct replay *rp)
+{
+	for (int i = 0; i < rp->n; i++)
+		free(rp->ids[i]);
+	free(rp->ids);
+	memset(rp, 0, sizeof *rp);
+}
+
+/* Sends stored lines until the replay is done or the client has a
+ * SERVER_REPLY_HIGH backlog; on_write calls again once it has read. Lines
+ * of one job come in seq order without gaps, so the last one sent is the
+ * start seq plus the count. */
+static void replay_pump(struct conn *c)
+{
+	struct replay *rp = &c->replay;
+	struct server *s = c->srv;
+
+	rp->waiting = false;
+	while (rp->active && !c->closing) {
+		struct replay_ctx x = {.c = c};
+		const char *state = NULL;
+		struct qual_msg msg = {{0}};
+		const char *job = rp->ids[rp->i];
+		int rc;
+
+		if (s->stopping) {
+			/* jobs_close has been called: the logs are not ours to
+			 * read any more. */
+			replay_free(rp);
+			return;
+		}
+		if (conn_pending(c) > SERVER_REPLY_HIGH) {
+			rp->waiting = true;
+			return;
+		}
+		rc = jobs_read_log(s->jobs, job, rp->seq, replay_each, &x, &state, &msg);
+		if (rc >= 0 && rp->seq != LONG_MAX)
+			rp->seq += x.sent;
+		if (x.paused) {
+			rp->waiting = true;
+			return;
+		}
+		if (rc >= 0 && state_is_active(state))
+			mark_set(c, job, rp->seq);
+		rp->i++;
+		rp->seq = -1;
+		if (rp->i == rp->n) {
+			replay_free(rp);
+			conn_process(c);
+			return;
+		}
+	}
+}
+
+/* ---- requests ---- */
+
+static void on_submitted(void *ctx, int status, const char *job, int position,
+			 const char *message);
+
+static void conn_unref(struct conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	json_decref(c->submit_id);
+	replay_free(&c->replay);
+	free(c->marks);
+	free(c->in);
+	free(c);
+}
+
+static void do_submit(struct conn *c, struct request *r)
+{
+	struct qual_msg msg = {{0}};
+	int rc;
+
+	c->submit_pending = true;
+	c->submit_follow = r->submit.follow;
+	c->submit_id = r->id ? json_incref(r->id) : NULL;
+	c->refs++;
+	rc = jobs_submit(c->srv->jobs, &r->submit, on_submitted, c, &msg);
+	if (rc < 0) {
+		c->submit_pending = false;
+		conn_refuse(c, "submit", r->id, msg.text[0] ? msg.text : qual_strerror(rc));
+		json_decref(c->submit_id);
+		c->submit_id = NULL;
+		c->refs--;
+	}
+}
+
+struct follow_ctx {
+	struct conn *c;
+	long sent;
+};
+
+static void follow_each(void *ctx, const char *line, size_t len)
+{
+	struct follow_ctx *x = ctx;
+
+	conn_send_line(x->c, line, len);
+	x->sent++;
+}
+
+static void on_submitted(void *ctx, int status, const char *job, int position,
+			 const char *message)
+{
+	struct conn *c = ctx;
+	struct server *s = c->srv;
+	json_t *id = c->submit_id, *o;
+
+	c->submit_pending = false;
+	c->submit_id = NULL;
+	if (c->closing)
+		goto out;
+	if (status < 0) {
+		conn_refuse(c, "submit", id, message && *message ? message : qual_strerror(status));
+		goto out;
+	}
+	o = reply_new("submit", id);
+	json_object_set_new(o, "job", json_string(job));
+	json_object_set_new(o, "position", json_integer(position));
+	json_object_set_new(o, "state", json_string("queued"));
+	conn_send_json(c, o);
+	if (c->submit_follow && !c->watching && !s->stopping) {
+		/* Whatever the job has logged already, then live lines: the log
+		 * read is synchronous and live lines come only from the loop,
+		 * so none is lost or sent twice. */
+		struct follow_ctx x = {.c = c};
+		struct qual_msg msg;
+		const char *state = NULL;
+
+		if (jobs_read_log(s->jobs, job, -1, follow_each, &x, &state, &msg) >= 0 &&
+		    state_is_active(state)) {
+			mark_set(c, job, x.sent - 1);
+			c->nfollows++;
+		}
+	}
+out:
+	json_decref(id);
+	server_status_update(s);
+	if (!c->closing)
+		conn_process(c);
+	conn_unref(c);
+}
+
+static void ignore_line(void *ctx, const char *line, size_t len)
+{
+	(void)ctx;
+	(void)line;
+	(void)len;
+}
+
+static void do_watch(struct conn *c, struct request *r)
+{
+	struct server *s = c->srv;
+	struct replay *rp = &c->replay;
+	struct qual_msg msg = {{0}};
+	const char *state = NULL;
+	char **ids = NULL;
+	int n = 0, rc;
+
+	if (c->watching) {
+		conn_refuse(c, "watch", r->id, "this connection is already watching");
+		return;
+	}
+	if (r->after_job) {
+		/* The job must exist; reading none of its lines says so. */
+		rc = jobs_read_log(s->jobs, r->after_job, LONG_MAX, ignore_line, NULL,
+				   &state, &msg);
+		if (rc < 0) {
+			conn_refuse(c, "watch", r->id, msg.text[0] ? msg.text : "unknown job");
+			return;
+		}
+		if (jobs_ids_after(s->jobs, r->after_job, &ids, &n) < 0) {
+			conn_refuse(c, "watch", r->id, "cannot list the jobs to replay");
+			return;
+		}
+	}
+	conn_send_json(c, reply_new("watch", r->id));
+	c->watching = true;
+	/* Follows are covered by the watch from now on; their marks stay, as
+	 * the points up to which those jobs' lines were sent. */
+	c->nfollows = 0;
+	if (!r->after_job)
+		return;
+	rp->cap = n + 8;
+	rp->ids = xcalloc((size_t)rp->cap, sizeof *rp->ids);
+	rp->ids[0] = xstrdup(r->after_job);
+	for (int i = 0; i < n; i++)
+		rp->ids[i + 1] = xstrdup(ids[i]);
+	jobs_ids_free(ids, n);
+	rp->n = n + 1;
+	rp->i = 0;
+	rp->seq = r->after_seq;
+	rp->active = true;
+	replay_pump(c);
+}
+
+struct collect {
+	struct obuf *b;
+	size_t cap;
+};
+
+static void collect_each(void *ctx, const char *line, size_t len)
+{
+	struct collect *x = ctx;
+
+	if (x->b->len + len + 1 > x->cap) {
+		while (x->b->len + len + 1 > x->cap)
+			x->cap *= 2;
+		x->b = xrealloc(x->b, sizeof *x->b + x->cap);
+	}
+	memcpy(x->b->data + x->b->len, line, len);
+	x->b->data[x->b->len + len] = '\n';
+	x->b->len += len + 1;
+}
+
+static void do_show(struct conn *c, struct request *r)
+{
+	struct collect x = {.b = obuf_new(64 << 10), .cap = 64 << 10};
+	struct qual_msg msg = {{0}};
+	const char *state = NULL;
+	struct obuf *b[2];
+	json_t *o;
+	char *text;
+	int rc;
+
+	x.b->len = 0;
+	rc = jobs_read_log(c->srv->jobs, r->job, -1, collect_each, &x, &state, &msg);
+	if (rc < 0) {
+		conn_refuse(c, "show", r->id, msg.text[0] ? msg.text : qual_strerror(rc));
+		obuf_unref(x.b);
+		return;
+	}
+	/* The header and the lines in one write: nothing can come between. */
+	o = reply_new("show", r->id);
+	json_object_set_new(o, "job", json_string(r->job));
+	json_object_set_new(o, "state", state ? json_string(state) : json_null());
+	json_object_set_new(o, "lines", json_integer(rc));
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	b[0] = obuf_new(strlen(text) + 1);
+	memcpy(b[0]->data, text, b[0]->len - 1);
+	b[0]->data[b[0]->len - 1] = '\n';
+	free(text);
+	b[1] = x.b;
+	conn_write(c, b, x.b->len ? 2 : 1, true);
+	obuf_unref(b[0]);
+	obuf_unref(b[1]);
+}
+
+static void do_status(struct conn *c, struct request *r)
+{
+	json_t *o = reply_new("status", r->id);
+	json_t *st = jobs_status_json(c->srv->jobs);
+
+	json_object_set_new(o, "version", json_string(QUAL_VERSION));
+	json_object_set_new(o, "schema_version", json_integer(QUAL_SCHEMA_VERSION));
+	if (json_is_object(st))
+		json_object_update(o, st);
+	json_decref(st);
+	/* The reply's own fields win over whatever the jobs module put there. */
+	json_object_set_new(o, "type", json_string("reply"));
+	json_object_set_new(o, "op", json_string("status"));
+	conn_send_json(c, o);
+}
+
+static void do_list(struct conn *c, struct request *r)
+{
+	json_t *o = reply_new("list", r->id);
+	json_t *l = jobs_list_json(c->srv->jobs, r->limit);
+
+	/* jobs_list_json gives the array of jobs, or an object holding "jobs". */
+	if (json_is_array(l))
+		json_object_set(o, "jobs", l);
+	else if (json_is_object(l) && json_is_array(json_object_get(l, "jobs")))
+		json_object_set(o, "jobs", json_object_get(l, "jobs"));
+	else
+		json_object_set_new(o, "jobs", json_array());
+	json_decref(l);
+	conn_send_json(c, o);
+}
+
+static void do_cancel(struct conn *c, struct request *r)
+{
+	struct qual_msg msg = {{0}};
+	json_t *o;
+	int rc;
+
+	rc = jobs_cancel(c->srv->jobs, r->job, &msg);
+	if (rc < 0) {
+		conn_refuse(c, "cancel", r->id, msg.text[0] ? msg.text : qual_strerror(rc));
+		return;
+	}
+	o = reply_new("cancel", r->id);
+	json_object_set_new(o, "job", json_string(r->job));
+	json_object_set_new(o, "state", json_string("cancelled"));
+	conn_send_json(c, o);
+	server_status_update(c->srv);
+}
+
+static void conn_handle_line(struct conn *c, const char *line, size_t len)
+{
+	struct qual_msg msg = {{0}};
+	const char *op_name = NULL;
+	struct request r;
+	size_t i;
+
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	for (i = 0; i < len; i++)
+		if (line[i] != ' ' && line[i] != '\t')
+			break;
+	if (i == len)
+		return; /* blank lines are allowed between requests */
+	if (request_parse(line, len, &r, &op_name, &msg) < 0) {
+		conn_refuse(c, op_name, r.id, msg.text);
+		request_release(&r);
+		return;
+	}
+	switch (r.op) {
+	case OP_SUBMIT: do_submit(c, &r); break;
+	case OP_WATCH: do_watch(c, &r); break;
+	case OP_STATUS: do_status(c, &r); break;
+	case OP_LIST: do_list(c, &r); break;
+	case OP_SHOW: do_show(c, &r); break;
+	case OP_CANCEL: do_cancel(c, &r); break;
+	}
+	request_release(&r);
+}
+
+/* ---- connections ---- */
+
+static void on_conn_closed(uv_handle_t *h)
+{
+	struct conn *c = container_of(h, struct conn, h.handle);
+	struct server *s = c->srv;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nconns--;
+	conn_unref(c);
+	server_maybe_done(s);
+}
+
+static void conn_close(struct conn *c, const char *why)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	if (why)
+		fprintf(stderr, "quald: connection %lu closed: %s\n", c->serial, why);
+	c->replay.active = false;
+	uv_close(&c->h.handle, on_conn_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct conn *c = container_of(req, struct conn, shutdown_req);
+
+	(void)status;
+	conn_close(c, NULL);
+}
+
+/* Closes once everything queued is written. */
+static void conn_shutdown(struct conn *c)
+{
+	if (c->closing || c->shutting)
+		return;
+	c->shutting = true;
+	if (c->reading) {
+		uv_read_stop(&c->h.stream);
+		c->reading = false;
+	}
+	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0)
+		conn_close(c, NULL);
+}
+
+/* A client that has sent everything (EOF) is closed once nothing more can
+ * come for it: no request in progress and nothing it follows or watches. */
+static void conn_maybe_finish(struct conn *c)
+{
+	if (c->eof && !c->closing && !c->processing && !c->submit_pending &&
+	    !c->replay.active &&
+	    !c->watching && c->nfollows == 0 && c->in_pos == c->in_len)
+		conn_shutdown(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct conn *c = container_of(h, struct conn, h.handle);
+
+	(void)suggested;
+	if (c->in_cap - c->in_len < READ_CHUNK) {
+		c->in_cap = c->in_len + READ_CHUNK;
+		c->in = xrealloc(c->in, c->in_cap);
+	}
+	*buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn *c = container_of(stream, struct conn, h.stream);
+
+	(void)buf;
+	if (nread == UV_EOF) {
+		c->eof = true;
+		uv_read_stop(stream);
+		c->reading = false;
+	} else if (nread < 0) {
+		conn_close(c, uv_strerror((int)nread));
+		return;
+	} else {
+		c->in_len += (size_t)nread;
+	}
+	conn_process(c);
+}
+
+/* Whether the next request must wait: one still in progress, or replies
+ * the client has not read. */
+static bool conn_blocked(struct conn *c)
+{
+	return c->submit_pending || c->replay.active ||
+	       conn_pending(c) > SERVER_REPLY_HIGH;
+}
+
+/* Handles the complete request lines buffered, in order, while nothing
+ * blocks; refuses a line that grows past REQUEST_MAX_LINE; reads more when
+ * it can go on. */
+static void conn_process(struct conn *c)
+{
+	struct server *s = c->srv;
+	bool want;
+
+	if (c->processing || c->closing)
+		return;
+	c->processing = true;
+	while (!c->closing && !s->stopping && !conn_blocked(c)) {
+		char *start = c->in + c->in_pos;
+		size_t avail = c->in_len - c->in_pos, len;
+		char *nl = avail ? memchr(start, '\n', avail) : NULL;
+
+		if (!nl) {
+			if (c->skipping) {
+				c->in_pos = c->in_len;
+			} else if (avail > REQUEST_MAX_LINE) {
+				char m[64];
+
+				snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
+				conn_refuse(c, NULL, NULL, m);
+				c->skipping = true;
+				c->in_pos = c->in_len;
+			} else if (c->eof && avail > 0) {
+				/* A last request without its newline. */
+				c->in_pos = c->in_len;
+				conn_handle_line(c, start, avail);
+			}
+			break;
+		}
+		len = (size_t)(nl - start);
+		c->in_pos += len + 1;
+		if (c->skipping) {
+			c->skipping = false;
+			continue;
+		}
+		conn_handle_line(c, start, len);
+	}
+	if (c->closing) {
+		c->processing = false;
+		return;
+	}
+	if (c->in_pos > 0) {
+		memmove(c->in, c->in + c->in_pos, c->in_len - c->in_pos);
+		c->in_len -= c->in_pos;
+		c->in_pos = 0;
+	}
+	want = !c->eof && !c->shutting && !s->stopping && !conn_blocked(c);
+	if (want && !c->reading) {
+		if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+			c->reading = true;
+	} else if (!want && c->reading) {
+		uv_read_stop(&c->h.stream);
+		c->reading = false;
+	}
+	c->processing = false;
+	conn_maybe_finish(c);
+}
+
+static void on_connection(uv_stream_t *ls, int status)
+{
+	struct listener *l = container_of(ls, struct listener, h.stream);
+	struct server *s = l->srv;
+	struct conn *c;
+	int rc;
+
+	if (status < 0) {
+		fprintf(stderr, "quald: cannot accept a connection: %s\n", uv_strerror(status));
+		return;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->srv = s;
+	c->refs = 1;
+	c->serial = ++s->serial;
+	if (l->is_tcp)
+		uv_tcp_init(s->loop, &c->h.tcp);
+	else
+		uv_pipe_init(s->loop, &c->h.pipe, 0);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	rc = uv_accept(ls, &c->h.stream);
+	if (rc < 0) {
+		conn_close(c, uv_strerror(rc));
+		return;
+	}
+	if (s->nconns > SERVER_MAX_CONNECTIONS) {
+		conn_refuse(c, NULL, NULL, "too many connections");
+		conn_shutdown(c);
+		return;
+	}
+	conn_process(c);
+}
+
+/* ---- listeners ---- */
+
+static void on_listener_closed(uv_handle_t *h)
+{
+	struct listener *l = container_of(h, struct listener, h.handle);
+	struct server *s = l->srv;
+
+	free(l);
+	s->nlisteners--;
+	server_maybe_done(s);
+}
+
+static void listeners_close(struct server *s)
+{
+	struct listener *l = s->listeners;
+
+	s->listeners = NULL;
+	while (l) {
+		struct listener *next = l->next;
+
+		uv_close(&l->h.handle, on_listener_closed);
+		l = next;
+	}
+	if (s->socket_path) {
+		unlink(s->socket_path);
+		free(s->socket_path);
+		s->socket_path = NULL;
+	}
+}
+
+static struct listener *listener_add(struct server *s, bool is_tcp)
+{
+	struct listener *l = xcalloc(1, sizeof *l);
+
+	l->srv = s;
+	l->is_tcp = is_tcp;
+	if (is_tcp)
+		uv_tcp_init(s->loop, &l->h.tcp);
+	else
+		uv_pipe_init(s->loop, &l->h.pipe, 0);
+	l->next = s->listeners;
+	s->listeners = l;
+	s->nlisteners++;
+	return l;
+}
+
+/* Whether a live daemon answers on the socket at path. A connect to a Unix
+ * socket does not wait: it succeeds, is refused (nobody listens: a stale
+ * file) or finds the backlog full (somebody listens). */
+static bool socket_answers(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	bool answers;
+
+	if (fd < 0)
+		return false;
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	answers = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EAGAIN;
+	close(fd);
+	return answers;
+}
+
+static int listen_path(struct server *s, const char *path, struct qual_msg *msg)
+{
+	struct sockaddr_un a;
+	struct listener *l;
+	struct stat st;
+	int rc;
+
+	if (strlen(path) >= sizeof a.sun_path)
+		return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': a socket path has at most %zu bytes",
+				 path, sizeof a.sun_path - 1);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': it exists and is not a socket",
+					 path);
+		if (socket_answers(path))
+			return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': another daemon answers there",
+					 path);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return qual_fail(msg, QUAL_EIO, "cannot remove the stale socket '%s': %s",
+					 path, strerror(errno));
+	}
+	l = listener_add(s, false);
+	rc = uv_pipe_bind(&l->h.pipe, path);
+	if (rc < 0) {
+		/* libuv reports a missing directory as EACCES (for Windows'
+		 * sake): say which it was. */
+		char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+
+		if (slash)
+			*slash = '\0';
+		if (slash && slash != dir && stat(dir, &st) < 0 && errno == ENOENT)
+			rc = qual_fail(msg, QUAL_ENOENT, "cannot listen on '%s': no directory '%s'",
+				       path, dir);
+		else
+			rc = qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path,
+				       uv_strerror(rc));
+		free(dir);
+		return rc;
+	}
+	s->socket_path = xstrdup(path);
+	/* Before listen, so that nobody connects while the mode is wider. */
+	if (chmod(path, 0660) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot set the mode of '%s': %s", path,
+				 strerror(errno));
+	rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
+	if (rc < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, uv_strerror(rc));
+	return 0;
+}
+
+static int listen_fd(struct server *s, int fd, struct qual_msg *msg)
+{
+	int domain = 0, type = 0, acc = 0, rc;
+	socklen_t len = sizeof domain;
+	struct listener *l;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+	    (len = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) < 0 ||
+	    (len = sizeof acc, getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len)) < 0)
+		return qual_fail(msg, QUAL_EINVAL, "descriptor %d is not a socket: %s", fd,
+				 strerror(errno));
+	if (type != SOCK_STREAM || !acc ||
+	    (domain != AF_UNIX && domain != AF_INET && domain != AF_INET6))
+		return qual_fail(msg, QUAL_EINVAL,
+				 "descriptor %d is not a listening unix or tcp stream socket", fd);
+	l = listener_add(s, domain != AF_UNIX);
+	rc = l->is_tcp ? uv_tcp_open(&l->h.tcp, fd) : uv_pipe_open(&l->h.pipe, fd);
+	if (rc == 0)
+		rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
+	if (rc < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot listen on descriptor %d: %s", fd,
+				 uv_strerror(rc));
+	return 0;
+}
+
+static int listen_tcp(struct server *s, int port, struct qual_msg *msg)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in a;
+	struct listener *l;
+	int len = sizeof ss, rc;
+
+	uv_ip4_addr("127.0.0.1", port, &a);
+	l = listener_add(s, true);
+	rc = uv_tcp_bind(&l->h.tcp, (const struct sockaddr *)&a, 0);
+	if (rc == 0)
+		rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
+	if (rc == 0)
+		rc = uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len);
+	if (rc < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot listen on 127.0.0.1:%d: %s", port,
+				 uv_strerror(rc));
+	s->tcp_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return 0;
+}
+
+/* ---- the server ---- */
+
+/* Frees the server once everything it opened is closed: listeners, the jobs
+ * module, every connection, and last the drain timer. */
+static void server_maybe_done(struct server *s)
+{
+	void (*done)(void *ctx);
+	void *ctx;
+
+	if (!s->stopping || !s->jobs_closed || s->nconns > 0)
+		return;
+	if (s->timer_state == TIMER_OPEN) {
+		s->timer_state = TIMER_CLOSING;
+		uv_close((uv_handle_t *)&s->drain_timer, on_timer_closed);
+		return;
+	}
+	if (s->timer_state != TIMER_CLOSED || s->nlisteners > 0)
+		return;
+	done = s->done;
+	ctx = s->done_ctx;
+	free(s->socket_path);
+	free(s);
+	if (done)
+		done(ctx);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	struct server *s = container_of((uv_timer_t *)h, struct server, drain_timer);
+
+	s->timer_state = TIMER_CLOSED;
+	server_maybe_done(s);
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+	struct server *s = container_of(t, struct server, drain_timer);
+	struct conn *c, *next;
+
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		conn_close(c, "stopping: output not taken in time");
+	}
+}
+
+static void on_jobs_closed(void *ctx)
+{
+	struct server *s = ctx;
+	struct conn *c, *next;
+
+	s->jobs_closed = true;
+	s->jobs = NULL;
+	for (c = s->conns; c; c = next) {
+		next = c->next;
+		conn_shutdown(c);
+	}
+	if (s->nconns > 0)
+		uv_timer_start(&s->drain_timer, on_drain_timeout, SERVER_DRAIN_MS, 0);
+	server_maybe_done(s);
+}
+
+void server_close(struct server *s, void (*done)(void *ctx), void *ctx)
+{
+	struct conn *c;
+
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	s->done = done;
+	s->done_ctx = ctx;
+	listeners_close(s);
+	/* No more requests or replays; lines of the jobs being stopped still
+	 * go out. */
+	for (c = s->conns; c; c = c->next) {
+		if (c->reading && !c->closing) {
+			uv_read_stop(&c->h.stream);
+			c->reading = false;
+		}
+		replay_free(&c->replay);
+	}
+	jobs_close(s->jobs, on_jobs_closed, s);
+}
+
+int server_tcp_port(const struct server *s)
+{
+	return s->tcp_port;
+}
+
+int server_open(uv_loop_t *loop, const struct server_config *cfg,
+		struct server **out, struct qual_msg *msg)
+{
+	struct server *s = xcalloc(1, sizeof *s);
+	int rc = 0;
+
+	*out = NULL;
+	s->loop = loop;
+	s->cfg = *cfg;
+	if (!s->cfg.client_buffer)
+		s->cfg.client_buffer = SERVER_DEFAULT_CLIENT_BUFFER;
+	s->tcp_port = -1;
+	s->last_queued = s->last_running = -1;
+	uv_timer_init(loop, &s->drain_timer);
+	s->timer_state = TIMER_OPEN;
+
+	for (int i = 0; i < cfg->nlisten_fds && rc == 0; i++)
+		rc = listen_fd(s, cfg->listen_fds[i], msg);
+	if (rc == 0 && cfg->socket_path)
+		rc = listen_path(s, cfg->socket_path, msg);
+	if (rc == 0 && cfg->tcp_port >= 0)
+		rc = listen_tcp(s, cfg->tcp_port, msg);
+	if (rc == 0 && !s->listeners)
+		rc = qual_fail(msg, QUAL_EINVAL, "nothing to listen on");
+	if (rc == 0)
+		rc = jobs_open(loop, cfg->jobs, server_on_line, s, &s->jobs, msg);
+	if (rc < 0) {
+		/* Close what was opened; the caller runs the loop to finish. */
+		s->stopping = true;
+		s->jobs_closed = true;
+		s->jobs = NULL;
+		listeners_close(s);
+		server_maybe_done(s);
+		return rc;
+	}
+	*out = s;
+	server_status_update(s);
+	return 0;
+}

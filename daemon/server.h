@@ -1,1 +1,81 @@
-/* placeholder: being written */
+/* quald's server side: the listening sockets, the connections, requests
+ * (request.h) dispatched to the jobs module (jobs.h), and job lines relayed
+ * to the connections that follow or watch them (docs/protocol.md).
+ *
+ * The server owns the jobs module: server_open opens it with the server's
+ * line callback, server_close closes it. Everything runs on one libuv loop
+ * and nothing here blocks it, apart from reading job logs (local files) for
+ * show and watch.
+ *
+ * Flow control, per connection:
+ *   - requests are handled one at a time, in order: while a request's
+ *     replies are not all queued (a submit waiting for its library checks, a
+ *     watch replaying stored lines) the connection is not read;
+ *   - while more than SERVER_REPLY_HIGH bytes wait to be written to a
+ *     connection, its next request waits too (a client that sends requests
+ *     without reading the replies is slowed down, not dropped);
+ *   - job lines relayed live (follow, watch) are never held back for a slow
+ *     client: a line that would take its pending output over
+ *     client_buffer bytes closes the connection instead. The job is never
+ *     affected by its clients. */
+#ifndef QUAL_SERVER_H
+#define QUAL_SERVER_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "err.h"
+#include "jobs.h"
+
+#define SERVER_DEFAULT_CLIENT_BUFFER (8u << 20) /* bytes of pending output */
+#define SERVER_MIN_CLIENT_BUFFER (64u << 10)
+/* Replies and replayed lines are queued while less than this waits to be
+ * written; above it the connection waits for the client to read. */
+#define SERVER_REPLY_HIGH (1u << 20)
+#define SERVER_MAX_CONNECTIONS 1024
+/* At shutdown, how long connections get to take their last lines (the
+ * interrupted verdicts) before they are closed regardless. */
+#define SERVER_DRAIN_MS 2000
+
+struct server_config {
+	/* Listen on a Unix socket at this path (created with mode 0660; a stale
+	 * socket nobody answers on is replaced), or NULL. */
+	const char *socket_path;
+	/* Already-listening sockets handed over (systemd socket activation):
+	 * Unix or TCP stream sockets. */
+	const int *listen_fds;
+	int nlisten_fds;
+	/* 127.0.0.1:tcp_port as well; -1 for none, 0 for any free port (tests;
+	 * server_tcp_port tells which). */
+	int tcp_port;
+	/* Cap on one connection's pending output (bytes); 0 for the default. */
+	size_t client_buffer;
+	/* The jobs module's configuration (jobs_open). */
+	const struct jobs_config *jobs;
+	/* Called when the number of queued or running jobs changes (for
+	 * systemd's STATUS=); may be NULL. */
+	void (*on_status)(void *ctx, int queued, int running);
+	void *status_ctx;
+};
+
+struct server;
+
+/* Listens and opens the jobs module. On failure returns a negative code and
+ * a message; handles opened on the way are being closed, so the caller must
+ * still run the loop until it is empty before uv_loop_close. */
+int server_open(uv_loop_t *loop, const struct server_config *cfg,
+		struct server **out, struct qual_msg *msg);
+
+/* The TCP port listened on, or -1. */
+int server_tcp_port(const struct server *s);
+
+/* Stops: closes the listeners (and removes the socket file it created),
+ * stops reading requests, closes the jobs module (running jobs are stopped
+ * and recorded as interrupted; their last lines still reach their
+ * followers), then closes every connection once its output is written (or
+ * after SERVER_DRAIN_MS), frees s and calls done (once). A second call does
+ * nothing. */
+void server_close(struct server *s, void (*done)(void *ctx), void *ctx);
+
+#endif

@@ -9,6 +9,7 @@ enum qual_exit {
 	QUAL_EXIT_FAIL = 2,       /* the candidate is wrong, did not compile, or faulted */
 	QUAL_EXIT_ERROR = 3,      /* the baseline or the machine failed */
 	QUAL_EXIT_USAGE = 4,      /* bad command line or bad input files */
+	QUAL_EXIT_NO_DAEMON = 5,  /* qualctl: quald could not be reached (no socket, refused, timed out) */
 };
 
 #endif

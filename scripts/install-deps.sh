@@ -9,6 +9,7 @@ packages=(
   libamdhip64-dev          # HIP runtime headers and hiprtc (libamdhip64.so.5)
   libcmocka-dev            # unit test framework
   python3 python3-scipy python3-jsonschema python3-numpy
+  systemd                  # systemd-analyze, systemd-sysusers: tests/systemd.cmake
 )
 
 missing=()
