@@ -942,6 +942,12 @@ static void conn_process(struct conn *c)
 		c->in_len -= c->in_pos;
 		c->in_pos = 0;
 	}
+	if (c->in_len == 0 && c->in_cap > 4 * READ_CHUNK) {
+		/* Let go of what a long line needed. */
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
+	}
 	want = !c->eof && !c->shutting && !s->stopping && !conn_blocked(c);
 	if (want && !c->reading) {
 		if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
@@ -983,6 +989,8 @@ static void on_connection(uv_stream_t *ls, int status)
 		conn_close(c, uv_strerror(rc));
 		return;
 	}
+	if (l->is_tcp)
+		uv_tcp_nodelay(&c->h.tcp, 1); /* lines go out as they come */
 	if (s->nconns > SERVER_MAX_CONNECTIONS) {
 		conn_refuse(c, NULL, NULL, "too many connections");
 		conn_shutdown(c);

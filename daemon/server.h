@@ -74,8 +74,8 @@ int server_tcp_port(const struct server *s);
  * stops reading requests, closes the jobs module (running jobs are stopped
  * and recorded as interrupted; their last lines still reach their
  * followers), then closes every connection once its output is written (or
- * after SERVER_DRAIN_MS), frees s and calls done (once). A second call does
- * nothing. */
+ * after SERVER_DRAIN_MS), frees s and calls done (once, from a close
+ * callback). A second call before done has run does nothing. */
 void server_close(struct server *s, void (*done)(void *ctx), void *ctx);
 
 #endif

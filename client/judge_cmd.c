@@ -1,0 +1,211 @@
+/* The judge command (judge_cmd.h): reads stored qual lines, feeds the pair
+ * and failure lines to the engine's judge, and lets it write the verdicts. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "exitcode.h"
+#include "judge.h"
+#include "judge_cmd.h"
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [--alpha A] [--margin M] [FILE]\n"
+		"\n"
+		"Reads qual JSON lines (qual-run output or a stored job log) from FILE or\n"
+		"stdin and recomputes every case verdict and the run verdict from the pair\n"
+		"lines. Alpha and margin default to the run's own settings.\n"
+		"\n"
+		"  --alpha A    significance level of each case's test, 0 <= A <= 0.5\n"
+		"  --margin M   equivalence margin on the median ratio, 0 <= M <= 0.5\n"
+		"\n"
+		"Exit status: 0 improvement, neutral or not timed; 1 regression; 2 fail;\n"
+		"3 error; 4 usage (bad options, unreadable file, not qual lines).\n",
+		prog);
+}
+
+static int parse_unit(const char *prog, const char *opt, const char *s, double hi,
+		      double *out)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno || end == s || *end || !(x >= 0 && x <= hi)) {
+		fprintf(stderr, "%s: %s must be a number in [0, %g], got '%s'\n", prog, opt, hi, s);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/* Applies one stored line to the judge; returns -1 with a message on a line
+ * that is not a qual line. */
+static int take_line(struct judge *j, struct stats_settings *run_settings,
+		     json_t *line, char *why, size_t whylen)
+{
+	const char *type = json_string_value(json_object_get(line, "type"));
+	const char *name;
+	struct judge_case *c;
+
+	if (!json_is_object(line) || !type) {
+		snprintf(why, whylen, "not a qual line: no \"type\"");
+		return -1;
+	}
+	name = json_string_value(json_object_get(line, "case"));
+	if (strcmp(type, "start") == 0) {
+		json_t *s = json_object_get(line, "settings");
+		json_t *a = json_object_get(s, "alpha"), *m = json_object_get(s, "margin");
+		json_t *cf = json_object_get(s, "conf");
+		/* As qual-run sets it: the run had a GPU to time on. */
+		j->timed = json_is_true(json_object_get(line, "timed"));
+		if (json_is_number(a))
+			run_settings->alpha = json_number_value(a);
+		if (json_is_number(m))
+			run_settings->margin = json_number_value(m);
+		if (json_is_number(cf))
+			run_settings->conf = json_number_value(cf);
+	} else if (strcmp(type, "case") == 0) {
+		if (!name) {
+			snprintf(why, whylen, "case line without \"case\"");
+			return -1;
+		}
+		c = judge_case_get(j, name);
+		c->identical_code = json_is_true(json_object_get(line, "identical_code"));
+	} else if (strcmp(type, "pair") == 0) {
+		json_t *b = json_object_get(line, "baseline_ns");
+		json_t *k = json_object_get(line, "candidate_ns");
+		const char *order = json_string_value(json_object_get(line, "order"));
+		if (!name || !json_is_number(b) || !json_is_number(k) || !order) {
+			snprintf(why, whylen, "pair line needs \"case\", \"order\", \"baseline_ns\" and \"candidate_ns\"");
+			return -1;
+		}
+		c = judge_case_get(j, name);
+		judge_case_add_pair(c, json_number_value(b), json_number_value(k),
+				    strcmp(order, "candidate_first") == 0);
+	} else if (strcmp(type, "error") == 0) {
+		const char *arm = json_string_value(json_object_get(line, "arm"));
+		bool cand = arm && strcmp(arm, "candidate") == 0;
+		if (name)
+			judge_case_fail(judge_case_get(j, name),
+					cand ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
+		else if (cand)
+			j->candidate_error = true;
+		else
+			j->machine_error = true;
+	}
+	/* case_verdict and verdict lines are what we recompute; others (quald's
+	 * reply lines, fields added by newer versions) are ignored. */
+	return 0;
+}
+
+int judge_cmd_main(const char *prog, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"alpha", required_argument, NULL, 'a'},
+		{"margin", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct stats_settings run_settings, s;
+	double alpha = -1, margin = -1;
+	const char *path = "-";
+	FILE *in = stdin;
+	struct judge j;
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long lineno = 0;
+	bool not_timed;
+	int opt, status = QUAL_EXIT_USAGE;
+
+	optind = 0; /* GNU: start afresh, whatever parsed argv before */
+	opterr = 0; /* our own message, naming the option */
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			if (parse_unit(prog, "--alpha", optarg, 0.5, &alpha) < 0)
+				return QUAL_EXIT_USAGE;
+			break;
+		case 'm':
+			if (parse_unit(prog, "--margin", optarg, 0.5, &margin) < 0)
+				return QUAL_EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout, prog);
+			return QUAL_EXIT_PASS;
+		case ':':
+			fprintf(stderr, "%s: option '%s' needs a value\n", prog, argv[optind - 1]);
+			return QUAL_EXIT_USAGE;
+		default:
+			if (optopt)
+				fprintf(stderr, "%s: unknown option '-%c' (see %s --help)\n", prog,
+					optopt, prog);
+			else
+				fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", prog,
+					argv[optind - 1], prog);
+			return QUAL_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "%s: one input file at most, got '%s' and '%s'\n", prog,
+			argv[optind], argv[optind + 1]);
+		return QUAL_EXIT_USAGE;
+	}
+	if (argc - optind == 1 && strcmp(argv[optind], "-") != 0) {
+		path = argv[optind];
+		in = fopen(path, "r");
+		if (!in) {
+			fprintf(stderr, "%s: cannot open '%s': %s\n", prog, path, strerror(errno));
+			return QUAL_EXIT_USAGE;
+		}
+	}
+	stats_settings_init(&run_settings);
+	judge_init(&j);
+	while ((n = getline(&buf, &cap, in)) > 0) {
+		json_error_t e;
+		json_t *line;
+		char why[256];
+
+		lineno++;
+		if (n == 1 && buf[0] == '\n')
+			continue;
+		line = json_loadb(buf, (size_t)n, JSON_DECODE_ANY, &e);
+		if (!line) {
+			fprintf(stderr, "%s: '%s' line %ld: invalid json: %s\n", prog, path, lineno, e.text);
+			goto out;
+		}
+		if (take_line(&j, &run_settings, line, why, sizeof why) < 0) {
+			fprintf(stderr, "%s: '%s' line %ld: %s\n", prog, path, lineno, why);
+			json_decref(line);
+			goto out;
+		}
+		json_decref(line);
+	}
+	if (ferror(in)) {
+		fprintf(stderr, "%s: cannot read '%s': %s\n", prog, path, strerror(errno));
+		goto out;
+	}
+	if (j.ncases == 0) {
+		fprintf(stderr, "%s: '%s' holds no case or pair lines\n", prog, path);
+		goto out;
+	}
+	s = run_settings;
+	if (alpha >= 0)
+		s.alpha = alpha;
+	if (margin >= 0)
+		s.margin = margin;
+	status = judge_exit_status(judge_finish(&j, &s, stdout, &not_timed));
+out:
+	free(buf);
+	judge_release(&j);
+	if (in != stdin)
+		fclose(in);
+	return status;
+}

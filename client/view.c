@@ -1,0 +1,483 @@
+/* Plain text, progress and summary views of a job's lines (view.h). Every
+ * field is read defensively: a line may lack what a newer or older engine,
+ * or quald's own verdict line, does not write. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "view.h"
+#include "xalloc.h"
+
+void view_job_init(struct view_job *v, const char *job)
+{
+	memset(v, 0, sizeof *v);
+	snprintf(v->job, sizeof v->job, "%s", job ? job : "");
+	v->position = -1;
+	v->case_verdicts = json_array();
+}
+
+void view_job_release(struct view_job *v)
+{
+	json_decref(v->case_verdicts);
+	json_decref(v->verdict);
+	v->case_verdicts = NULL;
+	v->verdict = NULL;
+}
+
+static const char *str_field(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* An integer field, or def when absent or not an integer. */
+static long long int_field(json_t *o, const char *key, long long def)
+{
+	json_t *x = json_object_get(o, key);
+
+	return json_is_integer(x) ? json_integer_value(x) : def;
+}
+
+/* A number as text: fmt for a finite number, "-" for null or absent. */
+static const char *num_text(json_t *x, const char *fmt, char *buf, size_t len)
+{
+	double d;
+
+	if (!json_is_number(x))
+		return "-";
+	d = json_number_value(x);
+	if (!isfinite(d))
+		return "-";
+	snprintf(buf, len, fmt, d);
+	return buf;
+}
+
+/* Starts a plain line: the job prefix when asked for. */
+static void line_start(const struct view_job *v, FILE *out, unsigned flags)
+{
+	if (flags & VIEW_PREFIX)
+		fprintf(out, "[%s] ", v->job);
+}
+
+/* The summary of the latest case's pairs, once. */
+static void report_pairs(struct view_job *v, FILE *out, unsigned flags)
+{
+	if (v->pairs_done == 0 || v->pairs_reported)
+		return;
+	v->pairs_reported = true;
+	if (!out)
+		return;
+	line_start(v, out, flags);
+	fprintf(out, "case %s: %d pairs, candidate faster in %d, slower in %d",
+		v->case_name, v->pairs_done, v->faster, v->slower);
+	if (v->ties)
+		fprintf(out, ", even in %d", v->ties);
+	fputc('\n', out);
+}
+
+/* "nvrtc 13.0 '/x/libnvrtc.so.13'" for a start line's arm identity. */
+static void print_identity(FILE *out, json_t *arm)
+{
+	const char *abi = str_field(arm, "abi"), *ver = str_field(arm, "version");
+	const char *path = str_field(arm, "path");
+
+	fprintf(out, "%s %s '%s'", abi ? abi : "?", ver ? ver : "?", path ? path : "?");
+}
+
+static void take_start(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+{
+	json_t *settings = json_object_get(line, "settings");
+	json_t *device = json_object_get(line, "device");
+	const char *arch = str_field(line, "arch");
+	const char *why = str_field(line, "not_timed_because");
+
+	v->started = true;
+	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
+	v->npairs = (int)int_field(settings, "pairs", 0);
+	if (!out)
+		return;
+	line_start(v, out, flags);
+	fprintf(out, "start: %d cases, ", v->ncases);
+	if (json_is_true(json_object_get(line, "timed"))) {
+		const char *name = str_field(device, "name");
+		fprintf(out, "%d pairs each on '%s'", v->npairs, name ? name : "?");
+	} else {
+		fprintf(out, "not timed (%s)", why ? why : "no device");
+	}
+	if (arch)
+		fprintf(out, " for %s", arch);
+	fputs("; baseline ", out);
+	print_identity(out, json_object_get(line, "baseline"));
+	fputs(", candidate ", out);
+	print_identity(out, json_object_get(line, "candidate"));
+	fputc('\n', out);
+}
+
+/* The nonzero static differences of a case line, ", registers +2" each. */
+static void print_static_deltas(FILE *out, json_t *st)
+{
+	static const struct {
+		const char *key, *what, *unit;
+	} deltas[] = {
+		{"code_bytes_delta", "code", " bytes"},
+		{"registers_delta", "registers", ""},
+		{"spill_stores_delta", "spill stores", ""},
+		{"spill_loads_delta", "spill loads", ""},
+		{"stack_bytes_delta", "stack", " bytes"},
+	};
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof deltas / sizeof deltas[0]; i++) {
+		long long d = int_field(st, deltas[i].key, 0);
+		if (d == 0)
+			continue;
+		fprintf(out, "%s%s %+lld%s", any ? ", " : ": ", deltas[i].what, d, deltas[i].unit);
+		any = true;
+	}
+	if (!any)
+		fputs(", same size and registers", out);
+}
+
+static void take_case(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+{
+	const char *name = str_field(line, "case");
+	bool b = json_is_true(json_object_get(json_object_get(line, "baseline"), "compiled"));
+	bool c = json_is_true(json_object_get(json_object_get(line, "candidate"), "compiled"));
+
+	report_pairs(v, out, flags);
+	v->case_index++;
+	snprintf(v->case_name, sizeof v->case_name, "%s", name ? name : "?");
+	v->case_timed = json_is_true(json_object_get(line, "timed"));
+	v->pairs_done = v->faster = v->slower = v->ties = 0;
+	v->pairs_reported = false;
+	if (!out)
+		return;
+	line_start(v, out, flags);
+	fprintf(out, "case %s: ", v->case_name);
+	if (b && c && json_is_true(json_object_get(line, "identical_code"))) {
+		fputs("compiled (identical code)", out);
+	} else if (b && c) {
+		fputs("compiled (code differs", out);
+		print_static_deltas(out, json_object_get(line, "static"));
+		fputc(')', out);
+	} else if (b) {
+		fputs("candidate did not compile", out);
+	} else if (c) {
+		fputs("baseline did not compile", out);
+	} else {
+		fputs("neither arm compiled", out);
+	}
+	fputc('\n', out);
+}
+
+static void take_pair(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+{
+	const char *name = str_field(line, "case");
+	json_t *b = json_object_get(line, "baseline_ns");
+	json_t *c = json_object_get(line, "candidate_ns");
+
+	if (name && strcmp(name, v->case_name) != 0) {
+		/* Pairs of a case without its case line: count them afresh. */
+		report_pairs(v, out, flags);
+		snprintf(v->case_name, sizeof v->case_name, "%s", name);
+		v->pairs_done = v->faster = v->slower = v->ties = 0;
+		v->pairs_reported = false;
+		v->case_timed = true;
+	}
+	v->pairs_done++;
+	if (json_is_number(b) && json_is_number(c)) {
+		double tb = json_number_value(b), tc = json_number_value(c);
+		if (tc < tb)
+			v->faster++;
+		else if (tc > tb)
+			v->slower++;
+		else
+			v->ties++;
+	}
+	if (v->npairs > 0 && v->pairs_done >= v->npairs)
+		report_pairs(v, out, flags);
+}
+
+static void take_error(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+{
+	const char *name = str_field(line, "case"), *arm = str_field(line, "arm");
+	const char *stage = str_field(line, "stage"), *message = str_field(line, "message");
+
+	if (!out)
+		return;
+	line_start(v, out, flags);
+	fputs("error: ", out);
+	if (name)
+		fprintf(out, "case %s: ", name);
+	if (arm)
+		fprintf(out, "%s ", arm);
+	fprintf(out, "%s: %s\n", stage ? stage : "run", message ? message : "(no message)");
+}
+
+/* "fail (candidate)", "equivalent", ... for a case_verdict line. */
+static void verdict_cell(json_t *cv, char *buf, size_t len)
+{
+	const char *verdict = str_field(cv, "verdict"), *arm = str_field(cv, "failed_arm");
+
+	if (arm)
+		snprintf(buf, len, "%s (%s)", verdict ? verdict : "?", arm);
+	else
+		snprintf(buf, len, "%s", verdict ? verdict : "?");
+}
+
+/* "1.0012 [0.9990, 1.0031]", or "1.0012" when there is no interval (the
+ * verdict line's cases), or "-". */
+static void ratio_cell(json_t *cv, char *buf, size_t len)
+{
+	char a[24], b[24], c[24];
+	const char *m = num_text(json_object_get(cv, "ratio_median"), "%.4f", a, sizeof a);
+	const char *lo = num_text(json_object_get(cv, "ratio_lo"), "%.4f", b, sizeof b);
+	const char *hi = num_text(json_object_get(cv, "ratio_hi"), "%.4f", c, sizeof c);
+
+	if (strcmp(m, "-") != 0 && json_object_get(cv, "ratio_lo"))
+		snprintf(buf, len, "%s [%s, %s]", m, lo, hi);
+	else
+		snprintf(buf, len, "%s", m);
+}
+
+static void take_case_verdict(struct view_job *v, json_t *line, FILE *out,
+			      unsigned flags)
+{
+	char verdict[64], ratio[96], p[32];
+	const char *verdict_name = str_field(line, "verdict");
+
+	report_pairs(v, out, flags);
+	json_array_append(v->case_verdicts, line);
+	if (!out || !(flags & VIEW_VERDICTS))
+		return;
+	verdict_cell(line, verdict, sizeof verdict);
+	line_start(v, out, flags);
+	fprintf(out, "case %s: ", str_field(line, "case") ? str_field(line, "case") : "?");
+	if (verdict_name && (strcmp(verdict_name, "fail") == 0 ||
+			     strcmp(verdict_name, "not_timed") == 0)) {
+		fprintf(out, "verdict %s", verdict);
+	} else {
+		ratio_cell(line, ratio, sizeof ratio);
+		fprintf(out, "%lld pairs, verdict %s, ratio %s, p_holm %s",
+			int_field(line, "n", 0), verdict, ratio,
+			num_text(json_object_get(line, "p_holm"), "%.3g", p, sizeof p));
+	}
+	if (json_is_boolean(json_object_get(line, "identical_code")))
+		fputs(json_is_true(json_object_get(line, "identical_code")) ?
+		      " (identical code)" : " (code differs)", out);
+	fputc('\n', out);
+}
+
+/* The rows of the summary: the case_verdict lines, else the verdict line's
+ * cases (quald's own verdict lines may have neither). Borrowed. */
+static json_t *summary_rows(const struct view_job *v)
+{
+	if (json_array_size(v->case_verdicts) > 0)
+		return v->case_verdicts;
+	return json_object_get(v->verdict, "cases");
+}
+
+/* "1 slower, 8 equivalent": the case verdicts counted, in order of first
+ * appearance. */
+static void print_tally(FILE *out, json_t *rows)
+{
+	size_t n = json_array_size(rows), i, k;
+	bool any = false;
+
+	for (i = 0; i < n; i++) {
+		const char *vi = str_field(json_array_get(rows, i), "verdict");
+		int count = 0;
+
+		if (!vi)
+			continue;
+		for (k = 0; k < i; k++) {
+			const char *vk = str_field(json_array_get(rows, k), "verdict");
+			if (vk && strcmp(vk, vi) == 0)
+				break;
+		}
+		if (k < i)
+			continue; /* counted at its first appearance */
+		for (k = i; k < n; k++) {
+			const char *vk = str_field(json_array_get(rows, k), "verdict");
+			if (vk && strcmp(vk, vi) == 0)
+				count++;
+		}
+		fprintf(out, "%s%d %s", any ? ", " : "", count, vi);
+		any = true;
+	}
+}
+
+/* The run verdict line, and its message on the next line when it has one. */
+static void print_run_verdict(const struct view_job *v, FILE *out, unsigned flags)
+{
+	const char *verdict = str_field(v->verdict, "verdict");
+	const char *message = str_field(v->verdict, "message");
+	json_t *rows = json_object_get(v->verdict, "cases");
+
+	/* The verdict line's cases are all of them; the case_verdict lines
+	 * seen may be fewer (a watch that began late). */
+	if (json_array_size(rows) == 0)
+		rows = v->case_verdicts;
+
+	line_start(v, out, flags);
+	fprintf(out, "verdict: %s", verdict ? verdict : "?");
+	if (json_array_size(rows) > 0) {
+		fputs(" (", out);
+		print_tally(out, rows);
+		fputc(')', out);
+	}
+	fputc('\n', out);
+	if (message) {
+		line_start(v, out, flags);
+		fprintf(out, "  %s\n", message);
+	}
+}
+
+void view_job_take(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+{
+	const char *type = str_field(line, "type");
+
+	if (!type)
+		return;
+	if (strcmp(type, "pair") == 0) {
+		take_pair(v, line, out, flags);
+	} else if (strcmp(type, "start") == 0) {
+		take_start(v, line, out, flags);
+	} else if (strcmp(type, "case") == 0) {
+		take_case(v, line, out, flags);
+	} else if (strcmp(type, "error") == 0) {
+		report_pairs(v, out, flags);
+		take_error(v, line, out, flags);
+	} else if (strcmp(type, "case_verdict") == 0) {
+		take_case_verdict(v, line, out, flags);
+	} else if (strcmp(type, "verdict") == 0) {
+		report_pairs(v, out, flags);
+		json_decref(v->verdict);
+		v->verdict = json_incref(line);
+		if (out && (flags & VIEW_VERDICTS))
+			print_run_verdict(v, out, flags);
+	}
+	/* Other types (newer versions) have no plain form. */
+}
+
+/* Appends printf-style text to buf, which holds *used bytes. */
+static void __attribute__((format(printf, 4, 5)))
+append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*used >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *used, len - *used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
+void view_progress(const struct view_job *v, char *buf, size_t len, size_t width)
+{
+	size_t used = 0;
+	bool in_pairs = v->case_index > 0 && v->case_timed &&
+			(v->npairs == 0 || v->pairs_done < v->npairs);
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	if (v->verdict)
+		return;
+	append(buf, len, &used, "job %s: ", v->job);
+	if (!v->started && v->position > 0) {
+		append(buf, len, &used, "queued, position %d", v->position);
+	} else if (!v->started) {
+		append(buf, len, &used, "starting");
+	} else if (in_pairs) {
+		append(buf, len, &used, "case %d", v->case_index);
+		if (v->ncases > 0)
+			append(buf, len, &used, "/%d", v->ncases);
+		append(buf, len, &used, " %s: pair %d", v->case_name, v->pairs_done);
+		if (v->npairs > 0)
+			append(buf, len, &used, "/%d", v->npairs);
+		append(buf, len, &used, ", candidate faster %d, slower %d", v->faster, v->slower);
+		if (v->ties)
+			append(buf, len, &used, ", even %d", v->ties);
+	} else if (v->ncases == 0 || v->case_index < v->ncases) {
+		append(buf, len, &used, "compiling case %d", v->case_index + 1);
+		if (v->ncases > 0)
+			append(buf, len, &used, "/%d", v->ncases);
+	} else {
+		append(buf, len, &used, "judging");
+	}
+	/* One column short of the width: a line that fills the terminal
+	 * exactly wraps on some terminals, and "\r" then redraws the wrong
+	 * row. The text is ASCII (case names and numbers), one column a byte. */
+	if (width > 1 && used > width - 1)
+		buf[width - 1] = '\0';
+}
+
+void view_summary(FILE *out, const struct view_job *v)
+{
+	static const char *const head[] = {"case", "verdict", "code", "ratio [lo, hi]", "p_holm"};
+	enum { NCOL = 5 };
+	json_t *rows = summary_rows(v);
+	size_t n = json_array_size(rows), w[NCOL];
+	char (*cells)[NCOL][96] = xcalloc(n ? n : 1, sizeof *cells);
+
+	for (int k = 0; k < NCOL; k++)
+		w[k] = strlen(head[k]);
+	for (size_t i = 0; i < n; i++) {
+		json_t *cv = json_array_get(rows, i);
+		json_t *ident = json_object_get(cv, "identical_code");
+		char p[32];
+
+		snprintf(cells[i][0], sizeof cells[i][0], "%s",
+			 str_field(cv, "case") ? str_field(cv, "case") : "?");
+		verdict_cell(cv, cells[i][1], sizeof cells[i][1]);
+		snprintf(cells[i][2], sizeof cells[i][2], "%s",
+			 !json_is_boolean(ident) ? "-" : json_is_true(ident) ? "identical" : "differs");
+		ratio_cell(cv, cells[i][3], sizeof cells[i][3]);
+		snprintf(cells[i][4], sizeof cells[i][4], "%s",
+			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));
+		for (int k = 0; k < NCOL; k++)
+			if (strlen(cells[i][k]) > w[k])
+				w[k] = strlen(cells[i][k]);
+	}
+	if (n > 0) {
+		for (int k = 0; k < NCOL - 1; k++)
+			fprintf(out, "%-*s  ", (int)w[k], head[k]);
+		fprintf(out, "%s\n", head[NCOL - 1]);
+		for (size_t i = 0; i < n; i++) {
+			for (int k = 0; k < NCOL - 1; k++)
+				fprintf(out, "%-*s  ", (int)w[k], cells[i][k]);
+			fprintf(out, "%s\n", cells[i][NCOL - 1]);
+		}
+	}
+	free(cells);
+	if (v->verdict)
+		print_run_verdict(v, out, 0);
+}
+
+int view_exit_status(const char *verdict)
+{
+	static const struct {
+		const char *name;
+		int status;
+	} map[] = {
+		{"improvement", QUAL_EXIT_PASS},
+		{"neutral", QUAL_EXIT_PASS},
+		{"not_timed", QUAL_EXIT_PASS},
+		{"regression", QUAL_EXIT_REGRESSION},
+		{"fail", QUAL_EXIT_FAIL},
+		{"error", QUAL_EXIT_ERROR},
+		{"cancelled", QUAL_EXIT_ERROR},
+		{"interrupted", QUAL_EXIT_ERROR},
+	};
+
+	for (size_t i = 0; verdict && i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(verdict, map[i].name) == 0)
+			return map[i].status;
+	return QUAL_EXIT_ERROR; /* an unknown verdict must not pass a gate */
+}

@@ -1,0 +1,67 @@
+/* What a person sees of a job: its lines (docs/output.md, with quald's "job"
+ * and "seq") turned into plain text lines, a one-line progress display for a
+ * terminal, the summary table at the end, and the exit status its verdict
+ * gives. Pure formatting on FILE streams and buffers: no I/O of its own, so
+ * the unit tests drive it directly. */
+#ifndef QUAL_VIEW_H
+#define QUAL_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define VIEW_JOB_MAX 64  /* bytes of a job id kept, with its NUL */
+#define VIEW_CASE_MAX 64 /* bytes of a case name kept (as the engine's judge) */
+
+/* Which plain lines view_job_take() writes. */
+enum view_flags {
+	/* case_verdict and verdict lines too: watch shows them as they come;
+	 * submit and show print the summary table instead. */
+	VIEW_VERDICTS = 1 << 0,
+	/* Each line starts with "[JOB] ": watch interleaves jobs. */
+	VIEW_PREFIX = 1 << 1,
+};
+
+/* One job as seen so far. */
+struct view_job {
+	char job[VIEW_JOB_MAX];
+	int position;          /* queue position from the submit reply, -1 unknown */
+	bool started;          /* its start line arrived */
+	int ncases;            /* cases the run has (start line), 0 unknown */
+	int npairs;            /* pairs per timed case (start line), 0 unknown */
+	int case_index;        /* 1-based index of the latest case line, 0 before */
+	char case_name[VIEW_CASE_MAX];
+	bool case_timed;       /* the latest case will be timed */
+	int pairs_done;        /* the latest case's pairs so far, and of them */
+	int faster, slower, ties; /* where the candidate was faster / slower / even */
+	bool pairs_reported;   /* its pair summary line is written */
+	json_t *case_verdicts; /* the case_verdict lines (own references) */
+	json_t *verdict;       /* the verdict line (own reference), NULL before */
+};
+
+void view_job_init(struct view_job *v, const char *job);
+void view_job_release(struct view_job *v);
+
+/* Takes one line of the job (borrowed): updates what is known and, when out
+ * is not NULL, writes the plain text lines it gives (none for most pair
+ * lines: a case's pairs are summed up in one line once they are done). */
+void view_job_take(struct view_job *v, json_t *line, FILE *out, unsigned flags);
+
+/* The progress display for a terminal: which case, pair k of N and the
+ * running tally, in at most width - 1 columns (width 0: no limit), so that
+ * it never wraps and "\r" can redraw it. Empty once the verdict is in. */
+void view_progress(const struct view_job *v, char *buf, size_t len, size_t width);
+
+/* The summary table (case, verdict, code, median ratio [lo, hi], p_holm) and
+ * the run verdict line, from the case_verdict lines (or, when there were
+ * none, the verdict line's cases). */
+void view_summary(FILE *out, const struct view_job *v);
+
+/* The exit status (engine/exitcode.h) for a run verdict name: improvement,
+ * neutral and not_timed 0, regression 1, fail 2, and 3 for error, quald's
+ * cancelled and interrupted, and anything unknown. */
+int view_exit_status(const char *verdict);
+
+#endif

@@ -1,0 +1,30 @@
+# client/: qualctl and qual-judge's shared modules. client_unit drives the
+# views and the connection's line reader directly (cmocka); client_fake_*
+# run the real qualctl against a fake quald (tests/tools/qualctl_fake.py)
+# that replays canned job lines on a temporary socket and checks the
+# requests qualctl sends, its output and its exit status. None needs the
+# real daemon or a GPU; the integration tier runs qualctl with the real quald.
+add_executable(test_qualctl ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_qualctl.c)
+target_link_libraries(test_qualctl PRIVATE qual_client PkgConfig::CMOCKA)
+add_test(NAME client_unit COMMAND test_qualctl)
+set_tests_properties(client_unit PROPERTIES LABELS unit TIMEOUT 60)
+
+# One ctest entry per case of the fake-daemon script (its --list).
+set(QUALCTL_FAKE_CASES
+  submit_request submit_compile_only_plain submit_json_passthrough
+  submit_verdict_exit submit_quald_verdict submit_timed_plain
+  submit_refused submit_no_follow submit_connection_lost submit_interrupted
+  no_daemon socket_from_environment tcp reply_timeout status_list
+  show_cancel watch usage_errors judge_shared)
+# The terminal case needs script(1) (util-linux) for a pseudo-terminal.
+find_program(QUAL_SCRIPT_PROGRAM script)
+if(QUAL_SCRIPT_PROGRAM)
+  list(APPEND QUALCTL_FAKE_CASES submit_progress_tty)
+endif()
+foreach(c ${QUALCTL_FAKE_CASES})
+  add_test(NAME client_fake_${c}
+           COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/qualctl_fake.py
+                   $<TARGET_FILE:qualctl> $<TARGET_FILE:qual-judge>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/data/client ${c})
+  set_tests_properties(client_fake_${c} PROPERTIES LABELS unit TIMEOUT 120)
+endforeach()

@@ -1,0 +1,28 @@
+#!/bin/sh
+# A stand-in for qual-compile identify in quald's unit tests: writes the
+# result file the way qual-compile does (rtc.h: key=value lines ending in
+# end=1, renamed into place). The library's folder name picks the answer:
+# helpernoabi (neither ABI), helpercrash (dies by SIGSEGV before reporting),
+# helperhang (never finishes), hiprtc; anything else is nvrtc 13.0.
+[ "$1" = identify ] || { echo "fake_compile: only identify" >&2; exit 2; }
+shift
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --lib) lib=$2 ;;
+    --out) out=$2 ;;
+    --label) label=$2 ;;
+  esac
+  shift 2
+done
+[ -n "$label" ] || label=$lib
+kind=$(basename "$(dirname "$label")")
+case "$kind" in
+helpernoabi)
+  printf 'status=-6\nmessage=cannot load compiler '"'"'%s'"'"': no nvrtc or hiprtc entry points\n' "$label" >"$out/result.tmp" ;;
+helpercrash) echo "fake_compile: about to crash" >&2; kill -s SEGV $$ ;;
+helperhang) sleep 100 ;;
+hiprtc) printf 'status=0\nmessage=\nabi=hiprtc\nversion=5.2\n' >"$out/result.tmp" ;;
+*) printf 'status=0\nmessage=\nabi=nvrtc\nversion=13.0\n' >"$out/result.tmp" ;;
+esac
+printf 'compile_ms=0.000\nlog_size=0\nlog_kept=0\ncode_size=0\nend=1\n' >>"$out/result.tmp"
+mv "$out/result.tmp" "$out/result.txt"

@@ -1,0 +1,70 @@
+#!/bin/sh
+# A stand-in for qual-run in quald's unit tests (tests/unit/test_jobs.c).
+# Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
+# as the name of the candidate's folder says: ok, slow, crash, hang, trap,
+# noverdict, fail2, candfail, usage, garbage, longline, partial, after,
+# linger.
+# $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
+# second job in the same slot is caught (it prints an error line and exits).
+dev=none
+for a in "$@"; do
+  case "$a" in
+    --device=*) dev=${a#--device=} ;;
+    --compile-only) [ "$dev" = none ] && dev=cpu ;;
+  esac
+done
+while [ $# -gt 2 ]; do
+  [ "$1" = "--" ] && { shift; break; }
+  args="$args $1"
+  shift
+done
+cand=$2
+kind=$(basename "$(dirname "$cand")")
+
+release() {
+  [ -n "$FAKE_DIR" ] && rmdir "$FAKE_DIR/slot-$dev" 2>/dev/null
+}
+if [ -n "$FAKE_DIR" ]; then
+  if ! mkdir "$FAKE_DIR/slot-$dev" 2>/dev/null; then
+    echo '{"type":"error","stage":"setup","arm":null,"case":null,"message":"slot busy"}'
+    exit 3
+  fi
+  # A kind that dies by a signal releases the slot first.
+  trap release EXIT
+  trap 'release; exit 143' TERM
+fi
+
+start() {
+  echo "{\"type\":\"start\",\"schema_version\":1,\"tool\":\"fake\",\"device\":\"$dev\",\"args\":\"$args\",\"p\":0.10000000000000000555}"
+}
+body() {
+  echo '{"type":"case","case":"gemm_f16-256x512x256","timed":false}'
+  echo '{"type":"pair","case":"gemm_f16-256x512x256","pair":0,"baseline_ns":1.5,"candidate_ns":1.25}'
+  echo '{"type":"case_verdict","case":"gemm_f16-256x512x256","verdict":"equivalent"}'
+}
+verdict() {
+  echo '{"type":"verdict","verdict":"neutral","timed":true,"message":"fake"}'
+}
+
+case "$kind" in
+ok) start; body; verdict ;;
+slow) start; sleep 0.4; body; sleep 0.4; verdict ;;
+crash) start; release; kill -s SEGV $$ ;;
+hang) start; sleep 100 ;;
+trap) release; trap '' TERM; start; sleep 100 ;;
+noverdict) start; echo "qual-run: something broke" >&2; exit 3 ;;
+fail2) start; exit 2 ;;
+candfail)
+  start
+  echo '{"type":"error","stage":"check","arm":"candidate","case":"gemm_f16-256x512x256","message":"wrong"}'
+  release; kill -s SEGV $$ ;;
+usage)
+  echo '{"type":"error","stage":"setup","arm":"candidate","case":null,"message":"gone"}'
+  echo "qual-run: unknown case 'nope-1'" >&2; exit 4 ;;
+garbage) start; echo 'this is not json'; echo '[1,2]'; body; verdict ;;
+longline) start; release; head -c 1100000 /dev/zero | tr '\0' 'a'; echo; verdict ;;
+partial) start; printf '{"type":"verdict","verdict":"neutral","timed":false}' ;;
+linger) start; verdict; sleep 100 ;;
+after) start; verdict; echo '{"type":"pair","late":true}'; verdict ;;
+*) echo "fake_worker: unknown kind '$kind'" >&2; exit 9 ;;
+esac

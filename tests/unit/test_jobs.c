@@ -1,0 +1,1201 @@
+/* Jobs (daemon/jobs.c) on a real libuv loop with fake workers and a fake
+ * compile helper (tests/tools/fake_worker.sh, fake_compile.sh: the name of
+ * the candidate library's folder picks what they do), and once with the real
+ * qual-compile: lines relayed with job and seq and logged, slots never
+ * shared, cancel, crashes, time limits, odd output, submit refusals,
+ * recovery after a crash, and a clean shutdown (uv_loop_close() == 0 at the
+ * end of every test).
+ *
+ * Run one test with `test_jobs NAME` (ctest: jobs_NAME). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jobs.h"
+#include "store.h"
+
+#define MAX_LINES 4096
+
+struct line {
+	char job[JOB_ID_MAX];
+	long seq;
+	char *text;
+};
+
+/* One test's world: a loop, a state directory, and what came out. */
+static struct {
+	uv_loop_t loop;
+	uv_timer_t watchdog;   /* wakes UV_RUN_ONCE up so RUN_UNTIL can time out */
+	struct jobs *j;
+	struct jobs_config cfg;
+	int devices[4];
+	char top[PATH_MAX];
+	char state[PATH_MAX + 16];
+	char libs[PATH_MAX + 16];
+	char fake[PATH_MAX + 16];
+	char tmp[PATH_MAX + 16];
+	struct line lines[MAX_LINES];
+	int nlines;
+	bool seq_gap;          /* a line's seq was not the job's next */
+	int running, running_max;
+	int per_device[8];     /* jobs running per device ("cpu" is 7) */
+	bool device_shared;
+	int sub_calls, sub_status, sub_position;
+	char sub_job[JOB_ID_MAX];
+	char sub_message[2048];
+	bool sub_in_call;      /* jobs_submit or jobs_close is on the stack */
+	bool sub_called_inside;
+	bool closed;
+	bool closed_inside;
+	bool in_close;
+} H;
+
+static uint64_t now_ms(void)
+{
+	return uv_hrtime() / 1000000u;
+}
+
+#define RUN_UNTIL(cond, secs)                                                   \
+	do {                                                                    \
+		uint64_t end_ = now_ms() + (uint64_t)((secs) * 1000);           \
+		while (!(cond)) {                                               \
+			uv_run(&H.loop, UV_RUN_ONCE);                           \
+			if (now_ms() > end_)                                    \
+				fail_msg("timed out waiting for %s", #cond);    \
+		}                                                               \
+	} while (0)
+
+/* ---- callbacks ---------------------------------------------------------------- */
+
+static int device_index(const char *dev)
+{
+	if (!dev)
+		return 6;
+	if (!strcmp(dev, "cpu"))
+		return 7;
+	return atoi(dev) & 3;
+}
+
+static void on_line(void *ctx, const char *job, long seq, const char *line, size_t len)
+{
+	long expect = 0;
+	json_t *o;
+	int i;
+
+	(void)ctx;
+	for (i = 0; i < H.nlines; i++)
+		if (!strcmp(H.lines[i].job, job))
+			expect = H.lines[i].seq + 1;
+	if (seq != expect || strlen(line) != len)
+		H.seq_gap = true;
+	if (H.nlines == MAX_LINES)
+		return;
+	snprintf(H.lines[H.nlines].job, JOB_ID_MAX, "%s", job);
+	H.lines[H.nlines].seq = seq;
+	H.lines[H.nlines].text = strndup(line, len);
+	H.nlines++;
+	o = json_loadb(line, len, 0, NULL);
+	/* The line itself carries the same job and seq as the call. */
+	if (!o || json_integer_value(json_object_get(o, "seq")) != seq ||
+	    !json_is_integer(json_object_get(o, "seq")) ||
+	    !json_string_value(json_object_get(o, "job")) ||
+	    strcmp(json_string_value(json_object_get(o, "job")), job))
+		H.seq_gap = true;
+	if (o) {
+		const char *type = json_string_value(json_object_get(o, "type"));
+		const char *dev = json_string_value(json_object_get(o, "device"));
+		if (type && !strcmp(type, "start")) {
+			H.running++;
+			if (H.running > H.running_max)
+				H.running_max = H.running;
+			if (++H.per_device[device_index(dev)] > 1)
+				H.device_shared = true;
+		} else if (type && !strcmp(type, "verdict")) {
+			/* Only jobs that started count down; their start line
+			 * says which device they ran on. */
+			for (i = 0; i < H.nlines - 1; i++) {
+				json_t *s;
+				if (strcmp(H.lines[i].job, job) || H.lines[i].seq != 0)
+					continue;
+				s = json_loads(H.lines[i].text, 0, NULL);
+				if (s && !strcmp(json_string_value(json_object_get(s, "type")), "start")) {
+					H.running--;
+					H.per_device[device_index(json_string_value(
+						json_object_get(s, "device")))]--;
+				}
+				json_decref(s);
+			}
+		}
+		json_decref(o);
+	}
+}
+
+static void on_submit(void *ctx, int status, const char *job, int position,
+		      const char *message)
+{
+	(void)ctx;
+	if (H.sub_in_call)
+		H.sub_called_inside = true;
+	H.sub_calls++;
+	H.sub_status = status;
+	H.sub_position = position;
+	snprintf(H.sub_job, sizeof H.sub_job, "%s", job ? job : "");
+	snprintf(H.sub_message, sizeof H.sub_message, "%s", message ? message : "");
+}
+
+static void on_closed(void *ctx)
+{
+	(void)ctx;
+	H.closed = true;
+	if (H.in_close)
+		H.closed_inside = true;
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	(void)t;
+}
+
+/* ---- setup ---------------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&H, 0, sizeof H);
+	snprintf(H.top, sizeof H.top, "/tmp/test-jobs-XXXXXX");
+	if (!mkdtemp(H.top))
+		return -1;
+	snprintf(H.state, sizeof H.state, "%s/state", H.top);
+	snprintf(H.libs, sizeof H.libs, "%s/libs", H.top);
+	snprintf(H.fake, sizeof H.fake, "%s/fake", H.top);
+	snprintf(H.tmp, sizeof H.tmp, "%s/tmp", H.top);
+	if (mkdir(H.libs, 0700) || mkdir(H.fake, 0700) || mkdir(H.tmp, 0700))
+		return -1;
+	setenv("FAKE_DIR", H.fake, 1);
+	/* The submit checks' private folders go here, so a test can see that
+	 * none is left behind. */
+	setenv("TMPDIR", H.tmp, 1);
+	if (uv_loop_init(&H.loop))
+		return -1;
+	uv_timer_init(&H.loop, &H.watchdog);
+	uv_timer_start(&H.watchdog, on_watchdog, 50, 50);
+	H.cfg.state_dir = H.state;
+	H.cfg.worker = JOBS_TEST_WORKER;
+	H.cfg.compile_helper = JOBS_TEST_HELPER;
+	H.cfg.nslots = 1;
+	H.cfg.devices = NULL;
+	H.cfg.job_timeout_s = 60;
+	H.cfg.submit_check_timeout_s = 10;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	int i, rc = 0;
+
+	(void)state;
+	/* After a failed assertion: shut down what is left. */
+	if (H.j && !H.closed) {
+		jobs_close(H.j, on_closed, NULL);
+		for (i = 0; i < 400 && !H.closed; i++)
+			uv_run(&H.loop, UV_RUN_ONCE);
+	}
+	if (!uv_is_closing((uv_handle_t *)&H.watchdog))
+		uv_close((uv_handle_t *)&H.watchdog, NULL);
+	uv_run(&H.loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&H.loop) != 0)
+		rc = -1;
+	for (i = 0; i < H.nlines; i++)
+		free(H.lines[i].text);
+	nftw(H.top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	unsetenv("TMPDIR");
+	return rc;
+}
+
+static void open_jobs(void)
+{
+	struct qual_msg m = { "" };
+
+	H.closed = false;
+	if (jobs_open(&H.loop, &H.cfg, on_line, NULL, &H.j, &m))
+		fail_msg("jobs_open: %s", m.text);
+}
+
+/* Shuts down, and checks that every handle is gone: the loop closes. */
+static void close_jobs(void)
+{
+	H.in_close = true;
+	jobs_close(H.j, on_closed, NULL);
+	H.in_close = false;
+	RUN_UNTIL(H.closed, 10);
+	assert_false(H.closed_inside);
+	H.j = NULL;
+}
+
+static void finish(void)
+{
+	if (H.j)
+		close_jobs();
+	assert_false(H.seq_gap);
+	uv_close((uv_handle_t *)&H.watchdog, NULL);
+	uv_run(&H.loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&H.loop), 0);
+	/* teardown's uv_loop_close on a closed loop would fail: start over. */
+	assert_int_equal(uv_loop_init(&H.loop), 0);
+	uv_timer_init(&H.loop, &H.watchdog);
+}
+
+/* A compiler library for the fakes: a real ELF shared object (the submit
+ * checks look at the file) under a folder named kind. */
+static const char *lib(const char *kind)
+{
+	static char paths[16][PATH_MAX + 64];
+	static int next;
+	char *p = paths[next++ % 16];
+	char d[PATH_MAX + 32];
+
+	snprintf(d, sizeof d, "%s/%s", H.libs, kind);
+	mkdir(d, 0700);
+	snprintf(p, PATH_MAX + 64, "%s/libcompiler.so", d);
+	if (access(p, F_OK) != 0)
+		assert_int_equal(symlink(JOBS_TEST_ELF, p), 0);
+	return p;
+}
+
+static void args_init(struct submit_args *a, const char *base, const char *cand)
+{
+	memset(a, 0, sizeof *a);
+	a->baseline = (char *)base;
+	a->candidate = (char *)cand;
+	a->pairs = 30;
+	a->alpha = 0.05;
+	a->margin = 0.01;
+	a->follow = true;
+}
+
+/* Submits and waits for the answer: the status (the callback's, or
+ * jobs_submit's own when it refused at once; then H.sub_message holds msg). */
+static int submit_args_wait(const struct submit_args *a)
+{
+	struct qual_msg m = { "" };
+	int calls = H.sub_calls, rc;
+
+	H.sub_in_call = true;
+	rc = jobs_submit(H.j, a, on_submit, NULL, &m);
+	H.sub_in_call = false;
+	assert_false(H.sub_called_inside);
+	if (rc < 0) {
+		snprintf(H.sub_message, sizeof H.sub_message, "%s", m.text);
+		/* libuv's contract: no callback after a refusal. */
+		for (int i = 0; i < 3; i++)
+			uv_run(&H.loop, UV_RUN_NOWAIT);
+		assert_int_equal(H.sub_calls, calls);
+		return rc;
+	}
+	RUN_UNTIL(H.sub_calls > calls, 10);
+	assert_int_equal(H.sub_calls, calls + 1);
+	return H.sub_status;
+}
+
+/* Submits base against a candidate of the given kind; returns its id. */
+static const char *submit_kind(const char *kind)
+{
+	static char id[8][JOB_ID_MAX];
+	static int next;
+	struct submit_args a;
+	char *out = id[next++ % 8];
+	int rc;
+
+	args_init(&a, lib("base"), lib(kind));
+	rc = submit_args_wait(&a);
+	if (rc)
+		fail_msg("submit '%s': %s", kind, H.sub_message);
+	snprintf(out, JOB_ID_MAX, "%s", H.sub_job);
+	return out;
+}
+
+static const char *state_of(const char *id)
+{
+	struct qual_msg m = { "" };
+	const char *st = NULL;
+
+	if (jobs_read_log(H.j, id, LONG_MAX, NULL, NULL, &st, &m) < 0)
+		fail_msg("jobs_read_log '%s': %s", id, m.text);
+	return st;
+}
+
+static bool finished(const char *id)
+{
+	const char *st = state_of(id);
+	return strcmp(st, "queued") && strcmp(st, "running");
+}
+
+/* The relayed lines of one job, in order. */
+static int job_lines(const char *id, const char **out, int cap)
+{
+	int i, n = 0;
+
+	for (i = 0; i < H.nlines && n < cap; i++)
+		if (!strcmp(H.lines[i].job, id))
+			out[n++] = H.lines[i].text;
+	return n;
+}
+
+/* The last relayed line of job, parsed (new reference). */
+static json_t *last_line(const char *id)
+{
+	const char *l[512];
+	int n = job_lines(id, l, 512);
+
+	assert_true(n > 0);
+	return json_loads(l[n - 1], 0, NULL);
+}
+
+static void assert_verdict(const char *id, const char *verdict, const char *message_part)
+{
+	json_t *v = last_line(id);
+	const char *msg;
+
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "type")), "verdict");
+	assert_string_equal(json_string_value(json_object_get(v, "verdict")), verdict);
+	if (message_part) {
+		msg = json_string_value(json_object_get(v, "message"));
+		assert_non_null(msg);
+		if (!strstr(msg, message_part))
+			fail_msg("verdict message '%s' lacks '%s'", msg, message_part);
+	}
+	json_decref(v);
+}
+
+struct collected {
+	char *lines[512];
+	int n;
+};
+
+static void collect(void *ctx, const char *line, size_t len)
+{
+	struct collected *c = ctx;
+
+	assert_int_equal(strlen(line), len);
+	if (c->n < 512)
+		c->lines[c->n++] = strndup(line, len);
+}
+
+static void collected_free(struct collected *c)
+{
+	for (int i = 0; i < c->n; i++)
+		free(c->lines[i]);
+	c->n = 0;
+}
+
+/* The job's log holds exactly the lines relayed for it, in order. */
+static void assert_log_matches(const char *id)
+{
+	struct collected c = { .n = 0 };
+	struct qual_msg m = { "" };
+	const char *l[512];
+	int n = job_lines(id, l, 512), got;
+
+	got = jobs_read_log(H.j, id, -1, collect, &c, NULL, &m);
+	assert_int_equal(got, n);
+	assert_int_equal(c.n, n);
+	for (int i = 0; i < n; i++)
+		assert_string_equal(c.lines[i], l[i]);
+	collected_free(&c);
+}
+
+static json_t *state_file(const char *id)
+{
+	char path[PATH_MAX + 64];
+	json_t *o;
+
+	snprintf(path, sizeof path, "%s/jobs/%s/state.json", H.state, id);
+	o = json_load_file(path, 0, NULL);
+	assert_non_null(o);
+	return o;
+}
+
+static bool dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n == 0;
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static void test_relay_and_log(void **state)
+{
+	const char *l[64], *id;
+	struct collected c = { .n = 0 };
+	struct qual_msg m = { "" };
+	json_t *o, *list, *st;
+	int n, i;
+
+	(void)state;
+	open_jobs();
+	id = submit_kind("ok");
+	assert_string_equal(id, "j000001");
+	assert_int_equal(H.sub_position, 0);
+	RUN_UNTIL(finished(id), 10);
+	assert_false(H.seq_gap);
+	n = job_lines(id, l, 64);
+	assert_int_equal(n, 5);
+	for (i = 0; i < n; i++) {
+		o = json_loads(l[i], 0, NULL);
+		assert_non_null(o);
+		assert_string_equal(json_string_value(json_object_get(o, "job")), id);
+		assert_int_equal(json_integer_value(json_object_get(o, "seq")), i);
+		json_decref(o);
+	}
+	/* The engine's bytes are relayed as they are (a number jansson would
+	 * print differently keeps its text), ours appended at the end. */
+	assert_non_null(strstr(l[0], "\"p\":0.10000000000000000555,\"job\":\"j000001\",\"seq\":0}"));
+	assert_string_equal(l[4], "{\"type\":\"verdict\",\"verdict\":\"neutral\",\"timed\":true,"
+			    "\"message\":\"fake\",\"job\":\"j000001\",\"seq\":4}");
+	/* The worker's command line, for a compile-only slot. */
+	assert_non_null(strstr(l[0], "--pairs=30"));
+	assert_non_null(strstr(l[0], "--seed=0"));
+	assert_non_null(strstr(l[0], "--compile-only"));
+	assert_null(strstr(l[0], "--device"));
+	assert_non_null(strstr(l[0], "\"device\":\"cpu\""));
+	assert_log_matches(id);
+
+	/* Resuming after seq 2 gives the last two lines. */
+	assert_int_equal(jobs_read_log(H.j, id, 2, collect, &c, NULL, &m), 2);
+	assert_string_equal(c.lines[0], l[3]);
+	assert_string_equal(c.lines[1], l[4]);
+	collected_free(&c);
+	assert_int_equal(jobs_read_log(H.j, "j000099", -1, collect, &c, NULL, &m), QUAL_ENOENT);
+
+	st = state_file(id);
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "done");
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "neutral");
+	assert_true(json_is_string(json_object_get(st, "submitted")));
+	assert_true(json_is_string(json_object_get(st, "started")));
+	assert_true(json_is_string(json_object_get(st, "finished")));
+	assert_int_equal(json_integer_value(json_object_get(st, "slot")), 0);
+	assert_true(json_is_null(json_object_get(st, "device")));
+	json_decref(st);
+
+	list = jobs_list_json(H.j, 20);
+	o = json_array_get(json_object_get(list, "jobs"), 0);
+	assert_int_equal(json_array_size(json_object_get(list, "jobs")), 1);
+	assert_string_equal(json_string_value(json_object_get(o, "job")), id);
+	assert_string_equal(json_string_value(json_object_get(o, "state")), "done");
+	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "neutral");
+	assert_string_equal(json_string_value(json_object_get(o, "candidate")), lib("ok"));
+	json_decref(list);
+	finish();
+}
+
+static void test_worker_args(void **state)
+{
+	char *cases[] = { "gemm_f16-256x512x256", "attention_f16-128", NULL };
+	char *bopts[] = { "-O3", NULL };
+	char *copts[] = { "--use_fast_math", "-lineinfo", NULL };
+	struct submit_args a;
+	const char *l[16];
+
+	(void)state;
+	H.devices[0] = 3;
+	H.cfg.devices = H.devices;
+	open_jobs();
+	args_init(&a, lib("base"), lib("ok"));
+	a.pairs = 40;
+	a.seed = 7;
+	a.alpha = 0.01;
+	a.margin = 0.02;
+	a.cases = cases;
+	a.baseline_options = bopts;
+	a.candidate_options = copts;
+	assert_int_equal(submit_args_wait(&a), 0);
+	RUN_UNTIL(finished(H.sub_job), 10);
+	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
+	assert_non_null(strstr(l[0], "\"args\":\" --pairs=40 --alpha=0.01"));
+	assert_non_null(strstr(l[0], "--seed=7 --case gemm_f16-256x512x256 --case attention_f16-128 "
+			       "--baseline-opt=-O3 --candidate-opt=--use_fast_math "
+			       "--candidate-opt=-lineinfo --device=3\""));
+	assert_null(strstr(l[0], "--compile-only"));
+	assert_non_null(strstr(l[0], "\"device\":\"3\""));
+
+	/* compile_only on a GPU slot still says which device. */
+	args_init(&a, lib("base"), lib("ok"));
+	a.compile_only = true;
+	assert_int_equal(submit_args_wait(&a), 0);
+	RUN_UNTIL(finished(H.sub_job), 10);
+	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
+	assert_non_null(strstr(l[0], "--compile-only --device=3\""));
+	finish();
+}
+
+static void test_one_slot_serial(void **state)
+{
+	const char *a, *b, *c;
+	json_t *st;
+
+	(void)state;
+	open_jobs();
+	a = submit_kind("slow");
+	assert_int_equal(H.sub_position, 0);
+	RUN_UNTIL(!strcmp(state_of(a), "running"), 10);
+	b = submit_kind("slow");
+	assert_int_equal(H.sub_position, 0);
+	c = submit_kind("ok");
+	assert_int_equal(H.sub_position, 1);
+	st = jobs_status_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(st, "slots")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(st, "slots"), 0), "job")), a);
+	assert_true(json_is_null(json_object_get(json_array_get(
+		json_object_get(st, "slots"), 0), "device")));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(st, "running"), 0)), a);
+	assert_int_equal(json_array_size(json_object_get(st, "queued")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(st, "queued"), 0)), b);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(st, "queued"), 1)), c);
+	json_decref(st);
+	RUN_UNTIL(finished(c), 10);
+	assert_true(finished(a) && finished(b));
+	assert_int_equal(H.running_max, 1);
+	assert_false(H.device_shared);
+	assert_false(H.seq_gap);
+	assert_verdict(a, "neutral", NULL);
+	assert_verdict(b, "neutral", NULL);
+	assert_verdict(c, "neutral", NULL);
+	assert_log_matches(a);
+	assert_log_matches(b);
+	assert_log_matches(c);
+	assert_true(dir_empty(H.fake));
+	finish();
+}
+
+static void test_two_slots_parallel(void **state)
+{
+	const char *id[4];
+	const char *l[16];
+	json_t *st;
+	int i;
+
+	(void)state;
+	H.devices[0] = 0;
+	H.devices[1] = 1;
+	H.cfg.devices = H.devices;
+	H.cfg.nslots = 2;
+	open_jobs();
+	for (i = 0; i < 4; i++)
+		id[i] = submit_kind("slow");
+	RUN_UNTIL(H.running == 2, 10);
+	st = jobs_status_json(H.j);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+		json_object_get(st, "slots"), 1), "device")), 1);
+	assert_int_equal(json_array_size(json_object_get(st, "running")), 2);
+	json_decref(st);
+	for (i = 0; i < 4; i++)
+		RUN_UNTIL(finished(id[i]), 10);
+	assert_int_equal(H.running_max, 2);
+	assert_false(H.device_shared);
+	assert_false(H.seq_gap);
+	/* The first two ran side by side on the two devices. */
+	assert_int_equal(job_lines(id[0], l, 16), 5);
+	assert_non_null(strstr(l[0], "\"device\":\"0\""));
+	assert_int_equal(job_lines(id[1], l, 16), 5);
+	assert_non_null(strstr(l[0], "\"device\":\"1\""));
+	for (i = 0; i < 4; i++) {
+		assert_verdict(id[i], "neutral", NULL);
+		assert_log_matches(id[i]);
+	}
+	assert_true(dir_empty(H.fake));
+	finish();
+}
+
+static void test_cancel(void **state)
+{
+	struct qual_msg m = { "" };
+	const char *a, *b, *c, *l[16];
+	int before;
+	json_t *st;
+
+	(void)state;
+	open_jobs();
+	a = submit_kind("hang");
+	RUN_UNTIL(job_lines(a, l, 16) == 1, 10);
+	b = submit_kind("ok");
+	/* A queued job: its cancelled verdict line comes at once. */
+	before = H.nlines;
+	assert_int_equal(jobs_cancel(H.j, b, &m), 0);
+	assert_int_equal(H.nlines, before + 1);
+	assert_int_equal(job_lines(b, l, 16), 1);
+	assert_string_equal(state_of(b), "cancelled");
+	assert_verdict(b, "cancelled", "queued");
+	assert_log_matches(b);
+	st = state_file(b);
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "cancelled");
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "cancelled");
+	json_decref(st);
+
+	/* A running one: SIGTERM to its group, then the verdict. */
+	assert_int_equal(jobs_cancel(H.j, a, &m), 0);
+	RUN_UNTIL(finished(a), 5);
+	assert_string_equal(state_of(a), "cancelled");
+	assert_int_equal(job_lines(a, l, 16), 2);
+	assert_verdict(a, "cancelled", "running");
+	assert_log_matches(a);
+	assert_false(H.seq_gap);
+
+	assert_int_equal(jobs_cancel(H.j, a, &m), QUAL_EINVAL);
+	assert_string_equal(m.text, "job 'j000001' has already finished (cancelled)");
+	assert_int_equal(jobs_cancel(H.j, "j000077", &m), QUAL_ENOENT);
+	assert_int_equal(jobs_cancel(H.j, "bogus", &m), QUAL_ENOENT);
+
+	/* The slot is free again. */
+	c = submit_kind("ok");
+	RUN_UNTIL(finished(c), 10);
+	assert_verdict(c, "neutral", NULL);
+	finish();
+}
+
+static void test_crash(void **state)
+{
+	const char *id;
+
+	(void)state;
+	open_jobs();
+	id = submit_kind("crash");
+	RUN_UNTIL(finished(id), 10);
+	assert_string_equal(state_of(id), "done");
+	assert_verdict(id, "error", "worker crashed: killed by signal SIGSEGV");
+	assert_log_matches(id);
+	/* The next job runs. */
+	id = submit_kind("ok");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "neutral", NULL);
+	finish();
+}
+
+static void test_blame(void **state)
+{
+	const char *id;
+	json_t *st;
+
+	(void)state;
+	open_jobs();
+	/* The candidate had already failed when the worker crashed. */
+	id = submit_kind("candfail");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "fail", "SIGSEGV");
+	st = state_file(id);
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "fail");
+	json_decref(st);
+	/* Exit status 2 (fail) without a verdict line. */
+	id = submit_kind("fail2");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "fail", "worker exited with status 2 without a verdict");
+	finish();
+}
+
+static void test_timeout(void **state)
+{
+	const char *id;
+	uint64_t t0;
+
+	(void)state;
+	H.cfg.job_timeout_s = 0.3;
+	open_jobs();
+	t0 = now_ms();
+	id = submit_kind("hang");
+	RUN_UNTIL(finished(id), 5);
+	assert_true(now_ms() - t0 < 3000);
+	assert_string_equal(state_of(id), "done");
+	assert_verdict(id, "error", "worker did not finish within the job time limit of 0.3 s");
+	assert_log_matches(id);
+	/* A worker that wrote its verdict and then hung is stopped; the
+	 * verdict stands. */
+	id = submit_kind("linger");
+	RUN_UNTIL(finished(id), 5);
+	assert_string_equal(state_of(id), "done");
+	assert_verdict(id, "neutral", NULL);
+	assert_log_matches(id);
+	finish();
+}
+
+static void test_exits(void **state)
+{
+	const char *id;
+
+	(void)state;
+	open_jobs();
+	id = submit_kind("noverdict");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "error", "worker exited with status 3 without a verdict; "
+		       "last stderr line: qual-run: something broke");
+	id = submit_kind("usage");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "error", "worker refused the job: qual-run: unknown case 'nope-1'");
+	/* Its error line named the candidate; a usage exit is still not the
+	 * candidate's result. */
+	{
+		const char *l[4];
+		assert_int_equal(job_lines(id, l, 4), 2);
+		assert_non_null(strstr(l[1], "\"seq\":1}"));
+	}
+	finish();
+}
+
+static void test_odd_lines(void **state)
+{
+	const char *id, *l[16];
+	json_t *o;
+
+	(void)state;
+	open_jobs();
+	/* Lines that are not JSON objects become error lines; the job goes on. */
+	id = submit_kind("garbage");
+	RUN_UNTIL(finished(id), 10);
+	assert_int_equal(job_lines(id, l, 16), 7);
+	o = json_loads(l[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
+	assert_string_equal(json_string_value(json_object_get(o, "stage")), "setup");
+	assert_true(json_is_null(json_object_get(o, "arm")));
+	assert_string_equal(json_string_value(json_object_get(o, "message")),
+			    "worker printed a line that is not a json object: 'this is not json'");
+	assert_int_equal(json_integer_value(json_object_get(o, "seq")), 1);
+	json_decref(o);
+	o = json_loads(l[2], 0, NULL);
+	assert_non_null(strstr(json_string_value(json_object_get(o, "message")), "'[1,2]'"));
+	json_decref(o);
+	assert_verdict(id, "neutral", NULL);
+	assert_log_matches(id);
+
+	/* A line over the limit ends the job. */
+	id = submit_kind("longline");
+	RUN_UNTIL(finished(id), 10);
+	assert_int_equal(job_lines(id, l, 16), 2);
+	assert_verdict(id, "error", "worker printed a line over 1048576 bytes");
+
+	/* A last line without its newline still counts. */
+	id = submit_kind("partial");
+	RUN_UNTIL(finished(id), 10);
+	assert_int_equal(job_lines(id, l, 16), 2);
+	assert_verdict(id, "neutral", NULL);
+
+	/* Nothing after the verdict line. */
+	id = submit_kind("after");
+	RUN_UNTIL(finished(id), 10);
+	assert_int_equal(job_lines(id, l, 16), 2);
+	assert_verdict(id, "neutral", NULL);
+	assert_log_matches(id);
+	assert_false(H.seq_gap);
+	finish();
+}
+
+static void test_sigkill(void **state)
+{
+	struct qual_msg m = { "" };
+	const char *id, *l[4];
+	uint64_t t0;
+
+	(void)state;
+	open_jobs();
+	id = submit_kind("trap");
+	RUN_UNTIL(job_lines(id, l, 4) == 1, 10);
+	t0 = now_ms();
+	assert_int_equal(jobs_cancel(H.j, id, &m), 0);
+	RUN_UNTIL(finished(id), 9);
+	/* It ignored SIGTERM: SIGKILL came after the 5 s grace. */
+	assert_true(now_ms() - t0 >= 4900);
+	assert_verdict(id, "cancelled", NULL);
+	finish();
+}
+
+/* Writes a job into the state directory the way a daemon that died would
+ * have left it. */
+static void plant_job(struct store *s, const char *id, const char *kind,
+		      const char *state, const char *log)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+	json_t *req, *st;
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	args_init(&a, lib("base"), lib(kind));
+	req = request_submit_to_json(&a);
+	st = json_pack("{s:s,s:s}", "state", state, "submitted", "2026-11-29T10:00:00Z");
+	if (store_job_create(s, id, req, st, &m))
+		fail_msg("plant '%s': %s", id, m.text);
+	json_decref(req);
+	json_decref(st);
+	snprintf(path, sizeof path, "%s/jobs/%s/log.jsonl", H.state, id);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(log, f);
+	fclose(f);
+}
+
+static void test_recovery(void **state)
+{
+	struct store *s = NULL;
+	struct qual_msg m = { "" };
+	struct collected c = { .n = 0 };
+	char path[PATH_MAX + 64];
+	const char *l[16], *id;
+	json_t *o, *st;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(store_open(H.state, &s, &m), 0);
+	/* Running when the daemon died, in the middle of writing a line. */
+	plant_job(s, "j000001", "ok", "running",
+		  "{\"type\":\"start\",\"job\":\"j000001\",\"seq\":0}\n"
+		  "{\"type\":\"case\",\"job\":\"j000001\",\"seq\":1}\n{\"type\":\"pa");
+	plant_job(s, "j000002", "ok", "queued", "");
+	plant_job(s, "j000003", "ok", "done",
+		  "{\"type\":\"verdict\",\"verdict\":\"neutral\",\"job\":\"j000003\",\"seq\":0}\n");
+	/* Its verdict was written, its state not yet. */
+	plant_job(s, "j000004", "ok", "running",
+		  "{\"type\":\"start\",\"job\":\"j000004\",\"seq\":0}\n"
+		  "{\"type\":\"verdict\",\"verdict\":\"regression\",\"job\":\"j000004\",\"seq\":1}\n");
+	plant_job(s, "j000005", "ok", "queued",
+		  "{\"type\":\"verdict\",\"verdict\":\"cancelled\",\"job\":\"j000005\",\"seq\":0}\n");
+	plant_job(s, "j000006", "ok", "queued", "");
+	plant_job(s, "j000007", "ok", "queued", "");
+	/* Unreadable: skipped, but its number is not handed out again. */
+	snprintf(path, sizeof path, "%s/jobs/j000007/state.json", H.state);
+	f = fopen(path, "w");
+	fputs("{\"state\":", f);
+	fclose(f);
+	store_free(s);
+
+	open_jobs();
+	/* Settled before the loop runs, and not relayed (no one is there). */
+	assert_int_equal(H.nlines, 0);
+	assert_string_equal(state_of("j000001"), "interrupted");
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 3);
+	o = json_loads(c.lines[2], 0, NULL);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "interrupted");
+	assert_string_equal(json_string_value(json_object_get(o, "message")),
+			    "the daemon stopped while this job ran");
+	assert_int_equal(json_integer_value(json_object_get(o, "seq")), 2);
+	assert_string_equal(json_string_value(json_object_get(o, "job")), "j000001");
+	json_decref(o);
+	collected_free(&c);
+	st = state_file("j000001");
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "interrupted");
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "interrupted");
+	assert_true(json_is_string(json_object_get(st, "finished")));
+	json_decref(st);
+	assert_string_equal(state_of("j000003"), "done");
+	assert_string_equal(state_of("j000004"), "done");
+	st = state_file("j000004");
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "regression");
+	json_decref(st);
+	assert_string_equal(state_of("j000005"), "cancelled");
+	assert_int_equal(jobs_read_log(H.j, "j000005", -1, NULL, NULL, NULL, &m), 1);
+	assert_int_equal(jobs_read_log(H.j, "j000007", -1, NULL, NULL, NULL, &m), QUAL_ENOENT);
+
+	/* The queued ones run, in order. */
+	assert_string_equal(state_of("j000002"), "queued");
+	RUN_UNTIL(finished("j000002") && finished("j000006"), 10);
+	assert_verdict("j000002", "neutral", NULL);
+	assert_verdict("j000006", "neutral", NULL);
+	assert_int_equal(job_lines("j000002", l, 16), 5);
+	assert_log_matches("j000002");
+	assert_false(H.seq_gap);
+	id = submit_kind("ok");
+	assert_string_equal(id, "j000008");
+	RUN_UNTIL(finished(id), 10);
+
+	/* ids after j000003, for a watch that resumes there. */
+	{
+		char **ids;
+		int n;
+		assert_int_equal(jobs_ids_after(H.j, "j000003", &ids, &n), 0);
+		assert_int_equal(n, 4);
+		assert_string_equal(ids[0], "j000004");
+		assert_string_equal(ids[3], "j000008");
+		jobs_ids_free(ids, n);
+		assert_int_equal(jobs_ids_after(H.j, NULL, &ids, &n), 0);
+		assert_int_equal(n, 7);
+		jobs_ids_free(ids, n);
+		assert_int_equal(jobs_ids_after(H.j, "nope", &ids, &n), QUAL_EINVAL);
+	}
+	o = jobs_list_json(H.j, 2);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(o, "jobs"), 0), "job")), "j000008");
+	json_decref(o);
+	finish();
+}
+
+static void test_submit_refusals(void **state)
+{
+	struct submit_args a;
+	char *bad_case[] = { "gemm_f16-256x512x256", "nope-1", NULL };
+	char path[PATH_MAX + 64];
+	const char *text;
+	FILE *f;
+
+	(void)state;
+	H.cfg.submit_check_timeout_s = 0.5;
+	open_jobs();
+	/* At once, without a callback. */
+	args_init(&a, lib("base"), "/nonexistent/libnvrtc.so");
+	assert_int_equal(submit_args_wait(&a), QUAL_ENOENT);
+	assert_string_equal(H.sub_message, "cannot load compiler '/nonexistent/libnvrtc.so': no such file");
+	args_init(&a, H.libs, lib("ok"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "': is a directory"));
+	snprintf(path, sizeof path, "%s/readme.txt", H.libs);
+	f = fopen(path, "w");
+	fputs("not a library\n", f);
+	fclose(f);
+	args_init(&a, lib("base"), path);
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "readme.txt': not an ELF shared object"));
+	args_init(&a, lib("base"), lib("ok"));
+	a.cases = bad_case;
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_string_equal(H.sub_message, "unknown case 'nope-1'");
+	args_init(&a, lib("base"), lib("ok"));
+	a.seed = 1LL << 40;
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "'seed'"));
+
+	/* Through the callback, with the helper's words. */
+	args_init(&a, lib("base"), lib("helpernoabi"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EABI);
+	text = H.sub_message;
+	assert_non_null(strstr(text, "helpernoabi/libcompiler.so': no nvrtc or hiprtc entry points"));
+	assert_string_equal(H.sub_job, "");
+	args_init(&a, lib("base"), lib("hiprtc"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_string_equal(H.sub_message,
+			    "baseline is nvrtc but candidate is hiprtc: both must use one abi");
+
+	/* A library that crashes or hangs while loading is a result, not a
+	 * refusal: the job runs (the fake worker knows no such kind: error). */
+	args_init(&a, lib("base"), lib("helpercrash"));
+	assert_int_equal(submit_args_wait(&a), 0);
+	assert_string_equal(H.sub_job, "j000001");
+	args_init(&a, lib("base"), lib("helperhang"));
+	assert_int_equal(submit_args_wait(&a), 0);
+	assert_string_equal(H.sub_job, "j000002");
+	RUN_UNTIL(finished("j000001") && finished("j000002"), 10);
+	/* Nothing refused was stored; no check left a folder behind. */
+	assert_int_equal(jobs_read_log(H.j, "j000003", -1, NULL, NULL, NULL, NULL), QUAL_ENOENT);
+	assert_true(dir_empty(H.tmp));
+	finish();
+}
+
+static void test_submit_real_helper(void **state)
+{
+	struct submit_args a;
+
+	(void)state;
+	H.cfg.compile_helper = JOBS_REAL_HELPER;
+	open_jobs();
+	args_init(&a, JOBS_TEST_ELF, JOBS_TEST_ELF);
+	assert_int_equal(submit_args_wait(&a), QUAL_EABI);
+	assert_string_equal(H.sub_message, "cannot load compiler '" JOBS_TEST_ELF
+			    "': no nvrtc or hiprtc entry points");
+	if (access(JOBS_TEST_NVRTC, R_OK) == 0) {
+		args_init(&a, JOBS_TEST_NVRTC, JOBS_TEST_NVRTC);
+		assert_int_equal(submit_args_wait(&a), 0);
+		assert_string_equal(H.sub_job, "j000001");
+		/* The fake worker does not know this one: an error verdict. */
+		RUN_UNTIL(finished("j000001"), 10);
+		args_init(&a, JOBS_TEST_NVRTC, JOBS_TEST_ELF);
+		assert_int_equal(submit_args_wait(&a), QUAL_EABI);
+	}
+	assert_true(dir_empty(H.tmp));
+	finish();
+}
+
+static void test_close_running(void **state)
+{
+	const char *a, *b, *l[16];
+	json_t *st;
+
+	(void)state;
+	open_jobs();
+	a = submit_kind("hang");
+	RUN_UNTIL(job_lines(a, l, 16) == 1, 10);
+	b = submit_kind("ok");
+	close_jobs();
+	/* The running job was stopped and recorded; its verdict went out. */
+	assert_int_equal(job_lines(a, l, 16), 2);
+	assert_verdict(a, "interrupted", "the daemon stopped while this job ran");
+	st = state_file(a);
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "interrupted");
+	json_decref(st);
+	/* The queued one stays queued for the next start. */
+	st = state_file(b);
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "queued");
+	json_decref(st);
+	assert_int_equal(job_lines(b, l, 16), 0);
+	finish();
+
+	/* The next daemon runs it. */
+	uv_timer_start(&H.watchdog, on_watchdog, 50, 50);
+	open_jobs();
+	assert_string_equal(state_of(a), "interrupted");
+	RUN_UNTIL(finished(b), 10);
+	assert_verdict(b, "neutral", NULL);
+	assert_log_matches(b);
+	finish();
+}
+
+static void test_close_during_check(void **state)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+	uint64_t t0;
+
+	(void)state;
+	open_jobs();
+	args_init(&a, lib("base"), lib("helperhang"));
+	assert_int_equal(jobs_submit(H.j, &a, on_submit, NULL, &m), 0);
+	for (int i = 0; i < 3; i++)
+		uv_run(&H.loop, UV_RUN_NOWAIT);
+	assert_int_equal(H.sub_calls, 0);
+	t0 = now_ms();
+	close_jobs();
+	assert_true(now_ms() - t0 < 2000);
+	assert_int_equal(H.sub_calls, 1);
+	assert_true(H.sub_status < 0);
+	assert_string_equal(H.sub_message, "quald is shutting down");
+	assert_true(dir_empty(H.tmp));
+	finish();
+}
+
+static void test_spawn_failure(void **state)
+{
+	const char *a, *b;
+
+	(void)state;
+	H.cfg.worker = "/nonexistent/qual-run";
+	open_jobs();
+	a = submit_kind("ok");
+	b = submit_kind("ok");
+	RUN_UNTIL(finished(a) && finished(b), 10);
+	assert_verdict(a, "error", "cannot start worker '/nonexistent/qual-run': no such file");
+	assert_verdict(b, "error", "cannot start worker");
+	assert_string_equal(state_of(a), "done");
+	assert_log_matches(a);
+	finish();
+
+	/* Without its compile helper a submit is refused at once, and the
+	 * handle of the process that never started is closed. */
+	uv_timer_start(&H.watchdog, on_watchdog, 50, 50);
+	H.cfg.compile_helper = "/nonexistent/qual-compile";
+	open_jobs();
+	{
+		struct submit_args s;
+		args_init(&s, lib("base"), lib("ok"));
+		assert_int_equal(submit_args_wait(&s), QUAL_EIO);
+		assert_string_equal(H.sub_message, "cannot start compiler helper "
+				    "'/nonexistent/qual-compile': no such file or directory");
+	}
+	assert_true(dir_empty(H.tmp));
+	finish();
+}
+
+static void test_close_idle(void **state)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+
+	(void)state;
+	open_jobs();
+	H.in_close = true;
+	jobs_close(H.j, on_closed, NULL);
+	H.in_close = false;
+	assert_false(H.closed);
+	RUN_UNTIL(H.closed, 2);
+	H.j = NULL;
+	finish();
+	/* Opening the same state directory again works; a submit after close
+	 * is not possible (the handle is gone), so check the refusal on a
+	 * second instance that is closing. */
+	uv_timer_start(&H.watchdog, on_watchdog, 50, 50);
+	open_jobs();
+	jobs_close(H.j, on_closed, NULL);
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(jobs_submit(H.j, &a, on_submit, NULL, &m), QUAL_EINVAL);
+	assert_string_equal(m.text, "quald is shutting down");
+	H.closed = false;
+	RUN_UNTIL(H.closed, 2);
+	H.j = NULL;
+	finish();
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		T(relay_and_log),
+		T(worker_args),
+		T(one_slot_serial),
+		T(two_slots_parallel),
+		T(cancel),
+		T(crash),
+		T(blame),
+		T(timeout),
+		T(exits),
+		T(odd_lines),
+		T(sigkill),
+		T(recovery),
+		T(submit_refusals),
+		T(submit_real_helper),
+		T(close_running),
+		T(close_during_check),
+		T(spawn_failure),
+		T(close_idle),
+	};
+	static char filter[128];
+	size_t i;
+
+	if (argc > 1) {
+		snprintf(filter, sizeof filter, "test_%s", argv[1]);
+		for (i = 0; i < sizeof tests / sizeof tests[0]; i++)
+			if (!strcmp(tests[i].name, filter))
+				break;
+		if (i == sizeof tests / sizeof tests[0]) {
+			fprintf(stderr, "test_jobs: no test named '%s'\n", argv[1]);
+			return 2;
+		}
+		cmocka_set_test_filter(filter);
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,374 @@
+/* Unit tests for daemon/request.c: the data-driven cases in
+ * tests/data/requests/ (bad.txt: refusals and their messages; good.txt:
+ * parsed fields, defaults included), plus what a text file cannot hold (a
+ * line over 1 MiB, a NUL byte, invalid UTF-8) and the stored form's round
+ * trip. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "request.h"
+
+#ifndef REQUEST_TEST_DATA
+#error "REQUEST_TEST_DATA must name tests/data/requests"
+#endif
+
+static const char *const op_names[] = {
+	[OP_SUBMIT] = "submit", [OP_WATCH] = "watch", [OP_STATUS] = "status",
+	[OP_LIST] = "list", [OP_SHOW] = "show", [OP_CANCEL] = "cancel",
+};
+
+/* ---- data files: cases of (request line, expectation line) ---- */
+
+struct tcase {
+	char *request;
+	char *expect;   /* after "=> " */
+	int lineno;     /* of the request */
+};
+
+static char *chomp(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = '\0';
+	return s;
+}
+
+static int read_cases(const char *name, struct tcase **out)
+{
+	char path[1024], *line = NULL;
+	size_t cap = 0;
+	struct tcase *cases = NULL;
+	int n = 0, lineno = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", REQUEST_TEST_DATA, name);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot open '%s'", path);
+	while (getline(&line, &cap, f) >= 0) {
+		lineno++;
+		chomp(line);
+		if (line[0] == '\0' || line[0] == '#')
+			continue;
+		if (!strncmp(line, "=> ", 3)) {
+			if (n == 0 || cases[n - 1].expect)
+				fail_msg("%s:%d: expectation without a request", name, lineno);
+			cases[n - 1].expect = strdup(line + 3);
+			continue;
+		}
+		if (n > 0 && !cases[n - 1].expect)
+			fail_msg("%s:%d: request without an expectation", name, cases[n - 1].lineno);
+		cases = realloc(cases, (size_t)(n + 1) * sizeof *cases);
+		cases[n] = (struct tcase){.request = strdup(line), .lineno = lineno};
+		n++;
+	}
+	if (n > 0 && !cases[n - 1].expect)
+		fail_msg("%s:%d: request without an expectation", name, cases[n - 1].lineno);
+	free(line);
+	fclose(f);
+	*out = cases;
+	return n;
+}
+
+static void free_cases(struct tcase *cases, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(cases[i].request);
+		free(cases[i].expect);
+	}
+	free(cases);
+}
+
+static json_t *list_json(char **list)
+{
+	json_t *a;
+
+	if (!list)
+		return json_null();
+	a = json_array();
+	for (char **p = list; *p; p++)
+		json_array_append_new(a, json_string(*p));
+	return a;
+}
+
+/* Every field of a parsed request that its op uses. */
+static json_t *dump_request(const struct request *r)
+{
+	json_t *o = json_object();
+	const struct submit_args *s = &r->submit;
+
+	json_object_set_new(o, "op", json_string(op_names[r->op]));
+	if (r->id)
+		json_object_set(o, "id", r->id);
+	switch (r->op) {
+	case OP_SUBMIT:
+		json_object_set_new(o, "baseline", json_string(s->baseline));
+		json_object_set_new(o, "candidate", json_string(s->candidate));
+		json_object_set_new(o, "pairs", json_integer(s->pairs));
+		json_object_set_new(o, "alpha", json_real(s->alpha));
+		json_object_set_new(o, "margin", json_real(s->margin));
+		json_object_set_new(o, "seed", json_integer(s->seed));
+		json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
+		json_object_set_new(o, "follow", json_boolean(s->follow));
+		json_object_set_new(o, "cases", list_json(s->cases));
+		json_object_set_new(o, "baseline_options", list_json(s->baseline_options));
+		json_object_set_new(o, "candidate_options", list_json(s->candidate_options));
+		break;
+	case OP_WATCH:
+		json_object_set_new(o, "after_job",
+				    r->after_job ? json_string(r->after_job) : json_null());
+		json_object_set_new(o, "after_seq", json_integer(r->after_seq));
+		break;
+	case OP_LIST:
+		json_object_set_new(o, "limit", json_integer(r->limit));
+		break;
+	case OP_SHOW:
+	case OP_CANCEL:
+		json_object_set_new(o, "job", json_string(r->job));
+		break;
+	case OP_STATUS:
+		break;
+	}
+	return o;
+}
+
+/* ---- the data-driven cases ---- */
+
+static void test_bad_requests(void **state)
+{
+	struct tcase *cases;
+	int n = read_cases("bad.txt", &cases), failures = 0;
+
+	(void)state;
+	assert_true(n >= 50);
+	for (int i = 0; i < n; i++) {
+		struct tcase *t = &cases[i];
+		struct qual_msg msg = {{0}};
+		const char *op = (const char *)1, *want_msg;
+		struct request r;
+		char want_op[32];
+		json_t *want_id = NULL;
+		int rc, k;
+
+		/* "OP [id=JSON] MESSAGE" */
+		k = (int)strcspn(t->expect, " ");
+		snprintf(want_op, sizeof want_op, "%.*s", k, t->expect);
+		want_msg = t->expect + k + 1;
+		if (!strncmp(want_msg, "id=", 3)) {
+			json_error_t e;
+
+			want_id = json_loads(want_msg + 3, JSON_DISABLE_EOF_CHECK |
+					     JSON_DECODE_ANY, &e);
+			if (!want_id)
+				fail_msg("bad.txt:%d: bad id in the expectation", t->lineno);
+			want_msg += 3 + e.position + 1;
+		}
+		rc = request_parse(t->request, strlen(t->request), &r, &op, &msg);
+		if (rc != QUAL_EINVAL) {
+			print_error("bad.txt:%d: accepted (rc %d): %s\n", t->lineno, rc, t->request);
+			failures++;
+		} else if (!strstr(msg.text, want_msg)) {
+			print_error("bad.txt:%d: message '%s' lacks '%s'\n", t->lineno,
+				    msg.text, want_msg);
+			failures++;
+		} else if (strcmp(op ? op : "-", want_op)) {
+			print_error("bad.txt:%d: op %s, expected %s\n", t->lineno,
+				    op ? op : "-", want_op);
+			failures++;
+		} else if (!json_equal(r.id, want_id) && (r.id || want_id)) {
+			print_error("bad.txt:%d: id not echoed as expected\n", t->lineno);
+			failures++;
+		}
+		json_decref(want_id);
+		request_release(&r);
+	}
+	free_cases(cases, n);
+	assert_int_equal(failures, 0);
+}
+
+static void test_good_requests(void **state)
+{
+	struct tcase *cases;
+	int n = read_cases("good.txt", &cases), failures = 0;
+
+	(void)state;
+	assert_true(n >= 10);
+	for (int i = 0; i < n; i++) {
+		struct tcase *t = &cases[i];
+		struct qual_msg msg = {{0}};
+		const char *op = NULL;
+		struct request r;
+		json_t *want, *got;
+		json_error_t e;
+
+		want = json_loads(t->expect, 0, &e);
+		if (!want)
+			fail_msg("good.txt:%d: bad expectation: %s", t->lineno + 1, e.text);
+		if (request_parse(t->request, strlen(t->request), &r, &op, &msg) < 0) {
+			print_error("good.txt:%d: refused: %s\n", t->lineno, msg.text);
+			failures++;
+			json_decref(want);
+			continue;
+		}
+		assert_string_equal(op, op_names[r.op]);
+		got = dump_request(&r);
+		if (!json_equal(got, want)) {
+			char *g = json_dumps(got, JSON_COMPACT);
+
+			print_error("good.txt:%d: parsed as %s\n", t->lineno, g);
+			free(g);
+			failures++;
+		}
+		json_decref(got);
+		json_decref(want);
+		request_release(&r);
+	}
+	free_cases(cases, n);
+	assert_int_equal(failures, 0);
+}
+
+/* ---- what a text file cannot hold ---- */
+
+static void expect_refusal(const char *line, size_t len, const char *want)
+{
+	struct qual_msg msg = {{0}};
+	const char *op = NULL;
+	struct request r;
+
+	assert_int_not_equal(request_parse(line, len, &r, &op, &msg), 0);
+	if (!strstr(msg.text, want))
+		fail_msg("message '%s' lacks '%s'", msg.text, want);
+	request_release(&r);
+}
+
+static void test_oversize(void **state)
+{
+	size_t n = REQUEST_MAX_LINE + 1;
+	char *line = malloc(n);
+	struct qual_msg msg;
+	const char *op;
+	struct request r;
+
+	(void)state;
+	/* A valid request padded with spaces to one byte over the limit. */
+	memset(line, ' ', n);
+	memcpy(line, "{\"op\":\"status\"}", 15);
+	expect_refusal(line, n, "request line over 1048576 bytes");
+	/* Exactly at the limit it is accepted. */
+	assert_int_equal(request_parse(line, n - 1, &r, &op, &msg), 0);
+	assert_int_equal(r.op, OP_STATUS);
+	request_release(&r);
+	free(line);
+}
+
+static void test_nul_and_utf8(void **state)
+{
+	static const char nul[] = "{\"op\":\"status\"\0}";
+	static const char esc[] = "{\"op\":\"sta\\u0000tus\"}";
+	static const char bad8[] = "{\"op\":\"st\xff\xfe\"}";
+	static const char deep[] = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[";
+
+	(void)state;
+	expect_refusal(nul, sizeof nul - 1, "malformed json at column");
+	expect_refusal(esc, sizeof esc - 1, "malformed json at column");
+	expect_refusal(bad8, sizeof bad8 - 1, "malformed json at column");
+	/* Unclosed nesting is refused by depth before jansson sees it. */
+	expect_refusal(deep, sizeof deep - 1, "json nested deeper than 16 levels");
+	/* Brackets and escaped quotes in strings do not count. */
+	{
+		const char *s = "{\"op\":\"status\",\"id\":\"\\\"[[[[[[[[[[[[[[[[[[[[[[[[\"}";
+		struct qual_msg msg;
+		const char *op;
+		struct request r;
+
+		assert_int_equal(request_parse(s, strlen(s), &r, &op, &msg), 0);
+		request_release(&r);
+	}
+}
+
+/* A refusal keeps the id for the refused line and releases the rest. */
+static void test_refusal_keeps_id(void **state)
+{
+	const char *s = "{\"op\":\"submit\",\"id\":{\"k\":[1,2]},\"baseline\":\"/a\","
+			"\"candidate\":\"/b\",\"cases\":[\"x\"],\"pairs\":2}";
+	struct qual_msg msg;
+	const char *op = NULL;
+	struct request r;
+	json_t *want = json_pack("{s:[i,i]}", "k", 1, 2);
+
+	(void)state;
+	assert_int_equal(request_parse(s, strlen(s), &r, &op, &msg), QUAL_EINVAL);
+	assert_string_equal(op, "submit");
+	assert_true(json_equal(r.id, want));
+	assert_null(r.submit.baseline);
+	assert_null(r.submit.cases);
+	request_release(&r);
+	assert_null(r.id);
+	json_decref(want);
+}
+
+static void test_submit_round_trip(void **state)
+{
+	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
+			"\"pairs\":64,\"alpha\":0.01,\"margin\":0.02,\"seed\":9,"
+			"\"compile_only\":true,\"follow\":false,\"cases\":[\"c1\",\"c2\"],"
+			"\"candidate_options\":[\"-G\"]}";
+	struct submit_args back;
+	struct qual_msg msg;
+	const char *op;
+	struct request r, r2;
+	json_t *stored, *d1, *d2;
+
+	(void)state;
+	assert_int_equal(request_parse(s, strlen(s), &r, &op, &msg), 0);
+	stored = request_submit_to_json(&r.submit);
+	/* A field a later version might store is ignored. */
+	json_object_set_new(stored, "submitted", json_string("2026-01-01T00:00:00Z"));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), 0);
+
+	/* Everything but follow (not stored: it belongs to the connection)
+	 * survives exactly. */
+	r2 = (struct request){.op = OP_SUBMIT, .submit = back};
+	r2.submit.follow = r.submit.follow;
+	d1 = dump_request(&r);
+	d2 = dump_request(&r2);
+	assert_true(json_equal(d1, d2));
+	assert_true(back.follow);
+
+	/* Stored files get the request's checks. */
+	json_object_set_new(stored, "pairs", json_integer(3));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "'pairs' must be an integer >= 30, got 3"));
+	assert_null(back.baseline);
+	assert_int_equal(request_submit_from_json(json_null(), &back, &msg), QUAL_EINVAL);
+
+	json_decref(d1);
+	json_decref(d2);
+	json_decref(stored);
+	request_release(&r2);
+	request_release(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_requests),
+		cmocka_unit_test(test_good_requests),
+		cmocka_unit_test(test_oversize),
+		cmocka_unit_test(test_nul_and_utf8),
+		cmocka_unit_test(test_refusal_keeps_id),
+		cmocka_unit_test(test_submit_round_trip),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1594 @@
+/* Unit tests for daemon/server.c and daemon/sd.c: the real server on a
+ * temporary socket in this process, on a libuv loop this test drives, with
+ * raw socket clients. The jobs module is a scripted stand-in (below, "the
+ * stub") implementing daemon/jobs.h, so that a test decides exactly when a
+ * job emits which line: that is what follow, watch resume, slow clients and
+ * shutdown need to be checked deterministically. The real jobs module is
+ * driven end to end by the integration tests.
+ *
+ * Every test ends with server_close and asserts uv_loop_close() == 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "jobs.h"
+#include "request.h"
+#include "sd.h"
+/* The server itself, to look at a connection's state where the wire cannot
+ * show it (a replay waiting for its client). */
+#include "server.c"
+
+static uv_loop_t loop;
+
+/* ================= the stub jobs module ================= */
+
+#define STUB_MAX_JOBS 64
+
+struct sjob {
+	char id[JOB_ID_MAX];
+	const char *state;   /* queued, running, done, cancelled, interrupted */
+	char *baseline;
+	char **lines;
+	long n, cap;
+};
+
+struct pending {
+	uv_timer_t timer;
+	struct jobs *j;
+	jobs_submit_cb cb;
+	void *ctx;
+	char *baseline;
+	struct pending *next;
+};
+
+struct jobs {
+	jobs_line_cb cb;
+	void *cb_ctx;
+	struct sjob jobs[STUB_MAX_JOBS];
+	int njobs;
+	struct pending *pending;
+	uv_timer_t close_timer;
+	void (*done)(void *ctx);
+	void *done_ctx;
+	bool closing;
+};
+
+static struct jobs *stub;
+
+int jobs_open(uv_loop_t *l, const struct jobs_config *cfg, jobs_line_cb cb,
+	      void *cb_ctx, struct jobs **out, struct qual_msg *msg)
+{
+	struct jobs *j;
+
+	if (!strcmp(cfg->state_dir, "/fail"))
+		return qual_fail(msg, QUAL_EIO, "cannot open the state directory '/fail'");
+	j = calloc(1, sizeof *j);
+	j->cb = cb;
+	j->cb_ctx = cb_ctx;
+	uv_timer_init(l, &j->close_timer);
+	stub = j;
+	*out = j;
+	return 0;
+}
+
+static struct sjob *stub_find(const char *id)
+{
+	for (int i = 0; stub && i < stub->njobs; i++)
+		if (!strcmp(stub->jobs[i].id, id))
+			return &stub->jobs[i];
+	return NULL;
+}
+
+/* Appends a line {"type":type,<extra>,"job":..,"seq":..} to a job's log,
+ * then tells the server, as the real module does. */
+static void stub_emit(const char *id, const char *type, const char *extra)
+{
+	struct sjob *sj = stub_find(id);
+	char *line;
+	int len;
+
+	assert_non_null(sj);
+	len = asprintf(&line, "{\"type\":\"%s\"%s%s,\"job\":\"%s\",\"seq\":%ld}", type,
+		       extra && *extra ? "," : "", extra ? extra : "", id, sj->n);
+	assert_true(len > 0);
+	if (sj->n == sj->cap) {
+		sj->cap = sj->cap ? 2 * sj->cap : 16;
+		sj->lines = realloc(sj->lines, (size_t)sj->cap * sizeof *sj->lines);
+	}
+	sj->lines[sj->n++] = line;
+	if (!strcmp(type, "verdict")) {
+		if (!strcmp(sj->state, "queued") || !strcmp(sj->state, "running"))
+			sj->state = "done";
+	} else {
+		sj->state = "running";
+	}
+	stub->cb(stub->cb_ctx, id, sj->n - 1, line, (size_t)len);
+}
+
+static void pending_closed(uv_handle_t *h)
+{
+	struct pending *p = container_of((uv_timer_t *)h, struct pending, timer);
+
+	free(p->baseline);
+	free(p);
+}
+
+static void pending_unlink(struct pending *p)
+{
+	struct pending **pp = &p->j->pending;
+
+	while (*pp != p)
+		pp = &(*pp)->next;
+	*pp = p->next;
+}
+
+static void pending_fire(uv_timer_t *t)
+{
+	struct pending *p = container_of(t, struct pending, timer);
+	struct jobs *j = p->j;
+
+	pending_unlink(p);
+	if (!strcmp(p->baseline, "/bad")) {
+		p->cb(p->ctx, QUAL_EABI, NULL, 0,
+		      "cannot load compiler '/bad': no nvrtc or hiprtc entry points");
+	} else {
+		struct sjob *sj = &j->jobs[j->njobs++];
+		int position = 0;
+
+		for (int i = 0; i < j->njobs - 1; i++)
+			position += !strcmp(j->jobs[i].state, "queued");
+		snprintf(sj->id, sizeof sj->id, "j%06d", j->njobs);
+		sj->state = "queued";
+		sj->baseline = strdup(p->baseline);
+		p->cb(p->ctx, 0, sj->id, position, NULL);
+	}
+	uv_close((uv_handle_t *)&p->timer, pending_closed);
+}
+
+int jobs_submit(struct jobs *j, const struct submit_args *args, jobs_submit_cb cb,
+		void *ctx, struct qual_msg *msg)
+{
+	struct pending *p;
+
+	if (j->closing)
+		return qual_fail(msg, QUAL_EINVAL, "quald is shutting down");
+	if (!strcmp(args->baseline, "/sync-bad"))
+		return qual_fail(msg, QUAL_ENOENT, "cannot load compiler '/sync-bad': no such file");
+	p = calloc(1, sizeof *p);
+	p->j = j;
+	p->cb = cb;
+	p->ctx = ctx;
+	p->baseline = strdup(args->baseline);
+	p->next = j->pending;
+	j->pending = p;
+	uv_timer_init(&loop, &p->timer);
+	uv_timer_start(&p->timer, pending_fire, 5, 0);
+	return 0;
+}
+
+int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
+{
+	struct sjob *sj = stub_find(id);
+
+	(void)j;
+	if (!sj)
+		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
+	if (strcmp(sj->state, "queued") && strcmp(sj->state, "running"))
+		return qual_fail(msg, QUAL_EINVAL, "job '%s' has already finished", id);
+	sj->state = "cancelled";
+	stub_emit(id, "verdict", "\"verdict\":\"cancelled\"");
+	return 0;
+}
+
+int jobs_read_log(struct jobs *j, const char *id, long after_seq, jobs_each_cb fn,
+		  void *ctx, const char **state, struct qual_msg *msg)
+{
+	struct sjob *sj = stub_find(id);
+	int count = 0;
+
+	(void)j;
+	if (!sj)
+		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
+	*state = sj->state;
+	for (long i = 0; i < sj->n; i++)
+		if (i > after_seq) {
+			fn(ctx, sj->lines[i], strlen(sj->lines[i]));
+			count++;
+		}
+	return count;
+}
+
+int jobs_ids_after(struct jobs *j, const char *id, char ***ids, int *n)
+{
+	*ids = calloc((size_t)j->njobs + 1, sizeof **ids);
+	*n = 0;
+	for (int i = 0; i < j->njobs; i++)
+		if (!id || strcmp(j->jobs[i].id, id) > 0)
+			(*ids)[(*n)++] = strdup(j->jobs[i].id);
+	return 0;
+}
+
+void jobs_ids_free(char **ids, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+json_t *jobs_status_json(struct jobs *j)
+{
+	json_t *q = json_array(), *r = json_array();
+
+	for (int i = 0; i < j->njobs; i++) {
+		if (!strcmp(j->jobs[i].state, "queued"))
+			json_array_append_new(q, json_string(j->jobs[i].id));
+		if (!strcmp(j->jobs[i].state, "running"))
+			json_array_append_new(r, json_string(j->jobs[i].id));
+	}
+	return json_pack("{s:[{s:i,s:n,s:O}],s:o,s:o}", "slots", "slot", 0, "device",
+			 "job", json_array_size(r) ? json_array_get(r, 0) : json_null(),
+			 "queued", q, "running", r);
+}
+
+json_t *jobs_list_json(struct jobs *j, int limit)
+{
+	json_t *a = json_array();
+
+	for (int i = j->njobs - 1; i >= 0 && (int)json_array_size(a) < limit; i--)
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "job", j->jobs[i].id,
+						   "state", j->jobs[i].state,
+						   "baseline", j->jobs[i].baseline));
+	return json_pack("{s:o}", "jobs", a);
+}
+
+static void stub_closed(uv_handle_t *h)
+{
+	struct jobs *j = container_of((uv_timer_t *)h, struct jobs, close_timer);
+	void (*done)(void *) = j->done;
+	void *ctx = j->done_ctx;
+
+	for (int i = 0; i < j->njobs; i++) {
+		for (long k = 0; k < j->jobs[i].n; k++)
+			free(j->jobs[i].lines[k]);
+		free(j->jobs[i].lines);
+		free(j->jobs[i].baseline);
+	}
+	free(j);
+	stub = NULL;
+	done(ctx);
+}
+
+void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)
+{
+	j->closing = true;
+	j->done = done;
+	j->done_ctx = ctx;
+	while (j->pending) {
+		struct pending *p = j->pending;
+
+		j->pending = p->next;
+		uv_timer_stop(&p->timer);
+		p->cb(p->ctx, QUAL_EINVAL, NULL, 0, "quald is shutting down");
+		uv_close((uv_handle_t *)&p->timer, pending_closed);
+	}
+	for (int i = 0; i < j->njobs; i++)
+		if (!strcmp(j->jobs[i].state, "running")) {
+			j->jobs[i].state = "interrupted";
+			stub_emit(j->jobs[i].id, "verdict", "\"verdict\":\"interrupted\"");
+		}
+	uv_close((uv_handle_t *)&j->close_timer, stub_closed);
+}
+
+/* ================= fixture: a server on a temporary socket ================= */
+
+static char tmpdir[64], sock_path[96];
+static struct server *srv;
+static struct jobs_config jcfg = {.state_dir = "/unused", .nslots = 1};
+static int status_calls, status_queued, status_running;
+
+static void on_status(void *ctx, int queued, int running)
+{
+	(void)ctx;
+	status_calls++;
+	status_queued = queued;
+	status_running = running;
+}
+
+static void start_with(size_t client_buffer, int tcp_port)
+{
+	struct server_config cfg = {
+		.socket_path = sock_path, .tcp_port = tcp_port,
+		.client_buffer = client_buffer, .jobs = &jcfg, .on_status = on_status,
+	};
+	struct qual_msg msg = {{0}};
+
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/qual-server-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(sock_path, sizeof sock_path, "%s/quald.sock", tmpdir);
+	status_calls = 0;
+	return uv_loop_init(&loop);
+}
+
+static void on_closed(void *ctx)
+{
+	*(bool *)ctx = true;
+}
+
+/* Closes the server (if one runs) and checks that the loop closes clean. */
+static void stop(void)
+{
+	bool done = false;
+
+	if (srv) {
+		server_close(srv, on_closed, &done);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		assert_true(done);
+		srv = NULL;
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(sock_path);
+	rmdir(tmpdir);
+	return 0;
+}
+
+/* ================= raw clients ================= */
+
+struct client {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	bool eof;
+};
+
+static struct client *client_of(int fd)
+{
+	struct client *c = calloc(1, sizeof *c);
+
+	c->fd = fd;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return c;
+}
+
+/* Connects while the loop runs, so the server's accept happens. */
+static struct client *client_connect(void)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+		fail_msg("connect '%s': %s", sock_path, strerror(errno));
+	return client_of(fd);
+}
+
+static void client_free(struct client *c)
+{
+	close(c->fd);
+	free(c->buf);
+	free(c);
+}
+
+static void client_fill(struct client *c)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (c->cap - c->len < 65536) {
+			c->cap = c->cap ? 2 * c->cap : 131072;
+			c->buf = realloc(c->buf, c->cap);
+		}
+		n = read(c->fd, c->buf + c->len, c->cap - c->len);
+		if (n > 0) {
+			c->len += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			c->eof = true;
+		return;
+	}
+}
+
+/* One turn of the server's loop, and whatever the client can read. */
+static void pump(struct client *c)
+{
+	struct pollfd p = {.fd = c ? c->fd : -1, .events = POLLIN};
+
+	uv_run(&loop, UV_RUN_NOWAIT);
+	poll(&p, 1, 1);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	if (c)
+		client_fill(c);
+}
+
+static void pump_ms(int ms)
+{
+	uint64_t end = uv_hrtime() + (uint64_t)ms * 1000000;
+
+	while (uv_hrtime() < end)
+		pump(NULL);
+}
+
+static void client_send(struct client *c, const char *data, size_t len)
+{
+	uint64_t deadline = uv_hrtime() + 10000000000ull;
+
+	while (len > 0) {
+		ssize_t n = write(c->fd, data, len);
+
+		if (n > 0) {
+			data += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN)
+			fail_msg("client write: %s", strerror(errno));
+		if (uv_hrtime() > deadline)
+			fail_msg("the server does not read");
+		pump(c);
+	}
+	uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+static void client_sends(struct client *c, const char *text)
+{
+	client_send(c, text, strlen(text));
+}
+
+/* The next line from the server (new string), or NULL at end of stream;
+ * fails after 10 s without one. */
+static char *client_line(struct client *c)
+{
+	uint64_t deadline = uv_hrtime() + 10000000000ull;
+
+	for (;;) {
+		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL, *line;
+		size_t n;
+
+		if (nl) {
+			n = (size_t)(nl - c->buf);
+			line = strndup(c->buf, n);
+			memmove(c->buf, nl + 1, c->len - n - 1);
+			c->len -= n + 1;
+			return line;
+		}
+		if (c->eof)
+			return NULL;
+		if (uv_hrtime() > deadline)
+			fail_msg("no line from the server in 10 s");
+		pump(c);
+	}
+}
+
+static json_t *client_json(struct client *c)
+{
+	char *line = client_line(c);
+	json_error_t e;
+	json_t *o;
+
+	if (!line)
+		fail_msg("the server closed the connection");
+	o = json_loads(line, 0, &e);
+	if (!o)
+		fail_msg("not json: %s", line);
+	free(line);
+	return o;
+}
+
+/* Nothing more arrives for ms milliseconds. */
+static void client_quiet(struct client *c, int ms)
+{
+	uint64_t end = uv_hrtime() + (uint64_t)ms * 1000000;
+
+	while (uv_hrtime() < end)
+		pump(c);
+	if (c->len)
+		fail_msg("unexpected output: %.*s", (int)c->len, c->buf);
+}
+
+static const char *sget(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void expect_type(json_t *o, const char *type, const char *op)
+{
+	if (!sget(o, "type") || strcmp(sget(o, "type"), type) ||
+	    (op && (!sget(o, "op") || strcmp(sget(o, "op"), op)))) {
+		char *t = json_dumps(o, 0);
+
+		fail_msg("expected a %s for %s, got %s", type, op ? op : "-", t);
+	}
+}
+
+/* The next line is a refusal whose message holds want; returns it. */
+static json_t *expect_refused(struct client *c, const char *want)
+{
+	json_t *o = client_json(c);
+
+	expect_type(o, "refused", NULL);
+	assert_true(json_object_get(o, "op") != NULL);
+	assert_true(json_object_get(o, "id") != NULL);
+	if (!sget(o, "message") || !strstr(sget(o, "message"), want))
+		fail_msg("refusal '%s' lacks '%s'", sget(o, "message"), want);
+	return o;
+}
+
+static void expect_status_works(struct client *c)
+{
+	json_t *o;
+
+	client_sends(c, "{\"op\":\"status\",\"id\":\"ok?\"}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "status");
+	assert_string_equal(sget(o, "id"), "ok?");
+	json_decref(o);
+}
+
+/* A job line: checks job and seq, returns the type. */
+static void expect_line(struct client *c, const char *job, long seq)
+{
+	json_t *o = client_json(c);
+
+	if (!sget(o, "job") || strcmp(sget(o, "job"), job) ||
+	    json_integer_value(json_object_get(o, "seq")) != seq) {
+		char *t = json_dumps(o, 0);
+
+		fail_msg("expected %s seq %ld, got %s", job, seq, t);
+	}
+	json_decref(o);
+}
+
+/* Submits (follow as given) and returns the job id from the reply. */
+static char *submit(struct client *c, const char *baseline, bool follow)
+{
+	char req[512], *id;
+	json_t *o;
+
+	snprintf(req, sizeof req, "{\"op\":\"submit\",\"baseline\":\"%s\",\"candidate\":\"/c\","
+		 "\"follow\":%s}\n", baseline, follow ? "true" : "false");
+	client_sends(c, req);
+	o = client_json(c);
+	expect_type(o, "reply", "submit");
+	assert_string_equal(sget(o, "state"), "queued");
+	assert_true(json_is_integer(json_object_get(o, "position")));
+	id = strdup(sget(o, "job"));
+	json_decref(o);
+	return id;
+}
+
+/* ================= tests ================= */
+
+/* Each bad request gets exactly one refused line naming the problem, and the
+ * next request on the same connection works. */
+static void test_bad_requests_connection_lives(void **state)
+{
+	static const struct {
+		const char *line, *want, *op;
+	} bad[] = {
+		{"{\"op\":\"status\"", "malformed json at column", NULL},
+		{"not json at all", "malformed json at column", NULL},
+		{"[1,2,3]", "a request must be a json object, got an array", NULL},
+		{"{\"op\":\"frobnicate\",\"id\":3}", "unknown op 'frobnicate'", NULL},
+		{"{\"id\":4}", "missing 'op'", NULL},
+		{"{\"op\":\"submit\",\"candidate\":\"/c\"}", "missing 'baseline'", "submit"},
+		{"{\"op\":\"submit\",\"baseline\":1,\"candidate\":\"/c\"}",
+		 "'baseline' must be a string", "submit"},
+		{"{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/c\",\"pairs\":5}",
+		 "'pairs' must be an integer >= 30, got 5", "submit"},
+		{"{\"op\":\"show\"}", "missing 'job'", "show"},
+		{"{\"op\":\"show\",\"job\":\"j000042\"}", "no job 'j000042'", "show"},
+		{"{\"op\":\"cancel\",\"job\":\"j000042\"}", "no job 'j000042'", "cancel"},
+		{"{\"op\":\"watch\",\"after_job\":\"j000042\"}", "no job 'j000042'", "watch"},
+		{"{\"op\":\"submit\",\"baseline\":\"/sync-bad\",\"candidate\":\"/c\"}",
+		 "cannot load compiler '/sync-bad'", "submit"},
+	};
+	struct client *c;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_t *o;
+
+		client_sends(c, bad[i].line);
+		client_sends(c, "\n");
+		o = expect_refused(c, bad[i].want);
+		if (bad[i].op)
+			assert_string_equal(sget(o, "op"), bad[i].op);
+		else
+			assert_true(json_is_null(json_object_get(o, "op")));
+		json_decref(o);
+		expect_status_works(c);
+	}
+	/* The id is echoed in a refusal, and is null without one. */
+	client_sends(c, "{\"op\":\"nope\",\"id\":[\"x\",1]}\n{\"op\":\"nope\"}\n");
+	{
+		json_t *o = expect_refused(c, "unknown op 'nope'");
+		json_t *want = json_pack("[s,i]", "x", 1);
+
+		assert_true(json_equal(json_object_get(o, "id"), want));
+		json_decref(want);
+		json_decref(o);
+		o = expect_refused(c, "unknown op 'nope'");
+		assert_true(json_is_null(json_object_get(o, "id")));
+		json_decref(o);
+	}
+	/* Invalid UTF-8 in the input still gives a valid JSON refusal. */
+	client_sends(c, "{\"op\":\"\xff\xfe\"}\n");
+	json_decref(expect_refused(c, "malformed json"));
+	expect_status_works(c);
+	client_quiet(c, 20);
+	client_free(c);
+	stop();
+}
+
+/* A 2 MiB line is refused once (before its end arrives) and skipped up to
+ * its newline; the connection goes on. */
+static void test_oversize_line(void **state)
+{
+	size_t n = 2u << 20;
+	char *big = malloc(n + 1);
+	struct client *c;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	memset(big, 'x', n);
+	memcpy(big, "{\"op\":\"status\",\"id\":\"", 21);
+	big[n] = '\n';
+	client_send(c, big, n + 1);
+	o = expect_refused(c, "request line over 1048576 bytes");
+	assert_true(json_is_null(json_object_get(o, "op")));
+	json_decref(o);
+	expect_status_works(c);
+	/* Blank lines between requests are not requests. */
+	client_sends(c, "\n\r\n  \n");
+	expect_status_works(c);
+	/* Two oversize lines back to back, then a request in the same write. */
+	client_send(c, big, n + 1);
+	client_send(c, big, n + 1);
+	client_sends(c, "{\"op\":\"list\"}\n");
+	json_decref(expect_refused(c, "request line over"));
+	json_decref(expect_refused(c, "request line over"));
+	o = client_json(c);
+	expect_type(o, "reply", "list");
+	json_decref(o);
+	client_quiet(c, 20);
+	free(big);
+	client_free(c);
+	stop();
+}
+
+/* Requests sent together are answered in order, one reply each; a submit
+ * waiting for its checks holds back the requests after it. */
+static void test_pipelined_in_order(void **state)
+{
+	struct client *c;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	client_sends(c, "{\"op\":\"status\",\"id\":1}\n"
+			"{\"op\":\"submit\",\"id\":2,\"baseline\":\"/a\",\"candidate\":\"/c\",\"follow\":false}\n"
+			"{\"op\":\"list\",\"id\":3}\n"
+			"{bad\n"
+			"{\"op\":\"show\",\"id\":5,\"job\":\"j000001\"}\n");
+	for (int id = 1; id <= 5; id++) {
+		if (id == 4) {
+			/* Malformed: no id to echo. */
+			o = expect_refused(c, "malformed json");
+			assert_true(json_is_null(json_object_get(o, "id")));
+			json_decref(o);
+			continue;
+		}
+		o = client_json(c);
+		assert_int_equal(json_integer_value(json_object_get(o, "id")), id);
+		if (id == 3) {
+			/* The list already holds the job submitted before it. */
+			json_t *jobs = json_object_get(o, "jobs");
+
+			assert_int_equal(json_array_size(jobs), 1);
+			assert_string_equal(sget(json_array_get(jobs, 0), "job"), "j000001");
+		}
+		if (id == 5) {
+			expect_type(o, "reply", "show");
+			assert_int_equal(json_integer_value(json_object_get(o, "lines")), 0);
+			assert_string_equal(sget(o, "state"), "queued");
+		}
+		json_decref(o);
+	}
+	client_quiet(c, 20);
+	client_free(c);
+	stop();
+}
+
+static void test_status(void **state)
+{
+	struct client *c;
+	json_t *o;
+	char *job;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	client_sends(c, "{\"op\":\"status\"}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "status");
+	assert_null(json_object_get(o, "id"));
+	assert_string_equal(sget(o, "version"), QUAL_VERSION);
+	assert_int_equal(json_integer_value(json_object_get(o, "schema_version")), 1);
+	assert_true(json_is_array(json_object_get(o, "slots")));
+	assert_int_equal(json_array_size(json_object_get(o, "queued")), 0);
+	assert_int_equal(json_array_size(json_object_get(o, "running")), 0);
+	json_decref(o);
+
+	/* A queued job shows, and the status callback (systemd's STATUS=)
+	 * heard of it. */
+	job = submit(c, "/a", false);
+	client_sends(c, "{\"op\":\"status\"}\n");
+	o = client_json(c);
+	assert_int_equal(json_array_size(json_object_get(o, "queued")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(o, "queued"), 0)), job);
+	json_decref(o);
+	assert_int_equal(status_queued, 1);
+	stub_emit(job, "start", NULL);
+	assert_int_equal(status_queued, 0);
+	assert_int_equal(status_running, 1);
+	stub_emit(job, "verdict", "\"verdict\":\"neutral\"");
+	assert_int_equal(status_running, 0);
+	free(job);
+	client_free(c);
+	stop();
+}
+
+/* A submitter that follows gets the job's lines up to its verdict line; one
+ * that has closed its sending side is then closed. */
+static void test_submit_follow(void **state)
+{
+	struct client *c, *other;
+	char *job, *job2;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	other = client_connect();
+	job = submit(c, "/a", true);
+	job2 = submit(other, "/a", false);
+	shutdown(c->fd, SHUT_WR);
+	stub_emit(job, "start", NULL);
+	stub_emit(job2, "start", NULL); /* not followed by c */
+	stub_emit(job, "case", "\"case\":\"gemm\"");
+	stub_emit(job, "verdict", "\"verdict\":\"neutral\"");
+	expect_line(c, job, 0);
+	expect_line(c, job, 1);
+	expect_line(c, job, 2);
+	assert_null(client_line(c)); /* closed after the verdict */
+	client_quiet(other, 20);     /* did not follow */
+	free(job);
+	free(job2);
+	client_free(c);
+	client_free(other);
+	stop();
+}
+
+static void test_submit_refused_async(void **state)
+{
+	struct client *c;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	client_sends(c, "{\"op\":\"submit\",\"id\":\"s\",\"baseline\":\"/bad\",\"candidate\":\"/c\"}\n"
+			"{\"op\":\"status\",\"id\":\"t\"}\n");
+	o = expect_refused(c, "cannot load compiler '/bad': no nvrtc or hiprtc entry points");
+	assert_string_equal(sget(o, "op"), "submit");
+	assert_string_equal(sget(o, "id"), "s");
+	json_decref(o);
+	o = client_json(c);
+	expect_type(o, "reply", "status");
+	assert_string_equal(sget(o, "id"), "t");
+	json_decref(o);
+	client_free(c);
+	stop();
+}
+
+/* A client that disconnects mid-stream (or before its submit is answered)
+ * does not disturb the job, and the job's lines are all stored. */
+static void test_disconnect_mid_stream(void **state)
+{
+	struct client *c, *viewer;
+	char *job;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	job = submit(c, "/a", true);
+	stub_emit(job, "start", NULL);
+	expect_line(c, job, 0);
+	client_free(c);
+	pump_ms(10);
+	stub_emit(job, "case", NULL);
+	stub_emit(job, "verdict", "\"verdict\":\"neutral\"");
+
+	/* Gone before the submit's callback. */
+	c = client_connect();
+	client_sends(c, "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/c\"}\n");
+	uv_run(&loop, UV_RUN_NOWAIT);
+	client_free(c);
+	pump_ms(30);
+
+	viewer = client_connect();
+	client_sends(viewer, "{\"op\":\"show\",\"job\":\"j000001\"}\n");
+	o = client_json(viewer);
+	expect_type(o, "reply", "show");
+	assert_string_equal(sget(o, "state"), "done");
+	assert_int_equal(json_integer_value(json_object_get(o, "lines")), 3);
+	json_decref(o);
+	for (long s = 0; s < 3; s++)
+		expect_line(viewer, job, s);
+	/* The second submit still made its job. */
+	client_sends(viewer, "{\"op\":\"list\",\"limit\":1}\n");
+	o = client_json(viewer);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 1);
+	assert_string_equal(sget(json_array_get(json_object_get(o, "jobs"), 0), "job"), "j000002");
+	json_decref(o);
+	free(job);
+	client_free(viewer);
+	stop();
+}
+
+static void test_show_list_cancel(void **state)
+{
+	struct client *c;
+	char *a, *b;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	a = submit(c, "/a", false);
+	b = submit(c, "/b", false);
+	stub_emit(a, "start", NULL);
+
+	client_sends(c, "{\"op\":\"list\",\"id\":9}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "list");
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), 9);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 2);
+	assert_string_equal(sget(json_array_get(json_object_get(o, "jobs"), 0), "job"), b);
+	json_decref(o);
+
+	client_sends(c, "{\"op\":\"cancel\",\"job\":\"j000002\"}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "cancel");
+	assert_string_equal(sget(o, "job"), b);
+	assert_string_equal(sget(o, "state"), "cancelled");
+	json_decref(o);
+	client_sends(c, "{\"op\":\"cancel\",\"job\":\"j000002\"}\n");
+	json_decref(expect_refused(c, "has already finished"));
+
+	client_sends(c, "{\"op\":\"show\",\"job\":\"j000002\"}\n");
+	o = client_json(c);
+	assert_string_equal(sget(o, "state"), "cancelled");
+	assert_int_equal(json_integer_value(json_object_get(o, "lines")), 1);
+	json_decref(o);
+	o = client_json(c);
+	assert_string_equal(sget(o, "verdict"), "cancelled");
+	json_decref(o);
+	client_quiet(c, 20);
+	free(a);
+	free(b);
+	client_free(c);
+	stop();
+}
+
+/* Watch: live lines of every job; resume after (job, seq) replays the
+ * stored lines after that point, then goes live without losing or
+ * repeating a line. */
+static void test_watch(void **state)
+{
+	struct client *sub, *live, *w1, *w2, *w3;
+	char *a, *b, *d;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	sub = client_connect();
+	live = client_connect();
+	client_sends(live, "{\"op\":\"watch\",\"id\":\"w\"}\n");
+	o = client_json(live);
+	expect_type(o, "reply", "watch");
+	assert_string_equal(sget(o, "id"), "w");
+	json_decref(o);
+
+	a = submit(sub, "/a", false);
+	b = submit(sub, "/a", false);
+	stub_emit(a, "start", NULL);
+	stub_emit(a, "case", NULL);
+	stub_emit(a, "verdict", NULL);
+	stub_emit(b, "start", NULL);
+	stub_emit(b, "case", NULL);
+	expect_line(live, a, 0);
+	expect_line(live, a, 1);
+	expect_line(live, a, 2);
+	expect_line(live, b, 0);
+	expect_line(live, b, 1);
+
+	/* After a's seq 0: a 1, a 2, b 0, b 1, then b's live lines. */
+	w1 = client_connect();
+	client_sends(w1, "{\"op\":\"watch\",\"after_job\":\"j000001\",\"after_seq\":0}\n");
+	o = client_json(w1);
+	expect_type(o, "reply", "watch");
+	json_decref(o);
+	expect_line(w1, a, 1);
+	expect_line(w1, a, 2);
+	expect_line(w1, b, 0);
+	expect_line(w1, b, 1);
+	client_quiet(w1, 10);
+
+	/* after_job alone: none of a's lines. */
+	w2 = client_connect();
+	client_sends(w2, "{\"op\":\"watch\",\"after_job\":\"j000001\"}\n");
+	json_decref(client_json(w2));
+	expect_line(w2, b, 0);
+	expect_line(w2, b, 1);
+
+	/* After b's last line: nothing stored, then live. */
+	w3 = client_connect();
+	client_sends(w3, "{\"op\":\"watch\",\"after_job\":\"j000002\",\"after_seq\":1}\n");
+	json_decref(client_json(w3));
+	client_quiet(w3, 10);
+
+	stub_emit(b, "verdict", NULL);
+	d = submit(sub, "/a", false);
+	stub_emit(d, "start", NULL);
+	expect_line(live, b, 2);
+	expect_line(live, d, 0);
+	expect_line(w1, b, 2);
+	expect_line(w1, d, 0);
+	expect_line(w2, b, 2);
+	expect_line(w2, d, 0);
+	expect_line(w3, b, 2);
+	expect_line(w3, d, 0);
+	client_quiet(w1, 10);
+	client_quiet(w2, 1);
+	client_quiet(w3, 1);
+	client_quiet(live, 1);
+
+	/* A watching connection still takes requests; a second watch is
+	 * refused. */
+	client_sends(w1, "{\"op\":\"watch\"}\n");
+	json_decref(expect_refused(w1, "already watching"));
+	expect_status_works(w1);
+
+	free(a);
+	free(b);
+	free(d);
+	client_free(sub);
+	client_free(live);
+	client_free(w1);
+	client_free(w2);
+	client_free(w3);
+	stop();
+}
+
+/* A replay larger than the reply mark waits for the client to read instead
+ * of queueing everything (and instead of dropping it); lines the job writes
+ * meanwhile come once, in order, after the stored ones. */
+static void test_watch_replay_paced(void **state)
+{
+	enum { STORED = 20000, LIVE = 300 };
+	struct client *sub, *w;
+	char pad[300];
+	char *a;
+
+	(void)state;
+	start_with(SERVER_MIN_CLIENT_BUFFER, -1);
+	sub = client_connect();
+	a = submit(sub, "/a", false);
+	memset(pad, 'p', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	{
+		char extra[400];
+
+		snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
+		for (int i = 0; i < STORED; i++)
+			stub_emit(a, "pair", extra);
+	}
+	w = client_connect();
+	client_sends(w, "{\"op\":\"watch\",\"after_job\":\"j000001\",\"after_seq\":-1}\n");
+	/* The client does not read for a while; the job goes on. */
+	for (int i = 0; i < LIVE; i++) {
+		stub_emit(a, "pair", "\"live\":true");
+		uv_run(&loop, UV_RUN_NOWAIT);
+	}
+	pump_ms(50);
+	/* The server holds back: about SERVER_REPLY_HIGH queued, not all. */
+	{
+		struct conn *c;
+
+		for (c = srv->conns; c && !c->watching; c = c->next)
+			;
+		assert_non_null(c);
+		assert_true(c->replay.active);
+		assert_true(c->replay.waiting);
+		assert_true(conn_pending(c) <= SERVER_REPLY_HIGH + 1024);
+		assert_true(conn_pending(c) > SERVER_REPLY_HIGH / 2);
+	}
+	json_decref(client_json(w));
+	for (long s = 0; s < STORED + LIVE; s++)
+		expect_line(w, a, s);
+	client_quiet(w, 20);
+	stub_emit(a, "verdict", NULL);
+	expect_line(w, a, STORED + LIVE);
+	free(a);
+	client_free(sub);
+	client_free(w);
+	stop();
+}
+
+/* A watcher that stops reading is dropped once its pending output passes
+ * the cap; the job and a reading watcher are unaffected. */
+static void test_slow_client_dropped(void **state)
+{
+	enum { LINES = 3000 };
+	struct client *sub, *slow, *fast;
+	char extra[1100];
+	long got = 0;
+	char *a, *line;
+
+	(void)state;
+	start_with(SERVER_MIN_CLIENT_BUFFER, -1);
+	sub = client_connect();
+	slow = client_connect();
+	fast = client_connect();
+	client_sends(slow, "{\"op\":\"watch\"}\n");
+	client_sends(fast, "{\"op\":\"watch\"}\n");
+	pump_ms(10);
+	json_decref(client_json(fast));
+	a = submit(sub, "/a", false);
+	snprintf(extra, sizeof extra, "\"pad\":\"%01000d\"", 0);
+	for (int i = 0; i < LINES; i++) {
+		stub_emit(a, "pair", extra);
+		pump(fast);
+	}
+	stub_emit(a, "verdict", NULL);
+	for (long s = 0; s <= LINES; s++)
+		expect_line(fast, a, s);
+	/* The slow one has the reply, some lines, then the end. */
+	json_decref(client_json(slow));
+	while ((line = client_line(slow))) {
+		got++;
+		free(line);
+	}
+	assert_true(got > 0);
+	assert_true(got < LINES);
+	/* The job is whole. */
+	{
+		json_t *o;
+
+		client_sends(sub, "{\"op\":\"show\",\"job\":\"j000001\"}\n");
+		o = client_json(sub);
+		assert_int_equal(json_integer_value(json_object_get(o, "lines")), LINES + 1);
+		json_decref(o);
+		for (long s = 0; s <= LINES; s++)
+			expect_line(sub, a, s);
+	}
+	free(a);
+	client_free(sub);
+	client_free(slow);
+	client_free(fast);
+	stop();
+}
+
+/* Replies do not count against the cap on live output: a client that asks
+ * for a long show while following a job keeps its connection, and gets the
+ * show whole, then the job's lines. */
+static void test_reply_not_capped(void **state)
+{
+	enum { STORED = 5000, LIVE = 20 };
+	struct client *c;
+	char extra[400];
+	char *a, *b;
+	json_t *o;
+
+	(void)state;
+	start_with(SERVER_MIN_CLIENT_BUFFER, -1);
+	c = client_connect();
+	a = submit(c, "/a", false);
+	snprintf(extra, sizeof extra, "\"pad\":\"%0300d\"", 0);
+	for (int i = 0; i < STORED; i++)
+		stub_emit(a, "pair", extra);
+	b = submit(c, "/b", true);
+	client_sends(c, "{\"op\":\"show\",\"job\":\"j000001\"}\n");
+	/* The show is queued (far more than the cap), unread. */
+	pump_ms(20);
+	for (int i = 0; i < LIVE; i++)
+		stub_emit(b, "pair", NULL);
+	o = client_json(c);
+	expect_type(o, "reply", "show");
+	assert_int_equal(json_integer_value(json_object_get(o, "lines")), STORED);
+	json_decref(o);
+	for (long s = 0; s < STORED; s++)
+		expect_line(c, a, s);
+	for (long s = 0; s < LIVE; s++)
+		expect_line(c, b, s);
+	client_quiet(c, 10);
+	free(a);
+	free(b);
+	client_free(c);
+	stop();
+}
+
+/* SIGTERM's path: a running job is stopped and recorded interrupted; its
+ * follower and watchers get that verdict line, then the end of the stream;
+ * the socket file is removed and the loop closes clean (in stop). A submit
+ * still being checked is refused. */
+static void test_shutdown(void **state)
+{
+	struct client *f, *w, *p;
+	bool done = false;
+	char *a;
+	json_t *o;
+	struct stat st;
+
+	(void)state;
+	start_with(0, -1);
+	f = client_connect();
+	w = client_connect();
+	p = client_connect();
+	client_sends(w, "{\"op\":\"watch\"}\n");
+	json_decref(client_json(w));
+	a = submit(f, "/a", true);
+	stub_emit(a, "start", NULL);
+	expect_line(f, a, 0);
+	expect_line(w, a, 0);
+	client_sends(p, "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/c\"}\n");
+	while (!stub->pending)
+		pump(NULL);
+
+	server_close(srv, on_closed, &done);
+	server_close(srv, on_closed, &done); /* a second call does nothing */
+	srv = NULL;
+	assert_int_not_equal(stat(sock_path, &st), 0);
+	o = client_json(f);
+	assert_string_equal(sget(o, "verdict"), "interrupted");
+	json_decref(o);
+	assert_null(client_line(f));
+	o = client_json(w);
+	assert_string_equal(sget(o, "verdict"), "interrupted");
+	json_decref(o);
+	assert_null(client_line(w));
+	json_decref(expect_refused(p, "shutting down"));
+	assert_null(client_line(p));
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_true(done);
+	free(a);
+	client_free(f);
+	client_free(w);
+	client_free(p);
+	stop();
+}
+
+/* Socket file handling: mode 0660; a stale socket is replaced; a live one,
+ * or a file that is not a socket, is left alone and refused; after a failed
+ * open the loop still closes clean. */
+static void test_socket_file(void **state)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg};
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct qual_msg msg = {{0}};
+	struct server *second;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	/* A stale socket: bound, never listening, closed. */
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	close(fd);
+	start_with(0, -1);
+	assert_int_equal(stat(sock_path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0660);
+	assert_true(S_ISSOCK(st.st_mode));
+
+	/* A live one. */
+	assert_int_equal(server_open(&loop, &cfg, &second, &msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "another daemon answers there"));
+	assert_null(second);
+	{
+		struct client *c = client_connect();
+
+		expect_status_works(c);
+		client_free(c);
+	}
+	stop();
+
+	/* Not a socket. */
+	assert_int_equal(uv_loop_init(&loop), 0);
+	fd = open(sock_path, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+	assert_int_equal(server_open(&loop, &cfg, &second, &msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "exists and is not a socket"));
+	assert_int_equal(stat(sock_path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	unlink(sock_path);
+
+	/* The jobs module fails after the socket is bound: the socket goes. */
+	{
+		struct jobs_config bad = {.state_dir = "/fail"};
+
+		cfg.jobs = &bad;
+		assert_int_equal(server_open(&loop, &cfg, &second, &msg), QUAL_EIO);
+		assert_non_null(strstr(msg.text, "/fail"));
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_not_equal(stat(sock_path, &st), 0);
+
+	/* A missing directory is named as such (libuv says EACCES). */
+	{
+		char missing[96];
+
+		snprintf(missing, sizeof missing, "%s/none/quald.sock", tmpdir);
+		cfg.socket_path = missing;
+		cfg.jobs = &jcfg;
+		assert_int_equal(server_open(&loop, &cfg, &second, &msg), QUAL_ENOENT);
+		assert_non_null(strstr(msg.text, "/none'"));
+		assert_non_null(strstr(msg.text, "no directory"));
+	}
+
+	/* A path too long for a socket address. */
+	{
+		char longp[200];
+
+		memset(longp, 'x', sizeof longp - 1);
+		longp[0] = '/';
+		longp[sizeof longp - 1] = '\0';
+		cfg.socket_path = longp;
+		cfg.jobs = &jcfg;
+		assert_int_equal(server_open(&loop, &cfg, &second, &msg), QUAL_EINVAL);
+		assert_non_null(strstr(msg.text, "at most 107 bytes"));
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Loopback TCP and handed-over listening sockets (socket activation). */
+static void test_tcp_and_listen_fds(void **state)
+{
+	struct sockaddr_un ua = {.sun_family = AF_UNIX};
+	struct sockaddr_in ta = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct server_config cfg = {.tcp_port = 0, .jobs = &jcfg};
+	struct qual_msg msg = {{0}};
+	char path2[96];
+	int lfd, fd, fds[2];
+	struct client *c;
+
+	(void)state;
+	snprintf(path2, sizeof path2, "%s/activated.sock", tmpdir);
+	snprintf(ua.sun_path, sizeof ua.sun_path, "%s", path2);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&ua, sizeof ua), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	fds[0] = lfd;
+	/* A socket that is not listening is refused. */
+	fds[1] = socket(AF_UNIX, SOCK_STREAM, 0);
+	cfg.listen_fds = fds;
+	cfg.nlisten_fds = 2;
+	assert_int_equal(server_open(&loop, &cfg, &srv, &msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "is not a listening unix or tcp stream socket"));
+	close(fds[1]);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	/* That failure closed the handed-over socket too (libuv owned it). */
+
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	unlink(path2);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&ua, sizeof ua), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	fds[0] = lfd;
+	cfg.nlisten_fds = 1;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	assert_true(server_tcp_port(srv) > 0);
+
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&ua, sizeof ua), 0);
+	c = client_of(fd);
+	expect_status_works(c);
+	client_free(c);
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ta.sin_port = htons((uint16_t)server_tcp_port(srv));
+	assert_int_equal(connect(fd, (struct sockaddr *)&ta, sizeof ta), 0);
+	c = client_of(fd);
+	expect_status_works(c);
+	client_sends(c, "{\"op\":\"frobnicate\"}\n");
+	json_decref(expect_refused(c, "unknown op"));
+	expect_status_works(c);
+	client_free(c);
+	stop();
+	/* Not our file: a handed-over socket's path is left alone. */
+	assert_int_equal(access(path2, F_OK), 0);
+	unlink(path2);
+}
+
+/* sd_notify's wire protocol: one datagram to NOTIFY_SOCKET, a path or an
+ * abstract name; the variable is removed so that workers cannot use it. */
+static void test_sd_notify(void **state)
+{
+	struct sd_notifier n;
+	struct qual_msg msg;
+	char path[96], name[64], got[256];
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	ssize_t len;
+	int fd;
+
+	(void)state;
+	assert_int_equal(uv_loop_close(&loop), 0);
+	unsetenv("NOTIFY_SOCKET");
+	assert_int_equal(sd_notifier_init(&n, &msg), 0);
+	assert_false(n.enabled);
+	assert_int_equal(sd_notify_send(&n, "READY=1", true, &msg), 0);
+
+	/* A path. */
+	snprintf(path, sizeof path, "%s/notify", tmpdir);
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	assert_int_equal(sd_notifier_init(&n, &msg), 0);
+	assert_null(getenv("NOTIFY_SOCKET"));
+	assert_int_equal(sd_notify_send(&n, "READY=1\nSTATUS=0 queued, 0 running", true, &msg), 0);
+	len = recv(fd, got, sizeof got - 1, MSG_DONTWAIT);
+	assert_true(len > 0);
+	got[len] = '\0';
+	assert_string_equal(got, "READY=1\nSTATUS=0 queued, 0 running");
+	close(fd);
+	unlink(path);
+	/* Nobody listening any more: an error, not a crash or a block. */
+	assert_int_equal(sd_notify_send(&n, "STOPPING=1", true, &msg), QUAL_EIO);
+	assert_non_null(strstr(msg.text, "cannot notify the service manager"));
+
+	/* An abstract name: '@' stands for the leading NUL. */
+	snprintf(name, sizeof name, "@qual-test-%d", (int)getpid());
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path + 1, name + 1, strlen(name) - 1);
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name))), 0);
+	setenv("NOTIFY_SOCKET", name, 1);
+	assert_int_equal(sd_notifier_init(&n, &msg), 0);
+	assert_int_equal(sd_notify_send(&n, "STOPPING=1", true, &msg), 0);
+	len = recv(fd, got, sizeof got - 1, MSG_DONTWAIT);
+	assert_int_equal(len, 10);
+	got[len] = '\0';
+	assert_string_equal(got, "STOPPING=1");
+	close(fd);
+
+	/* Anything else is refused and disables notifications. */
+	setenv("NOTIFY_SOCKET", "vsock:2:1234", 1);
+	assert_int_equal(sd_notifier_init(&n, &msg), QUAL_EINVAL);
+	assert_false(n.enabled);
+	assert_null(getenv("NOTIFY_SOCKET"));
+}
+
+/* sd_listen_fds: only for this pid; the count; close-on-exec set; the
+ * variables removed. Descriptor 3 is borrowed for the test. */
+static void test_sd_listen_fds(void **state)
+{
+	struct qual_msg msg;
+	char pid[32];
+	int saved, sock;
+
+	(void)state;
+	assert_int_equal(uv_loop_close(&loop), 0);
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+
+	unsetenv("LISTEN_PID");
+	assert_int_equal(sd_listen_fds(&msg), 0);
+
+	setenv("LISTEN_PID", "1", 1); /* someone else's */
+	setenv("LISTEN_FDS", "1", 1);
+	assert_int_equal(sd_listen_fds(&msg), 0);
+	assert_null(getenv("LISTEN_FDS"));
+
+	setenv("LISTEN_PID", pid, 1);
+	setenv("LISTEN_FDS", "two", 1);
+	assert_int_equal(sd_listen_fds(&msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "LISTEN_FDS 'two'"));
+
+	saved = fcntl(SD_LISTEN_FDS_START, F_DUPFD_CLOEXEC, 10); /* -1 if 3 was free */
+	sock = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (sock != SD_LISTEN_FDS_START) {
+		assert_int_equal(dup2(sock, SD_LISTEN_FDS_START), SD_LISTEN_FDS_START);
+		close(sock);
+	}
+	assert_int_equal(fcntl(SD_LISTEN_FDS_START, F_GETFD) & FD_CLOEXEC, 0);
+	setenv("LISTEN_PID", pid, 1);
+	setenv("LISTEN_FDS", "1", 1);
+	setenv("LISTEN_FDNAMES", "quald.socket", 1);
+	assert_int_equal(sd_listen_fds(&msg), 1);
+	assert_int_not_equal(fcntl(SD_LISTEN_FDS_START, F_GETFD) & FD_CLOEXEC, 0);
+	assert_null(getenv("LISTEN_PID"));
+	assert_null(getenv("LISTEN_FDS"));
+	assert_null(getenv("LISTEN_FDNAMES"));
+	if (saved >= 0) {
+		dup2(saved, SD_LISTEN_FDS_START);
+		close(saved);
+	} else {
+		close(SD_LISTEN_FDS_START);
+	}
+}
+
+/* The quald program itself, with the real jobs module and fake workers
+ * (tests/tools/fake_worker.sh, fake_compile.sh): it serves, follows a job to
+ * its verdict, and on SIGTERM records the running job interrupted (the
+ * follower gets that line), removes its socket and exits 0 with its loop
+ * closed clean. A second quald on the same socket refuses to start. */
+static void test_quald_program(void **state)
+{
+	char state_dir[96], log[96], ok[96], hang[96], lib_ok[128], lib_hang[128];
+	char self[256], req[512], text[4096];
+	struct client *c;
+	struct stat st;
+	pid_t pid, second;
+	ssize_t n;
+	int status, fd;
+	json_t *o;
+
+	(void)state;
+	snprintf(state_dir, sizeof state_dir, "%s/state", tmpdir);
+	snprintf(log, sizeof log, "%s/quald.log", tmpdir);
+	snprintf(ok, sizeof ok, "%s/ok", tmpdir);
+	snprintf(hang, sizeof hang, "%s/hang", tmpdir);
+	snprintf(lib_ok, sizeof lib_ok, "%s/lib.so", ok);
+	snprintf(lib_hang, sizeof lib_hang, "%s/lib.so", hang);
+	/* The fake worker acts as the candidate's folder says; the library
+	 * must pass the submit check (a 64-bit ELF shared object): this test
+	 * program (position-independent) does. */
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = '\0';
+	assert_int_equal(mkdir(ok, 0700), 0);
+	assert_int_equal(mkdir(hang, 0700), 0);
+	assert_int_equal(symlink(self, lib_ok), 0);
+	assert_int_equal(symlink(self, lib_hang), 0);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		execl(QUALD_BIN, "quald", "--socket", sock_path, "--state-dir", state_dir,
+		      "--worker", FAKE_WORKER, "--compile-helper", FAKE_COMPILE, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && stat(sock_path, &st) < 0; i++)
+		usleep(10000);
+	c = client_connect();
+	expect_status_works(c);
+
+	snprintf(req, sizeof req, "{\"op\":\"submit\",\"baseline\":\"%s\",\"candidate\":\"%s\"}\n",
+		 lib_ok, lib_ok);
+	client_sends(c, req);
+	o = client_json(c);
+	expect_type(o, "reply", "submit");
+	assert_string_equal(sget(o, "job"), "j000001");
+	json_decref(o);
+	for (long s = 0; s < 5; s++)
+		expect_line(c, "j000001", s);
+
+	snprintf(req, sizeof req, "{\"op\":\"submit\",\"baseline\":\"%s\",\"candidate\":\"%s\"}\n",
+		 lib_ok, lib_hang);
+	client_sends(c, req);
+	json_decref(client_json(c));
+	expect_line(c, "j000002", 0);
+
+	second = fork();
+	if (second == 0) {
+		fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 2);
+		execl(QUALD_BIN, "quald", "--socket", sock_path, "--state-dir", state_dir,
+		      "--worker", FAKE_WORKER, "--compile-helper", FAKE_COMPILE, (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(second, &status, 0), second);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 3);
+
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	o = client_json(c);
+	assert_string_equal(sget(o, "type"), "verdict");
+	assert_string_equal(sget(o, "verdict"), "interrupted");
+	json_decref(o);
+	assert_null(client_line(c));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_not_equal(stat(sock_path, &st), 0);
+	fd = open(log, O_RDONLY);
+	n = read(fd, text, sizeof text - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	if (!strstr(text, "quald: stopped"))
+		fail_msg("quald's log lacks 'stopped':\n%s", text);
+	client_free(c);
+	unlink(lib_ok);
+	unlink(lib_hang);
+	rmdir(ok);
+	rmdir(hang);
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", state_dir, log);
+		assert_int_equal(system(cmd), 0);
+	}
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bad_requests_connection_lives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oversize_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_follow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_refused_async, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_disconnect_mid_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_show_list_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_replay_paced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_client_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reply_not_capped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_socket_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tcp_and_listen_fds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sd_listen_fds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quald_program, setup, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
