@@ -60,6 +60,7 @@
 
 #include "exitcode.h"
 #include "fixture.h"
+#include "lifetime.h"
 #include "rtc.h"
 #include "store.h"
 #include "xalloc.h"
@@ -938,7 +939,7 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 
 	/* The worker dies with the daemon (qual-run sets PR_SET_PDEATHSIG when
 	 * QUAL_DIE_WITH_PARENT names its parent) and uses our compile helper. */
-	snprintf(die, sizeof die, "QUAL_DIE_WITH_PARENT=%ld", (long)getpid());
+	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
 	snprintf(helper, sizeof helper, "QUAL_COMPILE=%s", j->helper);
 	argv = worker_argv(j, job, slot);
 	env = env_with(drop, add);
@@ -1004,49 +1005,6 @@ static void jobs_schedule_soon(struct jobs *j)
 }
 
 /* ---- submit checks ------------------------------------------------------------------ */
-
-/* The checks rtc_identify makes before it starts a child, with its words:
- * a regular, readable, 64-bit ELF shared object. */
-static int library_check(const char *path, struct qual_msg *msg)
-{
-	struct stat st;
-	Elf64_Ehdr eh;
-	ssize_t got;
-	int fd;
-
-	if (!path || !*path)
-		return qual_fail(msg, QUAL_EINVAL, "no compiler library given");
-	if (stat(path, &st) < 0) {
-		int e = errno;
-		return qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-				 "cannot load compiler '%s': %s", path,
-				 e == ENOENT ? "no such file" : strerror(e));
-	}
-	if (S_ISDIR(st.st_mode))
-		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': is a directory",
-				 path);
-	if (!S_ISREG(st.st_mode))
-		return qual_fail(msg, QUAL_EINVAL,
-				 "cannot load compiler '%s': not a regular file", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
-				 strerror(errno));
-	got = read(fd, &eh, sizeof eh);
-	close(fd);
-	if (got != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
-		return qual_fail(msg, QUAL_EINVAL,
-				 "cannot load compiler '%s': not an ELF shared object", path);
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64)
-		return qual_fail(msg, QUAL_EINVAL,
-				 "cannot load compiler '%s': not a 64-bit ELF shared object",
-				 path);
-	if (eh.e_type != ET_DYN)
-		return qual_fail(msg, QUAL_EINVAL,
-				 "cannot load compiler '%s': not an ELF shared object "
-				 "(ELF type %u)", path, (unsigned)eh.e_type);
-	return 0;
-}
 
 static int remove_entry(const char *path, const struct stat *st, int flag,
 			struct FTW *ftw)
@@ -1401,8 +1359,8 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 	if (j->closing)
 		return qual_fail(msg, QUAL_EINVAL, "quald is shutting down");
 	if ((rc = submit_validate(args, msg)) ||
-	    (rc = library_check(args->baseline, msg)) ||
-	    (rc = library_check(args->candidate, msg)))
+	    (rc = rtc_check_library(args->baseline, msg)) ||
+	    (rc = rtc_check_library(args->candidate, msg)))
 		return rc;
 	sub = xcalloc(1, sizeof *sub);
 	sub->j = j;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lifetime.h"
 #include "rtc.h"
 #include "xalloc.h"
 
@@ -507,6 +508,9 @@ int main(int argc, char **argv)
 
 	/* Descriptors the parent leaked to us are none of a compiler's business. */
 	closefrom(3);
+	/* A compile whose parent (worker or daemon) is gone is of no use. */
+	if (!qual_die_with_parent())
+		_exit(1);
 	if (args_parse(argc, argv, &a))
 		return usage("missing or unknown arguments");
 	if (strcmp(a.cmd, "identify") && strcmp(a.cmd, "compile"))

@@ -5,12 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 
 #include "exitcode.h"
 #include "fixture.h"
+#include "lifetime.h"
 #include "runner.h"
 #include "xalloc.h"
 
@@ -105,14 +103,9 @@ int main(int argc, char **argv)
 	int status = QUAL_EXIT_USAGE, opt;
 	long l;
 
-	/* A worker of quald dies with the daemon (QUAL_DIE_WITH_PARENT holds
-	 * the daemon's pid): a stale worker left running on a GPU would disturb
-	 * the next job's timings. */
-	if (getenv("QUAL_DIE_WITH_PARENT")) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != (pid_t)atol(getenv("QUAL_DIE_WITH_PARENT")))
-			return QUAL_EXIT_ERROR; /* the daemon died before prctl */
-	}
+	/* A worker of quald dies with the daemon. */
+	if (!qual_die_with_parent())
+		return QUAL_EXIT_ERROR;
 	runner_config_init(&cfg);
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lifetime.h"
 #include "sha256.h"
 #include "xalloc.h"
 
@@ -252,11 +253,12 @@ static char **env_build(const char *libdir, const char *tmpdir)
 
 	while (environ && environ[n])
 		n++;
-	env = xcalloc(n + 4, sizeof *env);
+	env = xcalloc(n + 5, sizeof *env);
 	for (i = 0; i < n; i++) {
 		if (strncmp(environ[i], "LD_LIBRARY_PATH=", 16) == 0 ||
 		    strncmp(environ[i], "TMPDIR=", 7) == 0 ||
-		    strncmp(environ[i], "CUDA_CACHE_DISABLE=", 19) == 0)
+		    strncmp(environ[i], "CUDA_CACHE_DISABLE=", 19) == 0 ||
+		    strncmp(environ[i], QUAL_PARENT_ENV "=", strlen(QUAL_PARENT_ENV) + 1) == 0)
 			continue;
 		env[k++] = xstrdup(environ[i]);
 	}
@@ -272,6 +274,8 @@ static char **env_build(const char *libdir, const char *tmpdir)
 	env[k] = xmalloc(strlen(tmpdir) + 8);
 	sprintf(env[k++], "TMPDIR=%s", tmpdir);
 	env[k++] = xstrdup("CUDA_CACHE_DISABLE=1");
+	env[k] = xmalloc(64);
+	snprintf(env[k++], 64, "%s=%ld", QUAL_PARENT_ENV, (long)getpid());
 	env[k] = NULL;
 	return env;
 }
@@ -498,11 +502,12 @@ static int outcome_status(const struct child_outcome *oc,
 
 /* ---- identify -------------------------------------------------------------- */
 
-/* Checks, without loading it, that path is a readable regular file holding a
- * 64-bit ELF shared object. */
-static int library_check(const char *path, struct qual_msg *msg)
+int rtc_check_library(const char *path, struct qual_msg *msg)
 {
 	struct stat st;
+
+	if (!path || !*path)
+		return qual_fail(msg, QUAL_EINVAL, "no compiler library given");
 	Elf64_Ehdr eh;
 	ssize_t got;
 	int fd;
@@ -572,7 +577,7 @@ int rtc_identify(const char *path, const struct rtc_limits *lim,
 	if (strlen(path) >= sizeof id->path)
 		return qual_fail(msg, QUAL_EINVAL, "compiler path '%s' is too long", path);
 	strcpy(id->path, path);
-	if ((rc = library_check(path, msg)))
+	if ((rc = rtc_check_library(path, msg)))
 		return rc;
 	if (!realpath(path, id->real_path))
 		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,

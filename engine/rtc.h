@@ -49,6 +49,12 @@ struct rtc_identity {
 int rtc_identify(const char *path, const struct rtc_limits *lim,
 		 struct rtc_identity *id, struct qual_msg *msg);
 
+/* Checks, without loading it, that path names a readable regular file
+ * holding a 64-bit ELF shared object: the checks rtc_identify makes before it
+ * starts a child, with the same messages ("cannot load compiler '/x': is a
+ * directory"). Safe in a process that must never load a compiler. */
+int rtc_check_library(const char *path, struct qual_msg *msg);
+
 /* Resource usage from the compiler's report; -1 where unknown. */
 struct rtc_resources {
 	int registers;     /* per thread (VGPRs on AMD) */
