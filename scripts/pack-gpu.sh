@@ -8,12 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUAL_STATIC_DEPS=ON >/dev/null
-cmake --build build-carry -j"$(nproc)" --target qual-run qual-compile qual-judge gpu_smoke qual_shims
+cmake --build build-carry -j"$(nproc)" --target qual-run qual-compile qual-judge quald qualctl gpu_smoke qual_shims
 rm -rf .carry
-mkdir -p .carry/engine .carry/tests .carry/shims .carry/client
+mkdir -p .carry/engine .carry/tests .carry/shims .carry/client .carry/daemon
 cp build-carry/engine/qual-run build-carry/engine/qual-compile .carry/engine/
-cp build-carry/client/qual-judge .carry/client/
+cp build-carry/client/qual-judge build-carry/client/qualctl .carry/client/
+cp build-carry/daemon/quald .carry/daemon/
 cp build-carry/tests/gpu_smoke .carry/tests/
 cp build-carry/shims/*.so .carry/shims/
-ldd .carry/engine/qual-run | grep -E 'jansson|crypto' && { echo "not static" >&2; exit 1; }
+for b in .carry/engine/qual-run .carry/daemon/quald .carry/client/qualctl; do
+  ! ldd "$b" | grep -E 'jansson|crypto|libuv' || { echo "$b: not static" >&2; exit 1; }
+done
 du -sh .carry
