@@ -499,6 +499,7 @@ enum {
 	OPT_BASE_OPT,
 	OPT_CAND_OPT,
 	OPT_COMPILE_ONLY,
+	OPT_COMPILE_TIMEOUT,
 	OPT_SEED,
 	OPT_NO_FOLLOW,
 	OPT_AFTER,
@@ -551,6 +552,11 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		return 0;
 	case OPT_COMPILE_ONLY:
 		json_object_set_new(s->req, "compile_only", json_true());
+		return 0;
+	case OPT_COMPILE_TIMEOUT:
+		if (parse_double(cmd, "--compile-timeout", arg, &x) != 0)
+			return QUAL_EXIT_USAGE;
+		json_object_set_new(s->req, "compile_timeout", json_real(x));
 		return 0;
 	case OPT_NO_FOLLOW:
 		s->follow = false;
@@ -606,6 +612,7 @@ static int cmd_submit(struct ctl *ctl, int argc, char **argv)
 		{"baseline-opt", required_argument, NULL, OPT_BASE_OPT},
 		{"candidate-opt", required_argument, NULL, OPT_CAND_OPT},
 		{"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+		{"compile-timeout", required_argument, NULL, OPT_COMPILE_TIMEOUT},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
 		{NULL, 0, NULL, 0},
@@ -1098,6 +1105,8 @@ static const struct command commands[] = {
 	 "  --baseline-opt OPT    an extra compiler option for the baseline (repeatable)\n"
 	 "  --candidate-opt OPT   an extra compiler option for the candidate (repeatable)\n"
 	 "  --compile-only        compile and compare code only, time nothing\n"
+	 "  --compile-timeout S   seconds each compile may take before it is killed\n"
+	 "                        (default 120)\n"
 	 "  --seed S              seed of the input data\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 COMMON_HELP

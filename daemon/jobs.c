@@ -888,6 +888,9 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
 		if (asprintf(&argv[k++], "--candidate-opt=%s", a->candidate_options[i]) < 0)
 			abort();
+	if (a->compile_timeout_s > 0 &&
+	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
+		abort();
 	if (!j->devices || a->compile_only)
 		argv[k++] = xstrdup("--compile-only");
 	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)

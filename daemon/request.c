@@ -31,6 +31,8 @@
 #define REQUEST_MAX_PAIRS 1000000
 #define REQUEST_MIN_ALPHA 1e-9
 #define REQUEST_MAX_SEED 2147483647LL
+#define REQUEST_MIN_COMPILE_TIMEOUT 0.1   /* seconds */
+#define REQUEST_MAX_COMPILE_TIMEOUT 86400.0
 #define REQUEST_MAX_LIMIT 1000
 #define REQUEST_DEFAULT_LIMIT 20
 
@@ -47,7 +49,7 @@ static const char *const op_names[] = {
 static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
-	"follow", NULL,
+	"compile_timeout", "follow", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
@@ -338,6 +340,18 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 		return rc;
 	s->seed = x;
 
+	if ((v = json_object_get(o, "compile_timeout"))) {
+		double t = json_number_value(v);
+
+		if (!json_is_number(v) || !(t >= REQUEST_MIN_COMPILE_TIMEOUT &&
+					    t <= REQUEST_MAX_COMPILE_TIMEOUT))
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'compile_timeout' must be a number of seconds in [%g, %g], got %s",
+					 REQUEST_MIN_COMPILE_TIMEOUT, REQUEST_MAX_COMPILE_TIMEOUT,
+					 describe(v, got, sizeof got));
+		s->compile_timeout_s = t;
+	}
+
 	if ((rc = get_bool(o, "compile_only", &s->compile_only, msg)) < 0 ||
 	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
 		return rc;
@@ -530,6 +544,8 @@ json_t *request_submit_to_json(const struct submit_args *s)
 	json_object_set_new(o, "margin", json_real(s->margin));
 	json_object_set_new(o, "seed", json_integer(s->seed));
 	json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
+	if (s->compile_timeout_s > 0)
+		json_object_set_new(o, "compile_timeout", json_real(s->compile_timeout_s));
 	if (s->cases)
 		json_object_set_new(o, "cases", list_to_json(s->cases));
 	if (s->baseline_options)

@@ -32,6 +32,8 @@ struct submit_args {
 	double margin;            /* [0, 0.5] */
 	int64_t seed;             /* >= 0 */
 	bool compile_only;
+	double compile_timeout_s; /* seconds per compile; 0: the engine's
+				   * default (qual-run --compile-timeout) */
 	bool follow;              /* stream the job's lines to the submitter */
 	char **cases;             /* NULL-terminated; NULL = all */
 	char **baseline_options;  /* NULL-terminated; may be NULL */
