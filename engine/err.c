@@ -30,6 +30,7 @@ const char *qual_strerror(int code)
 	case QUAL_EGPU: return "gpu error";
 	case QUAL_ECHECK: return "wrong output";
 	case QUAL_ELIMIT: return "limit exceeded";
+	case QUAL_EHANG: return "gpu hang";
 	}
 	return "unknown error";
 }

@@ -21,6 +21,7 @@ enum qual_err {
 	QUAL_EGPU = -10,      /* a GPU runtime call failed */
 	QUAL_ECHECK = -11,    /* output differs from the oracle */
 	QUAL_ELIMIT = -12,    /* a size limit was exceeded */
+	QUAL_EHANG = -13,     /* the GPU did not finish within its deadline */
 };
 
 /* A message buffer filled by functions that fail, so that the caller can

@@ -27,6 +27,22 @@ static const struct gpu_backend *find_backend(const char *name)
 	return NULL;
 }
 
+/* Every call on a hung gpu: the runtime is not called (gpu.h, Deadlines). */
+static int hung_fail(const struct gpu *g, struct qual_msg *msg)
+{
+	return qual_fail(msg, QUAL_EHANG,
+			 "gpu %d is hung: a kernel did not finish within %.0f ms and is still running",
+			 g->info.ordinal, g->wait_limit_ms);
+}
+
+/* Passes a backend's result on, marking the gpu hung on QUAL_EHANG. */
+static int note(struct gpu *g, int rc)
+{
+	if (rc == QUAL_EHANG)
+		g->hung = true;
+	return rc;
+}
+
 static int open_with(const struct gpu_backend *be, int ordinal,
 		     struct gpu **out, struct qual_msg *msg)
 {
@@ -35,6 +51,8 @@ static int open_with(const struct gpu_backend *be, int ordinal,
 	if (rc < 0)
 		return rc;
 	g->backend = be;
+	g->wait_limit_ms = GPU_DEFAULT_WAIT_LIMIT_MS;
+	g->hung = false;
 	g->modules = NULL;
 	g->graphs = NULL;
 	g->allocs = NULL;
@@ -98,10 +116,32 @@ bool gpu_backend_built(const char *backend)
 	return be && be->built;
 }
 
+/* After a hang: frees this process's memory only (gpu_backend.h says each
+ * object is one malloc block). The device's memory goes with the process. */
+static void close_hung(struct gpu *g)
+{
+	while (g->graphs) {
+		struct gpu_graph *next = g->graphs->next;
+		free(g->graphs);
+		g->graphs = next;
+	}
+	while (g->modules) {
+		struct gpu_module *next = g->modules->next;
+		free(g->modules);
+		g->modules = next;
+	}
+	free(g->allocs);
+	free(g);
+}
+
 void gpu_close(struct gpu *g)
 {
 	if (!g)
 		return;
+	if (g->hung) {
+		close_hung(g);
+		return;
+	}
 	/* Graphs reference their modules' kernels: graphs first. */
 	while (g->graphs)
 		gpu_graph_free(g->graphs);
@@ -118,6 +158,33 @@ const struct gpu_info *gpu_get_info(const struct gpu *g)
 	return g ? &g->info : NULL;
 }
 
+void gpu_set_wait_limit(struct gpu *g, double limit_ms)
+{
+	if (g && limit_ms > 0)
+		g->wait_limit_ms = limit_ms;
+}
+
+double gpu_get_wait_limit(const struct gpu *g)
+{
+	return g ? g->wait_limit_ms : 0;
+}
+
+bool gpu_is_hung(const struct gpu *g)
+{
+	return g && g->hung;
+}
+
+/* Links a module the backend returned into g's list. */
+static void add_module(struct gpu *g, struct gpu_module *m)
+{
+	m->gpu = g;
+	m->prev = NULL;
+	m->next = g->modules;
+	if (g->modules)
+		g->modules->prev = m;
+	g->modules = m;
+}
+
 int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		    const char *kernel, struct gpu_module **out,
 		    struct qual_msg *msg)
@@ -131,15 +198,35 @@ int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load: null argument");
 	if (size == 0)
 		return qual_fail(msg, QUAL_EINVAL, "cannot load an empty code object");
-	int rc = g->backend->module_load(g, code, size, kernel, &m, msg);
+	if (g->hung)
+		return hung_fail(g, msg);
+	int rc = note(g, g->backend->module_load(g, code, size, kernel, &m, msg));
 	if (rc < 0)
 		return rc;
-	m->gpu = g;
-	m->prev = NULL;
-	m->next = g->modules;
-	if (g->modules)
-		g->modules->prev = m;
-	g->modules = m;
+	add_module(g, m);
+	*out = m;
+	return 0;
+}
+
+int gpu_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
+			struct gpu_module **out, struct qual_msg *msg)
+{
+	struct gpu_module *m = NULL;
+
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load_ptx: no result pointer");
+	*out = NULL;
+	if (!g || !ptx || !kernel)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load_ptx: null argument");
+	if (!g->backend->module_load_ptx)
+		return qual_fail(msg, QUAL_ENOENT, "the %s backend cannot load ptx",
+				 g->backend->name);
+	if (g->hung)
+		return hung_fail(g, msg);
+	int rc = note(g, g->backend->module_load_ptx(g, ptx, kernel, &m, msg));
+	if (rc < 0)
+		return rc;
+	add_module(g, m);
 	*out = m;
 	return 0;
 }
@@ -155,7 +242,10 @@ void gpu_module_free(struct gpu_module *m)
 		g->modules = m->next;
 	if (m->next)
 		m->next->prev = m->prev;
-	g->backend->module_free(m);
+	if (g->hung)
+		free(m);
+	else
+		g->backend->module_free(m);
 }
 
 int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg)
@@ -167,7 +257,9 @@ int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg)
 		return qual_fail(msg, QUAL_EINVAL, "gpu_alloc: null gpu");
 	if (bytes == 0)
 		return qual_fail(msg, QUAL_EINVAL, "cannot allocate 0 bytes on the gpu");
-	int rc = g->backend->alloc(g, bytes, dptr, msg);
+	if (g->hung)
+		return hung_fail(g, msg);
+	int rc = note(g, g->backend->alloc(g, bytes, dptr, msg));
 	if (rc < 0)
 		return rc;
 	if (g->nalloc == g->alloc_cap) {
@@ -185,7 +277,8 @@ int gpu_free(struct gpu *g, uint64_t dptr)
 	for (size_t i = 0; i < g->nalloc; i++) {
 		if (g->allocs[i] == dptr) {
 			g->allocs[i] = g->allocs[--g->nalloc];
-			return g->backend->free(g, dptr);
+			/* Hung: the memory goes with the process. */
+			return g->hung ? 0 : g->backend->free(g, dptr);
 		}
 	}
 	/* Not one of ours (or freed twice): handing it to the runtime could
@@ -200,7 +293,9 @@ int gpu_upload(struct gpu *g, uint64_t dptr, const void *src, size_t bytes,
 		return qual_fail(msg, QUAL_EINVAL, "gpu_upload: null argument");
 	if (bytes == 0)
 		return 0;
-	return g->backend->upload(g, dptr, src, bytes, msg);
+	if (g->hung)
+		return hung_fail(g, msg);
+	return note(g, g->backend->upload(g, dptr, src, bytes, msg));
 }
 
 int gpu_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
@@ -210,7 +305,9 @@ int gpu_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 		return qual_fail(msg, QUAL_EINVAL, "gpu_download: null argument");
 	if (bytes == 0)
 		return 0;
-	return g->backend->download(g, dst, dptr, bytes, msg);
+	if (g->hung)
+		return hung_fail(g, msg);
+	return note(g, g->backend->download(g, dst, dptr, bytes, msg));
 }
 
 int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
@@ -220,7 +317,9 @@ int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		return qual_fail(msg, QUAL_EINVAL, "gpu_memset: null argument");
 	if (bytes == 0)
 		return 0;
-	return g->backend->memset(g, dptr, value, bytes, msg);
+	if (g->hung)
+		return hung_fail(g, msg);
+	return note(g, g->backend->memset(g, dptr, value, bytes, msg));
 }
 
 int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
@@ -245,8 +344,10 @@ int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
 					 "bad launch geometry: grid %ux%ux%u block %ux%ux%u",
 					 grid[0], grid[1], grid[2], block[0],
 					 block[1], block[2]);
-	int rc = g->backend->graph_new(g, m, grid, block, shared_bytes, params,
-				       nlaunch, &gr, msg);
+	if (g->hung)
+		return hung_fail(g, msg);
+	int rc = note(g, g->backend->graph_new(g, m, grid, block, shared_bytes,
+					       params, nlaunch, &gr, msg));
 	if (rc < 0)
 		return rc;
 	gr->gpu = g;
@@ -270,14 +371,19 @@ void gpu_graph_free(struct gpu_graph *gr)
 		g->graphs = gr->next;
 	if (gr->next)
 		gr->next->prev = gr->prev;
-	g->backend->graph_free(gr);
+	if (g->hung)
+		free(gr);
+	else
+		g->backend->graph_free(gr);
 }
 
 int gpu_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
 	if (!gr)
 		return qual_fail(msg, QUAL_EINVAL, "gpu_graph_run: null graph");
-	return gr->gpu->backend->graph_run(gr, msg);
+	if (gr->gpu->hung)
+		return hung_fail(gr->gpu, msg);
+	return note(gr->gpu, gr->gpu->backend->graph_run(gr, msg));
 }
 
 int gpu_graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
@@ -285,5 +391,7 @@ int gpu_graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
 {
 	if (!gr || !device_ns || !host_ns)
 		return qual_fail(msg, QUAL_EINVAL, "gpu_graph_time: null argument");
-	return gr->gpu->backend->graph_time(gr, device_ns, host_ns, msg);
+	if (gr->gpu->hung)
+		return hung_fail(gr->gpu, msg);
+	return note(gr->gpu, gr->gpu->backend->graph_time(gr, device_ns, host_ns, msg));
 }

@@ -15,7 +15,19 @@
  * Ownership: gpu_close frees everything still held through the gpu (graphs,
  * then modules, then device allocations, then the stream and context), so a
  * caller may close after any failure, a GPU fault included, without freeing
- * the parts first; pointers to them are invalid afterwards. */
+ * the parts first; pointers to them are invalid afterwards.
+ *
+ * Deadlines: every wait for the device (after a graph launch, a copy or a
+ * memset) gives up after the gpu's wait limit (gpu_set_wait_limit) and
+ * returns QUAL_EHANG: a kernel that never ends cannot hold the process. A
+ * hang is not a fault: the kernel is still running, the runtime cannot stop
+ * it, and calls that wait for the device (a free, a module unload) could
+ * block for ever. So after QUAL_EHANG the gpu is hung (gpu_is_hung): every
+ * later call returns QUAL_EHANG without calling the runtime, gpu_close and
+ * the free functions release only this process's host memory, and the
+ * process must end (with _exit, not exit: the runtime's own exit handlers may
+ * wait for the device). Ending the process is what stops the kernel: the
+ * driver destroys the process's context, and its work with it. */
 #ifndef QUAL_GPU_H
 #define QUAL_GPU_H
 
@@ -54,9 +66,24 @@ int gpu_open_backend(const char *backend, int ordinal, struct gpu **out,
 bool gpu_backend_built(const char *backend);
 
 /* Frees g and everything still held through it (see Ownership above). Safe
- * with NULL and after a GPU fault. */
+ * with NULL, after a GPU fault and after a hang (then it frees host memory
+ * only). */
 void gpu_close(struct gpu *g);
 const struct gpu_info *gpu_get_info(const struct gpu *g);
+
+/* The wait limit a gpu starts with: long enough for any single copy or graph
+ * of the fixtures (the slowest graph measured on the H200 took 9.4 ms), short
+ * enough that a forgotten limit does not hold a worker for good. */
+#define GPU_DEFAULT_WAIT_LIMIT_MS 60000.0
+
+/* Sets how long each later wait for the device may take, in milliseconds,
+ * counted from the start of the wait (a graph's wait starts just before its
+ * launch). limit_ms must be positive; others are ignored. */
+void gpu_set_wait_limit(struct gpu *g, double limit_ms);
+double gpu_get_wait_limit(const struct gpu *g);
+
+/* True after a wait ran past the limit (see Deadlines above). */
+bool gpu_is_hung(const struct gpu *g);
 
 /* Loads a code object and finds entry kernel: on CUDA a CUBIN (an ELF image;
  * PTX and fatbins are refused, because the driver would JIT-compile PTX and the
@@ -67,10 +94,19 @@ int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		    struct qual_msg *msg);
 void gpu_module_free(struct gpu_module *m);
 
+/* Loads PTX text (NUL-terminated) that the driver compiles for the device,
+ * and finds entry kernel. For qual's own health-check kernel only (which must
+ * run on any NVIDIA architecture and needs no compiler on the machine), never
+ * for code under test: that is gpu_module_load's CUBIN. A backend without PTX
+ * (HIP) returns QUAL_ENOENT. */
+int gpu_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
+			struct gpu_module **out, struct qual_msg *msg);
+
 /* Device memory. gpu_free of 0 does nothing; of an address that gpu_alloc
  * did not return (or that was freed already) it is QUAL_EINVAL and the runtime
  * is not called. Upload, download and memset are synchronous: each waits for
- * the stream, so an earlier asynchronous fault surfaces there as QUAL_EGPU. */
+ * the stream (within the wait limit), so an earlier asynchronous fault
+ * surfaces there as QUAL_EGPU. */
 int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg);
 int gpu_free(struct gpu *g, uint64_t dptr);
 int gpu_upload(struct gpu *g, uint64_t dptr, const void *src, size_t bytes,
@@ -92,12 +128,13 @@ int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
 		  int nlaunch, struct gpu_graph **out, struct qual_msg *msg);
 void gpu_graph_free(struct gpu_graph *gr);
 
-/* Launches the graph once and waits for it. */
+/* Launches the graph once and waits for it (within the wait limit). */
 int gpu_graph_run(struct gpu_graph *gr, struct qual_msg *msg);
 
 /* Launches the graph once between two device events and waits: *device_ns is
  * the event-measured time of the whole graph, *host_ns the host monotonic time
- * from just before the launch to the end of the wait. */
+ * from just before the launch to the end of the wait. The wait polls the
+ * stream, spinning at first (see the backends), so host_ns stays tight. */
 int gpu_graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
 		   struct qual_msg *msg);
 

@@ -15,10 +15,14 @@
 #include "gpu.h"
 
 /* The common part of an opened gpu. The backend fills backend and info;
- * gpu.c owns the rest. */
+ * gpu.c owns the rest. A backend reads wait_limit_ms in every wait for the
+ * device and returns QUAL_EHANG when a wait runs past it; gpu.c then sets
+ * hung and calls the backend no more (gpu.h, Deadlines). */
 struct gpu {
 	const struct gpu_backend *backend;
 	struct gpu_info info;
+	double wait_limit_ms;       /* > 0 */
+	bool hung;
 	struct gpu_module *modules; /* live modules, newest first */
 	struct gpu_graph *graphs;   /* live graphs, newest first */
 	uint64_t *allocs;           /* live device allocations */
@@ -42,7 +46,11 @@ struct gpu_graph {
  * pointers, bytes > 0, nlaunch >= 1, non-zero grid and block). Functions that
  * free (close, module_free, graph_free, free) must cope with a faulted
  * context: they ignore the runtime's errors there, because nothing better can
- * be done and the process is about to drop the context anyway. */
+ * be done and the process is about to drop the context anyway.
+ *
+ * Every object a backend returns (its gpu, modules and graphs) is one block
+ * from malloc that begins with the common part and owns no other memory: after
+ * a hang, gpu.c frees them with free() alone, without calling the backend. */
 struct gpu_backend {
 	const char *name; /* "cuda", "hip" */
 	bool built;       /* compiled against the vendor header */
@@ -55,6 +63,10 @@ struct gpu_backend {
 			   const char *kernel, struct gpu_module **out,
 			   struct qual_msg *msg);
 	void (*module_free)(struct gpu_module *m);
+	/* PTX text for the driver to compile (gpu_module_load_ptx); NULL when
+	 * the backend has none. */
+	int (*module_load_ptx)(struct gpu *g, const char *ptx, const char *kernel,
+			       struct gpu_module **out, struct qual_msg *msg);
 
 	int (*alloc)(struct gpu *g, size_t bytes, uint64_t *dptr,
 		     struct qual_msg *msg);

@@ -41,6 +41,15 @@
  * programming guide (all architectures since Volta). */
 #define CUDA_DEFAULT_DYNAMIC_SHARED (48u * 1024u)
 
+/* Waits poll cuStreamQuery (cuda_wait). For the first CUDA_SPIN_NS they spin,
+ * as cuStreamSynchronize does on a host with more cores than GPUs, so that a
+ * timed graph's host_ns is not stretched by a sleep: every fixture graph
+ * measured on the H200 took under 10 ms, even a 26x slower candidate's. After
+ * that they sleep CUDA_POLL_SLEEP_NS between queries, which stretches a longer
+ * wait by at most that much (under 1%) and overshoots a deadline by no more. */
+#define CUDA_SPIN_NS 20e6
+#define CUDA_POLL_SLEEP_NS 200000L
+
 /* The entry points taken through cuGetProcAddress, by base name. The field
  * for X(name) is name##_fn; its type is that of the cuda.h declaration the
  * base name maps to (for cuMemAlloc, cuMemAlloc_v2's). cuGraphInstantiate is
@@ -56,7 +65,7 @@
 	X(cuCtxSetCurrent)                                                     \
 	X(cuStreamCreate)                                                      \
 	X(cuStreamDestroy)                                                     \
-	X(cuStreamSynchronize)                                                 \
+	X(cuStreamQuery)                                                       \
 	X(cuEventCreate)                                                       \
 	X(cuEventDestroy)                                                      \
 	X(cuEventRecord)                                                       \
@@ -344,11 +353,43 @@ fail:
 	return rc;
 }
 
-/* Waits for the stream; the check that surfaces asynchronous faults. */
-static int cuda_sync(struct cuda_gpu *cg, struct qual_msg *msg)
+static double cuda_now_ns(void)
 {
-	CUresult r = drv.cuStreamSynchronize_fn(cg->stream);
-	return r == CUDA_SUCCESS ? 0 : cuda_fail(msg, "cuStreamSynchronize", r);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Waits for the stream, which is also the check that surfaces asynchronous
+ * faults, for at most the gpu's wait limit counted from t0_ns (a monotonic
+ * time at or before the work was queued). what names the work in the hang
+ * message: "kernel did not finish within 2000 ms".
+ *
+ * Every launch and copy is followed by this wait before anything else is
+ * queued, so a copy is only ever queued on an idle stream: the runtime calls
+ * themselves (cuMemcpyDtoHAsync into pageable memory returns only when the
+ * copy is done) never wait behind a kernel that does not end. */
+static int cuda_wait(struct cuda_gpu *cg, double t0_ns, const char *what,
+		     struct qual_msg *msg)
+{
+	const double limit_ns = cg->base.wait_limit_ms * 1e6;
+	const struct timespec nap = { 0, CUDA_POLL_SLEEP_NS };
+
+	for (;;) {
+		CUresult r = drv.cuStreamQuery_fn(cg->stream);
+		double waited;
+
+		if (r == CUDA_SUCCESS)
+			return 0;
+		if (r != CUDA_ERROR_NOT_READY)
+			return cuda_fail(msg, "cuStreamQuery", r);
+		waited = cuda_now_ns() - t0_ns;
+		if (waited >= limit_ns)
+			return qual_fail(msg, QUAL_EHANG, "%s did not finish within %.0f ms",
+					 what, cg->base.wait_limit_ms);
+		if (waited >= CUDA_SPIN_NS)
+			nanosleep(&nap, NULL);
+	}
 }
 
 static int cuda_module_load(struct gpu *g, const void *code, size_t size,
@@ -379,6 +420,39 @@ static int cuda_module_load(struct gpu *g, const void *code, size_t size,
 	}
 	if (r != CUDA_SUCCESS) {
 		rc = cuda_fail(msg, "cuModuleGetFunction", r);
+		goto fail;
+	}
+	*out = &cm->base;
+	return 0;
+
+fail:
+	if (cm->mod)
+		(void)drv.cuModuleUnload_fn(cm->mod);
+	free(cm);
+	return rc;
+}
+
+/* PTX for the driver's JIT (gpu_module_load_ptx): the health check's own
+ * kernel, never code under test. */
+static int cuda_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
+				struct gpu_module **out, struct qual_msg *msg)
+{
+	struct cuda_module *cm = xcalloc(1, sizeof *cm);
+	CUresult r;
+	int rc;
+
+	(void)g;
+	r = drv.cuModuleLoadData_fn(&cm->mod, ptx);
+	if (r != CUDA_SUCCESS) {
+		cm->mod = NULL;
+		rc = cuda_fail(msg, "cuModuleLoadData (ptx)", r);
+		goto fail;
+	}
+	r = drv.cuModuleGetFunction_fn(&cm->fn, cm->mod, kernel);
+	if (r != CUDA_SUCCESS) {
+		rc = r == CUDA_ERROR_NOT_FOUND ?
+			qual_fail(msg, QUAL_ENOENT, "kernel '%s' not found in module", kernel) :
+			cuda_fail(msg, "cuModuleGetFunction", r);
 		goto fail;
 	}
 	*out = &cm->base;
@@ -422,34 +496,37 @@ static int cuda_upload(struct gpu *g, uint64_t dptr, const void *src,
 		       size_t bytes, struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = (struct cuda_gpu *)g;
+	double t0 = cuda_now_ns();
 	CUresult r = drv.cuMemcpyHtoDAsync_fn((CUdeviceptr)dptr, src, bytes, cg->stream);
 
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuMemcpyHtoDAsync", r);
-	return cuda_sync(cg, msg);
+	return cuda_wait(cg, t0, "upload", msg);
 }
 
 static int cuda_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 			 struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = (struct cuda_gpu *)g;
+	double t0 = cuda_now_ns();
 	CUresult r = drv.cuMemcpyDtoHAsync_fn(dst, (CUdeviceptr)dptr, bytes, cg->stream);
 
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuMemcpyDtoHAsync", r);
-	return cuda_sync(cg, msg);
+	return cuda_wait(cg, t0, "download", msg);
 }
 
 static int cuda_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		       struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = (struct cuda_gpu *)g;
+	double t0 = cuda_now_ns();
 	CUresult r = drv.cuMemsetD8Async_fn((CUdeviceptr)dptr, (unsigned char)value,
 					    bytes, cg->stream);
 
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuMemsetD8Async", r);
-	return cuda_sync(cg, msg);
+	return cuda_wait(cg, t0, "memset", msg);
 }
 
 static void cuda_graph_free(struct gpu_graph *gr)
@@ -473,6 +550,7 @@ static int cuda_graph_new(struct gpu *g, struct gpu_module *m,
 	struct cuda_graph *cgr = xcalloc(1, sizeof *cgr);
 	CUDA_KERNEL_NODE_PARAMS node = { 0 };
 	CUgraphNode prev = NULL;
+	double t0;
 	CUresult r;
 	int rc;
 
@@ -521,12 +599,13 @@ static int cuda_graph_new(struct gpu *g, struct gpu_module *m,
 		goto fail;
 	}
 	/* Upload now so that the first timed launch does not pay for it. */
+	t0 = cuda_now_ns();
 	r = drv.cuGraphUpload_fn(cgr->exec, cg->stream);
 	if (r != CUDA_SUCCESS) {
 		rc = cuda_fail(msg, "cuGraphUpload", r);
 		goto fail;
 	}
-	rc = cuda_sync(cg, msg);
+	rc = cuda_wait(cg, t0, "graph upload", msg);
 	if (rc < 0)
 		goto fail;
 	*out = &cgr->base;
@@ -541,18 +620,12 @@ static int cuda_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
 	struct cuda_graph *cgr = (struct cuda_graph *)gr;
 	struct cuda_gpu *cg = (struct cuda_gpu *)gr->gpu;
+	double t0 = cuda_now_ns();
 	CUresult r = drv.cuGraphLaunch_fn(cgr->exec, cg->stream);
 
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuGraphLaunch", r);
-	return cuda_sync(cg, msg);
-}
-
-static double cuda_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	return cuda_wait(cg, t0, "kernel", msg);
 }
 
 static int cuda_graph_time(struct gpu_graph *gr, double *device_ns,
@@ -575,7 +648,7 @@ static int cuda_graph_time(struct gpu_graph *gr, double *device_ns,
 	r = drv.cuEventRecord_fn(cg->stop, cg->stream);
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuEventRecord", r);
-	rc = cuda_sync(cg, msg);
+	rc = cuda_wait(cg, t0, "kernel", msg);
 	t1 = cuda_now_ns();
 	if (rc < 0)
 		return rc;
@@ -594,6 +667,7 @@ const struct gpu_backend gpu__cuda_backend = {
 	.close = cuda_close,
 	.module_load = cuda_module_load,
 	.module_free = cuda_module_free,
+	.module_load_ptx = cuda_module_load_ptx,
 	.alloc = cuda_alloc,
 	.free = cuda_free,
 	.upload = cuda_upload,

@@ -30,6 +30,11 @@
  *   their whole LDS (64 KiB) without one; more fails at the launch.
  * - A GPU memory fault aborts the process inside ROCm: it cannot be returned
  *   as QUAL_EGPU. The worker process isolation is what contains it.
+ * - Waits poll hipStreamQuery against the gpu's wait limit, as gpu_cuda.c
+ *   does with cuStreamQuery (spinning first, then sleeping between queries).
+ * - No PTX, and no portable code object either: gpu_module_load_ptx is not
+ *   offered, so the health check on AMD is a memory round trip without a
+ *   kernel (engine/health.c).
  *
  * Built without the headers (QUAL_HAVE_HIP_H unset) the backend only reports
  * that it was not built. */
@@ -71,7 +76,7 @@ static const char *const hip_sonames[] = {
 	X(hipDeviceGetName)                                                    \
 	X(hipStreamCreateWithFlags)                                            \
 	X(hipStreamDestroy)                                                    \
-	X(hipStreamSynchronize)                                                \
+	X(hipStreamQuery)                                                      \
 	X(hipStreamBeginCapture)                                               \
 	X(hipStreamEndCapture)                                                 \
 	X(hipEventCreate)                                                      \
@@ -93,6 +98,10 @@ static const char *const hip_sonames[] = {
 	X(hipGraphDestroy)
 
 #define HIP_FIELD(name) __typeof__(name) *name##_fn;
+
+/* Spin, then sleep between queries: the figures and reasons of gpu_cuda.c. */
+#define HIP_SPIN_NS 20e6
+#define HIP_POLL_SLEEP_NS 200000L
 
 /* The runtime, loaded once per process and never unloaded. */
 static struct {
@@ -353,10 +362,38 @@ fail:
 	return rc;
 }
 
-static int hip_sync(struct hip_gpu *hg, struct qual_msg *msg)
+static double hip_now_ns(void)
 {
-	hipError_t e = rt.hipStreamSynchronize_fn(hg->stream);
-	return e == hipSuccess ? 0 : hip_fail(msg, QUAL_EGPU, "hipStreamSynchronize", e);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Waits for the stream for at most the gpu's wait limit counted from t0_ns;
+ * QUAL_EHANG past it ("kernel did not finish within 2000 ms"). As in
+ * gpu_cuda.c, every launch and copy is followed by this wait before anything
+ * else is queued, so no runtime call waits behind a kernel that never ends. */
+static int hip_wait(struct hip_gpu *hg, double t0_ns, const char *what,
+		    struct qual_msg *msg)
+{
+	const double limit_ns = hg->base.wait_limit_ms * 1e6;
+	const struct timespec nap = { 0, HIP_POLL_SLEEP_NS };
+
+	for (;;) {
+		hipError_t e = rt.hipStreamQuery_fn(hg->stream);
+		double waited;
+
+		if (e == hipSuccess)
+			return 0;
+		if (e != hipErrorNotReady)
+			return hip_fail(msg, QUAL_EGPU, "hipStreamQuery", e);
+		waited = hip_now_ns() - t0_ns;
+		if (waited >= limit_ns)
+			return qual_fail(msg, QUAL_EHANG, "%s did not finish within %.0f ms",
+					 what, hg->base.wait_limit_ms);
+		if (waited >= HIP_SPIN_NS)
+			nanosleep(&nap, NULL);
+	}
 }
 
 static int hip_module_load(struct gpu *g, const void *code, size_t size,
@@ -424,37 +461,40 @@ static int hip_upload(struct gpu *g, uint64_t dptr, const void *src, size_t byte
 		      struct qual_msg *msg)
 {
 	struct hip_gpu *hg = (struct hip_gpu *)g;
+	double t0 = hip_now_ns();
 	/* The ROCm 5.2 prototype takes a non-const source it does not write. */
 	hipError_t e = rt.hipMemcpyHtoDAsync_fn((hipDeviceptr_t)(uintptr_t)dptr,
 						(void *)(uintptr_t)src, bytes, hg->stream);
 
 	if (e != hipSuccess)
 		return hip_fail(msg, QUAL_EGPU, "hipMemcpyHtoDAsync", e);
-	return hip_sync(hg, msg);
+	return hip_wait(hg, t0, "upload", msg);
 }
 
 static int hip_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 			struct qual_msg *msg)
 {
 	struct hip_gpu *hg = (struct hip_gpu *)g;
+	double t0 = hip_now_ns();
 	hipError_t e = rt.hipMemcpyDtoHAsync_fn(dst, (hipDeviceptr_t)(uintptr_t)dptr,
 						bytes, hg->stream);
 
 	if (e != hipSuccess)
 		return hip_fail(msg, QUAL_EGPU, "hipMemcpyDtoHAsync", e);
-	return hip_sync(hg, msg);
+	return hip_wait(hg, t0, "download", msg);
 }
 
 static int hip_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		      struct qual_msg *msg)
 {
 	struct hip_gpu *hg = (struct hip_gpu *)g;
+	double t0 = hip_now_ns();
 	hipError_t e = rt.hipMemsetD8Async_fn((hipDeviceptr_t)(uintptr_t)dptr,
 					      (unsigned char)value, bytes, hg->stream);
 
 	if (e != hipSuccess)
 		return hip_fail(msg, QUAL_EGPU, "hipMemsetD8Async", e);
-	return hip_sync(hg, msg);
+	return hip_wait(hg, t0, "memset", msg);
 }
 
 static void hip_graph_free(struct gpu_graph *gr)
@@ -521,18 +561,12 @@ static int hip_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
 	struct hip_graph *hgr = (struct hip_graph *)gr;
 	struct hip_gpu *hg = (struct hip_gpu *)gr->gpu;
+	double t0 = hip_now_ns();
 	hipError_t e = rt.hipGraphLaunch_fn(hgr->exec, hg->stream);
 
 	if (e != hipSuccess)
 		return hip_fail(msg, QUAL_EGPU, "hipGraphLaunch", e);
-	return hip_sync(hg, msg);
-}
-
-static double hip_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	return hip_wait(hg, t0, "kernel", msg);
 }
 
 static int hip_graph_time(struct gpu_graph *gr, double *device_ns,
@@ -555,7 +589,7 @@ static int hip_graph_time(struct gpu_graph *gr, double *device_ns,
 	e = rt.hipEventRecord_fn(hg->stop, hg->stream);
 	if (e != hipSuccess)
 		return hip_fail(msg, QUAL_EGPU, "hipEventRecord", e);
-	rc = hip_sync(hg, msg);
+	rc = hip_wait(hg, t0, "kernel", msg);
 	t1 = hip_now_ns();
 	if (rc < 0)
 		return rc;

@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exitcode.h"
 #include "fixture.h"
+#include "health.h"
 #include "lifetime.h"
+#include "output.h"
 #include "runner.h"
 #include "xalloc.h"
 
@@ -16,6 +19,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: qual-run BASELINE_LIB CANDIDATE_LIB [options]\n"
+		"       qual-run --health [--device N]\n"
 		"\n"
 		"Compiles every fixture case with both compiler libraries (nvrtc or hiprtc\n"
 		"ABI), checks each arm against a float64 oracle, times the arms in paired\n"
@@ -33,11 +37,17 @@ static void usage(FILE *f)
 		"  --device N           GPU ordinal (default 0)\n"
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
+		"  --hang-floor-ms MS   least time a graph may take before it counts as hung\n"
+		"                       (default 2000)\n"
+		"  --hang-factor F      a graph may take F x the baseline's time if that is\n"
+		"                       longer than the floor (default 100)\n"
+		"  --health             check the GPU (--device) with a tiny kernel of qual's\n"
+		"                       own and print one JSON line; exit 0 when healthy, 3 not\n"
 		"  --list               print the case names and exit\n"
 		"\n"
 		"exit status: 0 improvement, neutral or compile-only pass; 1 regression;\n"
-		"2 fail (candidate wrong, did not compile, or faulted); 3 error (baseline or\n"
-		"machine); 4 usage\n");
+		"2 fail (candidate wrong, did not compile, faulted or hung); 3 error\n"
+		"(baseline or machine); 4 usage\n");
 }
 
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
@@ -75,8 +85,26 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP,
+	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH,
 };
+
+/* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
+ * a hang the process ends with _exit at once (gpu.h, Deadlines). */
+static int run_health(int device)
+{
+	struct health_report r;
+	int rc = health_check(device, HEALTH_LIMIT_MS, &r);
+	int status = rc == 0 ? QUAL_EXIT_PASS : QUAL_EXIT_ERROR;
+
+	output_emit(stdout, health_json(&r));
+	if (!r.ok)
+		fprintf(stderr, "qual-run: gpu %d is not healthy: %s\n", device, r.message);
+	if (r.hung) {
+		fflush(NULL);
+		_exit(status);
+	}
+	return status;
+}
 
 int main(int argc, char **argv)
 {
@@ -92,6 +120,9 @@ int main(int argc, char **argv)
 		{"device", required_argument, NULL, OPT_DEVICE},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
+		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
+		{"health", no_argument, NULL, OPT_HEALTH},
 		{"list", no_argument, NULL, OPT_LIST},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
@@ -101,6 +132,7 @@ int main(int argc, char **argv)
 	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);
 	const char **copts = xcalloc((size_t)argc, sizeof *copts);
 	int status = QUAL_EXIT_USAGE, opt;
+	bool health = false;
 	long l;
 
 	/* A worker of quald dies with the daemon. */
@@ -154,6 +186,19 @@ int main(int argc, char **argv)
 			if (parse_double("--compile-timeout", optarg, 0.1, 86400, &cfg.limits.timeout_s) < 0)
 				goto out;
 			break;
+		case OPT_HANG_FLOOR:
+			/* 1 ms to a day: a floor under a millisecond would call a
+			 * fixture's honest graph hung. */
+			if (parse_double("--hang-floor-ms", optarg, 1, 86400e3, &cfg.hang_floor_ms) < 0)
+				goto out;
+			break;
+		case OPT_HANG_FACTOR:
+			if (parse_double("--hang-factor", optarg, 1, 1e6, &cfg.hang_factor) < 0)
+				goto out;
+			break;
+		case OPT_HEALTH:
+			health = true;
+			break;
 		case OPT_LIST:
 			for (int i = 0; i < fixture_count(); i++)
 				printf("%s\n", fixture_name(i));
@@ -168,6 +213,14 @@ int main(int argc, char **argv)
 			usage(stderr);
 			goto out;
 		}
+	}
+	if (health) {
+		if (argc - optind != 0) {
+			fprintf(stderr, "qual-run: --health takes no compiler libraries\n");
+			goto out;
+		}
+		status = run_health(cfg.device);
+		goto out;
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "qual-run: expected BASELINE_LIB and CANDIDATE_LIB, got %d argument%s\n",

@@ -1,9 +1,11 @@
 #include "runner.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -50,6 +52,9 @@ struct run {
 	enum fixture_platform platform;
 	struct judge judge;
 	bool gpu_dead;          /* a fault ended GPU work for this run */
+	bool hung;              /* ... and it was a hang: the process must end */
+	/* How the wait limit now in force was chosen, for messages. */
+	char limit_why[200];
 	/* Compile results by (arm, SHA-256 of source, target and options): cases
 	 * that share a kernel source (the shape is a kernel parameter) compile
 	 * once per arm. */
@@ -69,6 +74,37 @@ void runner_config_init(struct runner_config *cfg)
 	cfg->warmup = RUNNER_WARMUP;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
+	cfg->hang_floor_ms = RUNNER_HANG_FLOOR_MS;
+	cfg->hang_factor = RUNNER_HANG_FACTOR;
+}
+
+double runner_hang_limit_ms(double floor_ms, double factor, double baseline_graph_ms)
+{
+	double scaled = factor * baseline_graph_ms;
+
+	/* NaN, infinite and non-positive times are no measure: the floor. */
+	return baseline_graph_ms > 0 && isfinite(scaled) && scaled > floor_ms ? scaled : floor_ms;
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Sets the limit of every later wait for the GPU, and why (a phrase that
+ * follows "the limit was"). */
+static void set_limit(struct run *run, double ms, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_limit(struct run *run, double ms, const char *fmt, ...)
+{
+	va_list ap;
+
+	gpu_set_wait_limit(run->gpu, ms);
+	va_start(ap, fmt);
+	vsnprintf(run->limit_why, sizeof run->limit_why, fmt, ap);
+	va_end(ap);
 }
 
 static json_t *identity_json(const struct rtc_identity *id,
@@ -165,15 +201,29 @@ static void fail_arm(struct run *run, struct judge_case *jc, int arm,
 }
 
 /* A GPU call failed while working for arm: the context may be unusable (a
- * fault is sticky), so GPU work ends for the whole run. */
+ * fault is sticky), so GPU work ends for the whole run. A hang is blamed the
+ * same way: every wait follows the one launch or copy before it, so the arm
+ * whose graph was waited for is the arm whose kernel did not finish. */
 static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 		      const char *stage, const struct qual_msg *msg)
 {
-	fail_arm(run, jc, arm, stage, msg->text);
+	char text[sizeof msg->text + sizeof run->limit_why + 64];
+
 	run->gpu_dead = true;
+	if (!gpu_is_hung(run->gpu)) {
+		fail_arm(run, jc, arm, stage, msg->text);
+		snprintf(run->stop_reason, sizeof run->stop_reason,
+			 "gpu work stopped in case '%s' (%s arm, %s): %s", jc->name,
+			 arm_names[arm], stage, msg->text);
+		return;
+	}
+	run->hung = true;
+	snprintf(text, sizeof text, "%s; the limit was %s", msg->text, run->limit_why);
+	fail_arm(run, jc, arm, stage, text);
 	snprintf(run->stop_reason, sizeof run->stop_reason,
-		 "gpu work stopped in case '%s' (%s arm, %s): %s", jc->name,
-		 arm_names[arm], stage, msg->text);
+		 "gpu work stopped in case '%s' (%s arm, %s): %s; the kernel is still "
+		 "running, so the process ends to stop it", jc->name, arm_names[arm],
+		 stage, msg->text);
 }
 
 /* The cache key of a compile: source, target and the arm's options. */
@@ -393,10 +443,12 @@ static int check_arm(struct run *run, const struct fixture_case *c, int arm,
 	return rc;
 }
 
-/* Runs arm's graph reps times on fresh inputs and checks what it left. */
+/* Runs arm's graph reps times on fresh inputs and checks what it left. When
+ * fastest_ns is not NULL it gets the fastest replay's host time (launch to
+ * end of wait), or stays as it was when reps is 0. */
 static int run_and_check(struct run *run, const struct fixture_case *c, int arm,
 			 struct arm *a, struct bufs *b, struct judge_case *jc,
-			 int reps, const char *when)
+			 int reps, const char *when, double *fastest_ns)
 {
 	struct qual_msg msg = {{0}};
 	int rc;
@@ -404,26 +456,40 @@ static int run_and_check(struct run *run, const struct fixture_case *c, int arm,
 	if ((rc = reset_bufs(run, c, b, arm, jc)) < 0)
 		return rc;
 	for (int i = 0; i < reps; i++) {
+		double t0 = now_ns(), dt;
 		if ((rc = gpu_graph_run(a->graph, &msg)) < 0) {
 			gpu_fault(run, jc, arm, "time", &msg);
 			return rc;
 		}
+		dt = now_ns() - t0;
+		if (fastest_ns && (i == 0 || dt < *fastest_ns))
+			*fastest_ns = dt;
 	}
 	return check_arm(run, c, arm, a, b, jc, when);
 }
 
 /* Warm-up: each arm on fresh inputs and a poisoned output, reps replays,
- * then checked. The timed pairs then start from the last arm's output. */
+ * then checked. The timed pairs then start from the last arm's output. The
+ * baseline goes first, under its allowance (set by run_case); its fastest
+ * replay sets the deadline of everything after it in the case. */
 static int warm_up(struct run *run, const struct fixture_case *c,
 		   struct arm arms[2], struct bufs *b, struct judge_case *jc)
 {
+	const struct runner_config *cfg = run->cfg;
+	double base_ns = 0;
 	int rc;
 
-	for (int arm = 0; arm < 2; arm++)
-		if ((rc = run_and_check(run, c, arm, &arms[arm], b, jc,
-					run->cfg->warmup, "after warm-up")) < 0)
-			return rc;
-	return 0;
+	if ((rc = run_and_check(run, c, 0, &arms[0], b, jc, cfg->warmup,
+				"after warm-up", &base_ns)) < 0)
+		return rc;
+	if (base_ns > 0)
+		set_limit(run, runner_hang_limit_ms(cfg->hang_floor_ms, cfg->hang_factor, base_ns / 1e6),
+			  "the larger of the %g ms floor and %g x the baseline's %.3f ms graph",
+			  cfg->hang_floor_ms, cfg->hang_factor, base_ns / 1e6);
+	else
+		set_limit(run, cfg->hang_floor_ms, "the %g ms floor (no baseline warm-up ran)",
+			  cfg->hang_floor_ms);
+	return run_and_check(run, c, 1, &arms[1], b, jc, cfg->warmup, "after warm-up", NULL);
 }
 
 static int time_pairs(struct run *run, const struct fixture_case *c,
@@ -469,7 +535,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		 * the failure did not repeat: it stays with the arm that ran last. */
 		for (int arm = 0; arm < 2; arm++)
 			if (run_and_check(run, c, arm, &arms[arm], b, jc, 1,
-					  "when rerun alone after timing") < 0 && run->gpu_dead)
+					  "when rerun alone after timing", NULL) < 0 && run->gpu_dead)
 				return QUAL_EGPU;
 		if (jc->failure == JUDGE_OK)
 			fail_arm(run, jc, last, "check", text);
@@ -478,7 +544,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	if (rc < 0)
 		return rc;
 	/* The arm that did not run last is checked on a replay of its own. */
-	return run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing");
+	return run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing", NULL);
 }
 
 static void run_case(struct run *run, int index)
@@ -507,6 +573,10 @@ static void run_case(struct run *run, int index)
 	jc->identical_code = identical;
 
 	if (timed && arms[0].compiled && arms[1].compiled) {
+		/* Until the baseline's warm-up has been timed. */
+		set_limit(run, run->cfg->hang_floor_ms * RUNNER_BASELINE_ALLOWANCE,
+			  "the baseline's warm-up allowance, %g x the %g ms floor",
+			  RUNNER_BASELINE_ALLOWANCE, run->cfg->hang_floor_ms);
 		rc = alloc_bufs(run, &c, &bufs, jc);
 		for (int arm = 0; arm < 2 && rc == 0; arm++)
 			rc = prepare_arm(run, &c, arm, &arms[arm], &bufs, jc);
@@ -559,10 +629,11 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
 	json_object_set_new(line, "settings", json_pack(
-		"{s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:o}", "pairs", cfg->pairs,
+		"{s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
 		"warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
 		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
 		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,
+		"hang_floor_ms", cfg->hang_floor_ms, "hang_factor", cfg->hang_factor,
 		"cases", cases));
 	output_emit(run->out, line);
 }
@@ -578,6 +649,38 @@ static int usage_error(struct run *run, FILE *err, const char *arm, const char *
 static const char *default_arch(enum rtc_abi abi)
 {
 	return abi == RTC_ABI_HIPRTC ? "gfx90a" : "sm_90";
+}
+
+/* The error line outside any case that says why GPU work stopped. Its "gpu"
+ * field tells a supervisor, without parsing the message, that the GPU must
+ * pass a health check before its next job: "faulted" (a runtime error) or
+ * "hung" (a wait ran past its deadline; the process ends after the verdict). */
+static void emit_stop(struct run *run)
+{
+	json_t *line = output_line("error");
+
+	json_object_set_new(line, "stage", json_string("time"));
+	json_object_set_new(line, "arm", json_null());
+	json_object_set_new(line, "case", json_null());
+	json_object_set_new(line, "message", output_text(run->stop_reason));
+	json_object_set_new(line, "gpu", json_string(run->hung ? "hung" : "faulted"));
+	output_emit(run->out, line);
+}
+
+/* After a hang, with every line written: the kernel is still running and
+ * only the end of the process stops it (the driver destroys the context and
+ * its work with it). _exit, not exit: the CUDA runtime's exit handlers may
+ * wait for the device, and freeing anything through it may block too. */
+static void end_hung(const struct runner_config *cfg, FILE *out, FILE *err, int status)
+{
+	fflush(out);
+	fflush(err);
+	if (cfg->on_hang) {
+		cfg->on_hang(status);
+		return;
+	}
+	fflush(NULL);
+	_exit(status);
 }
 
 int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
@@ -602,6 +705,13 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		char text[128];
 		snprintf(text, sizeof text, "pairs must be at least %d, got %d",
 			 RUNNER_MIN_PAIRS, cfg->pairs);
+		status = usage_error(&run, err, NULL, text);
+		goto out;
+	}
+	if (!(cfg->hang_floor_ms > 0) || !(cfg->hang_factor > 0)) {
+		char text[160];
+		snprintf(text, sizeof text, "hang floor and factor must be positive, got %g ms and %g",
+			 cfg->hang_floor_ms, cfg->hang_factor);
 		status = usage_error(&run, err, NULL, text);
 		goto out;
 	}
@@ -680,10 +790,12 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	for (int i = 0; i < nsel && !run.gpu_dead; i++)
 		run_case(&run, sel[i]);
 	if (run.gpu_dead)
-		output_error(out, "time", NULL, NULL, run.stop_reason);
+		emit_stop(&run);
 
 	v = judge_finish(&run.judge, &cfg->stats, out, &not_timed);
 	status = judge_exit_status(v);
+	if (run.hung)
+		end_hung(cfg, out, err, status);
 out:
 	if (run.gpu)
 		gpu_close(run.gpu);

@@ -17,6 +17,26 @@
 #define RUNNER_REPLAYS 32   /* launches per graph: one timing = one replay */
 #define RUNNER_WARMUP 5     /* graph replays per arm before the first check */
 
+/* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
+ * baseline's warm-up has run, each wait of the case (both arms' graphs, copies)
+ * may take max(floor, factor x the baseline's graph time), the baseline's time
+ * being the fastest host-measured replay of its warm-up.
+ *
+ * The floor, 2 s, is what decides for every fixture: the slowest baseline
+ * graph measured on the H200 took 0.38 ms and the slowest candidate graph
+ * (the slow shim: -O0 and 32 registers, 26x the baseline) 9.4 ms, so 2 s is
+ * 200x above any honest graph seen, and a kernel that never ends is stopped
+ * within about 2 s. The factor, 100, takes over only for a graph slower than
+ * 20 ms; it leaves 4x above the worst honest slowdown measured (26x).
+ *
+ * The baseline's own warm-up runs before its time is known, with the floor
+ * times RUNNER_BASELINE_ALLOWANCE (20 s): its first replay also pays for lazy
+ * module loading, and the baseline is the reference compiler, bounded only so
+ * that a wedged GPU cannot hold a worker. */
+#define RUNNER_HANG_FLOOR_MS 2000.0
+#define RUNNER_HANG_FACTOR 100.0
+#define RUNNER_BASELINE_ALLOWANCE 10.0
+
 struct runner_config {
 	const char *baseline;   /* compiler library paths */
 	const char *candidate;
@@ -34,15 +54,32 @@ struct runner_config {
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
 	struct rtc_limits limits;
+	double hang_floor_ms;   /* > 0; RUNNER_HANG_FLOOR_MS */
+	double hang_factor;     /* > 0; RUNNER_HANG_FACTOR */
+	/* Ends the process after a kernel did not finish (the lines are written
+	 * and flushed; status is the exit status). NULL: _exit(status), the
+	 * only way to stop the kernel (gpu.h, Deadlines). A test sets its own;
+	 * if it returns, runner_run returns status without calling the GPU
+	 * runtime again. */
+	void (*on_hang)(int status);
 };
 
-/* Fills the defaults: 30 pairs, 5 warm-up replays, alpha 0.05, margin 1%. */
+/* Fills the defaults: 30 pairs, 5 warm-up replays, alpha 0.05, margin 1%,
+ * the hang floor and factor above. */
 void runner_config_init(struct runner_config *cfg);
+
+/* The deadline of each wait once the baseline's graph time is known:
+ * max(floor_ms, factor * baseline_graph_ms). A baseline time that is not a
+ * positive finite number (no warm-up ran) gives the floor. */
+double runner_hang_limit_ms(double floor_ms, double factor, double baseline_graph_ms);
 
 /* Runs the qualification and writes its JSON lines to out. Returns the exit
  * status (engine/exitcode.h): usage problems found before the run starts
  * (a missing or unloadable library, mismatched ABIs, an unknown case) print
- * to err and return QUAL_EXIT_USAGE, as well as an error line on out. */
+ * to err and return QUAL_EXIT_USAGE, as well as an error line on out. A
+ * kernel that does not finish within its deadline fails its arm (the
+ * candidate: fail; the baseline: error), ends GPU work, and after the
+ * verdict line ends the process through cfg->on_hang. */
 int runner_run(const struct runner_config *cfg, FILE *out, FILE *err);
 
 #endif

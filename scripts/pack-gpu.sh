@@ -4,7 +4,8 @@
 # and the benchmark need into .carry/ (ignored by git), laid out like a build
 # folder: .carry/engine/{qual-run,qual-compile}, .carry/tests/gpu_smoke,
 # .carry/shims/*.so. Carry .carry with the device tool and run
-# `bash tests/gpu/run.sh $OUT .carry` there.
+# `bash tests/gpu/run.sh $OUT .carry` there (and tests/gpu/faults.sh, which
+# needs qual-run, qual-compile and the shims oob and spin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUAL_STATIC_DEPS=ON >/dev/null
@@ -16,6 +17,9 @@ cp build-carry/client/qual-judge build-carry/client/qualctl .carry/client/
 cp build-carry/daemon/quald .carry/daemon/
 cp build-carry/tests/gpu_smoke .carry/tests/
 cp build-carry/shims/*.so .carry/shims/
+for s in slow miscompile oob spin; do
+  [ -f ".carry/shims/libshim_$s.so" ] || { echo "libshim_$s.so missing from .carry/shims" >&2; exit 1; }
+done
 for b in .carry/engine/qual-run .carry/daemon/quald .carry/client/qualctl; do
   ! ldd "$b" | grep -E 'jansson|crypto|libuv' || { echo "$b: not static" >&2; exit 1; }
 done

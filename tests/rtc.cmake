@@ -18,7 +18,7 @@ add_library(qual_rtc_test_lib STATIC ${PROJECT_SOURCE_DIR}/engine/sha256.c)
 target_link_libraries(qual_rtc_test_lib PUBLIC qual_common OpenSSL::Crypto ${CMAKE_DL_LIBS})
 
 # Shim compilers: shared objects in <build>/shims.
-set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling)
+set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin)
 foreach(kind ${QUAL_SHIMS})
   add_library(shim_${kind} SHARED
     ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_forward.c
@@ -63,7 +63,9 @@ target_compile_definitions(test_rtc PRIVATE
   RTC_SHIM_SLOW="$<TARGET_FILE:shim_slow>"
   RTC_SHIM_SLOW_G="$<TARGET_FILE:shim_slow_g>"
   RTC_SHIM_NOABI="$<TARGET_FILE:shim_noabi>"
-  RTC_SHIM_SIBLING="$<TARGET_FILE:shim_sibling>")
+  RTC_SHIM_SIBLING="$<TARGET_FILE:shim_sibling>"
+  RTC_SHIM_OOB="$<TARGET_FILE:shim_oob>"
+  RTC_SHIM_SPIN="$<TARGET_FILE:shim_spin>")
 
 # One ctest entry per test function: `test_rtc NAME` runs the cmocka test
 # NAME alone.
@@ -91,7 +93,9 @@ set(QUAL_RTC_TESTS
   shim_miscompile
   shim_slow
   shim_slow_g
-  shim_sibling)
+  shim_sibling
+  shim_oob
+  shim_spin)
 foreach(t ${QUAL_RTC_TESTS})
   add_test(NAME rtc_${t} COMMAND test_rtc ${t})
   set_tests_properties(rtc_${t} PROPERTIES TIMEOUT 120)

@@ -25,6 +25,19 @@
 	"		y[i] = a * x[i] + y[i];\n"                     \
 	"}\n"
 
+/* An entry kernel marked as the fixtures mark theirs (the prelude's
+ * "#define QUAL_KERNEL" before it, the marker at the start of a line), which
+ * shim_oob and shim_spin rewrite. */
+#define ENTRY_SOURCE                                                      \
+	"#define QUAL_KERNEL extern \"C\" __global__\n"                   \
+	"__device__ float twice(float v) { return 2.0f * v; }\n"          \
+	"QUAL_KERNEL void axpy(float a, const float *x, float *y, int n)\n" \
+	"{\n"                                                             \
+	"	int i = blockIdx.x * blockDim.x + threadIdx.x;\n"          \
+	"	if (i < n)\n"                                          \
+	"		y[i] = a * twice(x[i]) + y[i];\n"              \
+	"}\n"
+
 static char test_tmp[PATH_MAX];
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -896,6 +909,39 @@ static void test_shim_miscompile(void **state)
 	rtc_result_release(&b);
 }
 
+/* shim_oob and shim_spin change the entry kernel of a fixture-like source;
+ * a source without the QUAL_KERNEL marker compiles to the real compiler's
+ * code, so the change lands only where it is meant to. */
+static void test_shim_oob(void **state)
+{
+	struct rtc_identity real_id, shim_id;
+	struct rtc_result a, b;
+
+	(void)state;
+	compile_both(RTC_SHIM_OOB, ENTRY_SOURCE, &a, &b);
+	rtc_result_release(&a);
+	rtc_result_release(&b);
+	identify_ok(RTC_TEST_NVRTC, &real_id);
+	identify_ok(RTC_SHIM_OOB, &shim_id);
+	assert_int_equal(compile_with(&real_id, AXPY_SOURCE, "k.cu", "sm_90", NULL, &a), 0);
+	assert_int_equal(compile_with(&shim_id, AXPY_SOURCE, "k.cu", "sm_90", NULL, &b), 0);
+	assert_int_equal(a.status, 0);
+	assert_int_equal(b.status, 0);
+	assert_string_equal(a.code_sha256, b.code_sha256);
+	rtc_result_release(&a);
+	rtc_result_release(&b);
+}
+
+static void test_shim_spin(void **state)
+{
+	struct rtc_result a, b;
+
+	(void)state;
+	compile_both(RTC_SHIM_SPIN, ENTRY_SOURCE, &a, &b);
+	rtc_result_release(&a);
+	rtc_result_release(&b);
+}
+
 static void test_shim_slow(void **state)
 {
 	struct rtc_result a, b;
@@ -979,6 +1025,8 @@ int main(int argc, char **argv)
 		T(shim_slow),
 		T(shim_slow_g),
 		T(shim_sibling),
+		T(shim_oob),
+		T(shim_spin),
 	};
 	static char filter[128];
 	size_t i;

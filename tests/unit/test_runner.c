@@ -10,6 +10,7 @@
  * poisoned outputs, restored inputs, verdicts and exit statuses. Every stream
  * is also validated against docs/schema/lines.schema.json by
  * tests/tools/validate_lines.py. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -70,9 +72,12 @@ struct fake_arm {
 	double factor;    /* graph time relative to FAKE_GRAPH_NS */
 	bool timed_only;  /* wrong, skip and corrupt only in timed replays
 			   * (gpu_graph_time), never in checked runs */
+	int hang_run;     /* this gpu_graph_run call does not finish */
+	int hang_time;    /* this gpu_graph_time call does not finish */
+	double run_ms;    /* host time each gpu_graph_run takes (a sleep) */
 };
 
-static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false};
+static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0};
 
 /* A device allocation: host memory, plus what happened to it since the last
  * graph execution. */
@@ -150,6 +155,14 @@ static struct {
 	int first_fresh;    /* ... that found a poisoned output and fresh inputs */
 	int resets;         /* executions after a poison, first or not */
 	int calls_after_fault;
+	/* Hangs: the wait limit in force at each arm's first gpu_graph_run and
+	 * at the first gpu_graph_time (first case), and at the hang. */
+	bool hung;
+	double first_run_limit[2];
+	double first_time_limit;
+	double hang_limit;
+	int on_hang_calls;  /* runner_config.on_hang calls, and the status */
+	int on_hang_status;
 	struct fake_time times[FAKE_MAX_TIMES];
 	int ntime;
 	int problems;       /* misuse of the backend; the first one in problem */
@@ -185,6 +198,24 @@ static int fake_dead(struct qual_msg *msg)
 	return qual_fail(msg, QUAL_EGPU,
 			 "cuStreamSynchronize: an illegal memory access was encountered "
 			 "(CUDA_ERROR_ILLEGAL_ADDRESS)");
+}
+
+/* A graph that does not finish: what the real backends return when the
+ * wait runs past the gpu's limit. */
+static int fake_hang(const struct gpu_graph *g, struct qual_msg *msg)
+{
+	fk.hung = true;
+	fk.hang_limit = g->gpu->wait_limit_ms;
+	return qual_fail(msg, QUAL_EHANG, "kernel did not finish within %.0f ms",
+			 g->gpu->wait_limit_ms);
+}
+
+/* After a hang the runtime must not be called at all (gpu.h, Deadlines):
+ * gpu.c answers for it. Every fake entry point checks. */
+static void fake_check_hung(const char *call)
+{
+	if (fk.hung)
+		fake_problem("%s called after a hang", call);
 }
 
 static int fake_fault(struct qual_msg *msg)
@@ -231,6 +262,7 @@ static int fake_hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 
 static void fake_close(struct gpu *g)
 {
+	fake_check_hung("close");
 	/* gpu.c frees what the runner left before the backend closes. */
 	if (fk.live_graphs || fk.live_modules || fk.nalloc)
 		fake_problem("gpu closed with %d graphs, %d modules, %d allocations live",
@@ -249,6 +281,7 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 	struct fake_module *m;
 
 	(void)g;
+	fake_check_hung("module_load");
 	if (fk.dead)
 		return fake_dead(msg);
 	/* Real code: a CUBIN, an ELF image. */
@@ -271,6 +304,7 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 
 static void fake_module_free(struct gpu_module *m)
 {
+	fake_check_hung("module_free");
 	fk.live_modules--;
 	free(m);
 }
@@ -280,6 +314,7 @@ static int fake_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_m
 	struct fake_alloc *a;
 
 	(void)g;
+	fake_check_hung("alloc");
 	if (fk.dead)
 		return fake_dead(msg);
 	if (fk.nalloc == FAKE_MAX_ALLOCS)
@@ -299,6 +334,7 @@ static int fake_free(struct gpu *g, uint64_t dptr)
 	struct fake_alloc *a = fake_find(dptr);
 
 	(void)g;
+	fake_check_hung("free");
 	if (!a) {
 		fake_problem("free of an unknown address");
 		return QUAL_EINVAL;
@@ -329,6 +365,7 @@ static int fake_upload(struct gpu *g, uint64_t dptr, const void *src, size_t byt
 	struct fake_alloc *a;
 
 	(void)g;
+	fake_check_hung("upload");
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "upload")))
@@ -344,6 +381,7 @@ static int fake_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 	struct fake_alloc *a;
 
 	(void)g;
+	fake_check_hung("download");
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "download")))
@@ -358,6 +396,7 @@ static int fake_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 	struct fake_alloc *a;
 
 	(void)g;
+	fake_check_hung("memset");
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "memset")))
@@ -397,6 +436,7 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 	struct fake_case *fc;
 
 	(void)g;
+	fake_check_hung("graph_new");
 	if (fk.dead)
 		return fake_dead(msg);
 	fc = fake_match(fm->kernel, params);
@@ -432,6 +472,7 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 
 static void fake_graph_free(struct gpu_graph *gr)
 {
+	fake_check_hung("graph_free");
 	fk.live_graphs--;
 	free(gr);
 }
@@ -510,12 +551,22 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 static int fake_graph_run(struct gpu_graph *g, struct qual_msg *msg)
 {
 	struct fake_graph *gr = (struct fake_graph *)g;
+	const struct fake_arm *plan = &fk.arm[gr->arm];
 	int k = gr->runs++;
 
+	fake_check_hung("graph_run");
 	if (fk.dead)
 		return fake_dead(msg);
-	if (k == fk.arm[gr->arm].fault_run)
+	if (fk.first_run_limit[gr->arm] == 0)
+		fk.first_run_limit[gr->arm] = g->gpu->wait_limit_ms;
+	if (k == plan->hang_run)
+		return fake_hang(g, msg);
+	if (k == plan->fault_run)
 		return fake_fault(msg);
+	if (plan->run_ms > 0) {
+		struct timespec ts = {0, (long)(plan->run_ms * 1e6)};
+		nanosleep(&ts, NULL);
+	}
 	fake_execute(gr, false);
 	return 0;
 }
@@ -527,8 +578,13 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	int k = gr->times++;
 	struct fake_time *t;
 
+	fake_check_hung("graph_time");
 	if (fk.dead)
 		return fake_dead(msg);
+	if (fk.first_time_limit == 0)
+		fk.first_time_limit = g->gpu->wait_limit_ms;
+	if (k == fk.arm[gr->arm].hang_time)
+		return fake_hang(g, msg);
 	if (k == fk.arm[gr->arm].fault_time)
 		return fake_fault(msg);
 	fake_execute(gr, true);
@@ -572,6 +628,8 @@ struct scenario {
 	struct fake_arm arm[2];
 	double noise;
 	int open_rc;
+	double hang_floor_ms;   /* 0: the default */
+	double hang_factor;     /* 0: the default */
 	const char *validate;   /* extra validate_lines.py arguments */
 };
 
@@ -582,6 +640,13 @@ struct outcome {
 };
 
 static const char *const candidate_lineinfo[] = {"-lineinfo"};
+
+/* In place of _exit after a hang: records, and returns to the runner. */
+static void fake_on_hang(int status)
+{
+	fk.on_hang_calls++;
+	fk.on_hang_status = status;
+}
 
 static void fake_reset(void)
 {
@@ -647,6 +712,11 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 		cfg.candidate_opts = candidate_lineinfo;
 		cfg.ncandidate_opts = 1;
 	}
+	if (s->hang_floor_ms > 0)
+		cfg.hang_floor_ms = s->hang_floor_ms;
+	if (s->hang_factor > 0)
+		cfg.hang_factor = s->hang_factor;
+	cfg.on_hang = fake_on_hang;
 
 	out = open_memstream(&text, &len);
 	err = open_memstream(&o->err, &elen);
@@ -677,13 +747,28 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	free(text);
 	if (fk.problems)
 		fail_msg("%d backend misuse(s), first: %s", fk.problems, fk.problem);
-	/* Whatever happened, the runner closed the device it opened, and
-	 * gpu_close freed everything (fake_close checks). */
-	assert_int_equal(fk.closes, fk.opens);
-	assert_int_equal(fk.live_graphs, 0);
-	assert_int_equal(fk.live_modules, 0);
-	assert_int_equal(fk.nalloc, 0);
 	assert_int_equal(fk.nlaunch_bad, 0);
+	if (fk.hung) {
+		/* The process would have ended here: the runner handed the
+		 * status to on_hang once, and nothing reached the backend after
+		 * the hang (fake_check_hung), not even the frees and the close.
+		 * What the device held goes with the process; here the test
+		 * frees the fake's host memory itself. */
+		assert_int_equal(fk.on_hang_calls, 1);
+		assert_int_equal(fk.on_hang_status, o->status);
+		assert_int_equal(fk.closes, 0);
+		for (int i = 0; i < fk.nalloc; i++)
+			free(fk.allocs[i].p);
+		fk.nalloc = 0;
+	} else {
+		/* Whatever happened, the runner closed the device it opened,
+		 * and gpu_close freed everything (fake_close checks). */
+		assert_int_equal(fk.on_hang_calls, 0);
+		assert_int_equal(fk.closes, fk.opens);
+		assert_int_equal(fk.live_graphs, 0);
+		assert_int_equal(fk.live_modules, 0);
+		assert_int_equal(fk.nalloc, 0);
+	}
 	validate(path, s->validate);
 }
 
@@ -1224,6 +1309,7 @@ static void test_candidate_fault_in_pair(void **state)
 	}
 	assert_non_null(stop);
 	assert_non_null(strstr(str(stop, "message"), "gpu work stopped in case '" CASE_GEMM "'"));
+	assert_string_equal(str(stop, "gpu"), "faulted");
 	/* The second case was never started. */
 	assert_int_equal(fk.loads, 2);
 	assert_int_equal(count_lines(&o, "case", CASE_CONV), 0);
@@ -1281,6 +1367,178 @@ static void test_candidate_fault_at_warmup(void **state)
 	assert_int_equal(fk.calls_after_fault, 0);
 	assert_true(max_abs_error(&o, CASE_CONV, "baseline") == 0);
 	assert_true(max_abs_error(&o, CASE_CONV, "candidate") == -1);
+	outcome_release(&o);
+}
+
+/* The error line outside any case (arm null) that says why GPU work
+ * stopped; exactly one. */
+static json_t *stop_line(const struct outcome *o)
+{
+	json_t *stop = NULL;
+
+	for (size_t i = 0; i < json_array_size(o->lines); i++) {
+		json_t *l = json_array_get(o->lines, i);
+		if (has_type(l, "error") && json_is_null(json_object_get(l, "arm"))) {
+			assert_null(stop);
+			stop = l;
+		}
+	}
+	assert_non_null(stop);
+	return stop;
+}
+
+/* The deadline policy as a pure function: the floor unless factor x the
+ * baseline's graph time is longer; no (or no sane) baseline time: the floor. */
+static void test_hang_limit(void **state)
+{
+	(void)state;
+	/* The H200's slowest baseline graph: the floor decides. */
+	assert_true(runner_hang_limit_ms(2000, 100, 0.38) == 2000);
+	/* At the boundary, and past it: factor x baseline. */
+	assert_true(runner_hang_limit_ms(2000, 100, 20) == 2000);
+	assert_true(runner_hang_limit_ms(2000, 100, 50) == 5000);
+	assert_true(runner_hang_limit_ms(10, 3, 4) == 12);
+	assert_true(runner_hang_limit_ms(2000, 100, 0) == 2000);
+	assert_true(runner_hang_limit_ms(2000, 100, -5) == 2000);
+	assert_true(runner_hang_limit_ms(2000, 100, NAN) == 2000);
+	assert_true(runner_hang_limit_ms(2000, 100, INFINITY) == 2000);
+	/* The defaults are the documented ones. */
+	{
+		struct runner_config cfg;
+		runner_config_init(&cfg);
+		assert_true(cfg.hang_floor_ms == RUNNER_HANG_FLOOR_MS);
+		assert_true(cfg.hang_factor == RUNNER_HANG_FACTOR);
+		assert_null(cfg.on_hang);
+	}
+}
+
+/* The candidate's first warm-up replay never finishes. The baseline's
+ * warm-up ran under its allowance (10 x the floor); the candidate's under
+ * the floor (the fake's baseline is far faster than floor / factor). The run
+ * fails, naming the candidate, the case and the limit; the second case never
+ * starts; nothing reaches the backend after the hang; the process would end
+ * with exit 2. */
+static void test_candidate_hang_at_warmup(void **state)
+{
+	static const char *const want[] = {
+		"kernel did not finish within 2000 ms",
+		"the limit was the larger of the 2000 ms floor and 100 x the baseline's", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_hang_warmup", .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict fail --expect-case-verdict " CASE_GEMM "=fail "
+			    "--expect-error-substring 'did not finish within 2000 ms'",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].hang_run = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_non_null(strstr(str(stop_line(&o), "message"),
+			       "gpu work stopped in case '" CASE_GEMM "' (candidate arm, time): "
+			       "kernel did not finish within 2000 ms; the kernel is still running, "
+			       "so the process ends to stop it"));
+	assert_string_equal(str(stop_line(&o), "gpu"), "hung");
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	assert_int_equal(fk.loads, 2);
+	assert_int_equal(count_lines(&o, "case", CASE_CONV), 0);
+	assert_int_equal(fk.execs[0], RUNNER_WARMUP);
+	assert_int_equal(fk.execs[1], 0);
+	assert_true(fk.first_run_limit[0] == RUNNER_BASELINE_ALLOWANCE * RUNNER_HANG_FLOOR_MS);
+	assert_true(fk.first_run_limit[1] == RUNNER_HANG_FLOOR_MS);
+	assert_true(fk.hang_limit == RUNNER_HANG_FLOOR_MS);
+	/* The baseline's output was checked; the candidate's never. */
+	assert_true(max_abs_error(&o, CASE_GEMM, "baseline") == 0);
+	assert_true(max_abs_error(&o, CASE_GEMM, "candidate") == -1);
+	outcome_release(&o);
+}
+
+/* The baseline's first warm-up replay never finishes: blamed on the
+ * baseline, the run is an error (exit 3), and the message says the limit
+ * was the baseline's allowance. */
+static void test_baseline_hang_at_warmup(void **state)
+{
+	static const char *const want[] = {
+		"kernel did not finish within 20000 ms",
+		"the limit was the baseline's warm-up allowance, 10 x the 2000 ms floor", NULL};
+	struct scenario s = {
+		.name = "runner_baseline_hang_warmup", .cases = {CASE_CONV}, .ncases = 1,
+		.arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict error --expect-case-verdict " CASE_CONV "=fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[0].hang_run = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_error(&o, "time", "baseline", CASE_CONV, want);
+	assert_int_equal(count_errors(&o, "candidate"), 0);
+	assert_case_failed(&o, CASE_CONV, "baseline");
+	assert_int_equal(fk.execs[1], 0);
+	assert_string_equal(str(stop_line(&o), "gpu"), "hung");
+	outcome_release(&o);
+}
+
+/* A hang in the candidate's timed replay of pair 7, with --hang-floor-ms
+ * 1234: the limit of the timed pairs is the floor given, the 7 complete
+ * pairs are kept, and the start line records the settings. */
+static void test_candidate_hang_in_pair(void **state)
+{
+	static const char *const want[] = {"kernel did not finish within 1234 ms", NULL};
+	struct scenario s = {
+		.name = "runner_candidate_hang_pair", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002, .hang_floor_ms = 1234,
+		.validate = "--expect-verdict fail --expect-pairs 7",
+	};
+	struct outcome o = {0};
+	json_t *settings;
+
+	(void)state;
+	s.arm[1].hang_time = 7;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_pairs(&o, CASE_GEMM, 7);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_true(fk.first_run_limit[0] == 12340);
+	assert_true(fk.first_time_limit == 1234);
+	assert_true(fk.hang_limit == 1234);
+	settings = json_object_get(json_array_get(o.lines, 0), "settings");
+	assert_true(json_real_value(json_object_get(settings, "hang_floor_ms")) == 1234);
+	assert_true(json_real_value(json_object_get(settings, "hang_factor")) == RUNNER_HANG_FACTOR);
+	outcome_release(&o);
+}
+
+/* When factor x the baseline's graph time is over the floor, it is the
+ * limit: the baseline's replays take 3 ms each (a sleep), so with a 1 ms
+ * floor and a factor of 1000 the candidate's limit is 1000 x the fastest
+ * baseline warm-up replay: at least 3000 ms, and not much more. */
+static void test_hang_limit_from_baseline(void **state)
+{
+	static const char *const want[] = {"x the baseline's 3.", NULL};
+	struct scenario s = {
+		.name = "runner_hang_limit_from_baseline", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .hang_floor_ms = 1, .hang_factor = 1000,
+		.validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[0].run_ms = 3;
+	s.arm[1].hang_run = 1;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	print_message("limit from a 3 ms baseline graph x 1000: %.1f ms\n", fk.hang_limit);
+	assert_true(fk.first_run_limit[0] == 10);
+	assert_true(fk.hang_limit >= 3000);
+	assert_true(fk.hang_limit < 3900);
+	assert_true(fk.first_run_limit[1] == fk.hang_limit);
 	outcome_release(&o);
 }
 
@@ -1348,6 +1606,11 @@ int main(void)
 		cmocka_unit_test(test_candidate_fault_in_pair),
 		cmocka_unit_test(test_baseline_fault_at_warmup),
 		cmocka_unit_test(test_candidate_fault_at_warmup),
+		cmocka_unit_test(test_hang_limit),
+		cmocka_unit_test(test_candidate_hang_at_warmup),
+		cmocka_unit_test(test_baseline_hang_at_warmup),
+		cmocka_unit_test(test_candidate_hang_in_pair),
+		cmocka_unit_test(test_hang_limit_from_baseline),
 		cmocka_unit_test(test_too_few_pairs),
 		cmocka_unit_test(test_no_device),
 	};
