@@ -10,12 +10,12 @@
  *
  * Rules this module applies (docs/protocol.md states the user-facing ones):
  *
- * Relaying. Each stdout line of a worker is parsed; an object is relayed with
- * its bytes unchanged and ,"job":ID,"seq":N spliced in before its closing
- * brace (so numbers keep the engine's exact text). A line that is not a JSON
- * object (an engine bug, or a runtime library printing to stdout) is not
- * dropped: it becomes an error line (stage "setup", arm and case null) whose
- * message quotes its first 200 bytes, and the job goes on. A line over
+ * Relaying (relay.h). Each stdout line of a worker is parsed; an object is
+ * relayed with its bytes unchanged and ,"job":ID,"seq":N spliced in before its
+ * closing brace (so numbers keep the engine's exact text). A line that is not
+ * a JSON object (an engine bug, or a runtime library printing to stdout) is
+ * not dropped: it becomes an error line (stage "setup", arm and case null)
+ * whose message quotes its first 200 bytes, and the job goes on. A line over
  * JOBS_LINE_MAX bytes is an engine bug: the worker is killed and the job ends
  * with an error verdict. Lines after the engine's verdict line are dropped
  * (every job ends with exactly one verdict line). Every line goes to the
@@ -61,6 +61,7 @@
 #include "exitcode.h"
 #include "fixture.h"
 #include "lifetime.h"
+#include "relay.h"
 #include "rtc.h"
 #include "store.h"
 #include "xalloc.h"
@@ -85,8 +86,6 @@ extern char **environ;
 #define JOBS_DRAIN_MS 2000
 #define JOBS_DEFAULT_TIMEOUT_S 7200.0
 #define JOBS_DEFAULT_CHECK_TIMEOUT_S 30.0
-/* Bytes of a non-JSON worker line quoted in the error line made of it. */
-#define JOBS_QUOTE_MAX 200
 /* Read buffer per pipe read. */
 #define JOBS_READ_CHUNK 65536
 
@@ -140,6 +139,7 @@ struct worker {
 	bool verdict_seen, candidate_failed;
 	char engine_verdict[32];
 	char spawn_error[512];     /* uv_spawn failed: why */
+	char tmpdir[PATH_MAX];     /* the worker's own $TMPDIR; "" = none */
 	long dropped;              /* lines after the verdict line */
 	char *line;                /* the incomplete stdout line so far */
 	size_t line_len, line_cap;
@@ -484,6 +484,9 @@ static void job_end_here(struct jobs *j, struct job *job, enum job_state state,
 
 /* ---- workers ---------------------------------------------------------------------- */
 
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw);
+
 static void worker_handle_closed(uv_handle_t *h)
 {
 	struct worker *w = h->data;
@@ -491,6 +494,10 @@ static void worker_handle_closed(uv_handle_t *h)
 
 	if (--w->handles > 0)
 		return;
+	/* The worker has exited: what a worker stopped by a signal left in
+	 * its $TMPDIR (its compile folders) goes now. */
+	if (w->tmpdir[0])
+		nftw(w->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	j->slots[w->slot] = NULL;
 	j->nworkers--;
 	free(w->line);
@@ -556,79 +563,41 @@ static void worker_inspect(struct worker *w, json_t *o)
 	}
 }
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 /* Relays one worker line (len bytes, no newline). */
 static void worker_relay(struct worker *w, const char *line, size_t len)
 {
 	struct jobs *j = w->j;
 	struct job *job = w->job;
-	json_error_t jerr;
+	struct qual_msg m;
 	const char *type;
+	size_t n;
 	json_t *o;
+	char *text;
 	bool sync;
+	int rc;
 
 	if (w->verdict_seen) {
 		w->dropped++;
 		return;
 	}
-	while (len > 0 && is_space(line[len - 1]))
-		len--;
-	while (len > 0 && is_space(line[0])) {
-		line++;
-		len--;
-	}
-	if (len == 0)
-		return;
-	o = json_loadb(line, len, 0, &jerr);
-	if (!o || !json_is_object(o)) {
-		size_t q = len < JOBS_QUOTE_MAX ? len : JOBS_QUOTE_MAX;
-		json_t *e = json_pack("{s:s,s:s,s:n,s:n}", "type", "error",
-				      "stage", "setup", "arm", "case");
-		json_t *quote = text_json(line, q);
-		char *msg;
-
-		if (asprintf(&msg, "worker printed a line that is not a json object: '%s'%s",
-			     json_string_value(quote), q < len ? "..." : "") < 0)
-			msg = NULL;
-		json_object_set_new(e, "message", json_string(msg ? msg : "worker printed a "
-							      "line that is not a json object"));
-		free(msg);
-		json_decref(quote);
-		json_decref(o);
-		job_put_json(j, job, e, false, true);
-		json_decref(e);
-		return;
-	}
-	worker_inspect(w, o);
-	if (w->verdict_seen && !w->exited && !w->term_sent) {
-		double limit_ms = 1000.0 * j->job_timeout_s;
-		uv_timer_start(&w->timer, worker_timer,
-			       limit_ms < JOBS_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
-			       JOBS_AFTER_VERDICT_MS, 0);
+	rc = relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
+	if (!text)
+		return; /* a blank line */
+	if (rc == 0) {
+		/* A line that was not an object (rc < 0) became an error
+		 * line with arm null: it blames no one and ends nothing. */
+		worker_inspect(w, o);
+		if (w->verdict_seen && !w->exited && !w->term_sent) {
+			double limit_ms = 1000.0 * j->job_timeout_s;
+			uv_timer_start(&w->timer, worker_timer,
+				       limit_ms < JOBS_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
+				       JOBS_AFTER_VERDICT_MS, 0);
+		}
 	}
 	type = json_string_value(json_object_get(o, "type"));
 	sync = type && (!strcmp(type, "case_verdict") || !strcmp(type, "verdict"));
-	if (json_object_get(o, "job") || json_object_get(o, "seq")) {
-		/* Not the engine's doing; keep ours authoritative. */
-		job_put_json(j, job, o, sync, true);
-	} else {
-		/* The engine's bytes as they are, with ours spliced in before
-		 * the closing brace. */
-		char ids[JOB_ID_MAX + 64];
-		size_t n = (size_t)snprintf(ids, sizeof ids, "%s\"job\":\"%s\",\"seq\":%ld}",
-					    json_object_size(o) ? "," : "", job->id,
-					    job->next_seq);
-		char *text = xmalloc(len - 1 + n + 1);
-
-		memcpy(text, line, len - 1);
-		memcpy(text + len - 1, ids, n + 1);
-		job_put(j, job, text, len - 1 + n, sync, true);
-		free(text);
-	}
+	job_put(j, job, text, n, sync, true);
+	free(text);
 	json_decref(o);
 }
 
@@ -911,11 +880,14 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
 	char die[64], helper[PATH_MAX + 16];
-	/* Nothing of systemd's that is meant for the daemon alone. */
+	/* Nothing of systemd's that is meant for the daemon alone; TMPDIR is
+	 * replaced when the worker gets a folder of its own. */
 	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "QUAL_COMPILE=", "LISTEN_FDS=",
 			       "LISTEN_PID=", "LISTEN_FDNAMES=", "NOTIFY_SOCKET=",
-			       "WATCHDOG_USEC=", "WATCHDOG_PID=", NULL };
-	const char *add[] = { die, helper, NULL };
+			       "WATCHDOG_USEC=", "WATCHDOG_PID=", NULL, NULL };
+	const char *add[] = { die, helper, NULL, NULL };
+	char tmpenv[PATH_MAX + 16];
+	const char *tmp = getenv("TMPDIR");
 	struct qual_msg m;
 	char **argv, **env;
 	int rc;
@@ -944,6 +916,22 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 	 * QUAL_DIE_WITH_PARENT names its parent) and uses our compile helper. */
 	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
 	snprintf(helper, sizeof helper, "QUAL_COMPILE=%s", j->helper);
+	/* A $TMPDIR of the worker's own, removed once it has exited
+	 * (worker_handle_closed): the engine removes its compile folders
+	 * itself, but not when a cancel, the time limit or a shutdown stops
+	 * it with a signal. Without one, it uses ours. */
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/quald-%s-XXXXXX", tmp,
+			     job->id) >= sizeof w->tmpdir || !mkdtemp(w->tmpdir)) {
+		warn("job '%s': cannot create a temporary folder in '%s': %s", job->id, tmp,
+		     strerror(errno));
+		w->tmpdir[0] = '\0';
+	} else {
+		snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", w->tmpdir);
+		drop[8] = "TMPDIR=";
+		add[2] = tmpenv;
+	}
 	argv = worker_argv(j, job, slot);
 	env = env_with(drop, add);
 	memset(&opt, 0, sizeof opt);

@@ -389,7 +389,7 @@ int request_parse(const char *line, size_t len, struct request *r,
 	char clipped[CLIP_BUF];
 	json_error_t jerr;
 	json_t *root = NULL, *v;
-	const char *key, *op;
+	const char *key, *op, *nul;
 	long long x;
 	int rc = QUAL_EINVAL;
 	int i, k;
@@ -406,6 +406,18 @@ int request_parse(const char *line, size_t len, struct request *r,
 	}
 	if (depth_exceeds(line, len, REQUEST_MAX_DEPTH)) {
 		qual_fail(msg, rc, "json nested deeper than %d levels", REQUEST_MAX_DEPTH);
+		goto out;
+	}
+	/* jansson 2.14 skips a NUL byte that follows a number or a literal
+	 * ({"limit":3\0} loads; akheron/jansson#331): refuse any NUL first, as
+	 * jansson refuses the others. The column counts characters, as
+	 * jansson's do. */
+	if ((nul = memchr(line, '\0', len))) {
+		int column = 1;
+
+		for (const char *p = line; p < nul; p++)
+			column += ((unsigned char)*p & 0xC0) != 0x80;
+		qual_fail(msg, rc, "malformed json at column %d: nul byte", column);
 		goto out;
 	}
 	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);

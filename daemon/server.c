@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "output.h"
 #include "request.h"
 #include "xalloc.h"
@@ -89,7 +90,7 @@ struct conn {
 	unsigned long serial;      /* for the log */
 	int refs;                  /* the handle, and a pending submit */
 	bool closing, shutting, eof, reading, processing;
-	bool skipping;             /* discarding an oversize line up to its newline */
+	struct frame frame;        /* splitting the input into request lines */
 	bool submit_pending;       /* a submit waits for jobs_submit's callback */
 	bool submit_follow;
 	json_t *submit_id;
@@ -768,15 +769,7 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
 	struct qual_msg msg = {{0}};
 	const char *op_name = NULL;
 	struct request r;
-	size_t i;
 
-	if (len > 0 && line[len - 1] == '\r')
-		len--;
-	for (i = 0; i < len; i++)
-		if (line[i] != ' ' && line[i] != '\t')
-			break;
-	if (i == len)
-		return; /* blank lines are allowed between requests */
 	if (request_parse(line, len, &r, &op_name, &msg) < 0) {
 		conn_refuse(c, op_name, r.id, msg.text);
 		request_release(&r);
@@ -904,34 +897,22 @@ static void conn_process(struct conn *c)
 		return;
 	c->processing = true;
 	while (!c->closing && !s->stopping && !conn_blocked(c)) {
-		char *start = c->in + c->in_pos;
-		size_t avail = c->in_len - c->in_pos, len;
-		char *nl = avail ? memchr(start, '\n', avail) : NULL;
+		const char *line;
+		size_t used, len;
+		enum frame_event ev = frame_next(&c->frame, c->in + c->in_pos,
+						 c->in_len - c->in_pos, c->eof,
+						 REQUEST_MAX_LINE, &used, &line, &len);
 
-		if (!nl) {
-			if (c->skipping) {
-				c->in_pos = c->in_len;
-			} else if (avail > REQUEST_MAX_LINE) {
-				char m[64];
+		c->in_pos += used;
+		if (ev == FRAME_OVERSIZE) {
+			char m[64];
 
-				snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
-				conn_refuse(c, NULL, NULL, m);
-				c->skipping = true;
-				c->in_pos = c->in_len;
-			} else if (c->eof && avail > 0) {
-				/* A last request without its newline. */
-				c->in_pos = c->in_len;
-				conn_handle_line(c, start, avail);
-			}
+			snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
+			conn_refuse(c, NULL, NULL, m);
+		}
+		if (ev != FRAME_LINE)
 			break;
-		}
-		len = (size_t)(nl - start);
-		c->in_pos += len + 1;
-		if (c->skipping) {
-			c->skipping = false;
-			continue;
-		}
-		conn_handle_line(c, start, len);
+		conn_handle_line(c, line, len);
 	}
 	if (c->closing) {
 		c->processing = false;

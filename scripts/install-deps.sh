@@ -10,17 +10,30 @@ packages=(
   libcmocka-dev            # unit test framework
   python3 python3-scipy python3-jsonschema python3-numpy
   systemd                  # systemd-analyze, systemd-sysusers: tests/systemd.cmake
+  valgrind                 # quald under memcheck: tests/valgrind.cmake
+  clang                    # libFuzzer targets: tests/fuzz.cmake (and below)
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+updated=false
+
+install_missing() { # PACKAGE...: installs those not installed
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if ! $updated; then
+    $sudo apt-get update -q
+    updated=true
+  fi
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+install_missing "${packages[@]}"
+# libFuzzer and the sanitizer runtimes come with libclang-rt-N-dev, N the
+# major version of the clang just installed (14 on Debian 12).
+clang_major=$(clang -dumpversion | cut -d. -f1)
+install_missing "libclang-rt-${clang_major}-dev"

@@ -16,7 +16,8 @@ set_tests_properties(request_unit PROPERTIES LABELS unit)
 # test_server.c includes server.c (to look at a connection's state) and
 # defines the jobs module itself.
 add_executable(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_server.c
-               ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/sd.c)
+               ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/frame.c
+               ${QUAL_DAEMON_DIR}/sd.c)
 target_include_directories(test_server PRIVATE ${QUAL_DAEMON_DIR}
                            ${PROJECT_SOURCE_DIR}/engine)
 target_link_libraries(test_server PRIVATE qual_common PkgConfig::LIBUV PkgConfig::JANSSON

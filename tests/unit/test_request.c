@@ -274,12 +274,16 @@ static void test_oversize(void **state)
 static void test_nul_and_utf8(void **state)
 {
 	static const char nul[] = "{\"op\":\"status\"\0}";
+	static const char nul_number[] = "{\"op\":\"list\",\"limit\":3\0}";
 	static const char esc[] = "{\"op\":\"sta\\u0000tus\"}";
 	static const char bad8[] = "{\"op\":\"st\xff\xfe\"}";
 	static const char deep[] = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[";
 
 	(void)state;
 	expect_refusal(nul, sizeof nul - 1, "malformed json at column");
+	/* jansson itself skips a NUL after a number or a literal. */
+	expect_refusal(nul_number, sizeof nul_number - 1,
+		       "malformed json at column 23: nul byte");
 	expect_refusal(esc, sizeof esc - 1, "malformed json at column");
 	expect_refusal(bad8, sizeof bad8 - 1, "malformed json at column");
 	/* Unclosed nesting is refused by depth before jansson sees it. */
