@@ -1,0 +1,124 @@
+/* The relay of worker lines (relay.h). */
+#include "relay.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* A JSON string of the first len bytes of s: as they are when valid UTF-8
+ * without NUL bytes, else with every byte outside printable ASCII as '?'.
+ * Other control characters are fine in JSON strings (escaped); a NUL would
+ * end the message it is quoted in. */
+static json_t *quote_json(const char *s, size_t len)
+{
+	json_t *v = memchr(s, '\0', len) ? NULL : json_stringn(s, len);
+	char *copy;
+	size_t i;
+
+	if (v)
+		return v;
+	copy = xmalloc(len + 1);
+	for (i = 0; i < len; i++)
+		copy[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ?
+			s[i] : '?';
+	copy[len] = '\0';
+	v = json_stringn(copy, len);
+	free(copy);
+	return v;
+}
+
+/* jansson fails to build or write a line of ours only when it cannot
+ * allocate (every string in it is valid UTF-8: it parsed, or we made it);
+ * quald is a program, and aborts then as xmalloc does. */
+static void *must(void *p)
+{
+	if (!p) {
+		fprintf(stderr, "quald: out of memory making a job line\n");
+		abort();
+	}
+	return p;
+}
+
+/* o (borrowed) with job and seq set, written compact, into *out. */
+static void dump_with_ids(json_t *o, const char *job, long seq, char **out,
+			  size_t *outlen)
+{
+	json_object_set_new(o, "job", json_string(job));
+	json_object_set_new(o, "seq", json_integer(seq));
+	*out = must(json_dumps(o, JSON_COMPACT));
+	*outlen = strlen(*out);
+}
+
+int relay_line(const char *in, size_t len, const char *job, long seq,
+	       char **out, size_t *outlen, json_t **obj, struct qual_msg *msg)
+{
+	json_error_t jerr;
+	json_t *o;
+
+	*out = NULL;
+	*outlen = 0;
+	*obj = NULL;
+	while (len > 0 && is_space(in[len - 1]))
+		len--;
+	while (len > 0 && is_space(in[0])) {
+		in++;
+		len--;
+	}
+	if (len == 0)
+		return 0;
+	/* Without JSON_DISABLE_EOF_CHECK jansson refuses anything after the
+	 * value but whitespace, trimmed above: an object's last byte is its
+	 * closing brace, which the splice below relies on. A NUL byte is
+	 * refused here: jansson 2.14 skips one that follows a number or a
+	 * literal ({"n":1\0} loads as {"n":1}; akheron/jansson#331), and the
+	 * splice would pass it on to every client (found by
+	 * tests/fuzz/fuzz_relay.c). */
+	o = memchr(in, '\0', len) ? NULL : json_loadb(in, len, 0, &jerr);
+	if (!o || !json_is_object(o)) {
+		size_t q = len < RELAY_QUOTE_MAX ? len : RELAY_QUOTE_MAX;
+		json_t *quote = quote_json(in, q);
+
+		json_decref(o);
+		qual_fail(msg, QUAL_EINVAL,
+			  "worker printed a line that is not a json object: '%s'%s",
+			  json_string_value(quote), q < len ? "..." : "");
+		json_decref(quote);
+		/* Valid UTF-8 (the quote is) and whole: RELAY_QUOTE_MAX is
+		 * far below the size of msg->text. */
+		o = must(json_pack("{s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
+				   "setup", "arm", "case", "message", msg->text));
+		dump_with_ids(o, job, seq, out, outlen);
+		*obj = o;
+		return QUAL_EINVAL;
+	}
+	if (json_object_get(o, "job") || json_object_get(o, "seq")) {
+		/* Not the engine's doing; keep ours authoritative. */
+		dump_with_ids(o, job, seq, out, outlen);
+	} else {
+		/* The engine's bytes as they are, with ours spliced in before
+		 * the closing brace. */
+		char ids[128];
+		int n = snprintf(ids, sizeof ids, "%s\"job\":\"%s\",\"seq\":%ld}",
+				 json_object_size(o) ? "," : "", job, seq);
+
+		if (n < 0 || (size_t)n >= sizeof ids) {
+			/* A caller's bug: job ids are JOB_ID_MAX bytes. */
+			fprintf(stderr, "quald: job id '%.32s...' is too long\n", job);
+			abort();
+		}
+		*out = xmalloc(len - 1 + (size_t)n + 1);
+		memcpy(*out, in, len - 1);
+		memcpy(*out + len - 1, ids, (size_t)n + 1);
+		*outlen = len - 1 + (size_t)n;
+	}
+	*obj = o;
+	return 0;
+}
