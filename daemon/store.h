@@ -4,13 +4,55 @@
  *
  *   <dir>/jobs/<id>/request.json  the submit arguments
  *   <dir>/jobs/<id>/state.json    the job's state (replaced atomically)
- *   <dir>/jobs/<id>/log.jsonl     the job's lines, append-only, one per line
+ *   <dir>/jobs/<id>/log.jsonl     the job's lines, append-only, one record a
+ *                                 line (below)
  *
  * A job folder is built complete under a temporary name (".<id>.new") and
  * renamed into place, so a folder with a job's name always holds both JSON
  * files; a crash while creating leaves only a temporary folder, which the
  * next scan removes. Ids are "j" followed by at least 6 decimal digits
- * (j000001), increasing; the next id is one past the largest folder there. */
+ * (j000001), increasing; the next id is one past the largest folder there.
+ *
+ * Log records. Each line L of a job (a JSON object: every line jobs.c writes
+ * is one) is stored as L with one member spliced in before its closing brace
+ * and a newline after it:
+ *
+ *     L without its last '}'  ,"_check":"<16 hex digits>"}  \n
+ *
+ * The 16 lower-case hex digits are the first 64 bits of the SHA-256 of L
+ * itself (OpenSSL). The file stays JSON lines, readable by people and by jq,
+ * while a torn or corrupted record is detected; store_log_read checks every
+ * record, removes the member again and hands back L byte for byte, which is
+ * what show and watch send. (By hand: take the record without its newline,
+ * cut the last 29 bytes, add '}', and compare sha256(that)[:16] with them.)
+ *
+ * A log's valid prefix ends at its first record that is incomplete (the file
+ * ends without a newline: the daemon or the machine died while writing it),
+ * whose check does not match or is malformed, or that has no check although
+ * a record before it had one. Everything from there on is the torn tail: it
+ * is never handed to a reader, it is reported on stderr each time a log is
+ * read (the job, the byte offset, why, and how many bytes), and recovery cuts
+ * it off (store_log_repair) and records the cut in the job's log. Records
+ * without a check at the start of a log were written before checks existed:
+ * they are accepted unchecked, with a warning, when each is a JSON object
+ * that does not end like a checked record (a member with a 6-byte key and a
+ * 16-byte string value: such a record is held to its check, so that a
+ * changed byte in "_check" cannot pass it off as an old one).
+ *
+ * Durability. Every file is synced before a rename makes it visible, and the
+ * folder holding the renamed entry is synced after it, so that after a crash
+ * a name either points at complete, synced content or does not exist; a
+ * created job (store_job_create) and a replaced state (store_state_write)
+ * are on disk when the call returns, so the caller may acknowledge them.
+ * Log records are synced when the caller asks (jobs.c: each case verdict and
+ * verdict line, and the job's end).
+ *
+ * Failures. A failed sync, or a failed write of a job that exists (its
+ * state, its log, the repair of its log), means the disk and the daemon's
+ * memory may disagree from now on; the store then calls its fatal hook
+ * (store_fatal_hook; by default the daemon stops at once, exit status 3) and
+ * refuses every later write. Failing to create a job is not fatal (nothing
+ * was acknowledged: the submit is refused), nor is a failed read. */
 #ifndef QUAL_STORE_H
 #define QUAL_STORE_H
 
@@ -26,8 +68,10 @@
 
 struct store;
 
-/* Opens (creating it and its jobs folder when missing, mode 0750) the state
- * directory dir. *out is freed with store_free(). */
+/* Opens (creating it and its jobs folder when missing, mode 0750, and
+ * syncing both folders) the state directory dir. *out is freed with
+ * store_free(). Failures are returned, never fatal: the daemon is not
+ * running anything yet. */
 int store_open(const char *dir, struct store **out, struct qual_msg *msg);
 void store_free(struct store *s);
 
@@ -43,13 +87,17 @@ long store_id_parse(const char *id);
 int store_scan(struct store *s, long **nums, int *n, struct qual_msg *msg);
 
 /* Creates job id's folder with request.json, state.json and an empty log,
- * each synced, and renames it into place (synced). Borrows both objects.
- * QUAL_EINVAL when the job exists already. */
+ * each synced, and renames it into place (synced): when it returns 0 the job
+ * survives a crash. Borrows both objects. QUAL_EINVAL when the job exists
+ * already; a failure leaves no folder of that name (a failed sync is also
+ * fatal). */
 int store_job_create(struct store *s, const char *id, json_t *request,
 		     json_t *state, struct qual_msg *msg);
 
 /* Replaces state.json atomically: writes a temporary file, syncs it, renames
- * it over the old one and syncs the folder. Borrows state. */
+ * it over the old one and syncs the folder. Borrows state. Any failure is
+ * fatal (the old state may still be on disk while the caller goes on with
+ * the new one). */
 int store_state_write(struct store *s, const char *id, json_t *state,
 		      struct qual_msg *msg);
 
@@ -58,37 +106,77 @@ int store_state_write(struct store *s, const char *id, json_t *state,
 int store_job_read(struct store *s, const char *id, json_t **request,
 		   json_t **state, struct qual_msg *msg);
 
-/* Opens the job's log for appending; *fd is closed by the caller. */
+/* Opens the job's log for appending; *fd is closed by the caller. A failure
+ * is fatal (the job exists, so its log must be writable). */
 int store_log_open(struct store *s, const char *id, int *fd,
 		   struct qual_msg *msg);
 
-/* Appends line (len bytes, no newline in it) and a newline in one write, and
- * syncs the file to disk when sync is set. */
+/* Appends line (len bytes, a JSON object with at least one member, no
+ * newline in it) as one record (its check member added, see above) in one
+ * write, and syncs the file to disk when sync is set. QUAL_EINVAL (not
+ * fatal, nothing written) when line is not such an object text; a failed
+ * write or sync is fatal (a partial record may be left: the next start cuts
+ * it off). */
 int store_log_append(int fd, const char *line, size_t len, bool sync,
 		     struct qual_msg *msg);
 
-/* Syncs the log to disk. */
+/* Syncs the log to disk. A failure is fatal. */
 int store_log_sync(int fd, struct qual_msg *msg);
 
 struct store_log_info {
-	long lines;        /* complete lines (ending in a newline) */
-	off_t good_bytes;  /* bytes up to the end of the last complete line */
-	off_t torn_bytes;  /* bytes after it: an incomplete last line, ignored */
+	long lines;        /* records in the valid prefix */
+	off_t good_bytes;  /* bytes of the valid prefix (up to the end of its
+			    * last record's newline): where the torn tail
+			    * begins */
+	off_t torn_bytes;  /* bytes after it, ignored; 0 when the whole file is
+			    * valid */
+	const char *torn_why; /* why the prefix ends there (static text, e.g.
+			       * "check mismatch"), NULL when torn_bytes is 0 */
+	long unchecked;    /* records of the prefix without a check (written
+			    * before checks existed) */
 };
 
-/* Calls fn for each complete line of the job's log (line without its
- * newline, NUL-terminated, valid during the call only), in order; stops
- * early when fn returns nonzero. An incomplete last line (no newline: the
- * daemon died while writing it) is not passed to fn and is reported in
- * info->torn_bytes. info may be NULL. */
+/* Calls fn for each record of the job's log's valid prefix (the line as it
+ * was appended, without the check member and the newline, NUL-terminated,
+ * valid during the call only), in order; stops early when fn returns
+ * nonzero (info then describes the records read so far, torn_bytes 0). The
+ * torn tail, if any, is not passed to fn: it is reported in info and in a
+ * warning on stderr naming the job, the byte offset where it starts, why and
+ * its size. info may be NULL. */
 typedef int (*store_line_fn)(void *ctx, const char *line, size_t len);
 int store_log_read(struct store *s, const char *id, store_line_fn fn,
 		   void *ctx, struct store_log_info *info, struct qual_msg *msg);
 
-/* Cuts an incomplete last line off the log (so that the next line appended
- * starts on a line of its own), syncing the file; info as store_log_read
- * reports it. Does nothing when torn_bytes is 0. */
+/* Cuts the torn tail off the log (info as store_log_read reported it; does
+ * nothing when torn_bytes is 0), syncing the file, and then, unless the
+ * valid prefix ends with a verdict line, appends (synced) an error line that
+ * records the cut, with seq info->lines:
+ *   {"type":"error","stage":"setup","arm":null,"case":null,
+ *    "message":"stored log was torn at byte N (WHY): M bytes dropped",
+ *    "job":ID,"seq":K}
+ * so that the job's own log says that lines were lost, not only the daemon's
+ * stderr. Updates info to describe the log as it is now (lines counts that
+ * error line, torn_bytes 0): the job's next seq is info->lines. A failure
+ * to cut, sync or append is fatal. */
 int store_log_repair(struct store *s, const char *id,
-		     const struct store_log_info *info, struct qual_msg *msg);
+		     struct store_log_info *info, struct qual_msg *msg);
+
+/* The fatal hook: called once, with the failure's message (e.g. "cannot sync
+ * '/var/lib/qual/jobs/j000004/state.json.tmp': Input/output error"), when
+ * the first fatal failure happens (see Failures above). NULL restores the
+ * default, which prints "quald: fatal: MESSAGE; stopping: the state
+ * directory can no longer be trusted" on stderr and ends the process with
+ * _exit(3) at once: like a crash, which the next start recovers from (a
+ * running job is recorded interrupted; its worker dies with the daemon),
+ * rather than an orderly stop that would write more to a store that fails.
+ * A hook may return (tests do): the failing call then returns QUAL_EIO, and
+ * the store refuses every later write with QUAL_EIO without calling the hook
+ * again. Setting a hook also clears that state (for tests). Process-wide:
+ * store_log_append and store_log_sync have no store to hang it on. */
+typedef void (*store_fatal_fn)(void *ctx, const char *message);
+void store_fatal_hook(store_fatal_fn fn, void *ctx);
+
+/* Whether a fatal failure has happened (since the last store_fatal_hook). */
+bool store_fatal(void);
 
 #endif

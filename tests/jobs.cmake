@@ -5,8 +5,12 @@
 add_executable(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c
                ${PROJECT_SOURCE_DIR}/daemon/store.c)
 target_include_directories(test_store PRIVATE ${PROJECT_SOURCE_DIR}/daemon)
-target_link_libraries(test_store PRIVATE qual_common PkgConfig::JANSSON PkgConfig::CMOCKA)
-foreach(t ids create_and_state log_append_read log_torn_tail scan open_errors)
+target_link_libraries(test_store PRIVATE qual_common PkgConfig::JANSSON PkgConfig::CMOCKA
+                      OpenSSL::Crypto)
+foreach(t ids create_and_state log_append_read log_torn_tail log_flipped_byte
+          log_garbage log_repair_after_verdict log_legacy log_line_shape
+          fatal_write fatal_sync fatal_state fatal_log_open create_not_fatal
+          fatal_default scan open_errors)
   add_test(NAME store_${t} COMMAND test_store ${t})
   set_tests_properties(store_${t} PROPERTIES LABELS unit TIMEOUT 30)
 endforeach()

@@ -219,10 +219,13 @@ class Quald:
         return os.path.join(self.state, "jobs", job)
 
     def stored_lines(self, job):
-        with open(os.path.join(self.job_dir(job), "log.jsonl")) as f:
-            text = f.read()
-        check(text == "" or text.endswith("\n"), f"job {job}: log does not end with a newline")
-        return text.splitlines()
+        """The job's stored lines as appended: each record's check verified
+        and taken off (daemon/store.h; tests/tools/store_log.py)."""
+        import store_log
+        lg = store_log.read(os.path.join(self.job_dir(job), "log.jsonl"))
+        check(lg.torn_bytes == 0, f"job {job}: log torn at byte {lg.good_bytes} ({lg.why})")
+        check(lg.unchecked == 0, f"job {job}: {lg.unchecked} log records without a check")
+        return [line.decode() for line in lg.lines]
 
     def stored_state(self, job):
         with open(os.path.join(self.job_dir(job), "state.json")) as f:

@@ -899,13 +899,18 @@ static void test_recovery(void **state)
 	/* Settled before the loop runs, and not relayed (no one is there). */
 	assert_int_equal(H.nlines, 0);
 	assert_string_equal(state_of("j000001"), "interrupted");
-	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 3);
-	o = json_loads(c.lines[2], 0, NULL);
+	/* Its torn tail cut off and recorded (store.h) before the verdict. */
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 4);
+	assert_string_equal(c.lines[2], "{\"type\":\"error\",\"stage\":\"setup\","
+			    "\"arm\":null,\"case\":null,\"message\":\"stored log was torn at "
+			    "byte 81 (incomplete record): 11 bytes dropped\",\"job\":\"j000001\","
+			    "\"seq\":2}");
+	o = json_loads(c.lines[3], 0, NULL);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "interrupted");
 	assert_string_equal(json_string_value(json_object_get(o, "message")),
 			    "the daemon stopped while this job ran");
-	assert_int_equal(json_integer_value(json_object_get(o, "seq")), 2);
+	assert_int_equal(json_integer_value(json_object_get(o, "seq")), 3);
 	assert_string_equal(json_string_value(json_object_get(o, "job")), "j000001");
 	json_decref(o);
 	collected_free(&c);

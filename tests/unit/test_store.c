@@ -1,6 +1,10 @@
 /* The state directory (daemon/store.c): job ids, atomic job creation and
- * state replacement, append-only logs read back, a torn last line ignored,
- * reported and cut off, and the scan that recovery starts from.
+ * state replacement, append-only logs of checked records read back byte for
+ * byte, torn tails (a cut record, a flipped byte, garbage after the records)
+ * found, reported and cut off with a note in the log, logs from before
+ * checks, the scan that recovery starts from, and the fatal path: a failed
+ * write or sync calls the fatal hook once and the store refuses to write
+ * after it (the default hook ends the process with status 3).
  *
  * Run one test with `test_store NAME` (ctest: store_NAME). Each test works in
  * a fresh temporary folder. */
@@ -19,11 +23,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store.h"
 
 static char dir[PATH_MAX];
+
+/* The fatal hook of every test: counts its calls and keeps the message. A
+ * test that does not expect one checks that it never ran (teardown). */
+static struct {
+	int calls;
+	char message[1024];
+} fatal_seen;
+
+static void fatal_record(void *ctx, const char *message)
+{
+	(void)ctx;
+	fatal_seen.calls++;
+	snprintf(fatal_seen.message, sizeof fatal_seen.message, "%s", message);
+}
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -35,6 +54,8 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 static int setup(void **state)
 {
 	(void)state;
+	memset(&fatal_seen, 0, sizeof fatal_seen);
+	store_fatal_hook(fatal_record, NULL);
 	snprintf(dir, sizeof dir, "/tmp/test-store-XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
@@ -51,6 +72,8 @@ static int teardown(void **state)
 	snprintf(top, sizeof top, "%s", dir);
 	*strrchr(top, '/') = '\0';
 	nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	/* The fatal tests reset this before they end. */
+	assert_false(store_fatal());
 	return 0;
 }
 
@@ -172,12 +195,49 @@ static int collect(void *ctx, const char *line, size_t len)
 	return 0;
 }
 
+/* The log of job j000001, path and whole text. */
+static void log_path(char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/jobs/j000001/log.jsonl", dir);
+}
+
+static void log_text(char *out, size_t cap)
+{
+	char path[PATH_MAX + 64];
+
+	log_path(path, sizeof path);
+	file_text(path, out, cap);
+}
+
+static void append(struct store *s, const char *line, bool sync)
+{
+	struct qual_msg m = { "" };
+	int fd;
+
+	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
+	assert_int_equal(store_log_append(fd, line, strlen(line), sync, &m), 0);
+	close(fd);
+}
+
+/* Replaces the log's text. */
+static void log_put(const char *text)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	log_path(path, sizeof path);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 static void test_log_append_read(void **state)
 {
 	struct store *s = open_store();
 	struct qual_msg m = { "" };
 	struct store_log_info info;
-	char got[256] = "";
+	char got[256] = "", text[512];
 	int fd;
 
 	(void)state;
@@ -188,16 +248,52 @@ static void test_log_append_read(void **state)
 	assert_int_equal(store_log_sync(fd, &m), 0);
 	close(fd);
 	/* Appending again continues the file; nothing is overwritten. */
-	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":2}", 9, false, &m), 0);
-	close(fd);
+	append(s, "{\"seq\":2, \"x\":\"a\\u00e9\"}", false);
 	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_string_equal(got, "{\"seq\":0}|{\"seq\":1}|{\"seq\":2}|");
+	/* Each line back byte for byte, spaces and escapes as they were. */
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":1}|{\"seq\":2, \"x\":\"a\\u00e9\"}|");
 	assert_int_equal(info.lines, 3);
-	assert_int_equal(info.good_bytes, 30);
+	assert_int_equal(info.good_bytes, 9 + 29 + 9 + 29 + 24 + 29);
 	assert_int_equal(info.torn_bytes, 0);
+	assert_null(info.torn_why);
+	assert_int_equal(info.unchecked, 0);
 	assert_int_equal(store_log_read(s, "j000009", collect, got, &info, &m), QUAL_ENOENT);
 	store_free(s);
+
+	/* On disk: each record is its line with the check member spliced in,
+	 * the first 16 hex digits of the line's SHA-256 (computed with
+	 * Python's hashlib: sha256(b'{"seq":0}').hexdigest()[:16]). */
+	log_text(text, sizeof text);
+	assert_int_equal(strncmp(text, "{\"seq\":0,\"_check\":\"0b4a4b8d8ded3790\"}\n"
+				 "{\"seq\":1,\"_check\":\"b41e95c43f388d56\"}\n", 76), 0);
+}
+
+/* The file's size. */
+static off_t log_size(void)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	log_path(path, sizeof path);
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/* The line collected at index i ("a|b|c|"), into out. */
+static void nth(const char *got, int i, char *out, size_t cap)
+{
+	const char *p = got, *bar;
+
+	while (i-- > 0) {
+		p = strchr(p, '|');
+		assert_non_null(p);
+		p++;
+	}
+	bar = strchr(p, '|');
+	assert_non_null(bar);
+	assert_true((size_t)(bar - p) < cap);
+	memcpy(out, p, (size_t)(bar - p));
+	out[bar - p] = '\0';
 }
 
 static void test_log_torn_tail(void **state)
@@ -205,34 +301,225 @@ static void test_log_torn_tail(void **state)
 	struct store *s = open_store();
 	struct qual_msg m = { "" };
 	struct store_log_info info;
-	char path[PATH_MAX + 64], got[256] = "", text[256];
+	char path[PATH_MAX + 64], got[1024] = "", note[512];
+	off_t two;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	append(s, "{\"a\":1,\"job\":\"j000001\",\"seq\":0}", false);
+	append(s, "{\"b\":2,\"job\":\"j000001\",\"seq\":1}", false);
+	two = log_size();
+	append(s, "{\"c\":3,\"job\":\"j000001\",\"seq\":2}", false);
+	/* The machine died in the middle of the third record. */
+	log_path(path, sizeof path);
+	assert_int_equal(truncate(path, two + 20), 0);
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"a\":1,\"job\":\"j000001\",\"seq\":0}|"
+			    "{\"b\":2,\"job\":\"j000001\",\"seq\":1}|");
+	assert_int_equal(info.lines, 2);
+	assert_int_equal(info.good_bytes, two);
+	assert_int_equal(info.torn_bytes, 20);
+	assert_string_equal(info.torn_why, "incomplete record");
+
+	/* Cut off, and the cut recorded in the log itself, with the next seq;
+	 * info then describes the log as it is. */
+	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
+	assert_int_equal(info.lines, 3);
+	assert_int_equal(info.torn_bytes, 0);
+	assert_int_equal(info.good_bytes, log_size());
+	append(s, "{\"d\":4,\"job\":\"j000001\",\"seq\":3}", true);
+	got[0] = '\0';
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_int_equal(info.lines, 4);
+	assert_int_equal(info.torn_bytes, 0);
+	nth(got, 2, note, sizeof note);
+	snprintf(path, sizeof path, "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,"
+		 "\"case\":null,\"message\":\"stored log was torn at byte %lld "
+		 "(incomplete record): 20 bytes dropped\",\"job\":\"j000001\",\"seq\":2}",
+		 (long long)two);
+	assert_string_equal(note, path);
+	nth(got, 3, note, sizeof note);
+	assert_string_equal(note, "{\"d\":4,\"job\":\"j000001\",\"seq\":3}");
+	/* A log without a torn tail is left alone. */
+	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
+	assert_int_equal(info.lines, 4);
+	store_free(s);
+}
+
+/* One flipped byte in the middle of the log: the records before it are the
+ * valid prefix, everything from its record on is the torn tail, even though
+ * the records after it are intact (the log is append-only: a hole in it is
+ * not papered over). */
+static void test_log_flipped_byte(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	char path[PATH_MAX + 64], got[1024] = "";
+	off_t one, size;
 	FILE *f;
+	int c;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	append(s, "{\"type\":\"start\",\"seq\":0}", false);
+	one = log_size();
+	append(s, "{\"type\":\"case\",\"seq\":1}", false);
+	append(s, "{\"type\":\"case\",\"seq\":2}", false);
+	append(s, "{\"type\":\"case\",\"seq\":3}", false);
+	size = log_size();
+	log_path(path, sizeof path);
+	f = fopen(path, "r+");
+	assert_non_null(f);
+	fseek(f, one + 10, SEEK_SET);   /* inside "case" of seq 1 */
+	c = fgetc(f);
+	fseek(f, one + 10, SEEK_SET);
+	fputc(c ^ 0x01, f);
+	fclose(f);
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"type\":\"start\",\"seq\":0}|");
+	assert_int_equal(info.lines, 1);
+	assert_int_equal(info.good_bytes, one);
+	assert_int_equal(info.torn_bytes, size - one);
+	assert_string_equal(info.torn_why, "check mismatch");
+
+	/* A flipped hex digit of a check is caught the same way. */
+	log_put("{\"a\":1,\"_check\":\"0b4a4b8d8ded3790\"}\n");
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
+	assert_int_equal(info.lines, 0);
+	assert_string_equal(info.torn_why, "check mismatch");
+	store_free(s);
+}
+
+static void test_log_garbage(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	char path[PATH_MAX + 64], got[1024] = "";
+	off_t two;
+	FILE *f;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	append(s, "{\"seq\":0}", false);
+	append(s, "{\"seq\":1}", false);
+	two = log_size();
+	/* Whole lines of garbage (a disk returning zeros, or someone's echo)
+	 * after the records: no check after checked records. */
+	log_path(path, sizeof path);
+	f = fopen(path, "a");
+	fputs("{\"seq\":2}\n\n", f);
+	fwrite("\0\0\0\0\n", 1, 5, f);
+	fclose(f);
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":1}|");
+	assert_int_equal(info.good_bytes, two);
+	assert_int_equal(info.torn_bytes, 10 + 1 + 5);
+	assert_string_equal(info.torn_why, "record without a check after checked ones");
+
+	/* A record whose check member is cut short. */
+	assert_int_equal(truncate(path, two), 0);
+	f = fopen(path, "a");
+	fputs("{\"seq\":2,\"_check\":\"0b4a\"}\n", f);
+	fclose(f);
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
+	assert_int_equal(info.lines, 2);
+	assert_string_equal(info.torn_why, "malformed check");
+
+	/* Repaired: cut back to the two records, then the note. */
+	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
+	got[0] = '\0';
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_int_equal(info.lines, 3);
+	assert_non_null(strstr(got, "|{\"type\":\"error\",\"stage\":\"setup\""));
+	assert_non_null(strstr(got, "(malformed check): 26 bytes dropped\",\"job\":\"j000001\","
+			       "\"seq\":2}|"));
+	store_free(s);
+}
+
+/* A log that ends with its verdict gets no line after it: a job has exactly
+ * one verdict line, and it is the last. */
+static void test_log_repair_after_verdict(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	char path[PATH_MAX + 64];
+	off_t two;
+
+	(void)state;
+	make_job(s, "j000001", "done");
+	append(s, "{\"type\":\"start\",\"seq\":0}", false);
+	append(s, "{\"type\":\"verdict\",\"verdict\":\"neutral\",\"seq\":1}", true);
+	two = log_size();
+	/* Garbage after the verdict (a disk fault: the daemon writes nothing
+	 * after a verdict). */
+	append(s, "{\"type\":\"case\",\"seq\":2}", false);
+	log_path(path, sizeof path);
+	assert_int_equal(truncate(path, two + 3), 0);
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
+	assert_int_equal(info.torn_bytes, 3);
+	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
+	assert_int_equal(info.lines, 2);
+	assert_int_equal(info.good_bytes, two);
+	assert_int_equal(log_size(), two);
+	store_free(s);
+}
+
+/* A log written before checks existed (one line each), continued after. */
+static void test_log_legacy(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	char got[1024] = "";
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	log_put("{\"seq\":0}\n{\"seq\":1}\n");
+	append(s, "{\"seq\":2}", true);
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":1}|{\"seq\":2}|");
+	assert_int_equal(info.lines, 3);
+	assert_int_equal(info.unchecked, 2);
+	assert_int_equal(info.torn_bytes, 0);
+	/* A checked record whose key lost a byte is not taken for one from
+	 * before checks, even as the first record. */
+	log_put("{\"seq\":0,\"_chxck\":\"0b4a4b8d8ded3790\"}\n");
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
+	assert_int_equal(info.lines, 0);
+	assert_string_equal(info.torn_why, "malformed check");
+	/* Unchecked records must at least be JSON objects. */
+	log_put("{\"seq\":0}\n{\"seq\":1\n{\"seq\":2}\n");
+	got[0] = '\0';
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"seq\":0}|");
+	assert_string_equal(info.torn_why, "record without a check that is not a json object");
+	assert_int_equal(info.torn_bytes, 9 + 10);
+	store_free(s);
+}
+
+/* What the store takes as a line: a JSON object with members (the check is
+ * spliced in as one more), no newline. Refused, not fatal. */
+static void test_log_line_shape(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	const char *bad[] = { "", "{}", "{ }", "[1]", "1", "{\"a\":1}\n", "{\"a\":1} ",
+			      "{\"a\":1}\n{\"b\":2}" };
+	size_t i;
 	int fd;
 
 	(void)state;
 	make_job(s, "j000001", "running");
-	snprintf(path, sizeof path, "%s/jobs/j000001/log.jsonl", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	/* The daemon died in the middle of its third line. */
-	fputs("{\"a\":1}\n{\"b\":2}\n{\"c\":", f);
-	fclose(f);
-	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_string_equal(got, "{\"a\":1}|{\"b\":2}|");
-	assert_int_equal(info.lines, 2);
-	assert_int_equal(info.good_bytes, 16);
-	assert_int_equal(info.torn_bytes, 5);
-	/* Cut off, the next line starts on a line of its own. */
-	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
-	assert_int_equal(store_log_append(fd, "{\"d\":4}", 7, true, &m), 0);
+	for (i = 0; i < sizeof bad / sizeof *bad; i++)
+		assert_int_equal(store_log_append(fd, bad[i], strlen(bad[i]), false, &m),
+				 QUAL_EINVAL);
 	close(fd);
-	file_text(path, text, sizeof text);
-	assert_string_equal(text, "{\"a\":1}\n{\"b\":2}\n{\"d\":4}\n");
-	got[0] = '\0';
-	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_int_equal(info.lines, 3);
-	assert_int_equal(info.torn_bytes, 0);
+	assert_int_equal(log_size(), 0);
+	assert_int_equal(fatal_seen.calls, 0);
 	store_free(s);
 }
 
@@ -292,6 +579,192 @@ static void test_open_errors(void **state)
 	assert_non_null(strstr(m.text, "cannot create"));
 }
 
+/* ---- the fatal path ---------------------------------------------------------- */
+
+/* After a fatal failure: the hook ran once with what; every later write is
+ * refused without calling it again; reads still work. Then resets. */
+static void assert_fatal_once(struct store *s, const char *what)
+{
+	struct qual_msg m = { "" };
+	json_t *st = json_pack("{s:s}", "state", "done");
+	int fd = -1;
+
+	assert_true(store_fatal());
+	assert_int_equal(fatal_seen.calls, 1);
+	assert_non_null(strstr(fatal_seen.message, what));
+	assert_int_equal(store_state_write(s, "j000001", st, &m), QUAL_EIO);
+	assert_non_null(strstr(m.text, "the state directory failed earlier: "));
+	assert_non_null(strstr(m.text, what));
+	assert_int_equal(store_log_open(s, "j000001", &fd, &m), QUAL_EIO);
+	assert_int_equal(fd, -1);
+	assert_int_equal(store_job_create(s, "j000099", st, st, &m), QUAL_EIO);
+	assert_int_equal(fatal_seen.calls, 1);
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, NULL, &m), 0);
+	json_decref(st);
+	store_fatal_hook(fatal_record, NULL);
+	assert_false(store_fatal());
+}
+
+/* A write that fails (a full disk: /dev/full) is fatal. */
+static void test_fatal_write(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	int fd = open("/dev/full", O_WRONLY);
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	assert_true(fd >= 0);
+	assert_int_equal(store_log_append(fd, "{\"seq\":0}", 9, false, &m), QUAL_EIO);
+	close(fd);
+	assert_string_equal(m.text, "cannot append to log: No space left on device");
+	assert_fatal_once(s, "cannot append to log: No space left on device");
+	store_free(s);
+}
+
+/* A sync that fails is fatal: fdatasync on a pipe fails (EINVAL), which
+ * stands for a disk's EIO here. */
+static void test_fatal_sync(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	int p[2];
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(store_log_sync(p[1], &m), QUAL_EIO);
+	assert_non_null(strstr(m.text, "cannot sync log: "));
+	assert_fatal_once(s, "cannot sync log: ");
+	/* The same through an append with sync: the record went in, its sync
+	 * failed. */
+	assert_int_equal(store_log_append(p[1], "{\"seq\":0}", 9, true, &m), QUAL_EIO);
+	assert_int_equal(fatal_seen.calls, 2);
+	assert_non_null(strstr(fatal_seen.message, "cannot sync log: "));
+	store_fatal_hook(fatal_record, NULL);
+	close(p[0]);
+	close(p[1]);
+	store_free(s);
+}
+
+/* A state that cannot be replaced is fatal, and the old state stays. */
+static void test_fatal_state(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	char path[PATH_MAX + 64];
+	json_t *st = json_pack("{s:s}", "state", "done"), *old = NULL;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	/* Its temporary file cannot be created: a folder is in the way. */
+	snprintf(path, sizeof path, "%s/jobs/j000001/state.json.tmp", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(store_state_write(s, "j000001", st, &m), QUAL_EIO);
+	assert_non_null(strstr(m.text, "state.json.tmp': Is a directory"));
+	assert_int_equal(store_job_read(s, "j000001", NULL, &old, &m), 0);
+	assert_string_equal(json_string_value(json_object_get(old, "state")), "running");
+	json_decref(old);
+	assert_fatal_once(s, "state.json.tmp': Is a directory");
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(store_state_write(s, "j000001", st, &m), 0);
+	json_decref(st);
+	store_free(s);
+}
+
+/* A log that cannot be opened (its job folder gone) is fatal. */
+static void test_fatal_log_open(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info = { .lines = 1, .good_bytes = 10, .torn_bytes = 5 };
+	char path[PATH_MAX + 64];
+	int fd = 0;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	make_job(s, "j000002", "running");
+	snprintf(path, sizeof path, "%s/jobs/j000002/log.jsonl", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof path, "%s/jobs/j000002/state.json", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof path, "%s/jobs/j000002/request.json", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof path, "%s/jobs/j000002", dir);
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(store_log_open(s, "j000002", &fd, &m), QUAL_EIO);
+	assert_int_equal(fd, -1);
+	assert_non_null(strstr(m.text, "j000002/log.jsonl': No such file or directory"));
+	assert_fatal_once(s, "j000002/log.jsonl': No such file or directory");
+	/* A repair that cannot open the log, likewise. */
+	assert_int_equal(store_log_repair(s, "j000002", &info, &m), QUAL_EIO);
+	assert_int_equal(fatal_seen.calls, 2);
+	assert_non_null(strstr(fatal_seen.message, "j000002/log.jsonl': No such file"));
+	store_fatal_hook(fatal_record, NULL);
+	store_free(s);
+}
+
+/* Failing to create a job is returned, not fatal: nothing was acknowledged,
+ * and no folder of the job's name is left. */
+static void test_create_not_fatal(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	char path[PATH_MAX + 64], moved[PATH_MAX + 64];
+	json_t *o = json_pack("{s:s}", "state", "queued");
+
+	(void)state;
+	/* The jobs folder replaced by a file: the temporary folder cannot be
+	 * made. */
+	snprintf(path, sizeof path, "%s/jobs", dir);
+	snprintf(moved, sizeof moved, "%s/jobs.away", dir);
+	assert_int_equal(rename(path, moved), 0);
+	close(open(path, O_WRONLY | O_CREAT, 0600));
+	assert_int_equal(store_job_create(s, "j000001", o, o, &m), QUAL_EIO);
+	assert_non_null(strstr(m.text, "cannot create '"));
+	assert_int_equal(fatal_seen.calls, 0);
+	assert_false(store_fatal());
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rename(moved, path), 0);
+	assert_int_equal(store_job_create(s, "j000001", o, o, &m), 0);
+	json_decref(o);
+	store_free(s);
+}
+
+/* The default hook: a message on stderr and exit status 3, at once. */
+static void test_fatal_default(void **state)
+{
+	char err[2048];
+	int p[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct qual_msg m;
+		int fd = open("/dev/full", O_WRONLY);
+
+		dup2(p[1], 2);
+		store_fatal_hook(NULL, NULL);
+		store_log_append(fd, "{\"seq\":0}", 9, false, &m);
+		_exit(0); /* not reached when the hook works */
+	}
+	close(p[1]);
+	while ((n = read(p[0], err + got, sizeof err - 1 - (size_t)got)) > 0)
+		got += n;
+	err[got] = '\0';
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 3);
+	assert_string_equal(err, "quald: fatal: cannot append to log: No space left on "
+			    "device; stopping: the state directory can no longer be "
+			    "trusted\n");
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
 int main(int argc, char **argv)
@@ -301,6 +774,17 @@ int main(int argc, char **argv)
 		T(create_and_state),
 		T(log_append_read),
 		T(log_torn_tail),
+		T(log_flipped_byte),
+		T(log_garbage),
+		T(log_repair_after_verdict),
+		T(log_legacy),
+		T(log_line_shape),
+		T(fatal_write),
+		T(fatal_sync),
+		T(fatal_state),
+		T(fatal_log_open),
+		T(create_not_fatal),
+		T(fatal_default),
 		T(scan),
 		T(open_errors),
 	};
