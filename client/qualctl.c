@@ -41,6 +41,7 @@
 struct ctl {
 	const char *socket;  /* --socket, or NULL: the environment decides */
 	const char *tcp;     /* --tcp HOST:PORT, or NULL */
+	const char *token_file; /* --token-file, or NULL: $QUAL_TOKEN_FILE */
 	int timeout_ms;      /* for each reply line */
 	bool json;           /* raw lines on stdout, no tables */
 	struct conn conn;
@@ -62,6 +63,8 @@ static const struct command *command_find(const char *name);
 	"  --socket PATH    quald's Unix socket (default: $QUAL_SOCKET, else\n" \
 	"                   $RUNTIME_DIRECTORY/quald.sock, else " CONN_DEFAULT_SOCKET ")\n" \
 	"  --tcp HOST:PORT  reach quald over TCP instead (its --tcp, loopback)\n" \
+	"  --token-file PATH  with --tcp: the token quald's --tcp-token-file\n"  \
+	"                   holds (default $QUAL_TOKEN_FILE)\n"                   \
 	"  --timeout S      seconds to wait for a reply (default 120)\n"         \
 	"  -h, --help       this help\n"
 
@@ -72,6 +75,7 @@ static const struct command *command_find(const char *name);
 enum {
 	OPT_SOCKET = 1000,
 	OPT_TCP,
+	OPT_TOKEN_FILE,
 	OPT_TIMEOUT,
 	OPT_JSON,
 	OPT_OWN, /* the commands' own options count from here */
@@ -80,6 +84,7 @@ enum {
 static const struct option common_opts[] = {
 	{"socket", required_argument, NULL, OPT_SOCKET},
 	{"tcp", required_argument, NULL, OPT_TCP},
+	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 	{"timeout", required_argument, NULL, OPT_TIMEOUT},
 	{"json", no_argument, NULL, OPT_JSON},
 	{"help", no_argument, NULL, 'h'},
@@ -162,6 +167,9 @@ static int take_common(struct ctl *ctl, const struct command *cmd, int opt,
 	case OPT_TCP:
 		ctl->tcp = arg;
 		return 0;
+	case OPT_TOKEN_FILE:
+		ctl->token_file = arg;
+		return 0;
 	case OPT_JSON:
 		ctl->json = true;
 		return 0;
@@ -228,9 +236,12 @@ static int take_nothing(void *st, const struct command *cmd, int opt, const char
 	return QUAL_EXIT_USAGE;
 }
 
-/* Connects as the options and the environment say. Returns -1 when
- * connected, else the exit status: usage for an address that cannot be one,
- * no-daemon when nothing answers. */
+static int ctl_auth(struct ctl *ctl);
+
+/* Connects as the options and the environment say (over TCP, then
+ * authenticates with the token when one is given). Returns -1 when
+ * connected, else the exit status: usage for an address that cannot be one
+ * or a refused token, no-daemon when nothing answers. */
 static int ctl_connect(struct ctl *ctl)
 {
 	struct qual_msg msg;
@@ -256,7 +267,7 @@ static int ctl_connect(struct ctl *ctl)
 	/* From here a ^C ends a wait cleanly: a terminal's progress line is
 	 * cleared and the job's fate is said. */
 	conn_signals_catch();
-	return -1;
+	return ctl->tcp ? ctl_auth(ctl) : -1;
 }
 
 /* The fields of a line quald sent: the parsed object and, for --json, the
@@ -322,6 +333,66 @@ static int read_reply_line(struct ctl *ctl, struct reply *r)
 	}
 	fprintf(stderr, "qualctl: %s\n", msg.text);
 	return QUAL_EXIT_ERROR;
+}
+
+/* Over TCP, quald wants {"op":"auth","token":...} first: the token is the
+ * first line of --token-file, else of $QUAL_TOKEN_FILE. Without either,
+ * nothing is sent and quald's refusal of the request says what is missing.
+ * Returns -1 when authenticated (or nothing to send), else the exit status:
+ * usage for an unreadable file or a refused token. */
+static int ctl_auth(struct ctl *ctl)
+{
+	const char *path = ctl->token_file ? ctl->token_file : getenv("QUAL_TOKEN_FILE");
+	char buf[4098], *p, *e;
+	struct qual_msg msg;
+	struct reply r = {0};
+	json_t *req;
+	size_t n;
+	FILE *f;
+	int rc;
+
+	if (!path || !*path)
+		return -1;
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "qualctl: cannot read the token file '%s': %s\n", path, strerror(errno));
+		return QUAL_EXIT_USAGE;
+	}
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = buf + strspn(buf, " \t\r\n");
+	e = p + strcspn(p, "\r\n");
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*e = '\0';
+	if (!*p) {
+		fprintf(stderr, "qualctl: the token file '%s' holds no token\n", path);
+		return QUAL_EXIT_USAGE;
+	}
+	req = json_pack("{s:s,s:s}", "op", "auth", "token", p);
+	if (!req) {
+		fprintf(stderr, "qualctl: the token in '%s' is not valid utf-8\n", path);
+		return QUAL_EXIT_USAGE;
+	}
+	rc = conn_send(&ctl->conn, req, &msg);
+	json_decref(req);
+	if (rc < 0) {
+		fprintf(stderr, "qualctl: %s\n", msg.text);
+		return QUAL_EXIT_NO_DAEMON;
+	}
+	rc = read_reply_line(ctl, &r);
+	if (rc >= 0)
+		return rc;
+	if (!type_of(r.obj) || strcmp(type_of(r.obj), "reply") != 0) {
+		const char *m = json_string_value(json_object_get(r.obj, "message"));
+
+		fprintf(stderr, "qualctl: quald refused the request: %s\n", m ? m : "(no message)");
+		reply_release(&r);
+		return QUAL_EXIT_USAGE;
+	}
+	reply_release(&r);
+	return -1;
 }
 
 /* Connects, sends request (taken: released here) and reads its reply line
@@ -1155,7 +1226,8 @@ static const struct command *command_find(const char *name)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qualctl [--socket PATH | --tcp HOST:PORT] [--timeout S] COMMAND [ARGS]\n"
+	fprintf(f, "usage: qualctl [--socket PATH | --tcp HOST:PORT [--token-file PATH]] [--timeout S]\n"
+		   "               COMMAND [ARGS]\n"
 		   "\n"
 		   "The client of quald, the GPU compiler qualification service.\n"
 		   "\n");
@@ -1192,6 +1264,7 @@ int main(int argc, char **argv)
 	static const struct option global[] = {
 		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"tcp", required_argument, NULL, OPT_TCP},
+		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},

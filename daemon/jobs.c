@@ -33,7 +33,8 @@
  *                "candidate"), which makes the job a fail by the engine's own
  *                precedence (fail > error) whatever happened next
  *   error        anything else: a crash (signal), the job time limit, a line
- *                over the limit, a usage exit (4: always error, even when an
+ *                over the limit, the job log size limit (max_log_bytes),
+ *                a usage exit (4: always error, even when an
  *                error line named the candidate's arm) or any other exit
  *                without a verdict; the message says which, with the
  *                worker's last stderr line. A crash is not blamed on the candidate: the
@@ -58,11 +59,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "exitcode.h"
 #include "fixture.h"
 #include "lifetime.h"
+#include "policy.h"
 #include "relay.h"
 #include "rtc.h"
+#include "sha256.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -86,6 +90,15 @@ extern char **environ;
 #define JOBS_DRAIN_MS 2000
 #define JOBS_DEFAULT_TIMEOUT_S 7200.0
 #define JOBS_DEFAULT_CHECK_TIMEOUT_S 30.0
+/* A job's log limit: a full run's log is well under 1 MiB (about 30 lines
+ * per pair-set and case); 64 MiB is a runaway worker, not results. */
+#define JOBS_DEFAULT_MAX_LOG_BYTES (64LL << 20)
+/* Crashes after which a library is quarantined (refused at submit until an
+ * operator clears it). */
+#define JOBS_QUARANTINE_STRIKES 3
+#define JOBS_QUARANTINE_FILE "quarantine.json"
+/* A GPU health check taking longer than this failed (a hung GPU). */
+#define JOBS_HEALTH_TIMEOUT_MS 60000
 /* Read buffer per pipe read. */
 #define JOBS_READ_CHUNK 65536
 
@@ -102,6 +115,7 @@ static const char *const state_names[] = {
 };
 
 struct worker;
+struct health;
 
 struct job {
 	char id[JOB_ID_MAX];
@@ -136,7 +150,12 @@ struct worker {
 	int term_signal;
 	bool term_sent, kill_sent;
 	bool cancel, interrupt, timed_out, overflow;
+	bool log_over;             /* the log limit was reached: killed */
+	long long log_bytes;       /* bytes of its lines in the log */
 	bool verdict_seen, candidate_failed;
+	bool candidate_crashed;    /* an error line: the candidate's compiler
+				    * died by a signal */
+	bool gpu_bad;              /* a line said "gpu":"faulted" or "hung" */
 	char engine_verdict[32];
 	char spawn_error[512];     /* uv_spawn failed: why */
 	char tmpdir[PATH_MAX];     /* the worker's own $TMPDIR; "" = none */
@@ -188,6 +207,16 @@ struct jobs {
 	int *devices;              /* NULL: compile-only slots */
 	double job_timeout_s;
 	double check_timeout_s;
+	char **roots;              /* resolved allowed roots; NULL: no policy */
+	int nroots;
+	long long max_log_bytes;
+	json_t *quarantine;        /* {sha256: {"strikes","size","library",
+				    * "last"}}, as in quarantine.json */
+	char *quarantine_path;
+	bool *needs_check;         /* nslots: health check before the next job */
+	char **out_reason;         /* nslots: why it is out of service, or NULL */
+	struct health **checks;    /* nslots: the health check running there */
+	int nhealth;               /* health structs alive */
 	jobs_line_cb cb;
 	void *cb_ctx;
 	struct job **all;          /* every job, ascending id */
@@ -546,6 +575,10 @@ static void worker_inspect(struct worker *w, json_t *o)
 
 	if (!type)
 		return;
+	const char *gpu = json_string_value(json_object_get(o, "gpu"));
+
+	if (gpu && (!strcmp(gpu, "faulted") || !strcmp(gpu, "hung")))
+		w->gpu_bad = true;
 	if (!strcmp(type, "verdict")) {
 		const char *v = json_string_value(json_object_get(o, "verdict"));
 		w->verdict_seen = true;
@@ -553,8 +586,14 @@ static void worker_inspect(struct worker *w, json_t *o)
 			 v ? v : "error");
 	} else if (!strcmp(type, "error")) {
 		const char *arm = json_string_value(json_object_get(o, "arm"));
-		if (arm && !strcmp(arm, "candidate"))
+		const char *text = json_string_value(json_object_get(o, "message"));
+		if (arm && !strcmp(arm, "candidate")) {
 			w->candidate_failed = true;
+			/* rtc.c's words for a compiler child that died. */
+			if (text && strstr(text, "crashed") &&
+			    strstr(text, ": killed by signal "))
+				w->candidate_crashed = true;
+		}
 	} else if (!strcmp(type, "case_verdict")) {
 		const char *v = json_string_value(json_object_get(o, "verdict"));
 		const char *arm = json_string_value(json_object_get(o, "failed_arm"));
@@ -576,13 +615,25 @@ static void worker_relay(struct worker *w, const char *line, size_t len)
 	bool sync;
 	int rc;
 
-	if (w->verdict_seen) {
+	if (w->verdict_seen || w->log_over) {
 		w->dropped++;
 		return;
 	}
 	rc = relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
 	if (!text)
 		return; /* a blank line */
+	if (w->log_bytes + (long long)n + 1 > j->max_log_bytes) {
+		/* The line is not logged; the daemon's verdict line follows
+		 * (a few hundred bytes past the limit at most). */
+		w->log_over = true;
+		w->dropped++;
+		worker_kill(w, SIGKILL);
+		w->kill_sent = true;
+		free(text);
+		json_decref(o);
+		return;
+	}
+	w->log_bytes += (long long)n + 1;
 	if (rc == 0) {
 		/* A line that was not an object (rc < 0) became an error
 		 * line with arm null: it blames no one and ends nothing. */
@@ -599,6 +650,142 @@ static void worker_relay(struct worker *w, const char *line, size_t len)
 	job_put(j, job, text, n, sync, true);
 	free(text);
 	json_decref(o);
+}
+
+/* ---- quarantine ------------------------------------------------------------ */
+
+/* Replaces quarantine.json atomically (temporary file, fsync, rename). A
+ * failure is logged: the strikes stay in memory. */
+static void quarantine_save(struct jobs *j)
+{
+	char tmp[PATH_MAX + 8];
+	int fd;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", j->quarantine_path);
+	if (json_dump_file(j->quarantine, tmp, JSON_SORT_KEYS | JSON_COMPACT) != 0) {
+		warn("cannot write '%s'", tmp);
+		return;
+	}
+	fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0 || rename(tmp, j->quarantine_path) != 0)
+		warn("cannot replace '%s': %s", j->quarantine_path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static void quarantine_load(struct jobs *j, const char *state_dir)
+{
+	json_error_t e;
+
+	if (asprintf(&j->quarantine_path, "%s/%s", state_dir, JOBS_QUARANTINE_FILE) < 0)
+		abort();
+	if (access(j->quarantine_path, F_OK) == 0) {
+		j->quarantine = json_load_file(j->quarantine_path, 0, &e);
+		if (!json_is_object(j->quarantine)) {
+			warn("'%s' is unreadable (%s): starting with no quarantine",
+			     j->quarantine_path, e.text);
+			json_decref(j->quarantine);
+			j->quarantine = NULL;
+		}
+	}
+	if (!j->quarantine)
+		j->quarantine = json_object();
+}
+
+/* Signals that mean the process faulted (what loaded code can cause), as
+ * opposed to SIGKILL or SIGTERM from outside (an operator, the OOM killer),
+ * which are no strike. */
+static bool quarantine_fault_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
+}
+
+/* One strike against the library at path (the candidate of a job whose
+ * worker crashed, or whose candidate compiler crashed). Hashes the file now:
+ * crashes are rare, and the hash is what a later submit is checked by. */
+static void quarantine_strike(struct jobs *j, const char *job, const char *path)
+{
+	char hex[SHA256_HEX_SIZE], when[32];
+	struct qual_msg m;
+	struct stat st;
+	json_t *e;
+	long strikes;
+
+	if (stat(path, &st) != 0 || sha256_hash_file(path, hex, &m) != 0) {
+		warn("job '%s': cannot hash '%s' for its crash count", job, path);
+		return;
+	}
+	e = json_object_get(j->quarantine, hex);
+	strikes = e ? (long)json_integer_value(json_object_get(e, "strikes")) : 0;
+	strikes++;
+	now_text(when);
+	json_object_set_new(j->quarantine, hex,
+			    json_pack("{s:I,s:I,s:s,s:s}", "strikes", (json_int_t)strikes,
+				      "size", (json_int_t)st.st_size, "library", path,
+				      "last", when));
+	quarantine_save(j);
+	if (strikes == JOBS_QUARANTINE_STRIKES)
+		warn("compiler '%s' (sha256 %s) quarantined after %ld crashes", path, hex,
+		     strikes);
+}
+
+/* Refuses a library whose hash is quarantined. Only a file the size of a
+ * quarantined one is hashed (a different size cannot have its hash), so a
+ * submit hashes nothing while the quarantine is empty. */
+static int quarantine_check(struct jobs *j, const char *path, struct qual_msg *msg)
+{
+	char hex[SHA256_HEX_SIZE];
+	const char *key;
+	struct stat st;
+	json_t *e, *hit;
+	bool same_size = false;
+
+	if (stat(path, &st) != 0)
+		return 0; /* the other checks report it */
+	json_object_foreach(j->quarantine, key, e) {
+		if (json_integer_value(json_object_get(e, "strikes")) >= JOBS_QUARANTINE_STRIKES &&
+		    json_integer_value(json_object_get(e, "size")) == (json_int_t)st.st_size)
+			same_size = true;
+	}
+	if (!same_size)
+		return 0;
+	if (sha256_hash_file(path, hex, msg) != 0)
+		return QUAL_EIO;
+	hit = json_object_get(j->quarantine, hex);
+	if (hit && json_integer_value(json_object_get(hit, "strikes")) >= JOBS_QUARANTINE_STRIKES)
+		return qual_fail(msg, QUAL_EINVAL,
+				 "compiler '%s' (sha256 %s) is quarantined after %d crashes; "
+				 "clear with: qualctl quarantine clear %s",
+				 path, hex, (int)json_integer_value(json_object_get(hit, "strikes")),
+				 hex);
+	return 0;
+}
+
+json_t *jobs_quarantine_json(struct jobs *j)
+{
+	json_t *list = json_array(), *e;
+	const char *key;
+
+	json_object_foreach(j->quarantine, key, e) {
+		json_int_t strikes = json_integer_value(json_object_get(e, "strikes"));
+		json_array_append_new(list, json_pack(
+			"{s:s,s:I,s:b,s:O,s:O}", "sha256", key, "strikes", strikes,
+			"quarantined", strikes >= JOBS_QUARANTINE_STRIKES,
+			"library", json_object_get(e, "library"),
+			"last", json_object_get(e, "last")));
+	}
+	return json_pack("{s:o}", "quarantine", list);
+}
+
+int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg)
+{
+	if (!sha256 || !json_object_get(j->quarantine, sha256))
+		return qual_fail(msg, QUAL_ENOENT, "no library with sha256 '%s' has crashed",
+				 sha256 ? sha256 : "");
+	json_object_del(j->quarantine, sha256);
+	quarantine_save(j);
+	return 0;
 }
 
 /* Writes the job's end: its verdict line when the worker left none, its
@@ -639,6 +826,10 @@ static void worker_conclude(struct worker *w)
 		} else if (w->overflow) {
 			snprintf(message, sizeof message, "worker printed a line over %zu bytes",
 				 JOBS_LINE_MAX);
+		} else if (w->log_over) {
+			snprintf(message, sizeof message,
+				 "worker stopped: the job log reached its limit of %lld bytes",
+				 j->max_log_bytes);
 		} else if (w->timed_out) {
 			snprintf(message, sizeof message,
 				 "worker did not finish within the job time limit of %g s",
@@ -669,6 +860,20 @@ static void worker_conclude(struct worker *w)
 		close(job->log_fd);
 		job->log_fd = -1;
 	}
+	/* A crash counts against the candidate: its compiler child died by a
+	 * signal (the engine's error line), or the worker itself died by a
+	 * fault signal (quarantine_fault_signal) the daemon did not send
+	 * (cancel, shutdown, limits). */
+	if (w->candidate_crashed ||
+	    (quarantine_fault_signal(w->term_signal) && !w->term_sent && !w->kill_sent &&
+	     !w->cancel && !w->interrupt && !w->timed_out && !w->overflow && !w->log_over))
+		quarantine_strike(j, job->id, job->args.candidate);
+	/* The GPU is checked before its next job after a fault or hang the
+	 * engine reported, a worker crash, or the time limit (a hang). */
+	if (j->devices && !w->cancel && !w->interrupt &&
+	    (w->gpu_bad || w->timed_out ||
+	     (w->term_signal && !w->term_sent && !w->kill_sent)))
+		j->needs_check[w->slot] = true;
 	job->state = state;
 	job->w = NULL;
 	now_text(job->finished);
@@ -884,8 +1089,12 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 	 * replaced when the worker gets a folder of its own. */
 	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "QUAL_COMPILE=", "LISTEN_FDS=",
 			       "LISTEN_PID=", "LISTEN_FDNAMES=", "NOTIFY_SOCKET=",
-			       "WATCHDOG_USEC=", "WATCHDOG_PID=", NULL, NULL };
-	const char *add[] = { die, helper, NULL, NULL };
+			       "WATCHDOG_USEC=", "WATCHDOG_PID=", "QUAL_CONFINE=", NULL,
+			       NULL };
+	/* QUAL_CONFINE: qual-run confines itself (engine/confine.h: no core
+	 * dumps, bounded open files, a network namespace where the kernel
+	 * allows). */
+	const char *add[] = { die, helper, QUAL_CONFINE_ENV "=1", NULL, NULL };
 	char tmpenv[PATH_MAX + 16];
 	const char *tmp = getenv("TMPDIR");
 	struct qual_msg m;
@@ -929,8 +1138,8 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 		w->tmpdir[0] = '\0';
 	} else {
 		snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", w->tmpdir);
-		drop[8] = "TMPDIR=";
-		add[2] = tmpenv;
+		drop[9] = "TMPDIR=";
+		add[3] = tmpenv;
 	}
 	argv = worker_argv(j, job, slot);
 	env = env_with(drop, add);
@@ -966,16 +1175,144 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 	uv_timer_start(&w->timer, worker_timer, (uint64_t)(j->job_timeout_s * 1000.0), 0);
 }
 
+/* ---- GPU health checks ------------------------------------------------------ */
+
+/* A slot's health check: `qual-run --health --device N` (load, run and check
+ * a tiny kernel). It runs after a job whose worker crashed, hung (time limit)
+ * or reported "gpu":"faulted"|"hung", before the slot's next job. */
+struct health {
+	struct jobs *j;
+	int slot;
+	uv_process_t proc;
+	uv_timer_t timer;
+	int handles;
+	bool timed_out;
+};
+
+static void health_closed(uv_handle_t *h)
+{
+	struct health *hc = h->data;
+	struct jobs *j = hc->j;
+
+	if (--hc->handles > 0)
+		return;
+	j->checks[hc->slot] = NULL;
+	j->nhealth--;
+	free(hc);
+	jobs_schedule_soon(j);
+	jobs_close_check(j);
+}
+
+static void health_exit(uv_process_t *p, int64_t status, int sig)
+{
+	struct health *hc = p->data;
+	struct jobs *j = hc->j;
+	int s = hc->slot;
+	char why[256], name[64];
+
+	uv_timer_stop(&hc->timer);
+	if (status == 0 && sig == 0 && !hc->timed_out) {
+		j->needs_check[s] = false;
+		warn("slot %d (gpu %d): health check passed", s, j->devices[s]);
+	} else if (!j->closing) {
+		if (hc->timed_out)
+			snprintf(why, sizeof why, "did not finish within %d s",
+				 JOBS_HEALTH_TIMEOUT_MS / 1000);
+		else if (sig)
+			snprintf(why, sizeof why, "killed by signal %s",
+				 signal_text(sig, name, sizeof name));
+		else
+			snprintf(why, sizeof why, "exit status %d", (int)status);
+		free(j->out_reason[s]);
+		if (asprintf(&j->out_reason[s], "gpu %d failed its health check (%s) after a "
+			     "faulted or hung job: out of service until quald restarts",
+			     j->devices[s], why) < 0)
+			abort();
+		warn("slot %d: %s", s, j->out_reason[s]);
+	}
+	uv_close((uv_handle_t *)&hc->proc, health_closed);
+	uv_close((uv_handle_t *)&hc->timer, health_closed);
+}
+
+static void health_timer(uv_timer_t *t)
+{
+	struct health *hc = t->data;
+
+	hc->timed_out = true;
+	kill(-hc->proc.pid, SIGKILL);
+}
+
+static void health_start(struct jobs *j, int s)
+{
+	struct health *hc = xcalloc(1, sizeof *hc);
+	uv_process_options_t opt;
+	uv_stdio_container_t stdio[3];
+	char dev[16], die[64];
+	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "LISTEN_FDS=", "LISTEN_PID=",
+			       "LISTEN_FDNAMES=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=",
+			       "WATCHDOG_PID=", NULL };
+	const char *add[] = { die, NULL };
+	char *argv[] = { j->worker, "--health", "--device", dev, NULL };
+	char **env;
+	int rc;
+
+	snprintf(dev, sizeof dev, "%d", j->devices[s]);
+	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
+	hc->j = j;
+	hc->slot = s;
+	j->checks[s] = hc;
+	j->nhealth++;
+	uv_timer_init(j->loop, &hc->timer);
+	hc->timer.data = hc;
+	hc->handles = 2;
+	env = env_with(drop, add);
+	memset(&opt, 0, sizeof opt);
+	/* Its stderr is the daemon's: what it says lands in the daemon's log. */
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_IGNORE;
+	stdio[2].flags = UV_INHERIT_FD;
+	stdio[2].data.fd = 2;
+	opt.file = j->worker;
+	opt.args = argv;
+	opt.env = env;
+	opt.stdio = stdio;
+	opt.stdio_count = 3;
+	opt.exit_cb = health_exit;
+	opt.flags = UV_PROCESS_DETACHED;
+	warn("slot %d (gpu %d): checking the gpu's health before its next job", s,
+	     j->devices[s]);
+	rc = uv_spawn(j->loop, &hc->proc, &opt);
+	hc->proc.data = hc;
+	strv_free(env);
+	if (rc < 0) {
+		free(j->out_reason[s]);
+		if (asprintf(&j->out_reason[s], "cannot start the health check of gpu %d "
+			     "('%s'): %s", j->devices[s], j->worker, uv_strerror(rc)) < 0)
+			abort();
+		warn("slot %d: %s", s, j->out_reason[s]);
+		uv_close((uv_handle_t *)&hc->proc, health_closed);
+		uv_close((uv_handle_t *)&hc->timer, health_closed);
+		return;
+	}
+	uv_timer_start(&hc->timer, health_timer, JOBS_HEALTH_TIMEOUT_MS, 0);
+}
+
 static void jobs_schedule(struct jobs *j)
 {
 	int s;
 
 	if (j->closing)
 		return;
-	for (s = 0; s < j->nslots && j->qhead; s++) {
+	for (s = 0; s < j->nslots; s++) {
 		struct job *job;
-		if (j->slots[s])
+		if (j->slots[s] || j->checks[s] || j->out_reason[s])
 			continue;
+		if (j->needs_check[s]) {
+			health_start(j, s);
+			continue;
+		}
+		if (!j->qhead)
+			break;
 		job = j->qhead;
 		queue_remove(j, job);
 		worker_start(j, job, s);
@@ -1353,6 +1690,18 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 	    (rc = rtc_check_library(args->baseline, msg)) ||
 	    (rc = rtc_check_library(args->candidate, msg)))
 		return rc;
+	if (j->roots) {
+		char real[POLICY_PATH_MAX];
+		for (arm = 0; arm < 2; arm++)
+			if ((rc = policy_check_library((const char *const *)j->roots,
+						       j->nroots, geteuid(),
+						       arm ? args->candidate : args->baseline,
+						       real, sizeof real, msg)))
+				return rc;
+	}
+	if ((rc = quarantine_check(j, args->baseline, msg)) ||
+	    (rc = quarantine_check(j, args->candidate, msg)))
+		return rc;
 	sub = xcalloc(1, sizeof *sub);
 	sub->j = j;
 	sub->request = request_submit_to_json(args);
@@ -1506,21 +1855,36 @@ void jobs_ids_free(char **ids, int n)
 json_t *jobs_status_json(struct jobs *j)
 {
 	json_t *slots = json_array(), *queued = json_array(), *running = json_array();
+	json_t *reply;
 	struct job *q;
-	int s;
+	int s, in_service = 0;
 
 	for (s = 0; s < j->nslots; s++) {
 		struct worker *w = j->slots[s];
-		json_array_append_new(slots, json_pack("{s:i,s:o,s:o}", "slot", s,
+		json_t *o = json_pack("{s:i,s:o,s:o}", "slot", s,
 			"device", j->devices ? json_integer(j->devices[s]) : json_null(),
-			"job", w && !w->concluded ? json_string(w->job->id) : json_null()));
+			"job", w && !w->concluded ? json_string(w->job->id) : json_null());
+		/* Only for a slot out of service or being checked: the usual
+		 * reply keeps its shape. */
+		if (j->out_reason[s])
+			json_object_set_new(o, "out_of_service", json_string(j->out_reason[s]));
+		else
+			in_service++;
+		if (j->checks[s])
+			json_object_set_new(o, "health_check", json_true());
+		json_array_append_new(slots, o);
 		if (w && !w->concluded)
 			json_array_append_new(running, json_string(w->job->id));
 	}
 	for (q = j->qhead; q; q = q->qnext)
 		json_array_append_new(queued, json_string(q->id));
-	return json_pack("{s:o,s:o,s:o}", "slots", slots, "queued", queued,
-			 "running", running);
+	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, "queued", queued,
+			  "running", running);
+	if (!in_service && j->qhead)
+		json_object_set_new(reply, "waiting", json_string(
+			"no slot is in service (every gpu failed its health check): "
+			"queued jobs wait until quald restarts"));
+	return reply;
 }
 
 json_t *jobs_list_json(struct jobs *j, int limit)
@@ -1677,6 +2041,16 @@ static void jobs_free(struct jobs *j)
 	free(j->devices);
 	free(j->worker);
 	free(j->helper);
+	for (i = 0; i < j->nroots; i++)
+		free(j->roots[i]);
+	free(j->roots);
+	for (i = 0; j->out_reason && i < j->nslots; i++)
+		free(j->out_reason[i]);
+	free(j->out_reason);
+	free(j->needs_check);
+	free(j->checks);
+	json_decref(j->quarantine);
+	free(j->quarantine_path);
 	store_free(j->store);
 	free(j);
 }
@@ -1697,6 +2071,9 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->cb_ctx = cb_ctx;
 	j->nslots = cfg->nslots;
 	j->slots = xcalloc((size_t)cfg->nslots, sizeof *j->slots);
+	j->needs_check = xcalloc((size_t)cfg->nslots, sizeof *j->needs_check);
+	j->out_reason = xcalloc((size_t)cfg->nslots, sizeof *j->out_reason);
+	j->checks = xcalloc((size_t)cfg->nslots, sizeof *j->checks);
 	if (cfg->devices) {
 		j->devices = xcalloc((size_t)cfg->nslots, sizeof *j->devices);
 		memcpy(j->devices, cfg->devices, (size_t)cfg->nslots * sizeof *j->devices);
@@ -1708,11 +2085,30 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 			   JOBS_DEFAULT_TIMEOUT_S;
 	j->check_timeout_s = cfg->submit_check_timeout_s > 0 ?
 			     cfg->submit_check_timeout_s : JOBS_DEFAULT_CHECK_TIMEOUT_S;
+	j->max_log_bytes = cfg->max_log_bytes > 0 ? cfg->max_log_bytes :
+			   JOBS_DEFAULT_MAX_LOG_BYTES;
+	if (cfg->allow_roots) {
+		/* A root that does not exist is skipped (a default such as
+		 * /usr/lib64 on Debian); one that is not a folder is an error. */
+		j->roots = xcalloc((size_t)cfg->nallow_roots + 1, sizeof *j->roots);
+		for (i = 0; i < cfg->nallow_roots; i++) {
+			char real[POLICY_PATH_MAX];
+			rc = policy_root_resolve(cfg->allow_roots[i], real, sizeof real, msg);
+			if (rc == QUAL_ENOENT)
+				continue;
+			if (rc) {
+				jobs_free(j);
+				return rc;
+			}
+			j->roots[j->nroots++] = xstrdup(real);
+		}
+	}
 	if ((rc = store_open(cfg->state_dir, &j->store, msg)) ||
 	    (rc = store_scan(j->store, &nums, &n, msg))) {
 		jobs_free(j);
 		return rc;
 	}
+	quarantine_load(j, cfg->state_dir);
 	j->next_num = n ? nums[n - 1] + 1 : 1;
 	for (i = 0; i < n; i++) {
 		struct job *job = job_recover(j, nums[i]);
@@ -1746,7 +2142,7 @@ static void jobs_tick_closed(uv_handle_t *h)
 /* Once nothing is running or being checked, the last handle goes. */
 static void jobs_close_check(struct jobs *j)
 {
-	if (!j->closing || j->tick_closing || j->nworkers || j->nsubmits)
+	if (!j->closing || j->tick_closing || j->nworkers || j->nsubmits || j->nhealth)
 		return;
 	j->tick_closing = true;
 	uv_close((uv_handle_t *)&j->tick, jobs_tick_closed);
@@ -1775,6 +2171,8 @@ void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)
 			w->interrupt = true;
 			worker_stop(w);
 		}
+		if (j->checks[s] && !uv_is_closing((uv_handle_t *)&j->checks[s]->proc))
+			kill(-j->checks[s]->proc.pid, SIGKILL);
 	}
 	jobs_close_check(j);
 }

@@ -39,6 +39,17 @@ struct jobs_config {
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
 	double submit_check_timeout_s; /* identify children at submit (default 30) */
+	/* Library policy (policy.h): nallow_roots folders (resolved when
+	 * jobs_open runs) a library must lie in, with no component writable by
+	 * others than root and this user. allow_roots NULL: no policy (every
+	 * library that passes the other checks is accepted; for tests). */
+	const char *const *allow_roots;
+	int nallow_roots;
+	/* The most bytes of worker lines one job's log takes (0: default
+	 * 64 MiB). A worker whose next line would pass it is killed, its later
+	 * lines dropped, and the job ends with an error verdict naming the
+	 * limit (or fail, when a line already blamed the candidate). */
+	long long max_log_bytes;
 };
 
 struct jobs;
@@ -71,7 +82,10 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  *
  * Refused at once (negative return, msg set; cheap local checks): an unknown
  * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
- * directory, not a regular file or not a 64-bit ELF shared object, and
+ * directory, not a regular file or not a 64-bit ELF shared object, a library
+ * the policy refuses (policy.h: outside the allowed roots, a symlink out of
+ * them, a world-writable file or folder; the message names the reason), a
+ * library whose SHA-256 is quarantined (see jobs_quarantine_json), and
  * shutdown in progress. Refused through the callback: a library the helper
  * cannot load or that has neither ABI, mismatched ABIs ("baseline is nvrtc
  * but candidate is hiprtc: both must use one abi"), a failure to store the
@@ -115,12 +129,31 @@ void jobs_ids_free(char **ids, int n);
 /* Status and list replies' content (new references): objects whose members
  * go into the reply as they are. Status: {"slots":[{"slot","device","job"}],
  * "queued":[ID...],"running":[ID...]} (device null for compile-only slots,
- * job null for a free slot). List: {"jobs":[{"job","state","verdict",
+ * job null for a free slot). GPU health: after a job on a GPU slot whose
+ * worker crashed (a signal the daemon did not send), ran past the time limit
+ * or wrote a line with "gpu":"faulted"|"hung", the slot runs
+ * `WORKER --health --device N` (60 s limit) before its next job; a slot
+ * being checked has "health_check":true, one whose check failed is out of
+ * service until restart and has "out_of_service":REASON, and with no slot in
+ * service while jobs are queued the object has "waiting":REASON. List: {"jobs":[{"job","state","verdict",
  * "submitted","finished","baseline","candidate"}]}, newest first, at most
  * limit; verdict and finished are null until the job has them; times are UTC
  * "YYYY-MM-DDTHH:MM:SSZ". */
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
+
+/* Quarantine (state_dir/quarantine.json, replaced atomically): each crash
+ * of a job's candidate (its compiler child died by a signal, per the
+ * engine's error line, or the worker itself died by a fault signal such as
+ * SIGSEGV or SIGABRT, not SIGKILL/SIGTERM, that the daemon did not send) is a
+ * strike against the SHA-256 of the candidate file; after 3 a
+ * submit naming a file with that hash (either arm) is refused at once:
+ * "compiler '/x' (sha256 H) is quarantined after 3 crashes; clear with:
+ * qualctl quarantine clear H". List: {"quarantine":[{"sha256","strikes",
+ * "quarantined","library","last"}]} (new reference). Clear forgets a hash's
+ * strikes: 0, or QUAL_ENOENT when it has none. */
+json_t *jobs_quarantine_json(struct jobs *j);
+int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg);
 
 /* Shutdown: stops accepting submits (a submit still being checked gets its
  * callback now, refused), stops running workers (SIGTERM, then SIGKILL),

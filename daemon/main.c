@@ -2,7 +2,9 @@
  * signals; the server (server.h) and the jobs module (jobs.h) do the work.
  * See docs/quald.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 
 #include "exitcode.h"
 #include "jobs.h"
+#include "policy.h"
 #include "sd.h"
 #include "server.h"
 #include "xalloc.h"
@@ -30,6 +33,56 @@
 #define DEFAULT_JOB_TIMEOUT_S 7200.0
 #define SUBMIT_CHECK_TIMEOUT_S 30.0
 #define MAX_SLOTS 64
+#define DEFAULT_GROUP "qual"
+
+/* Reads the TCP token from path: its first line, without surrounding
+ * whitespace. The file must be a regular file of mode 0640 or stricter
+ * (no write for the group, nothing for others): the token is a password
+ * for everyone who can reach 127.0.0.1, so a readable-by-all file would
+ * hand it to every local user outside the allowed group. Returns a new
+ * string or NULL after printing why. */
+static char *read_token(const char *path)
+{
+	char buf[SERVER_MAX_TOKEN + 2], *p, *e, *tok = NULL;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		fprintf(stderr, "quald: cannot read the token file '%s': %s\n", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "quald: the token file '%s' is not a regular file\n", path);
+		goto out;
+	}
+	if (st.st_mode & 0137) {
+		fprintf(stderr, "quald: the token file '%s' has mode %04o: it must be 0640 or "
+			"stricter (chmod 0640 '%s')\n", path, (unsigned)(st.st_mode & 07777), path);
+		goto out;
+	}
+	n = read(fd, buf, sizeof buf - 1);
+	if (n < 0) {
+		fprintf(stderr, "quald: cannot read the token file '%s': %s\n", path, strerror(errno));
+		goto out;
+	}
+	buf[n] = '\0';
+	p = buf + strspn(buf, " \t\r\n");
+	e = p + strcspn(p, "\r\n");
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*e = '\0';
+	if (!*p || n == (ssize_t)sizeof buf - 1) {
+		fprintf(stderr, "quald: the token file '%s' must hold a token of 1 to %d bytes "
+			"on its first line\n", path, SERVER_MAX_TOKEN);
+		goto out;
+	}
+	tok = xstrdup(p);
+out:
+	close(fd);
+	return tok;
+}
 
 static void usage(FILE *f)
 {
@@ -42,15 +95,27 @@ static void usage(FILE *f)
 		"\n"
 		"  --socket PATH        unix socket (default $RUNTIME_DIRECTORY/quald.sock,\n"
 		"                       else " DEFAULT_RUNTIME_DIR "/" SOCKET_NAME ")\n"
-		"  --tcp PORT           also listen on 127.0.0.1:PORT\n"
+		"  --tcp PORT           also listen on 127.0.0.1:PORT (needs --tcp-token-file)\n"
+		"  --tcp-token-file PATH  the token TCP clients must send first; mode\n"
+		"                       0640 or stricter\n"
+		"  --group NAME         members may use the unix socket, besides root and\n"
+		"                       quald's user (default " DEFAULT_GROUP ")\n"
 		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
 		"  --worker PATH        qual-run (default: beside quald)\n"
 		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
 		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
 		"  --slots N            compile-only slots when no --devices (default 1)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
+		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
+		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
+		"                       the tree quald runs from)\n"
 		"  --client-buffer B    bytes of output a client may leave unread before\n"
 		"                       it is dropped (default 8388608)\n"
+		"  --slow-grace-ms MS   how long a client may stay over --client-buffer\n"
+		"                       before it is dropped (default 2000)\n"
+		"  --max-connections N  connections at once (default 1024)\n"
+		"  --max-watchers N     watching connections at once (default 256)\n"
+		"  --max-queued N       jobs waiting in the queue (default 1000)\n"
 		"  --version            print the version and exit\n"
 		"  --help               print this help and exit\n");
 }
@@ -199,6 +264,8 @@ static void print_handle(uv_handle_t *h, void *arg)
 enum {
 	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
+	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
+	OPT_MAX_QUEUED,
 };
 
 int main(int argc, char **argv)
@@ -213,11 +280,21 @@ int main(int argc, char **argv)
 		{"slots", required_argument, NULL, OPT_SLOTS},
 		{"job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT},
 		{"client-buffer", required_argument, NULL, OPT_CLIENT_BUFFER},
+		{"tcp-token-file", required_argument, NULL, OPT_TOKEN_FILE},
+		{"group", required_argument, NULL, OPT_GROUP},
+		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
+		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
+		{"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
-	struct server_config scfg = {.tcp_port = -1};
+	struct server_config scfg = {.tcp_port = -1,
+				     .slow_grace_ms = SERVER_DEFAULT_SLOW_GRACE_MS};
+	const char *token_file = NULL, *group = DEFAULT_GROUP;
+	char *token = NULL;
+	struct group *gr;
 	struct jobs_config jcfg = {0};
 	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
@@ -228,6 +305,20 @@ int main(int argc, char **argv)
 	int rc, opt, nfds, status = QUAL_EXIT_ERROR;
 	char *end;
 
+	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
+	 * getopt sees it; the defaults apply with or without it. Static: kept
+	 * (reachable) until exit. */
+	{
+		static char **allow_roots;
+		int nallow_roots;
+
+		if (policy_args_take(&argc, argv, &allow_roots, &nallow_roots, &msg) < 0) {
+			fprintf(stderr, "quald: %s\n", msg.text);
+			return QUAL_EXIT_USAGE;
+		}
+		jcfg.allow_roots = (const char *const *)allow_roots;
+		jcfg.nallow_roots = nallow_roots;
+	}
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_SOCKET:
@@ -275,6 +366,36 @@ int main(int argc, char **argv)
 				return QUAL_EXIT_USAGE;
 			scfg.client_buffer = (size_t)x;
 			break;
+		case OPT_TOKEN_FILE:
+			token_file = optarg;
+			break;
+		case OPT_GROUP:
+			if (!*optarg) {
+				fprintf(stderr, "quald: --group must name a group\n");
+				return QUAL_EXIT_USAGE;
+			}
+			group = optarg;
+			break;
+		case OPT_SLOW_GRACE:
+			if (parse_long("--slow-grace-ms", optarg, 0, 3600000, &x) < 0)
+				return QUAL_EXIT_USAGE;
+			scfg.slow_grace_ms = (int)x;
+			break;
+		case OPT_MAX_CONNECTIONS:
+			if (parse_long("--max-connections", optarg, 1, 1000000, &x) < 0)
+				return QUAL_EXIT_USAGE;
+			scfg.max_connections = (int)x;
+			break;
+		case OPT_MAX_WATCHERS:
+			if (parse_long("--max-watchers", optarg, 1, 1000000, &x) < 0)
+				return QUAL_EXIT_USAGE;
+			scfg.max_watchers = (int)x;
+			break;
+		case OPT_MAX_QUEUED:
+			if (parse_long("--max-queued", optarg, 1, 1000000, &x) < 0)
+				return QUAL_EXIT_USAGE;
+			scfg.max_queued = (int)x;
+			break;
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			return QUAL_EXIT_PASS;
@@ -290,6 +411,28 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
 		return QUAL_EXIT_USAGE;
+	}
+	if (scfg.tcp_port >= 0 && !token_file) {
+		fprintf(stderr, "quald: --tcp needs --tcp-token-file: tcp clients must "
+			"authenticate with a token\n");
+		return QUAL_EXIT_USAGE;
+	}
+	if (token_file) {
+		token = read_token(token_file);
+		if (!token)
+			return QUAL_EXIT_USAGE;
+		scfg.tcp_token = token;
+	}
+	/* Resolved once, at start: a group created later needs a restart. */
+	scfg.group_name = group;
+	errno = 0;
+	gr = getgrnam(group);
+	if (gr) {
+		scfg.has_group = true;
+		scfg.allow_gid = (unsigned)gr->gr_gid;
+	} else {
+		fprintf(stderr, "quald: group '%s' does not exist: only root and quald's "
+			"user may use the socket\n", group);
 	}
 	if (slots && ndevices) {
 		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
@@ -402,5 +545,6 @@ out:
 	free(state_dir);
 	free(worker);
 	free(helper);
+	free(token);
 	return status;
 }

@@ -43,6 +43,7 @@ static const char *const op_names[] = {
 	[OP_LIST] = "list",
 	[OP_SHOW] = "show",
 	[OP_CANCEL] = "cancel",
+	[OP_AUTH] = "auth",
 };
 
 /* The fields each op accepts besides "op" and "id". */
@@ -55,6 +56,7 @@ static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
 static const char *const job_fields[] = {"job", NULL};
 static const char *const no_fields[] = {NULL};
+static const char *const auth_fields[] = {"token", NULL};
 
 static const char *const *const op_fields[] = {
 	[OP_SUBMIT] = submit_fields,
@@ -63,6 +65,7 @@ static const char *const *const op_fields[] = {
 	[OP_LIST] = list_fields,
 	[OP_SHOW] = job_fields,
 	[OP_CANCEL] = job_fields,
+	[OP_AUTH] = auth_fields,
 };
 
 /* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
@@ -512,6 +515,16 @@ int request_parse(const char *line, size_t len, struct request *r,
 		break;
 	case OP_STATUS:
 		break;
+	case OP_AUTH:
+		v = json_object_get(root, "token");
+		if (!json_is_string(v) || json_string_length(v) == 0 ||
+		    json_string_length(v) > REQUEST_MAX_TOKEN) {
+			qual_fail(msg, rc, "'token' must be a string of 1 to %d bytes",
+				  REQUEST_MAX_TOKEN);
+			goto out;
+		}
+		r->token = xstrdup(json_string_value(v));
+		break;
 	}
 	rc = 0;
 out:
@@ -533,6 +546,7 @@ void request_release(struct request *r)
 	json_decref(r->id);
 	free(r->job);
 	free(r->after_job);
+	free(r->token);
 	memset(r, 0, sizeof *r);
 }
 

@@ -14,6 +14,7 @@
 
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
 #define REQUEST_MAX_LIST 64            /* cases or options per list */
+#define REQUEST_MAX_TOKEN 4096         /* bytes of an auth token */
 
 enum request_op {
 	OP_SUBMIT,
@@ -22,6 +23,7 @@ enum request_op {
 	OP_LIST,
 	OP_SHOW,
 	OP_CANCEL,
+	OP_AUTH,     /* a TCP connection's first request */
 };
 
 struct submit_args {
@@ -48,6 +50,7 @@ struct request {
 	char *after_job;          /* watch: resume after (after_job, after_seq) */
 	long after_seq;
 	int limit;                /* list */
+	char *token;              /* auth: at most REQUEST_MAX_TOKEN bytes */
 };
 
 /* Parses one line (without its newline) into *r (caller's storage). On

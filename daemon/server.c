@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +15,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "frame.h"
 #include "output.h"
@@ -30,6 +33,12 @@
 /* Bytes read per read callback: a request is usually a few hundred bytes. */
 #define READ_CHUNK (64u << 10)
 #define LISTEN_BACKLOG 128
+/* A refused connection is read (and what it sends thrown away) until the
+ * peer closes, at most this long and this much, before it is closed: closing
+ * with its request unread would reset the connection, and a reset can cost
+ * the peer the refusal line it has not read yet. */
+#define LINGER_MS 2000
+#define LINGER_MAX_BYTES (1u << 20)
 
 union stream_handle {
 	uv_handle_t handle;
@@ -95,6 +104,18 @@ struct conn {
 	bool submit_follow;
 	json_t *submit_id;
 	bool watching;
+	/* May make requests: a Unix peer once SO_PEERCRED allowed it, a TCP
+	 * peer once its first line was an auth with the right token. */
+	bool authed;
+	bool is_tcp;
+	/* Refused: the refusal is written, the write side shut, and input is
+	 * discarded until the peer closes or the linger timer fires. */
+	bool refused, linger_open;
+	uv_timer_t linger;
+	size_t discarded;
+	/* When (uv_now, ms) its live output went over client_buffer; 0 while
+	 * it is under. */
+	uint64_t over_since;
 	struct replay replay;
 	struct mark *marks;
 	int nmarks, marks_cap;
@@ -115,6 +136,10 @@ struct server {
 	struct conn *conns;
 	int nconns;                /* connection handles not yet closed */
 	unsigned long serial;
+	int nwatchers;             /* connections watching */
+	int submits_pending;       /* submits waiting for jobs_submit's answer */
+	char *token;               /* the TCP token, or NULL */
+	char *group_name;          /* the allowed group's name, for messages */
 	int last_queued, last_running;
 	bool stopping, jobs_closed;
 	enum { TIMER_OPEN, TIMER_CLOSING, TIMER_CLOSED } timer_state;
@@ -125,6 +150,10 @@ struct server {
 
 static void conn_process(struct conn *c);
 static void conn_close(struct conn *c, const char *why);
+static void conn_shutdown(struct conn *c);
+static void conn_unref(struct conn *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void replay_pump(struct conn *c);
 static void server_maybe_done(struct server *s);
 static void on_timer_closed(uv_handle_t *h);
@@ -340,13 +369,30 @@ static void conn_send_live(struct conn *c, struct obuf *b)
 	size_t pending = conn_pending(c);
 	size_t live = pending > c->reply_inflight ? pending - c->reply_inflight : 0;
 
-	if (live + b->len > c->srv->cfg.client_buffer) {
-		char why[128];
+	size_t cap = c->srv->cfg.client_buffer;
+	uint64_t now = uv_now(c->srv->loop);
 
-		snprintf(why, sizeof why, "not reading: %zu bytes of output pending, cap %zu",
-			 live, c->srv->cfg.client_buffer);
-		conn_close(c, why);
-		return;
+	if (live + b->len <= cap) {
+		c->over_since = 0;
+	} else {
+		/* Over the cap: a client that reads in bursts (a terminal paused,
+		 * a busy CI runner) gets slow_grace_ms to catch up, during which
+		 * its output may reach twice the cap, never more; after that,
+		 * or past twice the cap, it is dropped. The check runs as lines
+		 * come, so a connection that gets no more lines is not dropped,
+		 * but then its pending output does not grow either. */
+		if (!c->over_since)
+			c->over_since = now ? now : 1;
+		if (now - c->over_since >= (uint64_t)c->srv->cfg.slow_grace_ms ||
+		    live + b->len > 2 * cap) {
+			char why[160];
+
+			snprintf(why, sizeof why, "not reading: %zu bytes of output pending, "
+				 "cap %zu, over it for %llu ms", live, cap,
+				 (unsigned long long)(now - c->over_since));
+			conn_close(c, why);
+			return;
+		}
 	}
 	conn_write(c, &b, 1, false);
 }
@@ -536,15 +582,32 @@ static void conn_unref(struct conn *c)
 
 static void do_submit(struct conn *c, struct request *r)
 {
+	struct server *s = c->srv;
 	struct qual_msg msg = {{0}};
-	int rc;
+	json_t *st;
+	int rc, queued = 0;
 
+	/* The queue's length from the jobs module's status, plus the submits
+	 * still being checked (each may join it). */
+	st = jobs_status_json(s->jobs);
+	if (json_is_array(json_object_get(st, "queued")))
+		queued = (int)json_array_size(json_object_get(st, "queued"));
+	json_decref(st);
+	if (queued + s->submits_pending >= s->cfg.max_queued) {
+		char m[96];
+
+		snprintf(m, sizeof m, "queue is full: %d jobs queued", queued + s->submits_pending);
+		conn_refuse(c, "submit", r->id, m);
+		return;
+	}
+	s->submits_pending++;
 	c->submit_pending = true;
 	c->submit_follow = r->submit.follow;
 	c->submit_id = r->id ? json_incref(r->id) : NULL;
 	c->refs++;
 	rc = jobs_submit(c->srv->jobs, &r->submit, on_submitted, c, &msg);
 	if (rc < 0) {
+		s->submits_pending--;
 		c->submit_pending = false;
 		conn_refuse(c, "submit", r->id, msg.text[0] ? msg.text : qual_strerror(rc));
 		json_decref(c->submit_id);
@@ -573,6 +636,7 @@ static void on_submitted(void *ctx, int status, const char *job, int position,
 	struct server *s = c->srv;
 	json_t *id = c->submit_id, *o;
 
+	s->submits_pending--;
 	c->submit_pending = false;
 	c->submit_id = NULL;
 	if (c->closing)
@@ -628,6 +692,14 @@ static void do_watch(struct conn *c, struct request *r)
 		conn_refuse(c, "watch", r->id, "this connection is already watching");
 		return;
 	}
+	if (s->nwatchers >= s->cfg.max_watchers) {
+		char m[96];
+
+		snprintf(m, sizeof m, "too many watchers: %d connections are watching",
+			 s->nwatchers);
+		conn_refuse(c, "watch", r->id, m);
+		return;
+	}
 	if (r->after_job) {
 		/* The job must exist; reading none of its lines says so. */
 		rc = jobs_read_log(s->jobs, r->after_job, LONG_MAX, ignore_line, NULL,
@@ -643,6 +715,7 @@ static void do_watch(struct conn *c, struct request *r)
 	}
 	conn_send_json(c, reply_new("watch", r->id));
 	c->watching = true;
+	s->nwatchers++;
 	/* Follows are covered by the watch from now on; their marks stay, as
 	 * the points up to which those jobs' lines were sent. */
 	c->nfollows = 0;
@@ -764,12 +837,122 @@ static void do_cancel(struct conn *c, struct request *r)
 	server_status_update(c->srv);
 }
 
+/* Whether a line looks like the start of an HTTP request: a method token
+ * then a space, or an HTTP version anywhere. A browser page can make a
+ * browser send such lines to 127.0.0.1 (and a JSON body after headers);
+ * none of them is ever a request of ours. */
+static bool line_is_http(const char *line, size_t len)
+{
+	static const char *const methods[] = {
+		"GET ", "POST ", "PUT ", "OPTIONS ", "HEAD ", "DELETE ", "PATCH ",
+		"CONNECT ", "TRACE ",
+	};
+	static const char version[] = " HTTP/1.";
+
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		size_t n = strlen(methods[i]);
+
+		if (len >= n && !memcmp(line, methods[i], n))
+			return true;
+	}
+	for (size_t i = 0; i + sizeof version - 1 <= len; i++)
+		if (!memcmp(line + i, version, sizeof version - 1))
+			return true;
+	return false;
+}
+
+static void on_linger_closed(uv_handle_t *h)
+{
+	conn_unref(h->data);
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+	conn_close(t->data, "refused peer did not close in time");
+}
+
+static void on_linger_shutdown(uv_shutdown_t *req, int status)
+{
+	struct conn *c = container_of(req, struct conn, shutdown_req);
+
+	if (status < 0)
+		conn_close(c, NULL);
+}
+
+/* Refuses with one line, shuts the write side once it is written, and
+ * lingers (LINGER_MS) reading and discarding until the peer closes. */
+static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
+			      const char *message)
+{
+	fprintf(stderr, "quald: connection %lu refused: %s\n", c->serial, message);
+	conn_refuse(c, op, id, message);
+	if (c->closing || c->shutting)
+		return;
+	c->shutting = true;
+	c->refused = true;
+	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_linger_shutdown) < 0) {
+		conn_close(c, NULL);
+		return;
+	}
+	uv_timer_init(c->srv->loop, &c->linger);
+	c->linger.data = c;
+	c->linger_open = true;
+	c->refs++;
+	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
+	c->in_len = c->in_pos = 0;
+	if (!c->reading && !c->eof && uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+		c->reading = true;
+	if (c->eof)
+		conn_close(c, NULL);
+}
+
+/* The first line of a TCP connection: an auth with the token, or the
+ * connection is refused and closed. The bytes are compared in constant
+ * time (CRYPTO_memcmp); the lengths are compared first, which can tell a
+ * prober the token's length at most, never its bytes. */
+static void conn_authenticate(struct conn *c, const char *line, size_t len)
+{
+	struct server *s = c->srv;
+	struct qual_msg msg = {{0}};
+	const char *op_name = NULL;
+	struct request r;
+
+	if (line_is_http(line, len)) {
+		conn_refuse_close(c, NULL, NULL, "this is quald's control port, not an http "
+				  "server: http requests are refused");
+		return;
+	}
+	if (request_parse(line, len, &r, &op_name, &msg) < 0) {
+		char m[sizeof msg.text + 64];
+
+		snprintf(m, sizeof m, "authentication required: %s", msg.text);
+		conn_refuse_close(c, op_name, r.id, m);
+	} else if (r.op != OP_AUTH) {
+		conn_refuse_close(c, op_name, r.id, "authentication required: the first "
+				  "request on tcp must be {\"op\":\"auth\",\"token\":...}");
+	} else if (!s->token) {
+		conn_refuse_close(c, "auth", r.id, "quald has no --tcp-token-file: tcp "
+				  "connections are refused");
+	} else if (strlen(r.token) != strlen(s->token) ||
+		   CRYPTO_memcmp(r.token, s->token, strlen(s->token)) != 0) {
+		conn_refuse_close(c, "auth", r.id, "wrong token");
+	} else {
+		c->authed = true;
+		conn_send_json(c, reply_new("auth", r.id));
+	}
+	request_release(&r);
+}
+
 static void conn_handle_line(struct conn *c, const char *line, size_t len)
 {
 	struct qual_msg msg = {{0}};
 	const char *op_name = NULL;
 	struct request r;
 
+	if (!c->authed) {
+		conn_authenticate(c, line, len);
+		return;
+	}
 	if (request_parse(line, len, &r, &op_name, &msg) < 0) {
 		conn_refuse(c, op_name, r.id, msg.text);
 		request_release(&r);
@@ -782,6 +965,11 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
 	case OP_LIST: do_list(c, &r); break;
 	case OP_SHOW: do_show(c, &r); break;
 	case OP_CANCEL: do_cancel(c, &r); break;
+	case OP_AUTH:
+		conn_refuse(c, "auth", r.id, c->is_tcp ? "this connection is already authenticated"
+			    : "auth is for tcp connections: this unix socket peer is "
+			      "allowed by its user and groups");
+		break;
 	}
 	request_release(&r);
 }
@@ -809,6 +997,12 @@ static void conn_close(struct conn *c, const char *why)
 	if (c->closing)
 		return;
 	c->closing = true;
+	if (c->watching)
+		c->srv->nwatchers--;
+	if (c->linger_open) {
+		c->linger_open = false;
+		uv_close((uv_handle_t *)&c->linger, on_linger_closed);
+	}
 	if (why)
 		fprintf(stderr, "quald: connection %lu closed: %s\n", c->serial, why);
 	c->replay.active = false;
@@ -864,6 +1058,18 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	struct conn *c = container_of(stream, struct conn, h.stream);
 
 	(void)buf;
+	if (c->refused) {
+		/* Thrown away; the end (or an error) closes it. */
+		if (nread < 0) {
+			conn_close(c, NULL);
+			return;
+		}
+		c->discarded += (size_t)nread;
+		c->in_len = c->in_pos = 0;
+		if (c->discarded > LINGER_MAX_BYTES)
+			conn_close(c, "refused peer kept sending");
+		return;
+	}
 	if (nread == UV_EOF) {
 		c->eof = true;
 		uv_read_stop(stream);
@@ -893,10 +1099,10 @@ static void conn_process(struct conn *c)
 	struct server *s = c->srv;
 	bool want;
 
-	if (c->processing || c->closing)
+	if (c->processing || c->closing || c->refused)
 		return;
 	c->processing = true;
-	while (!c->closing && !s->stopping && !conn_blocked(c)) {
+	while (!c->closing && !c->shutting && !s->stopping && !conn_blocked(c)) {
 		const char *line;
 		size_t used, len;
 		enum frame_event ev = frame_next(&c->frame, c->in + c->in_pos,
@@ -908,13 +1114,18 @@ static void conn_process(struct conn *c)
 			char m[64];
 
 			snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
-			conn_refuse(c, NULL, NULL, m);
+			if (c->authed) {
+				conn_refuse(c, NULL, NULL, m);
+			} else {
+				conn_refuse_close(c, NULL, NULL, m);
+				break;
+			}
 		}
 		if (ev != FRAME_LINE)
 			break;
 		conn_handle_line(c, line, len);
 	}
-	if (c->closing) {
+	if (c->closing || c->refused) {
 		c->processing = false;
 		return;
 	}
@@ -939,6 +1150,52 @@ static void conn_process(struct conn *c)
 	}
 	c->processing = false;
 	conn_maybe_finish(c);
+}
+
+/* Whether the peer of Unix connection c may use quald: root, quald's own
+ * effective user, or a member of the configured group. Membership is the
+ * peer's groups at connect time as the kernel recorded them (SO_PEERGROUPS,
+ * Linux 4.13): its primary and supplementary groups, as the process really
+ * had them, with no race on a pid that may be reused (/proc/PID/status could
+ * be another process by the time it is read) and no trust in the group
+ * database's member list, which says nothing about the groups a process was
+ * started with. Without SO_PEERGROUPS only the primary group counts. On
+ * refusal, why holds the message. */
+static bool peer_allowed(struct conn *c, char *why, size_t whylen)
+{
+	struct server *s = c->srv;
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	uv_os_fd_t fd;
+	gid_t groups[256];
+	int ngroups = 0;
+
+	if (uv_fileno(&c->h.handle, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(why, whylen, "cannot tell who the peer is: %s", strerror(errno));
+		return false;
+	}
+	if (cred.uid == 0 || cred.uid == geteuid())
+		return true;
+	if (s->cfg.has_group) {
+		if (cred.gid == (gid_t)s->cfg.allow_gid)
+			return true;
+#ifdef SO_PEERGROUPS
+		len = sizeof groups;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+			ngroups = (int)(len / sizeof groups[0]);
+#endif
+		for (int i = 0; i < ngroups; i++)
+			if (groups[i] == (gid_t)s->cfg.allow_gid)
+				return true;
+	}
+	if (s->cfg.has_group)
+		snprintf(why, whylen, "uid %u is not allowed: not root, not quald's user, "
+			 "not in group '%s'", (unsigned)cred.uid, s->group_name);
+	else
+		snprintf(why, whylen, "uid %u is not allowed: not root, not quald's user "
+			 "(group '%s' does not exist)", (unsigned)cred.uid, s->group_name);
+	return false;
 }
 
 static void on_connection(uv_stream_t *ls, int status)
@@ -972,10 +1229,22 @@ static void on_connection(uv_stream_t *ls, int status)
 	}
 	if (l->is_tcp)
 		uv_tcp_nodelay(&c->h.tcp, 1); /* lines go out as they come */
-	if (s->nconns > SERVER_MAX_CONNECTIONS) {
-		conn_refuse(c, NULL, NULL, "too many connections");
-		conn_shutdown(c);
+	c->is_tcp = l->is_tcp;
+	if (s->nconns > s->cfg.max_connections) {
+		char m[96];
+
+		snprintf(m, sizeof m, "too many connections: %d open", s->cfg.max_connections);
+		conn_refuse_close(c, NULL, NULL, m);
 		return;
+	}
+	if (!l->is_tcp) {
+		char why[256];
+
+		if (!peer_allowed(c, why, sizeof why)) {
+			conn_refuse_close(c, NULL, NULL, why);
+			return;
+		}
+		c->authed = true;
 	}
 	conn_process(c);
 }
@@ -1160,6 +1429,8 @@ static void server_maybe_done(struct server *s)
 	done = s->done;
 	ctx = s->done_ctx;
 	free(s->socket_path);
+	free(s->token);
+	free(s->group_name);
 	free(s);
 	if (done)
 		done(ctx);
@@ -1238,6 +1509,18 @@ int server_open(uv_loop_t *loop, const struct server_config *cfg,
 	s->cfg = *cfg;
 	if (!s->cfg.client_buffer)
 		s->cfg.client_buffer = SERVER_DEFAULT_CLIENT_BUFFER;
+	if (s->cfg.max_connections <= 0)
+		s->cfg.max_connections = SERVER_MAX_CONNECTIONS;
+	if (s->cfg.max_watchers <= 0)
+		s->cfg.max_watchers = SERVER_DEFAULT_MAX_WATCHERS;
+	if (s->cfg.max_queued <= 0)
+		s->cfg.max_queued = SERVER_DEFAULT_MAX_QUEUED;
+	if (s->cfg.slow_grace_ms < 0)
+		s->cfg.slow_grace_ms = 0;
+	s->token = cfg->tcp_token ? xstrdup(cfg->tcp_token) : NULL;
+	s->cfg.tcp_token = NULL;
+	s->group_name = xstrdup(cfg->group_name ? cfg->group_name : "qual");
+	s->cfg.group_name = NULL; /* borrowed from the caller: use s->group_name */
 	s->tcp_port = -1;
 	s->last_queued = s->last_running = -1;
 	uv_timer_init(loop, &s->drain_timer);

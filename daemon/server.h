@@ -21,6 +21,7 @@
 #ifndef QUAL_SERVER_H
 #define QUAL_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <uv.h>
@@ -33,7 +34,11 @@
 /* Replies and replayed lines are queued while less than this waits to be
  * written; above it the connection waits for the client to read. */
 #define SERVER_REPLY_HIGH (1u << 20)
-#define SERVER_MAX_CONNECTIONS 1024
+#define SERVER_MAX_CONNECTIONS 1024   /* default --max-connections */
+#define SERVER_DEFAULT_MAX_WATCHERS 256 /* default --max-watchers */
+#define SERVER_DEFAULT_MAX_QUEUED 1000  /* default --max-queued */
+#define SERVER_DEFAULT_SLOW_GRACE_MS 2000 /* default --slow-grace-ms */
+#define SERVER_MAX_TOKEN 4096           /* bytes of a TCP token */
 /* At shutdown, how long connections get to take their last lines (the
  * interrupted verdicts) before they are closed regardless. */
 #define SERVER_DRAIN_MS 2000
@@ -51,6 +56,25 @@ struct server_config {
 	int tcp_port;
 	/* Cap on one connection's pending output (bytes); 0 for the default. */
 	size_t client_buffer;
+	/* How long (ms) a connection's live output may stay over client_buffer
+	 * before it is dropped; meanwhile it may reach 2 * client_buffer, never
+	 * more. 0: dropped as soon as it passes the cap. */
+	int slow_grace_ms;
+	/* Connections, watching connections, and jobs queued (including
+	 * submits still being checked) at once; 0 for the defaults. */
+	int max_connections;
+	int max_watchers;
+	int max_queued;
+	/* Who may use the Unix socket (SO_PEERCRED): root, quald's own
+	 * effective user, and members of group allow_gid when has_group (a
+	 * primary or supplementary group of the peer at connect time);
+	 * group_name for the refusal message. */
+	bool has_group;
+	unsigned allow_gid;
+	const char *group_name;
+	/* The token a TCP client must send first ({"op":"auth","token":...});
+	 * NULL: every TCP connection is refused. */
+	const char *tcp_token;
 	/* The jobs module's configuration (jobs_open). */
 	const struct jobs_config *jobs;
 	/* Called when the number of queued or running jobs changes (for

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "exitcode.h"
 #include "fixture.h"
 #include "health.h"
@@ -138,6 +139,11 @@ int main(int argc, char **argv)
 	/* A worker of quald dies with the daemon. */
 	if (!qual_die_with_parent())
 		return QUAL_EXIT_ERROR;
+	/* A worker of quald runs confined (confine.h), before any thread. */
+	{
+		char confined[128];
+		qual_confine_worker(confined, sizeof confined);
+	}
 	runner_config_init(&cfg);
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;

@@ -24,13 +24,15 @@ target_link_libraries(test_jobs PRIVATE qual_daemon PkgConfig::CMOCKA)
 add_dependencies(test_jobs qual-compile shim_noabi)
 target_compile_definitions(test_jobs PRIVATE
   JOBS_TEST_WORKER="${CMAKE_CURRENT_SOURCE_DIR}/tools/fake_worker.sh"
+  JOBS_TEST_HEALTH_WORKER="${CMAKE_CURRENT_SOURCE_DIR}/tools/fake_health_worker.sh"
   JOBS_TEST_HELPER="${CMAKE_CURRENT_SOURCE_DIR}/tools/fake_compile.sh"
   JOBS_REAL_HELPER="$<TARGET_FILE:qual-compile>"
   JOBS_TEST_ELF="$<TARGET_FILE:shim_noabi>"
   JOBS_TEST_NVRTC="/usr/local/cuda/lib64/libnvrtc.so.13")
 set(QUAL_JOBS_TESTS relay_and_log worker_args one_slot_serial two_slots_parallel
     cancel crash blame timeout exits odd_lines sigkill recovery submit_refusals
-    submit_real_helper close_running close_during_check spawn_failure close_idle)
+    submit_real_helper close_running close_during_check spawn_failure close_idle
+    log_limit policy quarantine health_pass health_fail)
 foreach(t ${QUAL_JOBS_TESTS})
   add_test(NAME jobs_${t} COMMAND test_jobs ${t})
   set_tests_properties(jobs_${t} PROPERTIES LABELS unit TIMEOUT 30)

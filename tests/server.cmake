@@ -20,7 +20,7 @@ add_executable(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_server.c
                ${QUAL_DAEMON_DIR}/sd.c)
 target_include_directories(test_server PRIVATE ${QUAL_DAEMON_DIR}
                            ${PROJECT_SOURCE_DIR}/engine)
-target_link_libraries(test_server PRIVATE qual_common PkgConfig::LIBUV PkgConfig::JANSSON
+target_link_libraries(test_server PRIVATE qual_common OpenSSL::Crypto PkgConfig::LIBUV PkgConfig::JANSSON
                       PkgConfig::CMOCKA)
 add_dependencies(test_server quald)
 target_compile_definitions(test_server PRIVATE QUAL_VERSION="${PROJECT_VERSION}"

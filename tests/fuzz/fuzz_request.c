@@ -322,6 +322,10 @@ static void check_request(const struct request *r)
 		break;
 	case OP_STATUS:
 		break;
+	case OP_AUTH:
+		FUZZ_CHECK(r->token && strlen(r->token) >= 1 &&
+			   strlen(r->token) <= REQUEST_MAX_TOKEN);
+		break;
 	default:
 		FUZZ_CHECK(!"an op outside enum request_op");
 	}
@@ -330,7 +334,7 @@ static void check_request(const struct request *r)
 static void parse_line(const char *line, size_t len)
 {
 	static const char *const ops[] = {
-		"submit", "watch", "status", "list", "show", "cancel",
+		"submit", "watch", "status", "list", "show", "cancel", "auth",
 	};
 	struct qual_msg msg = {{0}};
 	const char *op_name = (const char *)&msg; /* must be overwritten */

@@ -1164,6 +1164,234 @@ static void test_close_idle(void **state)
 	finish();
 }
 
+/* The job log size limit: a worker whose next line would take the log past
+ * it is killed, and the job ends with an error verdict naming the limit. The
+ * fake "ok" worker writes five lines of about 100-250 bytes each. */
+static void test_log_limit(void **state)
+{
+	const char *id;
+	long lines;
+
+	(void)state;
+	H.cfg.max_log_bytes = 300;
+	open_jobs();
+	id = submit_kind("ok");
+	RUN_UNTIL(finished(id), 10);
+	assert_string_equal(state_of(id), "done");
+	assert_verdict(id, "error", "worker stopped: the job log reached its limit of 300 bytes");
+	assert_log_matches(id);
+	/* The start line fits, the rest do not: start + the daemon's verdict. */
+	lines = jobs_read_log(H.j, id, -1, NULL, NULL, &(const char *){NULL}, &(struct qual_msg){""});
+	assert_true(lines >= 2 && lines < 5);
+	/* With room, the same worker's job ends with the engine's verdict.
+	 * The killed fake may have left its slot marker (SIGKILL skips its
+	 * trap). */
+	{
+		char marker[PATH_MAX + 32];
+		snprintf(marker, sizeof marker, "%s/slot-none", H.fake);
+		rmdir(marker);
+		snprintf(marker, sizeof marker, "%s/slot-cpu", H.fake);
+		rmdir(marker);
+	}
+	close_jobs();
+	H.cfg.max_log_bytes = 1 << 20;
+	open_jobs();
+	id = submit_kind("ok");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "neutral", NULL);
+	finish();
+}
+
+/* The library policy at submit (policy.h; its rules are unit-tested in
+ * test_policy): the fakes' libraries are symlinks into the build folder, so
+ * with their own folder as the only root they resolve outside it; a copy in
+ * a world-writable folder under it is refused; with the build folder as a
+ * root the submit goes through. */
+static void test_policy(void **state)
+{
+	const char *roots[1];
+	char elfdir[PATH_MAX], copy[PATH_MAX + 32], cmd[3 * PATH_MAX];
+	struct submit_args a;
+
+	(void)state;
+	roots[0] = H.libs;
+	H.cfg.allow_roots = roots;
+	H.cfg.nallow_roots = 1;
+	open_jobs();
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "resolves to '"));
+	assert_non_null(strstr(H.sub_message, "', outside the allowed roots"));
+	snprintf(copy, sizeof copy, "%s/ww", H.libs);
+	assert_int_equal(mkdir(copy, 0777), 0);
+	assert_int_equal(chmod(copy, 0777), 0);
+	snprintf(copy, sizeof copy, "%s/ww/libcopy.so", H.libs);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", JOBS_TEST_ELF, copy);
+	assert_int_equal(system(cmd), 0);
+	args_init(&a, copy, copy);
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "/ww' is world-writable"));
+	close_jobs();
+	snprintf(elfdir, sizeof elfdir, "%s", JOBS_TEST_ELF);
+	*strrchr(elfdir, '/') = '\0';
+	roots[0] = elfdir;
+	open_jobs();
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(submit_args_wait(&a), 0);
+	RUN_UNTIL(finished(H.sub_job), 10);
+	assert_verdict(H.sub_job, "neutral", NULL);
+	finish();
+}
+
+/* Quarantine: three jobs whose worker dies by a signal (the fake "crash"
+ * kind; "candfail" writes a candidate error line and crashes) are three
+ * strikes against the candidate's SHA-256; then a submit naming a file with
+ * that hash is refused at once, with the hash and the way to clear it, also
+ * after a restart (quarantine.json); clearing lets it through. Every fake
+ * library is a link to one ELF file, so the baseline shares the hash. */
+static void test_quarantine(void **state)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+	json_t *q, *e;
+	char sha[65];
+	const char *id;
+	int i;
+
+	(void)state;
+	open_jobs();
+	for (i = 0; i < 2; i++) {
+		id = submit_kind(i ? "candfail" : "crash");
+		RUN_UNTIL(finished(id), 10);
+	}
+	/* Two strikes: not yet quarantined. */
+	q = jobs_quarantine_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 1);
+	e = json_array_get(json_object_get(q, "quarantine"), 0);
+	assert_int_equal(json_integer_value(json_object_get(e, "strikes")), 2);
+	assert_false(json_boolean_value(json_object_get(e, "quarantined")));
+	snprintf(sha, sizeof sha, "%s", json_string_value(json_object_get(e, "sha256")));
+	json_decref(q);
+	assert_int_equal(strlen(sha), 64);
+	/* A cancelled or timed-out job is no strike. */
+	id = submit_kind("hang");
+	RUN_UNTIL(strcmp(state_of(id), "running") == 0, 10);
+	assert_int_equal(jobs_cancel(H.j, id, &m), 0);
+	RUN_UNTIL(finished(id), 10);
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(submit_args_wait(&a), 0);
+	RUN_UNTIL(finished(H.sub_job), 10);
+	id = submit_kind("crash");
+	RUN_UNTIL(finished(id), 10);
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "is quarantined after 3 crashes; "
+			       "clear with: qualctl quarantine clear "));
+	assert_non_null(strstr(H.sub_message, sha));
+	assert_non_null(strstr(H.sub_message, "compiler '"));
+	/* Kept across a restart. */
+	close_jobs();
+	open_jobs();
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "quarantined"));
+	assert_int_equal(jobs_quarantine_clear(H.j, "0123", &m), QUAL_ENOENT);
+	assert_int_equal(jobs_quarantine_clear(H.j, sha, &m), 0);
+	assert_int_equal(submit_args_wait(&a), 0);
+	RUN_UNTIL(finished(H.sub_job), 10);
+	assert_verdict(H.sub_job, "neutral", NULL);
+	q = jobs_quarantine_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
+	json_decref(q);
+	finish();
+}
+
+/* GPU health (fake_health_worker.sh): after a job that reported "gpu":"hung"
+ * the slot's GPU is checked (qual-run --health --device N) before its next
+ * job. A passing check puts it back in service: the next job runs. */
+static int health_calls(void)
+{
+	char path[PATH_MAX + 32], line[64];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/health-calls", H.fake);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		assert_string_equal(line, "7\n");
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void test_health_pass(void **state)
+{
+	const char *id;
+
+	(void)state;
+	H.devices[0] = 7;
+	H.cfg.devices = H.devices;
+	H.cfg.worker = JOBS_TEST_HEALTH_WORKER;
+	setenv("FAKE_HEALTH_EXIT", "0", 1);
+	open_jobs();
+	id = submit_kind("ok");
+	RUN_UNTIL(finished(id), 10);
+	assert_int_equal(health_calls(), 0);
+	id = submit_kind("gpuhung");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "error", NULL);
+	id = submit_kind("ok");
+	RUN_UNTIL(finished(id), 10);
+	assert_verdict(id, "neutral", NULL);
+	assert_int_equal(health_calls(), 1);
+	/* A worker crash also calls for a check. */
+	id = submit_kind("crash");
+	RUN_UNTIL(finished(id), 10);
+	id = submit_kind("ok");
+	RUN_UNTIL(finished(id), 10);
+	assert_int_equal(health_calls(), 2);
+	unsetenv("FAKE_HEALTH_EXIT");
+	finish();
+}
+
+/* A failing check takes the GPU out of service: status says so and why, the
+ * next job stays queued, and status says why it waits. */
+static void test_health_fail(void **state)
+{
+	const char *id, *next;
+	json_t *st, *slot;
+	int i;
+
+	(void)state;
+	H.devices[0] = 7;
+	H.cfg.devices = H.devices;
+	H.cfg.worker = JOBS_TEST_HEALTH_WORKER;
+	setenv("FAKE_HEALTH_EXIT", "3", 1);
+	open_jobs();
+	id = submit_kind("gpuhung");
+	RUN_UNTIL(finished(id), 10);
+	next = submit_kind("ok");
+	RUN_UNTIL(health_calls() == 1, 10);
+	/* Give the scheduler time to (wrongly) start it. */
+	for (i = 0; i < 20; i++) {
+		uv_run(&H.loop, UV_RUN_NOWAIT);
+		usleep(10000);
+	}
+	assert_string_equal(state_of(next), "queued");
+	st = jobs_status_json(H.j);
+	slot = json_array_get(json_object_get(st, "slots"), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(slot, "out_of_service")),
+			       "gpu 7 failed its health check (exit status 3)"));
+	assert_non_null(strstr(json_string_value(json_object_get(st, "waiting")),
+			       "no slot is in service"));
+	json_decref(st);
+	assert_int_equal(health_calls(), 1);
+	unsetenv("FAKE_HEALTH_EXIT");
+	finish();
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
 int main(int argc, char **argv)
@@ -1187,6 +1415,11 @@ int main(int argc, char **argv)
 		T(close_during_check),
 		T(spawn_failure),
 		T(close_idle),
+		T(log_limit),
+		T(policy),
+		T(quarantine),
+		T(health_pass),
+		T(health_fail),
 	};
 	static char filter[128];
 	size_t i;

@@ -24,6 +24,7 @@
 static const char *const op_names[] = {
 	[OP_SUBMIT] = "submit", [OP_WATCH] = "watch", [OP_STATUS] = "status",
 	[OP_LIST] = "list", [OP_SHOW] = "show", [OP_CANCEL] = "cancel",
+	[OP_AUTH] = "auth",
 };
 
 /* ---- data files: cases of (request line, expectation line) ---- */
@@ -137,6 +138,9 @@ static json_t *dump_request(const struct request *r)
 		json_object_set_new(o, "job", json_string(r->job));
 		break;
 	case OP_STATUS:
+		break;
+	case OP_AUTH:
+		json_object_set_new(o, "token", json_string(r->token));
 		break;
 	}
 	return o;

@@ -9,6 +9,7 @@
  * Every test ends with server_close and asserts uv_loop_close() == 0. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1297,7 +1298,7 @@ static void test_tcp_and_listen_fds(void **state)
 {
 	struct sockaddr_un ua = {.sun_family = AF_UNIX};
 	struct sockaddr_in ta = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct server_config cfg = {.tcp_port = 0, .jobs = &jcfg};
+	struct server_config cfg = {.tcp_port = 0, .jobs = &jcfg, .tcp_token = "s3cret-token"};
 	struct qual_msg msg = {{0}};
 	char path2[96];
 	int lfd, fd, fds[2];
@@ -1336,10 +1337,59 @@ static void test_tcp_and_listen_fds(void **state)
 	expect_status_works(c);
 	client_free(c);
 
+	/* TCP: the first line must be an auth with the token; anything else
+	 * is refused with one line and the connection closed. */
+	{
+		static const struct {
+			const char *first, *want;
+		} bad[] = {
+			{"{\"op\":\"status\"}\n", "authentication required"},
+			{"{\"op\":\"auth\",\"token\":\"s3cret-tokeX\"}\n", "wrong token"},
+			{"{\"op\":\"auth\",\"token\":\"s3cret\"}\n", "wrong token"},
+			{"{\"op\":\"auth\",\"token\":\"s3cret-token-\"}\n", "wrong token"},
+			{"{\"op\":\"auth\"}\n", "authentication required"},
+			{"not json\n", "authentication required: malformed json"},
+			{"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "http requests are refused"},
+			{"POST /x HTTP/1.1\r\n\r\n{\"op\":\"auth\",\"token\":\"s3cret-token\"}\n",
+			 "http requests are refused"},
+			{"OPTIONS * HTTP/1.1\r\n", "http requests are refused"},
+			{"{\"op\":\"auth\",\"token\":\"s3cret-token\"} HTTP/1.1\n",
+			 "http requests are refused"},
+		};
+
+		ta.sin_port = htons((uint16_t)server_tcp_port(srv));
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			char *line;
+
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+			assert_int_equal(connect(fd, (struct sockaddr *)&ta, sizeof ta), 0);
+			c = client_of(fd);
+			client_sends(c, bad[i].first);
+			json_decref(expect_refused(c, bad[i].want));
+			/* Then the end: nothing else, and no request served. */
+			line = client_line(c);
+			if (line)
+				fail_msg("after '%s': more after the refusal: %s", bad[i].first, line);
+			client_free(c);
+		}
+	}
 	fd = socket(AF_INET, SOCK_STREAM, 0);
-	ta.sin_port = htons((uint16_t)server_tcp_port(srv));
 	assert_int_equal(connect(fd, (struct sockaddr *)&ta, sizeof ta), 0);
 	c = client_of(fd);
+	client_sends(c, "{\"op\":\"auth\",\"token\":\"s3cret-token\",\"id\":1}\n");
+	{
+		json_t *o = client_json(c);
+
+		expect_type(o, "reply", "auth");
+		assert_int_equal(json_integer_value(json_object_get(o, "id")), 1);
+		json_decref(o);
+	}
+	expect_status_works(c);
+	client_sends(c, "{\"op\":\"auth\",\"token\":\"s3cret-token\"}\n");
+	json_decref(expect_refused(c, "already authenticated"));
+	/* An HTTP-shaped line after auth is just a bad request. */
+	client_sends(c, "GET / HTTP/1.1\n");
+	json_decref(expect_refused(c, "malformed json"));
 	expect_status_works(c);
 	client_sends(c, "{\"op\":\"frobnicate\"}\n");
 	json_decref(expect_refused(c, "unknown op"));
@@ -1349,6 +1399,329 @@ static void test_tcp_and_listen_fds(void **state)
 	/* Not our file: a handed-over socket's path is left alone. */
 	assert_int_equal(access(path2, F_OK), 0);
 	unlink(path2);
+}
+
+/* Without a token configured, every TCP connection is refused. */
+static void test_tcp_without_token(void **state)
+{
+	struct sockaddr_in ta = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = 0, .jobs = &jcfg};
+	struct qual_msg msg = {{0}};
+	struct client *c;
+	int fd;
+
+	(void)state;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	ta.sin_port = htons((uint16_t)server_tcp_port(srv));
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&ta, sizeof ta), 0);
+	c = client_of(fd);
+	client_sends(c, "{\"op\":\"auth\",\"token\":\"anything\"}\n");
+	json_decref(expect_refused(c, "no --tcp-token-file"));
+	assert_null(client_line(c));
+	/* A refused peer that does not close is closed after the linger; its
+	 * input meanwhile is thrown away. */
+	assert_int_equal(srv->nconns, 1);
+	client_sends(c, "{\"op\":\"status\"}\n");
+	pump_ms(LINGER_MS / 2);
+	assert_int_equal(srv->nconns, 1);
+	pump_ms(LINGER_MS / 2 + 300);
+	assert_int_equal(srv->nconns, 0);
+	client_free(c);
+	/* The Unix socket is not affected; auth there is refused politely. */
+	c = client_connect();
+	client_sends(c, "{\"op\":\"auth\",\"token\":\"anything\"}\n");
+	json_decref(expect_refused(c, "auth is for tcp connections"));
+	expect_status_works(c);
+	client_free(c);
+	stop();
+}
+
+/* A child process as uid 65534 with the given supplementary groups (and
+ * primary gid 65534) connects to the socket, sends a status and exits 0
+ * when served, 1 when refused with want_refusal in the line, 2 otherwise.
+ * The parent runs the server's loop meanwhile. Returns the child's status. */
+static int peer_as_nobody(const gid_t *groups, int ngroups, const char *want_refusal)
+{
+	pid_t pid;
+	int st = -1;
+	uint64_t deadline = uv_hrtime() + 10000000000ull;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		char buf[1024];
+		size_t got = 0;
+		ssize_t n;
+		int fd;
+
+		if (setgroups((size_t)ngroups, groups) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(3);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		snprintf(a.sun_path, sizeof a.sun_path, "%s", sock_path);
+		if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+			_exit(4);
+		if (write(fd, "{\"op\":\"status\"}\n", 16) != 16)
+			_exit(5);
+		while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0) {
+			got += (size_t)n;
+			if (memchr(buf, '\n', got))
+				break;
+		}
+		buf[got] = '\0';
+		if (strstr(buf, "\"type\":\"reply\"") && strstr(buf, "\"op\":\"status\""))
+			_exit(0);
+		if (strstr(buf, "\"type\":\"refused\"") && strstr(buf, want_refusal)) {
+			/* One line, then the end. */
+			got = 0;
+			while ((n = read(fd, buf, sizeof buf)) > 0)
+				got += (size_t)n;
+			/* The server closed without reading the request: a
+			 * Unix socket then reports a reset, not an end. */
+			_exit(got == 0 && (n == 0 || errno == ECONNRESET) ? 1 : 6);
+		}
+		fprintf(stderr, "peer got: %s\n", buf);
+		_exit(2);
+	}
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (uv_hrtime() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("the peer child did not finish in 10 s");
+		}
+		pump(NULL);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* SO_PEERCRED: root (this test), quald's user, and members of the group are
+ * served; anyone else gets one refusal line and is disconnected. Needs root
+ * to become another user. */
+static void test_peer_credentials(void **state)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
+				    .has_group = true, .allow_gid = 4242, .group_name = "qualtest"};
+	struct qual_msg msg = {{0}};
+	gid_t in[2] = {100, 4242}, out[1] = {100};
+	struct client *c;
+
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_peer_credentials: skipped: needs root to act as another user\n");
+		skip();
+	}
+	assert_int_equal(chmod(tmpdir, 0755), 0);
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	assert_int_equal(chmod(sock_path, 0666), 0);
+	/* Root is served. */
+	c = client_connect();
+	expect_status_works(c);
+	client_free(c);
+	/* Not in the group: refused, with the uid and the group named. */
+	assert_int_equal(peer_as_nobody(out, 1, "uid 65534 is not allowed: not root, not "
+					"quald's user, not in group 'qualtest'"), 1);
+	assert_int_equal(peer_as_nobody(NULL, 0, "uid 65534 is not allowed"), 1);
+	/* A supplementary group is enough. */
+	assert_int_equal(peer_as_nobody(in, 2, "-"), 0);
+	/* The server lives on. */
+	c = client_connect();
+	expect_status_works(c);
+	client_free(c);
+	stop();
+
+	/* No group configured (it does not exist): only root and quald's user. */
+	assert_int_equal(uv_loop_init(&loop), 0);
+	cfg.has_group = false;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	assert_int_equal(chmod(sock_path, 0666), 0);
+	assert_int_equal(peer_as_nobody(in, 2, "group 'qualtest' does not exist"), 1);
+	stop();
+}
+
+/* Past --max-watchers a watch is refused (the connection lives); a
+ * watcher leaving makes room. */
+static void test_watcher_limit(void **state)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
+				    .max_watchers = 2};
+	struct qual_msg msg = {{0}};
+	struct client *w[3];
+	json_t *o;
+	char *a;
+
+	(void)state;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	for (int i = 0; i < 3; i++)
+		w[i] = client_connect();
+	for (int i = 0; i < 2; i++) {
+		client_sends(w[i], "{\"op\":\"watch\"}\n");
+		o = client_json(w[i]);
+		expect_type(o, "reply", "watch");
+		json_decref(o);
+	}
+	client_sends(w[2], "{\"op\":\"watch\",\"id\":9}\n");
+	o = expect_refused(w[2], "too many watchers: 2 connections are watching");
+	assert_string_equal(sget(o, "op"), "watch");
+	json_decref(o);
+	expect_status_works(w[2]);
+	/* A watcher that went away is noticed when a line is written to it
+	 * (its EOF alone could be a half-close: it may still be reading). */
+	client_free(w[0]);
+	a = submit(w[2], "/a", false);
+	stub_emit(a, "start", NULL);
+	free(a);
+	pump_ms(50);
+	assert_int_equal(srv->nwatchers, 1);
+	client_sends(w[2], "{\"op\":\"watch\"}\n");
+	o = client_json(w[2]);
+	expect_type(o, "reply", "watch");
+	json_decref(o);
+	stub_emit("j000001", "verdict", NULL);
+	client_free(w[1]);
+	client_free(w[2]);
+	stop();
+}
+
+/* Past --max-queued a submit is refused with the queue's length; a job
+ * leaving the queue makes room. */
+static void test_queue_full(void **state)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
+				    .max_queued = 2};
+	struct qual_msg msg = {{0}};
+	struct client *c;
+	char *a, *b, *d;
+	json_t *o;
+
+	(void)state;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	c = client_connect();
+	a = submit(c, "/a", false);
+	b = submit(c, "/b", false);
+	client_sends(c, "{\"op\":\"submit\",\"baseline\":\"/x\",\"candidate\":\"/c\",\"id\":3}\n");
+	o = expect_refused(c, "queue is full: 2 jobs queued");
+	assert_string_equal(sget(o, "op"), "submit");
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), 3);
+	json_decref(o);
+	/* a starts running: one place free. */
+	stub_emit(a, "start", NULL);
+	d = submit(c, "/d", false);
+	free(a);
+	free(b);
+	free(d);
+	client_free(c);
+	stop();
+}
+
+/* A watcher over --client-buffer is dropped only once it has been over it
+ * for --slow-grace-ms, and at twice the cap at once. */
+static void test_slow_reader_grace(void **state)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
+				    .client_buffer = SERVER_MIN_CLIENT_BUFFER,
+				    .slow_grace_ms = 1000};
+	struct qual_msg msg = {{0}};
+	struct client *sub, *slow;
+	struct conn *sc;
+	char extra[1100];
+	uint64_t t0;
+	char *a;
+	int lines = 0;
+
+	(void)state;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	sub = client_connect();
+	slow = client_connect();
+	client_sends(slow, "{\"op\":\"watch\"}\n");
+	pump_ms(20);
+	for (sc = srv->conns; sc && !sc->watching; sc = sc->next)
+		;
+	assert_non_null(sc);
+	a = submit(sub, "/a", false);
+	snprintf(extra, sizeof extra, "\"pad\":\"%01000d\"", 0);
+	/* Lines until the slow client's queue passes the cap (the kernel's
+	 * socket buffer takes some first). */
+	while (!sc->over_since) {
+		stub_emit(a, "pair", extra);
+		uv_run(&loop, UV_RUN_NOWAIT);
+		assert_false(sc->closing);
+		assert_true(++lines < 100000);
+	}
+	t0 = uv_hrtime();
+	/* Within the grace: more lines are taken while under twice the cap. */
+	for (int i = 0; i < 10; i++) {
+		stub_emit(a, "pair", extra);
+		uv_run(&loop, UV_RUN_NOWAIT);
+	}
+	pump_ms(150);
+	stub_emit(a, "pair", extra);
+	assert_true(uv_hrtime() - t0 < 1000000000ull); /* else the machine stalled */
+	assert_false(sc->closing);
+	/* After the grace, the next line drops it. */
+	pump_ms(1000);
+	stub_emit(a, "pair", extra);
+	assert_true(sc->closing);
+	pump_ms(20);
+	stub_emit(a, "verdict", NULL);
+	free(a);
+	client_free(sub);
+	client_free(slow);
+
+	stop();
+}
+
+/* With a long grace, twice the cap drops a slow reader at once. */
+static void test_slow_reader_hard_cap(void **state)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
+				    .client_buffer = SERVER_MIN_CLIENT_BUFFER,
+				    .slow_grace_ms = 3600000};
+	struct qual_msg msg = {{0}};
+	struct client *sub, *slow;
+	struct conn *sc;
+	char extra[1100];
+	size_t peak = 0;
+	char *a;
+	int lines = 0;
+
+	(void)state;
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	sub = client_connect();
+	slow = client_connect();
+	client_sends(slow, "{\"op\":\"watch\"}\n");
+	pump_ms(20);
+	for (sc = srv->conns; sc && !sc->watching; sc = sc->next)
+		;
+	assert_non_null(sc);
+	a = submit(sub, "/a", false);
+	snprintf(extra, sizeof extra, "\"pad\":\"%01000d\"", 0);
+	/* sc is freed by the loop once closed: look at it before each turn. */
+	for (;;) {
+		size_t q = conn_pending(sc);
+
+		peak = q > peak ? q : peak;
+		stub_emit(a, "pair", extra);
+		if (sc->closing)
+			break;
+		uv_run(&loop, UV_RUN_NOWAIT);
+		assert_true(++lines < 100000);
+	}
+	assert_true(peak > SERVER_MIN_CLIENT_BUFFER);
+	assert_true(peak <= 2 * SERVER_MIN_CLIENT_BUFFER);
+	stub_emit(a, "verdict", NULL);
+	free(a);
+	client_free(sub);
+	client_free(slow);
+	stop();
 }
 
 /* sd_notify's wire protocol: one datagram to NOTIFY_SOCKET, a path or an
@@ -1584,6 +1957,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp_and_listen_fds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tcp_without_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_credentials, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watcher_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queue_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_reader_grace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_reader_hard_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sd_listen_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quald_program, setup, teardown),

@@ -1,0 +1,200 @@
+/* Library policy (policy.h). */
+#include "policy.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+int policy_path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (n == 1 && root[0] == '/')
+		return path[0] == '/';
+	if (strncmp(path, root, n) != 0)
+		return 0;
+	/* A whole component: "/opt/x" is under "/opt", "/optx" is not. */
+	return path[n] == '\0' || path[n] == '/';
+}
+
+int policy_root_resolve(const char *dir, char *out, size_t cap,
+			struct qual_msg *msg)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(dir, buf))
+		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EINVAL,
+				 "cannot use allowed root '%s': %s", dir, strerror(errno));
+	if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+		return qual_fail(msg, QUAL_EINVAL, "cannot use allowed root '%s': not a directory",
+				 dir);
+	if (strlen(buf) >= cap)
+		return qual_fail(msg, QUAL_EINVAL, "cannot use allowed root '%s': path too long", dir);
+	snprintf(out, cap, "%s", buf);
+	return 0;
+}
+
+/* Checks one component (a real path: no symlinks left) for writers other
+ * than root and self. Returns 0, or fails naming it. sticky_ok admits a
+ * world-writable folder with the sticky bit (like /tmp) above the library's
+ * own folder: there others cannot rename or remove an entry they do not own,
+ * and the entry below it is checked to be root's or ours, so the path cannot
+ * be swapped; the library's own folder and the file never get this. */
+static int policy_check_component(const char *lib, const char *comp, uid_t self,
+				  bool sticky_ok, struct qual_msg *msg)
+{
+	struct stat st;
+
+	if (lstat(comp, &st) != 0)
+		return qual_fail(msg, QUAL_EIO, "compiler '%s' refused: cannot inspect '%s': %s",
+				 lib, comp, strerror(errno));
+	if ((st.st_mode & S_IWOTH) &&
+	    !(sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) &&
+	      (st.st_uid == 0 || st.st_uid == self)))
+		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' refused: '%s' is world-writable",
+				 lib, comp);
+	if (st.st_mode & S_IWOTH)
+		return 0; /* a sticky folder of root's or ours, as above */
+	if ((st.st_mode & S_IWGRP) && st.st_gid != 0)
+		return qual_fail(msg, QUAL_EINVAL,
+				 "compiler '%s' refused: '%s' is writable by group %lu",
+				 lib, comp, (unsigned long)st.st_gid);
+	if (st.st_uid != 0 && st.st_uid != self)
+		return qual_fail(msg, QUAL_EINVAL,
+				 "compiler '%s' refused: '%s' is owned by uid %lu, not root or quald's user",
+				 lib, comp, (unsigned long)st.st_uid);
+	return 0;
+}
+
+int policy_check_library(const char *const *roots, int nroots, uid_t self,
+			 const char *path, char *real, size_t cap,
+			 struct qual_msg *msg)
+{
+	char buf[PATH_MAX], abs[PATH_MAX], *slash;
+	struct stat st;
+	int i, rc, under = 0, named_under = 0;
+
+	if (!realpath(path, buf))
+		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot load compiler '%s': %s", path, strerror(errno));
+	if (strlen(buf) >= cap)
+		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': path too long", path);
+	for (i = 0; i < nroots; i++)
+		under |= policy_path_under(buf, roots[i]);
+	if (!under) {
+		/* Say "resolves to" when the name given sits in a root (its
+		 * folder resolved) but a symlink leads out; else plainly
+		 * outside. */
+		snprintf(abs, sizeof abs, "%s", path);
+		slash = strrchr(abs, '/');
+		if (slash && slash != abs) {
+			char dir[PATH_MAX];
+			*slash = '\0';
+			if (realpath(abs, dir))
+				for (i = 0; i < nroots; i++)
+					named_under |= policy_path_under(dir, roots[i]);
+		}
+		if (named_under || strcmp(buf, path) != 0)
+			return qual_fail(msg, QUAL_EINVAL,
+					 "compiler '%s' resolves to '%s', outside the allowed roots",
+					 path, buf);
+		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' is outside the allowed roots",
+				 path);
+	}
+	if (stat(buf, &st) != 0)
+		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
+				 strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': not a regular file",
+				 path);
+	/* The file, then each parent up to "/". */
+	snprintf(abs, sizeof abs, "%s", buf);
+	for (int depth = 0;; depth++) {
+		if ((rc = policy_check_component(path, abs[0] ? abs : "/", self,
+						 depth >= 2, msg)))
+			return rc;
+		if (!abs[0] || strcmp(abs, "/") == 0)
+			break;
+		slash = strrchr(abs, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+	snprintf(real, cap, "%s", buf);
+	return 0;
+}
+
+static void roots_push(char ***roots, int *n, const char *dir)
+{
+	*roots = xrealloc(*roots, ((size_t)*n + 2) * sizeof **roots);
+	(*roots)[(*n)++] = xstrdup(dir);
+	(*roots)[*n] = NULL;
+}
+
+int policy_args_take(int *argc, char **argv, char ***roots, int *nroots,
+		     struct qual_msg *msg)
+{
+	static const char *const defaults[] = POLICY_DEFAULT_ROOTS;
+	static const char opt[] = "--allow-root";
+	char self[PATH_MAX], *slash;
+	ssize_t len;
+	int i, out = 1;
+	size_t k;
+
+	*roots = NULL;
+	*nroots = 0;
+	for (k = 0; k < sizeof defaults / sizeof defaults[0]; k++)
+		roots_push(roots, nroots, defaults[k]);
+	len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (len > 0) {
+		self[len] = '\0';
+		for (k = 0; k < 2 && (slash = strrchr(self, '/')); k++)
+			*slash = '\0';
+		if (k == 2 && self[0])
+			roots_push(roots, nroots, self);
+	}
+	for (i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			/* Leave the rest to the daemon's parser. */
+			while (i < *argc)
+				argv[out++] = argv[i++];
+			break;
+		}
+		if (strcmp(a, opt) == 0) {
+			if (i + 1 >= *argc) {
+				policy_roots_free(*roots);
+				*roots = NULL;
+				*nroots = 0;
+				return qual_fail(msg, QUAL_EINVAL, "--allow-root needs a folder");
+			}
+			roots_push(roots, nroots, argv[++i]);
+			continue;
+		}
+		if (strncmp(a, opt, sizeof opt - 1) == 0 && a[sizeof opt - 1] == '=') {
+			roots_push(roots, nroots, a + sizeof opt);
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	argv[out] = NULL;
+	*argc = out;
+	return 0;
+}
+
+void policy_roots_free(char **roots)
+{
+	if (!roots)
+		return;
+	for (char **r = roots; *r; r++)
+		free(*r);
+	free(roots);
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Quarantine through the real service: quald, qual-run and qual-compile on
+the crashing shim (tests/shims: its compile dies by SIGSEGV) as the
+candidate, compile-only (no GPU).
+
+Three jobs with the crashing candidate each end fail (exit 2) and count a
+strike against its SHA-256; the fourth submit is refused at once, naming the
+library, its hash and how to clear it, and no job is made. The strikes are in
+STATE/quarantine.json (3 for that hash); with that entry removed (what
+`qualctl quarantine clear` will do; quald stopped meanwhile) the same submit
+is accepted again. The baseline (the real nvrtc) is never struck.
+
+usage: quarantine_test.py --quald Q --qualctl C --worker W --compile-helper H
+                          --shim-crash LIB --nvrtc LIB
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+FAST = "gemm_i8-256x512x256"
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def start(args, root):
+    sock = os.path.join(root, "quald.sock")
+    env = dict(os.environ)
+    env["TMPDIR"] = os.path.join(root, "tmp")
+    os.makedirs(env["TMPDIR"], exist_ok=True)
+    for k in ("QUAL_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "NOTIFY_SOCKET",
+              "LISTEN_PID", "LISTEN_FDS"):
+        env.pop(k, None)
+    log = open(os.path.join(root, "quald.log"), "ab")
+    p = subprocess.Popen([args.quald, "--socket", sock, "--state-dir",
+                          os.path.join(root, "state"), "--worker", args.worker,
+                          "--compile-helper", args.compile_helper],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        check(p.poll() is None, f"quald exited with {p.returncode}")
+        if ctl(args, sock, "status").returncode == 0:
+            return p, sock
+        time.sleep(0.05)
+    raise Failure("quald did not answer within 10 s")
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(20) == 0, f"quald exited with {p.returncode} after SIGTERM")
+
+
+def ctl(args, sock, *argv):
+    return subprocess.run([args.qualctl, "--socket", sock, *argv], capture_output=True,
+                          text=True, timeout=60)
+
+
+def submit(args, sock):
+    return ctl(args, sock, "submit", args.nvrtc, args.shim_crash, "--case", FAST,
+               "--compile-only")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--shim-crash",
+              "--nvrtc"):
+        ap.add_argument(o, required=True)
+    args = ap.parse_args()
+    with open(os.path.realpath(args.shim_crash), "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    root = tempfile.mkdtemp(prefix="qual-quarantine-")
+    p = None
+    try:
+        p, sock = start(args, root)
+        for i in range(3):
+            r = submit(args, sock)
+            check(r.returncode == 2, f"crashing candidate, job {i + 1}: exit "
+                  f"{r.returncode}, expected 2 (fail): {r.stdout}{r.stderr}")
+        r = submit(args, sock)
+        check(r.returncode != 0 and r.returncode != 2,
+              f"the fourth submit was not refused: exit {r.returncode}: {r.stdout}")
+        want = (f"(sha256 {sha}) is quarantined after 3 crashes; "
+                f"clear with: qualctl quarantine clear {sha}")
+        check(want in r.stderr + r.stdout,
+              f"the refusal does not say '{want}': {r.stderr}{r.stdout}")
+        check(args.shim_crash in r.stderr + r.stdout, f"the refusal does not name "
+              f"'{args.shim_crash}': {r.stderr}")
+        stop(p)
+        p = None
+        jobs = sorted(os.listdir(os.path.join(root, "state", "jobs")))
+        check(len(jobs) == 3, f"the refused submit made a job: {jobs}")
+        qpath = os.path.join(root, "state", "quarantine.json")
+        with open(qpath) as f:
+            q = json.load(f)
+        check(q.get(sha, {}).get("strikes") == 3, f"quarantine.json: {q}")
+        check(len(q) == 1, f"only the candidate is struck, got {q}")
+        del q[sha]
+        with open(qpath, "w") as f:
+            json.dump(q, f)
+        p, sock = start(args, root)
+        r = submit(args, sock)
+        check(r.returncode == 2, f"after clearing: exit {r.returncode}, expected 2: "
+              f"{r.stdout}{r.stderr}")
+        stop(p)
+        p = None
+    except Failure as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        try:
+            with open(os.path.join(root, "quald.log"), errors="replace") as f:
+                sys.stderr.write(f.read()[-4000:])
+        except OSError:
+            pass
+        return 1
+    finally:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+    shutil.rmtree(root, ignore_errors=True)
+    print("quarantine: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
