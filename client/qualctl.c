@@ -891,7 +891,7 @@ static int cmd_watch(struct ctl *ctl, int argc, char **argv)
 	return rc;
 }
 
-/* ---- status, list, show, cancel ---- */
+/* ---- status, list, show, cancel, quarantine ---- */
 
 /* A value of a reply as table text: strings as they are, null "-", times
  * (numbers of seconds since 1970, should quald send them so) in UTC. */
@@ -1154,6 +1154,78 @@ static int cmd_cancel(struct ctl *ctl, int argc, char **argv)
 	return QUAL_EXIT_PASS;
 }
 
+/* quarantine list | clear SHA256: the libraries whose candidate runs
+ * crashed (docs/quald.md). The hash is checked by quald, which refuses a
+ * malformed one precisely; a refusal exits 4 like a usage error. */
+static int cmd_quarantine(struct ctl *ctl, int argc, char **argv)
+{
+	static const char *const head[] = {"sha256", "strikes", "quarantined", "library",
+					   "last"};
+	enum { NCOL = 5 };
+	const struct command *cmd = command_find("quarantine");
+	struct reply r = {0};
+	json_t *req, *list;
+	char (*cells)[1024];
+	const char *action, *sha;
+	int first, rc;
+
+	rc = parse_args(ctl, cmd, argc, argv, NULL, take_nothing, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (first >= argc)
+		return usage_error(cmd, "%s", "needs an action: list or clear SHA256");
+	action = argv[first];
+	if (strcmp(action, "list") == 0) {
+		if (argc - first != 1)
+			return usage_error(cmd, "list takes no operands, got '%s'", argv[first + 1]);
+		req = json_pack("{s:s,s:s}", "op", "quarantine", "action", "list");
+	} else if (strcmp(action, "clear") == 0) {
+		if (argc - first != 2)
+			return usage_error(cmd, "%s", "clear needs one SHA256 (64 hex digits)");
+		req = json_pack("{s:s,s:s,s:s}", "op", "quarantine", "action", "clear",
+				"sha256", argv[first + 1]);
+	} else {
+		return usage_error(cmd, "unknown action '%s': list or clear", action);
+	}
+	rc = ctl_request(ctl, req, &r);
+	if (rc >= 0)
+		return rc;
+	if (ctl->json) {
+		print_raw(&r);
+		goto out;
+	}
+	if (strcmp(action, "clear") == 0) {
+		sha = json_string_value(json_object_get(r.obj, "sha256"));
+		printf("cleared %s: its library may be submitted again\n",
+		       sha ? sha : argv[first + 1]);
+		goto out;
+	}
+	list = json_object_get(r.obj, "quarantine");
+	if (json_array_size(list) == 0) {
+		printf("no library has crashed\n");
+		goto out;
+	}
+	cells = xcalloc(json_array_size(list) * NCOL, sizeof *cells);
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		json_t *e = json_array_get(list, i);
+		for (int k = 0; k < NCOL; k++) {
+			json_t *x = json_object_get(e, head[k]);
+			char *cell = cells[i * NCOL + (size_t)k];
+			if (k == 0 && json_is_string(x)) /* 16 digits tell them apart */
+				snprintf(cell, sizeof cells[0], "%.16s", json_string_value(x));
+			else if (k == 4)
+				time_cell(x, cell, sizeof cells[0]);
+			else
+				cell_text(x, cell, sizeof cells[0]);
+		}
+	}
+	print_table(head, NCOL, cells, json_array_size(list));
+	free(cells);
+out:
+	reply_release(&r);
+	return QUAL_EXIT_PASS;
+}
+
 static int cmd_judge(struct ctl *ctl, int argc, char **argv)
 {
 	(void)ctl;
@@ -1208,6 +1280,18 @@ static const struct command commands[] = {
 	 COMMON_HELP EXIT_HELP},
 	{"cancel", cmd_cancel, "cancel JOB [options]",
 	 "Cancels a queued or running job; its log ends with a cancelled verdict.\n\n"
+	 COMMON_HELP EXIT_HELP},
+	{"quarantine", cmd_quarantine, "quarantine (list | clear SHA256) [options]",
+	 "Lists the compiler libraries whose candidate runs crashed (by SHA-256:\n"
+	 "the first 16 hex digits, strikes, whether quarantined, the last path seen\n"
+	 "with that hash, the last crash), or clears one library's strikes so that\n"
+	 "it may be submitted again. After 3 crashes quald refuses a submit naming\n"
+	 "a file with that hash and says the command to clear it. Any peer quald\n"
+	 "admits may clear.\n"
+	 "\n"
+	 "  list                  the table of strikes (--json: the raw reply)\n"
+	 "  clear SHA256          forget the strikes of this hash (64 lower-case\n"
+	 "                        hex digits, as sha256sum prints it)\n"
 	 COMMON_HELP EXIT_HELP},
 	{"judge", cmd_judge, "judge [--alpha A] [--margin M] [FILE]",
 	 "Recomputes a run's verdicts from its stored lines (a file, or stdin),\n"

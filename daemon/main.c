@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TCP:
 			if (parse_long("--tcp", optarg, 1, 65535, &x) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			scfg.tcp_port = (int)x;
 			break;
 		case OPT_STATE_DIR:
@@ -345,11 +345,11 @@ int main(int argc, char **argv)
 		case OPT_DEVICES:
 			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
 			if (ndevices < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			break;
 		case OPT_SLOTS:
 			if (parse_long("--slots", optarg, 1, MAX_SLOTS, &slots) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			break;
 		case OPT_JOB_TIMEOUT:
 			errno = 0;
@@ -357,13 +357,13 @@ int main(int argc, char **argv)
 			if (errno || end == optarg || *end || !(job_timeout >= 1 && job_timeout <= 1e7)) {
 				fprintf(stderr, "quald: --job-timeout must be a number of seconds in [1, 1e7], got '%s'\n",
 					optarg);
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			}
 			break;
 		case OPT_CLIENT_BUFFER:
 			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
 				       1L << 40, &x) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			scfg.client_buffer = (size_t)x;
 			break;
 		case OPT_TOKEN_FILE:
@@ -372,55 +372,55 @@ int main(int argc, char **argv)
 		case OPT_GROUP:
 			if (!*optarg) {
 				fprintf(stderr, "quald: --group must name a group\n");
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			}
 			group = optarg;
 			break;
 		case OPT_SLOW_GRACE:
 			if (parse_long("--slow-grace-ms", optarg, 0, 3600000, &x) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			scfg.slow_grace_ms = (int)x;
 			break;
 		case OPT_MAX_CONNECTIONS:
 			if (parse_long("--max-connections", optarg, 1, 1000000, &x) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			scfg.max_connections = (int)x;
 			break;
 		case OPT_MAX_WATCHERS:
 			if (parse_long("--max-watchers", optarg, 1, 1000000, &x) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			scfg.max_watchers = (int)x;
 			break;
 		case OPT_MAX_QUEUED:
 			if (parse_long("--max-queued", optarg, 1, 1000000, &x) < 0)
-				return QUAL_EXIT_USAGE;
+				{ status = QUAL_EXIT_USAGE; goto out; }
 			scfg.max_queued = (int)x;
 			break;
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
-			return QUAL_EXIT_PASS;
+			{ status = QUAL_EXIT_PASS; goto out; }
 		case OPT_HELP:
 			usage(stdout);
-			return QUAL_EXIT_PASS;
+			{ status = QUAL_EXIT_PASS; goto out; }
 		default:
 			usage(stderr);
-			return QUAL_EXIT_USAGE;
+			{ status = QUAL_EXIT_USAGE; goto out; }
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "quald: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
-		return QUAL_EXIT_USAGE;
+		{ status = QUAL_EXIT_USAGE; goto out; }
 	}
 	if (scfg.tcp_port >= 0 && !token_file) {
 		fprintf(stderr, "quald: --tcp needs --tcp-token-file: tcp clients must "
 			"authenticate with a token\n");
-		return QUAL_EXIT_USAGE;
+		{ status = QUAL_EXIT_USAGE; goto out; }
 	}
 	if (token_file) {
 		token = read_token(token_file);
 		if (!token)
-			return QUAL_EXIT_USAGE;
+			{ status = QUAL_EXIT_USAGE; goto out; }
 		scfg.tcp_token = token;
 	}
 	/* Resolved once, at start: a group created later needs a restart. */
@@ -436,7 +436,7 @@ int main(int argc, char **argv)
 	}
 	if (slots && ndevices) {
 		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
-		return QUAL_EXIT_USAGE;
+		{ status = QUAL_EXIT_USAGE; goto out; }
 	}
 
 	if (!socket_path) {
@@ -453,11 +453,11 @@ int main(int argc, char **argv)
 		state_dir = xstrdup(DEFAULT_STATE_DIR);
 	if (!worker && !(worker = find_beside("qual-run"))) {
 		fprintf(stderr, "quald: cannot find qual-run beside quald: use --worker\n");
-		return QUAL_EXIT_USAGE;
+		{ status = QUAL_EXIT_USAGE; goto out; }
 	}
 	if (!helper && !(helper = find_beside("qual-compile"))) {
 		fprintf(stderr, "quald: cannot find qual-compile beside quald: use --compile-helper\n");
-		return QUAL_EXIT_USAGE;
+		{ status = QUAL_EXIT_USAGE; goto out; }
 	}
 
 	/* Before anything can fork: the systemd variables are ours alone. */
@@ -466,7 +466,7 @@ int main(int argc, char **argv)
 	nfds = sd_listen_fds(&msg);
 	if (nfds < 0) {
 		fprintf(stderr, "quald: %s\n", msg.text);
-		return QUAL_EXIT_USAGE;
+		{ status = QUAL_EXIT_USAGE; goto out; }
 	}
 	if (nfds > 0) {
 		listen_fds = xcalloc((size_t)nfds, sizeof *listen_fds);

@@ -44,6 +44,7 @@ static const char *const op_names[] = {
 	[OP_SHOW] = "show",
 	[OP_CANCEL] = "cancel",
 	[OP_AUTH] = "auth",
+	[OP_QUARANTINE] = "quarantine",
 };
 
 /* The fields each op accepts besides "op" and "id". */
@@ -57,6 +58,7 @@ static const char *const list_fields[] = {"limit", NULL};
 static const char *const job_fields[] = {"job", NULL};
 static const char *const no_fields[] = {NULL};
 static const char *const auth_fields[] = {"token", NULL};
+static const char *const quarantine_fields[] = {"action", "sha256", NULL};
 
 static const char *const *const op_fields[] = {
 	[OP_SUBMIT] = submit_fields,
@@ -66,6 +68,7 @@ static const char *const *const op_fields[] = {
 	[OP_SHOW] = job_fields,
 	[OP_CANCEL] = job_fields,
 	[OP_AUTH] = auth_fields,
+	[OP_QUARANTINE] = quarantine_fields,
 };
 
 /* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
@@ -385,6 +388,58 @@ static int get_job(json_t *o, const char *key, bool required, char **out,
 	return 0;
 }
 
+/* A SHA-256 as the quarantine names it: exactly 64 lower-case hex digits
+ * (sha256sum's spelling), so that a clear matches the stored key byte for
+ * byte. */
+static bool is_sha256(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n != REQUEST_SHA256_HEX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* quarantine: "action" is "list" (the default) or "clear"; a clear needs
+ * "sha256", and a list refuses one (it would be silently ignored). */
+static int parse_quarantine(json_t *o, struct request *r, struct qual_msg *msg)
+{
+	char clipped[CLIP_BUF];
+	json_t *v = json_object_get(o, "action");
+	const char *a;
+
+	r->action = QUARANTINE_LIST;
+	if (v) {
+		if (!json_is_string(v))
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'action' must be \"list\" or \"clear\"");
+		a = json_string_value(v);
+		if (!strcmp(a, "clear"))
+			r->action = QUARANTINE_CLEAR;
+		else if (strcmp(a, "list"))
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'action' must be \"list\" or \"clear\", got '%s'",
+					 clip(a, clipped, CLIP_MAX));
+	}
+	if (r->action == QUARANTINE_LIST) {
+		if (json_object_get(o, "sha256"))
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'sha256' is for action \"clear\", not \"list\"");
+		return 0;
+	}
+	if (!json_object_get(o, "sha256"))
+		return qual_fail(msg, QUAL_EINVAL, "missing 'sha256'");
+	if (get_string(o, "sha256", 64 * 1024, &r->sha256, msg) < 0)
+		return QUAL_EINVAL;
+	if (!is_sha256(r->sha256))
+		return qual_fail(msg, QUAL_EINVAL, "'sha256' must be 64 lower-case hex "
+				 "digits, got '%s'", clip(r->sha256, clipped, CLIP_MAX));
+	return 0;
+}
+
 int request_parse(const char *line, size_t len, struct request *r,
 		  const char **op_name, struct qual_msg *msg)
 {
@@ -525,6 +580,10 @@ int request_parse(const char *line, size_t len, struct request *r,
 		}
 		r->token = xstrdup(json_string_value(v));
 		break;
+	case OP_QUARANTINE:
+		if (parse_quarantine(root, r, msg) < 0)
+			goto out;
+		break;
 	}
 	rc = 0;
 out:
@@ -547,6 +606,7 @@ void request_release(struct request *r)
 	free(r->job);
 	free(r->after_job);
 	free(r->token);
+	free(r->sha256);
 	memset(r, 0, sizeof *r);
 }
 

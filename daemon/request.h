@@ -24,7 +24,15 @@ enum request_op {
 	OP_SHOW,
 	OP_CANCEL,
 	OP_AUTH,     /* a TCP connection's first request */
+	OP_QUARANTINE, /* list or clear the crash quarantine */
 };
+
+enum quarantine_action {
+	QUARANTINE_LIST,
+	QUARANTINE_CLEAR,
+};
+
+#define REQUEST_SHA256_HEX 64 /* lower-case hex digits of a SHA-256 */
 
 struct submit_args {
 	char *baseline;           /* paths as given */
@@ -51,6 +59,8 @@ struct request {
 	long after_seq;
 	int limit;                /* list */
 	char *token;              /* auth: at most REQUEST_MAX_TOKEN bytes */
+	enum quarantine_action action; /* quarantine */
+	char *sha256;             /* quarantine clear: 64 lower-case hex digits */
 };
 
 /* Parses one line (without its newline) into *r (caller's storage). On

@@ -837,6 +837,46 @@ static void do_cancel(struct conn *c, struct request *r)
 	server_status_update(c->srv);
 }
 
+/* quarantine: list the crash strikes, or clear one library's. Any peer that
+ * got this far may clear: the socket already admits only root, quald's user
+ * and its group (or a tcp peer with the token), the same people who may
+ * submit and cancel; a clear only lets a library be tried again. */
+static void do_quarantine(struct conn *c, struct request *r)
+{
+	struct qual_msg msg = {{0}};
+	json_t *o, *q;
+	int rc;
+
+	if (r->action == QUARANTINE_LIST) {
+		o = reply_new("quarantine", r->id);
+		json_object_set_new(o, "action", json_string("list"));
+		q = jobs_quarantine_json(c->srv->jobs);
+		if (json_is_object(q) && json_is_array(json_object_get(q, "quarantine")))
+			json_object_set(o, "quarantine", json_object_get(q, "quarantine"));
+		else
+			json_object_set_new(o, "quarantine", json_array());
+		json_decref(q);
+		conn_send_json(c, o);
+		return;
+	}
+	rc = jobs_quarantine_clear(c->srv->jobs, r->sha256, &msg);
+	if (rc == QUAL_ENOENT) {
+		char m[160];
+
+		snprintf(m, sizeof m, "no quarantined library with sha256 '%s'", r->sha256);
+		conn_refuse(c, "quarantine", r->id, m);
+		return;
+	}
+	if (rc < 0) {
+		conn_refuse(c, "quarantine", r->id, msg.text[0] ? msg.text : qual_strerror(rc));
+		return;
+	}
+	o = reply_new("quarantine", r->id);
+	json_object_set_new(o, "action", json_string("clear"));
+	json_object_set_new(o, "sha256", json_string(r->sha256));
+	conn_send_json(c, o);
+}
+
 /* Whether a line looks like the start of an HTTP request: a method token
  * then a space, or an HTTP version anywhere. A browser page can make a
  * browser send such lines to 127.0.0.1 (and a JSON body after headers);
@@ -965,6 +1005,7 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
 	case OP_LIST: do_list(c, &r); break;
 	case OP_SHOW: do_show(c, &r); break;
 	case OP_CANCEL: do_cancel(c, &r); break;
+	case OP_QUARANTINE: do_quarantine(c, &r); break;
 	case OP_AUTH:
 		conn_refuse(c, "auth", r.id, c->is_tcp ? "this connection is already authenticated"
 			    : "auth is for tcp connections: this unix socket peer is "

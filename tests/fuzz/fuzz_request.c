@@ -326,6 +326,16 @@ static void check_request(const struct request *r)
 		FUZZ_CHECK(r->token && strlen(r->token) >= 1 &&
 			   strlen(r->token) <= REQUEST_MAX_TOKEN);
 		break;
+	case OP_QUARANTINE:
+		if (r->action == QUARANTINE_CLEAR) {
+			FUZZ_CHECK(r->sha256 && strlen(r->sha256) == REQUEST_SHA256_HEX);
+			for (size_t i = 0; r->sha256 && r->sha256[i]; i++)
+				FUZZ_CHECK((r->sha256[i] >= '0' && r->sha256[i] <= '9') ||
+					   (r->sha256[i] >= 'a' && r->sha256[i] <= 'f'));
+		} else {
+			FUZZ_CHECK(r->action == QUARANTINE_LIST && !r->sha256);
+		}
+		break;
 	default:
 		FUZZ_CHECK(!"an op outside enum request_op");
 	}
@@ -335,6 +345,7 @@ static void parse_line(const char *line, size_t len)
 {
 	static const char *const ops[] = {
 		"submit", "watch", "status", "list", "show", "cancel", "auth",
+		"quarantine",
 	};
 	struct qual_msg msg = {{0}};
 	const char *op_name = (const char *)&msg; /* must be overwritten */

@@ -6,9 +6,10 @@ candidate, compile-only (no GPU).
 Three jobs with the crashing candidate each end fail (exit 2) and count a
 strike against its SHA-256; the fourth submit is refused at once, naming the
 library, its hash and how to clear it, and no job is made. The strikes are in
-STATE/quarantine.json (3 for that hash); with that entry removed (what
-`qualctl quarantine clear` will do; quald stopped meanwhile) the same submit
-is accepted again. The baseline (the real nvrtc) is never struck.
+`qualctl quarantine list` (3 strikes, quarantined; the only entry: the
+baseline, the real nvrtc, is never struck); `qualctl quarantine clear HASH`
+forgets them (STATE/quarantine.json too), a malformed or unknown hash being
+refused, and the same submit is accepted again without a restart.
 
 usage: quarantine_test.py --quald Q --qualctl C --worker W --compile-helper H
                           --shim-crash LIB --nvrtc LIB
@@ -98,19 +99,50 @@ def main():
               f"the refusal does not say '{want}': {r.stderr}{r.stdout}")
         check(args.shim_crash in r.stderr + r.stdout, f"the refusal does not name "
               f"'{args.shim_crash}': {r.stderr}")
-        stop(p)
-        p = None
         jobs = sorted(os.listdir(os.path.join(root, "state", "jobs")))
         check(len(jobs) == 3, f"the refused submit made a job: {jobs}")
-        qpath = os.path.join(root, "state", "quarantine.json")
-        with open(qpath) as f:
+
+        # qualctl quarantine list: the table row, then the raw reply.
+        r = ctl(args, sock, "quarantine", "list")
+        check(r.returncode == 0, f"quarantine list: exit {r.returncode}: {r.stderr}")
+        rows = [l.split() for l in r.stdout.splitlines()]
+        check(rows and rows[0] == ["sha256", "strikes", "quarantined", "library", "last"],
+              f"quarantine list: header: {r.stdout}")
+        row = [x for x in rows[1:] if x and x[0] == sha[:16]]
+        check(len(row) == 1 and row[0][1:3] == ["3", "yes"] and
+              row[0][3] in (args.shim_crash, os.path.realpath(args.shim_crash)),
+              f"quarantine list: no row '{sha[:16]} 3 yes {args.shim_crash}': {r.stdout}")
+        check(len(rows) == 2, f"only the candidate is struck, got {r.stdout}")
+        r = ctl(args, sock, "quarantine", "list", "--json")
+        check(r.returncode == 0, f"quarantine list --json: exit {r.returncode}: {r.stderr}")
+        o = json.loads(r.stdout)
+        check(o.get("type") == "reply" and o.get("op") == "quarantine" and
+              o.get("action") == "list", f"quarantine list --json: {o}")
+        q = o.get("quarantine")
+        check(isinstance(q, list) and len(q) == 1 and q[0].get("sha256") == sha and
+              q[0].get("strikes") == 3 and q[0].get("quarantined") is True,
+              f"quarantine list --json: {o}")
+
+        # Malformed and unknown hashes are refused (exit 4); the real one is
+        # cleared, in quarantine.json too.
+        r = ctl(args, sock, "quarantine", "clear", sha.upper())
+        check(r.returncode == 4 and "64 lower-case hex digits" in r.stderr,
+              f"clear of an upper-case hash: exit {r.returncode}: {r.stderr}")
+        other = hashlib.sha256(b"never struck").hexdigest()
+        r = ctl(args, sock, "quarantine", "clear", other)
+        check(r.returncode == 4 and
+              f"no quarantined library with sha256 '{other}'" in r.stderr,
+              f"clear of an unknown hash: exit {r.returncode}: {r.stderr}")
+        r = ctl(args, sock, "quarantine", "clear", sha)
+        check(r.returncode == 0 and sha in r.stdout,
+              f"quarantine clear: exit {r.returncode}: {r.stdout}{r.stderr}")
+        with open(os.path.join(root, "state", "quarantine.json")) as f:
             q = json.load(f)
-        check(q.get(sha, {}).get("strikes") == 3, f"quarantine.json: {q}")
-        check(len(q) == 1, f"only the candidate is struck, got {q}")
-        del q[sha]
-        with open(qpath, "w") as f:
-            json.dump(q, f)
-        p, sock = start(args, root)
+        check(sha not in q, f"quarantine.json still holds the cleared hash: {q}")
+        r = ctl(args, sock, "quarantine", "list")
+        check(r.returncode == 0 and sha[:16] not in r.stdout,
+              f"quarantine list after clear: {r.stdout}{r.stderr}")
+
         r = submit(args, sock)
         check(r.returncode == 2, f"after clearing: exit {r.returncode}, expected 2: "
               f"{r.stdout}{r.stderr}")

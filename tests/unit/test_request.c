@@ -24,7 +24,7 @@
 static const char *const op_names[] = {
 	[OP_SUBMIT] = "submit", [OP_WATCH] = "watch", [OP_STATUS] = "status",
 	[OP_LIST] = "list", [OP_SHOW] = "show", [OP_CANCEL] = "cancel",
-	[OP_AUTH] = "auth",
+	[OP_AUTH] = "auth", [OP_QUARANTINE] = "quarantine",
 };
 
 /* ---- data files: cases of (request line, expectation line) ---- */
@@ -141,6 +141,12 @@ static json_t *dump_request(const struct request *r)
 		break;
 	case OP_AUTH:
 		json_object_set_new(o, "token", json_string(r->token));
+		break;
+	case OP_QUARANTINE:
+		json_object_set_new(o, "action", json_string(r->action == QUARANTINE_CLEAR
+							      ? "clear" : "list"));
+		json_object_set_new(o, "sha256",
+				    r->sha256 ? json_string(r->sha256) : json_null());
 		break;
 	}
 	return o;

@@ -70,7 +70,12 @@ struct jobs {
 	void (*done)(void *ctx);
 	void *done_ctx;
 	bool closing;
+	bool quarantined;    /* STUB_SHA has 3 strikes until cleared */
 };
+
+/* The one library the stub's quarantine holds from the start. */
+#define STUB_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 
 static struct jobs *stub;
 
@@ -84,6 +89,7 @@ int jobs_open(uv_loop_t *l, const struct jobs_config *cfg, jobs_line_cb cb,
 	j = calloc(1, sizeof *j);
 	j->cb = cb;
 	j->cb_ctx = cb_ctx;
+	j->quarantined = true;
 	uv_timer_init(l, &j->close_timer);
 	stub = j;
 	*out = j;
@@ -258,6 +264,27 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 						   "state", j->jobs[i].state,
 						   "baseline", j->jobs[i].baseline));
 	return json_pack("{s:o}", "jobs", a);
+}
+
+json_t *jobs_quarantine_json(struct jobs *j)
+{
+	json_t *a = json_array();
+
+	if (j->quarantined)
+		json_array_append_new(a, json_pack("{s:s,s:i,s:b,s:s,s:s}", "sha256", STUB_SHA,
+						   "strikes", 3, "quarantined", 1,
+						   "library", "/x/libnvrtc.so",
+						   "last", "2026-11-29T13:00:00Z"));
+	return json_pack("{s:o}", "quarantine", a);
+}
+
+int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg)
+{
+	if (!j->quarantined || strcmp(sha256, STUB_SHA))
+		return qual_fail(msg, QUAL_ENOENT, "no library with sha256 '%s' has crashed",
+				 sha256);
+	j->quarantined = false;
+	return 0;
 }
 
 static void stub_closed(uv_handle_t *h)
@@ -917,6 +944,53 @@ static void test_show_list_cancel(void **state)
 	client_quiet(c, 20);
 	free(a);
 	free(b);
+	client_free(c);
+	stop();
+}
+
+/* quarantine: list shows the stub's entry; clear answers with the hash and
+ * empties the list; a second clear (or a bad hash) is refused, the
+ * connection living on. */
+static void test_quarantine(void **state)
+{
+	struct client *c;
+	json_t *o, *e;
+
+	(void)state;
+	start_with(0, -1);
+	c = client_connect();
+	client_sends(c, "{\"op\":\"quarantine\",\"action\":\"list\",\"id\":3}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "quarantine");
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), 3);
+	assert_string_equal(sget(o, "action"), "list");
+	assert_int_equal(json_array_size(json_object_get(o, "quarantine")), 1);
+	e = json_array_get(json_object_get(o, "quarantine"), 0);
+	assert_string_equal(sget(e, "sha256"), STUB_SHA);
+	assert_int_equal(json_integer_value(json_object_get(e, "strikes")), 3);
+	assert_true(json_is_true(json_object_get(e, "quarantined")));
+	json_decref(o);
+
+	client_sends(c, "{\"op\":\"quarantine\",\"action\":\"clear\",\"sha256\":\""
+		     STUB_SHA "\"}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "quarantine");
+	assert_string_equal(sget(o, "action"), "clear");
+	assert_string_equal(sget(o, "sha256"), STUB_SHA);
+	json_decref(o);
+	assert_false(stub->quarantined);
+
+	client_sends(c, "{\"op\":\"quarantine\",\"action\":\"clear\",\"sha256\":\""
+		     STUB_SHA "\"}\n");
+	json_decref(expect_refused(c, "no quarantined library with sha256 '" STUB_SHA "'"));
+	client_sends(c, "{\"op\":\"quarantine\",\"action\":\"clear\",\"sha256\":\"ABC\"}\n");
+	json_decref(expect_refused(c, "'sha256' must be 64 lower-case hex digits"));
+
+	client_sends(c, "{\"op\":\"quarantine\"}\n");
+	o = client_json(c);
+	expect_type(o, "reply", "quarantine");
+	assert_int_equal(json_array_size(json_object_get(o, "quarantine")), 0);
+	json_decref(o);
 	client_free(c);
 	stop();
 }
@@ -1950,6 +2024,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_submit_refused_async, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect_mid_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_show_list_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quarantine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch_replay_paced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_client_dropped, setup, teardown),
