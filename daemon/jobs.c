@@ -999,9 +999,37 @@ static void worker_exit(uv_process_t *p, int64_t status, int sig)
 	 * does, this finds nothing. */
 	kill(-p->pid, SIGKILL);
 	uv_timer_stop(&w->timer);
-	if (!w->out_done || !w->err_done)
+	if (!w->out_done || !w->err_done) {
+		/* The loop's clock may be as old as the start of a long batch of
+		 * events: the drain time counts from now. */
+		uv_update_time(p->loop);
 		uv_timer_start(&w->timer, worker_timer, JOBS_DRAIN_MS, 0);
+	}
 	worker_maybe_finish(w);
+}
+
+/* Reads what is left in the worker's stdout pipe without waiting and relays
+ * it. libuv reaps a child at the end of a batch of events, so the worker can
+ * have written all its lines and exited before the loop ever polled its pipe;
+ * those lines must not be lost when the drain time runs out (the load
+ * benchmark lost whole jobs that way). */
+static void worker_drain_out(struct worker *w)
+{
+	uv_os_fd_t fd;
+
+	if (w->out_done || uv_fileno((uv_handle_t *)&w->out, &fd) != 0)
+		return;
+	while (!w->overflow) {
+		ssize_t n = read(fd, w->chunk, sizeof w->chunk);
+		uv_buf_t b;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		b = uv_buf_init(w->chunk, (unsigned)n);
+		worker_out_read((uv_stream_t *)&w->out, n, &b);
+	}
 }
 
 static void worker_timer(uv_timer_t *t)
@@ -1009,7 +1037,9 @@ static void worker_timer(uv_timer_t *t)
 	struct worker *w = t->data;
 
 	if (w->exited) {
-		/* Draining took too long: something it left holds the pipes. */
+		/* Draining took too long: something it left holds the pipes.
+		 * Take what the pipe already holds, then stop. */
+		worker_drain_out(w);
 		uv_read_stop((uv_stream_t *)&w->out);
 		uv_read_stop((uv_stream_t *)&w->err);
 		w->out_done = w->err_done = true;

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -695,6 +696,8 @@ static void start_quald(void)
 	if (G.pid < 0)
 		die("fork: %s", strerror(errno));
 	if (G.pid == 0) {
+		/* quald goes when qual-load goes, however it ends. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fd, 1);
 		dup2(fd, 2);
 		execv(argv[0], (char **)argv);
@@ -1131,7 +1134,16 @@ int main(int argc, char **argv)
 	kill(G.pid, SIGTERM);
 	{
 		int64_t limit = now_ns() + 20 * (int64_t)1000000000;
-		while (waitpid(G.pid, &status, WNOHANG) == 0) {
+		pid_t got;
+
+		while ((got = waitpid(G.pid, &status, WNOHANG)) != G.pid) {
+			if (got < 0 && errno != EINTR) {
+				fprintf(stderr, "qual-load: cannot wait for quald: %s\n",
+					strerror(errno));
+				kill(G.pid, SIGKILL);
+				status = -1; /* reported as 255: unknown */
+				break;
+			}
 			if (now_ns() > limit) {
 				fprintf(stderr, "qual-load: quald did not stop on SIGTERM\n");
 				kill(G.pid, SIGKILL);
