@@ -476,7 +476,12 @@ def scenario_full(args, root):
                   f"summary row for {c}: {row!r}")
         check(f"verdict: not_timed ({NINE} not_timed)" in out[head[0] + 1 + NINE:],
               f"no run verdict line after the table:\n{p.stdout}")
-        jobs = d.ctl_json("list")["jobs"]
+        # A job's state is written when its worker exits, just after its
+        # verdict line went out: wait for both, then compare.
+        def both_done():
+            jobs = d.ctl_json("list")["jobs"]
+            return jobs if all(j["state"] == "done" for j in jobs) else None
+        jobs = wait_until(both_done, 15, "both jobs to be done")
         check([(j["state"], j["verdict"]) for j in jobs] == [("done", "not_timed")] * 2,
               f"list: {jobs}")
     check_tmp_empty(d)
@@ -637,6 +642,9 @@ def scenario_cancel(args, root):
         check(n.returncode == 0, f"the job after the cancels: exit {n.returncode}: {n.stderr}")
         check_job_lines(n.stdout.splitlines(), submit_job_id(n), "next job",
                         verdict="not_timed")
+        # The verdict line reaches the client just before the worker exits
+        # and the job's state is written: wait for that, then list.
+        d.wait_job_state(submit_job_id(n), ("done",), 15)
         states = {j["job"]: j["state"] for j in d.ctl_json("list")["jobs"]}
         check(states == {running: "cancelled", queued: "cancelled",
                          submit_job_id(n): "done"}, f"list: {states}")
