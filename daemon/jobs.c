@@ -1015,11 +1015,15 @@ static void worker_exit(uv_process_t *p, int64_t status, int sig)
  * benchmark lost whole jobs that way). */
 static void worker_drain_out(struct worker *w)
 {
+	/* Bounded: a process the worker left behind that keeps writing must
+	 * not hold the loop here. A pipe holds 64 KiB by default, so this is
+	 * everything a worker that has exited can have left. */
+	size_t budget = 4 * 1024 * 1024;
 	uv_os_fd_t fd;
 
 	if (w->out_done || uv_fileno((uv_handle_t *)&w->out, &fd) != 0)
 		return;
-	while (!w->overflow) {
+	while (!w->overflow && budget > 0) {
 		ssize_t n = read(fd, w->chunk, sizeof w->chunk);
 		uv_buf_t b;
 
@@ -1029,6 +1033,7 @@ static void worker_drain_out(struct worker *w)
 			break;
 		b = uv_buf_init(w->chunk, (unsigned)n);
 		worker_out_read((uv_stream_t *)&w->out, n, &b);
+		budget = (size_t)n < budget ? budget - (size_t)n : 0;
 	}
 }
 
