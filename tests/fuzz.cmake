@@ -7,7 +7,8 @@
 #
 # With -DQUAL_FUZZ=ON (clang only) each target is a libFuzzer binary with
 # ASan and UBSan, and ctest runs it for QUAL_FUZZ_SECONDS on its seed corpus
-# (tests/fuzz/corpus/<name>/; what it finds new goes to the build folder),
+# (tests/fuzz/corpus/<name>/; what it finds new goes to the build folder)
+# with its dictionary (tests/fuzz/<name>.dict),
 # label fuzz; any finding (a failed invariant, a sanitizer report, a leak, an
 # input slower than 10 s, more than 2 GiB) fails the test and leaves the input
 # in <build>/tests/fuzz/<name>/. Without it, every build runs the targets once
@@ -55,6 +56,7 @@ foreach(name request relay)
     add_test(NAME fuzz_${name}
              COMMAND ${exe} -max_total_time=${QUAL_FUZZ_SECONDS} -timeout=10
                      -rss_limit_mb=2048 -print_final_stats=1
+                     -dict=${QUAL_FUZZ_SRC}/${name}.dict
                      -artifact_prefix=${QUAL_FUZZ_OUT}/${name}/
                      ${QUAL_FUZZ_OUT}/${name}/corpus ${QUAL_FUZZ_SRC}/corpus/${name})
     math(EXPR limit "${QUAL_FUZZ_SECONDS} + 120")

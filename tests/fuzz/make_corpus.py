@@ -7,7 +7,8 @@ request/  every request line of tests/data/requests/{good,bad}.txt, one per
           file with its newline, and a few streams for the framing: several
           requests with blank lines between them, CRLF endings, a last request
           without its newline, a line longer than the fuzz target's framing
-          limit (256 bytes) with and without its newline.
+          limit (256 bytes) with and without its newline; and requests for
+          the paths the data files leave out (made-*).
 relay/    worker lines as the engine printed them on the H200
           (docs/gpu-runs/2026-11-29/*.jsonl): the first line of each type
           from each run, and two pairs; and what a worker must not print but
@@ -16,11 +17,12 @@ relay/    worker lines as the engine printed them on the H200
           target relays an input's first line.
 
 The files are named by what they hold, so a finding's neighbours are easy to
-read. Run it again after changing the data files; it replaces the folders."""
+read. Run it again after changing the data files; it replaces the files it
+made and keeps the inputs that found bugs (found-*: those are added by hand,
+with the fix)."""
 import glob
 import json
 import os
-import shutil
 import sys
 
 REPO = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(
@@ -68,6 +70,25 @@ def make_request(folder):
           b'{"op":"status"}\n')
     write(folder, "stream-oversize-at-eof",
           b'{"op":"status"}\n{"op":"submit","baseline":"' + long_path + b'"')
+    # Paths the data files do not take (found missing by gcov over the first
+    # long run's corpus): libFuzzer cannot learn field names from jansson's
+    # lookups, which are not instrumented.
+    base = b'{"op":"submit","baseline":"/a","candidate":"/b"'
+    extra = {
+        "compile-timeout": b',"compile_timeout":2.5,"follow":false,"compile_only":true',
+        "compile-timeout-small": b',"compile_timeout":0.01',
+        "compile-timeout-string": b',"compile_timeout":"2"',
+        "empty-case-entry": b',"cases":["gemm_i8-256x512x256",""]',
+        "empty-cases": b',"cases":[]',
+        "empty-options": b',"baseline_options":[],"candidate_options":["-G"]',
+        "path-too-long": b',"pairs":31,"seed":1,"alpha":0.01,"margin":0' +
+                         b',"candidate_options":["' + b"o" * 4100 + b'"]',
+    }
+    for name, more in extra.items():
+        write(folder, f"made-{name}", base + more + b"}\n")
+    # A quoted name cut at 64 bytes inside a UTF-8 character.
+    write(folder, "made-clip-utf8",
+          '{"op":"' + "x" * 63 + "\u00e9\u00e9" + '"}\n')  # written as UTF-8
 
 
 def make_relay(folder):
@@ -115,8 +136,10 @@ def make_relay(folder):
 def main():
     for name, make in (("request", make_request), ("relay", make_relay)):
         folder = os.path.join(OUT, name)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.makedirs(folder)
+        os.makedirs(folder, exist_ok=True)
+        for f in os.listdir(folder):
+            if not f.startswith("found-"):
+                os.remove(os.path.join(folder, f))
         make(folder)
         print(f"{folder}: {len(os.listdir(folder))} files")
 
