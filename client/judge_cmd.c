@@ -2,6 +2,7 @@
  * and failure lines to the engine's judge, and lets it write the verdicts. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,14 +82,27 @@ static int take_line(struct judge *j, struct stats_settings *run_settings,
 	} else if (strcmp(type, "pair") == 0) {
 		json_t *b = json_object_get(line, "baseline_ns");
 		json_t *k = json_object_get(line, "candidate_ns");
+		json_t *blk = json_object_get(line, "block");
 		const char *order = json_string_value(json_object_get(line, "order"));
+		json_int_t block = 0;
 		if (!name || !json_is_number(b) || !json_is_number(k) || !order) {
 			snprintf(why, whylen, "pair line needs \"case\", \"order\", \"baseline_ns\" and \"candidate_ns\"");
 			return -1;
 		}
+		/* Lines of schema 1 have no block: each pair stands alone, as
+		 * it was judged then. */
+		if (blk) {
+			if (!json_is_integer(blk) || json_integer_value(blk) < 1 ||
+			    json_integer_value(blk) > INT_MAX) {
+				snprintf(why, whylen, "pair line's \"block\" must be an integer from 1 to %d",
+					 INT_MAX);
+				return -1;
+			}
+			block = json_integer_value(blk);
+		}
 		c = judge_case_get(j, name);
 		judge_case_add_pair(c, json_number_value(b), json_number_value(k),
-				    strcmp(order, "candidate_first") == 0);
+				    strcmp(order, "candidate_first") == 0, (int)block);
 	} else if (strcmp(type, "error") == 0) {
 		const char *arm = json_string_value(json_object_get(line, "arm"));
 		bool cand = arm && strcmp(arm, "candidate") == 0;

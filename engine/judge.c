@@ -39,7 +39,7 @@ struct judge_case *judge_case_get(struct judge *j, const char *name)
 }
 
 void judge_case_add_pair(struct judge_case *c, double baseline_ns,
-			 double candidate_ns, bool candidate_first)
+			 double candidate_ns, bool candidate_first, int block)
 {
 	if (c->npairs == c->cap) {
 		c->cap = c->cap ? 2 * c->cap : 64;
@@ -49,6 +49,7 @@ void judge_case_add_pair(struct judge_case *c, double baseline_ns,
 		.baseline_ns = baseline_ns,
 		.candidate_ns = candidate_ns,
 		.candidate_first = candidate_first,
+		.block = block,
 	};
 	c->timed = true;
 }
@@ -78,6 +79,12 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	json_object_set_new(line, "candidate_faster", json_integer(st->faster));
 	json_object_set_new(line, "candidate_slower", json_integer(st->slower));
 	json_object_set_new(line, "ties", json_integer(st->ties));
+	json_object_set_new(line, "pair_p", output_real(st->pair_p));
+	/* The units of the test and the interval: the blocks (stats.h). */
+	json_object_set_new(line, "blocks", json_integer(st->units));
+	json_object_set_new(line, "blocks_faster", json_integer(st->unit_faster));
+	json_object_set_new(line, "blocks_slower", json_integer(st->unit_slower));
+	json_object_set_new(line, "blocks_tied", json_integer(st->unit_ties));
 	json_object_set_new(line, "p", output_real(st->p));
 	json_object_set_new(line, "p_holm", output_real(st->p_holm));
 	json_object_set_new(line, "ratio_median", output_real(st->ratio_median));
@@ -91,10 +98,11 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	json_object_set_new(line, "order_p", output_real(st->order_p));
 	json_object_set_new(line, "order_diff", output_real(st->order_diff));
 	json_object_set_new(line, "log_ratio_sd", output_real(st->log_ratio_sd));
+	json_object_set_new(line, "block_log_ratio_sd", output_real(st->unit_log_ratio_sd));
 	/* What this run could have seen: the smallest slowdown the sign test
-	 * over these n pairs detects with 80% power at the measured spread. */
+	 * over these blocks detects with 80% power at their measured spread. */
 	json_object_set_new(line, "detectable_ratio", output_real(
-		stats_sign_test_mde(st->n, st->log_ratio_sd, s->alpha, 0.8)));
+		stats_sign_test_mde(st->units, st->unit_log_ratio_sd, s->alpha, 0.8)));
 	return line;
 }
 

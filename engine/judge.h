@@ -40,8 +40,10 @@ void judge_release(struct judge *j);
 /* The case called name, added (untimed, no failure) if new. */
 struct judge_case *judge_case_get(struct judge *j, const char *name);
 
+/* block: the load the pair was timed in, numbered from 1 (stats.h); 0 for
+ * a pair that stands alone (lines written before loads were numbered). */
 void judge_case_add_pair(struct judge_case *c, double baseline_ns,
-			 double candidate_ns, bool candidate_first);
+			 double candidate_ns, bool candidate_first, int block);
 
 /* Records a failure; a candidate failure outranks a baseline one. */
 void judge_case_fail(struct judge_case *c, enum judge_failure f);

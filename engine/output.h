@@ -10,7 +10,7 @@
 
 /* Version of the line format; in every start line as "schema_version".
  * Incremented only by incompatible changes; fields may be added freely. */
-#define QUAL_SCHEMA_VERSION 1
+#define QUAL_SCHEMA_VERSION 2
 
 /* Writes line (steals the reference) as one compact line and flushes, so a
  * reader following the stream sees it at once. Returns 0 or QUAL_EIO. */

@@ -28,6 +28,8 @@ static void usage(FILE *f)
 		"Without a GPU it compiles only and says that nothing was timed.\n"
 		"\n"
 		"  --pairs N            timed pairs per case (default 30, at least 30)\n"
+		"  --pairs-per-block K  pairs per load of both arms' code (default 2); the\n"
+		"                       blocks are the units of the test and the interval\n"
 		"  --alpha A            significance level after Holm (default 0.05)\n"
 		"  --margin M           equivalence margin on the median ratio (default 0.01)\n"
 		"  --case NAME          run only this case (repeatable); --list shows them\n"
@@ -86,7 +88,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH,
+	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK,
 };
 
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
@@ -111,6 +113,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"pairs", required_argument, NULL, OPT_PAIRS},
+		{"pairs-per-block", required_argument, NULL, OPT_PER_BLOCK},
 		{"alpha", required_argument, NULL, OPT_ALPHA},
 		{"margin", required_argument, NULL, OPT_MARGIN},
 		{"case", required_argument, NULL, OPT_CASE},
@@ -154,6 +157,11 @@ int main(int argc, char **argv)
 			if (parse_long("--pairs", optarg, 1, 1000000, &l) < 0)
 				goto out;
 			cfg.pairs = (int)l;
+			break;
+		case OPT_PER_BLOCK:
+			if (parse_long("--pairs-per-block", optarg, 1, 1000000, &l) < 0)
+				goto out;
+			cfg.pairs_per_block = (int)l;
 			break;
 		case OPT_ALPHA:
 			if (parse_double("--alpha", optarg, 1e-9, 0.5, &cfg.stats.alpha) < 0)

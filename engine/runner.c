@@ -14,6 +14,7 @@
 #include "gpu.h"
 #include "judge.h"
 #include "output.h"
+#include "rng.h"
 #include "sha256.h"
 #include "xalloc.h"
 
@@ -35,8 +36,11 @@ struct arm {
 	bool checked;   /* max_err is from at least one check of its output */
 };
 
-/* The case's device buffers, shared by both arms. */
+/* The case's device buffers, shared by both arms. Each is allocated
+ * RUNNER_SHIFT_SPAN bytes larger than the fixture needs, and the kernels see
+ * it at dev = base + a shift that changes with every block. */
 struct bufs {
+	uint64_t base[FIXTURE_MAX_BUFFERS];
 	uint64_t dev[FIXTURE_MAX_BUFFERS];
 	void *scratch; /* host copy-back space, as large as the largest buffer */
 };
@@ -71,6 +75,7 @@ void runner_config_init(struct runner_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 	cfg->pairs = RUNNER_MIN_PAIRS;
+	cfg->pairs_per_block = RUNNER_PAIRS_PER_BLOCK;
 	cfg->warmup = RUNNER_WARMUP;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
@@ -303,8 +308,8 @@ static void release_arm(struct arm *a)
 static void release_bufs(struct run *run, struct bufs *b)
 {
 	for (int i = 0; i < FIXTURE_MAX_BUFFERS; i++)
-		if (b->dev[i])
-			gpu_free(run->gpu, b->dev[i]);
+		if (b->base[i])
+			gpu_free(run->gpu, b->base[i]);
 	free(b->scratch);
 	memset(b, 0, sizeof *b);
 }
@@ -318,10 +323,12 @@ static int alloc_bufs(struct run *run, const struct fixture_case *c,
 	int rc;
 
 	for (int i = 0; i < c->nbuffers; i++) {
-		if ((rc = gpu_alloc(run->gpu, c->buffers[i].bytes, &b->dev[i], &msg)) < 0) {
+		if ((rc = gpu_alloc(run->gpu, c->buffers[i].bytes + RUNNER_SHIFT_SPAN,
+				    &b->base[i], &msg)) < 0) {
 			gpu_fault(run, jc, 0, "load", &msg);
 			return rc;
 		}
+		b->dev[i] = b->base[i];
 		if (c->buffers[i].bytes > largest)
 			largest = c->buffers[i].bytes;
 	}
@@ -492,18 +499,66 @@ static int warm_up(struct run *run, const struct fixture_case *c,
 	return run_and_check(run, c, 1, &arms[1], b, jc, cfg->warmup, "after warm-up", NULL);
 }
 
+/* Starts block number block (> 1): both arms' code loaded afresh, in an
+ * order drawn from r, their graphs rebuilt over buffers moved to new shifts
+ * (inputs restored, output poisoned), and one untimed replay of each. The
+ * arm that ran last is blamed for a failed copy: a fault of its kernel is
+ * what a copy would report first. */
+static int new_block(struct run *run, const struct fixture_case *c,
+		     struct arm arms[2], struct bufs *b, struct judge_case *jc,
+		     struct rng *r, int last)
+{
+	struct qual_msg msg = {{0}};
+	int first = (int)(rng_next(r) >> 63), rc;
+
+	for (int arm = 0; arm < 2; arm++) {
+		if (arms[arm].graph)
+			gpu_graph_free(arms[arm].graph);
+		if (arms[arm].module)
+			gpu_module_free(arms[arm].module);
+		arms[arm].graph = NULL;
+		arms[arm].module = NULL;
+	}
+	for (int i = 0; i < c->nbuffers; i++)
+		b->dev[i] = b->base[i] + (uint64_t)rng_int(r, 0, RUNNER_SHIFT_SPAN /
+							    RUNNER_SHIFT_STEP - 1) *
+					   RUNNER_SHIFT_STEP;
+	if ((rc = reset_bufs(run, c, b, last, jc)) < 0)
+		return rc;
+	for (int k = 0; k < 2; k++) {
+		int arm = k ? 1 - first : first;
+		if ((rc = prepare_arm(run, c, arm, &arms[arm], b, jc)) < 0)
+			return rc;
+	}
+	for (int k = 0; k < 2; k++) {
+		int arm = k ? 1 - first : first;
+		if ((rc = gpu_graph_run(arms[arm].graph, &msg)) < 0) {
+			gpu_fault(run, jc, arm, "time", &msg);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static int time_pairs(struct run *run, const struct fixture_case *c,
 		      struct arm arms[2], struct bufs *b, struct judge_case *jc)
 {
 	struct qual_msg msg = {{0}};
-	int rc, last = 0;
+	struct rng r;
+	char stream[96];
+	int rc, last = 0, per = run->cfg->pairs_per_block;
 
+	snprintf(stream, sizeof stream, "blocks:%s", c->name);
+	rng_init(&r, run->cfg->seed, stream);
 	for (int p = 0; p < run->cfg->pairs; p++) {
 		/* Even pairs run the baseline first, odd pairs the candidate. */
-		int first = p % 2;
+		int first = p % 2, block = p / per + 1;
 		double dev[2], host[2];
 		json_t *line;
 
+		if (p > 0 && p % per == 0 &&
+		    (rc = new_block(run, c, arms, b, jc, &r, last)) < 0)
+			return rc;
 		for (int k = 0; k < 2; k++) {
 			int arm = k ? 1 - first : first;
 			if ((rc = gpu_graph_time(arms[arm].graph, &dev[arm], &host[arm], &msg)) < 0) {
@@ -514,10 +569,11 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			host[arm] /= RUNNER_REPLAYS;
 			last = arm;
 		}
-		judge_case_add_pair(jc, dev[0], dev[1], first == 1);
+		judge_case_add_pair(jc, dev[0], dev[1], first == 1, block);
 		line = output_line("pair");
 		json_object_set_new(line, "case", json_string(c->name));
 		json_object_set_new(line, "pair", json_integer(p));
+		json_object_set_new(line, "block", json_integer(block));
 		json_object_set_new(line, "order", json_string(first ? "candidate_first" : "baseline_first"));
 		json_object_set_new(line, "baseline_ns", json_real(dev[0]));
 		json_object_set_new(line, "candidate_ns", json_real(dev[1]));
@@ -629,8 +685,8 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
 	json_object_set_new(line, "settings", json_pack(
-		"{s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
-		"warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
+		"{s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
+		"pairs_per_block", cfg->pairs_per_block, "warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
 		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
 		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,
 		"hang_floor_ms", cfg->hang_floor_ms, "hang_factor", cfg->hang_factor,
@@ -705,6 +761,13 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		char text[128];
 		snprintf(text, sizeof text, "pairs must be at least %d, got %d",
 			 RUNNER_MIN_PAIRS, cfg->pairs);
+		status = usage_error(&run, err, NULL, text);
+		goto out;
+	}
+	if (cfg->pairs_per_block < 1) {
+		char text[128];
+		snprintf(text, sizeof text, "pairs per block must be at least 1, got %d",
+			 cfg->pairs_per_block);
 		status = usage_error(&run, err, NULL, text);
 		goto out;
 	}

@@ -17,6 +17,21 @@
 #define RUNNER_REPLAYS 32   /* launches per graph: one timing = one replay */
 #define RUNNER_WARMUP 5     /* graph replays per arm before the first check */
 
+/* Blocks (docs/verdicts.md, "Blocks"). The timed pairs of a case come in
+ * blocks of RUNNER_PAIRS_PER_BLOCK, one of each order by default; before
+ * each block after the first, both arms' code is loaded afresh in a random
+ * order, their graphs rebuilt, and every buffer moved by a random multiple
+ * of RUNNER_SHIFT_STEP bytes below RUNNER_SHIFT_SPAN, then each arm's graph
+ * replays once untimed. Whatever one load fixes (where the code and the data
+ * lie, the graph objects) then varies between blocks as it does between
+ * runs, and the blocks, not the pairs, are the units of the sign test and
+ * of the ratio's interval: on the H200 an A/A run of byte-identical code
+ * with one load for all its pairs gave intervals that missed 1 (0.9992 to
+ * 0.9998, 1.0004 to 1.0042) and repeats whose intervals did not overlap. */
+#define RUNNER_PAIRS_PER_BLOCK 2
+#define RUNNER_SHIFT_STEP 256
+#define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
+
 /* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
  * baseline's warm-up has run, each wait of the case (both arms' graphs, copies)
  * may take max(floor, factor x the baseline's graph time), the baseline's time
@@ -41,6 +56,7 @@ struct runner_config {
 	const char *baseline;   /* compiler library paths */
 	const char *candidate;
 	int pairs;              /* >= RUNNER_MIN_PAIRS */
+	int pairs_per_block;    /* >= 1; the last block may be shorter */
 	int warmup;
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
@@ -64,7 +80,7 @@ struct runner_config {
 	void (*on_hang)(int status);
 };
 
-/* Fills the defaults: 30 pairs, 5 warm-up replays, alpha 0.05, margin 1%,
+/* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,
  * the hang floor and factor above. */
 void runner_config_init(struct runner_config *cfg);
 

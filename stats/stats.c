@@ -722,60 +722,117 @@ static bool pair_ratio(const struct stats_pair *pr, double *ratio)
 	return true;
 }
 
+/* A valid pair as summarise sees it. */
+struct valid_pair {
+	int block;
+	int sign;       /* -1 candidate faster, +1 slower, 0 tie (by the ns) */
+	double ratio, logr;
+};
+
+static int by_block(const void *a, const void *b)
+{
+	const struct valid_pair *x = a, *y = b;
+
+	return (x->block > y->block) - (x->block < y->block);
+}
+
+/* Sample sd (n - 1) of x[0..n) by Welford's running update; NaN below 2. */
+static double sample_sd(const double *x, int n)
+{
+	double mean = 0, m2 = 0;
+
+	for (int i = 0; i < n; i++) {
+		double delta = x[i] - mean;
+		mean += delta / (i + 1);
+		m2 += delta * (x[i] - mean);
+	}
+	return n >= 2 ? sqrt(m2 / (n - 1)) : NAN;
+}
+
 void stats_case_summarise(const struct stats_pair *pairs, int n,
 			  const struct stats_settings *s, struct stats_case *out)
 {
 	size_t cap = (size_t)(n > 0 ? n : 0);
-	double *ratio = stats_alloc(cap, sizeof *ratio);
+	struct valid_pair *v = stats_alloc(cap, sizeof *v);
 	double *logr = stats_alloc(cap, sizeof *logr);
+	double *uratio = stats_alloc(cap, sizeof *uratio);
+	double *ulogr = stats_alloc(cap, sizeof *ulogr);
 	double *first_c = stats_alloc(cap, sizeof *first_c);
 	double *first_b = stats_alloc(cap, sizeof *first_b);
-	double mean = 0, m2 = 0;
-	int m = 0, nc = 0, nb = 0;
+	int m = 0, nc = 0, nb = 0, u = 0;
 
 	memset(out, 0, sizeof *out);
 	for (int i = 0; i < n; i++) {
-		double q, lr, delta;
+		struct valid_pair *vp = &v[m];
+		double q;
 
 		if (!pair_ratio(&pairs[i], &q)) {
 			out->invalid++;
 			continue;
 		}
-		if (pairs[i].candidate_ns < pairs[i].baseline_ns)
-			out->faster++;
-		else if (pairs[i].candidate_ns > pairs[i].baseline_ns)
-			out->slower++;
-		else
-			out->ties++;
-		lr = log(q);
-		ratio[m] = q;
-		logr[m] = lr;
-		m++;
-		/* Welford: running mean and sum of squared deviations. */
-		delta = lr - mean;
-		mean += delta / m;
-		m2 += delta * (lr - mean);
+		vp->block = pairs[i].block > 0 ? pairs[i].block : 0;
+		vp->sign = pairs[i].candidate_ns < pairs[i].baseline_ns ? -1 :
+			   pairs[i].candidate_ns > pairs[i].baseline_ns;
+		vp->ratio = q;
+		vp->logr = log(q);
+		out->faster += vp->sign < 0;
+		out->slower += vp->sign > 0;
+		out->ties += vp->sign == 0;
+		logr[m] = vp->logr;
 		if (pairs[i].candidate_first)
-			first_c[nc++] = lr;
+			first_c[nc++] = vp->logr;
 		else
-			first_b[nb++] = lr;
+			first_b[nb++] = vp->logr;
+		m++;
 	}
 	out->n = m;
-	out->p = stats_sign_test_p(out->faster, out->faster + out->slower);
-	out->p_holm = NAN;
-	out->ratio_median = stats_median(ratio, m);
-	stats_median_ci(ratio, m, s->conf, &out->ratio_lo, &out->ratio_hi);
-	stats_median_ci_rank(m, s->conf, &out->ratio_coverage);
-	out->wilcoxon_p = m ? stats_wilcoxon_p(logr, m) : NAN;
-	out->hl_log_ratio = stats_hodges_lehmann(logr, m);
-	out->log_ratio_sd = m >= 2 ? sqrt(m2 / (m - 1)) : NAN;
+	out->pair_p = stats_sign_test_p(out->faster, out->faster + out->slower);
+	out->log_ratio_sd = sample_sd(logr, m);
 	out->order_p = stats_mann_whitney_p(first_c, nc, first_b, nb);
 	out->order_diff = nc && nb ? stats_median(first_c, nc) - stats_median(first_b, nb)
 				   : NAN;
+
+	/* The units: lone pairs as they are, each block by the median of its
+	 * pairs' log ratios. logr is reused for one block's values. */
+	qsort(v, (size_t)m, sizeof *v, by_block);
+	for (int i = 0; i < m;) {
+		int j = i + 1, sign;
+
+		if (v[i].block > 0)
+			while (j < m && v[j].block == v[i].block)
+				j++;
+		if (j - i == 1) {
+			uratio[u] = v[i].ratio;
+			ulogr[u] = v[i].logr;
+			sign = v[i].sign;
+		} else {
+			for (int k = i; k < j; k++)
+				logr[k - i] = v[k].logr;
+			ulogr[u] = stats_median(logr, j - i);
+			uratio[u] = exp(ulogr[u]);
+			sign = (ulogr[u] > 0) - (ulogr[u] < 0);
+		}
+		out->unit_faster += sign < 0;
+		out->unit_slower += sign > 0;
+		out->unit_ties += sign == 0;
+		u++;
+		i = j;
+	}
+	out->units = u;
+	out->p = stats_sign_test_p(out->unit_faster, out->unit_faster + out->unit_slower);
+	out->p_holm = NAN;
+	out->ratio_median = stats_median(uratio, u);
+	stats_median_ci(uratio, u, s->conf, &out->ratio_lo, &out->ratio_hi);
+	stats_median_ci_rank(u, s->conf, &out->ratio_coverage);
+	out->wilcoxon_p = u ? stats_wilcoxon_p(ulogr, u) : NAN;
+	out->hl_log_ratio = stats_hodges_lehmann(ulogr, u);
+	out->unit_log_ratio_sd = sample_sd(ulogr, u);
 	out->identical_code = false;
 	out->verdict = VERDICT_INCONCLUSIVE;
-	free(ratio);
+	free(v);
 	free(logr);
+	free(uratio);
+	free(ulogr);
 	free(first_c);
 	free(first_b);
 }
@@ -811,9 +868,9 @@ void stats_judge_run(struct stats_case *cases, int ncases,
 			c->verdict = VERDICT_IDENTICAL;
 		else if (c->ratio_lo >= 1 - s->margin && c->ratio_hi <= 1 + s->margin)
 			c->verdict = VERDICT_EQUIVALENT;  /* false for NaN */
-		else if (c->p_holm < s->alpha && c->slower > c->faster)
+		else if (c->p_holm < s->alpha && c->unit_slower > c->unit_faster)
 			c->verdict = VERDICT_SLOWER;
-		else if (c->p_holm < s->alpha && c->faster > c->slower)
+		else if (c->p_holm < s->alpha && c->unit_faster > c->unit_slower)
 			c->verdict = VERDICT_FASTER;
 		else
 			c->verdict = VERDICT_INCONCLUSIVE;

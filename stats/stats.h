@@ -96,6 +96,11 @@ struct stats_pair {
 	double baseline_ns;
 	double candidate_ns;
 	bool candidate_first;
+	/* The load both arms' code was timed in (block > 0), or 0: a unit of
+	 * its own. The pairs of one block share whatever a load fixes for its
+	 * length (where the code and the buffers lie, the graphs), so they are
+	 * not independent of each other; the blocks are (docs/verdicts.md). */
+	int block;
 };
 
 enum stats_verdict {
@@ -118,21 +123,30 @@ struct stats_settings {
 };
 void stats_settings_init(struct stats_settings *s);
 
+/* A case's units are its blocks: the valid pairs that share a block > 0
+ * form one unit, whose log ratio is the median of theirs and whose ratio is
+ * exp of that; a valid pair with block 0 is a unit of its own (its ratio and
+ * its sign exactly the pair's). Counts and the order effect are over pairs;
+ * the test, the interval and the estimates over units. */
 struct stats_case {
 	int n;                 /* valid pairs used (faster + slower + ties) */
 	int invalid;           /* pairs excluded: a timing NaN, Inf or <= 0 */
-	int faster, slower, ties; /* candidate faster / slower / equal */
-	double p;              /* sign test on (faster, slower), ties dropped */
+	int faster, slower, ties; /* pairs: candidate faster / slower / equal */
+	double pair_p;         /* sign test on the pairs, for information */
+	int units;             /* blocks (and lone pairs) with a valid pair */
+	int unit_faster, unit_slower, unit_ties; /* by the unit's log ratio */
+	double p;              /* sign test on (unit_faster, unit_slower) */
 	double p_holm;         /* filled by stats_judge_run */
-	double ratio_median;   /* median of candidate / baseline */
+	double ratio_median;   /* median of the units' candidate / baseline */
 	double ratio_lo, ratio_hi; /* order-statistic interval of that median */
 	double ratio_coverage; /* exact coverage of [ratio_lo, ratio_hi] (>= conf) */
-	double wilcoxon_p;     /* on log ratios, for information */
-	double hl_log_ratio;   /* Hodges-Lehmann estimate of log ratio */
+	double wilcoxon_p;     /* on the units' log ratios, for information */
+	double hl_log_ratio;   /* Hodges-Lehmann estimate over the units */
 	double order_p;        /* Mann-Whitney p: do candidate-first pairs' log
 				* ratios differ from baseline-first pairs'? */
 	double order_diff;     /* median log ratio cand-first minus base-first */
 	double log_ratio_sd;   /* sample sd (n - 1) of the per-pair log ratio */
+	double unit_log_ratio_sd; /* sample sd of the units' log ratios */
 	bool identical_code;
 	enum stats_verdict verdict;
 };
@@ -153,7 +167,7 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
  * A/A control); EQUIVALENT when [ratio_lo, ratio_hi] lies inside
  * [1 - margin, 1 + margin], whatever the p-value (a NaN interval is never
  * equivalent); SLOWER or FASTER when p_holm < alpha, by the side that won the
- * sign test; INCONCLUSIVE otherwise. */
+ * sign test over the units; INCONCLUSIVE otherwise. */
 void stats_judge_run(struct stats_case *cases, int ncases,
 		     const struct stats_settings *s);
 

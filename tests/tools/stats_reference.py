@@ -17,9 +17,10 @@ reads back the exact double. Lines:
   mwu NX NY x.. y.. P                scipy.stats.mannwhitneyu
   hl N d_1..d_N HL                   numpy.median of all Walsh averages
   mde N SD ALPHA POWER EFFECT        exact binomial power, scipy brentq
-  case N (b c first)*N n invalid faster slower ties p ratio_median ratio_lo
-       ratio_hi coverage wilcoxon_p hl_log_ratio log_ratio_sd order_p
-       order_diff                    a whole stats_case_summarise (conf 0.95)
+  case N (b c first block)*N n invalid faster slower ties pair_p units
+       unit_faster unit_slower unit_ties p ratio_median ratio_lo ratio_hi
+       coverage wilcoxon_p hl_log_ratio log_ratio_sd unit_log_ratio_sd
+       order_p order_diff            a whole stats_case_summarise (conf 0.95)
 
 The rules that pick an exact or an approximate method (stats.h) are applied
 here as written in the header: wilcoxon exact when at most 50 nonzero d and no
@@ -276,45 +277,79 @@ def gen_mde():
 
 
 # ---- whole case summaries ----
-def summarise(b, c, first, conf=0.95):
+def summarise(b, c, first, block, conf=0.95):
     b, c = np.asarray(b, float), np.asarray(c, float)
     with np.errstate(all="ignore"):
         q = c / b
         valid = (np.isfinite(b) & np.isfinite(c) & (b > 0) & (c > 0)
                  & np.isfinite(q) & (q > 0))
     bv, cv, qv, fv = b[valid], c[valid], q[valid], np.asarray(first)[valid]
+    blk = np.asarray(block)[valid]
     n = int(valid.sum())
     faster, slower = int((cv < bv).sum()), int((cv > bv).sum())
     ties = n - faster - slower
     lr = np.array([math.log(x) for x in qv])  # libm's log, as the C code
     nan = float("nan")
-    k, cov = ci_rank(n, conf)
-    s = np.sort(qv)
+    # Units: a pair with block 0 alone (its ratio, its sign by the ns); the
+    # pairs of one block > 0 together, by the median of their log ratios.
+    uq, ul, usign = [], [], []
+    for i in range(n):
+        if blk[i] == 0:
+            uq.append(qv[i]), ul.append(lr[i])
+            usign.append(int(np.sign(cv[i] - bv[i])))
+    for g in sorted(set(int(x) for x in blk if x > 0)):
+        idx = np.flatnonzero(blk == g)
+        if len(idx) == 1:
+            i = idx[0]
+            uq.append(qv[i]), ul.append(lr[i])
+            usign.append(int(np.sign(cv[i] - bv[i])))
+        else:
+            m = float(np.median(lr[idx]))
+            uq.append(math.exp(m)), ul.append(m)
+            usign.append(int(np.sign(m)))
+    uq, ul, usign = np.array(uq), np.array(ul), np.array(usign)
+    u = len(uq)
+    uf, us = int((usign < 0).sum()), int((usign > 0).sum())
+    k, cov = ci_rank(u, conf)
+    s = np.sort(uq)
     cf, bf = lr[fv == 1], lr[fv == 0]
     return [n, int((~valid).sum()), faster, slower, ties,
             r(sign_p(faster, faster + slower)),
-            r(np.median(qv) if n else nan),
-            r(s[k - 1] if k else nan), r(s[n - k] if k else nan), r(cov),
-            r(wilcoxon_p(lr) if n else nan),
-            r(hl(lr) if n else nan),
+            u, uf, us, u - uf - us, r(sign_p(uf, uf + us)),
+            r(np.median(uq) if u else nan),
+            r(s[k - 1] if k else nan), r(s[u - k] if k else nan), r(cov),
+            r(wilcoxon_p(ul) if u else nan),
+            r(hl(ul) if u else nan),
             r(np.std(lr, ddof=1) if n >= 2 else nan),
+            r(np.std(ul, ddof=1) if u >= 2 else nan),
             r(mwu_p(cf, bf) if len(cf) and len(bf) else nan),
             r(np.median(cf) - np.median(bf) if len(cf) and len(bf) else nan)]
 
 
 def gen_case():
-    specs = [  # n, slowdown, noise sd, order effect, quantum (ns), invalid
-        (0, 0, 0, 0, 0, 0), (1, 0, 0.01, 0, 0, 0), (5, 0.02, 0.01, 0, 0, 0),
-        (30, 0, 0.005, 0, 0, 0), (30, 0.03, 0.005, 0, 0, 0),
-        (30, -0.02, 0.01, 0.004, 0, 0), (60, 0.0008, 0.001, 0, 0, 0),
-        (60, 0, 0.01, 0.01, 0, 3), (40, 0.001, 0.002, 0, 1.0, 0),
-        (40, 0, 0.0, 0, 0, 0), (100, 0.004, 0.003, 0, 0.5, 2),
-        (200, -0.001, 0.004, 0.002, 0, 0), (31, 0.1, 0.05, 0, 0, 31),
+    specs = [  # n, slowdown, noise sd, order effect, quantum (ns), invalid,
+               # pairs per block (0: every pair alone), block sd
+        (0, 0, 0, 0, 0, 0, 0, 0), (1, 0, 0.01, 0, 0, 0, 0, 0),
+        (5, 0.02, 0.01, 0, 0, 0, 0, 0),
+        (30, 0, 0.005, 0, 0, 0, 0, 0), (30, 0.03, 0.005, 0, 0, 0, 0, 0),
+        (30, -0.02, 0.01, 0.004, 0, 0, 0, 0), (60, 0.0008, 0.001, 0, 0, 0, 0, 0),
+        (60, 0, 0.01, 0.01, 0, 3, 0, 0), (40, 0.001, 0.002, 0, 1.0, 0, 0, 0),
+        (40, 0, 0.0, 0, 0, 0, 0, 0), (100, 0.004, 0.003, 0, 0.5, 2, 0, 0),
+        (200, -0.001, 0.004, 0.002, 0, 0, 0, 0), (31, 0.1, 0.05, 0, 0, 31, 0, 0),
+        # blocked: a shared offset per block (block sd) on top of the noise
+        (30, 0.002, 0.001, 0, 0, 0, 2, 0.003), (30, 0, 0.001, 0.001, 0, 0, 2, 0.002),
+        (31, 0.01, 0.002, 0, 0, 0, 2, 0.004), (60, -0.004, 0.002, 0, 0, 5, 2, 0.001),
+        (60, 0.001, 0.001, 0, 0, 0, 3, 0.002), (60, 0.0, 0.003, 0, 0, 0, 6, 0.0),
+        (40, 0.002, 0.001, 0, 1.0, 0, 4, 0.001), (12, 0.05, 0.01, 0, 0, 11, 2, 0.01),
+        (30, 0, 0.0, 0, 0, 0, 2, 0),
     ]
-    for n, shift, sd, order, quantum, invalid in specs:
+    for n, shift, sd, order, quantum, invalid, per, bsd in specs:
         b = rng.uniform(900, 1100, n) * 1.0
         first = np.arange(n) % 2
-        lr = rng.normal(shift, sd, n) + np.where(first == 1, order / 2, -order / 2)
+        block = np.arange(n) // per + 1 if per else np.zeros(n, int)
+        offset = rng.normal(0, bsd, n // per + 1)[np.arange(n) // per] if per and bsd else 0
+        lr = (rng.normal(shift, sd, n) + offset
+              + np.where(first == 1, order / 2, -order / 2))
         c = b * np.exp(lr)
         if quantum:
             b, c = np.round(b / quantum) * quantum, np.round(c / quantum) * quantum
@@ -328,8 +363,8 @@ def gen_case():
                 c[i] = bad[int(rng.integers(4))]
         fields = []
         for i in range(n):
-            fields += [r(b[i]), r(c[i]), int(first[i])]
-        emit("case", n, *fields, *summarise(b, c, first))
+            fields += [r(b[i]), r(c[i]), int(first[i]), int(block[i])]
+        emit("case", n, *fields, *summarise(b, c, first, block))
 
 
 def main():

@@ -80,8 +80,12 @@ struct fake_arm {
 static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0};
 
 /* A device allocation: host memory, plus what happened to it since the last
- * graph execution. */
+ * graph execution. The runner allocates RUNNER_SHIFT_SPAN bytes more than a
+ * buffer needs and addresses it at a shift (a multiple of RUNNER_SHIFT_STEP)
+ * that changes between blocks: p is the view at the shift last addressed,
+ * bytes the buffer's own size. */
 struct fake_alloc {
+	unsigned char *mem;
 	unsigned char *p;
 	size_t bytes;
 	bool uploaded; /* uploaded since the last execution */
@@ -93,11 +97,15 @@ struct fake_alloc {
 struct fake_case {
 	struct fixture_case c;
 	uint16_t *want;
+	/* Per arm, over every graph of the arm in this case (a new block
+	 * makes new graphs): executions, gpu_graph_run and gpu_graph_time
+	 * calls. */
+	int execs[2], runs[2], times[2];
 };
 
 struct fake_module {
 	struct gpu_module base; /* first: gpu.c's part */
-	int arm;                /* 0 baseline, 1 candidate: by load order */
+	int arm;                /* 0 baseline, 1 candidate: by its code */
 	char kernel[64];
 };
 
@@ -106,7 +114,9 @@ struct fake_graph {
 	int arm;
 	struct fake_case *fc;
 	struct fake_alloc *buf[FIXTURE_MAX_BUFFERS];
-	int execs, runs, times;
+	unsigned char *view[FIXTURE_MAX_BUFFERS]; /* buf[i]->p when made */
+	double factor;          /* this graph's own speed (fk.instance) */
+	bool executed;
 };
 
 /* One gpu_graph_time call, in call order. */
@@ -120,13 +130,15 @@ struct fake_time {
 #define FAKE_MAX_ALLOCS 64
 #define FAKE_MAX_CASES 4
 #define FAKE_MAX_TIMES 1024
-#define FAKE_MAX_LOADS 16
+#define FAKE_MAX_LOADS 256
+#define FAKE_MAX_CODES 16
 
 /* The fake's whole state: set up per test by scenario_run(). */
 static struct {
 	/* Behaviour. */
 	struct fake_arm arm[2];
 	double noise;      /* relative half-width of the uniform timing noise */
+	double instance;   /* scenario.instance */
 	uint64_t rng;
 	int open_rc;       /* what the CUDA backend's open returns */
 	struct fake_case cases[FAKE_MAX_CASES];
@@ -137,9 +149,18 @@ static struct {
 	int nalloc;
 	int live_modules, live_graphs;
 	bool dead;         /* a fault happened: every later call fails */
-	/* The buffers of the last baseline graph, which the candidate's graph
-	 * of the same case must share. */
+	/* The buffers (and views) of the graph made while no other was live,
+	 * which the other arm's graph must share. */
 	struct fake_alloc *shared[FIXTURE_MAX_BUFFERS];
+	unsigned char *shared_view[FIXTURE_MAX_BUFFERS];
+	/* Which arm each code image belongs to: the runner keeps one compiled
+	 * image per arm (and kernel source), and loads the baseline's first
+	 * the first time; later loads are told apart by the image. */
+	struct {
+		const void *code;
+		int arm;
+	} codes[FAKE_MAX_CODES];
+	int ncodes;
 
 	/* What the runner did. */
 	int opens, closes;
@@ -149,6 +170,8 @@ static struct {
 		char kernel[64];
 	} load[FAKE_MAX_LOADS];
 	int graphs_made;
+	int shifts_seen;    /* view moves: an op at a new shift of a buffer */
+	uint64_t shift_set; /* bit k: some buffer was seen at shift k steps */
 	int nlaunch_bad;    /* graphs of other than RUNNER_REPLAYS launches */
 	int execs[2];       /* executions per arm, all cases */
 	int first_execs;    /* first executions of a graph */
@@ -224,11 +247,29 @@ static int fake_fault(struct qual_msg *msg)
 	return qual_fail(msg, QUAL_EGPU, "%s", FAKE_FAULT_TEXT);
 }
 
+/* The allocation dptr addresses at one of its shifts; its view moves there
+ * (what the new view holds is unknown until uploaded or poisoned). */
 static struct fake_alloc *fake_find(uint64_t dptr)
 {
-	for (int i = 0; i < fk.nalloc; i++)
-		if ((uint64_t)(uintptr_t)fk.allocs[i].p == dptr)
-			return &fk.allocs[i];
+	for (int i = 0; i < fk.nalloc; i++) {
+		struct fake_alloc *a = &fk.allocs[i];
+		uint64_t mem = (uint64_t)(uintptr_t)a->mem;
+
+		if (dptr < mem || dptr > mem + RUNNER_SHIFT_SPAN - RUNNER_SHIFT_STEP)
+			continue;
+		if ((dptr - mem) % RUNNER_SHIFT_STEP != 0) {
+			fake_problem("address at shift %llu: not a multiple of %d",
+				     (unsigned long long)(dptr - mem), RUNNER_SHIFT_STEP);
+			return NULL;
+		}
+		if (a->p != a->mem + (dptr - mem)) {
+			a->p = a->mem + (dptr - mem);
+			a->uploaded = a->poisoned = false;
+			fk.shifts_seen++;
+		}
+		fk.shift_set |= 1ull << ((dptr - mem) / RUNNER_SHIFT_STEP);
+		return a;
+	}
 	return NULL;
 }
 
@@ -290,7 +331,15 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 	if (fk.live_modules >= 2)
 		fake_problem("a third module loaded while two are live");
 	m = xcalloc(1, sizeof *m);
-	m->arm = fk.live_modules;
+	m->arm = -1;
+	for (int i = 0; i < fk.ncodes; i++)
+		if (fk.codes[i].code == code)
+			m->arm = fk.codes[i].arm;
+	if (m->arm < 0) {
+		m->arm = fk.live_modules;
+		if (fk.ncodes < FAKE_MAX_CODES)
+			fk.codes[fk.ncodes++] = (typeof(fk.codes[0])){code, m->arm};
+	}
 	snprintf(m->kernel, sizeof m->kernel, "%s", kernel);
 	if (fk.loads < FAKE_MAX_LOADS) {
 		fk.load[fk.loads].arm = m->arm;
@@ -319,13 +368,17 @@ static int fake_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_m
 		return fake_dead(msg);
 	if (fk.nalloc == FAKE_MAX_ALLOCS)
 		return qual_fail(msg, QUAL_ENOMEM, "fake: out of allocation slots");
+	if (bytes < RUNNER_SHIFT_SPAN) {
+		fake_problem("allocation of %zu bytes: no room to shift", bytes);
+		return qual_fail(msg, QUAL_EINVAL, "fake: allocation too small");
+	}
 	a = &fk.allocs[fk.nalloc++];
 	memset(a, 0, sizeof *a);
-	a->p = xmalloc(bytes);
+	a->p = a->mem = xmalloc(bytes);
 	/* Fresh device memory holds whatever was there: not the poison. */
-	memset(a->p, 0xa5, bytes);
-	a->bytes = bytes;
-	*dptr = (uint64_t)(uintptr_t)a->p;
+	memset(a->mem, 0xa5, bytes);
+	a->bytes = bytes - RUNNER_SHIFT_SPAN;
+	*dptr = (uint64_t)(uintptr_t)a->mem;
 	return 0;
 }
 
@@ -335,11 +388,11 @@ static int fake_free(struct gpu *g, uint64_t dptr)
 
 	(void)g;
 	fake_check_hung("free");
-	if (!a) {
+	if (!a || a->p != a->mem) {
 		fake_problem("free of an unknown address");
 		return QUAL_EINVAL;
 	}
-	free(a->p);
+	free(a->mem);
 	/* Graphs hold pointers into allocs[], but none outlives its case's
 	 * buffers, so compaction is safe here. */
 	*a = fk.allocs[--fk.nalloc];
@@ -455,14 +508,19 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 	gr = xcalloc(1, sizeof *gr);
 	gr->arm = fm->arm;
 	gr->fc = fc;
+	gr->factor = 1 + fk.instance * fake_uniform();
 	for (int i = 0; i < fc->c.nbuffers; i++) {
 		gr->buf[i] = fake_find(*(const uint64_t *)params[i]);
-		/* One buffer set per case, shared by both arms' graphs. */
-		if (gr->arm == 0)
+		gr->view[i] = gr->buf[i]->p;
+		/* One buffer set per case, shared by both arms' graphs, at
+		 * the same shift. */
+		if (fk.live_graphs == 0) {
 			fk.shared[i] = gr->buf[i];
-		else if (fk.shared[i] != gr->buf[i])
-			fake_problem("'%s': the candidate's buffer %d is not the baseline's",
-				     fc->c.name, i);
+			fk.shared_view[i] = gr->view[i];
+		} else if (fk.shared[i] != gr->buf[i] || fk.shared_view[i] != gr->view[i]) {
+			fake_problem("'%s': the %s's buffer %d is not the other arm's",
+				     fc->c.name, gr->arm ? "candidate" : "baseline", i);
+		}
 	}
 	fk.graphs_made++;
 	fk.live_graphs++;
@@ -509,8 +567,13 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 	const struct fixture_case *c = &gr->fc->c;
 	struct fake_alloc *out = gr->buf[c->output];
 	uint16_t *o = (uint16_t *)(void *)out->p;
-	int n = gr->execs++;
+	int n = gr->fc->execs[gr->arm]++;
 	size_t count = c->count;
+
+	for (int i = 0; i < c->nbuffers; i++)
+		if (gr->buf[i]->p != gr->view[i])
+			fake_problem("'%s': a graph replayed over buffer %d moved since it was made",
+				     c->name, i);
 
 	/* A checked run starts from a poisoned output and restored inputs;
 	 * the first run of each graph must be such a run. */
@@ -521,7 +584,8 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 		if (!fake_inputs_fresh(gr))
 			fake_problem("'%s': output poisoned but inputs not restored", c->name);
 	}
-	if (n == 0) {
+	if (!gr->executed) {
+		gr->executed = true;
 		fk.first_execs++;
 		if (out->poisoned && fake_all_ff(out) && fake_inputs_fresh(gr))
 			fk.first_fresh++;
@@ -552,7 +616,7 @@ static int fake_graph_run(struct gpu_graph *g, struct qual_msg *msg)
 {
 	struct fake_graph *gr = (struct fake_graph *)g;
 	const struct fake_arm *plan = &fk.arm[gr->arm];
-	int k = gr->runs++;
+	int k = gr->fc->runs[gr->arm]++;
 
 	fake_check_hung("graph_run");
 	if (fk.dead)
@@ -575,7 +639,7 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 			   struct qual_msg *msg)
 {
 	struct fake_graph *gr = (struct fake_graph *)g;
-	int k = gr->times++;
+	int k = gr->fc->times[gr->arm]++;
 	struct fake_time *t;
 
 	fake_check_hung("graph_time");
@@ -588,7 +652,8 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	if (k == fk.arm[gr->arm].fault_time)
 		return fake_fault(msg);
 	fake_execute(gr, true);
-	*device_ns = FAKE_GRAPH_NS * fk.arm[gr->arm].factor * (1 + fk.noise * fake_uniform());
+	*device_ns = FAKE_GRAPH_NS * fk.arm[gr->arm].factor * gr->factor *
+		     (1 + fk.noise * fake_uniform());
 	*host_ns = *device_ns + FAKE_HOST_EXTRA_NS;
 	if (fk.ntime < FAKE_MAX_TIMES) {
 		t = &fk.times[fk.ntime];
@@ -623,6 +688,14 @@ struct scenario {
 	const char *cases[2];
 	int ncases;
 	int pairs;              /* 0: the default (RUNNER_MIN_PAIRS) */
+	int per_block;          /* 0: every pair in one block (one load per
+				 * arm, as these tests count loads and
+				 * replays); else the pairs per block */
+	double margin;          /* 0: the default */
+	double instance;        /* each graph's own speed: its times are
+				 * scaled by 1 + instance x U(-1, 1), drawn
+				 * when the graph is made */
+	uint64_t seed;          /* 0: the fake's default seed */
 	bool differ;            /* candidate compiled with -lineinfo, so that
 				 * its code is not byte-identical */
 	struct fake_arm arm[2];
@@ -696,7 +769,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.arm[0] = s->arm[0];
 	fk.arm[1] = s->arm[1];
 	fk.noise = s->noise;
-	fk.rng = 0x9e3779b97f4a7c15ull;
+	fk.instance = s->instance;
+	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
 	for (int i = 0; i < s->ncases; i++)
 		fake_add_case(s->cases[i]);
@@ -706,6 +780,9 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.candidate = RUNNER_TEST_NVRTC;
 	if (s->pairs)
 		cfg.pairs = s->pairs;
+	cfg.pairs_per_block = s->per_block ? s->per_block : cfg.pairs;
+	if (s->margin > 0)
+		cfg.stats.margin = s->margin;
 	cfg.cases = s->cases;
 	cfg.ncases = s->ncases;
 	if (s->differ) {
@@ -758,7 +835,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 		assert_int_equal(fk.on_hang_status, o->status);
 		assert_int_equal(fk.closes, 0);
 		for (int i = 0; i < fk.nalloc; i++)
-			free(fk.allocs[i].p);
+			free(fk.allocs[i].mem);
 		fk.nalloc = 0;
 	} else {
 		/* Whatever happened, the runner closed the device it opened,
@@ -1018,6 +1095,7 @@ static void test_correct_equivalent(void **state)
 	struct scenario s = {
 		.name = "runner_correct_equivalent", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
 		.validate = "--expect-verdict neutral --expect-pairs 30 --expect-identical none",
 	};
 	struct outcome o = {0};
@@ -1027,7 +1105,11 @@ static void test_correct_equivalent(void **state)
 	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
 	assert_string_equal(case_verdict(&o, CASE_GEMM), "equivalent");
 	assert_pairs(&o, CASE_GEMM, 30);
-	assert_fresh_starts(2);
+	/* A graph per arm per block. Both of the first block (each warm-up
+	 * is a checked run) and the first of each later block start from a
+	 * poisoned output and restored inputs. */
+	assert_int_equal(fk.graphs_made, 30);
+	assert_int_equal(fk.first_fresh, 2 + 14);
 	outcome_release(&o);
 }
 
@@ -1035,7 +1117,7 @@ static void test_candidate_slower(void **state)
 {
 	struct scenario s = {
 		.name = "runner_slower", .cases = {CASE_GEMM}, .ncases = 1, .differ = true,
-		.arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK,
 		.validate = "--expect-verdict regression --expect-case-verdict " CASE_GEMM "=slower",
 	};
 	struct outcome o = {0};
@@ -1058,7 +1140,7 @@ static void test_candidate_faster(void **state)
 {
 	struct scenario s = {
 		.name = "runner_faster", .cases = {CASE_GEMM}, .ncases = 1, .differ = true,
-		.arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK,
 		.validate = "--expect-verdict improvement --expect-case-verdict " CASE_GEMM "=faster",
 	};
 	struct outcome o = {0};
@@ -1588,6 +1670,196 @@ static void test_no_device(void **state)
 	outcome_release(&o);
 }
 
+/* ---- blocks --------------------------------------------------------------- */
+
+/* With the default blocks, every block after the first loads both arms'
+ * code again in a random order over buffers moved to new shifts; the pair
+ * lines say their block; the case is judged over the 15 blocks. */
+static void test_blocks(void **state)
+{
+	struct scenario s = {
+		.name = "runner_blocks", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.validate = "--expect-verdict regression --expect-pairs 30",
+	};
+	struct outcome o = {0};
+	int blocks = 30 / RUNNER_PAIRS_PER_BLOCK, swapped = 0;
+	size_t i;
+	json_t *l, *start;
+
+	(void)state;
+	s.arm[1].factor = 1.03;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
+	start = json_array_get(o.lines, 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(start, "settings"),
+							    "pairs_per_block")), RUNNER_PAIRS_PER_BLOCK);
+	for (int c = 0; c < 2; c++) {
+		json_t *cv = find_line(&o, "case_verdict", s.cases[c]);
+		int p = 0;
+
+		assert_pairs(&o, s.cases[c], 30);
+		json_array_foreach(o.lines, i, l) {
+			if (!has_type(l, "pair") || strcmp(str(l, "case"), s.cases[c]) != 0)
+				continue;
+			assert_int_equal(json_integer_value(json_object_get(l, "block")),
+					 p / RUNNER_PAIRS_PER_BLOCK + 1);
+			p++;
+		}
+		assert_string_equal(str(cv, "verdict"), "slower");
+		assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), blocks);
+		assert_int_equal(json_integer_value(json_object_get(cv, "blocks_slower")), blocks);
+		assert_int_equal(json_integer_value(json_object_get(cv, "candidate_slower")), 30);
+		/* 15 of 15 blocks: the exact sign test's 2 / 2^15. */
+		assert_true(close_to(json_real_value(json_object_get(cv, "p")), 2.0 / 32768));
+	}
+	/* Per case: the warm-up's load, then two per later block. */
+	assert_int_equal(fk.loads, 2 * 2 * blocks);
+	assert_int_equal(fk.graphs_made, 2 * 2 * blocks);
+	for (int k = 0; k < fk.loads; k += 2) {
+		assert_int_not_equal(fk.load[k].arm, fk.load[k + 1].arm);
+		swapped += fk.load[k].arm == 1;
+	}
+	/* The order of the loads is drawn: both orders happen (28 draws). */
+	assert_true(swapped > 0 && swapped < fk.loads / 2 - 2);
+	/* The buffers moved: many shifts seen, among many distinct ones. */
+	assert_true(fk.shifts_seen >= 2 * (blocks - 1));
+	assert_true(__builtin_popcountll(fk.shift_set) >= 8);
+	/* Each arm: warm-up, one untimed replay per later block, its timed
+	 * replays and the check after timing of the arm that did not run last. */
+	assert_int_equal(fk.execs[0] + fk.execs[1],
+			 2 * (2 * RUNNER_WARMUP + 2 * (blocks - 1) + 2 * 30 + 1));
+	outcome_release(&o);
+}
+
+/* The pairs of one run under one load, judged each as its own unit (as
+ * every pair was before blocks): the case's stats and verdict at margin. */
+static void judge_pairs_alone(const struct outcome *o, double margin, struct stats_case *c)
+{
+	struct stats_pair pr[64];
+	struct stats_settings st;
+	size_t i;
+	json_t *l;
+	int n = 0;
+
+	json_array_foreach(o->lines, i, l) {
+		if (!has_type(l, "pair") || n == 64)
+			continue;
+		pr[n++] = (struct stats_pair){
+			.baseline_ns = json_real_value(json_object_get(l, "baseline_ns")),
+			.candidate_ns = json_real_value(json_object_get(l, "candidate_ns")),
+			.candidate_first = !strcmp(str(l, "order"), "candidate_first"),
+		};
+	}
+	stats_settings_init(&st);
+	st.margin = margin;
+	stats_case_summarise(pr, n, &st, c);
+	stats_judge_run(c, 1, &st);
+}
+
+/* The A/A false alarm that blocks cure, on the fake: each graph has its own
+ * speed (2% either way, fixed for the graph's life, like the placement of
+ * code and data on a real GPU), the code is equally fast. With one load for
+ * all 30 pairs, judged pair by pair, the interval of the ratio nearly never
+ * holds 1 and the sign test calls the candidate slower or faster; run and
+ * judged in blocks, the interval holds 1 at about its 95% and no verdict
+ * claims a difference. 16 seeds each. */
+static void test_blocks_cover_instance_effects(void **state)
+{
+	int covered[2] = {0, 0}, claimed[2] = {0, 0};
+
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		for (int seed = 1; seed <= 16; seed++) {
+			struct scenario s = {
+				.name = "runner_instance", .cases = {CASE_GEMM}, .ncases = 1,
+				.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.001,
+				.instance = 0.02, .margin = 0.001,
+				.per_block = mode ? RUNNER_PAIRS_PER_BLOCK : 0,
+				.seed = 0x9e3779b97f4a7c15ull * (uint64_t)seed,
+			};
+			struct outcome o = {0};
+			json_t *cv;
+			double lo, hi;
+			const char *v;
+			struct stats_case pc;
+
+			scenario_run(&s, &o);
+			cv = find_line(&o, "case_verdict", CASE_GEMM);
+			assert_non_null(cv);
+			lo = json_real_value(json_object_get(cv, "ratio_lo"));
+			hi = json_real_value(json_object_get(cv, "ratio_hi"));
+			v = str(cv, "verdict");
+			if (mode == 0) {
+				/* One block is one unit: no interval, no claim. */
+				assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 1);
+				assert_string_equal(v, "inconclusive");
+				judge_pairs_alone(&o, s.margin, &pc);
+				lo = pc.ratio_lo;
+				hi = pc.ratio_hi;
+				v = stats_verdict_name(pc.verdict);
+			}
+			covered[mode] += lo <= 1 && 1 <= hi;
+			claimed[mode] += !strcmp(v, "slower") || !strcmp(v, "faster");
+			outcome_release(&o);
+		}
+	}
+	print_message("one load: %d of 16 intervals hold 1, %d verdicts claim a difference; "
+		      "blocks: %d of 16, %d\n", covered[0], claimed[0], covered[1], claimed[1]);
+	assert_true(covered[0] <= 4);
+	assert_true(claimed[0] >= 12);
+	assert_true(covered[1] >= 14);
+	assert_true(claimed[1] <= 1);
+}
+
+/* A fault in a later block (pair 9: block 5, after reloads and moves) is
+ * blamed on the candidate and named, and everything is freed. */
+static void test_fault_in_later_block(void **state)
+{
+	static const char *const want[] = {"CUDA_ERROR_ILLEGAL_ADDRESS", NULL};
+	struct scenario s = {
+		.name = "runner_fault_later_block", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].fault_time = 9;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 9);
+	assert_int_equal(fk.loads, 2 * 5);
+	outcome_release(&o);
+}
+
+/* Output that goes wrong in a later block (from the candidate's 10th
+ * replay after its warm-up, timed or not): caught after timing and blamed
+ * on the candidate, as with one load. */
+static void test_wrong_in_timing_blocks(void **state)
+{
+	struct scenario s = {
+		.name = "runner_wrong_timing_blocks", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	s.arm[1].wrong_from = RUNNER_WARMUP + 10;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 30);
+	outcome_release(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1595,6 +1867,10 @@ int main(void)
 		cmocka_unit_test(test_correct_equivalent),
 		cmocka_unit_test(test_candidate_slower),
 		cmocka_unit_test(test_candidate_faster),
+		cmocka_unit_test(test_blocks),
+		cmocka_unit_test(test_blocks_cover_instance_effects),
+		cmocka_unit_test(test_fault_in_later_block),
+		cmocka_unit_test(test_wrong_in_timing_blocks),
 		cmocka_unit_test(test_candidate_wrong),
 		cmocka_unit_test(test_baseline_wrong),
 		cmocka_unit_test(test_candidate_skips),

@@ -780,7 +780,7 @@ static void test_status(void **state)
 	expect_type(o, "reply", "status");
 	assert_null(json_object_get(o, "id"));
 	assert_string_equal(sget(o, "version"), QUAL_VERSION);
-	assert_int_equal(json_integer_value(json_object_get(o, "schema_version")), 1);
+	assert_int_equal(json_integer_value(json_object_get(o, "schema_version")), QUAL_SCHEMA_VERSION);
 	assert_true(json_is_array(json_object_get(o, "slots")));
 	assert_int_equal(json_array_size(json_object_get(o, "queued")), 0);
 	assert_int_equal(json_array_size(json_object_get(o, "running")), 0);

@@ -332,7 +332,9 @@ static void test_verdict_nan_interval(void **state)
 	c.ratio_lo = c.ratio_hi = NAN;
 	c.ratio_median = 1.0001;
 	c.p = 0.001;
-	c.slower = 10;
+	c.unit_slower = 10;
+	c.slower = 0;   /* the pairs' counts do not decide: the units' do */
+	c.faster = 10;
 	c.verdict = VERDICT_INCONCLUSIVE;
 	stats_judge_run(&c, 1, &s);
 	assert_int_equal(c.verdict, VERDICT_SLOWER);
@@ -357,8 +359,8 @@ static struct stats_case hand_case(double p, int slower, int faster, enum stats_
 
 	memset(&c, 0, sizeof c);
 	c.p = p;
-	c.slower = slower;
-	c.faster = faster;
+	c.unit_slower = slower;
+	c.unit_faster = faster;
 	c.ratio_lo = 1.02;  /* outside the band: significance decides */
 	c.ratio_hi = 1.05;
 	c.verdict = v;
@@ -721,6 +723,7 @@ static bool check_case(struct toks *t)
 		pr[i].baseline_ns = tok_double(t);
 		pr[i].candidate_ns = tok_double(t);
 		pr[i].candidate_first = tok_int(t) != 0;
+		pr[i].block = tok_int(t);
 	}
 	stats_settings_init(&s);  /* conf 0.95, as the reference */
 	stats_case_summarise(pr, n, &s, &c);
@@ -730,6 +733,12 @@ static bool check_case(struct toks *t)
 	ok &= check_int("case faster", c.faster, t);
 	ok &= check_int("case slower", c.slower, t);
 	ok &= check_int("case ties", c.ties, t);
+	w = tok_double(t);
+	ok &= report("case pair_p", c.pair_p, w, close_rel(c.pair_p, w, 1e-9));
+	ok &= check_int("case units", c.units, t);
+	ok &= check_int("case unit_faster", c.unit_faster, t);
+	ok &= check_int("case unit_slower", c.unit_slower, t);
+	ok &= check_int("case unit_ties", c.unit_ties, t);
 	w = tok_double(t);
 	ok &= report("case p", c.p, w, close_rel(c.p, w, 1e-9));
 	w = tok_double(t);
@@ -746,6 +755,9 @@ static bool check_case(struct toks *t)
 	ok &= report("case hl", c.hl_log_ratio, w, same(c.hl_log_ratio, w));
 	w = tok_double(t);
 	ok &= report("case sd", c.log_ratio_sd, w, close_rel(c.log_ratio_sd, w, 1e-12));
+	w = tok_double(t);
+	ok &= report("case unit sd", c.unit_log_ratio_sd, w,
+		     close_rel(c.unit_log_ratio_sd, w, 1e-12));
 	w = tok_double(t);
 	ok &= report("case order_p", c.order_p, w, close_rel(c.order_p, w, 1e-9));
 	w = tok_double(t);
