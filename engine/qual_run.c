@@ -2,6 +2,7 @@
  * baseline, as JSON lines on stdout. See docs/qual-run.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "lifetime.h"
 #include "output.h"
 #include "runner.h"
+#include "stats.h"
 #include "xalloc.h"
 
 static void usage(FILE *f)
@@ -39,6 +41,8 @@ static void usage(FILE *f)
 		"  --arch ARCH          target when nothing is timed (default sm_90 / gfx90a)\n"
 		"  --device N           GPU ordinal (default 0)\n"
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
+		"  --block-seed S       seed of the blocks' load orders and buffer shifts\n"
+		"                       (default: drawn per run; the start line says it)\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
 		"  --hang-floor-ms MS   least time a graph may take before it counts as hung\n"
 		"                       (default 2000)\n"
@@ -88,7 +92,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK,
+	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED,
 };
 
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
@@ -123,6 +127,7 @@ int main(int argc, char **argv)
 		{"arch", required_argument, NULL, OPT_ARCH},
 		{"device", required_argument, NULL, OPT_DEVICE},
 		{"seed", required_argument, NULL, OPT_SEED},
+		{"block-seed", required_argument, NULL, OPT_BLOCK_SEED},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
@@ -196,6 +201,11 @@ int main(int argc, char **argv)
 				goto out;
 			cfg.seed = (uint64_t)l;
 			break;
+		case OPT_BLOCK_SEED:
+			if (parse_long("--block-seed", optarg, 1, LONG_MAX, &l) < 0)
+				goto out;
+			cfg.block_seed = (uint64_t)l;
+			break;
 		case OPT_TIMEOUT:
 			if (parse_double("--compile-timeout", optarg, 0.1, 86400, &cfg.limits.timeout_s) < 0)
 				goto out;
@@ -241,6 +251,20 @@ int main(int argc, char **argv)
 			argc - optind, argc - optind == 1 ? "" : "s");
 		usage(stderr);
 		goto out;
+	}
+	{
+		/* Fail fast on a block size that leaves too few blocks for the
+		 * interval: the run could never say more than inconclusive. */
+		int blocks = (cfg.pairs + cfg.pairs_per_block - 1) / cfg.pairs_per_block;
+		if (stats_median_ci_rank(blocks, cfg.stats.conf, NULL) == 0) {
+			char text[200];
+			snprintf(text, sizeof text, "%d pairs in blocks of %d make %d block%s, too "
+				 "few for a %g interval of the median (at least 6)", cfg.pairs,
+				 cfg.pairs_per_block, blocks, blocks == 1 ? "" : "s", cfg.stats.conf);
+			fprintf(stderr, "qual-run: %s\n", text);
+			output_error(stdout, "setup", NULL, NULL, text);
+			goto out;
+		}
 	}
 	cfg.baseline = argv[optind];
 	cfg.candidate = argv[optind + 1];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -69,6 +70,7 @@ struct run {
 	} *cache;
 	int ncache, capcache;
 	char stop_reason[1400];
+	uint64_t block_seed;    /* the one in use: cfg's or drawn */
 };
 
 void runner_config_init(struct runner_config *cfg)
@@ -549,7 +551,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	int rc, last = 0, per = run->cfg->pairs_per_block;
 
 	snprintf(stream, sizeof stream, "blocks:%s", c->name);
-	rng_init(&r, run->cfg->seed, stream);
+	rng_init(&r, run->block_seed, stream);
 	for (int p = 0; p < run->cfg->pairs; p++) {
 		/* Even pairs run the baseline first, odd pairs the candidate. */
 		int first = p % 2, block = p / per + 1;
@@ -685,8 +687,9 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
 	json_object_set_new(line, "settings", json_pack(
-		"{s:i,s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
-		"pairs_per_block", cfg->pairs_per_block, "warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
+		"{s:i,s:i,s:I,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
+		"pairs_per_block", cfg->pairs_per_block,
+		"block_seed", (json_int_t)(run->block_seed & INT64_MAX), "warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
 		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
 		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,
 		"hang_floor_ms", cfg->hang_floor_ms, "hang_factor", cfg->hang_factor,
@@ -763,6 +766,16 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			 RUNNER_MIN_PAIRS, cfg->pairs);
 		status = usage_error(&run, err, NULL, text);
 		goto out;
+	}
+	/* Drawn anew for every run, so that repeats of a run sample other
+	 * loads; printed (63 bits, JSON's integers being signed) so that a run
+	 * can be repeated load for load. */
+	run.block_seed = cfg->block_seed & INT64_MAX;
+	while (run.block_seed == 0) {
+		if (getrandom(&run.block_seed, sizeof run.block_seed, 0) !=
+		    (ssize_t)sizeof run.block_seed)
+			run.block_seed = (uint64_t)now_ns() ^ (uint64_t)getpid() << 32;
+		run.block_seed &= INT64_MAX;
 	}
 	if (cfg->pairs_per_block < 1) {
 		char text[128];

@@ -69,6 +69,9 @@ struct runner_config {
 	const char *arch;       /* target when nothing is timed; NULL = default */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
+	uint64_t block_seed;    /* load orders and shifts of the blocks; 0 =
+				 * drawn from the kernel's random source at
+				 * the start (the start line says which) */
 	struct rtc_limits limits;
 	double hang_floor_ms;   /* > 0; RUNNER_HANG_FLOOR_MS */
 	double hang_factor;     /* > 0; RUNNER_HANG_FACTOR */

@@ -26,6 +26,8 @@ if(EXISTS ${NVRTC} AND EXISTS ${NVRTC_ALT})
               --expect-case-verdict *=not_timed -- ${RUN} ${NVRTC} ${NVRTC} --compile-only)
   # Usage errors: exit 4, one error line naming the problem.
   qual_expect(run_usage_pairs 4 --no-verdict --expect-error-substring "at least 30" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 5)
+  qual_expect(run_usage_blocks 4 --no-verdict --expect-error-substring "make 5 blocks, too few" -- ${RUN} ${NVRTC} ${NVRTC} --pairs-per-block 6)
+  qual_expect(run_usage_block_seed 4 - -- ${RUN} ${NVRTC} ${NVRTC} --block-seed 0)
   qual_expect(run_usage_missing 4 --no-verdict --expect-error-substring "no such file" -- ${RUN} ${NVRTC} /nonexistent/libnvrtc.so)
   qual_expect(run_usage_directory 4 --no-verdict --expect-error-substring "is a directory" -- ${RUN} ${NVRTC} /usr/local/cuda/lib64)
   qual_expect(run_usage_text 4 --no-verdict --expect-error-substring "not an ELF shared object" -- ${RUN} ${NVRTC} ${PROJECT_SOURCE_DIR}/README.md)

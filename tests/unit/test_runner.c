@@ -696,6 +696,7 @@ struct scenario {
 				 * scaled by 1 + instance x U(-1, 1), drawn
 				 * when the graph is made */
 	uint64_t seed;          /* 0: the fake's default seed */
+	uint64_t block_seed;    /* runner_config.block_seed (0: drawn) */
 	bool differ;            /* candidate compiled with -lineinfo, so that
 				 * its code is not byte-identical */
 	struct fake_arm arm[2];
@@ -781,6 +782,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	if (s->pairs)
 		cfg.pairs = s->pairs;
 	cfg.pairs_per_block = s->per_block ? s->per_block : cfg.pairs;
+	cfg.block_seed = s->block_seed;
 	if (s->margin > 0)
 		cfg.stats.margin = s->margin;
 	cfg.cases = s->cases;
@@ -1730,6 +1732,32 @@ static void test_blocks(void **state)
 	 * replays and the check after timing of the arm that did not run last. */
 	assert_int_equal(fk.execs[0] + fk.execs[1],
 			 2 * (2 * RUNNER_WARMUP + 2 * (blocks - 1) + 2 * 30 + 1));
+
+	/* The start line's block seed repeats the run load for load; without
+	 * it, another run draws another seed and other loads. */
+	{
+		int arms[2 * 2 * 15];
+		json_int_t seed = json_integer_value(json_object_get(
+			json_object_get(start, "settings"), "block_seed"));
+		uint64_t set = fk.shift_set;
+
+		assert_true(seed > 0);
+		for (int k = 0; k < fk.loads; k++)
+			arms[k] = fk.load[k].arm;
+		outcome_release(&o);
+		s.block_seed = (uint64_t)seed;
+		scenario_run(&s, &o);
+		assert_int_equal(fk.loads, 2 * 2 * blocks);
+		for (int k = 0; k < fk.loads; k++)
+			assert_int_equal(fk.load[k].arm, arms[k]);
+		assert_true(fk.shift_set == set);
+		outcome_release(&o);
+		s.block_seed = 0;
+		scenario_run(&s, &o);
+		start = json_array_get(o.lines, 0);
+		assert_true(json_integer_value(json_object_get(
+			json_object_get(start, "settings"), "block_seed")) != seed);
+	}
 	outcome_release(&o);
 }
 
