@@ -548,13 +548,13 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	struct qual_msg msg = {{0}};
 	struct rng r;
 	char stream[96];
-	int rc, last = 0, per = run->cfg->pairs_per_block;
+	int rc, last = 0, per = run->cfg->one_load ? run->cfg->pairs : run->cfg->pairs_per_block;
 
 	snprintf(stream, sizeof stream, "blocks:%s", c->name);
 	rng_init(&r, run->block_seed, stream);
 	for (int p = 0; p < run->cfg->pairs; p++) {
 		/* Even pairs run the baseline first, odd pairs the candidate. */
-		int first = p % 2, block = p / per + 1;
+		int first = p % 2, block = run->cfg->one_load ? 0 : p / per + 1;
 		double dev[2], host[2];
 		json_t *line;
 
@@ -575,7 +575,8 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		line = output_line("pair");
 		json_object_set_new(line, "case", json_string(c->name));
 		json_object_set_new(line, "pair", json_integer(p));
-		json_object_set_new(line, "block", json_integer(block));
+		if (block)
+			json_object_set_new(line, "block", json_integer(block));
 		json_object_set_new(line, "order", json_string(first ? "candidate_first" : "baseline_first"));
 		json_object_set_new(line, "baseline_ns", json_real(dev[0]));
 		json_object_set_new(line, "candidate_ns", json_real(dev[1]));
@@ -688,12 +689,14 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
 	json_object_set_new(line, "settings", json_pack(
 		"{s:i,s:i,s:I,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
-		"pairs_per_block", cfg->pairs_per_block,
+		"pairs_per_block", cfg->one_load ? cfg->pairs : cfg->pairs_per_block,
 		"block_seed", (json_int_t)(run->block_seed & INT64_MAX), "warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
 		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
 		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,
 		"hang_floor_ms", cfg->hang_floor_ms, "hang_factor", cfg->hang_factor,
 		"cases", cases));
+	if (cfg->one_load)
+		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
 	output_emit(run->out, line);
 }
 

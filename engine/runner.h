@@ -57,6 +57,11 @@ struct runner_config {
 	const char *candidate;
 	int pairs;              /* >= RUNNER_MIN_PAIRS */
 	int pairs_per_block;    /* >= 1; the last block may be shorter */
+	/* Every pair under the first load and judged as a unit of its own:
+	 * schema 1's way, which the blocks replaced because its intervals
+	 * did not hold up. To measure the instrument, never for a verdict
+	 * one would act on (pairs_per_block is then ignored). */
+	bool one_load;
 	int warmup;
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
