@@ -37,11 +37,12 @@ struct arm {
 	bool checked;   /* max_err is from at least one check of its output */
 };
 
-/* The case's device buffers, shared by both arms. Each is allocated
- * RUNNER_SHIFT_SPAN bytes larger than the fixture needs, and the kernels see
- * it at dev = base + a shift that changes with every block. */
+/* The case's device buffers, shared by both arms: RUNNER_BUFFER_SETS sets,
+ * each buffer RUNNER_SHIFT_SPAN bytes larger than the fixture needs. The
+ * kernels see one set at a time, at dev = base + a shift; set and shifts
+ * change with every block. */
 struct bufs {
-	uint64_t base[FIXTURE_MAX_BUFFERS];
+	uint64_t base[RUNNER_BUFFER_SETS][FIXTURE_MAX_BUFFERS];
 	uint64_t dev[FIXTURE_MAX_BUFFERS];
 	void *scratch; /* host copy-back space, as large as the largest buffer */
 };
@@ -309,9 +310,10 @@ static void release_arm(struct arm *a)
 
 static void release_bufs(struct run *run, struct bufs *b)
 {
-	for (int i = 0; i < FIXTURE_MAX_BUFFERS; i++)
-		if (b->base[i])
-			gpu_free(run->gpu, b->base[i]);
+	for (int s = 0; s < RUNNER_BUFFER_SETS; s++)
+		for (int i = 0; i < FIXTURE_MAX_BUFFERS; i++)
+			if (b->base[s][i])
+				gpu_free(run->gpu, b->base[s][i]);
 	free(b->scratch);
 	memset(b, 0, sizeof *b);
 }
@@ -325,12 +327,14 @@ static int alloc_bufs(struct run *run, const struct fixture_case *c,
 	int rc;
 
 	for (int i = 0; i < c->nbuffers; i++) {
-		if ((rc = gpu_alloc(run->gpu, c->buffers[i].bytes + RUNNER_SHIFT_SPAN,
-				    &b->base[i], &msg)) < 0) {
-			gpu_fault(run, jc, 0, "load", &msg);
-			return rc;
+		for (int s = 0; s < RUNNER_BUFFER_SETS; s++) {
+			if ((rc = gpu_alloc(run->gpu, c->buffers[i].bytes + RUNNER_SHIFT_SPAN,
+					    &b->base[s][i], &msg)) < 0) {
+				gpu_fault(run, jc, 0, "load", &msg);
+				return rc;
+			}
 		}
-		b->dev[i] = b->base[i];
+		b->dev[i] = b->base[0][i];
 		if (c->buffers[i].bytes > largest)
 			largest = c->buffers[i].bytes;
 	}
@@ -501,17 +505,17 @@ static int warm_up(struct run *run, const struct fixture_case *c,
 	return run_and_check(run, c, 1, &arms[1], b, jc, cfg->warmup, "after warm-up", NULL);
 }
 
-/* Starts block number block (> 1): both arms' code loaded afresh, in an
- * order drawn from r, their graphs rebuilt over buffers moved to new shifts
- * (inputs restored, output poisoned), and one untimed replay of each. The
- * arm that ran last is blamed for a failed copy: a fault of its kernel is
- * what a copy would report first. */
+/* Starts a block after the first: both arms' code loaded afresh, in an order
+ * drawn from r, their graphs rebuilt over a buffer set and shifts drawn from
+ * r (inputs restored, output poisoned), and RUNNER_BLOCK_WARMUP untimed
+ * rounds of both, in load order. The arm that ran last is blamed for a
+ * failed copy: a fault of its kernel is what a copy would report first. */
 static int new_block(struct run *run, const struct fixture_case *c,
 		     struct arm arms[2], struct bufs *b, struct judge_case *jc,
 		     struct rng *r, int last)
 {
 	struct qual_msg msg = {{0}};
-	int first = (int)(rng_next(r) >> 63), rc;
+	int first = (int)(rng_next(r) >> 63), set = rng_int(r, 0, RUNNER_BUFFER_SETS - 1), rc;
 
 	for (int arm = 0; arm < 2; arm++) {
 		if (arms[arm].graph)
@@ -522,7 +526,7 @@ static int new_block(struct run *run, const struct fixture_case *c,
 		arms[arm].module = NULL;
 	}
 	for (int i = 0; i < c->nbuffers; i++)
-		b->dev[i] = b->base[i] + (uint64_t)rng_int(r, 0, RUNNER_SHIFT_SPAN /
+		b->dev[i] = b->base[set][i] + (uint64_t)rng_int(r, 0, RUNNER_SHIFT_SPAN /
 							    RUNNER_SHIFT_STEP - 1) *
 					   RUNNER_SHIFT_STEP;
 	if ((rc = reset_bufs(run, c, b, last, jc)) < 0)
@@ -532,8 +536,8 @@ static int new_block(struct run *run, const struct fixture_case *c,
 		if ((rc = prepare_arm(run, c, arm, &arms[arm], b, jc)) < 0)
 			return rc;
 	}
-	for (int k = 0; k < 2; k++) {
-		int arm = k ? 1 - first : first;
+	for (int k = 0; k < 2 * RUNNER_BLOCK_WARMUP; k++) {
+		int arm = k % 2 ? 1 - first : first;
 		if ((rc = gpu_graph_run(arms[arm].graph, &msg)) < 0) {
 			gpu_fault(run, jc, arm, "time", &msg);
 			return rc;
@@ -553,8 +557,10 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	snprintf(stream, sizeof stream, "blocks:%s", c->name);
 	rng_init(&r, run->block_seed, stream);
 	for (int p = 0; p < run->cfg->pairs; p++) {
-		/* Even pairs run the baseline first, odd pairs the candidate. */
-		int first = p % 2, block = run->cfg->one_load ? 0 : p / per + 1;
+		/* Pair j of block b: the candidate first when j + b is odd
+		 * (runner.h); under one load, in odd pairs. */
+		int b0 = p / per, j = p % per;
+		int first = (j + b0) % 2, block = run->cfg->one_load ? 0 : b0 + 1;
 		double dev[2], host[2];
 		json_t *line;
 

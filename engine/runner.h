@@ -20,17 +20,26 @@
 /* Blocks (docs/verdicts.md, "Blocks"). The timed pairs of a case come in
  * blocks of RUNNER_PAIRS_PER_BLOCK, one of each order by default; before
  * each block after the first, both arms' code is loaded afresh in a random
- * order, their graphs rebuilt, and every buffer moved by a random multiple
- * of RUNNER_SHIFT_STEP bytes below RUNNER_SHIFT_SPAN, then each arm's graph
- * replays once untimed. Whatever one load fixes (where the code and the data
- * lie, the graph objects) then varies between blocks as it does between
- * runs, and the blocks, not the pairs, are the units of the sign test and
- * of the ratio's interval: on the H200 an A/A run of byte-identical code
- * with one load for all its pairs gave intervals that missed 1 (0.9992 to
- * 0.9998, 1.0004 to 1.0042) and repeats whose intervals did not overlap. */
+ * order and their graphs rebuilt over one of RUNNER_BUFFER_SETS buffer sets
+ * (separate allocations), drawn at random and moved by a random multiple of
+ * RUNNER_SHIFT_STEP bytes below RUNNER_SHIFT_SPAN; then the arms replay
+ * RUNNER_BLOCK_WARMUP rounds untimed, alternating. Whatever one load fixes
+ * (where the code and the data lie, the graph objects) then varies between
+ * blocks as it does between runs, and the blocks, not the pairs, are the
+ * units of the sign test and of the ratio's interval: on the H200 an A/A
+ * run of byte-identical code with one load for all its pairs gave intervals
+ * that missed 1 (0.9992 to 0.9998, 1.0004 to 1.0042) and repeats whose
+ * intervals did not overlap.
+ *
+ * Pair j of block b (both from 0) runs the candidate first when j + b is
+ * odd: the first timed replay after a block's setup ran 0.2-0.4% slower on
+ * the H200 even after one untimed replay per arm, so the arm timed first in
+ * a block alternates between blocks (and the warm-up is longer). */
 #define RUNNER_PAIRS_PER_BLOCK 2
+#define RUNNER_BUFFER_SETS 4
 #define RUNNER_SHIFT_STEP 256
 #define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
+#define RUNNER_BLOCK_WARMUP 3
 
 /* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
  * baseline's warm-up has run, each wait of the case (both arms' graphs, copies)
