@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
 		"  --block-seed S       seed of the blocks' load orders and buffer shifts\n"
 		"                       (default: drawn per run; the start line says it)\n"
+		"  --flush-mib N        MiB overwritten before each timed replay, so that\n"
+		"                       each starts with a cold cache (default 512; 0: none)\n"
 		"  --one-load           time every pair under one load and judge each pair\n"
 		"                       alone (the old way, to measure the instrument; its\n"
 		"                       intervals do not cover load-to-load variation)\n"
@@ -95,7 +97,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD,
+	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH,
 };
 
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"block-seed", required_argument, NULL, OPT_BLOCK_SEED},
 		{"one-load", no_argument, NULL, OPT_ONE_LOAD},
+		{"flush-mib", required_argument, NULL, OPT_FLUSH},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
@@ -212,6 +215,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;
+			break;
+		case OPT_FLUSH:
+			if (parse_long("--flush-mib", optarg, 0, 65536, &l) < 0)
+				goto out;
+			cfg.flush_bytes = (size_t)l << 20;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_double("--compile-timeout", optarg, 0.1, 86400, &cfg.limits.timeout_s) < 0)

@@ -44,6 +44,7 @@ struct arm {
 struct bufs {
 	uint64_t base[RUNNER_BUFFER_SETS][FIXTURE_MAX_BUFFERS];
 	uint64_t dev[FIXTURE_MAX_BUFFERS];
+	uint64_t flush;  /* cfg->flush_bytes to overwrite before each timing */
 	void *scratch; /* host copy-back space, as large as the largest buffer */
 };
 
@@ -79,6 +80,7 @@ void runner_config_init(struct runner_config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	cfg->pairs = RUNNER_MIN_PAIRS;
 	cfg->pairs_per_block = RUNNER_PAIRS_PER_BLOCK;
+	cfg->flush_bytes = RUNNER_FLUSH_BYTES;
 	cfg->warmup = RUNNER_WARMUP;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
@@ -314,6 +316,8 @@ static void release_bufs(struct run *run, struct bufs *b)
 		for (int i = 0; i < FIXTURE_MAX_BUFFERS; i++)
 			if (b->base[s][i])
 				gpu_free(run->gpu, b->base[s][i]);
+	if (b->flush)
+		gpu_free(run->gpu, b->flush);
 	free(b->scratch);
 	memset(b, 0, sizeof *b);
 }
@@ -335,6 +339,15 @@ static int alloc_bufs(struct run *run, const struct fixture_case *c,
 			}
 		}
 		b->dev[i] = b->base[0][i];
+	}
+	/* Allocated like the buffers, with the slack, though never shifted. */
+	if (run->cfg->flush_bytes &&
+	    (rc = gpu_alloc(run->gpu, run->cfg->flush_bytes + RUNNER_SHIFT_SPAN, &b->flush,
+			    &msg)) < 0) {
+		gpu_fault(run, jc, 0, "load", &msg);
+		return rc;
+	}
+	for (int i = 0; i < c->nbuffers; i++) {
 		if (c->buffers[i].bytes > largest)
 			largest = c->buffers[i].bytes;
 	}
@@ -569,6 +582,13 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			return rc;
 		for (int k = 0; k < 2; k++) {
 			int arm = k ? 1 - first : first;
+			/* A cold cache for every timed replay (runner.h); a
+			 * fault this copy reports is the last kernel's. */
+			if (b->flush && (rc = gpu_memset(run->gpu, b->flush, p & 0xff,
+							 run->cfg->flush_bytes, &msg)) < 0) {
+				gpu_fault(run, jc, k ? 1 - arm : last, "time", &msg);
+				return rc;
+			}
 			if ((rc = gpu_graph_time(arms[arm].graph, &dev[arm], &host[arm], &msg)) < 0) {
 				gpu_fault(run, jc, arm, "time", &msg);
 				return rc;
@@ -694,8 +714,9 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
 	json_object_set_new(line, "settings", json_pack(
-		"{s:i,s:i,s:I,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
+		"{s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
 		"pairs_per_block", cfg->one_load ? cfg->pairs : cfg->pairs_per_block,
+		"flush_bytes", (json_int_t)cfg->flush_bytes,
 		"block_seed", (json_int_t)(run->block_seed & INT64_MAX), "warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
 		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
 		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,

@@ -41,6 +41,13 @@
 #define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
 #define RUNNER_BLOCK_WARMUP 3
 
+/* Before every timed replay the runner overwrites a buffer of this many
+ * bytes (runner_config.flush_bytes), larger than the last-level cache of any
+ * GPU it times (H200: 50 MiB of L2; MI300X: 256 MiB of Infinity Cache), so
+ * that each replay starts from the same cold cache, not from whatever the
+ * other arm's replay left there (docs/verdicts.md, "Cache"). */
+#define RUNNER_FLUSH_BYTES ((size_t)512 << 20)
+
 /* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
  * baseline's warm-up has run, each wait of the case (both arms' graphs, copies)
  * may take max(floor, factor x the baseline's graph time), the baseline's time
@@ -71,6 +78,7 @@ struct runner_config {
 	 * did not hold up. To measure the instrument, never for a verdict
 	 * one would act on (pairs_per_block is then ignored). */
 	bool one_load;
+	size_t flush_bytes;     /* RUNNER_FLUSH_BYTES; 0: no flush */
 	int warmup;
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */

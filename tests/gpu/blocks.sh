@@ -2,13 +2,15 @@
 # Do intervals hold up from run to run? In one call on a machine with an
 # NVIDIA GPU, after scripts/pack-gpu.sh (carry .carry):
 #
-#     bash tests/gpu/blocks.sh OUTDIR [BUILD] [REPEATS]
+#     bash tests/gpu/blocks.sh OUTDIR [BUILD] [REPEATS] [CONFIGS]
 #
 # Runs, REPEATS times each and interleaved (so that drift of the GPU's state
 # over the call reaches every configuration alike), nvrtc against itself
 # (byte-identical code: an A/A control) and nvrtc against the slow shim, each
 # both in the default blocks (a fresh load of both arms' code every 2 pairs)
-# and under one load for all 30 pairs. bench/intervals.py then reports how
+# and under one load for all 30 pairs (CONFIGS, default "aa_blocks aa_one
+# slow_blocks slow_one"; a name ending in _noflush runs in blocks without the
+# cache flush before each timed replay). bench/intervals.py then reports how
 # many A/A intervals hold 1 and how many pairs of repeats have overlapping
 # intervals, judged by blocks and pair by pair. Everything lands in OUTDIR,
 # also as one tarball (the device tool brings back at most 8 files).
@@ -16,6 +18,7 @@ set -u
 out=${1:?usage: blocks.sh OUTDIR [BUILD] [REPEATS]}
 build=${2:-build}
 repeats=${3:-8}
+configs=${4:-aa_blocks aa_one slow_blocks slow_one}
 mkdir -p "$out/runs"
 run="$build/engine/qual-run"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
@@ -27,7 +30,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
   --format=csv >"$out/nvidia-smi.txt" 2>&1
 t0=$SECONDS
 for r in $(seq "$repeats"); do
-  for cfg in aa_blocks aa_one slow_blocks slow_one; do
+  for cfg in $configs; do
     case $cfg in
       aa_*) cand=$nvrtc want=0 ;;
       slow_*) cand=$slow want=1 ;;
@@ -35,13 +38,14 @@ for r in $(seq "$repeats"); do
     case $cfg in
       *_blocks) opts=() ;;
       *_one) opts=(--one-load) ;;
+      *_noflush) opts=(--flush-mib 0) ;;
     esac
     "$run" "$nvrtc" "$cand" "${opts[@]}" >"$out/runs/$cfg.$r.jsonl" 2>"$out/runs/$cfg.$r.err"
     got=$?
     [ "$got" = "$want" ] || { echo "$cfg.$r: exit $got, want $want"; status=1; }
   done
 done
-echo "$((repeats * 4)) runs in $((SECONDS - t0)) s" | tee "$out/summary.txt"
+echo "$((repeats * $(echo $configs | wc -w))) runs in $((SECONDS - t0)) s" | tee "$out/summary.txt"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv \
   >>"$out/nvidia-smi.txt" 2>&1
 python3 "$here/bench/intervals.py" "$out/runs" | tee -a "$out/summary.txt"

@@ -128,6 +128,9 @@ struct fake_time {
 };
 
 #define FAKE_MAX_ALLOCS 64
+/* runner_config.flush_bytes in every scenario: small, and unlike any
+ * fixture buffer's size, so that the fake tells a flush from a poisoning. */
+#define FAKE_FLUSH_BYTES ((size_t)3 * 65536 + 256)
 #define FAKE_MAX_CASES 4
 #define FAKE_MAX_TIMES 1024
 #define FAKE_MAX_LOADS 256
@@ -140,6 +143,8 @@ static struct {
 	double noise;      /* relative half-width of the uniform timing noise */
 	double instance;   /* scenario.instance */
 	int per_block;     /* the run's pairs per block (all pairs: one load) */
+	bool flushed;      /* a flush since the last timed replay */
+	int flushes;
 	uint64_t rng;
 	int open_rc;       /* what the CUDA backend's open returns */
 	struct fake_case cases[FAKE_MAX_CASES];
@@ -457,6 +462,10 @@ static int fake_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "memset")))
 		return qual_fail(msg, QUAL_EINVAL, "fake: bad memset");
+	if (bytes == FAKE_FLUSH_BYTES) {
+		fk.flushed = true;
+		fk.flushes++;
+	}
 	memset(a->p, value, bytes);
 	a->poisoned = bytes == a->bytes;
 	return 0;
@@ -657,6 +666,10 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 		return fake_dead(msg);
 	if (fk.first_time_limit == 0)
 		fk.first_time_limit = g->gpu->wait_limit_ms;
+	if (!fk.flushed)
+		fake_problem("'%s': a timed replay without a cache flush before it",
+			     gr->fc->c.name);
+	fk.flushed = false;
 	if (k == fk.arm[gr->arm].hang_time)
 		return fake_hang(g, msg);
 	if (k == fk.arm[gr->arm].fault_time)
@@ -797,6 +810,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	else
 		cfg.one_load = true;
 	cfg.block_seed = s->block_seed;
+	cfg.flush_bytes = FAKE_FLUSH_BYTES;
 	if (s->margin > 0)
 		cfg.stats.margin = s->margin;
 	cfg.cases = s->cases;
@@ -1103,6 +1117,7 @@ static void test_correct_identical(void **state)
 	 * arm that did not run last. */
 	assert_int_equal(fk.execs[0] + fk.execs[1], 2 * (2 * RUNNER_WARMUP + 2 * 30 + 1));
 	assert_int_equal(fk.ntime, 2 * 2 * 30);
+	assert_int_equal(fk.flushes, 2 * 2 * 30);
 	outcome_release(&o);
 }
 
