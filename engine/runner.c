@@ -332,8 +332,10 @@ static int alloc_bufs(struct run *run, const struct fixture_case *c,
 
 	for (int i = 0; i < c->nbuffers; i++) {
 		for (int s = 0; s < RUNNER_BUFFER_SETS; s++) {
-			if ((rc = gpu_alloc(run->gpu, c->buffers[i].bytes + RUNNER_SHIFT_SPAN,
-					    &b->base[s][i], &msg)) < 0) {
+			size_t room = c->buffers[i].bytes + RUNNER_SHIFT_SPAN;
+			room = (room + RUNNER_SET_PAGE - 1) / RUNNER_SET_PAGE * RUNNER_SET_PAGE +
+			       (size_t)s * RUNNER_SET_PAGE;
+			if ((rc = gpu_alloc(run->gpu, room, &b->base[s][i], &msg)) < 0) {
 				gpu_fault(run, jc, 0, "load", &msg);
 				return rc;
 			}

@@ -36,7 +36,10 @@
  * the H200 even after one untimed replay per arm, so the arm timed first in
  * a block alternates between blocks (and the warm-up is longer). */
 #define RUNNER_PAIRS_PER_BLOCK 2
-#define RUNNER_BUFFER_SETS 4
+#define RUNNER_BUFFER_SETS 8
+/* Each buffer of set s takes RUNNER_SET_PAGE-aligned room plus s more pages,
+ * so that the sets lie in different pages of device memory. */
+#define RUNNER_SET_PAGE ((size_t)2 << 20)
 #define RUNNER_SHIFT_STEP 256
 #define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
 #define RUNNER_BLOCK_WARMUP 3
