@@ -8,6 +8,14 @@
 # each case's verdict and ratio interval with the one-GPU run, and gives both
 # wall times.
 #
+# Intervals: for a candidate of byte-identical code (nvrtc.alt) every pair of
+# intervals must overlap: those are A/A intervals, which hold 1 at their
+# confidence (docs/verdicts.md). For the slow shim (12-27x) an interval does
+# not cover what differs between processes: the script reports how many
+# overlap, and requires the medians to agree within QUAL_REPEAT_SPREAD
+# (default 0.04: repeats of the same job on one H200 spread up to 3.9%,
+# tests/gpu/blocks.sh), and the same-GPU repeats are held to the same test.
+#
 #     bash tests/gpu/two_gpus.sh OUTDIR [BUILD]
 set -u
 out=${1:?usage: two_gpus.sh OUTDIR [BUILD]}
@@ -43,9 +51,10 @@ run() {
 run one 0
 run two 0,1
 
-python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
-import json, os, sys
+python3 - "$out" "${QUAL_REPEAT_SPREAD:-0.04}" <<'PY' | tee -a "$out/summary.txt"
+import json, math, os, sys
 out = sys.argv[1]
+spread = float(sys.argv[2])
 def jobs(name):
     root = os.path.join(out, name, "jobs")
     res = {}
@@ -84,18 +93,27 @@ def by_cand(js):
     for r in js.values(): d.setdefault(r["cand"], []).append(r)
     return d
 o, w = by_cand(one), by_cand(two)
+def compare(label, pairs, aa):
+    global ok
+    n = over_n = 0
+    for a, b in pairs:
+        for case, x in a["cv"].items():
+            y = b["cv"][case]
+            same = x["verdict"] == y["verdict"] or {x["verdict"], y["verdict"]} <= {"identical", "equivalent"}
+            over = x.get("ratio_lo") is not None and y.get("ratio_lo") is not None and \
+                   x["ratio_lo"] <= y["ratio_hi"] and y["ratio_lo"] <= x["ratio_hi"]
+            near = abs(math.log(x["ratio_median"] / y["ratio_median"])) <= spread
+            n += 1
+            over_n += over
+            if not same or not (over if aa else near):
+                ok = False
+                print(f"  FAIL {label} {case}: {x['verdict']} {x['ratio_median']:.4f} [{x.get('ratio_lo')}, {x.get('ratio_hi')}]"
+                      f" vs {y['verdict']} {y['ratio_median']:.4f} [{y.get('ratio_lo')}, {y.get('ratio_hi')}]")
+    print(f"  {label}: intervals overlap in {over_n} of {n}")
 for cand in sorted(o):
-    for a in o[cand]:
-        for b in w[cand]:
-            for case, x in a["cv"].items():
-                y = b["cv"][case]
-                same = x["verdict"] == y["verdict"] or {x["verdict"], y["verdict"]} <= {"identical", "equivalent"}
-                over = x.get("ratio_lo") is not None and y.get("ratio_lo") is not None and \
-                       x["ratio_lo"] <= y["ratio_hi"] and y["ratio_lo"] <= x["ratio_hi"]
-                if not same or not over:
-                    ok = False
-                    print(f"  {cand} {case}: one-GPU {x['verdict']} [{x.get('ratio_lo')}, {x.get('ratio_hi')}]"
-                          f" vs two-GPU {y['verdict']} [{y.get('ratio_lo')}, {y.get('ratio_hi')}]")
+    aa = cand.startswith("libnvrtc")
+    compare(f"{cand} one-GPU vs two-GPU", [(a, b) for a in o[cand] for b in w[cand]], aa)
+    compare(f"{cand} one-GPU repeat vs repeat", [(o[cand][0], o[cand][1])], aa)
     print(f"{cand}: one-GPU verdicts {[r['verdict'] for r in o[cand]]}, two-GPU {[r['verdict'] for r in w[cand]]}")
     for case in sorted(o[cand][0]["cv"]):
         x = o[cand][0]["cv"][case]; y = w[cand][0]["cv"][case]
