@@ -80,7 +80,6 @@ void runner_config_init(struct runner_config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	cfg->pairs = RUNNER_MIN_PAIRS;
 	cfg->pairs_per_block = RUNNER_PAIRS_PER_BLOCK;
-	cfg->flush_bytes = RUNNER_FLUSH_BYTES;
 	cfg->warmup = RUNNER_WARMUP;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);

@@ -44,11 +44,13 @@
 #define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
 #define RUNNER_BLOCK_WARMUP 3
 
-/* Before every timed replay the runner overwrites a buffer of this many
- * bytes (runner_config.flush_bytes), larger than the last-level cache of any
- * GPU it times (H200: 50 MiB of L2; MI300X: 256 MiB of Infinity Cache), so
- * that each replay starts from the same cold cache, not from whatever the
- * other arm's replay left there (docs/verdicts.md, "Cache"). */
+/* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
+ * overwrites that many bytes before every timed replay, so that each starts
+ * from a cold cache instead of what the other arm's replay left there; this
+ * size is larger than the last-level cache of any GPU it times (H200: 50 MiB
+ * of L2; MI300X: 256 MiB of Infinity Cache). Off by default: on the H200 it
+ * doubled the width of A/A intervals (e.g. gemm_i8-256x512x256 +/-0.31% to
+ * +/-0.59%) and did not make repeats agree better (docs/verdicts.md). */
 #define RUNNER_FLUSH_BYTES ((size_t)512 << 20)
 
 /* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
@@ -81,7 +83,7 @@ struct runner_config {
 	 * did not hold up. To measure the instrument, never for a verdict
 	 * one would act on (pairs_per_block is then ignored). */
 	bool one_load;
-	size_t flush_bytes;     /* RUNNER_FLUSH_BYTES; 0: no flush */
+	size_t flush_bytes;     /* 0 (the default): no flush */
 	int warmup;
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
