@@ -46,79 +46,6 @@ static int parse_unit(const char *prog, const char *opt, const char *s, double h
 	return 0;
 }
 
-/* Applies one stored line to the judge; returns -1 with a message on a line
- * that is not a qual line. */
-static int take_line(struct judge *j, struct stats_settings *run_settings,
-		     json_t *line, char *why, size_t whylen)
-{
-	const char *type = json_string_value(json_object_get(line, "type"));
-	const char *name;
-	struct judge_case *c;
-
-	if (!json_is_object(line) || !type) {
-		snprintf(why, whylen, "not a qual line: no \"type\"");
-		return -1;
-	}
-	name = json_string_value(json_object_get(line, "case"));
-	if (strcmp(type, "start") == 0) {
-		json_t *s = json_object_get(line, "settings");
-		json_t *a = json_object_get(s, "alpha"), *m = json_object_get(s, "margin");
-		json_t *cf = json_object_get(s, "conf");
-		/* As qual-run sets it: the run had a GPU to time on. */
-		j->timed = json_is_true(json_object_get(line, "timed"));
-		if (json_is_number(a))
-			run_settings->alpha = json_number_value(a);
-		if (json_is_number(m))
-			run_settings->margin = json_number_value(m);
-		if (json_is_number(cf))
-			run_settings->conf = json_number_value(cf);
-	} else if (strcmp(type, "case") == 0) {
-		if (!name) {
-			snprintf(why, whylen, "case line without \"case\"");
-			return -1;
-		}
-		c = judge_case_get(j, name);
-		c->identical_code = json_is_true(json_object_get(line, "identical_code"));
-	} else if (strcmp(type, "pair") == 0) {
-		json_t *b = json_object_get(line, "baseline_ns");
-		json_t *k = json_object_get(line, "candidate_ns");
-		json_t *blk = json_object_get(line, "block");
-		const char *order = json_string_value(json_object_get(line, "order"));
-		json_int_t block = 0;
-		if (!name || !json_is_number(b) || !json_is_number(k) || !order) {
-			snprintf(why, whylen, "pair line needs \"case\", \"order\", \"baseline_ns\" and \"candidate_ns\"");
-			return -1;
-		}
-		/* Lines of schema 1 have no block: each pair stands alone, as
-		 * it was judged then. */
-		if (blk) {
-			if (!json_is_integer(blk) || json_integer_value(blk) < 1 ||
-			    json_integer_value(blk) > INT_MAX) {
-				snprintf(why, whylen, "pair line's \"block\" must be an integer from 1 to %d",
-					 INT_MAX);
-				return -1;
-			}
-			block = json_integer_value(blk);
-		}
-		c = judge_case_get(j, name);
-		judge_case_add_pair(c, json_number_value(b), json_number_value(k),
-				    strcmp(order, "candidate_first") == 0, (int)block);
-	} else if (strcmp(type, "error") == 0) {
-		const char *arm = json_string_value(json_object_get(line, "arm"));
-		bool cand = arm && strcmp(arm, "candidate") == 0;
-		if (name)
-			judge_case_fail(judge_case_get(j, name),
-					cand ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
-		else if (cand)
-			j->candidate_error = true;
-		else
-			j->machine_error = true;
-	}
-	/* case_verdict and verdict lines are what we recompute; others (quald's
-	 * reply lines, fields added by newer versions) are ignored. */
-	return 0;
-}
-
 int judge_cmd_main(const char *prog, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -195,7 +122,7 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 			fprintf(stderr, "%s: '%s' line %ld: invalid json: %s\n", prog, path, lineno, e.text);
 			goto out;
 		}
-		if (take_line(&j, &run_settings, line, why, sizeof why) < 0) {
+		if (judge_take_line(&j, &run_settings, line, why, sizeof why) < 0) {
 			fprintf(stderr, "%s: '%s' line %ld: %s\n", prog, path, lineno, why);
 			json_decref(line);
 			goto out;

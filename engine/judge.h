@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "stats.h"
 
 enum judge_failure {
@@ -53,6 +55,14 @@ void judge_case_fail(struct judge_case *c, enum judge_failure f);
  * was timed (compile-only), in which case the verdict line says so. */
 enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			      FILE *out, bool *not_timed);
+
+/* Applies one qual line (as qual-run writes it) to the judge: a start line's
+ * timed flag and alpha, margin and conf (into *run_settings), a case line's
+ * identical_code, a pair, an error's failure; other lines are ignored.
+ * Returns 0, or -1 with why for a line that is not a qual line. Shared by
+ * qual-judge and by qual-run gathering its sessions' lines. */
+int judge_take_line(struct judge *j, struct stats_settings *run_settings,
+		    json_t *line, char *why, size_t whylen);
 
 /* The exit status for a run verdict (engine/exitcode.h). */
 int judge_exit_status(enum run_verdict v);

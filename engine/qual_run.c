@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
 		"  --block-seed S       seed of the blocks' load orders and buffer shifts\n"
 		"                       (default: drawn per run; the start line says it)\n"
+		"  --sessions K         processes that share the blocks, one after the other,\n"
+		"                       each with its own GPU context (default 4; 1: none)\n"
 		"  --flush-mib N        MiB overwritten before each timed replay, so that\n"
 		"                       each starts with a cold cache (default 0: none;\n"
 		"                       512 exceeds the last-level cache of current GPUs)\n"
@@ -98,7 +100,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH,
+	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 };
 
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
@@ -136,6 +138,7 @@ int main(int argc, char **argv)
 		{"block-seed", required_argument, NULL, OPT_BLOCK_SEED},
 		{"one-load", no_argument, NULL, OPT_ONE_LOAD},
 		{"flush-mib", required_argument, NULL, OPT_FLUSH},
+		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
@@ -216,6 +219,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;
+			break;
+		case OPT_SESSIONS:
+			if (parse_long("--sessions", optarg, 1, 64, &l) < 0)
+				goto out;
+			cfg.sessions = (int)l;
 			break;
 		case OPT_FLUSH:
 			if (parse_long("--flush-mib", optarg, 0, 65536, &l) < 0)

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <signal.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -14,6 +17,7 @@
 #include "fixture.h"
 #include "gpu.h"
 #include "judge.h"
+#include "lifetime.h"
 #include "output.h"
 #include "rng.h"
 #include "sha256.h"
@@ -73,13 +77,24 @@ struct run {
 	int ncache, capcache;
 	char stop_reason[1400];
 	uint64_t block_seed;    /* the one in use: cfg's or drawn */
+	/* The device: run->gpu's info, or the probe's when sessions hold the
+	 * GPU and this process never opens it. NULL: nothing is timed. */
+	const struct gpu_info *device;
+	struct gpu_info probed;
+	/* This process's share of the blocks, [block_lo, block_hi) counted
+	 * from 0, and its session (from 0; only session 0 writes case lines). */
+	int block_lo, block_hi, session;
+	int nsessions;          /* in force: cfg's, capped (1 under one_load) */
 };
+
+static void emit_stop(struct run *run);
 
 void runner_config_init(struct runner_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 	cfg->pairs = RUNNER_MIN_PAIRS;
 	cfg->pairs_per_block = RUNNER_PAIRS_PER_BLOCK;
+	cfg->sessions = RUNNER_SESSIONS;
 	cfg->warmup = RUNNER_WARMUP;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
@@ -568,9 +583,13 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	char stream[96];
 	int rc, last = 0, per = run->cfg->one_load ? run->cfg->pairs : run->cfg->pairs_per_block;
 
-	snprintf(stream, sizeof stream, "blocks:%s", c->name);
+	int p_lo = run->block_lo * per, p_hi = run->block_hi * per;
+
+	if (p_hi > run->cfg->pairs)
+		p_hi = run->cfg->pairs;
+	snprintf(stream, sizeof stream, "blocks:%s:%d", c->name, run->session);
 	rng_init(&r, run->block_seed, stream);
-	for (int p = 0; p < run->cfg->pairs; p++) {
+	for (int p = p_lo; p < p_hi; p++) {
 		/* Pair j of block b: the candidate first when j + b is odd
 		 * (runner.h); under one load, in odd pairs. */
 		int b0 = p / per, j = p % per;
@@ -578,7 +597,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		double dev[2], host[2];
 		json_t *line;
 
-		if (p > 0 && p % per == 0 &&
+		if (p > p_lo && p % per == 0 &&
 		    (rc = new_block(run, c, arms, b, jc, &r, last)) < 0)
 			return rc;
 		for (int k = 0; k < 2; k++) {
@@ -604,6 +623,8 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		json_object_set_new(line, "pair", json_integer(p));
 		if (block)
 			json_object_set_new(line, "block", json_integer(block));
+		if (run->nsessions > 1)
+			json_object_set_new(line, "session", json_integer(run->session + 1));
 		json_object_set_new(line, "order", json_string(first ? "candidate_first" : "baseline_first"));
 		json_object_set_new(line, "baseline_ns", json_real(dev[0]));
 		json_object_set_new(line, "candidate_ns", json_real(dev[1]));
@@ -668,7 +689,8 @@ static void run_case(struct run *run, int index)
 			rc = prepare_arm(run, &c, arm, &arms[arm], &bufs, jc);
 		if (rc == 0)
 			rc = warm_up(run, &c, arms, &bufs, jc);
-		emit_case(run, &c, arms, identical, true);
+		if (run->session == 0)
+			emit_case(run, &c, arms, identical, true);
 		if (rc == 0)
 			time_pairs(run, &c, arms, &bufs, jc);
 	} else {
@@ -681,13 +703,255 @@ static void run_case(struct run *run, int index)
 	fixture_release(&c);
 }
 
+/* ---- sessions (runner.h) ---------------------------------------------- */
+
+/* Reads exactly len bytes unless the other end closes first. */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static int wait_child(pid_t pid)
+{
+	int st = 0;
+
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+/* "with status N" or "by signal N (name)" for a child's wait status. */
+static void describe_end(int st, char *buf, size_t len)
+{
+	if (WIFSIGNALED(st))
+		snprintf(buf, len, "by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		snprintf(buf, len, "with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* Opens the GPU in a child and reads its description back, so that this
+ * process never starts the GPU runtime: a process forked after that could
+ * not use it, and the sessions are forked from this one. Returns 0 with
+ * run->probed filled, or -1 with why. */
+static int probe_device(struct run *run, char *why, size_t whylen)
+{
+	struct {
+		int ok;
+		struct gpu_info info;
+		char text[1024];
+	} answer;
+	int fds[2], st;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe(fds) < 0) {
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct qual_msg msg = {{0}};
+		struct gpu *g;
+
+		close(fds[0]);
+		qual_die_with_parent();
+		memset(&answer, 0, sizeof answer);
+		if (gpu_open(run->cfg->device, &g, &msg) < 0) {
+			snprintf(answer.text, sizeof answer.text, "%s", msg.text);
+		} else {
+			answer.ok = 1;
+			answer.info = *gpu_get_info(g);
+			gpu_close(g);
+		}
+		if (write(fds[1], &answer, sizeof answer) != (ssize_t)sizeof answer)
+			_exit(QUAL_EXIT_ERROR);
+		_exit(0);
+	}
+	close(fds[1]);
+	n = read_full(fds[0], &answer, sizeof answer);
+	close(fds[0]);
+	st = wait_child(pid);
+	if (n != (ssize_t)sizeof answer) {
+		char end[96];
+		describe_end(st, end, sizeof end);
+		snprintf(why, whylen, "the process that opens the gpu ended %s without an answer", end);
+		return -1;
+	}
+	if (!answer.ok) {
+		snprintf(why, whylen, "%s", answer.text);
+		return -1;
+	}
+	run->probed = answer.info;
+	return 0;
+}
+
+/* Compiles case index with both arms into the cache before any session
+ * starts, so that every session finds the same code there. A case that does
+ * not compile (or cannot be built) gets its error and its case line here,
+ * and no session touches it. */
+static void compile_case(struct run *run, int index)
+{
+	struct fixture_case c;
+	struct arm arms[2];
+	struct judge_case *jc = judge_case_get(&run->judge, fixture_name(index));
+
+	memset(&c, 0, sizeof c);
+	memset(arms, 0, sizeof arms);
+	if (fixture_build(index, run->cfg->seed, &c) < 0) {
+		fail_arm(run, jc, 0, "setup", "cannot build fixture");
+		return;
+	}
+	for (int arm = 0; arm < 2; arm++)
+		compile_arm(run, &c, arm, &arms[arm], jc);
+	jc->identical_code = arms[0].compiled && arms[1].compiled &&
+			     strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
+	if (!arms[0].compiled || !arms[1].compiled)
+		emit_case(run, &c, arms, jc->identical_code, false);
+	fixture_release(&c);
+}
+
+/* The body of session run->session, in the child: its own GPU context, every
+ * case that has not failed yet, its share of the blocks; lines to fd. Never
+ * returns. After a hang it exits at once: the end of the process is what
+ * stops the kernel (gpu.h, Deadlines). */
+static void session_child(struct run *run, const int *sel, int nsel, int fd)
+{
+	struct qual_msg msg = {{0}};
+	FILE *out = fdopen(fd, "w");
+
+	if (!out)
+		_exit(QUAL_EXIT_ERROR);
+	qual_die_with_parent();
+	run->out = out;
+	if (gpu_open(run->cfg->device, &run->gpu, &msg) < 0) {
+		char text[sizeof msg.text + 64];
+		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
+			 run->session + 1, msg.text);
+		output_error(out, "setup", NULL, NULL, text);
+		fflush(out);
+		_exit(QUAL_EXIT_ERROR);
+	}
+	for (int i = 0; i < nsel && !run->gpu_dead; i++)
+		if (judge_case_get(&run->judge, fixture_name(sel[i]))->failure == JUDGE_OK)
+			run_case(run, sel[i]);
+	if (run->gpu_dead)
+		emit_stop(run);
+	fflush(out);
+	if (!run->hung)
+		gpu_close(run->gpu);
+	_exit(0);
+}
+
+/* Copies a session's lines to run->out as they come and applies each to the
+ * run's judge. True when one of them stopped GPU work (a fault or a hang). */
+static bool relay_session(struct run *run, int fd)
+{
+	FILE *in = fdopen(fd, "r");
+	struct stats_settings ignored = run->cfg->stats;
+	char *line = NULL, why[200];
+	size_t cap = 0;
+	ssize_t n;
+	bool stop = false;
+
+	if (!in) {
+		close(fd);
+		return true;
+	}
+	while ((n = getline(&line, &cap, in)) > 0) {
+		json_error_t je;
+		json_t *j;
+
+		fputs(line, run->out);
+		if (line[n - 1] != '\n')
+			fputc('\n', run->out);
+		fflush(run->out);
+		if (!(j = json_loadb(line, (size_t)n, 0, &je)))
+			continue;
+		(void)judge_take_line(&run->judge, &ignored, j, why, sizeof why);
+		stop |= json_object_get(j, "gpu") != NULL;
+		json_decref(j);
+	}
+	free(line);
+	fclose(in);
+	return stop;
+}
+
+/* The timed part of a run in sessions: every case compiled here, then each
+ * session forked in turn with its share of the blocks, until all have run
+ * or one stopped GPU work. */
+static void run_sessions(struct run *run, const int *sel, int nsel)
+{
+	const struct runner_config *cfg = run->cfg;
+	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
+	int k = run->nsessions;
+	bool stop = false;
+
+	for (int i = 0; i < nsel; i++)
+		compile_case(run, sel[i]);
+	for (int s = 0; s < k && !stop; s++) {
+		char text[200], end[96];
+		int fds[2], st;
+		pid_t pid;
+
+		if (pipe(fds) < 0) {
+			snprintf(text, sizeof text, "session %d of %d: pipe: %s", s + 1, k,
+				 strerror(errno));
+			output_error(run->out, "time", NULL, NULL, text);
+			run->judge.machine_error = true;
+			break;
+		}
+		fflush(NULL);
+		if ((pid = fork()) < 0) {
+			snprintf(text, sizeof text, "session %d of %d: fork: %s", s + 1, k,
+				 strerror(errno));
+			output_error(run->out, "time", NULL, NULL, text);
+			run->judge.machine_error = true;
+			close(fds[0]);
+			close(fds[1]);
+			break;
+		}
+		if (pid == 0) {
+			close(fds[0]);
+			run->session = s;
+			run->block_lo = s * blocks / k;
+			run->block_hi = (s + 1) * blocks / k;
+			session_child(run, sel, nsel, fds[1]);
+		}
+		close(fds[1]);
+		stop = relay_session(run, fds[0]);
+		st = wait_child(pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			describe_end(st, end, sizeof end);
+			snprintf(text, sizeof text, "session %d of %d ended %s", s + 1, k, end);
+			output_error(run->out, "time", NULL, NULL, text);
+			run->judge.machine_error = true;
+			stop = true;
+		}
+	}
+}
+
 static json_t *device_json(const struct run *run)
 {
 	const struct gpu_info *in;
 
-	if (!run->gpu)
+	if (!(in = run->device))
 		return json_null();
-	in = gpu_get_info(run->gpu);
 	return json_pack("{s:s,s:s,s:s,s:s,s:i}", "vendor", in->vendor, "name", in->name,
 			 "arch", in->arch, "driver", in->driver, "ordinal", in->ordinal);
 }
@@ -708,15 +972,16 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "version", json_string(QUAL_VERSION));
 	json_object_set_new(line, "time", json_string(stamp));
 	json_object_set_new(line, "device", device_json(run));
-	json_object_set_new(line, "timed", json_boolean(run->gpu != NULL));
+	json_object_set_new(line, "timed", json_boolean(run->device != NULL));
 	if (no_gpu)
 		json_object_set_new(line, "not_timed_because", output_text(no_gpu));
 	json_object_set_new(line, "arch", json_string(run->arch));
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
 	json_object_set_new(line, "settings", json_pack(
-		"{s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
+		"{s:i,s:i,s:i,s:I,s:I,s:i,s:i,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:o}", "pairs", cfg->pairs,
 		"pairs_per_block", cfg->one_load ? cfg->pairs : cfg->pairs_per_block,
+		"sessions", run->nsessions,
 		"flush_bytes", (json_int_t)cfg->flush_bytes,
 		"block_seed", (json_int_t)(run->block_seed & INT64_MAX), "warmup", cfg->warmup, "replays", RUNNER_REPLAYS, "alpha", cfg->stats.alpha,
 		"margin", cfg->stats.margin, "conf", cfg->stats.conf,
@@ -808,6 +1073,12 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			run.block_seed = (uint64_t)now_ns() ^ (uint64_t)getpid() << 32;
 		run.block_seed &= INT64_MAX;
 	}
+	if (cfg->sessions < 1) {
+		char text[128];
+		snprintf(text, sizeof text, "sessions must be at least 1, got %d", cfg->sessions);
+		status = usage_error(&run, err, NULL, text);
+		goto out;
+	}
 	if (cfg->pairs_per_block < 1) {
 		char text[128];
 		snprintf(text, sizeof text, "pairs per block must be at least 1, got %d",
@@ -867,37 +1138,58 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	}
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
 
+	{
+		int per = cfg->one_load ? cfg->pairs : cfg->pairs_per_block;
+		int blocks = (cfg->pairs + per - 1) / per;
+		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
+		run.block_hi = blocks;
+	}
 	if (cfg->compile_only) {
 		snprintf(no_gpu, sizeof no_gpu, "compile-only run requested");
+	} else if (run.nsessions > 1) {
+		char why[1024];
+		if (probe_device(&run, why, sizeof why) < 0)
+			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", why);
+		else
+			run.device = &run.probed;
 	} else {
 		rc = gpu_open(cfg->device, &run.gpu, &msg);
 		if (rc < 0) {
 			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", msg.text);
 			run.gpu = NULL;
 		} else {
-			const struct gpu_info *in = gpu_get_info(run.gpu);
-			bool match = (run.id[0].abi == RTC_ABI_NVRTC) == (strcmp(in->vendor, "nvidia") == 0);
-			if (!match) {
-				snprintf(no_gpu, sizeof no_gpu, "the %s device cannot run %s code",
-					 in->vendor, run.id[0].abi_name);
-				gpu_close(run.gpu);
-				run.gpu = NULL;
-			}
+			run.device = gpu_get_info(run.gpu);
 		}
 	}
-	if (run.gpu && cfg->arch && strcmp(cfg->arch, gpu_get_info(run.gpu)->arch) != 0)
+	if (run.device) {
+		const struct gpu_info *in = run.device;
+		bool match = (run.id[0].abi == RTC_ABI_NVRTC) == (strcmp(in->vendor, "nvidia") == 0);
+		if (!match) {
+			snprintf(no_gpu, sizeof no_gpu, "the %s device cannot run %s code",
+				 in->vendor, run.id[0].abi_name);
+			if (run.gpu)
+				gpu_close(run.gpu);
+			run.gpu = NULL;
+			run.device = NULL;
+		}
+	}
+	if (run.device && cfg->arch && strcmp(cfg->arch, run.device->arch) != 0)
 		fprintf(err, "qual-run: --arch %s ignored: compiling for the device's %s\n",
-			cfg->arch, gpu_get_info(run.gpu)->arch);
+			cfg->arch, run.device->arch);
 	snprintf(run.arch, sizeof run.arch, "%s",
-		 run.gpu ? gpu_get_info(run.gpu)->arch :
+		 run.device ? run.device->arch :
 		 cfg->arch ? cfg->arch : default_arch(run.id[0].abi));
 
-	run.judge.timed = run.gpu != NULL;
+	run.judge.timed = run.device != NULL;
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
-	for (int i = 0; i < nsel && !run.gpu_dead; i++)
-		run_case(&run, sel[i]);
-	if (run.gpu_dead)
-		emit_stop(&run);
+	if (run.device && !run.gpu) {
+		run_sessions(&run, sel, nsel);
+	} else {
+		for (int i = 0; i < nsel && !run.gpu_dead; i++)
+			run_case(&run, sel[i]);
+		if (run.gpu_dead)
+			emit_stop(&run);
+	}
 
 	v = judge_finish(&run.judge, &cfg->stats, out, &not_timed);
 	status = judge_exit_status(v);

@@ -44,6 +44,16 @@
 #define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
 #define RUNNER_BLOCK_WARMUP 3
 
+/* Sessions (docs/verdicts.md, "Sessions"). The blocks of a run are shared
+ * out among RUNNER_SESSIONS processes, one after the other, each a child of
+ * qual-run with its own GPU context that loads, warms up, checks and times
+ * every case for its share of the blocks: what stays fixed for the life of a
+ * process then varies between blocks too. On the H200, repeats of nvrtc
+ * against the 12-27x slower shim, each run in one process, had overlapping
+ * intervals in 56-71% of pairs of repeats; drawing 15 blocks from 4
+ * processes gave 96% in the same data. */
+#define RUNNER_SESSIONS 4
+
 /* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
  * overwrites that many bytes before every timed replay, so that each starts
  * from a cold cache instead of what the other arm's replay left there; this
@@ -84,6 +94,8 @@ struct runner_config {
 	 * one would act on (pairs_per_block is then ignored). */
 	bool one_load;
 	size_t flush_bytes;     /* 0 (the default): no flush */
+	int sessions;           /* >= 1; 1: everything in this process (no
+				 * fork); capped at the number of blocks */
 	int warmup;
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */

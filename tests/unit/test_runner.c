@@ -12,6 +12,7 @@
  * tests/tools/validate_lines.py. */
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -75,9 +76,12 @@ struct fake_arm {
 	int hang_run;     /* this gpu_graph_run call does not finish */
 	int hang_time;    /* this gpu_graph_time call does not finish */
 	double run_ms;    /* host time each gpu_graph_run takes (a sleep) */
+	int kill_at;      /* the process dies (SIGKILL) at this gpu_graph_time
+			   * call, counted from 1 (in a session: a crash of
+			   * the session's process); 0: never */
 };
 
-static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0};
+static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0};
 
 /* A device allocation: host memory, plus what happened to it since the last
  * graph execution. The runner allocates RUNNER_SHIFT_SPAN bytes more than a
@@ -694,6 +698,8 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 		return fake_hang(g, msg);
 	if (k == fk.arm[gr->arm].fault_time)
 		return fake_fault(msg);
+	if (k + 1 == fk.arm[gr->arm].kill_at)
+		raise(SIGKILL);
 	fake_execute(gr, true);
 	*device_ns = FAKE_GRAPH_NS * fk.arm[gr->arm].factor * gr->factor *
 		     (1 + fk.noise * fake_uniform());
@@ -741,6 +747,8 @@ struct scenario {
 	uint64_t seed;          /* 0: the fake's default seed */
 	uint64_t block_seed;    /* runner_config.block_seed (0: drawn) */
 	bool no_flush;          /* flush_bytes 0, else FAKE_FLUSH_BYTES */
+	int sessions;           /* 0: 1 (all in this process, so that the fake
+				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
 				 * its code is not byte-identical */
 	struct fake_arm arm[2];
@@ -832,6 +840,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 		cfg.one_load = true;
 	cfg.block_seed = s->block_seed;
 	cfg.flush_bytes = s->no_flush ? 0 : FAKE_FLUSH_BYTES;
+	cfg.sessions = s->sessions ? s->sessions : 1;
 	fk.flush_expected = !s->no_flush;
 	if (s->margin > 0)
 		cfg.stats.margin = s->margin;
@@ -1945,6 +1954,163 @@ static void test_wrong_in_timing_blocks(void **state)
 	outcome_release(&o);
 }
 
+/* ---- sessions ------------------------------------------------------------ */
+
+/* The blocks shared out among 4 forked sessions (3, 4, 4 and 4 blocks of
+ * 15): every pair says its session and block, the blocks of a session are
+ * its share, each case has one case line (from session 1), and the run is
+ * judged over all 15 blocks in this process. The fake runs in the children:
+ * what is checked is what reached the lines. */
+static void test_sessions(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sessions", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.validate = "--expect-verdict regression --expect-pairs 30",
+	};
+	struct outcome o = {0};
+	json_t *start, *l;
+	size_t i;
+
+	(void)state;
+	s.arm[1].factor = 1.03;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
+	start = json_array_get(o.lines, 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(start, "settings"),
+							    "sessions")), 4);
+	assert_true(json_is_true(json_object_get(start, "timed")));
+	assert_string_equal(str(json_object_get(start, "device"), "name"), "Fake H200");
+	for (int c = 0; c < 2; c++) {
+		int per_block[16] = {0}, per_session[5] = {0}, p = 0;
+		json_t *cv = find_line(&o, "case_verdict", s.cases[c]);
+
+		assert_int_equal(count_lines(&o, "case", s.cases[c]), 1);
+		json_array_foreach(o.lines, i, l) {
+			int b, ses;
+			if (!has_type(l, "pair") || strcmp(str(l, "case"), s.cases[c]) != 0)
+				continue;
+			b = (int)json_integer_value(json_object_get(l, "block"));
+			ses = (int)json_integer_value(json_object_get(l, "session"));
+			assert_int_equal(json_integer_value(json_object_get(l, "pair")), p);
+			assert_true(b >= 1 && b <= 15 && ses >= 1 && ses <= 4);
+			/* Session s (from 0) has blocks [15s/4, 15(s+1)/4). */
+			assert_true(b - 1 >= 15 * (ses - 1) / 4 && b - 1 < 15 * ses / 4);
+			per_block[b]++;
+			per_session[ses]++;
+			p++;
+		}
+		assert_int_equal(p, 30);
+		for (int b = 1; b <= 15; b++)
+			assert_int_equal(per_block[b], 2);
+		assert_int_equal(per_session[1], 6);
+		for (int ses = 2; ses <= 4; ses++)
+			assert_int_equal(per_session[ses], 8);
+		assert_string_equal(str(cv, "verdict"), "slower");
+		assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 15);
+		assert_int_equal(json_integer_value(json_object_get(cv, "blocks_slower")), 15);
+	}
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	outcome_release(&o);
+}
+
+/* A fault in the first session ends the timing: no later session starts,
+ * the candidate fails in the case it faulted in, the stop line names the
+ * fault, and the other case is reported as not timed. */
+static void test_session_fault(void **state)
+{
+	static const char *const want[] = {"CUDA_ERROR_ILLEGAL_ADDRESS", NULL};
+	struct scenario s = {
+		.name = "runner_session_fault", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+	json_t *stop;
+
+	(void)state;
+	s.arm[1].fault_time = 3;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 3);
+	assert_int_equal(count_lines(&o, "pair", CASE_CONV), 0);
+	assert_string_equal(case_verdict(&o, CASE_CONV), "not_timed");
+	stop = NULL;
+	{
+		size_t i;
+		json_t *l;
+		json_array_foreach(o.lines, i, l)
+			if (has_type(l, "error") && json_object_get(l, "gpu"))
+				stop = l;
+	}
+	assert_non_null(stop);
+	assert_string_equal(str(stop, "gpu"), "faulted");
+	outcome_release(&o);
+}
+
+/* A hang in the second session: that process ends (which stops the kernel),
+ * the lines say so, and this process gives the verdict without ending. */
+static void test_session_hang(void **state)
+{
+	struct scenario s = {
+		.name = "runner_session_hang", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.hang_floor_ms = 50,
+		.validate = "--expect-verdict fail",
+	};
+	struct outcome o = {0};
+	json_t *l, *stop = NULL;
+	size_t i;
+
+	(void)state;
+	/* Each session counts its own calls: the 2nd timed candidate replay
+	 * of every session hangs, so the first session does. */
+	s.arm[1].hang_time = 1;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	json_array_foreach(o.lines, i, l)
+		if (has_type(l, "error") && json_object_get(l, "gpu"))
+			stop = l;
+	assert_non_null(stop);
+	assert_string_equal(str(stop, "gpu"), "hung");
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 1);
+	assert_int_equal(fk.on_hang_calls, 0);
+	outcome_release(&o);
+}
+
+/* A session's process that dies (here SIGKILL at its 3rd timed candidate
+ * replay) is an error of the machine, named with its signal. */
+static void test_session_killed(void **state)
+{
+	static const char *const want[] = {"session 1 of 4 ended by signal 9", NULL};
+	struct scenario s = {
+		.name = "runner_session_killed", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.validate = "--expect-verdict error",
+	};
+	struct outcome o = {0};
+	json_t *l, *found = NULL;
+	size_t i;
+
+	(void)state;
+	s.arm[1].kill_at = 3;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	json_array_foreach(o.lines, i, l)
+		if (has_type(l, "error") && strstr(str(l, "message"), want[0]))
+			found = l;
+	assert_non_null(found);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 2);
+	outcome_release(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1956,6 +2122,10 @@ int main(void)
 		cmocka_unit_test(test_blocks_cover_instance_effects),
 		cmocka_unit_test(test_fault_in_later_block),
 		cmocka_unit_test(test_wrong_in_timing_blocks),
+		cmocka_unit_test(test_sessions),
+		cmocka_unit_test(test_session_fault),
+		cmocka_unit_test(test_session_hang),
+		cmocka_unit_test(test_session_killed),
 		cmocka_unit_test(test_candidate_wrong),
 		cmocka_unit_test(test_baseline_wrong),
 		cmocka_unit_test(test_candidate_skips),
