@@ -50,8 +50,9 @@
  * every case for its share of the blocks: what stays fixed for the life of a
  * process then varies between blocks too. On the H200, repeats of nvrtc
  * against the 12-27x slower shim, each run in one process, had overlapping
- * intervals in 56-71% of pairs of repeats; drawing 15 blocks from 4
- * processes gave 96% in the same data. */
+ * intervals in 56-71% of pairs of repeats; in 4 sessions, 91% (and A/A
+ * intervals held 1 in 71 of 72). The price: a run took about 15 s instead
+ * of 6 (each session opens the GPU and warms every case up again). */
 #define RUNNER_SESSIONS 4
 
 /* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
