@@ -70,8 +70,11 @@ static void report_pairs(struct view_job *v, FILE *out, unsigned flags)
 	if (!out)
 		return;
 	line_start(v, out, flags);
-	fprintf(out, "case %s: %d pairs, candidate faster in %d, slower in %d",
-		v->case_name, v->pairs_done, v->faster, v->slower);
+	fprintf(out, "case %s: ", v->case_name);
+	if (v->nsessions > 1 && v->session > 0)
+		fprintf(out, "session %d of %d: ", v->session, v->nsessions);
+	fprintf(out, "%d pairs, candidate faster in %d, slower in %d",
+		v->pairs_done, v->faster, v->slower);
 	if (v->ties)
 		fprintf(out, ", even in %d", v->ties);
 	fputc('\n', out);
@@ -96,6 +99,7 @@ static void take_start(struct view_job *v, json_t *line, FILE *out, unsigned fla
 	v->started = true;
 	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
 	v->npairs = (int)int_field(settings, "pairs", 0);
+	v->nsessions = (int)int_field(settings, "sessions", 0);
 	if (!out)
 		return;
 	line_start(v, out, flags);
@@ -178,10 +182,15 @@ static void take_pair(struct view_job *v, json_t *line, FILE *out, unsigned flag
 	json_t *b = json_object_get(line, "baseline_ns");
 	json_t *c = json_object_get(line, "candidate_ns");
 
-	if (name && strcmp(name, v->case_name) != 0) {
-		/* Pairs of a case without its case line: count them afresh. */
+	int session = (int)int_field(line, "session", 0);
+
+	if ((name && strcmp(name, v->case_name) != 0) || session != v->session) {
+		/* Pairs of a case without its case line, or of the next
+		 * session: count them afresh. */
 		report_pairs(v, out, flags);
-		snprintf(v->case_name, sizeof v->case_name, "%s", name);
+		v->session = session;
+		if (name)
+			snprintf(v->case_name, sizeof v->case_name, "%s", name);
 		v->pairs_done = v->faster = v->slower = v->ties = 0;
 		v->pairs_reported = false;
 		v->case_timed = true;

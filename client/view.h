@@ -31,6 +31,9 @@ struct view_job {
 	bool started;          /* its start line arrived */
 	int ncases;            /* cases the run has (start line), 0 unknown */
 	int npairs;            /* pairs per timed case (start line), 0 unknown */
+	int nsessions;         /* processes timing the run (start line), 0 or 1:
+				* one; else pairs come session by session */
+	int session;           /* the latest pair's session, 0 for none */
 	int case_index;        /* 1-based index of the latest case line, 0 before */
 	char case_name[VIEW_CASE_MAX];
 	bool case_timed;       /* the latest case will be timed */

@@ -174,6 +174,35 @@ static void test_plain_lines(void **state)
 	view_job_release(&v);
 }
 
+static void test_plain_sessions(void **state)
+{
+	/* Pairs that come session by session are summed up per session. */
+	static const char *const lines[] = {
+		"{\"type\":\"start\",\"device\":null,\"arch\":\"sm_90\",\"settings\":"
+		"{\"pairs\":4,\"sessions\":2,\"cases\":[\"a-1\"]}}",
+		"{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":0,\"block\":1,\"session\":1,"
+		"\"baseline_ns\":100,\"candidate_ns\":90}",
+		"{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":1,\"block\":1,\"session\":1,"
+		"\"baseline_ns\":100,\"candidate_ns\":110}",
+		"{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":2,\"block\":2,\"session\":2,"
+		"\"baseline_ns\":100,\"candidate_ns\":120}",
+		"{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":3,\"block\":2,\"session\":2,"
+		"\"baseline_ns\":100,\"candidate_ns\":130}",
+		"{\"type\":\"error\",\"stage\":\"time\",\"arm\":null,\"case\":null,\"message\":\"x\"}",
+		NULL,
+	};
+	struct view_job v;
+	char *out;
+
+	(void)state;
+	view_job_init(&v, "j3");
+	out = feed(&v, 0, lines);
+	assert_non_null(strstr(out, "case a-1: session 1 of 2: 2 pairs, candidate faster in 1, slower in 1\n"
+				    "case a-1: session 2 of 2: 2 pairs, candidate faster in 0, slower in 2\n"));
+	free(out);
+	view_job_release(&v);
+}
+
 static void test_plain_partial_pairs(void **state)
 {
 	/* Pairs cut short by an error are summed up when the error comes. */
@@ -500,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_progress_ties_and_width),
 		cmocka_unit_test(test_plain_lines),
 		cmocka_unit_test(test_plain_partial_pairs),
+		cmocka_unit_test(test_plain_sessions),
 		cmocka_unit_test(test_plain_verdicts_prefixed),
 		cmocka_unit_test(test_verdict_tally_all_cases),
 		cmocka_unit_test(test_summary_table),
