@@ -62,12 +62,20 @@ struct obuf {
 	char data[];
 };
 
+/* One write handed to libuv: every line that was queued for the connection
+ * when it was issued (docs/quald.md, "Slow and vanishing clients"). */
 struct wreq {
 	uv_write_t req;
 	struct conn *c;
+	size_t reply_bytes;  /* of replies (not live lines), for the cap */
 	int nb;
-	struct obuf *b[2];
-	size_t reply_bytes;  /* of a reply (not a live line), for the cap */
+	struct obuf *b[];
+};
+
+/* A line waiting in a connection's queue for the write before it. */
+struct qent {
+	struct obuf *b;
+	bool reply;
 };
 
 /* A job whose lines a connection receives from a given point: (job, seq)
@@ -120,7 +128,15 @@ struct conn {
 	struct mark *marks;
 	int nmarks, marks_cap;
 	int nfollows;              /* marks that are follows (not a watcher's) */
-	size_t reply_inflight;     /* bytes of reply writes not yet completed */
+	size_t reply_inflight;     /* bytes of replies queued or being written */
+	/* Output: lines queued behind the writes in flight. While a write is
+	 * in flight the next lines wait here, and all of them go out in one
+	 * write when it completes: a client that reads slowly costs one libuv
+	 * request, not one per line, and dropping it cancels one write. */
+	struct qent *q;
+	int qn, qcap;
+	size_t q_bytes;
+	int writes;                /* writes in flight */
 	char *in;                  /* input: [in_pos, in_len) is unprocessed */
 	size_t in_len, in_pos, in_cap;
 };
@@ -175,9 +191,60 @@ static void obuf_unref(struct obuf *b)
 		free(b);
 }
 
+/* Bytes of output not yet written: queued, and in libuv's writes. */
 static size_t conn_pending(struct conn *c)
 {
-	return uv_stream_get_write_queue_size(&c->h.stream);
+	return c->q_bytes + uv_stream_get_write_queue_size(&c->h.stream);
+}
+
+/* Drops what is queued (the connection is closing). */
+static void conn_drop_queue(struct conn *c)
+{
+	for (int i = 0; i < c->qn; i++) {
+		if (c->q[i].reply)
+			c->reply_inflight -= c->q[i].b->len;
+		obuf_unref(c->q[i].b);
+	}
+	c->qn = 0;
+	c->q_bytes = 0;
+}
+
+static void on_write(uv_write_t *req, int status);
+
+/* Hands everything queued to libuv, in writes of at most WRITE_MAX_BUFS
+ * lines. */
+#define WRITE_MAX_BUFS 1024
+static void conn_flush(struct conn *c)
+{
+	while (!c->closing && c->qn > 0) {
+		int n = c->qn < WRITE_MAX_BUFS ? c->qn : WRITE_MAX_BUFS, rc;
+		struct wreq *w = xcalloc(1, sizeof *w + (size_t)n * sizeof w->b[0]);
+		uv_buf_t *bufs = xmalloc((size_t)n * sizeof *bufs);
+
+		w->c = c;
+		w->nb = n;
+		for (int i = 0; i < n; i++) {
+			w->b[i] = c->q[i].b;
+			bufs[i] = uv_buf_init(w->b[i]->data, (unsigned)w->b[i]->len);
+			if (c->q[i].reply)
+				w->reply_bytes += w->b[i]->len;
+			c->q_bytes -= w->b[i]->len;
+		}
+		c->qn -= n;
+		memmove(c->q, c->q + n, (size_t)c->qn * sizeof *c->q);
+		/* libuv copies the buffer descriptions; the data stays in w. */
+		rc = uv_write(&w->req, &c->h.stream, bufs, (unsigned)n, on_write);
+		free(bufs);
+		if (rc < 0) {
+			for (int i = 0; i < n; i++)
+				obuf_unref(w->b[i]);
+			c->reply_inflight -= w->reply_bytes;
+			free(w);
+			conn_close(c, uv_strerror(rc));
+			return;
+		}
+		c->writes++;
+	}
 }
 
 static void on_write(uv_write_t *req, int status)
@@ -188,6 +255,7 @@ static void on_write(uv_write_t *req, int status)
 	for (int i = 0; i < w->nb; i++)
 		obuf_unref(w->b[i]);
 	c->reply_inflight -= w->reply_bytes;
+	c->writes--;
 	free(w);
 	if (c->closing)
 		return;
@@ -195,6 +263,8 @@ static void on_write(uv_write_t *req, int status)
 		conn_close(c, uv_strerror(status));
 		return;
 	}
+	if (c->writes == 0)
+		conn_flush(c);
 	if (conn_pending(c) <= SERVER_REPLY_HIGH / 2) {
 		if (c->replay.waiting)
 			replay_pump(c);
@@ -202,36 +272,29 @@ static void on_write(uv_write_t *req, int status)
 	}
 }
 
-/* Queues nb buffers (taking a reference to each) in one write; reply says
- * whether it answers a request (a reply, a refusal, stored lines) rather
- * than relays a live job line. */
+/* Queues nb buffers (taking a reference to each); reply says whether they
+ * answer a request (a reply, a refusal, stored lines) rather than relay a
+ * live job line. They go out at once when no write is in flight (or the
+ * write side is being shut), else with the next write. */
 static void conn_write(struct conn *c, struct obuf **b, int nb, bool reply)
 {
-	struct wreq *w;
-	uv_buf_t bufs[2];
-	int rc;
-
 	if (c->closing)
 		return;
-	w = xcalloc(1, sizeof *w);
-	w->c = c;
-	w->nb = nb;
+	if (c->qn + nb > c->qcap) {
+		c->qcap = c->qcap ? 2 * c->qcap : 16;
+		if (c->qcap < c->qn + nb)
+			c->qcap = c->qn + nb;
+		c->q = xrealloc(c->q, (size_t)c->qcap * sizeof *c->q);
+	}
 	for (int i = 0; i < nb; i++) {
-		w->b[i] = b[i];
 		b[i]->refs++;
-		bufs[i] = uv_buf_init(b[i]->data, (unsigned)b[i]->len);
+		c->q[c->qn++] = (struct qent){b[i], reply};
+		c->q_bytes += b[i]->len;
 		if (reply)
-			w->reply_bytes += b[i]->len;
+			c->reply_inflight += b[i]->len;
 	}
-	c->reply_inflight += w->reply_bytes;
-	rc = uv_write(&w->req, &c->h.stream, bufs, (unsigned)nb, on_write);
-	if (rc < 0) {
-		for (int i = 0; i < nb; i++)
-			obuf_unref(w->b[i]);
-		c->reply_inflight -= w->reply_bytes;
-		free(w);
-		conn_close(c, uv_strerror(rc));
-	}
+	if (c->writes == 0 || c->shutting)
+		conn_flush(c);
 }
 
 /* Writes one JSON object as a line; takes the reference. */
@@ -575,6 +638,8 @@ static void conn_unref(struct conn *c)
 		return;
 	json_decref(c->submit_id);
 	replay_free(&c->replay);
+	conn_drop_queue(c);
+	free(c->q);
 	free(c->marks);
 	free(c->in);
 	free(c);
@@ -930,6 +995,9 @@ static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 		return;
 	c->shutting = true;
 	c->refused = true;
+	conn_flush(c);
+	if (c->closing)
+		return;
 	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_linger_shutdown) < 0) {
 		conn_close(c, NULL);
 		return;
@@ -1047,6 +1115,7 @@ static void conn_close(struct conn *c, const char *why)
 	if (why)
 		fprintf(stderr, "quald: connection %lu closed: %s\n", c->serial, why);
 	c->replay.active = false;
+	conn_drop_queue(c);
 	uv_close(&c->h.handle, on_conn_closed);
 }
 
@@ -1068,6 +1137,10 @@ static void conn_shutdown(struct conn *c)
 		uv_read_stop(&c->h.stream);
 		c->reading = false;
 	}
+	/* Everything queued goes to libuv first: the shutdown waits for it. */
+	conn_flush(c);
+	if (c->closing)
+		return;
 	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0)
 		conn_close(c, NULL);
 }
