@@ -212,14 +212,25 @@ static void conn_drop_queue(struct conn *c)
 static void on_write(uv_write_t *req, int status);
 
 /* Hands everything queued to libuv, in writes of at most WRITE_MAX_BUFS
- * lines. */
+ * lines, each all replies or all live lines (so that a reply's bytes leave
+ * the cap's count, and its buffer is freed, when it is written, not when the
+ * live lines written with it are), and a buffer over WRITE_ALONE_BYTES (a
+ * whole stored log for a show) in a write of its own. */
 #define WRITE_MAX_BUFS 1024
+#define WRITE_ALONE_BYTES ((size_t)64 << 10)
 static void conn_flush(struct conn *c)
 {
 	while (!c->closing && c->qn > 0) {
-		int n = c->qn < WRITE_MAX_BUFS ? c->qn : WRITE_MAX_BUFS, rc;
-		struct wreq *w = xcalloc(1, sizeof *w + (size_t)n * sizeof w->b[0]);
-		uv_buf_t *bufs = xmalloc((size_t)n * sizeof *bufs);
+		int n = 1, rc;
+		struct wreq *w;
+		uv_buf_t *bufs;
+
+		if (c->q[0].b->len <= WRITE_ALONE_BYTES)
+			while (n < c->qn && n < WRITE_MAX_BUFS && c->q[n].reply == c->q[0].reply &&
+			       c->q[n].b->len <= WRITE_ALONE_BYTES)
+				n++;
+		w = xcalloc(1, sizeof *w + (size_t)n * sizeof w->b[0]);
+		bufs = xmalloc((size_t)n * sizeof *bufs);
 
 		w->c = c;
 		w->nb = n;

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,7 +18,6 @@
 #include "fixture.h"
 #include "gpu.h"
 #include "judge.h"
-#include "lifetime.h"
 #include "output.h"
 #include "rng.h"
 #include "sha256.h"
@@ -85,6 +85,7 @@ struct run {
 	 * from 0, and its session (from 0; only session 0 writes case lines). */
 	int block_lo, block_hi, session;
 	int nsessions;          /* in force: cfg's, capped (1 under one_load) */
+	int crash_signal;       /* a session died by this fault signal */
 };
 
 static void emit_stop(struct run *run);
@@ -721,22 +722,41 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/* The child's wait status, or -1 when it cannot be had. */
 static int wait_child(pid_t pid)
 {
 	int st = 0;
 
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
 	return st;
 }
 
 /* "with status N" or "by signal N (name)" for a child's wait status. */
 static void describe_end(int st, char *buf, size_t len)
 {
-	if (WIFSIGNALED(st))
+	if (st == -1)
+		snprintf(buf, len, "unseen (waitpid failed)");
+	else if (WIFSIGNALED(st))
 		snprintf(buf, len, "by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
 	else
 		snprintf(buf, len, "with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* Signals that say the process crashed (as quald's quarantine counts them). */
+static bool fault_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
+}
+
+/* In a child: killed when the process that forked it (parent) dies, which
+ * then cannot leave it on the GPU; gone already, the child ends. */
+static void die_with(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(QUAL_EXIT_ERROR);
 }
 
 /* Opens the GPU in a child and reads its description back, so that this
@@ -751,7 +771,7 @@ static int probe_device(struct run *run, char *why, size_t whylen)
 		char text[1024];
 	} answer;
 	int fds[2], st;
-	pid_t pid;
+	pid_t pid, self = getpid();
 	ssize_t n;
 
 	if (pipe(fds) < 0) {
@@ -770,7 +790,7 @@ static int probe_device(struct run *run, char *why, size_t whylen)
 		struct gpu *g;
 
 		close(fds[0]);
-		qual_die_with_parent();
+		die_with(self);
 		memset(&answer, 0, sizeof answer);
 		if (gpu_open(run->cfg->device, &g, &msg) < 0) {
 			snprintf(answer.text, sizeof answer.text, "%s", msg.text);
@@ -830,14 +850,15 @@ static void compile_case(struct run *run, int index)
  * case that has not failed yet, its share of the blocks; lines to fd. Never
  * returns. After a hang it exits at once: the end of the process is what
  * stops the kernel (gpu.h, Deadlines). */
-static void session_child(struct run *run, const int *sel, int nsel, int fd)
+static void session_child(struct run *run, const int *sel, int nsel, int fd,
+			  pid_t parent)
 {
 	struct qual_msg msg = {{0}};
 	FILE *out = fdopen(fd, "w");
 
 	if (!out)
 		_exit(QUAL_EXIT_ERROR);
-	qual_die_with_parent();
+	die_with(parent);
 	run->out = out;
 	if (gpu_open(run->cfg->device, &run->gpu, &msg) < 0) {
 		char text[sizeof msg.text + 64];
@@ -859,7 +880,9 @@ static void session_child(struct run *run, const int *sel, int nsel, int fd)
 }
 
 /* Copies a session's lines to run->out as they come and applies each to the
- * run's judge. True when one of them stopped GPU work (a fault or a hang). */
+ * run's judge. True when one of them stopped GPU work (a fault or a hang). A
+ * last line without its newline (the session died writing it) is left out,
+ * and said so. */
 static bool relay_session(struct run *run, int fd)
 {
 	FILE *in = fdopen(fd, "r");
@@ -877,9 +900,14 @@ static bool relay_session(struct run *run, int fd)
 		json_error_t je;
 		json_t *j;
 
+		if (line[n - 1] != '\n') {
+			snprintf(why, sizeof why, "session %d's output was cut off: its last "
+				 "line, %zd bytes, has no end", run->session + 1, n);
+			output_error(run->out, "time", NULL, NULL, why);
+			run->judge.machine_error = true;
+			break;
+		}
 		fputs(line, run->out);
-		if (line[n - 1] != '\n')
-			fputc('\n', run->out);
 		fflush(run->out);
 		if (!(j = json_loadb(line, (size_t)n, 0, &je)))
 			continue;
@@ -901,6 +929,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
 	int k = run->nsessions;
 	bool stop = false;
+	pid_t self = getpid();
 
 	for (int i = 0; i < nsel; i++)
 		compile_case(run, sel[i]);
@@ -931,17 +960,28 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 			run->session = s;
 			run->block_lo = s * blocks / k;
 			run->block_hi = (s + 1) * blocks / k;
-			session_child(run, sel, nsel, fds[1]);
+			session_child(run, sel, nsel, fds[1], self);
 		}
 		close(fds[1]);
+		run->session = s;  /* for relay_session's messages */
 		stop = relay_session(run, fds[0]);
+		run->session = 0;
 		st = wait_child(pid);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			describe_end(st, end, sizeof end);
 			snprintf(text, sizeof text, "session %d of %d ended %s", s + 1, k, end);
 			output_error(run->out, "time", NULL, NULL, text);
 			run->judge.machine_error = true;
 			stop = true;
+			if (st != -1 && WIFSIGNALED(st) && fault_signal(WTERMSIG(st))) {
+				/* A crash, as if of this process: the GPU it used
+				 * is to be checked, and no verdict is given. */
+				run->crash_signal = WTERMSIG(st);
+				snprintf(run->stop_reason, sizeof run->stop_reason,
+					 "gpu work stopped: session %d of %d crashed (%s)", s + 1, k,
+					 end);
+				emit_stop(run);
+			}
 		}
 	}
 }
@@ -1184,6 +1224,18 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	if (run.device && !run.gpu) {
 		run_sessions(&run, sel, nsel);
+		if (run.crash_signal) {
+			fflush(out);
+			fflush(err);
+			if (cfg->on_crash) {
+				cfg->on_crash(run.crash_signal);
+			} else {
+				signal(run.crash_signal, SIG_DFL);
+				raise(run.crash_signal);
+			}
+			status = QUAL_EXIT_ERROR;
+			goto out;
+		}
 	} else {
 		for (int i = 0; i < nsel && !run.gpu_dead; i++)
 			run_case(&run, sel[i]);

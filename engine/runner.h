@@ -121,6 +121,12 @@ struct runner_config {
 	 * if it returns, runner_run returns status without calling the GPU
 	 * runtime again. */
 	void (*on_hang)(int status);
+	/* Ends the process after a session died by a fault signal (its lines
+	 * are written and flushed, no verdict): NULL raises that signal here,
+	 * so that whoever runs qual-run sees the crash as if it were its own
+	 * (quald counts it against the candidate and checks the GPU). A test
+	 * sets its own; if it returns, runner_run returns QUAL_EXIT_ERROR. */
+	void (*on_crash)(int sig);
 };
 
 /* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -76,12 +77,14 @@ struct fake_arm {
 	int hang_run;     /* this gpu_graph_run call does not finish */
 	int hang_time;    /* this gpu_graph_time call does not finish */
 	double run_ms;    /* host time each gpu_graph_run takes (a sleep) */
-	int kill_at;      /* the process dies (SIGKILL) at this gpu_graph_time
-			   * call, counted from 1 (in a session: a crash of
-			   * the session's process); 0: never */
+	int kill_at;      /* the process dies (by kill_signal, 0: SIGKILL) at
+			   * this gpu_graph_time call, counted from 1 (in a
+			   * session: a crash of the session's process); 0:
+			   * never */
+	int kill_signal;
 };
 
-static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0};
+static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0, 0};
 
 /* A device allocation: host memory, plus what happened to it since the last
  * graph execution. The runner allocates RUNNER_SHIFT_SPAN bytes more than a
@@ -199,6 +202,8 @@ static struct {
 	double first_run_limit[2];
 	double first_time_limit;
 	double hang_limit;
+	int on_crash_calls; /* runner_config.on_crash calls, and the signal */
+	int on_crash_signal;
 	int on_hang_calls;  /* runner_config.on_hang calls, and the status */
 	int on_hang_status;
 	struct fake_time times[FAKE_MAX_TIMES];
@@ -698,8 +703,15 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 		return fake_hang(g, msg);
 	if (k == fk.arm[gr->arm].fault_time)
 		return fake_fault(msg);
-	if (k + 1 == fk.arm[gr->arm].kill_at)
-		raise(SIGKILL);
+	if (k + 1 == fk.arm[gr->arm].kill_at) {
+		int sig = fk.arm[gr->arm].kill_signal ? fk.arm[gr->arm].kill_signal : SIGKILL;
+		struct rlimit none = {0, 0};
+
+		/* No core file; not the test framework's handler. */
+		setrlimit(RLIMIT_CORE, &none);
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	fake_execute(gr, true);
 	*device_ns = FAKE_GRAPH_NS * fk.arm[gr->arm].factor * gr->factor *
 		     (1 + fk.noise * fake_uniform());
@@ -766,6 +778,13 @@ struct outcome {
 };
 
 static const char *const candidate_lineinfo[] = {"-lineinfo"};
+
+/* In place of raising a session's crash signal: records, and returns. */
+static void fake_on_crash(int sig)
+{
+	fk.on_crash_calls++;
+	fk.on_crash_signal = sig;
+}
 
 /* In place of _exit after a hang: records, and returns to the runner. */
 static void fake_on_hang(int status)
@@ -855,6 +874,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	if (s->hang_factor > 0)
 		cfg.hang_factor = s->hang_factor;
 	cfg.on_hang = fake_on_hang;
+	cfg.on_crash = fake_on_crash;
 
 	out = open_memstream(&text, &len);
 	err = open_memstream(&o->err, &elen);
@@ -2084,6 +2104,47 @@ static void test_session_hang(void **state)
 	outcome_release(&o);
 }
 
+/* A session that crashes (SIGSEGV at its 3rd timed candidate replay, as a
+ * driver fault in the candidate's code would) is reported as the crash of
+ * qual-run itself: the error line names it, the stop line asks for a GPU
+ * check, no verdict is written, and the signal is raised here (the test's
+ * on_crash records it instead), so that quald counts it against the
+ * candidate as it would a crash of a single process. */
+static void test_session_crash(void **state)
+{
+	static const char *const want = "session 1 of 4 ended by signal 11";
+	struct scenario s = {
+		.name = "runner_session_crash", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.validate = "--crashed",
+	};
+	struct outcome o = {0};
+	json_t *l, *found = NULL, *stop = NULL;
+	size_t i;
+
+	(void)state;
+	s.arm[1].kill_at = 3;
+	s.arm[1].kill_signal = SIGSEGV;
+	scenario_run(&s, &o);
+	assert_int_equal(o.status, QUAL_EXIT_ERROR);
+	assert_int_equal(fk.on_crash_calls, 1);
+	assert_int_equal(fk.on_crash_signal, SIGSEGV);
+	assert_int_equal(count_lines(&o, "verdict", NULL), 0);
+	assert_int_equal(count_lines(&o, "case_verdict", NULL), 0);
+	json_array_foreach(o.lines, i, l) {
+		if (has_type(l, "error") && strstr(str(l, "message"), want))
+			found = l;
+		if (has_type(l, "error") && json_object_get(l, "gpu"))
+			stop = l;
+	}
+	assert_non_null(found);
+	assert_non_null(stop);
+	assert_string_equal(str(stop, "gpu"), "faulted");
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 2);
+	outcome_release(&o);
+}
+
 /* A session's process that dies (here SIGKILL at its 3rd timed candidate
  * replay) is an error of the machine, named with its signal. */
 static void test_session_killed(void **state)
@@ -2126,6 +2187,7 @@ int main(void)
 		cmocka_unit_test(test_session_fault),
 		cmocka_unit_test(test_session_hang),
 		cmocka_unit_test(test_session_killed),
+		cmocka_unit_test(test_session_crash),
 		cmocka_unit_test(test_candidate_wrong),
 		cmocka_unit_test(test_baseline_wrong),
 		cmocka_unit_test(test_candidate_skips),
