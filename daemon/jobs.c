@@ -692,15 +692,6 @@ static void quarantine_load(struct jobs *j, const char *state_dir)
 		j->quarantine = json_object();
 }
 
-/* Signals that mean the process faulted (what loaded code can cause), as
- * opposed to SIGKILL or SIGTERM from outside (an operator, the OOM killer),
- * which are no strike. */
-static bool quarantine_fault_signal(int sig)
-{
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
-}
-
 /* One strike against the library at path (the candidate of a job whose
  * worker crashed, or whose candidate compiler crashed). Hashes the file now:
  * crashes are rare, and the hash is what a later submit is checked by. */
@@ -862,10 +853,11 @@ static void worker_conclude(struct worker *w)
 	}
 	/* A crash counts against the candidate: its compiler child died by a
 	 * signal (the engine's error line), or the worker itself died by a
-	 * fault signal (quarantine_fault_signal) the daemon did not send
+	 * fault signal (qual_fault_signal: not SIGKILL or SIGTERM from outside)
+	 * the daemon did not send
 	 * (cancel, shutdown, limits). */
 	if (w->candidate_crashed ||
-	    (quarantine_fault_signal(w->term_signal) && !w->term_sent && !w->kill_sent &&
+	    (qual_fault_signal(w->term_signal) && !w->term_sent && !w->kill_sent &&
 	     !w->cancel && !w->interrupt && !w->timed_out && !w->overflow && !w->log_over))
 		quarantine_strike(j, job->id, job->args.candidate);
 	/* The GPU is checked before its next job after a fault or hang the

@@ -3,6 +3,7 @@
 #define QUAL_LIFETIME_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define QUAL_PARENT_ENV "QUAL_DIE_WITH_PARENT"
 
@@ -12,5 +13,14 @@
  * worker left running on a GPU would disturb the next job's timings; a compile
  * child left behind would hold its temporary folder. */
 bool qual_die_with_parent(void);
+
+/* The same for a child that knows its parent's pid (a fork): killed when
+ * parent dies; false when it has died already. */
+bool qual_die_with(pid_t parent);
+
+/* A signal that says a process crashed (a fault in its code or in a library
+ * it called), as opposed to one sent to stop it: SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE, SIGABRT, SIGSYS, SIGTRAP. */
+bool qual_fault_signal(int sig);
 
 #endif

@@ -7,7 +7,6 @@
 #include <time.h>
 #include <errno.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "fixture.h"
 #include "gpu.h"
 #include "judge.h"
+#include "lifetime.h"
 #include "output.h"
 #include "rng.h"
 #include "sha256.h"
@@ -744,18 +744,11 @@ static void describe_end(int st, char *buf, size_t len)
 		snprintf(buf, len, "with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
-/* Signals that say the process crashed (as quald's quarantine counts them). */
-static bool fault_signal(int sig)
-{
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
-}
-
-/* In a child: killed when the process that forked it (parent) dies, which
+/* In a child: killed when parent (the process that forked it) dies, which
  * then cannot leave it on the GPU; gone already, the child ends. */
 static void die_with(pid_t parent)
 {
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+	if (!qual_die_with(parent))
 		_exit(QUAL_EXIT_ERROR);
 }
 
@@ -973,7 +966,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 			output_error(run->out, "time", NULL, NULL, text);
 			run->judge.machine_error = true;
 			stop = true;
-			if (st != -1 && WIFSIGNALED(st) && fault_signal(WTERMSIG(st))) {
+			if (st != -1 && WIFSIGNALED(st) && qual_fault_signal(WTERMSIG(st))) {
 				/* A crash, as if of this process: the GPU it used
 				 * is to be checked, and no verdict is given. */
 				run->crash_signal = WTERMSIG(st);

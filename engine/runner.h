@@ -57,12 +57,11 @@
 
 /* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
  * overwrites that many bytes before every timed replay, so that each starts
- * from a cold cache instead of what the other arm's replay left there; this
- * size is larger than the last-level cache of any GPU it times (H200: 50 MiB
- * of L2; MI300X: 256 MiB of Infinity Cache). Off by default: on the H200 it
+ * from a cold cache instead of what the other arm's replay left there; 512
+ * MiB is more than the last-level cache of any GPU it times (H200: 50 MiB of
+ * L2; MI300X: 256 MiB of Infinity Cache). Off by default: on the H200 it
  * doubled the width of A/A intervals (e.g. gemm_i8-256x512x256 +/-0.31% to
  * +/-0.59%) and did not make repeats agree better (docs/verdicts.md). */
-#define RUNNER_FLUSH_BYTES ((size_t)512 << 20)
 
 /* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
  * baseline's warm-up has run, each wait of the case (both arms' graphs, copies)

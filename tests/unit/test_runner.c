@@ -1976,6 +1976,20 @@ static void test_wrong_in_timing_blocks(void **state)
 
 /* ---- sessions ------------------------------------------------------------ */
 
+/* Asserts that the run has a line that stopped GPU work, the last of them
+ * saying gpu: want ("faulted" or "hung"). */
+static void assert_stop_line(const struct outcome *o, const char *want)
+{
+	json_t *l, *stop = NULL;
+	size_t i;
+
+	json_array_foreach(o->lines, i, l)
+		if (has_type(l, "error") && json_object_get(l, "gpu"))
+			stop = l;
+	assert_non_null(stop);
+	assert_string_equal(str(stop, "gpu"), want);
+}
+
 /* The blocks shared out among 4 forked sessions (3, 4, 4 and 4 blocks of
  * 15): every pair says its session and block, the blocks of a session are
  * its share, each case has one case line (from session 1), and the run is
@@ -2048,7 +2062,6 @@ static void test_session_fault(void **state)
 		.validate = "--expect-verdict fail",
 	};
 	struct outcome o = {0};
-	json_t *stop;
 
 	(void)state;
 	s.arm[1].fault_time = 3;
@@ -2059,16 +2072,7 @@ static void test_session_fault(void **state)
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 3);
 	assert_int_equal(count_lines(&o, "pair", CASE_CONV), 0);
 	assert_string_equal(case_verdict(&o, CASE_CONV), "not_timed");
-	stop = NULL;
-	{
-		size_t i;
-		json_t *l;
-		json_array_foreach(o.lines, i, l)
-			if (has_type(l, "error") && json_object_get(l, "gpu"))
-				stop = l;
-	}
-	assert_non_null(stop);
-	assert_string_equal(str(stop, "gpu"), "faulted");
+	assert_stop_line(&o, "faulted");
 	outcome_release(&o);
 }
 
@@ -2084,8 +2088,6 @@ static void test_session_hang(void **state)
 		.validate = "--expect-verdict fail",
 	};
 	struct outcome o = {0};
-	json_t *l, *stop = NULL;
-	size_t i;
 
 	(void)state;
 	/* Each session counts its own calls: the 2nd timed candidate replay
@@ -2094,11 +2096,7 @@ static void test_session_hang(void **state)
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
-	json_array_foreach(o.lines, i, l)
-		if (has_type(l, "error") && json_object_get(l, "gpu"))
-			stop = l;
-	assert_non_null(stop);
-	assert_string_equal(str(stop, "gpu"), "hung");
+	assert_stop_line(&o, "hung");
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 1);
 	assert_int_equal(fk.on_hang_calls, 0);
 	outcome_release(&o);
@@ -2120,7 +2118,7 @@ static void test_session_crash(void **state)
 		.validate = "--crashed",
 	};
 	struct outcome o = {0};
-	json_t *l, *found = NULL, *stop = NULL;
+	json_t *l, *found = NULL;
 	size_t i;
 
 	(void)state;
@@ -2132,15 +2130,11 @@ static void test_session_crash(void **state)
 	assert_int_equal(fk.on_crash_signal, SIGSEGV);
 	assert_int_equal(count_lines(&o, "verdict", NULL), 0);
 	assert_int_equal(count_lines(&o, "case_verdict", NULL), 0);
-	json_array_foreach(o.lines, i, l) {
+	json_array_foreach(o.lines, i, l)
 		if (has_type(l, "error") && strstr(str(l, "message"), want))
 			found = l;
-		if (has_type(l, "error") && json_object_get(l, "gpu"))
-			stop = l;
-	}
 	assert_non_null(found);
-	assert_non_null(stop);
-	assert_string_equal(str(stop, "gpu"), "faulted");
+	assert_stop_line(&o, "faulted");
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 2);
 	outcome_release(&o);
 }
