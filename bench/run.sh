@@ -9,7 +9,7 @@ out=${1:?usage: run.sh OUTDIR [BUILD]}
 build=${2:-build}
 mkdir -p "$out"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
-"$build/engine/qual-run" "$nvrtc" "$nvrtc" --pairs 60 >"$out/bench_aa.jsonl" 2>"$out/bench_aa.err"
+"$build/bin/qual-run" "$nvrtc" "$nvrtc" --pairs 60 >"$out/bench_aa.jsonl" 2>"$out/bench_aa.err"
 echo "a/a run exit $?"
 python3 bench/reference.py >"$out/reference.jsonl" 2>"$out/reference.err" || echo "reference failed: $(tail -n 3 "$out/reference.err")"
 python3 bench/report.py "$out/bench_aa.jsonl" "$out/reference.jsonl" | tee "$out/bench.txt"

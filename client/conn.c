@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "xalloc.h"
+#include "client/conn.h"
+#include "common/xalloc.h"
 
 /* The first read buffer; it doubles up to line_max as long lines need. */
 #define CONN_BUF_START ((size_t)64 << 10)

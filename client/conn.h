@@ -11,11 +11,11 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* The largest line accepted from quald. Job lines are the engine's lines;
  * the largest are error lines carrying a compiler log, which the engine caps
- * at 1 MiB of log (engine/rtc.h, log_cap); JSON escaping can grow a byte of
+ * at 1 MiB of log (compile/rtc.h, log_cap); JSON escaping can grow a byte of
  * log to six ("\u001b"), so 16 MiB holds any line the engine writes. */
 #define CONN_LINE_MAX ((size_t)16 << 20)
 

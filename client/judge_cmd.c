@@ -9,9 +9,9 @@
 
 #include <jansson.h>
 
-#include "exitcode.h"
-#include "judge.h"
-#include "judge_cmd.h"
+#include "common/exitcode.h"
+#include "stats/judge.h"
+#include "client/judge_cmd.h"
 
 static void usage(FILE *f, const char *prog)
 {

@@ -9,7 +9,7 @@
  * [--alpha A] [--margin M] [--help] [FILE]. prog names the program in
  * messages and usage ("qual-judge", "qualctl judge"). Writes fresh
  * case_verdict lines and a verdict line to stdout and returns the exit status
- * qual-run would have given (engine/exitcode.h); QUAL_EXIT_USAGE for a bad
+ * qual-run would have given (common/exitcode.h); QUAL_EXIT_USAGE for a bad
  * command line, an unreadable file, or lines that are not qual lines.
  * Reinitialises getopt, so it may follow other getopt parsing. */
 int judge_cmd_main(const char *prog, int argc, char **argv);

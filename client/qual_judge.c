@@ -1,7 +1,7 @@
 /* qual-judge: recomputes the verdicts of a run from its stored JSON lines
  * (a file or stdin), optionally with another alpha or margin, without a GPU.
  * The command itself lives in judge_cmd.c, shared with `qualctl judge`. */
-#include "judge_cmd.h"
+#include "client/judge_cmd.h"
 
 int main(int argc, char **argv)
 {

@@ -1,7 +1,7 @@
 /* qualctl: the client of quald (docs/qualctl.md, docs/protocol.md). One
  * command per invocation, one connection per command, one request per
  * connection; the exit status is the job's verdict for submit and
- * engine/exitcode.h's usage and no-daemon statuses otherwise.
+ * common/exitcode.h's usage and no-daemon statuses otherwise.
  *
  * The connection lives in conn.c, the text a person sees in view.c, and the
  * judge command in judge_cmd.c (shared with qual-judge); this file parses the
@@ -20,11 +20,11 @@
 
 #include <jansson.h>
 
-#include "conn.h"
-#include "exitcode.h"
-#include "judge_cmd.h"
-#include "view.h"
-#include "xalloc.h"
+#include "client/conn.h"
+#include "common/exitcode.h"
+#include "client/judge_cmd.h"
+#include "client/view.h"
+#include "common/xalloc.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "0.0.0"

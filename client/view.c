@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exitcode.h"
-#include "view.h"
-#include "xalloc.h"
+#include "common/exitcode.h"
+#include "client/view.h"
+#include "common/xalloc.h"
 
 void view_job_init(struct view_job *v, const char *job)
 {

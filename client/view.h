@@ -62,7 +62,7 @@ void view_progress(const struct view_job *v, char *buf, size_t len, size_t width
  * none, the verdict line's cases). */
 void view_summary(FILE *out, const struct view_job *v);
 
-/* The exit status (engine/exitcode.h) for a run verdict name: improvement,
+/* The exit status (common/exitcode.h) for a run verdict name: improvement,
  * neutral and not_timed 0, regression 1, fail 2, and 3 for error, quald's
  * cancelled and interrupted, and anything unknown. */
 int view_exit_status(const char *verdict);

@@ -10,7 +10,7 @@
 include(GNUInstallDirs)
 
 # All programs in one folder: qual-run finds qual-compile next to itself
-# (engine/rtc.c), and quald finds its worker qual-run the same way.
+# (compile/rtc.c), and quald finds its worker qual-run the same way.
 install(TARGETS quald qualctl qual-run qual-compile qual-judge
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT programs)
 

@@ -1,5 +1,5 @@
 /* Request framing (frame.h). */
-#include "frame.h"
+#include "daemon/frame.h"
 
 #include <string.h>
 

@@ -43,7 +43,7 @@
  *                machine's (we cannot tell which arm a GPU fault came from).
  * A job whose worker wrote its verdict line is done with that verdict, even
  * when a cancel or shutdown arrived after it. */
-#include "jobs.h"
+#include "daemon/jobs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -59,16 +59,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "confine.h"
-#include "exitcode.h"
-#include "fixture.h"
-#include "lifetime.h"
-#include "policy.h"
-#include "relay.h"
-#include "rtc.h"
-#include "sha256.h"
-#include "store.h"
-#include "xalloc.h"
+#include "common/confine.h"
+#include "common/exitcode.h"
+#include "fixtures/fixture.h"
+#include "common/lifetime.h"
+#include "daemon/policy.h"
+#include "daemon/relay.h"
+#include "compile/rtc.h"
+#include "common/sha256.h"
+#include "daemon/store.h"
+#include "common/xalloc.h"
 
 extern char **environ;
 
@@ -1118,7 +1118,7 @@ static void worker_start(struct jobs *j, struct job *job, int slot)
 			       "LISTEN_PID=", "LISTEN_FDNAMES=", "NOTIFY_SOCKET=",
 			       "WATCHDOG_USEC=", "WATCHDOG_PID=", "QUAL_CONFINE=", NULL,
 			       NULL };
-	/* QUAL_CONFINE: qual-run confines itself (engine/confine.h: no core
+	/* QUAL_CONFINE: qual-run confines itself (common/confine.h: no core
 	 * dumps, bounded open files, a network namespace where the kernel
 	 * allows). */
 	const char *add[] = { die, helper, QUAL_CONFINE_ENV "=1", NULL, NULL };

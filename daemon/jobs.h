@@ -23,8 +23,8 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "err.h"
-#include "request.h"
+#include "common/err.h"
+#include "daemon/request.h"
 
 #define JOB_ID_MAX 32
 

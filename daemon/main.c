@@ -16,12 +16,12 @@
 
 #include <uv.h>
 
-#include "exitcode.h"
-#include "jobs.h"
-#include "policy.h"
-#include "sd.h"
-#include "server.h"
-#include "xalloc.h"
+#include "common/exitcode.h"
+#include "daemon/jobs.h"
+#include "daemon/policy.h"
+#include "daemon/sd.h"
+#include "daemon/server.h"
+#include "common/xalloc.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"
@@ -133,8 +133,8 @@ static char *first_dir(const char *env)
 	return n ? strndup(e, n) : NULL;
 }
 
-/* A program beside our own executable (the installed layout), else in
- * ../engine/ (the build tree), else NULL. */
+/* A program beside our own executable (the installed layout, and the build
+ * tree's bin/ folder), else NULL. */
 static char *find_beside(const char *name)
 {
 	char exe[PATH_MAX], path[PATH_MAX + 64];
@@ -145,9 +145,6 @@ static char *find_beside(const char *name)
 		return NULL;
 	dir = dirname(exe);
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	if (access(path, X_OK) == 0)
-		return xstrdup(path);
-	snprintf(path, sizeof path, "%s/../engine/%s", dir, name);
 	if (access(path, X_OK) == 0)
 		return xstrdup(path);
 	return NULL;

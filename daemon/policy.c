@@ -1,5 +1,5 @@
 /* Library policy (policy.h). */
-#include "policy.h"
+#include "daemon/policy.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "xalloc.h"
+#include "common/xalloc.h"
 
 int policy_path_under(const char *path, const char *root)
 {

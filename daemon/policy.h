@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* Roots used when none is given with --allow-root: the system library
  * folders and the usual places for vendor toolkits (CUDA's /usr/local/cuda,
@@ -58,7 +58,7 @@ int policy_path_under(const char *path, const char *root);
  * sees them; *argc shrinks) and builds the root list: the defaults
  * (POLICY_DEFAULT_ROOTS), the tree quald runs from (the folder above the one
  * holding its executable: /usr/local for /usr/local/bin/quald, the build
- * folder for build/daemon/quald), then each DIR given. *roots is a new
+ * folder for build/bin/quald), then each DIR given. *roots is a new
  * NULL-terminated array of *nroots new strings (policy_roots_free). Returns
  * 0, or QUAL_EINVAL for --allow-root without a value (msg says so). */
 int policy_args_take(int *argc, char **argv, char ***roots, int *nroots,

@@ -1,12 +1,12 @@
 /* The relay of worker lines (relay.h). */
-#include "relay.h"
+#include "daemon/relay.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
+#include "common/xalloc.h"
 
 static bool is_space(char c)
 {

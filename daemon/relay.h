@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* Bytes of a line that is not a JSON object quoted in the error line made of
  * it: enough to recognise what printed it, short enough for a log line. */

@@ -1,7 +1,7 @@
 /* Parsing and validating one request line (docs/protocol.md). Every refusal
  * names the problem precisely enough that a person can fix the request from
  * the message alone: the field, what it must be, and what it was. */
-#include "request.h"
+#include "daemon/request.h"
 
 #include <limits.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "xalloc.h"
+#include "common/err.h"
+#include "common/xalloc.h"
 
 /* Limits on what a request may carry, beyond the line length. Paths are at
  * most PATH_MAX (4096 on Linux, with the NUL); a case name is short (the

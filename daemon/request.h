@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "common/err.h"
 
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
 #define REQUEST_MAX_LIST 64            /* cases or options per list */

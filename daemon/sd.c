@@ -15,7 +15,7 @@
  * and the pid they are meant for in LISTEN_PID (a child of ours that
  * inherited the environment must not take them). The descriptors arrive
  * without close-on-exec. */
-#include "sd.h"
+#include "daemon/sd.h"
 
 #include <errno.h>
 #include <fcntl.h>

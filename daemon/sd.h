@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* The first descriptor systemd passes (SD_LISTEN_FDS_START). */
 #define SD_LISTEN_FDS_START 3

@@ -1,6 +1,6 @@
 /* quald's server side (server.h): listeners, connections, requests, and the
  * relay of job lines to followers and watchers. */
-#include "server.h"
+#include "daemon/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,10 +18,10 @@
 
 #include <openssl/crypto.h>
 
-#include "frame.h"
-#include "output.h"
-#include "request.h"
-#include "xalloc.h"
+#include "daemon/frame.h"
+#include "common/lines.h"
+#include "daemon/request.h"
+#include "common/xalloc.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"

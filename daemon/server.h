@@ -26,8 +26,8 @@
 
 #include <uv.h>
 
-#include "err.h"
-#include "jobs.h"
+#include "common/err.h"
+#include "daemon/jobs.h"
 
 #define SERVER_DEFAULT_CLIENT_BUFFER (8u << 20) /* bytes of pending output */
 #define SERVER_MIN_CLIENT_BUFFER (64u << 10)

@@ -8,7 +8,7 @@
  * clean and a second fsync then "succeeds" without having written them (the
  * PostgreSQL fsync episode of 2018), so the only safe answer is to stop and
  * let the next start work from what is really on disk (store.h: Failures). */
-#include "store.h"
+#include "daemon/store.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -25,8 +25,8 @@
 
 #include <openssl/evp.h>
 
-#include "exitcode.h"
-#include "xalloc.h"
+#include "common/exitcode.h"
+#include "common/xalloc.h"
 
 #define STORE_JOBS "jobs"
 #define STORE_REQUEST "request.json"

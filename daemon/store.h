@@ -62,7 +62,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "common/err.h"
 
 #define STORE_ID_MAX 32
 

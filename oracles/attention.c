@@ -1,4 +1,4 @@
-#include "attention.h"
+#include "oracles/attention.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "conv.h"
+#include "oracles/conv.h"
 
 #include <stddef.h>
 

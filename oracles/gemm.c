@@ -1,6 +1,6 @@
-#include "gemm.h"
+#include "oracles/gemm.h"
 
-#include "half.h"
+#include "oracles/half.h"
 
 #include <stddef.h>
 

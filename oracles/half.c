@@ -1,4 +1,4 @@
-#include "half.h"
+#include "oracles/half.h"
 
 #include <math.h>
 #include <string.h>

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 base=${1:-/usr/local/cuda/lib64/libnvrtc.so.13}
 cand=${2:-/usr/local/cuda/lib64/libnvrtc.alt.so.13}
 shift $(( $# < 2 ? $# : 2 ))
-if [ ! -x "${QUAL_BUILD:-build}/engine/qual-run" ]; then
+if [ ! -x "${QUAL_BUILD:-build}/bin/qual-run" ]; then
   bash scripts/install-deps.sh
   bash scripts/build.sh
 fi
-exec "${QUAL_BUILD:-build}/engine/qual-run" "$base" "$cand" "$@"
+exec "${QUAL_BUILD:-build}/bin/qual-run" "$base" "$cand" "$@"

@@ -1,6 +1,6 @@
 /* Paired-comparison statistics: see stats.h for the contract of each function
  * and the scipy call it matches. Numerical choices are explained where made. */
-#include "stats.h"
+#include "stats/stats.h"
 
 #include <float.h>
 #include <math.h>

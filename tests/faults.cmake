@@ -1,6 +1,6 @@
 # GPU faults and hangs (docs/faults.md), in CI without a GPU.
 #
-# health (unit): engine/health.c on a fake backend (healthy, a wrong word, a
+# health (unit): gpu/health.c on a fake backend (healthy, a wrong word, a
 # hang, no PTX, no device); health_ptx: the health kernel's PTX assembles with
 # the real ptxas; health_no_device: `qual-run --health` here says "no device"
 # and exits 3. The deadline policy and the hang path of the runner are tested
@@ -10,7 +10,7 @@
 # On the GPU itself: tests/gpu/faults.sh.
 
 add_executable(test_health ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_health.c)
-target_link_libraries(test_health PRIVATE qual_engine PkgConfig::CMOCKA)
+target_link_libraries(test_health PRIVATE qual_gpu PkgConfig::CMOCKA)
 add_test(NAME health COMMAND test_health)
 set_tests_properties(health PROPERTIES LABELS unit TIMEOUT 60)
 

@@ -22,7 +22,7 @@ set(QUAL_FUZZ_SRC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(QUAL_FUZZ_OUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
 # What each target drives, compiled into it (so that it is instrumented with
 # the target) with the error space and allocation it stands on.
-set(QUAL_FUZZ_COMMON ${PROJECT_SOURCE_DIR}/engine/err.c ${PROJECT_SOURCE_DIR}/engine/xalloc.c)
+set(QUAL_FUZZ_COMMON ${PROJECT_SOURCE_DIR}/common/err.c ${PROJECT_SOURCE_DIR}/common/xalloc.c)
 set(QUAL_FUZZ_DRIVES_request ${PROJECT_SOURCE_DIR}/daemon/frame.c
     ${PROJECT_SOURCE_DIR}/daemon/request.c)
 set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c)
@@ -46,8 +46,7 @@ foreach(name request relay)
     add_executable(${exe} ${QUAL_FUZZ_SRC}/fuzz_${name}.c ${QUAL_FUZZ_SRC}/replay_main.c
                    ${QUAL_FUZZ_DRIVES_${name}} ${QUAL_FUZZ_COMMON})
   endif()
-  target_include_directories(${exe} PRIVATE ${QUAL_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/daemon
-                             ${PROJECT_SOURCE_DIR}/engine)
+  target_include_directories(${exe} PRIVATE ${QUAL_FUZZ_SRC})
   target_link_libraries(${exe} PRIVATE PkgConfig::JANSSON)
 
   if(QUAL_FUZZ)

@@ -1,4 +1,4 @@
-# GPU backends (engine/gpu*.c).
+# GPU backends (gpu/gpu*.c).
 #
 # gpu_nodev (unit): both backends built against their headers, and on a
 # machine without a GPU each reports QUAL_ENODEV (the no-device checks skip
@@ -8,13 +8,8 @@
 # are compiled here with nvcc into CUBINs and embedded in the binary, so the
 # build folder can be carried to the GPU machine as it is.
 
-# The GPU code alone, where engine/CMakeLists.txt offers it as a library;
-# otherwise the whole engine.
-if(TARGET qual_gpu)
-  set(QUAL_GPU_LIB qual_gpu)
-else()
-  set(QUAL_GPU_LIB qual_engine)
-endif()
+# The GPU layer alone (gpu/).
+set(QUAL_GPU_LIB qual_gpu)
 
 add_executable(test_gpu_nodev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_nodev.c)
 target_link_libraries(test_gpu_nodev PRIVATE ${QUAL_GPU_LIB} PkgConfig::CMOCKA)
@@ -51,7 +46,7 @@ else()
   message(STATUS "nvcc not found: gpu_smoke is not built")
 endif()
 
-# gpu_dispatch (unit): engine/gpu.c compiled into the test with two fake
+# gpu_dispatch (unit): gpu/gpu.c compiled into the test with two fake
 # backends in place of CUDA and HIP (the test defines gpu__cuda_backend and
 # gpu__hip_backend, so the real backends are not linked in).
 add_executable(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_dispatch.c)

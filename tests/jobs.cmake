@@ -4,7 +4,6 @@
 # The store alone: its own source, nothing else of the daemon.
 add_executable(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c
                ${PROJECT_SOURCE_DIR}/daemon/store.c)
-target_include_directories(test_store PRIVATE ${PROJECT_SOURCE_DIR}/daemon)
 target_link_libraries(test_store PRIVATE qual_common PkgConfig::JANSSON PkgConfig::CMOCKA
                       OpenSSL::Crypto)
 foreach(t ids create_and_state log_append_read log_torn_tail log_flipped_byte

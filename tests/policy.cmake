@@ -3,7 +3,6 @@
 # would be refused: /tmp is world-writable).
 add_executable(test_policy ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_policy.c
                ${PROJECT_SOURCE_DIR}/daemon/policy.c)
-target_include_directories(test_policy PRIVATE ${PROJECT_SOURCE_DIR}/daemon)
 target_link_libraries(test_policy PRIVATE qual_common PkgConfig::CMOCKA)
 target_compile_definitions(test_policy PRIVATE
   POLICY_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}")
@@ -14,7 +13,7 @@ foreach(t path_under good outside symlink_out symlink_in world_writable_file
   set_tests_properties(policy_${t} PROPERTIES LABELS unit TIMEOUT 30)
 endforeach()
 
-# Worker confinement (engine/confine.c): rlimits and a network namespace.
+# Worker confinement (common/confine.c): rlimits and a network namespace.
 add_executable(test_confine ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_confine.c)
 target_link_libraries(test_confine PRIVATE qual_common PkgConfig::CMOCKA)
 foreach(t confined unconfined)

@@ -1,4 +1,4 @@
-# Compiler libraries (engine/rtc*, qual-compile): unit tests and the shim
+# Compiler libraries (compile/rtc*, qual-compile): unit tests and the shim
 # compiler libraries they use. Tests run real nvrtc (CUDA 13.0 at
 # /usr/local/cuda) and Debian's hiprtc (libamdhip64.so.5, ROCm 5.2.3); no GPU
 # is needed.
@@ -14,8 +14,8 @@ set(QUAL_TEST_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
 
 # What the rtc modules stand on. test_rtc.c includes rtc.c and rtc_parse.c
 # to reach their statics, so they are not in this library.
-add_library(qual_rtc_test_lib STATIC ${PROJECT_SOURCE_DIR}/engine/sha256.c)
-target_link_libraries(qual_rtc_test_lib PUBLIC qual_common OpenSSL::Crypto ${CMAKE_DL_LIBS})
+add_library(qual_rtc_test_lib INTERFACE)
+target_link_libraries(qual_rtc_test_lib INTERFACE qual_common ${CMAKE_DL_LIBS})
 
 # Shim compilers: shared objects in <build>/shims.
 set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin)

@@ -1,8 +1,8 @@
-# The pair runner (engine/runner.c) on a fake GPU, in CI without one.
+# The pair runner (run/runner.c) on a fake GPU, in CI without one.
 #
 # runner (unit): tests/unit/test_runner.c defines the backend symbols
 # gpu__cuda_backend and gpu__hip_backend itself (a fake whose device memory is
-# host memory), so the engine is built here again without gpu_cuda.c and
+# host memory), so the run layer is built here again without gpu_cuda.c and
 # gpu_hip.c. Compiles are real: qual-compile children running the real nvrtc.
 # Every stream the runner writes is kept in <build>/tests/runner_out and
 # validated against docs/schema/lines.schema.json.
@@ -10,14 +10,11 @@
 set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
     "The nvrtc both arms of the runner test compile with")
 
-set(E ${PROJECT_SOURCE_DIR}/engine)
+set(S ${PROJECT_SOURCE_DIR})
 add_library(qual_runner_test_lib STATIC
-  ${E}/sha256.c ${E}/rtc.c ${E}/rtc_parse.c ${E}/gpu.c ${E}/output.c
-  ${E}/judge.c ${E}/runner.c)
-target_include_directories(qual_runner_test_lib PUBLIC ${E})
-target_compile_definitions(qual_runner_test_lib PUBLIC QUAL_VERSION="${PROJECT_VERSION}")
-target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_stats
-                      OpenSSL::Crypto PkgConfig::JANSSON ${CMAKE_DL_LIBS} m)
+  ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/run/runner.c)
+target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_judge
+                      ${CMAKE_DL_LIBS} m)
 
 if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
   set(RO ${CMAKE_CURRENT_BINARY_DIR}/runner_out)

@@ -6,7 +6,6 @@ set(QUAL_DAEMON_DIR ${PROJECT_SOURCE_DIR}/daemon)
 
 add_executable(test_request ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_request.c
                ${QUAL_DAEMON_DIR}/request.c)
-target_include_directories(test_request PRIVATE ${QUAL_DAEMON_DIR})
 target_link_libraries(test_request PRIVATE qual_common PkgConfig::JANSSON PkgConfig::CMOCKA)
 target_compile_definitions(test_request PRIVATE
   REQUEST_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/requests")
@@ -18,8 +17,6 @@ set_tests_properties(request_unit PROPERTIES LABELS unit)
 add_executable(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_server.c
                ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/frame.c
                ${QUAL_DAEMON_DIR}/sd.c)
-target_include_directories(test_server PRIVATE ${QUAL_DAEMON_DIR}
-                           ${PROJECT_SOURCE_DIR}/engine)
 target_link_libraries(test_server PRIVATE qual_common OpenSSL::Crypto PkgConfig::LIBUV PkgConfig::JANSSON
                       PkgConfig::CMOCKA)
 add_dependencies(test_server quald)

@@ -20,5 +20,5 @@ flags="-O2 -g -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-pr
 cc $flags "$here/fake_worker.c" -o "$out/fake_worker"
 # shellcheck disable=SC2046
 cc $flags "$here/qual_load.c" $(pkg-config --cflags --libs libuv jansson) -o "$out/qual-load"
-exec "$out/qual-load" --quald "$build/daemon/quald" --worker "$out/fake_worker" \
-  --helper "$build/engine/qual-compile" --lines "$here/compile_only.jsonl" "$@"
+exec "$out/qual-load" --quald "$build/bin/quald" --worker "$out/fake_worker" \
+  --helper "$build/bin/qual-compile" --lines "$here/compile_only.jsonl" "$@"

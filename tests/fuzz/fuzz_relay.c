@@ -30,9 +30,9 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "common/err.h"
 #include "fuzz.h"
-#include "relay.h"
+#include "daemon/relay.h"
 
 static bool is_space(char c)
 {

@@ -29,10 +29,10 @@
 #include <jansson.h>
 #include <sanitizer/asan_interface.h> /* no-ops without ASan */
 
-#include "err.h"
-#include "frame.h"
+#include "common/err.h"
+#include "daemon/frame.h"
 #include "fuzz.h"
-#include "request.h"
+#include "daemon/request.h"
 
 /* The limits of docs/protocol.md, stated again so that the oracle does not
  * share request.c's constants. */

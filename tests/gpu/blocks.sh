@@ -20,7 +20,7 @@ build=${2:-build}
 repeats=${3:-8}
 configs=${4:-aa_blocks aa_one slow_blocks slow_one}
 mkdir -p "$out/runs"
-run="$build/engine/qual-run"
+run="$build/bin/qual-run"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 slow="$build/shims/libshim_slow.so"
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -25,7 +25,7 @@ set -u
 out=${1:?usage: faults.sh OUTDIR [BUILD]}
 build=${2:-build}
 mkdir -p "$out"
-run="$build/engine/qual-run"
+run="$build/bin/qual-run"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 shims="$build/shims"
 case_name=gemm_f16-256x512x256

@@ -15,7 +15,7 @@ set -u
 out=${1:?usage: run.sh OUTDIR [BUILD]}
 build=${2:-build}
 mkdir -p "$out"
-run="$build/engine/qual-run"
+run="$build/bin/qual-run"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 alt=/usr/local/cuda/lib64/libnvrtc.alt.so.13
 shims="$build/shims"

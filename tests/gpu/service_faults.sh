@@ -12,11 +12,11 @@ mkdir -p "$out"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 tmp=$(mktemp -d)
 sock=$tmp/quald.sock
-ctl() { "$build/client/qualctl" --socket "$sock" "$@"; }
+ctl() { "$build/bin/qualctl" --socket "$sock" "$@"; }
 status=0
 
-"$build/daemon/quald" --socket "$sock" --state-dir "$tmp/state" --devices 0 \
-  --worker "$build/engine/qual-run" --compile-helper "$build/engine/qual-compile" \
+"$build/bin/quald" --socket "$sock" --state-dir "$tmp/state" --devices 0 \
+  --worker "$build/bin/qual-run" --compile-helper "$build/bin/qual-compile" \
   --allow-root "$(cd "$build" && pwd)" >"$out/quald.log" 2>&1 &
 qpid=$!
 for _ in $(seq 50); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done

@@ -31,20 +31,20 @@ run() {
   local name=$1 devices=$2 tmp sock qpid t0 t1
   tmp=$(mktemp -d)
   sock=$tmp/quald.sock
-  "$build/daemon/quald" --socket "$sock" --state-dir "$out/$name" --devices "$devices" \
-    --worker "$build/engine/qual-run" --compile-helper "$build/engine/qual-compile" \
+  "$build/bin/quald" --socket "$sock" --state-dir "$out/$name" --devices "$devices" \
+    --worker "$build/bin/qual-run" --compile-helper "$build/bin/qual-compile" \
     --allow-root "$(cd "$build" && pwd)" >"$out/$name.quald.log" 2>&1 &
   qpid=$!
-  for _ in $(seq 100); do "$build/client/qualctl" --socket "$sock" status >/dev/null 2>&1 && break; sleep 0.1; done
+  for _ in $(seq 100); do "$build/bin/qualctl" --socket "$sock" status >/dev/null 2>&1 && break; sleep 0.1; done
   t0=$(date +%s%N)
   for cand in "$alt" "$slow" "$alt" "$slow"; do
-    "$build/client/qualctl" --socket "$sock" submit "$nvrtc" "$cand" --json \
+    "$build/bin/qualctl" --socket "$sock" submit "$nvrtc" "$cand" --json \
       >"$out/$name.$(basename "$cand").$RANDOM.jsonl" 2>>"$out/$name.err" &
   done
   wait $(jobs -p | grep -v "^$qpid$") 2>/dev/null
   t1=$(date +%s%N)
   echo "$name: four jobs in $(( (t1 - t0) / 1000000 )) ms" | tee -a "$out/summary.txt"
-  "$build/client/qualctl" --socket "$sock" list | tee -a "$out/summary.txt"
+  "$build/bin/qualctl" --socket "$sock" list | tee -a "$out/summary.txt"
   kill -TERM "$qpid"; wait "$qpid"
   rm -rf "$tmp"
 }

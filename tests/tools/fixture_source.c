@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixture.h"
+#include "fixtures/fixture.h"
 
 int main(int argc, char **argv)
 {

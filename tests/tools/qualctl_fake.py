@@ -9,7 +9,7 @@ The fake daemon listens on a temporary Unix socket (and loopback TCP for the
 canned lines: a real compile-only run of qual-run (DATA_DIR/compile_only.jsonl)
 and synthetic timed runs written here, with quald's "job" and "seq" added as
 docs/protocol.md says. Each CASE runs qualctl and checks its request, its
-stdout and stderr, and its exit status (engine/exitcode.h). The real daemon
+stdout and stderr, and its exit status (common/exitcode.h). The real daemon
 is tested end to end elsewhere; this pins the client to the protocol."""
 import json
 import os

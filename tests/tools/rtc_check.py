@@ -23,7 +23,7 @@ entry); RTC_CHECK_OUT=PATH writes the code object there.
 Prints the compiler log, then one line "code: N bytes" (CUBIN or AMDGPU code
 object). Exits 0 on success, 1 when compilation failed, 2 on usage errors.
 
-This is a test tool, not the product's compile path (engine/rtc.c runs compiles
+This is a test tool, not the product's compile path (compile/rtc.c runs compiles
 in a child process). It leaves the process with os._exit() because ROCm 5.2's
 runtime may crash in its teardown at exit on a machine without an AMD GPU.
 """

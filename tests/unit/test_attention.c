@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "cases.h"
-#include "err.h"
-#include "fixture.h"
-#include "half.h"
+#include "oracles/attention.h"
+#include "fixtures/cases.h"
+#include "common/err.h"
+#include "fixtures/fixture.h"
+#include "oracles/half.h"
 
 /* |a - b| <= tol, with both values in the message when not. */
 #define assert_close(a, b, tol) assert_close_at((a), (b), (tol), __FILE__, __LINE__)

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "confine.h"
+#include "common/confine.h"
 
 /* Interfaces other than "lo" that this process sees. */
 static int other_interfaces(void)

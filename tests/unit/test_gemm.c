@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cases.h"
-#include "err.h"
-#include "fixture.h"
-#include "gemm.h"
-#include "half.h"
+#include "fixtures/cases.h"
+#include "common/err.h"
+#include "fixtures/fixture.h"
+#include "oracles/gemm.h"
+#include "oracles/half.h"
 
 /* xorshift64*: unrelated to the fixtures' generator. */
 static uint64_t test_next(uint64_t *s)

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../engine/gpu.c"
+#include "gpu/gpu.c"
 
 /* What the fakes do on open, set per test. */
 static int cuda_open_rc, hip_open_rc;

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "gpu.h"
+#include "gpu/gpu.h"
 
 /* Both backends compiled with their headers: a build that silently lost
  * cuda.h or the HIP headers would otherwise pass every no-device test. */

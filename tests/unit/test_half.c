@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "half.h"
+#include "oracles/half.h"
 
 /* GCC's conversion of a double to f16 bits. */
 static uint16_t ref_f16_bits(double x)

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "gpu_backend.h"
-#include "health.h"
-#include "xalloc.h"
+#include "gpu/gpu_backend.h"
+#include "gpu/health.h"
+#include "common/xalloc.h"
 
 /* ---- the fake backend -------------------------------------------------- */
 

@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jobs.h"
-#include "store.h"
+#include "daemon/jobs.h"
+#include "daemon/store.h"
 
 #define MAX_LINES 4096
 

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "daemon/policy.h"
 
 static char dir[PATH_MAX];       /* the test's folder (real path) */
 static char root[PATH_MAX];      /* dir/allowed, the one root */

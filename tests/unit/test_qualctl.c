@@ -16,9 +16,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "conn.h"
-#include "exitcode.h"
-#include "view.h"
+#include "client/conn.h"
+#include "common/exitcode.h"
+#include "client/view.h"
 
 /* ---- helpers ---- */
 

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "request.h"
+#include "common/err.h"
+#include "daemon/request.h"
 
 #ifndef REQUEST_TEST_DATA
 #error "REQUEST_TEST_DATA must name tests/data/requests"

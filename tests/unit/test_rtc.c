@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "../../engine/rtc.c"
-#include "../../engine/rtc_parse.c"
+#include "compile/rtc.c"
+#include "compile/rtc_parse.c"
 
 #include <dirent.h>
 

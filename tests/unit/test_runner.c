@@ -26,13 +26,13 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "exitcode.h"
-#include "fixture.h"
-#include "gpu_backend.h"
-#include "half.h"
-#include "rtc.h"
-#include "runner.h"
-#include "xalloc.h"
+#include "common/exitcode.h"
+#include "fixtures/fixture.h"
+#include "gpu/gpu_backend.h"
+#include "oracles/half.h"
+#include "compile/rtc.h"
+#include "run/runner.h"
+#include "common/xalloc.h"
 
 /* The two cases the tests run: small (both compile in about 0.2 s with
  * nvrtc 13.0) and of different kernels, buffer counts and output positions

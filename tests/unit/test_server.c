@@ -30,12 +30,12 @@
 #include <cmocka.h>
 #include <uv.h>
 
-#include "jobs.h"
-#include "request.h"
-#include "sd.h"
+#include "daemon/jobs.h"
+#include "daemon/request.h"
+#include "daemon/sd.h"
 /* The server itself, to look at a connection's state where the wire cannot
  * show it (a replay waiting for its client). */
-#include "server.c"
+#include "daemon/server.c"
 
 static uv_loop_t loop;
 

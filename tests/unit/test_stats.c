@@ -31,7 +31,7 @@
 
 #include <cmocka.h>
 
-#include "stats.h"
+#include "stats/stats.h"
 
 /* ---- helpers ---- */
 

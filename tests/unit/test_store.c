@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "daemon/store.h"
 
 static char dir[PATH_MAX];
 

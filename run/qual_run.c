@@ -8,15 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "confine.h"
-#include "exitcode.h"
-#include "fixture.h"
-#include "health.h"
-#include "lifetime.h"
-#include "output.h"
-#include "runner.h"
-#include "stats.h"
-#include "xalloc.h"
+#include "common/confine.h"
+#include "common/exitcode.h"
+#include "fixtures/fixture.h"
+#include "gpu/health.h"
+#include "common/lifetime.h"
+#include "common/lines.h"
+#include "run/runner.h"
+#include "stats/stats.h"
+#include "common/xalloc.h"
 
 static void usage(FILE *f)
 {
@@ -111,7 +111,7 @@ static int run_health(int device)
 	int rc = health_check(device, HEALTH_LIMIT_MS, &r);
 	int status = rc == 0 ? QUAL_EXIT_PASS : QUAL_EXIT_ERROR;
 
-	output_emit(stdout, health_json(&r));
+	lines_emit(stdout, health_json(&r));
 	if (!r.ok)
 		fprintf(stderr, "qual-run: gpu %d is not healthy: %s\n", device, r.message);
 	if (r.hung) {
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 				 "few for a %g interval of the median (at least 6)", cfg.pairs,
 				 cfg.pairs_per_block, blocks, blocks == 1 ? "" : "s", cfg.stats.conf);
 			fprintf(stderr, "qual-run: %s\n", text);
-			output_error(stdout, "setup", NULL, NULL, text);
+			lines_error(stdout, "setup", NULL, NULL, text);
 			goto out;
 		}
 	}

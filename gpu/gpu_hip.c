@@ -1,4 +1,4 @@
-/* The HIP backend of engine/gpu.h: the HIP runtime API on AMD GPUs, loaded at
+/* The HIP backend of gpu/gpu.h: the HIP runtime API on AMD GPUs, loaded at
  * run time.
  *
  * Compiled against Debian's ROCm 5.2 headers with __HIP_PLATFORM_AMD__ (the
@@ -34,13 +34,13 @@
  *   does with cuStreamQuery (spinning first, then sleeping between queries).
  * - No PTX, and no portable code object either: gpu_module_load_ptx is not
  *   offered, so the health check on AMD is a memory round trip without a
- *   kernel (engine/health.c).
+ *   kernel (gpu/health.c).
  *
  * Built without the headers (QUAL_HAVE_HIP_H unset) the backend only reports
  * that it was not built. */
-#include "gpu_backend.h"
+#include "gpu/gpu_backend.h"
 
-#include "err.h"
+#include "common/err.h"
 
 #if defined(QUAL_HAVE_HIP_H)
 
@@ -51,7 +51,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "xalloc.h"
+#include "common/xalloc.h"
 
 /* The sonames tried, in order: the development link first (whatever ROCm is
  * installed), then the runtime sonames of ROCm 6 and 5. */

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "err.h"
+#include "common/err.h"
 
 enum rtc_abi {
 	RTC_ABI_NONE = 0,

@@ -3,7 +3,7 @@
  * helper program qual-compile (qual_compile.c) in a private temporary folder
  * and a process group of its own, wait for it under a time limit, and read
  * back the files it wrote. No compiler library is ever loaded here. */
-#include "rtc.h"
+#include "compile/rtc.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lifetime.h"
-#include "sha256.h"
-#include "xalloc.h"
+#include "common/lifetime.h"
+#include "common/sha256.h"
+#include "common/xalloc.h"
 
 extern char **environ;
 

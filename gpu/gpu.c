@@ -1,13 +1,13 @@
-/* Dispatch for engine/gpu.h: argument checks, the lists of what each gpu
+/* Dispatch for gpu/gpu.h: argument checks, the lists of what each gpu
  * holds, and the call into the backend that opened it. */
-#include "gpu.h"
+#include "gpu/gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_backend.h"
-#include "xalloc.h"
+#include "gpu/gpu_backend.h"
+#include "common/xalloc.h"
 
 /* In the order gpu_open tries them: CUDA first, because the machines we run
  * on are NVIDIA ones and because loading ROCm into a process costs more. */

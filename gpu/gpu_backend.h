@@ -1,5 +1,5 @@
 /* The interface between the dispatch in gpu.c and the vendor backends
- * gpu_cuda.c and gpu_hip.c. Internal to engine/gpu*.c.
+ * gpu_cuda.c and gpu_hip.c. Internal to gpu/gpu*.c.
  *
  * gpu.c checks arguments, keeps the lists of what each gpu holds (so that
  * gpu_close can free it all) and calls the backend; a backend only talks to its
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu.h"
+#include "gpu/gpu.h"
 
 /* The common part of an opened gpu. The backend fills backend and info;
  * gpu.c owns the rest. A backend reads wait_limit_ms in every wait for the

@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "gpu.h"
+#include "gpu/gpu.h"
 
 /* The default deadline of each wait of the check. The whole check takes a
  * few milliseconds on a healthy GPU (most of it opening the context); 5 s

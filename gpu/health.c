@@ -1,12 +1,12 @@
-#include "health.h"
+#include "gpu/health.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "output.h"
-#include "xalloc.h"
+#include "common/lines.h"
+#include "common/xalloc.h"
 
 /* Written by hand after nvcc -ptx of the CUDA C below, with the ISA lowered to
  * 6.0 and the target to sm_50 (it uses nothing newer): checked with ptxas for
@@ -190,13 +190,13 @@ json_t *health_json(const struct health_report *r)
 
 	json_object_set_new(line, "device", r->have_device ?
 			    json_pack("{s:s,s:o,s:s,s:s,s:i}", "vendor", in->vendor,
-				      "name", output_text(in->name), "arch", in->arch,
+				      "name", lines_text(in->name), "arch", in->arch,
 				      "driver", in->driver, "ordinal", in->ordinal) :
 			    json_null());
 	json_object_set_new(line, "kernel", json_boolean(r->kernel));
 	json_object_set_new(line, "hung", json_boolean(r->hung));
 	json_object_set_new(line, "limit_ms", json_real(r->limit_ms));
 	json_object_set_new(line, "ms", json_real(r->ms));
-	json_object_set_new(line, "message", output_text(r->message));
+	json_object_set_new(line, "message", lines_text(r->message));
 	return line;
 }

@@ -1,4 +1,4 @@
-/* The CUDA backend of engine/gpu.h: the CUDA driver API, loaded at run time.
+/* The CUDA backend of gpu/gpu.h: the CUDA driver API, loaded at run time.
  *
  * libcuda.so.1 is opened with dlopen, so the same binary starts on machines
  * without it. Entry points are NOT taken with dlsym by their plain names:
@@ -15,9 +15,9 @@
  *
  * Built without cuda.h (QUAL_HAVE_CUDA_H unset) the backend only reports that
  * it was not built. */
-#include "gpu_backend.h"
+#include "gpu/gpu_backend.h"
 
-#include "err.h"
+#include "common/err.h"
 
 #if defined(QUAL_HAVE_CUDA_H)
 
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "xalloc.h"
+#include "common/xalloc.h"
 
 #define CUDA_DRIVER_SONAME "libcuda.so.1"
 

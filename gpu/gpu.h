@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "common/err.h"
 
 struct gpu;        /* an opened device with its context and stream */
 struct gpu_module; /* a loaded code object */

@@ -1,8 +1,8 @@
 /* JSON lines: the output contract of the engine (docs/output.md, schema in
  * docs/schema/lines.schema.json). Every line is one compact JSON object with a
  * "type"; this module writes them. */
-#ifndef QUAL_OUTPUT_H
-#define QUAL_OUTPUT_H
+#ifndef QUAL_LINES_H
+#define QUAL_LINES_H
 
 #include <stdio.h>
 
@@ -14,21 +14,21 @@
 
 /* Writes line (steals the reference) as one compact line and flushes, so a
  * reader following the stream sees it at once. Returns 0 or QUAL_EIO. */
-int output_emit(FILE *out, json_t *line);
+int lines_emit(FILE *out, json_t *line);
 
 /* A new object {"type": type}. */
-json_t *output_line(const char *type);
+json_t *lines_new(const char *type);
 
 /* A JSON number, or null when x is NaN or infinite (JSON has no NaN). */
-json_t *output_real(double x);
+json_t *lines_real(double x);
 
 /* A JSON string of s; bytes that are not valid UTF-8 (compiler logs may hold
  * any) become '?', so text is never dropped. NULL gives null. */
-json_t *output_text(const char *s);
+json_t *lines_text(const char *s);
 
 /* An error line: stage ("setup", "compile", "load", "check", "time"), arm
  * ("baseline", "candidate" or NULL), case name or NULL, message. */
-int output_error(FILE *out, const char *stage, const char *arm,
+int lines_error(FILE *out, const char *stage, const char *arm,
 		 const char *case_name, const char *message);
 
 #endif

@@ -1,4 +1,4 @@
-#include "xalloc.h"
+#include "common/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

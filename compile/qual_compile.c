@@ -25,9 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lifetime.h"
-#include "rtc.h"
-#include "xalloc.h"
+#include "common/lifetime.h"
+#include "compile/rtc.h"
+#include "common/xalloc.h"
 
 /* The two ABIs share one shape: an opaque program handle, int result codes
  * (0 = success), and the same argument lists. Declared here rather than

@@ -1,14 +1,14 @@
-#include "output.h"
+#include "common/lines.h"
 
 #include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "xalloc.h"
+#include "common/err.h"
+#include "common/xalloc.h"
 
-int output_emit(FILE *out, json_t *line)
+int lines_emit(FILE *out, json_t *line)
 {
 	int rc = 0;
 
@@ -19,17 +19,17 @@ int output_emit(FILE *out, json_t *line)
 	return rc;
 }
 
-json_t *output_line(const char *type)
+json_t *lines_new(const char *type)
 {
 	return json_pack("{s:s}", "type", type);
 }
 
-json_t *output_real(double x)
+json_t *lines_real(double x)
 {
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
-json_t *output_text(const char *s)
+json_t *lines_text(const char *s)
 {
 	json_t *j;
 	char *copy;
@@ -49,14 +49,14 @@ json_t *output_text(const char *s)
 	return j;
 }
 
-int output_error(FILE *out, const char *stage, const char *arm,
+int lines_error(FILE *out, const char *stage, const char *arm,
 		 const char *case_name, const char *message)
 {
-	json_t *line = output_line("error");
+	json_t *line = lines_new("error");
 
 	json_object_set_new(line, "stage", json_string(stage));
 	json_object_set_new(line, "arm", arm ? json_string(arm) : json_null());
 	json_object_set_new(line, "case", case_name ? json_string(case_name) : json_null());
-	json_object_set_new(line, "message", output_text(message));
-	return output_emit(out, line);
+	json_object_set_new(line, "message", lines_text(message));
+	return lines_emit(out, line);
 }

@@ -1,4 +1,4 @@
-#include "runner.h"
+#include "run/runner.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,15 +13,15 @@
 
 #include <jansson.h>
 
-#include "exitcode.h"
-#include "fixture.h"
-#include "gpu.h"
-#include "judge.h"
-#include "lifetime.h"
-#include "output.h"
-#include "rng.h"
-#include "sha256.h"
-#include "xalloc.h"
+#include "common/exitcode.h"
+#include "fixtures/fixture.h"
+#include "gpu/gpu.h"
+#include "stats/judge.h"
+#include "common/lifetime.h"
+#include "common/lines.h"
+#include "fixtures/rng.h"
+#include "common/sha256.h"
+#include "common/xalloc.h"
 
 static const char *const arm_names[2] = {"baseline", "candidate"};
 
@@ -138,10 +138,10 @@ static json_t *identity_json(const struct rtc_identity *id,
 	json_t *o = json_array();
 
 	for (int i = 0; i < nopts; i++)
-		json_array_append_new(o, output_text(opts[i]));
+		json_array_append_new(o, lines_text(opts[i]));
 	return json_pack("{s:s,s:s,s:o,s:o,s:s,s:o}", "abi", id->abi_name,
-			 "version", id->version, "path", output_text(id->path),
-			 "real_path", output_text(id->real_path), "sha256", id->sha256,
+			 "version", id->version, "path", lines_text(id->path),
+			 "real_path", lines_text(id->real_path), "sha256", id->sha256,
 			 "options", o);
 }
 
@@ -170,7 +170,7 @@ static json_t *arm_json(const struct arm *a, bool timed)
 	/* Null, not 0, for an arm whose output was never checked (the other
 	 * arm failed first, or a fault came before its check). */
 	json_object_set_new(o, "max_abs_error",
-			    timed && a->checked ? output_real(a->max_err) : json_null());
+			    timed && a->checked ? lines_real(a->max_err) : json_null());
 	return o;
 }
 
@@ -183,7 +183,7 @@ static json_t *delta(int b, int c)
 static void emit_case(struct run *run, const struct fixture_case *c,
 		      struct arm arms[2], bool identical, bool timed)
 {
-	json_t *line = output_line("case");
+	json_t *line = lines_new("case");
 
 	json_object_set_new(line, "case", json_string(c->name));
 	json_object_set_new(line, "family", json_string(c->family));
@@ -209,14 +209,14 @@ static void emit_case(struct run *run, const struct fixture_case *c,
 	json_object_set_new(line, "grid", json_pack("[i,i,i]", c->grid[0], c->grid[1], c->grid[2]));
 	json_object_set_new(line, "block", json_pack("[i,i,i]", c->block[0], c->block[1], c->block[2]));
 	json_object_set_new(line, "flops", json_real(c->flops));
-	output_emit(run->out, line);
+	lines_emit(run->out, line);
 }
 
 /* Records a failure of arm (0 baseline, 1 candidate) in case cname. */
 static void fail_arm(struct run *run, struct judge_case *jc, int arm,
 		     const char *stage, const char *message)
 {
-	output_error(run->out, stage, arm_names[arm], jc ? jc->name : NULL, message);
+	lines_error(run->out, stage, arm_names[arm], jc ? jc->name : NULL, message);
 	if (jc)
 		judge_case_fail(jc, arm ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
 	else if (arm)
@@ -619,7 +619,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			last = arm;
 		}
 		judge_case_add_pair(jc, dev[0], dev[1], first == 1, block);
-		line = output_line("pair");
+		line = lines_new("pair");
 		json_object_set_new(line, "case", json_string(c->name));
 		json_object_set_new(line, "pair", json_integer(p));
 		if (block)
@@ -631,7 +631,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		json_object_set_new(line, "candidate_ns", json_real(dev[1]));
 		json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
 		json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
-		output_emit(run->out, line);
+		lines_emit(run->out, line);
 	}
 	/* What the timing left behind must still be right: the output of the
 	 * last replay, and untouched inputs. */
@@ -857,7 +857,7 @@ static void session_child(struct run *run, const int *sel, int nsel, int fd,
 		char text[sizeof msg.text + 64];
 		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
 			 run->session + 1, msg.text);
-		output_error(out, "setup", NULL, NULL, text);
+		lines_error(out, "setup", NULL, NULL, text);
 		fflush(out);
 		_exit(QUAL_EXIT_ERROR);
 	}
@@ -896,7 +896,7 @@ static bool relay_session(struct run *run, int fd)
 		if (line[n - 1] != '\n') {
 			snprintf(why, sizeof why, "session %d's output was cut off: its last "
 				 "line, %zd bytes, has no end", run->session + 1, n);
-			output_error(run->out, "time", NULL, NULL, why);
+			lines_error(run->out, "time", NULL, NULL, why);
 			run->judge.machine_error = true;
 			break;
 		}
@@ -934,7 +934,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 		if (pipe(fds) < 0) {
 			snprintf(text, sizeof text, "session %d of %d: pipe: %s", s + 1, k,
 				 strerror(errno));
-			output_error(run->out, "time", NULL, NULL, text);
+			lines_error(run->out, "time", NULL, NULL, text);
 			run->judge.machine_error = true;
 			break;
 		}
@@ -942,7 +942,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 		if ((pid = fork()) < 0) {
 			snprintf(text, sizeof text, "session %d of %d: fork: %s", s + 1, k,
 				 strerror(errno));
-			output_error(run->out, "time", NULL, NULL, text);
+			lines_error(run->out, "time", NULL, NULL, text);
 			run->judge.machine_error = true;
 			close(fds[0]);
 			close(fds[1]);
@@ -963,7 +963,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			describe_end(st, end, sizeof end);
 			snprintf(text, sizeof text, "session %d of %d ended %s", s + 1, k, end);
-			output_error(run->out, "time", NULL, NULL, text);
+			lines_error(run->out, "time", NULL, NULL, text);
 			run->judge.machine_error = true;
 			stop = true;
 			if (st != -1 && WIFSIGNALED(st) && qual_fault_signal(WTERMSIG(st))) {
@@ -992,7 +992,7 @@ static json_t *device_json(const struct run *run)
 static void emit_start(struct run *run, const int *sel, int nsel, const char *no_gpu)
 {
 	const struct runner_config *cfg = run->cfg;
-	json_t *line = output_line("start");
+	json_t *line = lines_new("start");
 	json_t *cases = json_array();
 	char stamp[32];
 	time_t now = time(NULL);
@@ -1007,7 +1007,7 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "device", device_json(run));
 	json_object_set_new(line, "timed", json_boolean(run->device != NULL));
 	if (no_gpu)
-		json_object_set_new(line, "not_timed_because", output_text(no_gpu));
+		json_object_set_new(line, "not_timed_because", lines_text(no_gpu));
 	json_object_set_new(line, "arch", json_string(run->arch));
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
@@ -1023,13 +1023,13 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 		"cases", cases));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
-	output_emit(run->out, line);
+	lines_emit(run->out, line);
 }
 
 static int usage_error(struct run *run, FILE *err, const char *arm, const char *text)
 {
 	fprintf(err, "qual-run: %s\n", text);
-	output_error(run->out, "setup", arm, NULL, text);
+	lines_error(run->out, "setup", arm, NULL, text);
 	return QUAL_EXIT_USAGE;
 }
 
@@ -1045,14 +1045,14 @@ static const char *default_arch(enum rtc_abi abi)
  * "hung" (a wait ran past its deadline; the process ends after the verdict). */
 static void emit_stop(struct run *run)
 {
-	json_t *line = output_line("error");
+	json_t *line = lines_new("error");
 
 	json_object_set_new(line, "stage", json_string("time"));
 	json_object_set_new(line, "arm", json_null());
 	json_object_set_new(line, "case", json_null());
-	json_object_set_new(line, "message", output_text(run->stop_reason));
+	json_object_set_new(line, "message", lines_text(run->stop_reason));
 	json_object_set_new(line, "gpu", json_string(run->hung ? "hung" : "faulted"));
-	output_emit(run->out, line);
+	lines_emit(run->out, line);
 }
 
 /* After a hang, with every line written: the kernel is still running and
@@ -1151,7 +1151,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			fprintf(err, "qual-run: %s\n", msg.text);
 			fail_arm(&run, NULL, arm, "setup", msg.text);
 			v = arm ? RUN_FAIL : RUN_ERROR;
-			output_emit(out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
+			lines_emit(out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
 						   "verdict", stats_run_verdict_name(v),
 						   "timed", 0, "message", msg.text));
 			status = judge_exit_status(v);

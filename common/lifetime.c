@@ -1,4 +1,4 @@
-#include "lifetime.h"
+#include "common/lifetime.h"
 
 #include <signal.h>
 #include <stdlib.h>

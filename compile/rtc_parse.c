@@ -6,7 +6,7 @@
  *
  * Everything here parses bytes that come from a compiler under test, so every
  * read is bounds-checked and nothing trusts a size or count it reads. */
-#include "rtc.h"
+#include "compile/rtc.h"
 
 #include <elf.h>
 #include <limits.h>

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "stats.h"
+#include "stats/stats.h"
 
 enum judge_failure {
 	JUDGE_OK = 0,
@@ -64,7 +64,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		    json_t *line, char *why, size_t whylen);
 
-/* The exit status for a run verdict (engine/exitcode.h). */
+/* The exit status for a run verdict (common/exitcode.h). */
 int judge_exit_status(enum run_verdict v);
 
 #endif

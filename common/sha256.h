@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "common/err.h"
 
 /* Room for 64 hex digits and the NUL. */
 #define SHA256_HEX_SIZE 65

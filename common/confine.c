@@ -1,5 +1,5 @@
 /* Confinement of quald's workers (confine.h). */
-#include "confine.h"
+#include "common/confine.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-#include "judge.h"
+#include "stats/judge.h"
 
 #include <limits.h>
 #include <math.h>
@@ -7,9 +7,9 @@
 
 #include <jansson.h>
 
-#include "exitcode.h"
-#include "output.h"
-#include "xalloc.h"
+#include "common/exitcode.h"
+#include "common/lines.h"
+#include "common/xalloc.h"
 
 void judge_init(struct judge *j)
 {
@@ -67,7 +67,7 @@ static json_t *case_verdict_line(const struct judge_case *c,
 				 const struct stats_settings *s)
 {
 	const struct stats_case *st = &c->st;
-	json_t *line = output_line("case_verdict");
+	json_t *line = lines_new("case_verdict");
 
 	json_object_set_new(line, "case", json_string(c->name));
 	json_object_set_new(line, "verdict", json_string(stats_verdict_name(st->verdict)));
@@ -82,29 +82,29 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	json_object_set_new(line, "candidate_faster", json_integer(st->faster));
 	json_object_set_new(line, "candidate_slower", json_integer(st->slower));
 	json_object_set_new(line, "ties", json_integer(st->ties));
-	json_object_set_new(line, "pair_p", output_real(st->pair_p));
+	json_object_set_new(line, "pair_p", lines_real(st->pair_p));
 	/* The units of the test and the interval: the blocks (stats.h). */
 	json_object_set_new(line, "blocks", json_integer(st->units));
 	json_object_set_new(line, "blocks_faster", json_integer(st->unit_faster));
 	json_object_set_new(line, "blocks_slower", json_integer(st->unit_slower));
 	json_object_set_new(line, "blocks_tied", json_integer(st->unit_ties));
-	json_object_set_new(line, "p", output_real(st->p));
-	json_object_set_new(line, "p_holm", output_real(st->p_holm));
-	json_object_set_new(line, "ratio_median", output_real(st->ratio_median));
-	json_object_set_new(line, "ratio_lo", output_real(st->ratio_lo));
-	json_object_set_new(line, "ratio_hi", output_real(st->ratio_hi));
+	json_object_set_new(line, "p", lines_real(st->p));
+	json_object_set_new(line, "p_holm", lines_real(st->p_holm));
+	json_object_set_new(line, "ratio_median", lines_real(st->ratio_median));
+	json_object_set_new(line, "ratio_lo", lines_real(st->ratio_lo));
+	json_object_set_new(line, "ratio_hi", lines_real(st->ratio_hi));
 	json_object_set_new(line, "conf", json_real(s->conf));
-	json_object_set_new(line, "ratio_coverage", output_real(st->ratio_coverage));
+	json_object_set_new(line, "ratio_coverage", lines_real(st->ratio_coverage));
 	json_object_set_new(line, "invalid_pairs", json_integer(st->invalid));
-	json_object_set_new(line, "wilcoxon_p", output_real(st->wilcoxon_p));
-	json_object_set_new(line, "hl_ratio", output_real(exp(st->hl_log_ratio)));
-	json_object_set_new(line, "order_p", output_real(st->order_p));
-	json_object_set_new(line, "order_diff", output_real(st->order_diff));
-	json_object_set_new(line, "log_ratio_sd", output_real(st->log_ratio_sd));
-	json_object_set_new(line, "block_log_ratio_sd", output_real(st->unit_log_ratio_sd));
+	json_object_set_new(line, "wilcoxon_p", lines_real(st->wilcoxon_p));
+	json_object_set_new(line, "hl_ratio", lines_real(exp(st->hl_log_ratio)));
+	json_object_set_new(line, "order_p", lines_real(st->order_p));
+	json_object_set_new(line, "order_diff", lines_real(st->order_diff));
+	json_object_set_new(line, "log_ratio_sd", lines_real(st->log_ratio_sd));
+	json_object_set_new(line, "block_log_ratio_sd", lines_real(st->unit_log_ratio_sd));
 	/* What this run could have seen: the smallest slowdown the sign test
 	 * over these blocks detects with 80% power at their measured spread. */
-	json_object_set_new(line, "detectable_ratio", output_real(
+	json_object_set_new(line, "detectable_ratio", lines_real(
 		stats_sign_test_mde(st->units, st->unit_log_ratio_sd, s->alpha, 0.8)));
 	return line;
 }
@@ -139,7 +139,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	stats_judge_run(all, j->ncases, s);
 	for (int i = 0; i < j->ncases; i++) {
 		j->cases[i].st = all[i];
-		output_emit(out, case_verdict_line(&j->cases[i], s));
+		lines_emit(out, case_verdict_line(&j->cases[i], s));
 	}
 	v = stats_run_verdict(all, j->ncases, cand_failed, base_failed);
 	any_timed |= j->timed;
@@ -148,7 +148,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	name = stats_run_verdict_name(v);
 	if (*not_timed && v != RUN_FAIL && v != RUN_ERROR)
 		name = "not_timed";
-	line = output_line("verdict");
+	line = lines_new("verdict");
 	json_object_set_new(line, "verdict", json_string(name));
 	json_object_set_new(line, "timed", json_boolean(any_timed));
 	cases = json_array();
@@ -157,8 +157,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		json_t *e = json_pack("{s:s,s:s}", "case", c->name, "verdict",
 				      stats_verdict_name(c->st.verdict));
 		if (c->st.verdict != VERDICT_FAIL && c->st.verdict != VERDICT_NOT_TIMED) {
-			json_object_set_new(e, "ratio_median", output_real(c->st.ratio_median));
-			json_object_set_new(e, "p_holm", output_real(c->st.p_holm));
+			json_object_set_new(e, "ratio_median", lines_real(c->st.ratio_median));
+			json_object_set_new(e, "p_holm", lines_real(c->st.p_holm));
 		}
 		json_array_append_new(cases, e);
 	}
@@ -168,7 +168,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	if (*not_timed)
 		json_object_set_new(line, "message", json_string(
 			"nothing was timed: this is a static comparison of the compiled code only"));
-	output_emit(out, line);
+	lines_emit(out, line);
 	free(all);
 	return v;
 }

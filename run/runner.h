@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rtc.h"
-#include "stats.h"
+#include "compile/rtc.h"
+#include "stats/stats.h"
 
 #define RUNNER_MIN_PAIRS 30
 #define RUNNER_REPLAYS 32   /* launches per graph: one timing = one replay */
@@ -138,7 +138,7 @@ void runner_config_init(struct runner_config *cfg);
 double runner_hang_limit_ms(double floor_ms, double factor, double baseline_graph_ms);
 
 /* Runs the qualification and writes its JSON lines to out. Returns the exit
- * status (engine/exitcode.h): usage problems found before the run starts
+ * status (common/exitcode.h): usage problems found before the run starts
  * (a missing or unloadable library, mismatched ABIs, an unknown case) print
  * to err and return QUAL_EXIT_USAGE, as well as an error line on out. A
  * kernel that does not finish within its deadline fails its arm (the
