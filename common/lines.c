@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 
 int lines_emit(FILE *out, json_t *line)
@@ -31,32 +32,184 @@ json_t *lines_real(double x)
 
 json_t *lines_text(const char *s)
 {
-	json_t *j;
-	char *copy;
-	size_t n;
-
-	if (!s)
-		return json_null();
-	j = json_string(s);
-	if (j)
-		return j;
-	n = strlen(s);
-	copy = xmalloc(n + 1);
-	for (size_t i = 0; i <= n; i++)
-		copy[i] = (s[i] & 0x80) ? '?' : s[i];
-	j = json_string(copy);
-	free(copy);
-	return j;
+	return text_json_str(s);
 }
 
-int lines_error(FILE *out, const char *stage, const char *arm,
-		 const char *case_name, const char *message)
+static const char *const code_names[LINES_CODE_COUNT] = {
+	[LINES_CODE_COMPILE_FAILED] = "compile_failed",
+	[LINES_CODE_COMPILE_CRASHED] = "compile_crashed",
+	[LINES_CODE_COMPILE_TIMEOUT] = "compile_timeout",
+	[LINES_CODE_COMPILE_LIMIT] = "compile_limit",
+	[LINES_CODE_NO_ABI] = "no_abi",
+	[LINES_CODE_LOAD_FAILED] = "load_failed",
+	[LINES_CODE_WRONG_OUTPUT] = "wrong_output",
+	[LINES_CODE_GPU_FAULT] = "gpu_fault",
+	[LINES_CODE_GPU_HANG] = "gpu_hang",
+	[LINES_CODE_USAGE] = "usage",
+	[LINES_CODE_NO_DEVICE] = "no_device",
+	[LINES_CODE_SESSION_FAILED] = "session_failed",
+	[LINES_CODE_CUT_OFF] = "cut_off",
+	[LINES_CODE_BAD_LINE] = "bad_line",
+	[LINES_CODE_INTERRUPTED] = "interrupted",
+	[LINES_CODE_INTERNAL] = "internal",
+};
+
+const char *lines_code_name(enum lines_code code)
+{
+	return code > LINES_CODE_NONE && code < LINES_CODE_COUNT ? code_names[code] : NULL;
+}
+
+enum lines_code lines_code_parse(const char *name)
+{
+	if (!name)
+		return LINES_CODE_NONE;
+	for (int c = LINES_CODE_NONE + 1; c < LINES_CODE_COUNT; c++)
+		if (!strcmp(name, code_names[c]))
+			return (enum lines_code)c;
+	return LINES_CODE_NONE;
+}
+
+enum lines_code lines_code_of(const char *stage, int err)
+{
+	bool load = stage && !strcmp(stage, "load");
+
+	/* Crashes, timeouts and limits are those of compiler children: GPU
+	 * waits end in QUAL_EHANG, sessions are judged by their own code. */
+	switch (err) {
+	case QUAL_ECOMPILE:
+		return LINES_CODE_COMPILE_FAILED;
+	case QUAL_ECRASH:
+		return LINES_CODE_COMPILE_CRASHED;
+	case QUAL_ETIMEOUT:
+		return LINES_CODE_COMPILE_TIMEOUT;
+	case QUAL_ELIMIT:
+		return LINES_CODE_COMPILE_LIMIT;
+	case QUAL_EABI:
+		return LINES_CODE_NO_ABI;
+	case QUAL_ECHECK:
+		return LINES_CODE_WRONG_OUTPUT;
+	case QUAL_EHANG:
+		return LINES_CODE_GPU_HANG;
+	case QUAL_EGPU:
+		return load ? LINES_CODE_LOAD_FAILED : LINES_CODE_GPU_FAULT;
+	case QUAL_ENODEV:
+		return LINES_CODE_NO_DEVICE;
+	default:
+		return LINES_CODE_INTERNAL;
+	}
+}
+
+int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
+		const char *case_name, const char *message)
 {
 	json_t *line = lines_new("error");
+	const char *name = lines_code_name(code);
 
 	json_object_set_new(line, "stage", json_string(stage));
+	json_object_set_new(line, "code", json_string(name ? name : "internal"));
 	json_object_set_new(line, "arm", arm ? json_string(arm) : json_null());
 	json_object_set_new(line, "case", case_name ? json_string(case_name) : json_null());
 	json_object_set_new(line, "message", lines_text(message));
 	return lines_emit(out, line);
+}
+
+static const char *string_of(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+void lines_classify(json_t *line, struct lines_info *info)
+{
+	static const struct {
+		const char *name;
+		enum lines_type type;
+	} types[] = {
+		{ "start", LINES_START }, { "case", LINES_CASE }, { "pair", LINES_PAIR },
+		{ "case_verdict", LINES_CASE_VERDICT }, { "verdict", LINES_VERDICT },
+		{ "error", LINES_ERROR },
+	};
+	const char *type, *gpu;
+
+	memset(info, 0, sizeof *info);
+	if (!json_is_object(line) || !(type = string_of(line, "type")))
+		return;
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (!strcmp(type, types[i].name))
+			info->type = types[i].type;
+	info->case_name = string_of(line, "case");
+	switch (info->type) {
+	case LINES_VERDICT:
+		info->verdict = string_of(line, "verdict");
+		break;
+	case LINES_CASE_VERDICT:
+		info->verdict = string_of(line, "verdict");
+		info->arm = string_of(line, "failed_arm");
+		break;
+	case LINES_ERROR:
+		info->arm = string_of(line, "arm");
+		info->code = lines_code_parse(string_of(line, "code"));
+		gpu = string_of(line, "gpu");
+		info->gpu_faulted = gpu && !strcmp(gpu, "faulted");
+		info->gpu_hung = gpu && !strcmp(gpu, "hung");
+		break;
+	default:
+		break;
+	}
+}
+
+bool lines_blames_candidate(const struct lines_info *info)
+{
+	return info->arm && !strcmp(info->arm, "candidate");
+}
+
+void lines_splitter_init(struct lines_splitter *s, size_t max)
+{
+	memset(s, 0, sizeof *s);
+	s->max = max;
+}
+
+void lines_splitter_release(struct lines_splitter *s)
+{
+	free(s->buf);
+	memset(s, 0, sizeof *s);
+}
+
+int lines_splitter_feed(struct lines_splitter *s, const char *data, size_t n,
+			int (*fn)(void *ctx, const char *line, size_t len), void *ctx)
+{
+	const char *p = data, *end = data + n;
+	int rc;
+
+	while (p < end && !s->over) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t take = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (s->len + take > s->max) {
+			s->over = true;
+			s->len = 0;
+			return QUAL_ELIMIT;
+		}
+		if (nl && s->len == 0) {
+			/* The whole line is in data: no copy. */
+			if ((rc = fn(ctx, p, take)) != 0)
+				return rc;
+		} else {
+			XGROW(s->buf, s->len + take, s->cap);
+			memcpy(s->buf + s->len, p, take);
+			s->len += take;
+			if (nl) {
+				size_t len = s->len;
+				s->len = 0;
+				if ((rc = fn(ctx, s->buf, len)) != 0)
+					return rc;
+			}
+		}
+		p += take + (nl ? 1 : 0);
+	}
+	return s->over ? QUAL_ELIMIT : 0;
+}
+
+size_t lines_splitter_rest(const struct lines_splitter *s)
+{
+	return s->len;
 }

@@ -1,16 +1,28 @@
-/* JSON lines: the output contract of the engine (docs/output.md, schema in
- * docs/schema/lines.schema.json). Every line is one compact JSON object with a
- * "type"; this module writes them. */
+/* JSON lines: the output contract (docs/output.md, schema in
+ * docs/schema/lines.schema.json). Every line is one compact JSON object with
+ * a "type". This module writes them, splits a stream into them with a cap
+ * on their length, and says what one is: its type, its verdict, its arm and
+ * its error code, so that every reader decides from the same fields and no
+ * one from a message's wording. */
 #ifndef QUAL_LINES_H
 #define QUAL_LINES_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include <jansson.h>
 
 /* Version of the line format; in every start line as "schema_version".
- * Incremented only by incompatible changes; fields may be added freely. */
-#define QUAL_SCHEMA_VERSION 2
+ * Incremented only by incompatible changes; fields may be added freely.
+ * Readers accept 1 to QUAL_SCHEMA_VERSION. 3: error lines carry "code". */
+#define QUAL_SCHEMA_VERSION 3
+
+/* The longest line a reader takes (newline not counted). A line from the
+ * engine is a few kilobytes; a longer one is a bug, or not the engine. */
+#define LINES_MAX ((size_t)1 << 20)
+
+/* ---- writing ---------------------------------------------------------- */
 
 /* Writes line (steals the reference) as one compact line and flushes, so a
  * reader following the stream sees it at once. Returns 0 or QUAL_EIO. */
@@ -22,13 +34,109 @@ json_t *lines_new(const char *type);
 /* A JSON number, or null when x is NaN or infinite (JSON has no NaN). */
 json_t *lines_real(double x);
 
-/* A JSON string of s; bytes that are not valid UTF-8 (compiler logs may hold
- * any) become '?', so text is never dropped. NULL gives null. */
+/* A JSON string of s by text.h's rule (bytes that are not valid UTF-8
+ * become '?'; compiler logs may hold any). NULL gives null. */
 json_t *lines_text(const char *s);
 
-/* An error line: stage ("setup", "compile", "load", "check", "time"), arm
- * ("baseline", "candidate" or NULL), case name or NULL, message. */
-int lines_error(FILE *out, const char *stage, const char *arm,
-		 const char *case_name, const char *message);
+/* The machine-readable code of an error line, its "code" field: what a
+ * decision reads (quald's blame and quarantine, qualctl), while "message"
+ * is for people and may be reworded at will. docs/output.md lists them. */
+enum lines_code {
+	LINES_CODE_NONE = 0,     /* no code: a line of schema 1 or 2, or an
+				  * unknown one */
+	/* A compiler under test. */
+	LINES_CODE_COMPILE_FAILED,  /* rejected the source, or no final code */
+	LINES_CODE_COMPILE_CRASHED, /* its child died by a signal or without a
+				     * report */
+	LINES_CODE_COMPILE_TIMEOUT, /* its child ran past the time limit */
+	LINES_CODE_COMPILE_LIMIT,   /* a log or code object over the limit */
+	LINES_CODE_NO_ABI,          /* neither nvrtc's nor hiprtc's entry points */
+	/* An arm's code on the GPU. */
+	LINES_CODE_LOAD_FAILED,     /* the runtime refused to load it */
+	LINES_CODE_WRONG_OUTPUT,    /* differs from the oracle */
+	LINES_CODE_GPU_FAULT,       /* a runtime error while it ran */
+	LINES_CODE_GPU_HANG,        /* a wait ran past its deadline */
+	/* The run, the machine, qual itself. */
+	LINES_CODE_USAGE,           /* a bad option, file or library path */
+	LINES_CODE_NO_DEVICE,       /* no GPU runtime or no such device */
+	LINES_CODE_SESSION_FAILED,  /* a timing session ended badly */
+	LINES_CODE_CUT_OFF,         /* a stream ended inside a line */
+	LINES_CODE_BAD_LINE,        /* a worker wrote what is not a qual line */
+	LINES_CODE_INTERRUPTED,     /* the job's worker was lost (quald restart) */
+	LINES_CODE_INTERNAL,        /* qual's own trouble (i/o, memory, a bug) */
+	LINES_CODE_COUNT
+};
+
+/* "compile_crashed" for LINES_CODE_COMPILE_CRASHED; NULL for NONE. */
+const char *lines_code_name(enum lines_code code);
+
+/* The code of a name; LINES_CODE_NONE for NULL or an unknown name. */
+enum lines_code lines_code_parse(const char *name);
+
+/* The code for a failure with QUAL_E* err at stage ("setup", "compile",
+ * "load", "check", "time"): QUAL_ECRASH, QUAL_ETIMEOUT and QUAL_ELIMIT are a
+ * compiler child's (compile_crashed, ...), QUAL_ECHECK is wrong_output,
+ * QUAL_EHANG gpu_hang, QUAL_EGPU gpu_fault except at load (load_failed), and
+ * so on; what is none of those is internal. */
+enum lines_code lines_code_of(const char *stage, int err);
+
+/* An error line: stage ("setup", "compile", "load", "check", "time"), code,
+ * arm ("baseline", "candidate" or NULL), case name or NULL, message. */
+int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
+		const char *case_name, const char *message);
+
+/* ---- reading ---------------------------------------------------------- */
+
+enum lines_type {
+	LINES_OTHER = 0, /* not an object, no type, or a type of no one's */
+	LINES_START,
+	LINES_CASE,
+	LINES_PAIR,
+	LINES_CASE_VERDICT,
+	LINES_VERDICT,
+	LINES_ERROR,
+};
+
+/* What a line says, for a reader that decides. Strings are borrowed from
+ * the line and live as long as it does. */
+struct lines_info {
+	enum lines_type type;
+	const char *verdict;   /* a verdict's or case_verdict's "verdict" */
+	const char *arm;       /* an error's "arm", a case_verdict's
+				* "failed_arm"; NULL when none */
+	const char *case_name; /* "case", when a string */
+	enum lines_code code;  /* an error's "code" */
+	bool gpu_faulted;      /* an error with "gpu": "faulted" */
+	bool gpu_hung;         /* an error with "gpu": "hung" */
+};
+
+/* Fills info from line (borrowed; may be NULL or not an object). */
+void lines_classify(json_t *line, struct lines_info *info);
+
+/* True when info names the candidate arm. */
+bool lines_blames_candidate(const struct lines_info *info);
+
+/* A stream cut into lines, each at most max bytes. */
+struct lines_splitter {
+	size_t max;
+	char *buf;            /* the unfinished line so far */
+	size_t len, cap;
+	bool over;            /* a line ran past max: nothing more is taken */
+};
+
+void lines_splitter_init(struct lines_splitter *s, size_t max);
+void lines_splitter_release(struct lines_splitter *s);
+
+/* Takes n more bytes of the stream and calls fn(ctx, line, len) for each
+ * whole line, newline removed (a line wholly inside data is passed without
+ * a copy). Returns 0; QUAL_ELIMIT when a line ran past max (s->over is set
+ * and every later call takes nothing); or the first nonzero value fn
+ * returned, which stops it there. */
+int lines_splitter_feed(struct lines_splitter *s, const char *data, size_t n,
+			int (*fn)(void *ctx, const char *line, size_t len), void *ctx);
+
+/* The bytes of an unfinished last line taken so far: at the end of a stream
+ * that is a line cut off, which is never passed on. */
+size_t lines_splitter_rest(const struct lines_splitter *s);
 
 #endif

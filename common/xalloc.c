@@ -1,5 +1,6 @@
 #include "common/xalloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,4 +41,16 @@ char *xstrdup(const char *s)
 	char *p = xmalloc(n);
 	memcpy(p, s, n);
 	return p;
+}
+
+size_t xgrow_cap(size_t cap, size_t need)
+{
+	size_t n = cap < 8 ? 16 : cap;
+
+	while (n < need) {
+		if (n > SIZE_MAX / 4)
+			die(need);
+		n *= 2;
+	}
+	return n;
 }

@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 				 "few for a %g interval of the median (at least 6)", cfg.pairs,
 				 cfg.pairs_per_block, blocks, blocks == 1 ? "" : "s", cfg.stats.conf);
 			fprintf(stderr, "qual-run: %s\n", text);
-			lines_error(stdout, "setup", NULL, NULL, text);
+			lines_error(stdout, "setup", LINES_CODE_USAGE, NULL, NULL, text);
 			goto out;
 		}
 	}

@@ -214,9 +214,10 @@ static void emit_case(struct run *run, const struct fixture_case *c,
 
 /* Records a failure of arm (0 baseline, 1 candidate) in case cname. */
 static void fail_arm(struct run *run, struct judge_case *jc, int arm,
-		     const char *stage, const char *message)
+		     const char *stage, int err, const char *message)
 {
-	lines_error(run->out, stage, arm_names[arm], jc ? jc->name : NULL, message);
+	lines_error(run->out, stage, lines_code_of(stage, err), arm_names[arm],
+		    jc ? jc->name : NULL, message);
 	if (jc)
 		judge_case_fail(jc, arm ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
 	else if (arm)
@@ -236,7 +237,7 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 
 	run->gpu_dead = true;
 	if (!gpu_is_hung(run->gpu)) {
-		fail_arm(run, jc, arm, stage, msg->text);
+		fail_arm(run, jc, arm, stage, QUAL_EGPU, msg->text);
 		snprintf(run->stop_reason, sizeof run->stop_reason,
 			 "gpu work stopped in case '%s' (%s arm, %s): %s", jc->name,
 			 arm_names[arm], stage, msg->text);
@@ -244,7 +245,7 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 	}
 	run->hung = true;
 	snprintf(text, sizeof text, "%s; the limit was %s", msg->text, run->limit_why);
-	fail_arm(run, jc, arm, stage, text);
+	fail_arm(run, jc, arm, stage, QUAL_EHANG, text);
 	snprintf(run->stop_reason, sizeof run->stop_reason,
 		 "gpu work stopped in case '%s' (%s arm, %s): %s; the kernel is still "
 		 "running, so the process ends to stop it", jc->name, arm_names[arm],
@@ -299,7 +300,7 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		rc = rtc_compile(&req, &run->cfg->limits, &e->res, &msg);
 		if (rc < 0) {
 			free(src);
-			fail_arm(run, jc, arm, "compile", msg.text);
+			fail_arm(run, jc, arm, "compile", rc, msg.text);
 			return rc;
 		}
 		e->arm = arm;
@@ -309,7 +310,7 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 	free(src);
 	a->code = &e->res;
 	if (e->res.status != 0) {
-		fail_arm(run, jc, arm, "compile", e->res.message);
+		fail_arm(run, jc, arm, "compile", e->res.status, e->res.message);
 		return e->res.status;
 	}
 	a->compiled = true;
@@ -405,7 +406,7 @@ static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 			     &a->module, &msg);
 	if (rc < 0) {
 		/* A module the driver refuses is the compiler's doing. */
-		fail_arm(run, jc, arm, "load", msg.text);
+		fail_arm(run, jc, arm, "load", rc, msg.text);
 		return rc;
 	}
 	for (int i = 0; i < c->nbuffers; i++)
@@ -417,7 +418,7 @@ static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 	rc = gpu_graph_new(run->gpu, a->module, c->grid, c->block, c->shared_bytes,
 			   params, RUNNER_REPLAYS, &a->graph, &msg);
 	if (rc < 0) {
-		fail_arm(run, jc, arm, "load", msg.text);
+		fail_arm(run, jc, arm, "load", rc, msg.text);
 		return rc;
 	}
 	return 0;
@@ -482,7 +483,7 @@ static int check_arm(struct run *run, const struct fixture_case *c, int arm,
 	int rc = inspect(run, c, arm, a, b, jc, when, text, sizeof text);
 
 	if (rc == QUAL_ECHECK)
-		fail_arm(run, jc, arm, "check", text);
+		fail_arm(run, jc, arm, "check", QUAL_ECHECK, text);
 	return rc;
 }
 
@@ -646,7 +647,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 					  "when rerun alone after timing", NULL) < 0 && run->gpu_dead)
 				return QUAL_EGPU;
 		if (jc->failure == JUDGE_OK)
-			fail_arm(run, jc, last, "check", text);
+			fail_arm(run, jc, last, "check", QUAL_ECHECK, text);
 		return QUAL_ECHECK;
 	}
 	if (rc < 0)
@@ -671,7 +672,7 @@ static void run_case(struct run *run, int index)
 	jc = judge_case_get(&run->judge, fixture_name(index));
 	rc = fixture_build(index, run->cfg->seed, &c);
 	if (rc < 0) {
-		fail_arm(run, jc, 0, "setup", msg.text[0] ? msg.text : "cannot build fixture");
+		fail_arm(run, jc, 0, "setup", rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
 	for (int arm = 0; arm < 2; arm++)
@@ -827,7 +828,7 @@ static void compile_case(struct run *run, int index)
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	if (fixture_build(index, run->cfg->seed, &c) < 0) {
-		fail_arm(run, jc, 0, "setup", "cannot build fixture");
+		fail_arm(run, jc, 0, "setup", QUAL_EINVAL, "cannot build fixture");
 		return;
 	}
 	for (int arm = 0; arm < 2; arm++)
@@ -857,7 +858,7 @@ static void session_child(struct run *run, const int *sel, int nsel, int fd,
 		char text[sizeof msg.text + 64];
 		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
 			 run->session + 1, msg.text);
-		lines_error(out, "setup", NULL, NULL, text);
+		lines_error(out, "setup", LINES_CODE_NO_DEVICE, NULL, NULL, text);
 		fflush(out);
 		_exit(QUAL_EXIT_ERROR);
 	}
@@ -896,7 +897,7 @@ static bool relay_session(struct run *run, int fd)
 		if (line[n - 1] != '\n') {
 			snprintf(why, sizeof why, "session %d's output was cut off: its last "
 				 "line, %zd bytes, has no end", run->session + 1, n);
-			lines_error(run->out, "time", NULL, NULL, why);
+			lines_error(run->out, "time", LINES_CODE_CUT_OFF, NULL, NULL, why);
 			run->judge.machine_error = true;
 			break;
 		}
@@ -934,7 +935,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 		if (pipe(fds) < 0) {
 			snprintf(text, sizeof text, "session %d of %d: pipe: %s", s + 1, k,
 				 strerror(errno));
-			lines_error(run->out, "time", NULL, NULL, text);
+			lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
 			run->judge.machine_error = true;
 			break;
 		}
@@ -942,7 +943,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 		if ((pid = fork()) < 0) {
 			snprintf(text, sizeof text, "session %d of %d: fork: %s", s + 1, k,
 				 strerror(errno));
-			lines_error(run->out, "time", NULL, NULL, text);
+			lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
 			run->judge.machine_error = true;
 			close(fds[0]);
 			close(fds[1]);
@@ -963,7 +964,7 @@ static void run_sessions(struct run *run, const int *sel, int nsel)
 		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			describe_end(st, end, sizeof end);
 			snprintf(text, sizeof text, "session %d of %d ended %s", s + 1, k, end);
-			lines_error(run->out, "time", NULL, NULL, text);
+			lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
 			run->judge.machine_error = true;
 			stop = true;
 			if (st != -1 && WIFSIGNALED(st) && qual_fault_signal(WTERMSIG(st))) {
@@ -1029,7 +1030,7 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 static int usage_error(struct run *run, FILE *err, const char *arm, const char *text)
 {
 	fprintf(err, "qual-run: %s\n", text);
-	lines_error(run->out, "setup", arm, NULL, text);
+	lines_error(run->out, "setup", LINES_CODE_USAGE, arm, NULL, text);
 	return QUAL_EXIT_USAGE;
 }
 
@@ -1047,7 +1048,11 @@ static void emit_stop(struct run *run)
 {
 	json_t *line = lines_new("error");
 
+	enum lines_code code = run->hung ? LINES_CODE_GPU_HANG :
+			       run->crash_signal ? LINES_CODE_SESSION_FAILED : LINES_CODE_GPU_FAULT;
+
 	json_object_set_new(line, "stage", json_string("time"));
+	json_object_set_new(line, "code", json_string(lines_code_name(code)));
 	json_object_set_new(line, "arm", json_null());
 	json_object_set_new(line, "case", json_null());
 	json_object_set_new(line, "message", lines_text(run->stop_reason));
@@ -1149,7 +1154,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			/* The library itself crashed or hung while loading: that is
 			 * a result about it, not a usage problem. */
 			fprintf(err, "qual-run: %s\n", msg.text);
-			fail_arm(&run, NULL, arm, "setup", msg.text);
+			fail_arm(&run, NULL, arm, "setup", rc, msg.text);
 			v = arm ? RUN_FAIL : RUN_ERROR;
 			lines_emit(out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
 						   "verdict", stats_run_verdict_name(v),

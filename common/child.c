@@ -1,0 +1,373 @@
+/* Child processes (child.h). */
+#include "common/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+
+extern char **environ;
+
+void child_init(struct child *c)
+{
+	memset(c, 0, sizeof *c);
+	c->in = CHILD_NULL;
+	c->out = CHILD_INHERIT;
+	c->err = CHILD_INHERIT;
+	c->pid = -1;
+	c->in_pipe = c->out_pipe = c->err_pipe = -1;
+}
+
+double child_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* In the child, before exec or fn: only async-signal-safe calls. Makes fd
+ * the child's stream target, from what the caller asked for. */
+static int stream_to(int asked, int target, int pipe_child_end, int out_fd)
+{
+	int fd;
+
+	switch (asked) {
+	case CHILD_INHERIT:
+		return 0;
+	case CHILD_NULL:
+		fd = open("/dev/null", target == 0 ? O_RDONLY : O_WRONLY);
+		if (fd < 0)
+			return -1;
+		break;
+	case CHILD_PIPE:
+		fd = pipe_child_end;
+		break;
+	case CHILD_TO_OUT:
+		fd = out_fd;
+		break;
+	default:
+		fd = asked;
+	}
+	if (fd == target) {
+		/* dup2 onto itself keeps close-on-exec: clear it. */
+		int flags = fcntl(fd, F_GETFD);
+		return flags < 0 ? -1 : fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+	}
+	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+/* The forked child: never returns. Reports a failure before exec as an errno
+ * value on report (close-on-exec, so a successful exec closes it empty). */
+static void __attribute__((noreturn))
+child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
+	   const int perr[2], int report)
+{
+	int e;
+
+	if (c->group == CHILD_GROUP_NEW && setpgid(0, 0) < 0)
+		goto fail;
+	if (c->group == CHILD_SESSION_NEW && setsid() < 0)
+		goto fail;
+	if (c->die_with_parent) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+			goto fail;
+		/* The parent may have died before prctl took effect. */
+		if (getppid() != parent)
+			_exit(127);
+	}
+	if (stream_to(c->in, 0, pin[0], -1) < 0 ||
+	    stream_to(c->out, 1, pout[1], -1) < 0 ||
+	    stream_to(c->err, 2, perr[1], 1) < 0)
+		goto fail;
+	if (c->fn) {
+		/* No exec closes them: the pipes' own descriptors go now, so that
+		 * fn sees its streams and nothing else of them. */
+		const int *ends[] = { pin, pout, perr };
+		for (int i = 0; i < 3; i++)
+			for (int k = 0; k < 2; k++)
+				if (ends[i][k] > 2)
+					close(ends[i][k]);
+		if (report >= 0)
+			close(report);
+		_exit(c->fn(c->arg));
+	}
+	{
+		struct sigaction sa;
+		sigset_t none;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = SIG_DFL;
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				(void)sigaction(sig, &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
+	execve(c->argv[0], (char *const *)c->argv,
+	       c->env ? (char *const *)c->env : environ);
+fail:
+	e = errno;
+	if (report >= 0)
+		(void)!write(report, &e, sizeof e);
+	_exit(127);
+}
+
+int child_start(struct child *c, struct qual_msg *msg)
+{
+	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	int report[2] = { -1, -1 };
+	const char *what = c->argv ? c->argv[0] : "a child process";
+	pid_t parent = getpid(), pid;
+	int rc = 0, e = 0;
+	ssize_t n;
+
+	c->pid = -1;
+	c->in_pipe = c->out_pipe = c->err_pipe = -1;
+	if ((!c->argv || !c->argv[0]) && !c->fn)
+		return qual_fail(msg, QUAL_EINVAL, "a child needs a program or a function");
+	if ((c->in == CHILD_PIPE && pipe2(pin, O_CLOEXEC) < 0) ||
+	    (c->out == CHILD_PIPE && pipe2(pout, O_CLOEXEC) < 0) ||
+	    (c->err == CHILD_PIPE && pipe2(perr, O_CLOEXEC) < 0) ||
+	    pipe2(report, O_CLOEXEC) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot start '%s': pipe: %s", what,
+			       strerror(errno));
+		goto fail;
+	}
+	/* Output the caller has buffered must not be written twice. */
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot start '%s': fork: %s", what,
+			       strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		close_fd(&report[0]);
+		child_body(c, parent, pin, pout, perr, report[1]);
+	}
+	close_fd(&report[1]);
+	while ((n = read(report[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close_fd(&report[0]);
+	if (n == (ssize_t)sizeof e) {
+		/* It never ran: reap it here, the caller has nothing to wait for. */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		rc = qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+			       "cannot start '%s': %s", what, strerror(e));
+		goto fail;
+	}
+	c->pid = pid;
+	c->in_pipe = pin[1];
+	c->out_pipe = pout[0];
+	c->err_pipe = perr[0];
+	close_fd(&pin[0]);
+	close_fd(&pout[1]);
+	close_fd(&perr[1]);
+	return 0;
+fail:
+	close_fd(&pin[0]);
+	close_fd(&pin[1]);
+	close_fd(&pout[0]);
+	close_fd(&pout[1]);
+	close_fd(&perr[0]);
+	close_fd(&perr[1]);
+	close_fd(&report[0]);
+	close_fd(&report[1]);
+	return rc;
+}
+
+void child_kill(struct child *c, int sig)
+{
+	if (c->pid <= 0)
+		return;
+	if (c->group != CHILD_GROUP_SAME)
+		kill(-c->pid, sig);
+	else
+		kill(c->pid, sig);
+}
+
+bool child_exited(struct child *c)
+{
+	siginfo_t si;
+
+	if (c->pid <= 0)
+		return false;
+	memset(&si, 0, sizeof si);
+	while (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+		if (errno != EINTR)
+			return false;
+	return si.si_pid == c->pid;
+}
+
+int child_reap(struct child *c, struct child_exit *ex)
+{
+	int status = 0;
+
+	if (c->pid <= 0)
+		return QUAL_EINVAL;
+	/* The leader has exited but is not reaped, so the group id is still
+	 * its own: kill whatever it left running there, then reap it. */
+	if (c->group != CHILD_GROUP_SAME)
+		kill(-c->pid, SIGKILL);
+	while (waitpid(c->pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			c->pid = -1;
+			return QUAL_EIO;
+		}
+	}
+	c->pid = -1;
+	if (ex)
+		ex->status = status;
+	return 0;
+}
+
+/* First poll interval and its cap while waiting for a child: short at first
+ * (a compile of a cached case ends within milliseconds), then backing off. */
+#define CHILD_POLL_FIRST_NS 200000L
+#define CHILD_POLL_MAX_NS 20000000L
+
+int child_wait(struct child *c, double deadline, struct child_exit *ex)
+{
+	long step = CHILD_POLL_FIRST_NS;
+	struct child_exit local;
+
+	if (!ex)
+		ex = &local;
+	memset(ex, 0, sizeof *ex);
+	if (c->pid <= 0)
+		return QUAL_EINVAL;
+	for (;;) {
+		struct timespec ts = { 0, step };
+		siginfo_t si;
+
+		memset(&si, 0, sizeof si);
+		if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return QUAL_EIO;
+		}
+		if (si.si_pid == c->pid)
+			break;
+		if (deadline > 0 && child_now() >= deadline) {
+			ex->timed_out = true;
+			if (c->group != CHILD_GROUP_SAME)
+				kill(-c->pid, SIGKILL);
+			kill(c->pid, SIGKILL);
+			deadline = 0;
+			continue;
+		}
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		step = step * 2 > CHILD_POLL_MAX_NS ? CHILD_POLL_MAX_NS : step * 2;
+	}
+	{
+		bool timed_out = ex->timed_out;
+		int rc = child_reap(c, ex);
+		ex->timed_out = timed_out;
+		return rc;
+	}
+}
+
+int child_exit_signal(const struct child_exit *ex)
+{
+	return WIFSIGNALED(ex->status) ? WTERMSIG(ex->status) : 0;
+}
+
+int child_exit_code(const struct child_exit *ex)
+{
+	return WIFEXITED(ex->status) ? WEXITSTATUS(ex->status) : -1;
+}
+
+const char *child_signal_name(int sig, char *buf, size_t cap)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev)
+		snprintf(buf, cap, "SIG%s", abbrev);
+	else
+		snprintf(buf, cap, "signal %d", sig);
+	return buf;
+}
+
+const char *child_exit_text(const struct child_exit *ex, char *buf, size_t cap)
+{
+	char name[32];
+	int sig = child_exit_signal(ex);
+
+	if (sig)
+		snprintf(buf, cap, "killed by signal %s",
+			 child_signal_name(sig, name, sizeof name));
+	else
+		snprintf(buf, cap, "exited with status %d", child_exit_code(ex));
+	return buf;
+}
+
+int child_read_capped(int fd, size_t cap, double deadline, char **out,
+		      size_t *len, size_t *total)
+{
+	char *buf = xmalloc(cap + 1), sink[4096];
+	size_t kept = 0, all = 0;
+	int rc = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int wait_ms = -1;
+		ssize_t n;
+
+		if (deadline > 0) {
+			double left = deadline - child_now();
+			if (left <= 0) {
+				rc = QUAL_ETIMEOUT;
+				break;
+			}
+			wait_ms = (int)(left * 1000.0) + 1;
+		}
+		if (poll(&p, 1, wait_ms) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = QUAL_EIO;
+			break;
+		}
+		if (!p.revents)
+			continue;
+		if (kept < cap)
+			n = read(fd, buf + kept, cap - kept);
+		else
+			n = read(fd, sink, sizeof sink);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			rc = QUAL_EIO;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (kept < cap)
+			kept += (size_t)n;
+		all += (size_t)n;
+	}
+	buf[kept] = '\0';
+	*out = buf;
+	*len = kept;
+	if (total)
+		*total = all;
+	return rc;
+}

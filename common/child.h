@@ -1,0 +1,122 @@
+/* Child processes: the one way qual starts one. qual-run's compile children
+ * and sessions, its device probe, and quald's workers, health checks and
+ * submit checks all start here, so that the rules below hold for every one
+ * of them (git's run-command.h is the model: "use the API").
+ *
+ * A child gets stdin, stdout and stderr as the caller asks and, when asked,
+ * a process group or session of its own, so that killing it kills everything
+ * it started. Either it execs argv (no PATH search) with env, starting with
+ * an empty signal mask and default dispositions (the caller may block or
+ * ignore signals; a compiler or a worker should see a plain process), or it
+ * runs fn in the forked copy of the caller, as the caller set it up, and
+ * exits with fn's return value (qual-run's sessions and probe: the caller
+ * must not have started a GPU runtime, which does not survive fork).
+ *
+ * Waiting comes in two forms. child_wait() blocks until the child exits or a
+ * deadline passes (then it kills the whole group). An event loop instead
+ * learns that a child may have exited (SIGCHLD), asks child_exited(), and
+ * calls child_reap(). Either way, the child is left unreaped until what it
+ * left in its group has been killed, so that the group id cannot be reused
+ * by an unrelated process while it is being killed.
+ *
+ * libuv's contract for starting: when child_start() fails nothing runs and
+ * no descriptor is left open; when it succeeds the child must be reaped,
+ * once, by child_wait() or child_reap(). */
+#ifndef QUAL_CHILD_H
+#define QUAL_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+/* What a standard stream of the child is, where it is not a descriptor of
+ * the caller's (which the child gets as it is; the caller keeps its own). */
+enum {
+	CHILD_INHERIT = -1, /* the caller's own stream */
+	CHILD_NULL = -2,    /* /dev/null */
+	CHILD_PIPE = -3,    /* a new pipe; the caller's end in in_pipe / out_pipe /
+			     * err_pipe (close-on-exec, blocking) */
+	CHILD_TO_OUT = -4,  /* stderr only: wherever stdout goes */
+};
+
+enum child_group {
+	CHILD_GROUP_SAME = 0, /* the caller's process group */
+	CHILD_GROUP_NEW,      /* a process group of its own (setpgid) */
+	CHILD_SESSION_NEW,    /* a session of its own (setsid): no terminal */
+};
+
+struct child {
+	/* Set by the caller (child_init() gives the defaults in brackets). */
+	const char *const *argv; /* argv[0] is the path run; NULL with fn */
+	const char *const *env;  /* the whole environment [NULL: the caller's] */
+	int (*fn)(void *arg);    /* instead of argv: run in the forked child */
+	void *arg;
+	int in, out, err;        /* a descriptor or CHILD_* [CHILD_NULL; out and
+				  * err CHILD_INHERIT] */
+	enum child_group group;  /* [CHILD_GROUP_SAME] */
+	bool die_with_parent;    /* killed (SIGKILL) when the caller's thread
+				  * that started it ends (PR_SET_PDEATHSIG) */
+
+	/* Set by child_start(). */
+	pid_t pid;               /* -1 before the start and after the reap */
+	int in_pipe, out_pipe, err_pipe; /* the caller's ends, or -1; the caller
+					  * closes them */
+};
+
+/* How a child ended: the waitpid() status, and whether its deadline passed
+ * (child_wait() killed it). */
+struct child_exit {
+	int status;
+	bool timed_out;
+};
+
+/* Sets the defaults above. */
+void child_init(struct child *c);
+
+/* Starts the child. Returns 0, or QUAL_ENOENT (argv[0] does not exist) or
+ * QUAL_EIO (fork, pipe, exec failed) with msg naming the program and the
+ * cause: "cannot start 'qual-compile': No such file or directory". */
+int child_start(struct child *c, struct qual_msg *msg);
+
+/* Sends sig to the child's whole group (or session) when it has its own,
+ * else to the child alone. Does nothing once it has been reaped. */
+void child_kill(struct child *c, int sig);
+
+/* True once the child has exited (without reaping it). Never blocks. */
+bool child_exited(struct child *c);
+
+/* For a child that has exited: kills (SIGKILL) whatever is left in its own
+ * group, then reaps it into ex (may be NULL). Returns 0, or QUAL_EIO. */
+int child_reap(struct child *c, struct child_exit *ex);
+
+/* Blocks until the child exits or deadline (child_now() seconds; 0 for
+ * none) passes; past the deadline its whole group is killed (SIGKILL) and
+ * ex->timed_out is set. Then child_reap(). Returns 0, or QUAL_EIO. */
+int child_wait(struct child *c, double deadline, struct child_exit *ex);
+
+/* Seconds on a monotonic clock, for deadlines. */
+double child_now(void);
+
+/* The signal that ended the child (0 when it exited), and its exit status
+ * (-1 when a signal ended it). */
+int child_exit_signal(const struct child_exit *ex);
+int child_exit_code(const struct child_exit *ex);
+
+/* One way to say how a child ended, for messages: "exited with status 3",
+ * "killed by signal SIGSEGV". Into buf (cap bytes); returns buf. */
+const char *child_exit_text(const struct child_exit *ex, char *buf, size_t cap);
+
+/* "SIGSEGV" for a signal number, or "signal 77" for one without a name. */
+const char *child_signal_name(int sig, char *buf, size_t cap);
+
+/* Reads fd until end of file or deadline (child_now() seconds; 0 for none),
+ * keeping the first cap bytes in a new NUL-terminated buffer (*out, *len)
+ * and reading, not keeping, the rest; *total (may be NULL) counts every
+ * byte read. Returns 0, QUAL_ETIMEOUT when the deadline passed first (what
+ * was read is kept), or QUAL_EIO. */
+int child_read_capped(int fd, size_t cap, double deadline, char **out,
+		      size_t *len, size_t *total);
+
+#endif

@@ -1,0 +1,204 @@
+/* Files (fsutil.h). */
+#include "common/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+
+int fs_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t put = write(fd, p, len);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return -1;
+		p += put;
+		len -= (size_t)put;
+	}
+	return 0;
+}
+
+ssize_t fs_read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static int step_fail(enum fs_step *failed, enum fs_step step, struct qual_msg *msg,
+		     const char *what, const char *path, int e)
+{
+	if (failed)
+		*failed = step;
+	return qual_fail(msg, QUAL_EIO, "cannot %s '%s': %s", what, path, strerror(e));
+}
+
+int fs_write_synced(const char *path, const void *data, size_t len, mode_t mode,
+		    enum fs_step *failed, struct qual_msg *msg)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	int e;
+
+	if (failed)
+		*failed = FS_STEP_NONE;
+	if (fd < 0)
+		return step_fail(failed, FS_STEP_OPEN, msg, "create", path, errno);
+	if (fs_write_all(fd, data, len) < 0) {
+		e = errno;
+		close(fd);
+		return step_fail(failed, FS_STEP_WRITE, msg, "write", path, e);
+	}
+	if (fsync(fd) < 0) {
+		e = errno;
+		close(fd);
+		return step_fail(failed, FS_STEP_SYNC, msg, "sync", path, e);
+	}
+	if (close(fd) < 0)
+		return step_fail(failed, FS_STEP_WRITE, msg, "write", path, errno);
+	return 0;
+}
+
+int fs_sync_dir(const char *path, struct qual_msg *msg)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot open '%s' to sync it: %s", path,
+				 strerror(errno));
+	if (fsync(fd) < 0)
+		rc = qual_fail(msg, QUAL_EIO, "cannot sync '%s': %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+		    enum fs_step *failed, struct qual_msg *msg)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	char *slash;
+	int rc;
+
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+		return qual_fail(msg, QUAL_EINVAL, "path '%s' is too long", path);
+	if ((rc = fs_write_synced(tmp, data, len, mode, failed, msg)) < 0) {
+		unlink(tmp);
+		return rc;
+	}
+	if (rename(tmp, path) < 0) {
+		rc = step_fail(failed, FS_STEP_RENAME, msg, "rename to", path, errno);
+		unlink(tmp);
+		return rc;
+	}
+	snprintf(dir, sizeof dir, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if ((rc = fs_sync_dir(dir, msg)) < 0 && failed)
+		*failed = FS_STEP_SYNC;
+	return rc;
+}
+
+int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
+		   struct qual_msg *msg)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	*out = NULL;
+	*size = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot stat '%s': %s", path, strerror(e));
+	}
+	if ((size_t)st.st_size < cap)
+		cap = (size_t)st.st_size;
+	buf = xmalloc(cap + 1);
+	n = fs_read_full(fd, buf, cap);
+	if (n < 0) {
+		int e = errno;
+		free(buf);
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path, strerror(e));
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	*size = (size_t)n;
+	return 0;
+}
+
+int fs_path_join(char *out, size_t cap, const char *dir, const char *name,
+		 struct qual_msg *msg)
+{
+	if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap)
+		return qual_fail(msg, QUAL_EINVAL, "path '%s/%s' is too long", dir, name);
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void fs_rm_tree(const char *path)
+{
+	if (path && path[0])
+		nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *fs_beside_self(const char *name)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	char *slash, *out;
+
+	if (n < 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	if (asprintf(&out, "%s/%s", slash ? self : ".", name) < 0)
+		abort();
+	return out;
+}
