@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/child.h"
 #include "common/err.h"
 
 enum rtc_abi {
@@ -48,6 +49,43 @@ struct rtc_identity {
  * a crash or hang while loading. */
 int rtc_identify(const char *path, const struct rtc_limits *lim,
 		 struct rtc_identity *id, struct qual_msg *msg);
+
+/* An identify child in flight, for a caller with an event loop (quald's
+ * submit checks), which must not block for it: rtc_identify() is
+ * rtc_identify_start(), a wait, rtc_identify_finish(), so the two share every
+ * rule (the library's own folder first on LD_LIBRARY_PATH, a private folder
+ * as TMPDIR, the child in a process group of its own, the same report and
+ * the same messages). The qual-compile result protocol has this one client. */
+struct rtc_pending {
+	struct child child;      /* the running child: wait for it with
+				  * child_wait(), or watch it (SIGCHLD,
+				  * child_exited()) and child_reap() it */
+	char dir[PATH_MAX];      /* its private folder */
+	char path[PATH_MAX];     /* the library as given */
+	char real_path[PATH_MAX];
+};
+
+/* Checks path (rtc_check_library(), then its real path) and starts the
+ * qual-compile child that identifies it: helper is the qual-compile to run
+ * (NULL: rtc_set_helper()'s, $QUAL_COMPILE, or the one beside us). Returns 0
+ * with p->child running, or a negative code with msg; then nothing runs and
+ * nothing is left behind. Hashes nothing (rtc_identify() does). */
+int rtc_identify_start(const char *path, const char *helper, struct rtc_pending *p,
+		       struct qual_msg *msg);
+
+/* For a started identify whose child has been reaped into ex: reads its
+ * report into id (abi, version, path and real path; sha256 is left as it
+ * was), removes its folder. Returns 0; QUAL_ECRASH or QUAL_ETIMEOUT (the
+ * library crashed or hung while loading: a result about it, not a usage
+ * problem; ex->timed_out says the caller's deadline of timeout_s passed);
+ * QUAL_EABI; or another negative code; msg says what, in the words
+ * rtc_identify() uses. */
+int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
+			double timeout_s, struct rtc_identity *id, struct qual_msg *msg);
+
+/* Ends a started identify that will not be finished (its requester went):
+ * kills its group, reaps it, removes its folder. */
+void rtc_identify_abort(struct rtc_pending *p);
 
 /* Checks, without loading it, that path names a readable regular file
  * holding a 64-bit ELF shared object: the checks rtc_identify makes before it
