@@ -371,3 +371,33 @@ int child_read_capped(int fd, size_t cap, double deadline, char **out,
 		*total = all;
 	return rc;
 }
+
+char **child_env_with(const char *const *drop, const char *const *add)
+{
+	size_t n = 0, nadd = 0, k = 0;
+	char **env;
+
+	while (environ && environ[n])
+		n++;
+	while (add && add[nadd])
+		nadd++;
+	env = xcalloc(n + nadd + 1, sizeof *env);
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+		for (size_t d = 0; drop && drop[d] && !skip; d++)
+			skip = strncmp(environ[i], drop[d], strlen(drop[d])) == 0;
+		if (!skip)
+			env[k++] = xstrdup(environ[i]);
+	}
+	for (size_t i = 0; i < nadd; i++)
+		env[k++] = xstrdup(add[i]);
+	env[k] = NULL;
+	return env;
+}
+
+void child_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}

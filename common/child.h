@@ -111,6 +111,13 @@ const char *child_exit_text(const struct child_exit *ex, char *buf, size_t cap);
 /* "SIGSEGV" for a signal number, or "signal 77" for one without a name. */
 const char *child_signal_name(int sig, char *buf, size_t cap);
 
+/* The caller's environment less every entry starting with one of drop's
+ * strings ("LD_LIBRARY_PATH=") and plus add's entries ("KEY=value", in that
+ * order), as a new NULL-terminated array for child.env; child_env_free()
+ * frees it. drop and add may be NULL. */
+char **child_env_with(const char *const *drop, const char *const *add);
+void child_env_free(char **env);
+
 /* Reads fd until end of file or deadline (child_now() seconds; 0 for none),
  * keeping the first cap bytes in a new NUL-terminated buffer (*out, *len)
  * and reading, not keeping, the rest; *total (may be NULL) counts every
