@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The four GPU suites in one call on the device machine, from the repository
+# root after scripts/pack-gpu.sh (carry .carry):
+#
+#     bash tests/gpu/suites.sh OUTDIR [BUILD]
+#
+# run.sh (smoke, A/A, alt, slow, miscompile), service.sh (through quald and
+# qualctl), faults.sh (a faulting and a hanging kernel) and service_faults.sh
+# (the same through quald), each into OUTDIR/<suite>/, each under its own
+# time limit. Prints every suite's summary and one line per suite last; exit
+# status 0 only when all four passed. The lines of qual-run's runs (run/,
+# faults/) are validated against docs/schema/lines.schema.json where python3
+# has jsonschema.
+set -u
+out=${1:?usage: suites.sh OUTDIR [BUILD]}
+build=${2:-.carry}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+status=0
+results=()
+for suite in run service faults service_faults; do
+  start=$SECONDS
+  timeout 240 bash "$here/$suite.sh" "$out/$suite" "$build" >"$out/$suite.log" 2>&1
+  rc=$?
+  echo "==== $suite (exit $rc, $((SECONDS - start)) s)"
+  if [ -f "$out/$suite/summary.txt" ]; then cat "$out/$suite/summary.txt"; else tail -n 30 "$out/$suite.log"; fi
+  results+=("$suite: $([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)") in $((SECONDS - start)) s")
+  [ $rc = 0 ] || status=1
+done
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  n=0; bad=0
+  while IFS= read -r f; do
+    n=$((n + 1))
+    python3 "$here/../tools/validate_lines.py" "$here/../../docs/schema/lines.schema.json" "$f" \
+      >/dev/null 2>&1 || { bad=$((bad + 1)); echo "schema: $f does not validate"; }
+  done < <(find "$out/run" "$out/faults" -name '*.jsonl' -size +0 2>/dev/null)
+  results+=("schema: $((n - bad)) of $n line files validate")
+  [ $bad = 0 ] || status=1
+fi
+echo "==== summary"
+printf '%s\n' "${results[@]}"
+exit $status
