@@ -38,5 +38,7 @@ if python3 -c 'import jsonschema' 2>/dev/null; then
   [ $bad = 0 ] || status=1
 fi
 echo "==== summary"
-printf '%s\n' "${results[@]}"
+printf '%s\n' "${results[@]}" | tee "$out/summary.txt"
+# The device tool brings back few files: everything also goes in one tarball.
+tar -czf "$out/suites.tar.gz" -C "$out" --exclude suites.tar.gz . 2>/dev/null
 exit $status
