@@ -30,12 +30,13 @@
 #include <cmocka.h>
 #include <uv.h>
 
+#include "common/lines.h"
 #include "daemon/jobs.h"
 #include "daemon/request.h"
 #include "daemon/sd.h"
-/* The server itself, to look at a connection's state where the wire cannot
- * show it (a replay waiting for its client). */
-#include "daemon/server.c"
+/* The server's insides, to look at a connection's state where the wire
+ * cannot show it (a replay waiting for its client). */
+#include "daemon/server_internal.h"
 
 static uv_loop_t loop;
 
@@ -1125,8 +1126,8 @@ static void test_watch_replay_paced(void **state)
 		assert_non_null(c);
 		assert_true(c->replay.active);
 		assert_true(c->replay.waiting);
-		assert_true(conn_pending(c) <= SERVER_REPLY_HIGH + 1024);
-		assert_true(conn_pending(c) > SERVER_REPLY_HIGH / 2);
+		assert_true(conn__pending(c) <= SERVER_REPLY_HIGH + 1024);
+		assert_true(conn__pending(c) > SERVER_REPLY_HIGH / 2);
 	}
 	json_decref(client_json(w));
 	for (long s = 0; s < STORED + LIVE; s++)
@@ -1780,7 +1781,7 @@ static void test_slow_reader_hard_cap(void **state)
 	snprintf(extra, sizeof extra, "\"pad\":\"%01000d\"", 0);
 	/* sc is freed by the loop once closed: look at it before each turn. */
 	for (;;) {
-		size_t q = conn_pending(sc);
+		size_t q = conn__pending(sc);
 
 		peak = q > peak ? q : peak;
 		stub_emit(a, "pair", extra);
