@@ -384,10 +384,9 @@ static void on_conn_closed(uv_handle_t *h)
 	struct conn *c = container_of(h, struct conn, h.handle);
 	struct server *s = c->srv;
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
+	/* Out of the server's list: the pointer to c is its predecessor's
+	 * next, or the head. */
+	*(c->prev ? &c->prev->next : &s->conns) = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	s->nconns--;

@@ -258,29 +258,28 @@ enum {
 	OPT_MAX_QUEUED,
 };
 
-/* The options that take an integer, and the range of each. */
-static const struct {
+/* An option that takes an integer: its range, and the int it sets. */
+struct int_option {
 	int opt;
 	const char *name;
 	long lo, hi;
-} int_options[] = {
-	{OPT_TCP, "--tcp", 1, 65535},
-	{OPT_SLOTS, "--slots", 1, MAX_SLOTS},
-	{OPT_CLIENT_BUFFER, "--client-buffer", SERVER_MIN_CLIENT_BUFFER, 1L << 40},
-	{OPT_SLOW_GRACE, "--slow-grace-ms", 0, 3600000},
-	{OPT_MAX_CONNECTIONS, "--max-connections", 1, 1000000},
-	{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000},
-	{OPT_MAX_QUEUED, "--max-queued", 1, 1000000},
+	int *to;
 };
 
-/* When opt takes an integer, parses arg into *x; -1 after saying why it
- * is not one. */
-static int int_option(int opt, const char *arg, long *x)
+/* When opt is one of the n in opts, parses arg into its int. Returns 1 when
+ * it was one, 0 when not, -1 after saying why arg is not a value of it. */
+static int int_option(const struct int_option *opts, size_t n, int opt, const char *arg)
 {
-	for (size_t i = 0; i < sizeof int_options / sizeof int_options[0]; i++)
-		if (int_options[i].opt == opt)
-			return parse_long(int_options[i].name, arg, int_options[i].lo,
-					  int_options[i].hi, x);
+	long x;
+
+	for (size_t i = 0; i < n; i++) {
+		if (opts[i].opt != opt)
+			continue;
+		if (parse_long(opts[i].name, arg, opts[i].lo, opts[i].hi, &x) < 0)
+			return -1;
+		*opts[i].to = (int)x;
+		return 1;
+	}
 	return 0;
 }
 
@@ -314,11 +313,20 @@ int main(int argc, char **argv)
 	struct jobs_config jcfg = {0};
 	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
-	long slots = 0, x = 0;
+	int slots = 0;
+	long x;
 	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
 	struct daemon d = {0};
 	struct qual_msg msg = {{0}};
 	int rc, opt, nfds, status = QUAL_EXIT_ERROR;
+	const struct int_option ints[] = {
+		{OPT_TCP, "--tcp", 1, 65535, &scfg.tcp_port},
+		{OPT_SLOTS, "--slots", 1, MAX_SLOTS, &slots},
+		{OPT_SLOW_GRACE, "--slow-grace-ms", 0, 3600000, &scfg.slow_grace_ms},
+		{OPT_MAX_CONNECTIONS, "--max-connections", 1, 1000000, &scfg.max_connections},
+		{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000, &scfg.max_watchers},
+		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
+	};
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
 	 * getopt sees it; the defaults apply with or without it. Static: kept
@@ -335,15 +343,15 @@ int main(int argc, char **argv)
 		jcfg.nallow_roots = nallow_roots;
 	}
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (int_option(opt, optarg, &x) < 0)
+		rc = int_option(ints, sizeof ints / sizeof ints[0], opt, optarg);
+		if (rc < 0)
 			goto usage;
+		if (rc > 0)
+			continue;
 		switch (opt) {
 		case OPT_SOCKET:
 			free(socket_path);
 			socket_path = xstrdup(optarg);
-			break;
-		case OPT_TCP:
-			scfg.tcp_port = (int)x;
 			break;
 		case OPT_STATE_DIR:
 			free(state_dir);
@@ -362,9 +370,6 @@ int main(int argc, char **argv)
 			if (ndevices < 0)
 				goto usage;
 			break;
-		case OPT_SLOTS:
-			slots = x;
-			break;
 		case OPT_JOB_TIMEOUT:
 			if (text_parse_double("--job-timeout", optarg, 1, 1e7, &job_timeout,
 					      &msg) < 0) {
@@ -373,6 +378,9 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_CLIENT_BUFFER:
+			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
+				       1L << 40, &x) < 0)
+				goto usage;
 			scfg.client_buffer = (size_t)x;
 			break;
 		case OPT_TOKEN_FILE:
@@ -384,18 +392,6 @@ int main(int argc, char **argv)
 				goto usage;
 			}
 			group = optarg;
-			break;
-		case OPT_SLOW_GRACE:
-			scfg.slow_grace_ms = (int)x;
-			break;
-		case OPT_MAX_CONNECTIONS:
-			scfg.max_connections = (int)x;
-			break;
-		case OPT_MAX_WATCHERS:
-			scfg.max_watchers = (int)x;
-			break;
-		case OPT_MAX_QUEUED:
-			scfg.max_queued = (int)x;
 			break;
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
