@@ -311,7 +311,7 @@ int main(int argc, char **argv)
 	char *token = NULL;
 	struct group *gr;
 	struct jobs_config jcfg = {0};
-	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL;
+	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
 	int slots = 0;
 	long x;
@@ -348,23 +348,15 @@ int main(int argc, char **argv)
 			goto usage;
 		if (rc > 0)
 			continue;
+		/* The options that name a file; the last one given counts. */
+		path = opt == OPT_SOCKET ? &socket_path : opt == OPT_STATE_DIR ? &state_dir :
+		       opt == OPT_WORKER ? &worker : opt == OPT_HELPER ? &helper : NULL;
+		if (path) {
+			free(*path);
+			*path = xstrdup(optarg);
+			continue;
+		}
 		switch (opt) {
-		case OPT_SOCKET:
-			free(socket_path);
-			socket_path = xstrdup(optarg);
-			break;
-		case OPT_STATE_DIR:
-			free(state_dir);
-			state_dir = xstrdup(optarg);
-			break;
-		case OPT_WORKER:
-			free(worker);
-			worker = xstrdup(optarg);
-			break;
-		case OPT_HELPER:
-			free(helper);
-			helper = xstrdup(optarg);
-			break;
 		case OPT_DEVICES:
 			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
 			if (ndevices < 0)
