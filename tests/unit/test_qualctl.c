@@ -284,12 +284,10 @@ static void test_verdict_tally_all_cases(void **state)
 		"{\"case\":\"a-1\",\"verdict\":\"not_timed\"},{\"case\":\"b-2\",\"verdict\":\"not_timed\"}]}",
 		NULL,
 	};
-	struct view_job v;
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j9");
-	out = feed(&v, VIEW_VERDICTS, lines);
+	out = plain("j9", VIEW_VERDICTS, lines);
 	assert_string_equal(out, "case b-2: verdict not_timed\nverdict: not_timed (2 not_timed)\n");
 	free(out);
 }
