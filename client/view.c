@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/exitcode.h"
 #include "client/view.h"
+#include "common/exitcode.h"
+#include "common/lines.h"
 #include "common/xalloc.h"
 
 void view_job_init(struct view_job *v, const char *job)
@@ -89,13 +90,15 @@ static void print_identity(FILE *out, json_t *arm)
 	fprintf(out, "%s %s '%s'", abi ? abi : "?", ver ? ver : "?", path ? path : "?");
 }
 
-static void take_start(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+static void take_start(struct view_job *v, const struct lines_info *info, json_t *line,
+		       FILE *out, unsigned flags)
 {
 	json_t *settings = json_object_get(line, "settings");
 	json_t *device = json_object_get(line, "device");
 	const char *arch = str_field(line, "arch");
 	const char *why = str_field(line, "not_timed_because");
 
+	(void)info;
 	v->started = true;
 	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
 	v->npairs = (int)int_field(settings, "pairs", 0);
@@ -144,9 +147,10 @@ static void print_static_deltas(FILE *out, json_t *st)
 		fputs(", same size and registers", out);
 }
 
-static void take_case(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+static void take_case(struct view_job *v, const struct lines_info *info, json_t *line,
+		      FILE *out, unsigned flags)
 {
-	const char *name = str_field(line, "case");
+	const char *name = info->case_name;
 	bool b = json_is_true(json_object_get(json_object_get(line, "baseline"), "compiled"));
 	bool c = json_is_true(json_object_get(json_object_get(line, "candidate"), "compiled"));
 
@@ -176,9 +180,10 @@ static void take_case(struct view_job *v, json_t *line, FILE *out, unsigned flag
 	fputc('\n', out);
 }
 
-static void take_pair(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+static void take_pair(struct view_job *v, const struct lines_info *info, json_t *line,
+		      FILE *out, unsigned flags)
 {
-	const char *name = str_field(line, "case");
+	const char *name = info->case_name;
 	json_t *b = json_object_get(line, "baseline_ns");
 	json_t *c = json_object_get(line, "candidate_ns");
 
@@ -209,11 +214,13 @@ static void take_pair(struct view_job *v, json_t *line, FILE *out, unsigned flag
 		report_pairs(v, out, flags);
 }
 
-static void take_error(struct view_job *v, json_t *line, FILE *out, unsigned flags)
+static void take_error(struct view_job *v, const struct lines_info *info, json_t *line,
+		       FILE *out, unsigned flags)
 {
-	const char *name = str_field(line, "case"), *arm = str_field(line, "arm");
+	const char *name = info->case_name, *arm = info->arm;
 	const char *stage = str_field(line, "stage"), *message = str_field(line, "message");
 
+	report_pairs(v, out, flags);
 	if (!out)
 		return;
 	line_start(v, out, flags);
@@ -251,11 +258,11 @@ static void ratio_cell(json_t *cv, char *buf, size_t len)
 		snprintf(buf, len, "%s", m);
 }
 
-static void take_case_verdict(struct view_job *v, json_t *line, FILE *out,
-			      unsigned flags)
+static void take_case_verdict(struct view_job *v, const struct lines_info *info,
+			      json_t *line, FILE *out, unsigned flags)
 {
 	char verdict[64], ratio[96], p[32];
-	const char *verdict_name = str_field(line, "verdict");
+	const char *verdict_name = info->verdict;
 
 	report_pairs(v, out, flags);
 	json_array_append(v->case_verdicts, line);
@@ -263,7 +270,7 @@ static void take_case_verdict(struct view_job *v, json_t *line, FILE *out,
 		return;
 	verdict_cell(line, verdict, sizeof verdict);
 	line_start(v, out, flags);
-	fprintf(out, "case %s: ", str_field(line, "case") ? str_field(line, "case") : "?");
+	fprintf(out, "case %s: ", info->case_name ? info->case_name : "?");
 	if (verdict_name && (strcmp(verdict_name, "fail") == 0 ||
 			     strcmp(verdict_name, "not_timed") == 0)) {
 		fprintf(out, "verdict %s", verdict);
@@ -321,7 +328,8 @@ static void print_tally(FILE *out, json_t *rows)
 /* The run verdict line, and its message on the next line when it has one. */
 static void print_run_verdict(const struct view_job *v, FILE *out, unsigned flags)
 {
-	const char *verdict = str_field(v->verdict, "verdict");
+	struct lines_info info;
+	const char *verdict;
 	const char *message = str_field(v->verdict, "message");
 	json_t *rows = json_object_get(v->verdict, "cases");
 
@@ -329,6 +337,8 @@ static void print_run_verdict(const struct view_job *v, FILE *out, unsigned flag
 	 * seen may be fewer (a watch that began late). */
 	if (json_array_size(rows) == 0)
 		rows = v->case_verdicts;
+	lines_classify(v->verdict, &info);
+	verdict = info.verdict;
 
 	line_start(v, out, flags);
 	fprintf(out, "verdict: %s", verdict ? verdict : "?");
@@ -344,31 +354,32 @@ static void print_run_verdict(const struct view_job *v, FILE *out, unsigned flag
 	}
 }
 
+static void take_verdict(struct view_job *v, const struct lines_info *info, json_t *line,
+			 FILE *out, unsigned flags)
+{
+	(void)info;
+	report_pairs(v, out, flags);
+	json_decref(v->verdict);
+	v->verdict = json_incref(line);
+	if (out && (flags & VIEW_VERDICTS))
+		print_run_verdict(v, out, flags);
+}
+
 void view_job_take(struct view_job *v, json_t *line, FILE *out, unsigned flags)
 {
-	const char *type = str_field(line, "type");
+	/* What each type of line does; other types (newer versions) have no
+	 * plain form. */
+	static void (*const take[])(struct view_job *v, const struct lines_info *info,
+				    json_t *line, FILE *out, unsigned flags) = {
+		[LINES_START] = take_start, [LINES_CASE] = take_case, [LINES_PAIR] = take_pair,
+		[LINES_CASE_VERDICT] = take_case_verdict, [LINES_VERDICT] = take_verdict,
+		[LINES_ERROR] = take_error,
+	};
+	struct lines_info info;
 
-	if (!type)
-		return;
-	if (strcmp(type, "pair") == 0) {
-		take_pair(v, line, out, flags);
-	} else if (strcmp(type, "start") == 0) {
-		take_start(v, line, out, flags);
-	} else if (strcmp(type, "case") == 0) {
-		take_case(v, line, out, flags);
-	} else if (strcmp(type, "error") == 0) {
-		report_pairs(v, out, flags);
-		take_error(v, line, out, flags);
-	} else if (strcmp(type, "case_verdict") == 0) {
-		take_case_verdict(v, line, out, flags);
-	} else if (strcmp(type, "verdict") == 0) {
-		report_pairs(v, out, flags);
-		json_decref(v->verdict);
-		v->verdict = json_incref(line);
-		if (out && (flags & VIEW_VERDICTS))
-			print_run_verdict(v, out, flags);
-	}
-	/* Other types (newer versions) have no plain form. */
+	lines_classify(line, &info);
+	if ((size_t)info.type < sizeof take / sizeof take[0] && take[info.type])
+		take[info.type](v, &info, line, out, flags);
 }
 
 /* Appends printf-style text to buf, which holds *used bytes. */
@@ -427,16 +438,37 @@ void view_progress(const struct view_job *v, char *buf, size_t len, size_t width
 		buf[width - 1] = '\0';
 }
 
+void view_table(FILE *out, const char *const *head, size_t ncols,
+		const char *const *cells, size_t nrows)
+{
+	size_t *w = xcalloc(ncols, sizeof *w);
+
+	for (size_t k = 0; k < ncols; k++)
+		w[k] = strlen(head[k]);
+	for (size_t i = 0; i < nrows; i++)
+		for (size_t k = 0; k < ncols; k++)
+			if (strlen(cells[i * ncols + k]) > w[k])
+				w[k] = strlen(cells[i * ncols + k]);
+	for (size_t k = 0; k + 1 < ncols; k++)
+		fprintf(out, "%-*s  ", (int)w[k], head[k]);
+	fprintf(out, "%s\n", head[ncols - 1]);
+	for (size_t i = 0; i < nrows; i++) {
+		for (size_t k = 0; k + 1 < ncols; k++)
+			fprintf(out, "%-*s  ", (int)w[k], cells[i * ncols + k]);
+		fprintf(out, "%s\n", cells[i * ncols + ncols - 1]);
+	}
+	free(w);
+}
+
 void view_summary(FILE *out, const struct view_job *v)
 {
 	static const char *const head[] = {"case", "verdict", "code", "ratio [lo, hi]", "p_holm"};
 	enum { NCOL = 5 };
 	json_t *rows = summary_rows(v);
-	size_t n = json_array_size(rows), w[NCOL];
+	size_t n = json_array_size(rows);
 	char (*cells)[NCOL][96] = xcalloc(n ? n : 1, sizeof *cells);
+	const char **table = xcalloc(n * NCOL + 1, sizeof *table);
 
-	for (int k = 0; k < NCOL; k++)
-		w[k] = strlen(head[k]);
 	for (size_t i = 0; i < n; i++) {
 		json_t *cv = json_array_get(rows, i);
 		json_t *ident = json_object_get(cv, "identical_code");
@@ -451,19 +483,11 @@ void view_summary(FILE *out, const struct view_job *v)
 		snprintf(cells[i][4], sizeof cells[i][4], "%s",
 			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));
 		for (int k = 0; k < NCOL; k++)
-			if (strlen(cells[i][k]) > w[k])
-				w[k] = strlen(cells[i][k]);
+			table[i * NCOL + (size_t)k] = cells[i][k];
 	}
-	if (n > 0) {
-		for (int k = 0; k < NCOL - 1; k++)
-			fprintf(out, "%-*s  ", (int)w[k], head[k]);
-		fprintf(out, "%s\n", head[NCOL - 1]);
-		for (size_t i = 0; i < n; i++) {
-			for (int k = 0; k < NCOL - 1; k++)
-				fprintf(out, "%-*s  ", (int)w[k], cells[i][k]);
-			fprintf(out, "%s\n", cells[i][NCOL - 1]);
-		}
-	}
+	if (n > 0)
+		view_table(out, head, NCOL, table, n);
+	free(table);
 	free(cells);
 	if (v->verdict)
 		print_run_verdict(v, out, 0);

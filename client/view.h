@@ -62,6 +62,12 @@ void view_progress(const struct view_job *v, char *buf, size_t len, size_t width
  * none, the verdict line's cases). */
 void view_summary(FILE *out, const struct view_job *v);
 
+/* A table on out: the head row, then nrows rows of ncols cells (row i's
+ * cell k is cells[i * ncols + k]), each column as wide as its widest cell
+ * and two spaces from the next; the last column is not padded. */
+void view_table(FILE *out, const char *const *head, size_t ncols,
+		const char *const *cells, size_t nrows);
+
 /* The exit status (common/exitcode.h) for a run verdict name: improvement,
  * neutral and not_timed 0, regression 1, fail 2, and 3 for error, quald's
  * cancelled and interrupted, and anything unknown. */

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +20,8 @@
 #include "daemon/policy.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
+#include "common/fsutil.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 
 #ifndef QUAL_VERSION
@@ -134,35 +135,27 @@ static char *first_dir(const char *env)
 }
 
 /* A program beside our own executable (the installed layout, and the build
- * tree's bin/ folder), else NULL. */
+ * tree's bin/ folder) that we may run, else NULL. */
 static char *find_beside(const char *name)
 {
-	char exe[PATH_MAX], path[PATH_MAX + 64];
-	size_t n = sizeof exe;
-	char *dir;
+	char *path = fs_beside_self(name);
 
-	if (uv_exepath(exe, &n) < 0)
-		return NULL;
-	dir = dirname(exe);
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	if (access(path, X_OK) == 0)
-		return xstrdup(path);
-	return NULL;
+	if (path && access(path, X_OK) != 0) {
+		free(path);
+		path = NULL;
+	}
+	return path;
 }
 
+/* An option's number, or a usage message on stderr and -1. */
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
-	char *end;
-	long x;
+	struct qual_msg msg;
 
-	errno = 0;
-	x = strtol(s, &end, 10);
-	if (errno || end == s || *end || x < lo || x > hi) {
-		fprintf(stderr, "quald: %s must be an integer in [%ld, %ld], got '%s'\n",
-			opt, lo, hi, s);
+	if (text_parse_long(opt, s, lo, hi, out, &msg) < 0) {
+		fprintf(stderr, "quald: %s\n", msg.text);
 		return -1;
 	}
-	*out = x;
 	return 0;
 }
 
@@ -265,6 +258,31 @@ enum {
 	OPT_MAX_QUEUED,
 };
 
+/* An option that takes an integer: its range, and the int it sets. */
+struct int_option {
+	int opt;
+	const char *name;
+	long lo, hi;
+	int *to;
+};
+
+/* When opt is one of the n in opts, parses arg into its int. Returns 1 when
+ * it was one, 0 when not, -1 after saying why arg is not a value of it. */
+static int int_option(const struct int_option *opts, size_t n, int opt, const char *arg)
+{
+	long x;
+
+	for (size_t i = 0; i < n; i++) {
+		if (opts[i].opt != opt)
+			continue;
+		if (parse_long(opts[i].name, arg, opts[i].lo, opts[i].hi, &x) < 0)
+			return -1;
+		*opts[i].to = (int)x;
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -293,14 +311,22 @@ int main(int argc, char **argv)
 	char *token = NULL;
 	struct group *gr;
 	struct jobs_config jcfg = {0};
-	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL;
+	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
-	long slots = 0, x;
+	int slots = 0;
+	long x;
 	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
 	struct daemon d = {0};
 	struct qual_msg msg = {{0}};
 	int rc, opt, nfds, status = QUAL_EXIT_ERROR;
-	char *end;
+	const struct int_option ints[] = {
+		{OPT_TCP, "--tcp", 1, 65535, &scfg.tcp_port},
+		{OPT_SLOTS, "--slots", 1, MAX_SLOTS, &slots},
+		{OPT_SLOW_GRACE, "--slow-grace-ms", 0, 3600000, &scfg.slow_grace_ms},
+		{OPT_MAX_CONNECTIONS, "--max-connections", 1, 1000000, &scfg.max_connections},
+		{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000, &scfg.max_watchers},
+		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
+	};
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
 	 * getopt sees it; the defaults apply with or without it. Static: kept
@@ -317,50 +343,36 @@ int main(int argc, char **argv)
 		jcfg.nallow_roots = nallow_roots;
 	}
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		rc = int_option(ints, sizeof ints / sizeof ints[0], opt, optarg);
+		if (rc < 0)
+			goto usage;
+		if (rc > 0)
+			continue;
+		/* The options that name a file; the last one given counts. */
+		path = opt == OPT_SOCKET ? &socket_path : opt == OPT_STATE_DIR ? &state_dir :
+		       opt == OPT_WORKER ? &worker : opt == OPT_HELPER ? &helper : NULL;
+		if (path) {
+			free(*path);
+			*path = xstrdup(optarg);
+			continue;
+		}
 		switch (opt) {
-		case OPT_SOCKET:
-			free(socket_path);
-			socket_path = xstrdup(optarg);
-			break;
-		case OPT_TCP:
-			if (parse_long("--tcp", optarg, 1, 65535, &x) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
-			scfg.tcp_port = (int)x;
-			break;
-		case OPT_STATE_DIR:
-			free(state_dir);
-			state_dir = xstrdup(optarg);
-			break;
-		case OPT_WORKER:
-			free(worker);
-			worker = xstrdup(optarg);
-			break;
-		case OPT_HELPER:
-			free(helper);
-			helper = xstrdup(optarg);
-			break;
 		case OPT_DEVICES:
 			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
 			if (ndevices < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
-			break;
-		case OPT_SLOTS:
-			if (parse_long("--slots", optarg, 1, MAX_SLOTS, &slots) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
+				goto usage;
 			break;
 		case OPT_JOB_TIMEOUT:
-			errno = 0;
-			job_timeout = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(job_timeout >= 1 && job_timeout <= 1e7)) {
-				fprintf(stderr, "quald: --job-timeout must be a number of seconds in [1, 1e7], got '%s'\n",
-					optarg);
-				{ status = QUAL_EXIT_USAGE; goto out; }
+			if (text_parse_double("--job-timeout", optarg, 1, 1e7, &job_timeout,
+					      &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
 			}
 			break;
 		case OPT_CLIENT_BUFFER:
 			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
 				       1L << 40, &x) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
+				goto usage;
 			scfg.client_buffer = (size_t)x;
 			break;
 		case OPT_TOKEN_FILE:
@@ -369,55 +381,37 @@ int main(int argc, char **argv)
 		case OPT_GROUP:
 			if (!*optarg) {
 				fprintf(stderr, "quald: --group must name a group\n");
-				{ status = QUAL_EXIT_USAGE; goto out; }
+				goto usage;
 			}
 			group = optarg;
 			break;
-		case OPT_SLOW_GRACE:
-			if (parse_long("--slow-grace-ms", optarg, 0, 3600000, &x) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
-			scfg.slow_grace_ms = (int)x;
-			break;
-		case OPT_MAX_CONNECTIONS:
-			if (parse_long("--max-connections", optarg, 1, 1000000, &x) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
-			scfg.max_connections = (int)x;
-			break;
-		case OPT_MAX_WATCHERS:
-			if (parse_long("--max-watchers", optarg, 1, 1000000, &x) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
-			scfg.max_watchers = (int)x;
-			break;
-		case OPT_MAX_QUEUED:
-			if (parse_long("--max-queued", optarg, 1, 1000000, &x) < 0)
-				{ status = QUAL_EXIT_USAGE; goto out; }
-			scfg.max_queued = (int)x;
-			break;
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
-			{ status = QUAL_EXIT_PASS; goto out; }
+			status = QUAL_EXIT_PASS;
+			goto out;
 		case OPT_HELP:
 			usage(stdout);
-			{ status = QUAL_EXIT_PASS; goto out; }
+			status = QUAL_EXIT_PASS;
+			goto out;
 		default:
 			usage(stderr);
-			{ status = QUAL_EXIT_USAGE; goto out; }
+			goto usage;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "quald: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
-		{ status = QUAL_EXIT_USAGE; goto out; }
+		goto usage;
 	}
 	if (scfg.tcp_port >= 0 && !token_file) {
 		fprintf(stderr, "quald: --tcp needs --tcp-token-file: tcp clients must "
 			"authenticate with a token\n");
-		{ status = QUAL_EXIT_USAGE; goto out; }
+		goto usage;
 	}
 	if (token_file) {
 		token = read_token(token_file);
 		if (!token)
-			{ status = QUAL_EXIT_USAGE; goto out; }
+			goto usage;
 		scfg.tcp_token = token;
 	}
 	/* Resolved once, at start: a group created later needs a restart. */
@@ -433,7 +427,7 @@ int main(int argc, char **argv)
 	}
 	if (slots && ndevices) {
 		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
-		{ status = QUAL_EXIT_USAGE; goto out; }
+		goto usage;
 	}
 
 	if (!socket_path) {
@@ -450,11 +444,11 @@ int main(int argc, char **argv)
 		state_dir = xstrdup(DEFAULT_STATE_DIR);
 	if (!worker && !(worker = find_beside("qual-run"))) {
 		fprintf(stderr, "quald: cannot find qual-run beside quald: use --worker\n");
-		{ status = QUAL_EXIT_USAGE; goto out; }
+		goto usage;
 	}
 	if (!helper && !(helper = find_beside("qual-compile"))) {
 		fprintf(stderr, "quald: cannot find qual-compile beside quald: use --compile-helper\n");
-		{ status = QUAL_EXIT_USAGE; goto out; }
+		goto usage;
 	}
 
 	/* Before anything can fork: the systemd variables are ours alone. */
@@ -463,7 +457,7 @@ int main(int argc, char **argv)
 	nfds = sd_listen_fds(&msg);
 	if (nfds < 0) {
 		fprintf(stderr, "quald: %s\n", msg.text);
-		{ status = QUAL_EXIT_USAGE; goto out; }
+		goto usage;
 	}
 	if (nfds > 0) {
 		listen_fds = xcalloc((size_t)nfds, sizeof *listen_fds);
@@ -536,6 +530,9 @@ close_loop:
 	} else if (status == QUAL_EXIT_PASS) {
 		fprintf(stderr, "quald: stopped\n");
 	}
+	goto out;
+usage:
+	status = QUAL_EXIT_USAGE;
 out:
 	free(listen_fds);
 	free(socket_path);

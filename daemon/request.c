@@ -601,12 +601,12 @@ out:
 
 void request_release(struct request *r)
 {
+	char *strings[] = {r->job, r->after_job, r->token, r->sha256};
+
 	submit_release(&r->submit);
 	json_decref(r->id);
-	free(r->job);
-	free(r->after_job);
-	free(r->token);
-	free(r->sha256);
+	for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+		free(strings[i]);
 	memset(r, 0, sizeof *r);
 }
 

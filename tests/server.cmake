@@ -12,9 +12,12 @@ target_compile_definitions(test_request PRIVATE
 add_test(NAME request_unit COMMAND test_request)
 set_tests_properties(request_unit PROPERTIES LABELS unit)
 
-# test_server.c includes server.c (to look at a connection's state) and
-# defines the jobs module itself.
+# test_server.c builds the server's own files (server.c, conn.c, fanout.c,
+# looking at a connection's state through server_internal.h) and defines the
+# jobs module itself.
 add_executable(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_server.c
+               ${QUAL_DAEMON_DIR}/server.c ${QUAL_DAEMON_DIR}/conn.c
+               ${QUAL_DAEMON_DIR}/fanout.c
                ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/frame.c
                ${QUAL_DAEMON_DIR}/sd.c)
 target_link_libraries(test_server PRIVATE qual_common OpenSSL::Crypto PkgConfig::LIBUV PkgConfig::JANSSON

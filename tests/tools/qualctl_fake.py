@@ -215,6 +215,17 @@ class Ctx:
                            timeout=timeout)
         return p.returncode, p.stdout.decode(), p.stderr.decode()
 
+    def interrupt(self, *args):
+        """Runs qualctl on the fake daemon, sends it SIGINT half a second
+        later, and closes the fake: (status, stdout, stderr) as bytes."""
+        p = subprocess.Popen([self.qualctl, "--socket", self.fake.path] + list(args),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)
+        self.fake.close()
+        return p.returncode, out, err
+
 
 def check(cond, what, *show):
     if not cond:
@@ -448,13 +459,8 @@ def submit_connection_lost(ctx):
 def submit_interrupted(ctx):
     """^C while following: the job goes on, exit 3."""
     ctx.serve(lambda req: [submit_reply()] + timed_lines("neutral", cut_after=5) + ["HOLD"])
-    p = subprocess.Popen([ctx.qualctl, "--socket", ctx.fake.path, "submit", "/b.so", "/c.so"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=10)
-    ctx.fake.close()
-    expect_status((p.returncode,), EXIT_ERROR, out, err)
+    code, out, err = ctx.interrupt("submit", "/b.so", "/c.so")
+    expect_status((code,), EXIT_ERROR, out, err)
     check(b"stopped following job j000042; it goes on in quald" in err, "message", err)
 
 
@@ -612,13 +618,8 @@ def watch(ctx):
         check(code == EXIT_USAGE and "--after must be JOB or JOB:SEQ" in err, "bad --after", err)
     ctx.fresh()
     ctx.serve(lambda req: [reply("watch")] + a[:3] + ["HOLD"])
-    p = subprocess.Popen([ctx.qualctl, "--socket", ctx.fake.path, "watch"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=10)
-    ctx.fake.close()
-    expect_status((p.returncode,), EXIT_PASS, out, err)
+    code, out, err = ctx.interrupt("watch")
+    expect_status((code,), EXIT_PASS, out, err)
     check(out.startswith(b"[j000001] start: 3 cases"), "lines before ^C", out)
 
 

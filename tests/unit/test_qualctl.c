@@ -60,6 +60,31 @@ static char *summary(const struct view_job *v)
 	return text;
 }
 
+/* What lines print when fed to a fresh view of job (malloc'd). */
+static char *plain(const char *job, unsigned flags, const char *const *lines)
+{
+	struct view_job v;
+	char *out;
+
+	view_job_init(&v, job);
+	out = feed(&v, flags, lines);
+	view_job_release(&v);
+	return out;
+}
+
+/* The summary table of a fresh view of job that took lines (malloc'd). */
+static char *summary_of(const char *job, const char *const *lines)
+{
+	struct view_job v;
+	char *out;
+
+	view_job_init(&v, job);
+	free(feed(&v, 0, lines));
+	out = summary(&v);
+	view_job_release(&v);
+	return out;
+}
+
 #define START2 "{\"type\":\"start\",\"timed\":true,\"device\":{\"name\":\"H200\"},\"arch\":\"sm_90\"," \
 	"\"settings\":{\"pairs\":3,\"cases\":[\"a-1\",\"b-2\"]}}"
 #define CASE_A "{\"type\":\"case\",\"case\":\"a-1\",\"timed\":true,\"identical_code\":false," \
@@ -157,12 +182,10 @@ static void test_plain_lines(void **state)
 		"{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,\"case\":null,\"message\":\"no device\"}",
 		NULL,
 	};
-	struct view_job v;
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j1");
-	out = feed(&v, 0, lines);
+	out = plain("j1", 0, lines);
 	assert_string_equal(out,
 		"start: 2 cases, 3 pairs each on 'H200' for sm_90; baseline ? ? '?', candidate ? ? '?'\n"
 		"case a-1: compiled (code differs: code -64 bytes, spill stores +3)\n"
@@ -171,7 +194,6 @@ static void test_plain_lines(void **state)
 		"error: case b-2: candidate compile: cannot compile 'b-2': syntax error\n"
 		"error: setup: no device\n");
 	free(out);
-	view_job_release(&v);
 }
 
 static void test_plain_sessions(void **state)
@@ -191,16 +213,13 @@ static void test_plain_sessions(void **state)
 		"{\"type\":\"error\",\"stage\":\"time\",\"arm\":null,\"case\":null,\"message\":\"x\"}",
 		NULL,
 	};
-	struct view_job v;
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j3");
-	out = feed(&v, 0, lines);
+	out = plain("j3", 0, lines);
 	assert_non_null(strstr(out, "case a-1: session 1 of 2: 2 pairs, candidate faster in 1, slower in 1\n"
 				    "case a-1: session 2 of 2: 2 pairs, candidate faster in 0, slower in 2\n"));
 	free(out);
-	view_job_release(&v);
 }
 
 static void test_plain_partial_pairs(void **state)
@@ -211,16 +230,13 @@ static void test_plain_partial_pairs(void **state)
 		"{\"type\":\"error\",\"stage\":\"time\",\"arm\":\"candidate\",\"case\":\"a-1\",\"message\":\"fault\"}",
 		NULL,
 	};
-	struct view_job v;
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j2");
-	out = feed(&v, 0, lines);
+	out = plain("j2", 0, lines);
 	assert_non_null(strstr(out, "case a-1: 1 pairs, candidate faster in 1, slower in 0\n"
 				    "error: case a-1: candidate time: fault\n"));
 	free(out);
-	view_job_release(&v);
 }
 
 static void test_plain_verdicts_prefixed(void **state)
@@ -240,8 +256,7 @@ static void test_plain_verdicts_prefixed(void **state)
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j3");
-	out = feed(&v, VIEW_VERDICTS | VIEW_PREFIX, lines);
+	out = plain("j3", VIEW_VERDICTS | VIEW_PREFIX, lines);
 	assert_string_equal(out,
 		"[j3] case a-1: 30 pairs, verdict slower, ratio 1.0500 [1.0400, 1.0600], p_holm 0.000123 (code differs)\n"
 		"[j3] case b-2: verdict fail (candidate) (code differs)\n"
@@ -250,7 +265,6 @@ static void test_plain_verdicts_prefixed(void **state)
 		"[j3]   the candidate failed\n");
 	free(out);
 	/* Without VIEW_VERDICTS they are kept for the table, not printed. */
-	view_job_release(&v);
 	view_job_init(&v, "j3");
 	out = feed(&v, 0, lines);
 	assert_string_equal(out, "");
@@ -270,15 +284,12 @@ static void test_verdict_tally_all_cases(void **state)
 		"{\"case\":\"a-1\",\"verdict\":\"not_timed\"},{\"case\":\"b-2\",\"verdict\":\"not_timed\"}]}",
 		NULL,
 	};
-	struct view_job v;
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j9");
-	out = feed(&v, VIEW_VERDICTS, lines);
+	out = plain("j9", VIEW_VERDICTS, lines);
 	assert_string_equal(out, "case b-2: verdict not_timed\nverdict: not_timed (2 not_timed)\n");
 	free(out);
-	view_job_release(&v);
 }
 
 /* ---- the summary table ---- */
@@ -294,20 +305,16 @@ static void test_summary_table(void **state)
 		"{\"type\":\"verdict\",\"verdict\":\"regression\"}",
 		NULL,
 	};
-	struct view_job v;
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j4");
-	free(feed(&v, 0, lines));
-	out = summary(&v);
+	out = summary_of("j4", lines);
 	assert_string_equal(out,
 		"case             verdict    code       ratio [lo, hi]           p_holm\n"
 		"gemm_f16-1       slower     differs    1.0500 [1.0450, 1.0550]  1.86e-08\n"
 		"conv3x3_f16-7x7  identical  identical  1.0000 [0.9900, 1.0100]  1\n"
 		"verdict: regression (1 slower, 1 identical)\n");
 	free(out);
-	view_job_release(&v);
 }
 
 static void test_summary_from_verdict_line(void **state)
@@ -319,37 +326,59 @@ static void test_summary_from_verdict_line(void **state)
 		"\"cases\":[{\"case\":\"a-1\",\"verdict\":\"faster\",\"ratio_median\":0.9,\"p_holm\":0.01}]}",
 		NULL,
 	};
-	struct view_job v;
+	static const char *const bare[] = {"{\"type\":\"verdict\",\"verdict\":\"cancelled\"}", NULL};
 	char *out;
 
 	(void)state;
-	view_job_init(&v, "j5");
-	free(feed(&v, 0, lines));
-	out = summary(&v);
+	out = summary_of("j5", lines);
 	assert_string_equal(out,
 		"case  verdict  code  ratio [lo, hi]  p_holm\n"
 		"a-1   faster   -     0.9000          0.01\n"
 		"verdict: interrupted (1 faster)\n"
 		"  quald stopped\n");
 	free(out);
-	view_job_release(&v);
 	/* Nothing at all but a verdict: just the verdict. */
-	view_job_init(&v, "j6");
-	{
-		static const char *const bare[] = {"{\"type\":\"verdict\",\"verdict\":\"cancelled\"}", NULL};
-		free(feed(&v, 0, bare));
-	}
-	out = summary(&v);
+	out = summary_of("j6", bare);
 	assert_string_equal(out, "verdict: cancelled\n");
 	free(out);
-	view_job_release(&v);
+}
+
+static void test_table(void **state)
+{
+	static const char *const head[] = {"slot", "device", "job"};
+	static const char *const cells[] = {"0", "gpu 0", "j000001", "12", "none", "idle"};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	/* Columns as wide as their widest cell, the last not padded. */
+	f = open_memstream(&text, &len);
+	view_table(f, head, 3, cells, 2);
+	fclose(f);
+	assert_string_equal(text,
+		"slot  device  job\n"
+		"0     gpu 0   j000001\n"
+		"12    none    idle\n");
+	free(text);
+	/* No rows: the head alone. */
+	text = NULL;
+	f = open_memstream(&text, &len);
+	view_table(f, head, 3, cells, 0);
+	fclose(f);
+	assert_string_equal(text, "slot  device  job\n");
+	free(text);
 }
 
 /* ---- the connection's line reader ---- */
 
+/* A connection to a socketpair's other end, and what the last read gave. */
 struct pair_conn {
 	struct conn c;
 	int peer;
+	char *line;
+	size_t len;
+	struct qual_msg msg;
 };
 
 static void pair_open(struct pair_conn *p)
@@ -375,66 +404,68 @@ static void put(int fd, const char *s)
 	assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
 }
 
+/* conn_read_line() into p's line, len and msg. */
+static int next_line(struct pair_conn *p, int timeout_ms)
+{
+	return conn_read_line(&p->c, timeout_ms, &p->line, &p->len, &p->msg);
+}
+
+/* The peer closes its end. */
+static void peer_close(struct pair_conn *p)
+{
+	close(p->peer);
+	p->peer = -1;
+}
+
 static void test_read_lines(void **state)
 {
 	struct pair_conn p;
-	struct qual_msg msg;
-	char *line;
-	size_t len;
 
 	(void)state;
 	pair_open(&p);
 	put(p.peer, "{\"a\":1}\n{\"b\":");
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), CONN_LINE);
-	assert_string_equal(line, "{\"a\":1}");
-	assert_int_equal(len, 7);
+	assert_int_equal(next_line(&p, 1000), CONN_LINE);
+	assert_string_equal(p.line, "{\"a\":1}");
+	assert_int_equal(p.len, 7);
 	put(p.peer, "2}\n\n");
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), CONN_LINE);
-	assert_string_equal(line, "{\"b\":2}");
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), CONN_LINE);
-	assert_int_equal(len, 0);
+	assert_int_equal(next_line(&p, 1000), CONN_LINE);
+	assert_string_equal(p.line, "{\"b\":2}");
+	assert_int_equal(next_line(&p, 1000), CONN_LINE);
+	assert_int_equal(p.len, 0);
 	/* Nothing comes: the timeout. */
-	assert_int_equal(conn_read_line(&p.c, 50, &line, &len, &msg), QUAL_ETIMEOUT);
-	assert_non_null(strstr(msg.text, "did not answer"));
+	assert_int_equal(next_line(&p, 50), QUAL_ETIMEOUT);
+	assert_non_null(strstr(p.msg.text, "did not answer"));
 	/* A clean end between lines. */
-	close(p.peer);
-	p.peer = -1;
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), CONN_EOF);
+	peer_close(&p);
+	assert_int_equal(next_line(&p, 1000), CONN_EOF);
 	pair_close(&p);
 }
 
 static void test_read_eof_mid_line(void **state)
 {
 	struct pair_conn p;
-	struct qual_msg msg;
-	char *line;
-	size_t len;
 
 	(void)state;
 	pair_open(&p);
 	put(p.peer, "{\"cut\":");
-	close(p.peer);
-	p.peer = -1;
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), QUAL_EIO);
-	assert_string_equal(msg.text, "quald at 'test' closed the connection in the middle of a line");
+	peer_close(&p);
+	assert_int_equal(next_line(&p, 1000), QUAL_EIO);
+	assert_string_equal(p.msg.text, "quald at 'test' closed the connection in the middle of a line");
 	pair_close(&p);
 }
 
 static void test_read_line_limit(void **state)
 {
 	struct pair_conn p;
-	struct qual_msg msg;
-	char *line;
-	size_t len;
 
 	(void)state;
 	pair_open(&p);
 	p.c.line_max = 8;
 	put(p.peer, "12345678\n123456789\n");
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), CONN_LINE);
-	assert_string_equal(line, "12345678"); /* exactly line_max: accepted */
-	assert_int_equal(conn_read_line(&p.c, 1000, &line, &len, &msg), QUAL_ELIMIT);
-	assert_string_equal(msg.text, "quald at 'test' sent a line over 8 bytes");
+	assert_int_equal(next_line(&p, 1000), CONN_LINE);
+	assert_string_equal(p.line, "12345678"); /* exactly line_max: accepted */
+	assert_int_equal(next_line(&p, 1000), QUAL_ELIMIT);
+	assert_string_equal(p.msg.text, "quald at 'test' sent a line over 8 bytes");
 	pair_close(&p);
 }
 
@@ -444,9 +475,6 @@ static void test_read_long_line(void **state)
 {
 	enum { N = 3 << 20 };
 	struct pair_conn p;
-	struct qual_msg msg;
-	char *line;
-	size_t len;
 	pid_t pid;
 	int status;
 
@@ -466,16 +494,15 @@ static void test_read_long_line(void **state)
 		}
 		_exit(write(p.peer, "\nnext\n", 6) == 6 ? 0 : 1);
 	}
-	close(p.peer);
-	p.peer = -1;
-	assert_int_equal(conn_read_line(&p.c, 10000, &line, &len, &msg), CONN_LINE);
-	assert_int_equal(len, N);
-	assert_int_equal(line[0], 'x');
-	assert_int_equal(line[N - 1], 'x');
-	assert_int_equal(line[N], '\0');
-	assert_int_equal(conn_read_line(&p.c, 10000, &line, &len, &msg), CONN_LINE);
-	assert_string_equal(line, "next");
-	assert_int_equal(conn_read_line(&p.c, 10000, &line, &len, &msg), CONN_EOF);
+	peer_close(&p);
+	assert_int_equal(next_line(&p, 10000), CONN_LINE);
+	assert_int_equal(p.len, N);
+	assert_int_equal(p.line[0], 'x');
+	assert_int_equal(p.line[N - 1], 'x');
+	assert_int_equal(p.line[N], '\0');
+	assert_int_equal(next_line(&p, 10000), CONN_LINE);
+	assert_string_equal(p.line, "next");
+	assert_int_equal(next_line(&p, 10000), CONN_EOF);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	pair_close(&p);
@@ -534,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_verdict_tally_all_cases),
 		cmocka_unit_test(test_summary_table),
 		cmocka_unit_test(test_summary_from_verdict_line),
+		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_read_lines),
 		cmocka_unit_test(test_read_eof_mid_line),
 		cmocka_unit_test(test_read_line_limit),

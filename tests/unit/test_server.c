@@ -30,12 +30,13 @@
 #include <cmocka.h>
 #include <uv.h>
 
+#include "common/lines.h"
 #include "daemon/jobs.h"
 #include "daemon/request.h"
 #include "daemon/sd.h"
-/* The server itself, to look at a connection's state where the wire cannot
- * show it (a replay waiting for its client). */
-#include "daemon/server.c"
+/* The server's insides, to look at a connection's state where the wire
+ * cannot show it (a replay waiting for its client). */
+#include "daemon/server_internal.h"
 
 static uv_loop_t loop;
 
@@ -1125,8 +1126,8 @@ static void test_watch_replay_paced(void **state)
 		assert_non_null(c);
 		assert_true(c->replay.active);
 		assert_true(c->replay.waiting);
-		assert_true(conn_pending(c) <= SERVER_REPLY_HIGH + 1024);
-		assert_true(conn_pending(c) > SERVER_REPLY_HIGH / 2);
+		assert_true(conn__pending(c) <= SERVER_REPLY_HIGH + 1024);
+		assert_true(conn__pending(c) > SERVER_REPLY_HIGH / 2);
 	}
 	json_decref(client_json(w));
 	for (long s = 0; s < STORED + LIVE; s++)
@@ -1694,108 +1695,104 @@ static void test_queue_full(void **state)
 	stop();
 }
 
+/* A slow reader's test: a server with the smallest --client-buffer and a
+ * grace of grace_ms, a submitter, a watcher that never reads (sc: the
+ * server's side of it) and a job whose lines extra pads to a kilobyte. */
+struct slow {
+	struct client *sub, *slow;
+	struct conn *sc;
+	char *job;
+	char extra[1100];
+};
+
+static void slow_open(struct slow *s, int grace_ms)
+{
+	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
+				    .client_buffer = SERVER_MIN_CLIENT_BUFFER,
+				    .slow_grace_ms = grace_ms};
+	struct qual_msg msg = {{0}};
+
+	if (server_open(&loop, &cfg, &srv, &msg) < 0)
+		fail_msg("server_open: %s", msg.text);
+	s->sub = client_connect();
+	s->slow = client_connect();
+	client_sends(s->slow, "{\"op\":\"watch\"}\n");
+	pump_ms(20);
+	for (s->sc = srv->conns; s->sc && !s->sc->watching; s->sc = s->sc->next)
+		;
+	assert_non_null(s->sc);
+	s->job = submit(s->sub, "/a", false);
+	snprintf(s->extra, sizeof s->extra, "\"pad\":\"%01000d\"", 0);
+}
+
+static void slow_close(struct slow *s)
+{
+	stub_emit(s->job, "verdict", NULL);
+	free(s->job);
+	client_free(s->sub);
+	client_free(s->slow);
+	stop();
+}
+
 /* A watcher over --client-buffer is dropped only once it has been over it
  * for --slow-grace-ms, and at twice the cap at once. */
 static void test_slow_reader_grace(void **state)
 {
-	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
-				    .client_buffer = SERVER_MIN_CLIENT_BUFFER,
-				    .slow_grace_ms = 1000};
-	struct qual_msg msg = {{0}};
-	struct client *sub, *slow;
-	struct conn *sc;
-	char extra[1100];
+	struct slow s;
 	uint64_t t0;
-	char *a;
 	int lines = 0;
 
 	(void)state;
-	if (server_open(&loop, &cfg, &srv, &msg) < 0)
-		fail_msg("server_open: %s", msg.text);
-	sub = client_connect();
-	slow = client_connect();
-	client_sends(slow, "{\"op\":\"watch\"}\n");
-	pump_ms(20);
-	for (sc = srv->conns; sc && !sc->watching; sc = sc->next)
-		;
-	assert_non_null(sc);
-	a = submit(sub, "/a", false);
-	snprintf(extra, sizeof extra, "\"pad\":\"%01000d\"", 0);
+	slow_open(&s, 1000);
 	/* Lines until the slow client's queue passes the cap (the kernel's
 	 * socket buffer takes some first). */
-	while (!sc->over_since) {
-		stub_emit(a, "pair", extra);
+	while (!s.sc->over_since) {
+		stub_emit(s.job, "pair", s.extra);
 		uv_run(&loop, UV_RUN_NOWAIT);
-		assert_false(sc->closing);
+		assert_false(s.sc->closing);
 		assert_true(++lines < 100000);
 	}
 	t0 = uv_hrtime();
 	/* Within the grace: more lines are taken while under twice the cap. */
 	for (int i = 0; i < 10; i++) {
-		stub_emit(a, "pair", extra);
+		stub_emit(s.job, "pair", s.extra);
 		uv_run(&loop, UV_RUN_NOWAIT);
 	}
 	pump_ms(150);
-	stub_emit(a, "pair", extra);
+	stub_emit(s.job, "pair", s.extra);
 	assert_true(uv_hrtime() - t0 < 1000000000ull); /* else the machine stalled */
-	assert_false(sc->closing);
+	assert_false(s.sc->closing);
 	/* After the grace, the next line drops it. */
 	pump_ms(1000);
-	stub_emit(a, "pair", extra);
-	assert_true(sc->closing);
+	stub_emit(s.job, "pair", s.extra);
+	assert_true(s.sc->closing);
 	pump_ms(20);
-	stub_emit(a, "verdict", NULL);
-	free(a);
-	client_free(sub);
-	client_free(slow);
-
-	stop();
+	slow_close(&s);
 }
 
 /* With a long grace, twice the cap drops a slow reader at once. */
 static void test_slow_reader_hard_cap(void **state)
 {
-	struct server_config cfg = {.socket_path = sock_path, .tcp_port = -1, .jobs = &jcfg,
-				    .client_buffer = SERVER_MIN_CLIENT_BUFFER,
-				    .slow_grace_ms = 3600000};
-	struct qual_msg msg = {{0}};
-	struct client *sub, *slow;
-	struct conn *sc;
-	char extra[1100];
+	struct slow s;
 	size_t peak = 0;
-	char *a;
 	int lines = 0;
 
 	(void)state;
-	if (server_open(&loop, &cfg, &srv, &msg) < 0)
-		fail_msg("server_open: %s", msg.text);
-	sub = client_connect();
-	slow = client_connect();
-	client_sends(slow, "{\"op\":\"watch\"}\n");
-	pump_ms(20);
-	for (sc = srv->conns; sc && !sc->watching; sc = sc->next)
-		;
-	assert_non_null(sc);
-	a = submit(sub, "/a", false);
-	snprintf(extra, sizeof extra, "\"pad\":\"%01000d\"", 0);
+	slow_open(&s, 3600000);
 	/* sc is freed by the loop once closed: look at it before each turn. */
 	for (;;) {
-		size_t q = conn_pending(sc);
+		size_t q = conn__pending(s.sc);
 
 		peak = q > peak ? q : peak;
-		stub_emit(a, "pair", extra);
-		if (sc->closing)
+		stub_emit(s.job, "pair", s.extra);
+		if (s.sc->closing)
 			break;
 		uv_run(&loop, UV_RUN_NOWAIT);
 		assert_true(++lines < 100000);
 	}
 	assert_true(peak > SERVER_MIN_CLIENT_BUFFER);
 	assert_true(peak <= 2 * SERVER_MIN_CLIENT_BUFFER);
-	stub_emit(a, "verdict", NULL);
-	free(a);
-	client_free(sub);
-	client_free(slow);
-	stop();
+	slow_close(&s);
 }
 
 /* sd_notify's wire protocol: one datagram to NOTIFY_SOCKET, a path or an

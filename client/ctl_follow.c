@@ -1,0 +1,481 @@
+/* qualctl submit and watch (ctl.h): a job's lines as quald relays them,
+ * plain with a progress line on a terminal, or as they came with --json. */
+#include "client/ctl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/view.h"
+#include "common/exitcode.h"
+#include "common/lines.h"
+#include "common/text.h"
+#include "common/xalloc.h"
+
+/* ---- the terminal's progress line ---- */
+
+struct progress {
+	bool on;      /* stdout is a terminal and not --json */
+	bool shown;   /* a progress line is on the screen */
+};
+
+static void progress_clear(struct progress *p)
+{
+	if (p->shown)
+		fputs("\r\033[K", stdout);
+	p->shown = false;
+}
+
+static void progress_draw(struct progress *p, const struct view_job *v)
+{
+	struct winsize ws;
+	char text[512];
+	size_t width = 80;
+
+	if (!p->on)
+		return;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		width = ws.ws_col;
+	view_progress(v, text, sizeof text, width);
+	fputs("\r", stdout);
+	fputs(text, stdout);
+	fputs("\033[K", stdout); /* the rest of an older, longer line */
+	p->shown = text[0] != '\0';
+	fflush(stdout);
+}
+
+static bool stdout_is_terminal(const struct ctl *ctl)
+{
+	const char *term = getenv("TERM");
+
+	return !ctl->json && isatty(STDOUT_FILENO) && !(term && strcmp(term, "dumb") == 0);
+}
+
+/* The job of a job line: one with a type that is no reply or refusal, and
+ * a "job". NULL for any other line. */
+static const char *job_of(json_t *line)
+{
+	const char *type = ctl_type_of(line);
+
+	if (!type || strcmp(type, "reply") == 0 || strcmp(type, "refused") == 0)
+		return NULL;
+	return json_string_value(json_object_get(line, "job"));
+}
+
+/* A job line (text, len bytes, parsed into line) on stdout: as it came with
+ * --json, else as plain text (flags: view.h's); v takes it either way.
+ * Returns whether it was the job's verdict line. */
+static bool take_line(const struct ctl *ctl, struct view_job *v, json_t *line,
+		      const char *text, size_t len, unsigned flags)
+{
+	struct lines_info info;
+
+	if (ctl->json) {
+		fwrite(text, 1, len, stdout);
+		fputc('\n', stdout);
+		view_job_take(v, line, NULL, 0);
+	} else {
+		view_job_take(v, line, stdout, flags);
+	}
+	lines_classify(line, &info);
+	return info.type == LINES_VERDICT;
+}
+
+/* Follows job's lines on the connection until its verdict line, printing
+ * them as --json or the plain lines and progress say, then the summary.
+ * Returns the exit status of the verdict. Without a verdict (connection
+ * lost, ^C) the job's outcome is unknown to us: QUAL_EXIT_ERROR. */
+static int follow_job(struct ctl *ctl, const char *job, int position)
+{
+	struct progress prog = {.on = stdout_is_terminal(ctl)};
+	struct lines_info info;
+	struct view_job v;
+	struct qual_msg msg;
+	int status = QUAL_EXIT_ERROR;
+	bool done = false;
+
+	view_job_init(&v, job);
+	v.position = position;
+	while (!done) {
+		json_error_t e;
+		json_t *line;
+		const char *line_job;
+		char *text;
+		size_t len;
+		int rc;
+
+		progress_draw(&prog, &v);
+		rc = conn_read_line(&ctl->conn, -1, &text, &len, &msg);
+		if (rc != CONN_LINE) {
+			progress_clear(&prog);
+			fflush(stdout);
+			if (rc == CONN_INTERRUPTED)
+				fprintf(stderr, "qualctl: stopped following job %s; it goes on in quald "
+					"('qualctl cancel %s' stops it)\n", job, job);
+			else if (rc == CONN_EOF)
+				fprintf(stderr, "qualctl: quald at %s closed the connection before job %s "
+					"ended; its outcome is unknown ('qualctl show %s')\n",
+					ctl->conn.where, job, job);
+			else
+				fprintf(stderr, "qualctl: %s; the outcome of job %s is unknown\n",
+					msg.text, job);
+			goto out;
+		}
+		line = json_loadb(text, len, 0, &e);
+		if (!json_is_object(line) || !ctl_type_of(line)) {
+			progress_clear(&prog);
+			fprintf(stderr, "qualctl: quald at %s sent a line that is not a qual line: %.80s\n",
+				ctl->conn.where, text);
+			json_decref(line);
+			goto out;
+		}
+		line_job = job_of(line);
+		if (!line_job || strcmp(line_job, job) != 0) {
+			json_decref(line); /* not this job's line */
+			continue;
+		}
+		progress_clear(&prog);
+		done = take_line(ctl, &v, line, text, len, 0);
+		json_decref(line);
+		fflush(stdout);
+	}
+	progress_clear(&prog);
+	if (!ctl->json)
+		view_summary(stdout, &v);
+	lines_classify(v.verdict, &info);
+	status = view_exit_status(info.verdict);
+out:
+	fflush(stdout);
+	view_job_release(&v);
+	return status;
+}
+
+/* ---- submit ---- */
+
+/* submit's own options: what each sets in the request. */
+enum submit_how {
+	SET_INTEGER,  /* an integer >= 0 */
+	SET_NUMBER,   /* a number */
+	APPEND,       /* one more string of a list */
+	SET_TRUE,     /* true; the option takes no value */
+	NO_FOLLOW,    /* no field: the submit is not followed */
+};
+
+/* --NAME does HOW to the request's FIELD. */
+static const struct submit_option {
+	const char *name;
+	enum submit_how how;
+	const char *field;
+} submit_options[] = {
+	{"pairs", SET_INTEGER, "pairs"},
+	{"case", APPEND, "cases"},
+	{"alpha", SET_NUMBER, "alpha"},
+	{"margin", SET_NUMBER, "margin"},
+	{"baseline-opt", APPEND, "baseline_options"},
+	{"candidate-opt", APPEND, "candidate_options"},
+	{"compile-only", SET_TRUE, "compile_only"},
+	{"compile-timeout", SET_NUMBER, "compile_timeout"},
+	{"seed", SET_INTEGER, "seed"},
+	{"no-follow", NO_FOLLOW, NULL},
+};
+#define NSUBMIT (sizeof submit_options / sizeof submit_options[0])
+
+struct submit_state {
+	json_t *req;
+	bool follow;
+};
+
+static void append_string(json_t *obj, const char *key, const char *s)
+{
+	json_t *a = json_object_get(obj, key);
+
+	if (!a) {
+		a = json_array();
+		json_object_set_new(obj, key, a);
+	}
+	json_array_append_new(a, json_string(s));
+}
+
+/* submit_options[i] is the option CTL_OPT_OWN + i. */
+static int take_submit(void *st, const struct command *cmd, int opt, const char *arg)
+{
+	struct submit_state *s = st;
+	const struct submit_option *o;
+	char name[32];
+	long n;
+	double x;
+
+	if (opt < CTL_OPT_OWN || opt >= CTL_OPT_OWN + (int)NSUBMIT)
+		return ctl_take_nothing(st, cmd, opt, arg);
+	o = &submit_options[opt - CTL_OPT_OWN];
+	snprintf(name, sizeof name, "--%s", o->name);
+	switch (o->how) {
+	case SET_INTEGER:
+		if (ctl_parse_long(cmd, name, arg, 0, &n) != 0)
+			return QUAL_EXIT_USAGE;
+		json_object_set_new(s->req, o->field, json_integer(n));
+		break;
+	case SET_NUMBER:
+		if (ctl_parse_double(cmd, name, arg, &x) != 0)
+			return QUAL_EXIT_USAGE;
+		json_object_set_new(s->req, o->field, json_real(x));
+		break;
+	case APPEND:
+		append_string(s->req, o->field, arg);
+		break;
+	case SET_TRUE:
+		json_object_set_new(s->req, o->field, json_true());
+		break;
+	case NO_FOLLOW:
+		s->follow = false;
+		break;
+	}
+	return 0;
+}
+
+/* The working directory as the shell names it ($PWD, symbolic links kept)
+ * when that names the same directory, else getcwd()'s. New string or NULL. */
+static char *working_directory(void)
+{
+	const char *pwd = getenv("PWD");
+	struct stat a, b;
+
+	if (pwd && pwd[0] == '/' && stat(pwd, &a) == 0 && stat(".", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return xstrdup(pwd);
+	return getcwd(NULL, 0);
+}
+
+/* path made absolute against our working directory, since quald's is
+ * another. Symbolic links are kept, not resolved: the run records the name
+ * the user gave ("path") and the engine adds the file it reached
+ * ("real_path"). Returns a new string, or NULL with errno set. */
+static char *absolute_path(const char *path)
+{
+	char *cwd, *abs;
+
+	if (path[0] == '/')
+		return xstrdup(path);
+	while (path[0] == '.' && path[1] == '/') {
+		path += 2;
+		while (path[0] == '/')
+			path++;
+	}
+	cwd = working_directory();
+	if (!cwd)
+		return NULL;
+	if (asprintf(&abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", path) < 0)
+		abs = NULL;
+	free(cwd);
+	return abs;
+}
+
+int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+{
+	struct option own[NSUBMIT + 1];
+	struct submit_state s = {.req = json_pack("{s:s}", "op", "submit"), .follow = true};
+	struct reply r = {0};
+	const char *job;
+	char *path;
+	int first, rc, position;
+
+	for (size_t i = 0; i < NSUBMIT; i++) {
+		enum submit_how how = submit_options[i].how;
+
+		own[i] = (struct option){submit_options[i].name,
+					 how == SET_TRUE || how == NO_FOLLOW ? no_argument
+									     : required_argument,
+					 NULL, CTL_OPT_OWN + (int)i};
+	}
+	own[NSUBMIT] = (struct option){NULL, 0, NULL, 0};
+	rc = ctl_parse_args(ctl, cmd, argc, argv, own, take_submit, &s, &first);
+	if (rc >= 0)
+		goto out;
+	if (argc - first != 2) {
+		rc = ctl_usage_error(cmd, "%s", argc - first < 2 ?
+				     "needs the baseline and the candidate library" :
+				     "takes two libraries, the baseline and the candidate");
+		goto out;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (!argv[first + k][0]) {
+			rc = ctl_usage_error(cmd, "%s", "a library path is empty");
+			goto out;
+		}
+		path = absolute_path(argv[first + k]);
+		if (!path) {
+			fprintf(stderr, "qualctl submit: cannot make '%s' absolute: %s\n",
+				argv[first + k], strerror(errno));
+			rc = QUAL_EXIT_USAGE;
+			goto out;
+		}
+		json_object_set_new(s.req, k == 0 ? "baseline" : "candidate", json_string(path));
+		free(path);
+	}
+	json_object_set_new(s.req, "follow", json_boolean(s.follow));
+	rc = ctl_request(ctl, s.req, &r);
+	s.req = NULL; /* taken */
+	if (rc >= 0)
+		goto out;
+	job = json_string_value(json_object_get(r.obj, "job"));
+	if (!job) {
+		fprintf(stderr, "qualctl: quald at %s acknowledged the submit without a job id\n",
+			ctl->conn.where);
+		rc = QUAL_EXIT_ERROR;
+		goto out;
+	}
+	if (!s.follow) {
+		/* The job id alone, for scripts: job=$(qualctl submit --no-follow ...) */
+		if (ctl->json)
+			ctl_print_raw(&r);
+		else
+			printf("%s\n", job);
+		rc = QUAL_EXIT_PASS;
+		goto out;
+	}
+	position = (int)json_integer_value(json_object_get(r.obj, "position"));
+	if (!ctl->json && !stdout_is_terminal(ctl)) {
+		printf("job %s: queued, position %d\n", job, position);
+		fflush(stdout);
+	}
+	rc = follow_job(ctl, job, position);
+out:
+	json_decref(s.req);
+	ctl_reply_release(&r);
+	return rc;
+}
+
+/* ---- watch ---- */
+
+enum {
+	OPT_AFTER = CTL_OPT_OWN,
+};
+
+struct watch_state {
+	const char *after_job; /* --after's argument, NULL when not given */
+	long after_seq;
+	bool has_seq;          /* it was JOB:SEQ, not JOB alone */
+};
+
+static int take_watch(void *st, const struct command *cmd, int opt, const char *arg)
+{
+	struct watch_state *w = st;
+	const char *colon;
+
+	if (opt != OPT_AFTER)
+		return ctl_take_nothing(st, cmd, opt, arg);
+	colon = strrchr(arg, ':');
+	if (colon == arg || !*arg)
+		return ctl_usage_error(cmd, "--after must be JOB or JOB:SEQ, got '%s'", arg);
+	w->after_job = arg; /* cut at the colon by the caller */
+	if (!colon)
+		return 0; /* after the whole job */
+	if (text_parse_long("SEQ", colon + 1, -1, LONG_MAX, &w->after_seq, NULL) < 0)
+		return ctl_usage_error(cmd, "--after must be JOB or JOB:SEQ with SEQ >= -1, got '%s'",
+				       arg);
+	w->has_seq = true;
+	return 0;
+}
+
+/* The views of the jobs a watch has seen lines of, until their verdicts. */
+struct watch_views {
+	struct view_job **v;
+	size_t n;
+};
+
+static struct view_job *watch_view(struct watch_views *w, const char *job)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (strcmp(w->v[i]->job, job) == 0)
+			return w->v[i];
+	w->v = xrealloc(w->v, (w->n + 1) * sizeof *w->v);
+	w->v[w->n] = xmalloc(sizeof **w->v);
+	view_job_init(w->v[w->n], job);
+	return w->v[w->n++];
+}
+
+static void watch_drop(struct watch_views *w, struct view_job *v)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->v[i] != v)
+			continue;
+		view_job_release(v);
+		free(v);
+		w->v[i] = w->v[--w->n];
+		return;
+	}
+}
+
+int ctl_watch(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+{
+	static const struct option own[] = {
+		{"after", required_argument, NULL, OPT_AFTER},
+		{NULL, 0, NULL, 0},
+	};
+	struct watch_state ws = {NULL, -1, false};
+	struct watch_views views = {NULL, 0};
+	struct reply r = {0};
+	struct qual_msg msg;
+	json_t *req;
+	int first, rc;
+
+	rc = ctl_parse_args(ctl, cmd, argc, argv, own, take_watch, &ws, &first);
+	if (rc >= 0)
+		return rc;
+	if (first < argc)
+		return ctl_usage_error(cmd, "takes no operands, got '%s'", argv[first]);
+	req = json_pack("{s:s}", "op", "watch");
+	if (ws.after_job) {
+		size_t n = ws.has_seq ? (size_t)(strrchr(ws.after_job, ':') - ws.after_job)
+				      : strlen(ws.after_job);
+		json_object_set_new(req, "after_job", json_stringn(ws.after_job, n));
+		if (ws.has_seq)
+			json_object_set_new(req, "after_seq", json_integer(ws.after_seq));
+	}
+	rc = ctl_request(ctl, req, &r);
+	if (rc >= 0)
+		return rc;
+	ctl_reply_release(&r);
+	for (;;) {
+		json_error_t e;
+		json_t *line;
+		const char *job;
+		char *text;
+		size_t len;
+
+		rc = conn_read_line(&ctl->conn, -1, &text, &len, &msg);
+		if (rc == CONN_INTERRUPTED) {
+			rc = QUAL_EXIT_PASS; /* how a watch ends */
+			break;
+		}
+		if (rc == CONN_EOF) {
+			fprintf(stderr, "qualctl: quald at %s closed the connection\n", ctl->conn.where);
+			rc = QUAL_EXIT_NO_DAEMON;
+			break;
+		}
+		if (rc < 0) {
+			/* A read that failed or stopped mid-line: quald went
+			 * away. Anything else (a line over the limit) is a
+			 * broken stream. */
+			fprintf(stderr, "qualctl: %s\n", msg.text);
+			rc = rc == QUAL_EIO ? QUAL_EXIT_NO_DAEMON : QUAL_EXIT_ERROR;
+			break;
+		}
+		line = json_loadb(text, len, 0, &e);
+		if ((job = job_of(line))) {
+			struct view_job *v = watch_view(&views, job);
+
+			if (take_line(ctl, v, line, text, len, VIEW_VERDICTS | VIEW_PREFIX))
+				watch_drop(&views, v);
+			fflush(stdout);
+		}
+		json_decref(line);
+	}
+	while (views.n > 0)
+		watch_drop(&views, views.v[0]);
+	free(views.v);
+	return rc;
+}

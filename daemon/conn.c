@@ -1,0 +1,660 @@
+/* A connection of quald's server (server_internal.h): its write queue,
+ * the cap on what it may leave unread, authentication, refusal and linger,
+ * reading and framing its requests. */
+#include "daemon/server_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "common/text.h"
+#include "common/xalloc.h"
+
+/* One write handed to libuv: every line that was queued for the connection
+ * when it was issued (docs/quald.md, "Slow and vanishing clients"). */
+struct wreq {
+	uv_write_t req;
+	struct conn *c;
+	size_t reply_bytes;  /* of replies (not live lines), for the cap */
+	int nb;
+	struct obuf *b[];
+};
+
+static void on_write(uv_write_t *req, int status);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+/* ---- output ---- */
+
+struct obuf *conn__line_new(const char *text, size_t len)
+{
+	struct obuf *b = xmalloc(sizeof *b + len + 1);
+
+	b->refs = 1;
+	b->len = len + 1;
+	memcpy(b->data, text, len);
+	b->data[len] = '\n';
+	return b;
+}
+
+void conn__obuf_unref(struct obuf *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+/* Bytes of output not yet written: queued, and in libuv's writes. */
+size_t conn__pending(struct conn *c)
+{
+	return c->q_bytes + uv_stream_get_write_queue_size(&c->h.stream);
+}
+
+/* Drops what is queued (the connection is closing). */
+static void conn_drop_queue(struct conn *c)
+{
+	for (int i = 0; i < c->qn; i++) {
+		if (c->q[i].reply)
+			c->reply_inflight -= c->q[i].b->len;
+		conn__obuf_unref(c->q[i].b);
+	}
+	c->qn = 0;
+	c->q_bytes = 0;
+}
+
+
+/* Hands everything queued to libuv, in writes of at most WRITE_MAX_BUFS
+ * lines, each all replies or all live lines (so that a reply's bytes leave
+ * the cap's count, and its buffer is freed, when it is written, not when the
+ * live lines written with it are), and a buffer over WRITE_ALONE_BYTES (a
+ * whole stored log for a show) in a write of its own. */
+#define WRITE_MAX_BUFS 1024
+#define WRITE_ALONE_BYTES ((size_t)64 << 10)
+static void conn_flush(struct conn *c)
+{
+	while (!c->closing && c->qn > 0) {
+		int n = 1, rc;
+		struct wreq *w;
+		uv_buf_t *bufs;
+
+		if (c->q[0].b->len <= WRITE_ALONE_BYTES)
+			while (n < c->qn && n < WRITE_MAX_BUFS && c->q[n].reply == c->q[0].reply &&
+			       c->q[n].b->len <= WRITE_ALONE_BYTES)
+				n++;
+		w = xcalloc(1, sizeof *w + (size_t)n * sizeof w->b[0]);
+		bufs = xmalloc((size_t)n * sizeof *bufs);
+
+		w->c = c;
+		w->nb = n;
+		for (int i = 0; i < n; i++) {
+			w->b[i] = c->q[i].b;
+			bufs[i] = uv_buf_init(w->b[i]->data, (unsigned)w->b[i]->len);
+			if (c->q[i].reply)
+				w->reply_bytes += w->b[i]->len;
+			c->q_bytes -= w->b[i]->len;
+		}
+		c->qn -= n;
+		memmove(c->q, c->q + n, (size_t)c->qn * sizeof *c->q);
+		/* libuv copies the buffer descriptions; the data stays in w. */
+		rc = uv_write(&w->req, &c->h.stream, bufs, (unsigned)n, on_write);
+		free(bufs);
+		if (rc < 0) {
+			for (int i = 0; i < n; i++)
+				conn__obuf_unref(w->b[i]);
+			c->reply_inflight -= w->reply_bytes;
+			free(w);
+			conn__close(c, uv_strerror(rc));
+			return;
+		}
+		c->writes++;
+	}
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct wreq *w = container_of(req, struct wreq, req);
+	struct conn *c = w->c;
+
+	for (int i = 0; i < w->nb; i++)
+		conn__obuf_unref(w->b[i]);
+	c->reply_inflight -= w->reply_bytes;
+	c->writes--;
+	free(w);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn__close(c, uv_strerror(status));
+		return;
+	}
+	if (c->writes == 0)
+		conn_flush(c);
+	if (conn__pending(c) <= SERVER_REPLY_HIGH / 2) {
+		if (c->replay.waiting)
+			fanout__replay_pump(c);
+		conn__process(c);
+	}
+}
+
+/* Queues nb buffers (taking a reference to each); reply says whether they
+ * answer a request (a reply, a refusal, stored lines) rather than relay a
+ * live job line. They go out at once when no write is in flight (or the
+ * write side is being shut), else with the next write. */
+void conn__write(struct conn *c, struct obuf **b, int nb, bool reply)
+{
+	if (c->closing)
+		return;
+	XGROW(c->q, c->qn + nb, c->qcap);
+	for (int i = 0; i < nb; i++) {
+		b[i]->refs++;
+		c->q[c->qn++] = (struct qent){b[i], reply};
+		c->q_bytes += b[i]->len;
+		if (reply)
+			c->reply_inflight += b[i]->len;
+	}
+	if (c->writes == 0 || c->shutting)
+		conn_flush(c);
+}
+
+/* Writes one JSON object as a line; takes the reference. */
+void conn__send_json(struct conn *c, json_t *o)
+{
+	char *text = json_dumps(o, JSON_COMPACT);
+	struct obuf *b;
+
+	json_decref(o);
+	if (!text) {
+		/* Only an invalid string could do this, and every string here
+		 * comes from text_json_str or from parsed JSON. */
+		fprintf(stderr, "quald: cannot encode a reply\n");
+		return;
+	}
+	b = conn__line_new(text, strlen(text));
+	free(text);
+	conn__write(c, &b, 1, true);
+	conn__obuf_unref(b);
+}
+
+/* {"type":"reply","op":op,"id":id}: the start of every reply; "id" only when
+ * the request had one. */
+json_t *conn__reply_new(const char *op, json_t *id)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("reply"));
+	json_object_set_new(o, "op", json_string(op));
+	if (id)
+		json_object_set(o, "id", id);
+	return o;
+}
+
+void conn__refuse(struct conn *c, const char *op, json_t *id, const char *message)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("refused"));
+	json_object_set_new(o, "op", op ? json_string(op) : json_null());
+	json_object_set(o, "id", id ? id : json_null());
+	json_object_set_new(o, "message", text_json_str(message));
+	conn__send_json(c, o);
+}
+
+/* ---- job lines to connections ---- */
+
+/* Sends a job line that is part of a reply (a replay): flow-controlled by
+ * the caller, never refused by the cap. */
+void conn__send_line(struct conn *c, const char *line, size_t len)
+{
+	struct obuf *b = conn__line_new(line, len);
+
+	conn__write(c, &b, 1, true);
+	conn__obuf_unref(b);
+}
+
+/* Sends a live job line, or drops the connection when its pending live
+ * output would pass the cap. Replies do not count: they are bounded by the
+ * requests, which wait while replies are unread (conn_blocked), and a long
+ * show or replay must not cost a reading client its connection. Writes
+ * complete in order, so the pending bytes beyond those of unfinished reply
+ * writes are live lines. */
+void conn__send_live(struct conn *c, struct obuf *b)
+{
+	size_t pending = conn__pending(c);
+	size_t live = pending > c->reply_inflight ? pending - c->reply_inflight : 0;
+
+	size_t cap = c->srv->cfg.client_buffer;
+	uint64_t now = uv_now(c->srv->loop);
+
+	if (live + b->len <= cap) {
+		c->over_since = 0;
+	} else {
+		/* Over the cap: a client that reads in bursts (a terminal paused,
+		 * a busy CI runner) gets slow_grace_ms to catch up, during which
+		 * its output may reach twice the cap, never more; after that,
+		 * or past twice the cap, it is dropped. The check runs as lines
+		 * come, so a connection that gets no more lines is not dropped,
+		 * but then its pending output does not grow either. */
+		if (!c->over_since)
+			c->over_since = now ? now : 1;
+		if (now - c->over_since >= (uint64_t)c->srv->cfg.slow_grace_ms ||
+		    live + b->len > 2 * cap) {
+			char why[160];
+
+			snprintf(why, sizeof why, "not reading: %zu bytes of output pending, "
+				 "cap %zu, over it for %llu ms", live, cap,
+				 (unsigned long long)(now - c->over_since));
+			conn__close(c, why);
+			return;
+		}
+	}
+	conn__write(c, &b, 1, false);
+}
+
+void conn__unref(struct conn *c)
+{
+	if (--c->refs > 0)
+		return;
+	json_decref(c->submit_id);
+	fanout__replay_free(&c->replay);
+	conn_drop_queue(c);
+	free(c->q);
+	free(c->marks);
+	free(c->in);
+	free(c);
+}
+
+/* ---- refusal and authentication ---- */
+
+/* Whether a line looks like the start of an HTTP request: a method token
+ * then a space, or an HTTP version anywhere. A browser page can make a
+ * browser send such lines to 127.0.0.1 (and a JSON body after headers);
+ * none of them is ever a request of ours. */
+static bool line_is_http(const char *line, size_t len)
+{
+	static const char *const methods[] = {
+		"GET ", "POST ", "PUT ", "OPTIONS ", "HEAD ", "DELETE ", "PATCH ",
+		"CONNECT ", "TRACE ",
+	};
+	static const char version[] = " HTTP/1.";
+
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		size_t n = strlen(methods[i]);
+
+		if (len >= n && !memcmp(line, methods[i], n))
+			return true;
+	}
+	for (size_t i = 0; i + sizeof version - 1 <= len; i++)
+		if (!memcmp(line + i, version, sizeof version - 1))
+			return true;
+	return false;
+}
+
+static void on_linger_closed(uv_handle_t *h)
+{
+	conn__unref(h->data);
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+	conn__close(t->data, "refused peer did not close in time");
+}
+
+static void on_linger_shutdown(uv_shutdown_t *req, int status)
+{
+	struct conn *c = container_of(req, struct conn, shutdown_req);
+
+	if (status < 0)
+		conn__close(c, NULL);
+}
+
+/* Refuses with one line, shuts the write side once it is written, and
+ * lingers (LINGER_MS) reading and discarding until the peer closes. */
+static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
+			      const char *message)
+{
+	fprintf(stderr, "quald: connection %lu refused: %s\n", c->serial, message);
+	conn__refuse(c, op, id, message);
+	if (c->closing || c->shutting)
+		return;
+	c->shutting = true;
+	c->refused = true;
+	conn_flush(c);
+	if (c->closing)
+		return;
+	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_linger_shutdown) < 0) {
+		conn__close(c, NULL);
+		return;
+	}
+	uv_timer_init(c->srv->loop, &c->linger);
+	c->linger.data = c;
+	c->linger_open = true;
+	c->refs++;
+	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
+	c->in_len = c->in_pos = 0;
+	if (!c->reading && !c->eof && uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+		c->reading = true;
+	if (c->eof)
+		conn__close(c, NULL);
+}
+
+/* The first line of a TCP connection: an auth with the token, or the
+ * connection is refused and closed. The bytes are compared in constant
+ * time (CRYPTO_memcmp); the lengths are compared first, which can tell a
+ * prober the token's length at most, never its bytes. */
+static void conn_authenticate(struct conn *c, const char *line, size_t len)
+{
+	struct server *s = c->srv;
+	struct qual_msg msg = {{0}};
+	const char *op_name = NULL;
+	struct request r;
+
+	if (line_is_http(line, len)) {
+		conn_refuse_close(c, NULL, NULL, "this is quald's control port, not an http "
+				  "server: http requests are refused");
+		return;
+	}
+	if (request_parse(line, len, &r, &op_name, &msg) < 0) {
+		char m[sizeof msg.text + 64];
+
+		snprintf(m, sizeof m, "authentication required: %s", msg.text);
+		conn_refuse_close(c, op_name, r.id, m);
+	} else if (r.op != OP_AUTH) {
+		conn_refuse_close(c, op_name, r.id, "authentication required: the first "
+				  "request on tcp must be {\"op\":\"auth\",\"token\":...}");
+	} else if (!s->token) {
+		conn_refuse_close(c, "auth", r.id, "quald has no --tcp-token-file: tcp "
+				  "connections are refused");
+	} else if (strlen(r.token) != strlen(s->token) ||
+		   CRYPTO_memcmp(r.token, s->token, strlen(s->token)) != 0) {
+		conn_refuse_close(c, "auth", r.id, "wrong token");
+	} else {
+		c->authed = true;
+		conn__send_json(c, conn__reply_new("auth", r.id));
+	}
+	request_release(&r);
+}
+
+/* ---- connections ---- */
+
+static void on_conn_closed(uv_handle_t *h)
+{
+	struct conn *c = container_of(h, struct conn, h.handle);
+	struct server *s = c->srv;
+
+	/* Out of the server's list: the pointer to c is its predecessor's
+	 * next, or the head. */
+	*(c->prev ? &c->prev->next : &s->conns) = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->nconns--;
+	conn__unref(c);
+	server__maybe_done(s);
+}
+
+void conn__close(struct conn *c, const char *why)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	if (c->watching)
+		c->srv->nwatchers--;
+	if (c->linger_open) {
+		c->linger_open = false;
+		uv_close((uv_handle_t *)&c->linger, on_linger_closed);
+	}
+	if (why)
+		fprintf(stderr, "quald: connection %lu closed: %s\n", c->serial, why);
+	c->replay.active = false;
+	conn_drop_queue(c);
+	uv_close(&c->h.handle, on_conn_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct conn *c = container_of(req, struct conn, shutdown_req);
+
+	(void)status;
+	conn__close(c, NULL);
+}
+
+/* Closes once everything queued is written. */
+void conn__shutdown(struct conn *c)
+{
+	if (c->closing || c->shutting)
+		return;
+	c->shutting = true;
+	if (c->reading) {
+		uv_read_stop(&c->h.stream);
+		c->reading = false;
+	}
+	/* Everything queued goes to libuv first: the shutdown waits for it. */
+	conn_flush(c);
+	if (c->closing)
+		return;
+	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0)
+		conn__close(c, NULL);
+}
+
+/* A client that has sent everything (EOF) is closed once nothing more can
+ * come for it: no request in progress and nothing it follows or watches. */
+void conn__maybe_finish(struct conn *c)
+{
+	if (c->eof && !c->closing && !c->processing && !c->submit_pending &&
+	    !c->replay.active &&
+	    !c->watching && c->nfollows == 0 && c->in_pos == c->in_len)
+		conn__shutdown(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct conn *c = container_of(h, struct conn, h.handle);
+
+	(void)suggested;
+	if (c->in_cap - c->in_len < READ_CHUNK) {
+		c->in_cap = c->in_len + READ_CHUNK;
+		c->in = xrealloc(c->in, c->in_cap);
+	}
+	*buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn *c = container_of(stream, struct conn, h.stream);
+
+	(void)buf;
+	if (c->refused) {
+		/* Thrown away; the end (or an error) closes it. */
+		if (nread < 0) {
+			conn__close(c, NULL);
+			return;
+		}
+		c->discarded += (size_t)nread;
+		c->in_len = c->in_pos = 0;
+		if (c->discarded > LINGER_MAX_BYTES)
+			conn__close(c, "refused peer kept sending");
+		return;
+	}
+	if (nread == UV_EOF) {
+		c->eof = true;
+		uv_read_stop(stream);
+		c->reading = false;
+	} else if (nread < 0) {
+		conn__close(c, uv_strerror((int)nread));
+		return;
+	} else {
+		c->in_len += (size_t)nread;
+	}
+	conn__process(c);
+}
+
+/* Whether the next request must wait: one still in progress, or replies
+ * the client has not read. */
+static bool conn_blocked(struct conn *c)
+{
+	return c->submit_pending || c->replay.active ||
+	       conn__pending(c) > SERVER_REPLY_HIGH;
+}
+
+/* Handles the complete request lines buffered, in order, while nothing
+ * blocks; refuses a line that grows past REQUEST_MAX_LINE; reads more when
+ * it can go on. */
+void conn__process(struct conn *c)
+{
+	struct server *s = c->srv;
+	bool want;
+
+	if (c->processing || c->closing || c->refused)
+		return;
+	c->processing = true;
+	while (!c->closing && !c->shutting && !s->stopping && !conn_blocked(c)) {
+		const char *line;
+		size_t used, len;
+		enum frame_event ev = frame_next(&c->frame, c->in + c->in_pos,
+						 c->in_len - c->in_pos, c->eof,
+						 REQUEST_MAX_LINE, &used, &line, &len);
+
+		c->in_pos += used;
+		if (ev == FRAME_OVERSIZE) {
+			char m[64];
+
+			snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
+			if (c->authed) {
+				conn__refuse(c, NULL, NULL, m);
+			} else {
+				conn_refuse_close(c, NULL, NULL, m);
+				break;
+			}
+		}
+		if (ev != FRAME_LINE)
+			break;
+		if (c->authed)
+			server__handle_line(c, line, len);
+		else
+			conn_authenticate(c, line, len);
+	}
+	if (c->closing || c->refused) {
+		c->processing = false;
+		return;
+	}
+	if (c->in_pos > 0) {
+		memmove(c->in, c->in + c->in_pos, c->in_len - c->in_pos);
+		c->in_len -= c->in_pos;
+		c->in_pos = 0;
+	}
+	if (c->in_len == 0 && c->in_cap > 4 * READ_CHUNK) {
+		/* Let go of what a long line needed. */
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
+	}
+	want = !c->eof && !c->shutting && !s->stopping && !conn_blocked(c);
+	if (want && !c->reading) {
+		if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+			c->reading = true;
+	} else if (!want && c->reading) {
+		uv_read_stop(&c->h.stream);
+		c->reading = false;
+	}
+	c->processing = false;
+	conn__maybe_finish(c);
+}
+
+/* Whether the peer of Unix connection c may use quald: root, quald's own
+ * effective user, or a member of the configured group. Membership is the
+ * peer's groups at connect time as the kernel recorded them (SO_PEERGROUPS,
+ * Linux 4.13): its primary and supplementary groups, as the process really
+ * had them, with no race on a pid that may be reused (/proc/PID/status could
+ * be another process by the time it is read) and no trust in the group
+ * database's member list, which says nothing about the groups a process was
+ * started with. Without SO_PEERGROUPS only the primary group counts. On
+ * refusal, why holds the message. */
+static bool peer_allowed(struct conn *c, char *why, size_t whylen)
+{
+	struct server *s = c->srv;
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	uv_os_fd_t fd;
+	gid_t groups[256];
+	int ngroups = 0;
+
+	if (uv_fileno(&c->h.handle, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(why, whylen, "cannot tell who the peer is: %s", strerror(errno));
+		return false;
+	}
+	if (cred.uid == 0 || cred.uid == geteuid())
+		return true;
+	if (s->cfg.has_group) {
+		if (cred.gid == (gid_t)s->cfg.allow_gid)
+			return true;
+#ifdef SO_PEERGROUPS
+		len = sizeof groups;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+			ngroups = (int)(len / sizeof groups[0]);
+#endif
+		for (int i = 0; i < ngroups; i++)
+			if (groups[i] == (gid_t)s->cfg.allow_gid)
+				return true;
+	}
+	if (s->cfg.has_group)
+		snprintf(why, whylen, "uid %u is not allowed: not root, not quald's user, "
+			 "not in group '%s'", (unsigned)cred.uid, s->group_name);
+	else
+		snprintf(why, whylen, "uid %u is not allowed: not root, not quald's user "
+			 "(group '%s' does not exist)", (unsigned)cred.uid, s->group_name);
+	return false;
+}
+
+void conn__on_connection(uv_stream_t *ls, int status)
+{
+	struct listener *l = container_of(ls, struct listener, h.stream);
+	struct server *s = l->srv;
+	struct conn *c;
+	int rc;
+
+	if (status < 0) {
+		fprintf(stderr, "quald: cannot accept a connection: %s\n", uv_strerror(status));
+		return;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->srv = s;
+	c->refs = 1;
+	c->serial = ++s->serial;
+	if (l->is_tcp)
+		uv_tcp_init(s->loop, &c->h.tcp);
+	else
+		uv_pipe_init(s->loop, &c->h.pipe, 0);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	rc = uv_accept(ls, &c->h.stream);
+	if (rc < 0) {
+		conn__close(c, uv_strerror(rc));
+		return;
+	}
+	if (l->is_tcp)
+		uv_tcp_nodelay(&c->h.tcp, 1); /* lines go out as they come */
+	c->is_tcp = l->is_tcp;
+	if (s->nconns > s->cfg.max_connections) {
+		char m[96];
+
+		snprintf(m, sizeof m, "too many connections: %d open", s->cfg.max_connections);
+		conn_refuse_close(c, NULL, NULL, m);
+		return;
+	}
+	if (!l->is_tcp) {
+		char why[256];
+
+		if (!peer_allowed(c, why, sizeof why)) {
+			conn_refuse_close(c, NULL, NULL, why);
+			return;
+		}
+		c->authed = true;
+	}
+	conn__process(c);
+}

@@ -1,0 +1,242 @@
+/* What the three files of quald's server side share (server.h is the
+ * contract for everyone else):
+ *   server.c  the listeners, the dispatch of requests and their handlers,
+ *             opening and closing the server;
+ *   conn.c    a connection: its write queue, authentication, refusal and
+ *             linger, and the limits on what it may leave unread;
+ *   fanout.c  job lines to connections: the marks of what each has had,
+ *             follows, watches and their replay of stored lines.
+ * Everything runs on the server's one libuv loop. */
+#ifndef QUAL_SERVER_INTERNAL_H
+#define QUAL_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "daemon/frame.h"
+#include "daemon/jobs.h"
+#include "daemon/request.h"
+#include "daemon/server.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Bytes read per read callback: a request is usually a few hundred bytes. */
+#define READ_CHUNK (64u << 10)
+/* A refused connection is read (and what it sends thrown away) until the
+ * peer closes, at most this long and this much, before it is closed: closing
+ * with its request unread would reset the connection, and a reset can cost
+ * the peer the refusal line it has not read yet. */
+#define LINGER_MS 2000
+#define LINGER_MAX_BYTES (1u << 20)
+
+union stream_handle {
+	uv_handle_t handle;
+	uv_stream_t stream;
+	uv_pipe_t pipe;
+	uv_tcp_t tcp;
+};
+
+struct listener {
+	union stream_handle h;
+	struct server *srv;
+	bool is_tcp;
+	struct listener *next;
+};
+
+/* Output shared by every connection it is written to (a broadcast line is
+ * allocated once); freed when the last write of it completes. */
+struct obuf {
+	int refs;
+	size_t len;
+	char data[];
+};
+
+/* A line waiting in a connection's queue for the write before it. */
+struct qent {
+	struct obuf *b;
+	bool reply;
+};
+
+/* A job whose lines a connection receives from a given point: (job, seq)
+ * means the lines with a larger seq. Follows of a submitter, and for a
+ * watcher the jobs that were still running when their stored lines were
+ * replayed (so that a live line already replayed is not sent twice). */
+struct mark {
+	char job[JOB_ID_MAX];
+	long seq;
+};
+
+/* A watch resuming after a point: the jobs whose stored lines are still to
+ * be sent, ids[i] the current one with lines up to seq sent. Live lines of
+ * ids[i] and later jobs are not sent while it runs: they are in the logs the
+ * replay reads next. */
+struct replay {
+	bool active;
+	bool waiting;  /* for the client to read (write queue over the mark) */
+	char **ids;
+	int n, cap, i;
+	long seq;
+};
+
+struct conn {
+	union stream_handle h;
+	uv_shutdown_t shutdown_req;
+	struct server *srv;
+	struct conn *prev, *next;
+	unsigned long serial;      /* for the log */
+	int refs;                  /* the handle, and a pending submit */
+	bool closing, shutting, eof, reading, processing;
+	struct frame frame;        /* splitting the input into request lines */
+	bool submit_pending;       /* a submit waits for jobs_submit's callback */
+	bool submit_follow;
+	json_t *submit_id;
+	bool watching;
+	/* May make requests: a Unix peer once SO_PEERCRED allowed it, a TCP
+	 * peer once its first line was an auth with the right token. */
+	bool authed;
+	bool is_tcp;
+	/* Refused: the refusal is written, the write side shut, and input is
+	 * discarded until the peer closes or the linger timer fires. */
+	bool refused, linger_open;
+	uv_timer_t linger;
+	size_t discarded;
+	/* When (uv_now, ms) its live output went over client_buffer; 0 while
+	 * it is under. */
+	uint64_t over_since;
+	struct replay replay;
+	struct mark *marks;
+	int nmarks, marks_cap;
+	int nfollows;              /* marks that are follows (not a watcher's) */
+	size_t reply_inflight;     /* bytes of replies queued or being written */
+	/* Output: lines queued behind the writes in flight. While a write is
+	 * in flight the next lines wait here, and all of them go out in one
+	 * write when it completes: a client that reads slowly costs one libuv
+	 * request, not one per line, and dropping it cancels one write. */
+	struct qent *q;
+	int qn, qcap;
+	size_t q_bytes;
+	int writes;                /* writes in flight */
+	char *in;                  /* input: [in_pos, in_len) is unprocessed */
+	size_t in_len, in_pos, in_cap;
+};
+
+struct server {
+	uv_loop_t *loop;
+	struct server_config cfg;
+	struct jobs *jobs;
+	struct listener *listeners;
+	int nlisteners;            /* listener handles not yet closed */
+	char *socket_path;         /* the socket file we created, to remove */
+	int tcp_port;
+	struct conn *conns;
+	int nconns;                /* connection handles not yet closed */
+	unsigned long serial;
+	int nwatchers;             /* connections watching */
+	int submits_pending;       /* submits waiting for jobs_submit's answer */
+	char *token;               /* the TCP token, or NULL */
+	char *group_name;          /* the allowed group's name, for messages */
+	int last_queued, last_running;
+	bool stopping, jobs_closed;
+	enum { TIMER_OPEN, TIMER_CLOSING, TIMER_CLOSED } timer_state;
+	uv_timer_t drain_timer;
+	void (*done)(void *ctx);
+	void *done_ctx;
+};
+
+/* ---- conn.c ---------------------------------------------------------- */
+
+/* A new buffer (one reference) holding the len bytes of text and a
+ * newline: one line of output. */
+struct obuf *conn__line_new(const char *text, size_t len);
+void conn__obuf_unref(struct obuf *b);
+
+/* Bytes of output not yet written: queued, and in libuv's writes. */
+size_t conn__pending(struct conn *c);
+
+/* Queues nb buffers (taking a reference to each); reply says whether they
+ * answer a request (a reply, a refusal, stored lines) rather than relay a
+ * live job line. They go out at once when no write is in flight (or the
+ * write side is being shut), else with the next write. */
+void conn__write(struct conn *c, struct obuf **b, int nb, bool reply);
+
+/* Writes one JSON object as a reply line; takes the reference. */
+void conn__send_json(struct conn *c, json_t *o);
+
+/* Sends a job line that is part of a reply (a replay, a show): flow
+ * controlled by the caller, never refused by the cap. */
+void conn__send_line(struct conn *c, const char *line, size_t len);
+
+/* Sends a live job line (borrowed), or closes the connection when its
+ * pending live output would pass the client_buffer cap for longer than the
+ * grace, or past twice the cap. */
+void conn__send_live(struct conn *c, struct obuf *b);
+
+/* {"type":"reply","op":op,"id":id}: the start of every reply; "id" only when
+ * the request had one. A new reference. */
+json_t *conn__reply_new(const char *op, json_t *id);
+
+/* A refusal line ({"type":"refused",...}); the connection stays open. */
+void conn__refuse(struct conn *c, const char *op, json_t *id, const char *message);
+
+/* Closes the connection now, dropping what is queued; why (may be NULL) is
+ * logged. */
+void conn__close(struct conn *c, const char *why);
+
+/* Closes once everything queued is written. */
+void conn__shutdown(struct conn *c);
+
+/* A client that has sent everything (EOF) is closed once nothing more can
+ * come for it. */
+void conn__maybe_finish(struct conn *c);
+
+/* Handles the complete request lines buffered, in order, while nothing
+ * blocks; reads more when it can go on. */
+void conn__process(struct conn *c);
+
+/* Drops a reference (the handle's, or a pending submit's); the last frees
+ * the connection. */
+void conn__unref(struct conn *c);
+
+/* The listeners' connection callback: accepts, applies the connection limit
+ * and, on a Unix socket, the peer's credentials. */
+void conn__on_connection(uv_stream_t *ls, int status);
+
+/* ---- fanout.c -------------------------------------------------------- */
+
+/* jobs_line_cb: every line of every job, after it is in the job's log, to
+ * the connections that follow or watch it. ctx is the server. */
+void fanout__on_line(void *ctx, const char *job, long seq, const char *line,
+		     size_t len);
+
+/* After a submit's reply: the job's lines so far, then its live lines until
+ * its verdict. */
+void fanout__follow(struct conn *c, const char *job);
+
+/* Makes c a watcher, once its watch reply is queued; with after_job, it
+ * first gets the stored lines after (after_job, after_seq), then those of
+ * the n jobs ids (borrowed) that came after it. */
+void fanout__watch(struct conn *c, const char *after_job, long after_seq,
+		   char **ids, int n);
+
+/* Sends stored lines until the replay is done or the client has a
+ * SERVER_REPLY_HIGH backlog. */
+void fanout__replay_pump(struct conn *c);
+void fanout__replay_free(struct replay *rp);
+
+/* ---- server.c -------------------------------------------------------- */
+
+/* Handles one request line of a connection that may make requests. */
+void server__handle_line(struct conn *c, const char *line, size_t len);
+
+/* Tells cfg.on_status when the number of queued or running jobs changed. */
+void server__status_update(struct server *s);
+
+/* Frees the server once everything it opened is closed. */
+void server__maybe_done(struct server *s);
+
+#endif
