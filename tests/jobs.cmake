@@ -31,7 +31,7 @@ target_compile_definitions(test_jobs PRIVATE
 set(QUAL_JOBS_TESTS relay_and_log worker_args one_slot_serial two_slots_parallel
     cancel crash blame timeout exits odd_lines sigkill recovery submit_refusals
     submit_real_helper close_running close_during_check spawn_failure close_idle
-    log_limit policy quarantine health_pass health_fail)
+    log_limit policy quarantine crash_code health_pass health_fail)
 foreach(t ${QUAL_JOBS_TESTS})
   add_test(NAME jobs_${t} COMMAND test_jobs ${t})
   set_tests_properties(jobs_${t} PROPERTIES LABELS unit TIMEOUT 30)

@@ -784,6 +784,7 @@ static void test_odd_lines(void **state)
 	o = json_loads(l[1], 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
 	assert_string_equal(json_string_value(json_object_get(o, "stage")), "setup");
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "bad_line");
 	assert_true(json_is_null(json_object_get(o, "arm")));
 	assert_string_equal(json_string_value(json_object_get(o, "message")),
 			    "worker printed a line that is not a json object: 'this is not json'");
@@ -912,6 +913,7 @@ static void test_recovery(void **state)
 	/* Its torn tail cut off and recorded (store.h) before the verdict. */
 	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 4);
 	assert_string_equal(c.lines[2], "{\"type\":\"error\",\"stage\":\"setup\","
+			    "\"code\":\"interrupted\","
 			    "\"arm\":null,\"case\":null,\"message\":\"stored log was torn at "
 			    "byte 81 (incomplete record): 11 bytes dropped\",\"job\":\"j000001\","
 			    "\"seq\":2}");
@@ -1315,6 +1317,63 @@ static void test_quarantine(void **state)
 	finish();
 }
 
+/* Decisions read codes, not words (lines.h). A candidate error line with
+ * code compile_failed whose message reads like a crash ("crashed: killed by
+ * signal", the words the daemon once searched for) blames the candidate but
+ * is no crash: no strike. One with code compile_crashed whose message says
+ * nothing of a crash is a crash: three of them quarantine the library.
+ * Both workers end without a verdict, so the daemon's verdict says fail:
+ * their error line blamed the candidate. */
+static void test_crash_code(void **state)
+{
+	struct submit_args a;
+	const char *id, *l[8];
+	json_t *q, *e, *o;
+	int i, n;
+
+	(void)state;
+	open_jobs();
+	id = submit_kind("compfailmsg");
+	RUN_UNTIL(finished(id), 10);
+	n = job_lines(id, l, 8);
+	assert_int_equal(n, 3);
+	o = json_loads(l[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "compile_failed");
+	assert_non_null(strstr(json_string_value(json_object_get(o, "message")),
+			       "crashed: killed by signal "));
+	json_decref(o);
+	assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
+	q = jobs_quarantine_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
+	json_decref(q);
+
+	for (i = 1; i <= 3; i++) {
+		id = submit_kind("compcrash");
+		RUN_UNTIL(finished(id), 10);
+		n = job_lines(id, l, 8);
+		assert_int_equal(n, 3);
+		o = json_loads(l[1], 0, NULL);
+		assert_string_equal(json_string_value(json_object_get(o, "code")),
+				    "compile_crashed");
+		assert_null(strstr(json_string_value(json_object_get(o, "message")), "crash"));
+		assert_null(strstr(json_string_value(json_object_get(o, "message")), "signal"));
+		json_decref(o);
+		assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
+		q = jobs_quarantine_json(H.j);
+		assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 1);
+		e = json_array_get(json_object_get(q, "quarantine"), 0);
+		assert_int_equal(json_integer_value(json_object_get(e, "strikes")), i);
+		assert_int_equal(json_boolean_value(json_object_get(e, "quarantined")), i == 3);
+		assert_string_equal(json_string_value(json_object_get(e, "library")),
+				    lib("compcrash"));
+		json_decref(q);
+	}
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "is quarantined after 3 crashes"));
+	finish();
+}
+
 /* GPU health (fake_health_worker.sh): after a job that reported "gpu":"hung"
  * the slot's GPU is checked (qual-run --health --device N) before its next
  * job. A passing check puts it back in service: the next job runs. */
@@ -1428,6 +1487,7 @@ int main(int argc, char **argv)
 		T(log_limit),
 		T(policy),
 		T(quarantine),
+		T(crash_code),
 		T(health_pass),
 		T(health_fail),
 	};

@@ -333,7 +333,8 @@ static void test_log_torn_tail(void **state)
 	assert_int_equal(info.lines, 4);
 	assert_int_equal(info.torn_bytes, 0);
 	nth(got, 2, note, sizeof note);
-	snprintf(path, sizeof path, "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,"
+	snprintf(path, sizeof path, "{\"type\":\"error\",\"stage\":\"setup\","
+		 "\"code\":\"interrupted\",\"arm\":null,"
 		 "\"case\":null,\"message\":\"stored log was torn at byte %lld "
 		 "(incomplete record): 20 bytes dropped\",\"job\":\"j000001\",\"seq\":2}",
 		 (long long)two);
