@@ -78,7 +78,7 @@ struct worker_lines {
 	char verdict[32];          /* its verdict line's; "" = none yet */
 	bool blames_candidate;     /* a line blamed the candidate */
 	bool candidate_crashed;    /* an error line: the candidate's compiler
-				    * crashed (code compile_crashed) */
+				    * crashed (code compile_crashed); struck */
 	bool gpu_bad;              /* an error line said "gpu":"faulted"|"hung" */
 	long long bytes;           /* bytes of its lines in the log */
 	long dropped;              /* lines not relayed: after its verdict, or
@@ -205,7 +205,15 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 		w->seen.gpu_bad |= info->gpu_faulted || info->gpu_hung;
 		if (lines_blames_candidate(info)) {
 			w->seen.blames_candidate = true;
-			w->seen.candidate_crashed |= info->code == LINES_CODE_COMPILE_CRASHED;
+			/* One strike a job, counted now: the engine's verdict
+			 * line may reach the submitter, who may submit again,
+			 * before the worker has exited. */
+			if (info->code == LINES_CODE_COMPILE_CRASHED &&
+			    !w->seen.candidate_crashed) {
+				w->seen.candidate_crashed = true;
+				quarantine__strike(&w->j->quarantine, w->job->id,
+						   w->job->args.candidate);
+			}
 		}
 		break;
 	case LINES_CASE_VERDICT:
@@ -357,12 +365,13 @@ static void worker_conclude(struct worker *w)
 		close(job->log_fd);
 		job->log_fd = -1;
 	}
-	/* A crash counts against the candidate: its compiler child crashed
-	 * (the engine's error line says so by its code), or the worker itself
-	 * died by a fault signal (qual_fault_signal: not SIGKILL or SIGTERM
-	 * from outside) the daemon did not send (cancel, shutdown, limits). */
-	if (w->seen.candidate_crashed ||
-	    (w->stop == WORKER_CRASHED && qual_fault_signal(child_exit_signal(&w->ex))))
+	/* A crash counts against the candidate, once a job: its compiler
+	 * child crashed (the engine's error line says so by its code; counted
+	 * when the line came), or the worker itself died by a fault signal
+	 * (qual_fault_signal: not SIGKILL or SIGTERM from outside) the daemon
+	 * did not send (cancel, shutdown, limits). */
+	if (!w->seen.candidate_crashed && w->stop == WORKER_CRASHED &&
+	    qual_fault_signal(child_exit_signal(&w->ex)))
 		quarantine__strike(&j->quarantine, job->id, job->args.candidate);
 	/* The GPU is checked before its next job after a fault or hang the
 	 * engine reported, a worker crash, or a time limit (a hang), but not
