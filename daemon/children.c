@@ -8,15 +8,7 @@
 
 static void unlink_watch(struct child_watch *w)
 {
-	struct children *set = w->set;
-
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		set->head = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	w->prev = w->next = NULL;
+	list_remove(&w->link);
 	w->set = NULL;
 }
 
@@ -25,10 +17,11 @@ static void unlink_watch(struct child_watch *w)
  * each. */
 static void children_look(struct children *set)
 {
-	struct child_watch *w;
+	struct list_link *l;
 
 again:
-	for (w = set->head; w; w = w->next) {
+	list_each(l, &set->watched) {
+		struct child_watch *w = list_item(l, struct child_watch, link);
 		struct child_exit ex;
 
 		if (!child_exited(w->child))
@@ -63,6 +56,7 @@ void children_init(uv_loop_t *loop, struct children *set)
 	int rc;
 
 	memset(set, 0, sizeof *set);
+	list_init(&set->watched);
 	uv_signal_init(loop, &set->sigchld);
 	uv_timer_init(loop, &set->kick);
 	set->sigchld.data = set->kick.data = set;
@@ -84,11 +78,7 @@ void children_watch(struct children *set, struct child_watch *w, struct child *c
 	w->child = c;
 	w->cb = cb;
 	w->set = set;
-	w->prev = NULL;
-	w->next = set->head;
-	if (set->head)
-		set->head->prev = w;
-	set->head = w;
+	list_append(&set->watched, &w->link);
 	/* It may have exited before SIGCHLD was watched for it. */
 	uv_timer_start(&set->kick, on_kick, 0, 0);
 }
@@ -109,7 +99,7 @@ static void on_closed(uv_handle_t *h)
 
 void children_close(struct children *set, void (*closed)(struct children *set))
 {
-	if (set->head)
+	if (!list_empty(&set->watched))
 		fprintf(stderr, "quald: closing while children are watched\n");
 	set->closed = closed;
 	set->handles = 2;

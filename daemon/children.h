@@ -8,14 +8,15 @@
  * in its own group or session, and its callback runs, exactly once, from the
  * loop.
  *
- * The watch and the child live in the owner's struct (container_of gets
- * back to it); the set only links them. */
+ * The watch and the child live in the owner's struct (its data gets back
+ * to it, as a libuv handle's does); the set only links them. */
 #ifndef QUAL_DAEMON_CHILDREN_H
 #define QUAL_DAEMON_CHILDREN_H
 
 #include <uv.h>
 
 #include "common/child.h"
+#include "daemon/list.h"
 
 struct child_watch;
 
@@ -25,27 +26,29 @@ struct child_watch;
 typedef void (*child_watch_cb)(struct child_watch *w, const struct child_exit *ex);
 
 struct child_watch {
+	void *data;               /* the owner's */
 	struct child *child;      /* borrowed: the started child */
 	child_watch_cb cb;
 	struct children *set;     /* NULL when not watched */
-	struct child_watch *prev, *next;
+	struct list_link link;    /* in set->watched */
 };
 
 struct children {
+	void *data;               /* the owner's */
 	uv_signal_t sigchld;
 	uv_timer_t kick;          /* the look right after a watch */
-	struct child_watch *head;
+	struct list_link watched; /* struct child_watch.link */
 	int handles;              /* open handles, while closing */
 	void (*closed)(struct children *set);
 };
 
-/* Starts the SIGCHLD handle on loop (it cannot fail for SIGCHLD). The set
- * is closed with children_close(). */
+/* Starts the SIGCHLD handle on loop (it cannot fail for SIGCHLD); set->data
+ * is NULL. The set is closed with children_close(). */
 void children_init(uv_loop_t *loop, struct children *set);
 
 /* Watches c (started by child_start(), not yet reaped): cb runs once it
- * has exited. Takes no ownership of w or c; both must live until cb has run
- * or children_unwatch(). */
+ * has exited. w->data is the caller's, left as it is. Takes no ownership
+ * of w or c; both must live until cb has run or children_unwatch(). */
 void children_watch(struct children *set, struct child_watch *w, struct child *c,
 		    child_watch_cb cb);
 

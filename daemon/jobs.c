@@ -21,7 +21,6 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,17 +62,6 @@ void jobs__now(char out[32])
 
 	gmtime_r(&t, &tm);
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void jobs__warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("quald: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void jobs__start_error(struct qual_msg *out, const char *what, const char *prog,
@@ -123,27 +111,13 @@ static struct job *job_find(struct jobs *j, const char *id)
 
 static void queue_push(struct jobs *j, struct job *job)
 {
-	job->qnext = NULL;
-	job->qprev = j->qtail;
-	if (j->qtail)
-		j->qtail->qnext = job;
-	else
-		j->qhead = job;
-	j->qtail = job;
+	list_append(&j->queue, &job->qlink);
 	j->nqueued++;
 }
 
 static void queue_remove(struct jobs *j, struct job *job)
 {
-	if (job->qprev)
-		job->qprev->qnext = job->qnext;
-	else
-		j->qhead = job->qnext;
-	if (job->qnext)
-		job->qnext->qprev = job->qprev;
-	else
-		j->qtail = job->qprev;
-	job->qprev = job->qnext = NULL;
+	list_remove(&job->qlink);
 	j->nqueued--;
 }
 
@@ -164,6 +138,7 @@ struct job *jobs__job_new(long num)
 	job->slot = -1;
 	job->device = -1;
 	job->log_fd = -1;
+	list_init(&job->qlink);
 	return job;
 }
 
@@ -229,7 +204,7 @@ void jobs__state_save(struct jobs *j, struct job *job)
 	json_t *st = jobs__state_json(job);
 
 	if (store_state_write(j->store, job->id, st, &m) < 0)
-		jobs__warn("job '%s': cannot record its state: %s", job->id, m.text);
+		oplog_warn("job '%s': cannot record its state: %s", job->id, m.text);
 	json_decref(st);
 }
 
@@ -247,7 +222,7 @@ void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
 	if (rc < 0 && !job->log_warned) {
 		/* The line still goes out: a full disk should not also blind
 		 * the submitter. The log has a gap from here on. */
-		jobs__warn("job '%s': cannot write its log: %s", job->id, m.text);
+		oplog_warn("job '%s': cannot write its log: %s", job->id, m.text);
 		job->log_warned = true;
 	}
 	if (fd >= 0 && fd != job->log_fd)
@@ -265,7 +240,7 @@ static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool
 	json_object_set_new(o, "seq", json_integer(job->next_seq));
 	text = json_dumps(o, JSON_COMPACT);
 	if (!text) {
-		jobs__warn("job '%s': cannot encode a line", job->id);
+		oplog_warn("job '%s': cannot encode a line", job->id);
 		return;
 	}
 	jobs__put(j, job, text, strlen(text), sync, notify);
@@ -320,9 +295,9 @@ static void jobs_schedule(struct jobs *j)
 			health__start(j, s);
 			continue;
 		}
-		if (!j->qhead)
+		if (list_empty(&j->queue))
 			break;
-		job = j->qhead;
+		job = list_item(list_first(&j->queue), struct job, qlink);
 		queue_remove(j, job);
 		worker__start(j, job, s);
 	}
@@ -335,7 +310,7 @@ static void jobs_tick(uv_timer_t *t)
 
 void jobs__schedule_soon(struct jobs *j)
 {
-	if (!j->closing && j->qhead)
+	if (!j->closing && !list_empty(&j->queue))
 		uv_timer_start(&j->tick, jobs_tick, 0, 0);
 }
 
@@ -434,8 +409,8 @@ void jobs_ids_free(char **ids, int n)
 json_t *jobs_status_json(struct jobs *j)
 {
 	json_t *slots = json_array(), *queued = json_array(), *running = json_array();
+	struct list_link *q;
 	json_t *reply;
-	struct job *q;
 	int s, in_service = 0;
 
 	for (s = 0; s < j->nslots; s++) {
@@ -455,11 +430,11 @@ json_t *jobs_status_json(struct jobs *j)
 		if (job)
 			json_array_append_new(running, json_string(job->id));
 	}
-	for (q = j->qhead; q; q = q->qnext)
-		json_array_append_new(queued, json_string(q->id));
+	list_each(q, &j->queue)
+		json_array_append_new(queued, json_string(list_item(q, struct job, qlink)->id));
 	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, "queued", queued,
 			  "running", running);
-	if (!in_service && j->qhead)
+	if (!in_service && !list_empty(&j->queue))
 		json_object_set_new(reply, "waiting", json_string(
 			"no slot is in service (every gpu failed its health check): "
 			"queued jobs wait until quald restarts"));
@@ -556,6 +531,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->loop = loop;
 	j->cb = cb;
 	j->cb_ctx = cb_ctx;
+	list_init(&j->queue);
+	list_init(&j->submits);
 	j->nslots = cfg->nslots;
 	j->slots = xcalloc((size_t)cfg->nslots, sizeof *j->slots);
 	j->needs_check = xcalloc((size_t)cfg->nslots, sizeof *j->needs_check);
@@ -586,6 +563,7 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	uv_timer_init(loop, &j->tick);
 	j->tick.data = j;
 	children_init(loop, &j->children);
+	j->children.data = j;
 	jobs__schedule_soon(j);
 	*out = j;
 	return 0;
@@ -612,7 +590,7 @@ static void jobs_tick_closed(uv_handle_t *h)
 
 static void jobs_children_closed(struct children *set)
 {
-	jobs_handles_gone(jobs__container_of(set, struct jobs, children));
+	jobs_handles_gone(set->data);
 }
 
 void jobs__close_check(struct jobs *j)

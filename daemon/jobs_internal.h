@@ -27,11 +27,10 @@
 #include "common/lines.h"
 #include "daemon/children.h"
 #include "daemon/jobs.h"
+#include "daemon/list.h"
+#include "daemon/oplog.h"
 #include "daemon/request.h"
 #include "daemon/store.h"
-
-#define jobs__container_of(p, type, member) \
-	((type *)((char *)(p) - offsetof(type, member)))
 
 /* After SIGTERM, this long before SIGKILL (a cancel, a time limit, a
  * shutdown). */
@@ -70,7 +69,7 @@ struct job {
 	int log_fd;                /* open while running, else -1 */
 	bool log_warned;           /* a log write failed (said once) */
 	struct worker *w;          /* while running */
-	struct job *qprev, *qnext; /* in the queue while queued */
+	struct list_link qlink;    /* in the queue while queued */
 };
 
 /* The quarantine (quarantine.c): strikes by SHA-256. */
@@ -102,11 +101,11 @@ struct jobs {
 	void *cb_ctx;
 	struct job **all;          /* every job, ascending id */
 	int njobs, cap;
-	struct job *qhead, *qtail;
+	struct list_link queue;    /* queued jobs (struct job.qlink), in order */
 	int nqueued;
 	struct worker **slots;     /* nslots; the worker occupying each */
 	long next_num;
-	struct submit *submits;
+	struct list_link submits;  /* submits being checked */
 	int nworkers;              /* worker structs alive */
 	int nsubmits;              /* submit structs alive */
 	uv_timer_t tick;           /* deferred scheduling */
@@ -117,9 +116,6 @@ struct jobs {
 };
 
 /* ---- jobs.c ----------------------------------------------------------------- */
-
-/* An operator message on stderr (the journal under systemd): "quald: ...". */
-void jobs__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The time now, UTC, "YYYY-MM-DDTHH:MM:SSZ". */
 void jobs__now(char out[32]);

@@ -26,11 +26,11 @@ static void quarantine_save(struct quarantine *q)
 	char *text = json_dumps(q->map, JSON_SORT_KEYS | JSON_COMPACT);
 
 	if (!text) {
-		jobs__warn("cannot encode '%s'", q->path);
+		oplog_warn("cannot encode '%s'", q->path);
 		return;
 	}
 	if (fs_write_atomic(q->path, text, strlen(text), 0640, NULL, &m) < 0)
-		jobs__warn("cannot replace '%s': %s", q->path, m.text);
+		oplog_warn("cannot replace '%s': %s", q->path, m.text);
 	free(text);
 }
 
@@ -44,7 +44,7 @@ void quarantine__load(struct quarantine *q, const char *state_dir)
 	if (access(q->path, F_OK) == 0) {
 		q->map = json_load_file(q->path, 0, &e);
 		if (!json_is_object(q->map)) {
-			jobs__warn("'%s' is unreadable (%s): starting with no quarantine",
+			oplog_warn("'%s' is unreadable (%s): starting with no quarantine",
 				   q->path, e.text);
 			json_decref(q->map);
 			q->map = NULL;
@@ -58,8 +58,7 @@ void quarantine__release(struct quarantine *q)
 {
 	json_decref(q->map);
 	free(q->path);
-	q->map = NULL;
-	q->path = NULL;
+	memset(q, 0, sizeof *q);
 }
 
 /* Hashes the file now: crashes are rare, and the hash is what a later
@@ -73,7 +72,7 @@ void quarantine__strike(struct quarantine *q, const char *job, const char *path)
 	long strikes;
 
 	if (stat(path, &st) != 0 || sha256_hash_file(path, hex, &m) != 0) {
-		jobs__warn("job '%s': cannot hash '%s' for its crash count", job, path);
+		oplog_warn("job '%s': cannot hash '%s' for its crash count", job, path);
 		return;
 	}
 	e = json_object_get(q->map, hex);
@@ -86,7 +85,7 @@ void quarantine__strike(struct quarantine *q, const char *job, const char *path)
 				      "last", when));
 	quarantine_save(q);
 	if (strikes == JOBS_QUARANTINE_STRIKES)
-		jobs__warn("compiler '%s' (sha256 %s) quarantined after %ld crashes", path,
+		oplog_warn("compiler '%s' (sha256 %s) quarantined after %ld crashes", path,
 			   hex, strikes);
 }
 

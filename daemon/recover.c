@@ -90,16 +90,16 @@ static struct job *job_recover(struct jobs *j, long num)
 	    request_submit_from_json(request, &job->args, &m) < 0 ||
 	    state_take(job, state, &m) < 0 ||
 	    store_log_read(j->store, job->id, keep_last, &last, &info, &m) < 0) {
-		jobs__warn("skipping job '%s' in the state directory: %s", job->id, m.text);
+		oplog_warn("skipping job '%s' in the state directory: %s", job->id, m.text);
 		jobs__job_free(job);
 		job = NULL;
 		goto out;
 	}
 	if (info.torn_bytes) {
-		jobs__warn("job '%s': its log ends with an incomplete line of %lld bytes, "
+		oplog_warn("job '%s': its log ends with an incomplete line of %lld bytes, "
 			   "cut off", job->id, (long long)info.torn_bytes);
 		if (store_log_repair(j->store, job->id, &info, &m) < 0)
-			jobs__warn("job '%s': %s", job->id, m.text);
+			oplog_warn("job '%s': %s", job->id, m.text);
 	}
 	job->next_seq = info.lines;
 	if (last.text)

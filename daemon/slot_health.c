@@ -43,12 +43,12 @@ static void health_out_of_service(struct jobs *j, int s, const char *why)
 {
 	free(j->out_reason[s]);
 	j->out_reason[s] = xstrdup(why);
-	jobs__warn("slot %d: %s", s, why);
+	oplog_warn("slot %d: %s", s, why);
 }
 
 static void health_exit(struct child_watch *cw, const struct child_exit *ex)
 {
-	struct health *hc = jobs__container_of(cw, struct health, watch);
+	struct health *hc = cw->data;
 	struct jobs *j = hc->j;
 	int s = hc->slot;
 	char why[256], how[64], reason[512];
@@ -56,7 +56,7 @@ static void health_exit(struct child_watch *cw, const struct child_exit *ex)
 	uv_timer_stop(&hc->timer);
 	if (ex->status == 0 && !hc->timed_out) {
 		j->needs_check[s] = false;
-		jobs__warn("slot %d (gpu %d): health check passed", s, j->devices[s]);
+		oplog_warn("slot %d (gpu %d): health check passed", s, j->devices[s]);
 	} else if (!j->closing) {
 		if (hc->timed_out)
 			snprintf(why, sizeof why, "did not finish within %d s",
@@ -116,7 +116,7 @@ void health__start(struct jobs *j, int s)
 	hc->child.out = CHILD_NULL;
 	hc->child.group = CHILD_SESSION_NEW;
 	hc->child.die_with_parent = true;
-	jobs__warn("slot %d (gpu %d): checking the gpu's health before its next job", s,
+	oplog_warn("slot %d (gpu %d): checking the gpu's health before its next job", s,
 		   j->devices[s]);
 	rc = child_start(&hc->child, &m);
 	child_env_free(env);
@@ -128,6 +128,7 @@ void health__start(struct jobs *j, int s)
 		uv_close((uv_handle_t *)&hc->timer, health_closed);
 		return;
 	}
+	hc->watch.data = hc;
 	children_watch(&j->children, &hc->watch, &hc->child, health_exit);
 	uv_timer_start(&hc->timer, health_timer, HEALTH_TIMEOUT_MS, 0);
 }

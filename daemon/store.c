@@ -28,6 +28,7 @@
 #include "common/fsutil.h"
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "daemon/oplog.h"
 
 #define STORE_JOBS "jobs"
 #define STORE_REQUEST "request.json"
@@ -122,20 +123,6 @@ static int refuse_after_fatal(struct qual_msg *msg)
 {
 	return qual_fail(msg, QUAL_EIO, "the state directory failed earlier: %s",
 			 fatal.first);
-}
-
-static void store_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Operator messages go to stderr (the journal under systemd), as jobs.c's. */
-static void store_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("quald: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* ---- paths and small helpers ---------------------------------------------- */
@@ -686,12 +673,12 @@ static int log_read(struct store *s, const char *id, store_line_fn fn, void *ctx
 			info->torn_why = NULL;
 	}
 	if (!quiet && info->torn_bytes)
-		store_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
+		oplog_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
 			   "the %lld bytes from there on are not read", id, path,
 			   (long long)info->good_bytes, info->torn_why,
 			   (long long)info->torn_bytes);
 	if (!quiet && info->unchecked)
-		store_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
+		oplog_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
 			   "(written before checks): read unchecked", id, info->unchecked,
 			   info->unchecked == 1 ? "" : "s", path,
 			   info->unchecked == 1 ? "has" : "have");

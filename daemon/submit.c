@@ -37,19 +37,14 @@ struct submit {
 	struct check c[2];          /* baseline, candidate */
 	int pending;                /* checks started and not concluded */
 	int handles;                /* open timers */
-	struct submit *prev, *next;
+	struct list_link link;      /* in j->submits */
 };
 
 static void submit_free(struct submit *sub)
 {
 	struct jobs *j = sub->j;
 
-	if (sub->prev)
-		sub->prev->next = sub->next;
-	else
-		j->submits = sub->next;
-	if (sub->next)
-		sub->next->prev = sub->prev;
+	list_remove(&sub->link);
 	json_decref(sub->request);
 	free(sub);
 	j->nsubmits--;
@@ -124,7 +119,7 @@ static void check_concluded(struct check *c)
 /* children.c: the identify child has exited and been reaped. */
 static void check_exit(struct child_watch *cw, const struct child_exit *ex)
 {
-	struct check *c = jobs__container_of(cw, struct check, watch);
+	struct check *c = cw->data;
 	struct child_exit how = *ex;
 	struct rtc_identity id;
 	struct qual_msg m;
@@ -176,6 +171,7 @@ static int check_start(struct jobs *j, struct check *c, const char *path,
 	uv_timer_init(j->loop, &c->timer);
 	c->timer.data = c;
 	uv_timer_start(&c->timer, check_timer, (uint64_t)(j->check_timeout_s * 1000.0), 0);
+	c->watch.data = c;
 	children_watch(&j->children, &c->watch, &c->pending.child, check_exit);
 	return 0;
 }
@@ -238,10 +234,7 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 		free(sub);
 		return qual_fail(msg, QUAL_EINVAL, "cannot encode the request");
 	}
-	sub->next = j->submits;
-	if (j->submits)
-		j->submits->prev = sub;
-	j->submits = sub;
+	list_append(&j->submits, &sub->link);
 	j->nsubmits++;
 	for (arm = 0; arm < 2; arm++) {
 		sub->c[arm].sub = sub;
@@ -263,11 +256,13 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 
 void submit__close_all(struct jobs *j)
 {
-	struct submit *sub;
+	struct list_link *l;
 
 	/* Nothing is freed here: a submit goes from its timers' close
 	 * callbacks. */
-	for (sub = j->submits; sub; sub = sub->next) {
+	list_each(l, &j->submits) {
+		struct submit *sub = list_item(l, struct submit, link);
+
 		submit_call(sub, QUAL_EINVAL, NULL, -1, "quald is shutting down");
 		check_abort(&sub->c[0]);
 		check_abort(&sub->c[1]);

@@ -352,7 +352,7 @@ static void worker_conclude(struct worker *w)
 	if (w->seen.verdict[0]) {
 		snprintf(job->verdict, sizeof job->verdict, "%s", w->seen.verdict);
 		if (w->seen.dropped)
-			jobs__warn("job '%s': dropped %ld worker line%s after its verdict",
+			oplog_warn("job '%s': dropped %ld worker line%s after its verdict",
 				   job->id, w->seen.dropped, w->seen.dropped == 1 ? "" : "s");
 	} else {
 		state = worker_verdict(w, &verdict, message, sizeof message);
@@ -361,7 +361,7 @@ static void worker_conclude(struct worker *w)
 	if (job->log_fd >= 0) {
 		struct qual_msg m;
 		if (store_log_sync(job->log_fd, &m) < 0)
-			jobs__warn("job '%s': %s", job->id, m.text);
+			oplog_warn("job '%s': %s", job->id, m.text);
 		close(job->log_fd);
 		job->log_fd = -1;
 	}
@@ -483,7 +483,7 @@ static void worker_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
  * its session killed. */
 static void worker_exit(struct child_watch *cw, const struct child_exit *ex)
 {
-	struct worker *w = jobs__container_of(cw, struct worker, watch);
+	struct worker *w = cw->data;
 
 	w->exited = true;
 	w->ex = *ex;
@@ -640,7 +640,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	jobs__now(job->started);
 	jobs__state_save(j, job);
 	if (store_log_open(j->store, job->id, &job->log_fd, &m) < 0)
-		jobs__warn("job '%s': %s", job->id, m.text);
+		oplog_warn("job '%s': %s", job->id, m.text);
 
 	lines_splitter_init(&w->split, LINES_MAX);
 	uv_pipe_init(j->loop, &w->out, 0);
@@ -657,7 +657,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		tmp = "/tmp";
 	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/quald-%s-XXXXXX", tmp,
 			     job->id) >= sizeof w->tmpdir || !mkdtemp(w->tmpdir)) {
-		jobs__warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
+		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
 			   tmp, strerror(errno));
 		w->tmpdir[0] = '\0';
 	}
@@ -684,6 +684,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		worker_close(w);
 		return;
 	}
+	w->watch.data = w;
 	children_watch(&j->children, &w->watch, &w->child, worker_exit);
 	if (uv_pipe_open(&w->out, w->child.out_pipe) < 0) {
 		close(w->child.out_pipe);

@@ -1,9 +1,10 @@
 # The daemon's job queue and state directory (daemon/jobs.c, daemon/store.c):
 # unit tests with a real libuv loop and fake workers (tests/tools/fake_worker.sh).
 
-# The store alone: its own source, nothing else of the daemon.
+# The store alone: its own source and the operator's log, nothing else of
+# the daemon.
 add_executable(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c
-               ${PROJECT_SOURCE_DIR}/daemon/store.c)
+               ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c)
 target_link_libraries(test_store PRIVATE qual_common PkgConfig::JANSSON PkgConfig::CMOCKA
                       OpenSSL::Crypto)
 foreach(t ids create_and_state log_append_read log_torn_tail log_flipped_byte
