@@ -1,29 +1,25 @@
 /* Compiler libraries, run in children: the parent's half. rtc_identify and
  * rtc_compile check what they can without loading the library, then run the
- * helper program qual-compile (qual_compile.c) in a private temporary folder
- * and a process group of its own, wait for it under a time limit, and read
- * back the files it wrote. No compiler library is ever loaded here. */
+ * helper program qual-compile (qual_compile.c) through child.h in a private
+ * temporary folder and a process group of its own, wait for it under a time
+ * limit, and read back the files it wrote. No compiler library is ever loaded
+ * here. */
 #include "compile/rtc.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/sha256.h"
 #include "common/xalloc.h"
-
-extern char **environ;
 
 /* Defaults: the slowest real compile of the fixtures measured here is 12 s
  * (attention with ROCm 5.2.3's hiprtc for gfx90a; nvrtc 13.0 takes 0.5 s for
@@ -32,11 +28,9 @@ extern char **environ;
 #define RTC_DEFAULT_TIMEOUT_S 120.0
 #define RTC_DEFAULT_LOG_CAP ((size_t)1 << 20)
 
-/* Polling the child: start at 1 ms (an identify finishes in ~50 ms), double
- * up to 20 ms, so a result is noticed within 20 ms and a long compile costs
- * the parent ~50 wakeups a second. */
-#define RTC_POLL_FIRST_NS 1000000L
-#define RTC_POLL_MAX_NS 20000000L
+/* The most of a result or stderr file read back: a result file is a few
+ * hundred bytes, and only the last line of stderr is used. */
+#define RTC_REPORT_CAP ((size_t)64 * 1024)
 
 static char *helper_override;
 
@@ -52,30 +46,18 @@ void rtc_set_helper(const char *path)
 	helper_override = path ? xstrdup(path) : NULL;
 }
 
-static int helper_path(char *out, size_t cap, struct qual_msg *msg)
+/* The qual-compile to run, as a new string: helper when given, else
+ * rtc_set_helper()'s, $QUAL_COMPILE, or the one beside our executable. */
+static int helper_find(const char *helper, char **out, struct qual_msg *msg)
 {
 	const char *env = getenv("QUAL_COMPILE");
-	char self[PATH_MAX];
-	ssize_t n;
-	char *slash;
 
-	if (helper_override || (env && *env)) {
-		const char *p = helper_override ? helper_override : env;
-		if (strlen(p) >= cap)
-			return qual_fail(msg, QUAL_EINVAL, "helper path '%s' is too long", p);
-		strcpy(out, p);
-		return 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n < 0)
+	if (!helper)
+		helper = helper_override ? helper_override : env && *env ? env : NULL;
+	*out = helper ? xstrdup(helper) : fs_beside_self("qual-compile");
+	if (!*out)
 		return qual_fail(msg, QUAL_EIO, "cannot find the running executable: %s",
 				 strerror(errno));
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (slash)
-		slash[1] = '\0';
-	if ((size_t)snprintf(out, cap, "%squal-compile", slash ? self : "./") >= cap)
-		return qual_fail(msg, QUAL_EINVAL, "helper path is too long");
 	return 0;
 }
 
@@ -107,101 +89,20 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 	return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
+/* Writes the source for the child: a plain write, not a synced one (the
+ * folder lives as long as the compile). */
+static int source_write(const char *path, const char *text, struct qual_msg *msg)
 {
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-/* Removes the folder and everything in it; dir "" is nothing to remove. */
-static void workdir_remove(const char *dir)
-{
-	if (dir[0])
-		nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int path_join(char *out, size_t cap, const char *dir, const char *name,
-		     struct qual_msg *msg)
-{
-	if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap)
-		return qual_fail(msg, QUAL_EINVAL, "path '%s/%s' is too long", dir, name);
-	return 0;
-}
-
-/* Reads at most cap bytes of the file (all of it when it is smaller) into a
- * new NUL-terminated buffer; *size gets the bytes read. */
-static int file_read(const char *path, size_t cap, char **out, size_t *size,
-		     struct qual_msg *msg)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	int fd, rc = 0;
-	struct stat st;
-
-	*out = NULL;
-	*size = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-				 "cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot stat '%s': %s", path,
-			       strerror(errno));
-		goto out;
-	}
-	if ((size_t)st.st_size < cap)
-		cap = (size_t)st.st_size;
-	buf = xmalloc(cap + 1);
-	while (n < cap) {
-		ssize_t got = read(fd, buf + n, cap - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
-				       strerror(errno));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		n += (size_t)got;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*size = n;
-	buf = NULL;
-out:
-	free(buf);
-	close(fd);
-	return rc;
-}
-
-static int file_write(const char *path, const void *data, size_t size,
-		      struct qual_msg *msg)
-{
-	const char *p = data;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int e;
 
 	if (fd < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", path,
 				 strerror(errno));
-	while (size > 0) {
-		ssize_t put = write(fd, p, size);
-		if (put < 0 && errno == EINTR)
-			continue;
-		if (put < 0) {
-			int e = errno;
-			close(fd);
-			return qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path,
-					 strerror(e));
-		}
-		p += put;
-		size -= (size_t)put;
+	if (fs_write_all(fd, text, strlen(text)) < 0) {
+		e = errno;
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(e));
 	}
 	if (close(fd) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path,
@@ -210,11 +111,6 @@ static int file_write(const char *path, const void *data, size_t size,
 }
 
 /* ---- running the child ----------------------------------------------------- */
-
-struct child_outcome {
-	bool timed_out;
-	int wstatus;    /* from waitpid */
-};
 
 /* What the child reported in its result file. */
 struct child_report {
@@ -229,162 +125,79 @@ struct child_report {
 	size_t code_size;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The environment for the child: ours, with the library's own folder first
  * on LD_LIBRARY_PATH (its sibling libraries, e.g. libnvrtc-builtins, must win
  * over any other copy with the same soname), TMPDIR inside the private
- * folder, and CUDA_CACHE_DISABLE=1. nvrtc 12.9 and later keep compiled code in
- * the driver's disk cache when a driver is present: on the H200 a second
- * compile of the same source returned in 32 ms instead of 472 ms with no
- * ptxas report, and a cache shared by two nvrtc builds would hand the
- * candidate the baseline's code. Every compile must be the compiler's own.
- * Returns a new NULL-terminated array; env_free() frees it. */
-static char **env_build(const char *libdir, const char *tmpdir)
+ * folder, CUDA_CACHE_DISABLE=1, and QUAL_DIE_WITH_PARENT naming us. nvrtc
+ * 12.9 and later keep compiled code in the driver's disk cache when a driver
+ * is present: on the H200 a second compile of the same source returned in
+ * 32 ms instead of 472 ms with no ptxas report, and a cache shared by two
+ * nvrtc builds would hand the candidate the baseline's code. Every compile
+ * must be the compiler's own. Returns a new array; child_env_free() frees
+ * it. */
+static char **child_env_for(const char *libdir, const char *tmpdir)
 {
-	size_t n = 0, i, k = 0;
+	static const char *const drop[] = { "LD_LIBRARY_PATH=", "TMPDIR=",
+					    "CUDA_CACHE_DISABLE=", QUAL_PARENT_ENV "=",
+					    NULL };
 	const char *old = getenv("LD_LIBRARY_PATH");
+	char *add[5] = { NULL };
 	char **env;
 
-	while (environ && environ[n])
-		n++;
-	env = xcalloc(n + 5, sizeof *env);
-	for (i = 0; i < n; i++) {
-		if (strncmp(environ[i], "LD_LIBRARY_PATH=", 16) == 0 ||
-		    strncmp(environ[i], "TMPDIR=", 7) == 0 ||
-		    strncmp(environ[i], "CUDA_CACHE_DISABLE=", 19) == 0 ||
-		    strncmp(environ[i], QUAL_PARENT_ENV "=", strlen(QUAL_PARENT_ENV) + 1) == 0)
-			continue;
-		env[k++] = xstrdup(environ[i]);
-	}
 	if (old && *old) {
-		size_t len = strlen(libdir) + strlen(old) + 32;
-		env[k] = xmalloc(len);
-		snprintf(env[k++], len, "LD_LIBRARY_PATH=%s:%s", libdir, old);
-	} else {
-		size_t len = strlen(libdir) + 32;
-		env[k] = xmalloc(len);
-		snprintf(env[k++], len, "LD_LIBRARY_PATH=%s", libdir);
-	}
-	env[k] = xmalloc(strlen(tmpdir) + 8);
-	sprintf(env[k++], "TMPDIR=%s", tmpdir);
-	env[k++] = xstrdup("CUDA_CACHE_DISABLE=1");
-	env[k] = xmalloc(64);
-	snprintf(env[k++], 64, "%s=%ld", QUAL_PARENT_ENV, (long)getpid());
-	env[k] = NULL;
+		if (asprintf(&add[0], "LD_LIBRARY_PATH=%s:%s", libdir, old) < 0)
+			abort();
+	} else if (asprintf(&add[0], "LD_LIBRARY_PATH=%s", libdir) < 0)
+		abort();
+	if (asprintf(&add[1], "TMPDIR=%s", tmpdir) < 0 ||
+	    asprintf(&add[2], "CUDA_CACHE_DISABLE=1") < 0 ||
+	    asprintf(&add[3], "%s=%ld", QUAL_PARENT_ENV, (long)getpid()) < 0)
+		abort();
+	env = child_env_with(drop, (const char *const *)add);
+	for (int i = 0; add[i]; i++)
+		free(add[i]);
 	return env;
 }
 
-static void env_free(char **env)
+/* Starts the helper argv[0] for the library in folder libdir, in the private
+ * folder dir: its own process group, stdin from /dev/null, stdout and stderr
+ * into the folder's RTC__STDERR_FILE. Returns 0 with c running, or a
+ * negative code; then nothing runs. */
+static int helper_start(struct child *c, const char *const *argv, const char *libdir,
+			const char *dir, struct qual_msg *msg)
 {
-	size_t i;
-
-	for (i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
-}
-
-static void sleep_ns(long ns)
-{
-	struct timespec ts = { 0, ns };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Waits until pid has exited, without reaping it (WNOWAIT), so that its
- * process group cannot be reused while we kill what is left in it. Returns 1
- * when it exited, 0 when deadline passed first, or a negative code. */
-static int child_wait_exit(pid_t pid, double deadline, struct qual_msg *msg)
-{
-	long step = RTC_POLL_FIRST_NS;
-
-	for (;;) {
-		siginfo_t si;
-		memset(&si, 0, sizeof si);
-		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
-			if (errno == EINTR)
-				continue;
-			return qual_fail(msg, QUAL_EIO, "cannot wait for compiler helper: %s",
-					 strerror(errno));
-		}
-		if (si.si_pid == pid)
-			return 1;
-		if (deadline > 0 && now_s() >= deadline)
-			return 0;
-		sleep_ns(step);
-		if (step < RTC_POLL_MAX_NS)
-			step *= 2;
-		if (step > RTC_POLL_MAX_NS)
-			step = RTC_POLL_MAX_NS;
-	}
-}
-
-/* Runs the helper with argv in its own process group, stdin from /dev/null,
- * stdout and stderr into the folder, and waits at most timeout_s. Returns 0
- * when the child ran (whatever became of it: see oc), or a negative code when
- * it could not be started or waited for. */
-static int child_run(char *const argv[], const char *libdir, const char *dir,
-		     double timeout_s, struct child_outcome *oc,
-		     struct qual_msg *msg)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
 	char out_path[PATH_MAX], tmp_path[PATH_MAX];
+	struct qual_msg why;
 	char **env = NULL;
-	sigset_t none, all;
-	pid_t pid = -1;
-	int rc, err;
+	int out = -1, rc;
 
-	memset(oc, 0, sizeof *oc);
-	if ((rc = path_join(out_path, sizeof out_path, dir, RTC__STDERR_FILE, msg)) ||
-	    (rc = path_join(tmp_path, sizeof tmp_path, dir, "tmp", msg)))
+	child_init(c);
+	if ((rc = fs_path_join(out_path, sizeof out_path, dir, RTC__STDERR_FILE, msg)) ||
+	    (rc = fs_path_join(tmp_path, sizeof tmp_path, dir, "tmp", msg)))
 		return rc;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, out_path,
-					 O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	/* Its own process group (so a timeout kills everything it started), an
-	 * empty signal mask and default dispositions (the caller may ignore
-	 * SIGPIPE or block signals; a compiler should see a plain process). */
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-				 POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &all);
-
-	env = env_build(libdir, tmp_path);
-	err = posix_spawn(&pid, argv[0], &fa, &attr, argv, env);
-	if (err) {
-		rc = qual_fail(msg, err == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-			       "cannot start compiler helper '%s': %s", argv[0],
-			       strerror(err));
-		goto out;
+	out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", out_path,
+				 strerror(errno));
+	env = child_env_for(libdir, tmp_path);
+	c->argv = argv;
+	c->env = (const char *const *)env;
+	c->out = out;
+	c->err = CHILD_TO_OUT;
+	/* A group of its own, so a timeout kills everything it started. */
+	c->group = CHILD_GROUP_NEW;
+	rc = child_start(c, &why);
+	if (rc) {
+		/* child_start() says "cannot start 'x': why"; say which program
+		 * x is. */
+		const char *rest = why.text;
+		if (!strncmp(rest, "cannot start ", 13))
+			rest += 13;
+		qual_fail(msg, rc, "cannot start compiler helper %s", rest);
 	}
-	rc = child_wait_exit(pid, now_s() + timeout_s, msg);
-	if (rc == 0) {
-		oc->timed_out = true;
-		kill(-pid, SIGKILL);
-		rc = child_wait_exit(pid, 0, msg);
-	}
-	/* The leader has exited but is not reaped, so the group id is still
-	 * ours: kill whatever it left running in the group, then reap it. */
-	kill(-pid, SIGKILL);
-	while (waitpid(pid, &oc->wstatus, 0) < 0 && errno == EINTR)
-		;
-	rc = rc < 0 ? rc : 0;
-out:
-	env_free(env);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
+	close(out);
+	child_env_free(env);
+	c->env = NULL;
 	return rc;
 }
 
@@ -395,8 +208,8 @@ static void report_read(const char *dir, struct child_report *rep)
 	size_t size;
 
 	memset(rep, 0, sizeof *rep);
-	if (path_join(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
-	    file_read(path, 64 * 1024, &text, &size, NULL))
+	if (fs_path_join(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
+	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -440,8 +253,8 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 	size_t size;
 
 	out[0] = '\0';
-	if (path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
-	    file_read(path, 64 * 1024, &text, &size, NULL))
+	if (fs_path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
+	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	end = text + size;
 	while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
@@ -454,49 +267,37 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 	free(text);
 }
 
-static const char *signal_name(int sig)
-{
-	const char *abbrev = sigabbrev_np(sig);
-	static __thread char buf[32];
-
-	if (!abbrev)
-		return "an unknown signal";
-	snprintf(buf, sizeof buf, "SIG%s", abbrev);
-	return buf;
-}
-
 /* Decides what became of the child. A complete result file is trusted even
  * when the child then died by a signal or was killed: it writes its results
  * and then _exit()s, and ROCm's hiprtc can crash in the runtime's teardown
  * at process exit, after the compile has succeeded and been reported.
  * Otherwise: timeout, signal, or an exit without a report. */
-static int outcome_status(const struct child_outcome *oc,
+static int outcome_status(const struct child_exit *ex,
 			  const struct child_report *rep, const char *lib,
 			  const char *doing, double timeout_s, const char *dir,
 			  char *message, size_t cap)
 {
-	char tail[256];
-	int sig;
+	char how[64], tail[256];
+	int sig = child_exit_signal(ex);
 
 	if (rep->complete) {
 		snprintf(message, cap, "%s", rep->message);
 		return rep->status;
 	}
-	if (oc->timed_out) {
+	if (ex->timed_out) {
 		snprintf(message, cap, "compiler '%s' did not finish within %g s", lib,
 			 timeout_s);
 		return QUAL_ETIMEOUT;
 	}
-	if (WIFSIGNALED(oc->wstatus)) {
-		sig = WTERMSIG(oc->wstatus);
-		snprintf(message, cap, "compiler '%s' crashed %s: killed by signal %s (%s)",
-			 lib, doing, signal_name(sig), strsignal(sig));
+	child_exit_text(ex, how, sizeof how);
+	if (sig) {
+		snprintf(message, cap, "compiler '%s' crashed %s: %s (%s)", lib, doing,
+			 how, strsignal(sig));
 		return QUAL_ECRASH;
 	}
 	stderr_tail(dir, tail, sizeof tail);
-	snprintf(message, cap, "compiler '%s' exited with status %d %s without reporting%s%s",
-		 lib, WIFEXITED(oc->wstatus) ? WEXITSTATUS(oc->wstatus) : -1, doing,
-		 tail[0] ? ": " : "", tail);
+	snprintf(message, cap, "compiler '%s' %s %s without reporting%s%s", lib, how,
+		 doing, tail[0] ? ": " : "", tail);
 	return QUAL_ECRASH;
 }
 
@@ -556,52 +357,73 @@ static void dir_of(const char *path, char *out, size_t cap)
 		snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
-int rtc_identify(const char *path, const struct rtc_limits *lim,
-		 struct rtc_identity *id, struct qual_msg *msg)
+/* The checks of an identify, before any child: p->path and p->real_path. */
+static int identify_check(const char *path, struct rtc_pending *p, struct qual_msg *msg)
 {
-	struct rtc_limits defaults;
-	struct child_outcome oc;
-	struct child_report rep;
-	char helper[PATH_MAX], dir[PATH_MAX] = "", libdir[PATH_MAX];
-	char message[512];
-	char *argv[9];
 	int rc;
 
-	memset(id, 0, sizeof *id);
-	if (!lim) {
-		rtc_limits_init(&defaults);
-		lim = &defaults;
-	}
+	memset(p, 0, sizeof *p);
+	child_init(&p->child);
 	if (!path || !*path)
 		return qual_fail(msg, QUAL_EINVAL, "no compiler library given");
-	if (strlen(path) >= sizeof id->path)
+	if (strlen(path) >= sizeof p->path)
 		return qual_fail(msg, QUAL_EINVAL, "compiler path '%s' is too long", path);
-	strcpy(id->path, path);
+	strcpy(p->path, path);
 	if ((rc = rtc_check_library(path, msg)))
 		return rc;
-	if (!realpath(path, id->real_path))
+	if (!realpath(path, p->real_path))
 		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
 				 strerror(errno));
-	if ((rc = sha256_hash_file(id->real_path, id->sha256, msg)))
-		return rc;
-	if ((rc = helper_path(helper, sizeof helper, msg)) ||
-	    (rc = workdir_new(dir, sizeof dir, msg)))
-		goto out;
+	return 0;
+}
 
-	dir_of(id->real_path, libdir, sizeof libdir);
-	argv[0] = helper;
-	argv[1] = "identify";
-	argv[2] = "--lib";
-	argv[3] = id->real_path;
-	argv[4] = "--out";
-	argv[5] = dir;
-	argv[6] = "--label";
-	argv[7] = (char *)path;
-	argv[8] = NULL;
-	if ((rc = child_run(argv, libdir, dir, lim->timeout_s, &oc, msg)))
+/* Starts the identify child of a checked p. */
+static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual_msg *msg)
+{
+	char libdir[PATH_MAX];
+	char *exe = NULL;
+	int rc;
+
+	if ((rc = helper_find(helper, &exe, msg)) ||
+	    (rc = workdir_new(p->dir, sizeof p->dir, msg)))
 		goto out;
-	report_read(dir, &rep);
-	rc = outcome_status(&oc, &rep, path, "while loading", lim->timeout_s, dir,
+	dir_of(p->real_path, libdir, sizeof libdir);
+	{
+		const char *argv[] = { exe, "identify", "--lib", p->real_path, "--out",
+				       p->dir, "--label", p->path, NULL };
+		rc = helper_start(&p->child, argv, libdir, p->dir, msg);
+	}
+out:
+	free(exe);
+	if (rc) {
+		fs_rm_tree(p->dir);
+		p->dir[0] = '\0';
+	}
+	return rc;
+}
+
+int rtc_identify_start(const char *path, const char *helper, struct rtc_pending *p,
+		       struct qual_msg *msg)
+{
+	int rc = identify_check(path, p, msg);
+
+	return rc ? rc : identify_spawn(p, helper, msg);
+}
+
+int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
+			double timeout_s, struct rtc_identity *id, struct qual_msg *msg)
+{
+	struct child_report rep;
+	char message[512];
+	int rc;
+
+	id->abi = RTC_ABI_NONE;
+	id->abi_name[0] = '\0';
+	id->version[0] = '\0';
+	snprintf(id->path, sizeof id->path, "%s", p->path);
+	snprintf(id->real_path, sizeof id->real_path, "%s", p->real_path);
+	report_read(p->dir, &rep);
+	rc = outcome_status(ex, &rep, p->path, "while loading", timeout_s, p->dir,
 			    message, sizeof message);
 	if (rc) {
 		qual_fail(msg, rc, "%s", message);
@@ -613,16 +435,53 @@ int rtc_identify(const char *path, const struct rtc_limits *lim,
 		id->abi = RTC_ABI_HIPRTC;
 	else {
 		rc = qual_fail(msg, QUAL_EABI, "cannot load compiler '%s': no nvrtc or "
-			       "hiprtc entry points", path);
+			       "hiprtc entry points", p->path);
 		goto out;
 	}
 	strcpy(id->abi_name, id->abi == RTC_ABI_NVRTC ? "nvrtc" : "hiprtc");
 	snprintf(id->version, sizeof id->version, "%s", rep.version);
 out:
-	workdir_remove(dir);
-	if (rc)
-		id->abi = RTC_ABI_NONE;
+	fs_rm_tree(p->dir);
+	p->dir[0] = '\0';
 	return rc;
+}
+
+void rtc_identify_abort(struct rtc_pending *p)
+{
+	if (p->child.pid > 0) {
+		child_kill(&p->child, SIGKILL);
+		(void)child_wait(&p->child, 0, NULL);
+	}
+	fs_rm_tree(p->dir);
+	p->dir[0] = '\0';
+}
+
+int rtc_identify(const char *path, const struct rtc_limits *lim,
+		 struct rtc_identity *id, struct qual_msg *msg)
+{
+	struct rtc_limits defaults;
+	struct rtc_pending p;
+	struct child_exit ex;
+	int rc;
+
+	memset(id, 0, sizeof *id);
+	if (!lim) {
+		rtc_limits_init(&defaults);
+		lim = &defaults;
+	}
+	rc = identify_check(path, &p, msg);
+	snprintf(id->path, sizeof id->path, "%s", p.path);
+	snprintf(id->real_path, sizeof id->real_path, "%s", p.real_path);
+	if (rc || (rc = sha256_hash_file(p.real_path, id->sha256, msg)) ||
+	    (rc = identify_spawn(&p, NULL, msg)))
+		return rc;
+	if ((rc = child_wait(&p.child, child_now() + lim->timeout_s, &ex))) {
+		rc = qual_fail(msg, rc, "cannot wait for compiler helper: %s",
+			       strerror(errno));
+		rtc_identify_abort(&p);
+		return rc;
+	}
+	return rtc_identify_finish(&p, &ex, lim->timeout_s, id, msg);
 }
 
 /* ---- compile --------------------------------------------------------------- */
@@ -686,9 +545,9 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	size_t got;
 	int rc;
 
-	if ((rc = path_join(path, sizeof path, dir, RTC__LOG_FILE, msg)))
+	if ((rc = fs_path_join(path, sizeof path, dir, RTC__LOG_FILE, msg)))
 		return rc;
-	if (file_read(path, log_cap, &out->log, &got, NULL) == 0) {
+	if (fs_read_capped(path, log_cap, &out->log, &got, NULL) == 0) {
 		out->log_size = rep->log_size > got ? rep->log_size : got;
 		out->log_truncated = out->log_size > got;
 	}
@@ -705,8 +564,8 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	if (rep->code_size > RTC_OUTPUT_LIMIT)
 		return qual_fail(msg, QUAL_ELIMIT, "code object of %zu bytes is over the "
 				 "limit", rep->code_size);
-	if ((rc = path_join(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
-	    (rc = file_read(path, rep->code_size, (char **)&out->code, &got, msg)))
+	if ((rc = fs_path_join(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
+	    (rc = fs_read_capped(path, rep->code_size, (char **)&out->code, &got, msg)))
 		return rc;
 	if (got != rep->code_size)
 		return qual_fail(msg, QUAL_EIO, "code file holds %zu bytes, %zu reported",
@@ -719,12 +578,14 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 		struct rtc_result *out, struct qual_msg *msg)
 {
 	struct rtc_limits defaults;
-	struct child_outcome oc;
 	struct child_report rep;
+	struct child_exit ex;
+	struct child child;
 	const struct rtc_identity *c;
-	char helper[PATH_MAX], dir[PATH_MAX] = "", libdir[PATH_MAX];
+	char dir[PATH_MAX] = "", libdir[PATH_MAX];
 	char src_path[PATH_MAX], cap_text[32], doing[PATH_MAX + 64];
-	char **argv = NULL;
+	const char **argv = NULL;
+	char *exe = NULL;
 	int rc, i, k = 0;
 
 	memset(out, 0, sizeof *out);
@@ -736,43 +597,50 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	if ((rc = request_check(req, msg)))
 		return rc;
 	c = req->compiler;
-	if ((rc = helper_path(helper, sizeof helper, msg)) ||
+	if ((rc = helper_find(NULL, &exe, msg)) ||
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
-	    (rc = path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
-	    (rc = file_write(src_path, req->source, strlen(req->source), msg)))
+	    (rc = fs_path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
+	    (rc = source_write(src_path, req->source, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);
 	snprintf(cap_text, sizeof cap_text, "%zu", lim->log_cap);
 	argv = xcalloc(20 + (size_t)req->noptions, sizeof *argv);
-	argv[k++] = helper;
+	argv[k++] = exe;
 	argv[k++] = "compile";
 	argv[k++] = "--lib";
-	argv[k++] = (char *)c->real_path;
+	argv[k++] = c->real_path;
 	argv[k++] = "--abi";
-	argv[k++] = (char *)c->abi_name;
+	argv[k++] = c->abi_name;
 	argv[k++] = "--arch";
-	argv[k++] = (char *)req->arch;
+	argv[k++] = req->arch;
 	argv[k++] = "--src";
 	argv[k++] = src_path;
 	argv[k++] = "--name";
-	argv[k++] = (char *)req->program_name;
+	argv[k++] = req->program_name;
 	argv[k++] = "--out";
 	argv[k++] = dir;
 	argv[k++] = "--label";
-	argv[k++] = (char *)c->path;
+	argv[k++] = c->path;
 	argv[k++] = "--log-cap";
 	argv[k++] = cap_text;
 	argv[k++] = "--";
 	for (i = 0; i < req->noptions; i++)
-		argv[k++] = (char *)req->options[i];
+		argv[k++] = req->options[i];
 	argv[k] = NULL;
-	if ((rc = child_run(argv, libdir, dir, lim->timeout_s, &oc, msg)))
+	if ((rc = helper_start(&child, argv, libdir, dir, msg)))
 		goto out;
+	if ((rc = child_wait(&child, child_now() + lim->timeout_s, &ex))) {
+		rc = qual_fail(msg, rc, "cannot wait for compiler helper: %s",
+			       strerror(errno));
+		child_kill(&child, SIGKILL);
+		(void)child_wait(&child, 0, NULL);
+		goto out;
+	}
 
 	report_read(dir, &rep);
 	snprintf(doing, sizeof doing, "compiling '%s'", req->program_name);
-	out->status = outcome_status(&oc, &rep, c->path, doing, lim->timeout_s, dir,
+	out->status = outcome_status(&ex, &rep, c->path, doing, lim->timeout_s, dir,
 				     out->message, sizeof out->message);
 	out->compile_ms = rep.compile_ms;
 	if ((rc = outputs_read(dir, &rep, lim->log_cap, out, msg)))
@@ -788,7 +656,8 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	}
 out:
 	free(argv);
-	workdir_remove(dir);
+	free(exe);
+	fs_rm_tree(dir);
 	if (rc)
 		rtc_result_release(out);
 	return rc;

@@ -142,11 +142,12 @@ void jobs_ids_free(char **ids, int n);
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
 
-/* Quarantine (state_dir/quarantine.json, replaced atomically): each crash
- * of a job's candidate (its compiler child died by a signal, per the
- * engine's error line, or the worker itself died by a fault signal such as
- * SIGSEGV or SIGABRT, not SIGKILL/SIGTERM, that the daemon did not send) is a
- * strike against the SHA-256 of the candidate file; after 3 a
+/* Quarantine (state_dir/quarantine.json, replaced atomically and durably):
+ * each crash of a job's candidate (its compiler child crashed: an error line
+ * with arm "candidate" and code compile_crashed, whatever its message says;
+ * or the worker itself died by a fault signal such as SIGSEGV or SIGABRT,
+ * not SIGKILL/SIGTERM, that the daemon did not send) is one strike, at most
+ * one a job, against the SHA-256 of the candidate file; after 3 a
  * submit naming a file with that hash (either arm) is refused at once:
  * "compiler '/x' (sha256 H) is quarantined after 3 crashes; clear with:
  * qualctl quarantine clear H". List: {"quarantine":[{"sha256","strikes",

@@ -132,9 +132,11 @@ int policy_check_library(const char *const *roots, int nroots, uid_t self,
 	return 0;
 }
 
-static void roots_push(char ***roots, int *n, const char *dir)
+/* Appends a copy of dir to the NULL-terminated list *roots (*n items, room
+ * for *cap). */
+static void roots_push(char ***roots, int *n, size_t *cap, const char *dir)
 {
-	*roots = xrealloc(*roots, ((size_t)*n + 2) * sizeof **roots);
+	XGROW(*roots, (size_t)*n + 2, *cap);
 	(*roots)[(*n)++] = xstrdup(dir);
 	(*roots)[*n] = NULL;
 }
@@ -147,19 +149,19 @@ int policy_args_take(int *argc, char **argv, char ***roots, int *nroots,
 	char self[PATH_MAX], *slash;
 	ssize_t len;
 	int i, out = 1;
-	size_t k;
+	size_t k, cap = 0;
 
 	*roots = NULL;
 	*nroots = 0;
 	for (k = 0; k < sizeof defaults / sizeof defaults[0]; k++)
-		roots_push(roots, nroots, defaults[k]);
+		roots_push(roots, nroots, &cap, defaults[k]);
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len > 0) {
 		self[len] = '\0';
 		for (k = 0; k < 2 && (slash = strrchr(self, '/')); k++)
 			*slash = '\0';
 		if (k == 2 && self[0])
-			roots_push(roots, nroots, self);
+			roots_push(roots, nroots, &cap, self);
 	}
 	for (i = 1; i < *argc; i++) {
 		const char *a = argv[i];
@@ -176,11 +178,11 @@ int policy_args_take(int *argc, char **argv, char ***roots, int *nroots,
 				*nroots = 0;
 				return qual_fail(msg, QUAL_EINVAL, "--allow-root needs a folder");
 			}
-			roots_push(roots, nroots, argv[++i]);
+			roots_push(roots, nroots, &cap, argv[++i]);
 			continue;
 		}
 		if (strncmp(a, opt, sizeof opt - 1) == 0 && a[sizeof opt - 1] == '=') {
-			roots_push(roots, nroots, a + sizeof opt);
+			roots_push(roots, nroots, &cap, a + sizeof opt);
 			continue;
 		}
 		argv[out++] = argv[i];

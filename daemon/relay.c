@@ -6,33 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lines.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* A JSON string of the first len bytes of s: as they are when valid UTF-8
- * without NUL bytes, else with every byte outside printable ASCII as '?'.
- * Other control characters are fine in JSON strings (escaped); a NUL would
- * end the message it is quoted in. */
-static json_t *quote_json(const char *s, size_t len)
-{
-	json_t *v = memchr(s, '\0', len) ? NULL : json_stringn(s, len);
-	char *copy;
-	size_t i;
-
-	if (v)
-		return v;
-	copy = xmalloc(len + 1);
-	for (i = 0; i < len; i++)
-		copy[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ?
-			s[i] : '?';
-	copy[len] = '\0';
-	v = json_stringn(copy, len);
-	free(copy);
-	return v;
 }
 
 /* jansson fails to build or write a line of ours only when it cannot
@@ -84,7 +64,7 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 	o = memchr(in, '\0', len) ? NULL : json_loadb(in, len, 0, &jerr);
 	if (!o || !json_is_object(o)) {
 		size_t q = len < RELAY_QUOTE_MAX ? len : RELAY_QUOTE_MAX;
-		json_t *quote = quote_json(in, q);
+		json_t *quote = text_json(in, q);
 
 		json_decref(o);
 		qual_fail(msg, QUAL_EINVAL,
@@ -93,8 +73,9 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 		json_decref(quote);
 		/* Valid UTF-8 (the quote is) and whole: RELAY_QUOTE_MAX is
 		 * far below the size of msg->text. */
-		o = must(json_pack("{s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
-				   "setup", "arm", "case", "message", msg->text));
+		o = must(json_pack("{s:s,s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
+				   "setup", "code", lines_code_name(LINES_CODE_BAD_LINE),
+				   "arm", "case", "message", msg->text));
 		dump_with_ids(o, job, seq, out, outlen);
 		*obj = o;
 		return QUAL_EINVAL;

@@ -26,10 +26,12 @@
  *                  already has "job" or "seq" is not the engine's doing: it
  *                  is written anew (compact) with ours in their place.
  *   anything else  returns QUAL_EINVAL. *out is the error line that stands
- *                  for it (type "error", stage "setup", arm and case null,
- *                  job and seq as above) with msg's text as its message:
- *                  "worker printed a line that is not a json object: '...'",
- *                  quoting at most RELAY_QUOTE_MAX bytes of it.
+ *                  for it (type "error", stage "setup", code "bad_line", arm
+ *                  and case null, job and seq as above) with msg's text as
+ *                  its message: "worker printed a line that is not a json
+ *                  object: '...'", quoting at most RELAY_QUOTE_MAX bytes of
+ *                  it by text.h's rule (bytes that are not valid UTF-8, and
+ *                  NUL, as '?').
  *
  * job is a job id (letters and digits, written as they are); seq >= 0.
  * *out is NUL-terminated, *outlen bytes before the NUL, and the caller frees

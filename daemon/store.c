@@ -14,7 +14,6 @@
 #include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +25,10 @@
 #include <openssl/evp.h>
 
 #include "common/exitcode.h"
+#include "common/fsutil.h"
+#include "common/lines.h"
 #include "common/xalloc.h"
+#include "daemon/oplog.h"
 
 #define STORE_JOBS "jobs"
 #define STORE_REQUEST "request.json"
@@ -123,20 +125,6 @@ static int refuse_after_fatal(struct qual_msg *msg)
 			 fatal.first);
 }
 
-static void store_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Operator messages go to stderr (the journal under systemd), as jobs.c's. */
-static void store_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("quald: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 /* ---- paths and small helpers ---------------------------------------------- */
 
 static int path_fmt(char *out, size_t cap, struct qual_msg *msg,
@@ -179,34 +167,19 @@ static int mkdir_p(const char *path, mode_t mode, struct qual_msg *msg)
 	return 0;
 }
 
+/* A failure an fsutil call described in m: QUAL_EIO with m's text in msg,
+ * and the fatal hook's call when is_fatal (the first time). */
+static int fail_fs(bool is_fatal, const struct qual_msg *m, struct qual_msg *msg)
+{
+	return fail_io(is_fatal, msg, "%s", m->text);
+}
+
 /* Syncs a folder; a failure is fatal when is_fatal. */
 static int sync_dir(const char *path, bool is_fatal, struct qual_msg *msg)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
+	struct qual_msg m;
 
-	if (fd < 0)
-		return fail_io(is_fatal, msg, "cannot open '%s' to sync it: %s", path,
-			       strerror(errno));
-	if (fsync(fd) < 0)
-		rc = fail_io(is_fatal, msg, "cannot sync '%s': %s", path,
-			     strerror(errno));
-	close(fd);
-	return rc;
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t put = write(fd, data, len);
-		if (put < 0 && errno == EINTR)
-			continue;
-		if (put < 0)
-			return -1;
-		data += put;
-		len -= (size_t)put;
-	}
-	return 0;
+	return fs_sync_dir(path, &m) < 0 ? fail_fs(is_fatal, &m, msg) : 0;
 }
 
 /* Writes data into a new file path (replacing any), synced. A failed sync
@@ -215,25 +188,11 @@ static int write_all(int fd, const char *data, size_t len)
 static int file_write_synced(const char *path, const char *data, size_t len,
 			     bool strict, struct qual_msg *msg)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	int e;
+	enum fs_step step;
+	struct qual_msg m;
 
-	if (fd < 0)
-		return fail_io(strict, msg, "cannot create '%s': %s", path,
-			       strerror(errno));
-	if (write_all(fd, data, len) < 0) {
-		e = errno;
-		close(fd);
-		return fail_io(strict, msg, "cannot write '%s': %s", path, strerror(e));
-	}
-	if (fsync(fd) < 0) {
-		e = errno;
-		close(fd);
-		return fail_io(true, msg, "cannot sync '%s': %s", path, strerror(e));
-	}
-	if (close(fd) < 0)
-		return fail_io(strict, msg, "cannot write '%s': %s", path,
-			       strerror(errno));
+	if (fs_write_synced(path, data, len, 0640, &step, &m) < 0)
+		return fail_fs(strict || step == FS_STEP_SYNC, &m, msg);
 	return 0;
 }
 
@@ -267,23 +226,6 @@ static int json_write_synced(const char *path, json_t *o, bool strict,
 	rc = file_write_synced(path, text, strlen(text), strict, msg);
 	free(text);
 	return rc;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
-static void tree_remove(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- opening, ids, scanning ------------------------------------------------- */
@@ -371,16 +313,13 @@ int store_scan(struct store *s, long **nums, int *n, struct qual_msg *msg)
 		if (e->d_name[0] == '.' && len > 5 &&
 		    !strcmp(e->d_name + len - 4, ".new")) {
 			if (!path_fmt(path, sizeof path, NULL, "%s/%s", s->jobs, e->d_name))
-				tree_remove(path);
+				fs_rm_tree(path);
 			continue;
 		}
 		num = store_id_parse(e->d_name);
 		if (num < 0)
 			continue;
-		if (count == cap) {
-			cap = cap ? 2 * cap : 64;
-			v = xrealloc(v, (size_t)cap * sizeof *v);
-		}
+		XGROW(v, count + 1, cap);
 		v[count++] = num;
 	}
 	closedir(d);
@@ -410,7 +349,7 @@ int store_job_create(struct store *s, const char *id, json_t *request,
 	if (lstat(final, &st) == 0)
 		return qual_fail(msg, QUAL_EINVAL, "job '%s' exists already in '%s'", id,
 				 s->jobs);
-	tree_remove(tmp);
+	fs_rm_tree(tmp);
 	if (mkdir(tmp, 0750) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", tmp,
 				 strerror(errno));
@@ -430,29 +369,28 @@ int store_job_create(struct store *s, const char *id, json_t *request,
 	/* Not acknowledged until the rename is on disk. */
 	return sync_dir(s->jobs, true, msg);
 fail:
-	tree_remove(tmp);
+	fs_rm_tree(tmp);
 	return rc;
 }
 
 int store_state_write(struct store *s, const char *id, json_t *state,
 		      struct qual_msg *msg)
 {
-	char dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
+	char final[PATH_MAX], *text;
+	struct qual_msg m;
 	int rc;
 
 	if (fatal.failed)
 		return refuse_after_fatal(msg);
-	if ((rc = path_fmt(dir, sizeof dir, msg, "%s/%s", s->jobs, id)) ||
-	    (rc = path_fmt(tmp, sizeof tmp, msg, "%s/%s.tmp", dir, STORE_STATE)) ||
-	    (rc = path_fmt(final, sizeof final, msg, "%s/%s", dir, STORE_STATE)) ||
-	    (rc = json_write_synced(tmp, state, true, msg)))
+	if ((rc = path_fmt(final, sizeof final, msg, "%s/%s/%s", s->jobs, id, STORE_STATE)))
 		return rc;
-	if (rename(tmp, final) < 0) {
-		rc = fail_io(true, msg, "cannot rename '%s': %s", tmp, strerror(errno));
-		unlink(tmp);
-		return rc;
-	}
-	return sync_dir(dir, true, msg);
+	if (!(text = json_text(state)))
+		return fail_io(true, msg, "cannot encode '%s'", final);
+	/* "state.json.tmp" synced, renamed over it, the folder synced: every
+	 * step is fatal (store.h). */
+	rc = fs_write_atomic(final, text, strlen(text), 0640, NULL, &m);
+	free(text);
+	return rc < 0 ? fail_fs(true, &m, msg) : 0;
 }
 
 static int json_read(const char *path, json_t **out, struct qual_msg *msg)
@@ -735,12 +673,12 @@ static int log_read(struct store *s, const char *id, store_line_fn fn, void *ctx
 			info->torn_why = NULL;
 	}
 	if (!quiet && info->torn_bytes)
-		store_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
+		oplog_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
 			   "the %lld bytes from there on are not read", id, path,
 			   (long long)info->good_bytes, info->torn_why,
 			   (long long)info->torn_bytes);
 	if (!quiet && info->unchecked)
-		store_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
+		oplog_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
 			   "(written before checks): read unchecked", id, info->unchecked,
 			   info->unchecked == 1 ? "" : "s", path,
 			   info->unchecked == 1 ? "has" : "have");
@@ -818,9 +756,9 @@ int store_log_repair(struct store *s, const char *id,
 	info->good_bytes = now.good_bytes;
 	if (line_is_verdict(last))
 		goto out;
-	note = json_pack("{s:s,s:s,s:n,s:n,s:s,s:s,s:I}", "type", "error", "stage",
-			 "setup", "arm", "case", "message", text, "job", id, "seq",
-			 (json_int_t)now.lines);
+	note = json_pack("{s:s,s:s,s:s,s:n,s:n,s:s,s:s,s:I}", "type", "error", "stage",
+			 "setup", "code", lines_code_name(LINES_CODE_INTERRUPTED), "arm",
+			 "case", "message", text, "job", id, "seq", (json_int_t)now.lines);
 	line = note ? json_dumps(note, JSON_COMPACT) : NULL;
 	if (!line) {
 		rc = fail_io(true, msg, "cannot encode the torn-log line of job '%s'", id);

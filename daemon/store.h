@@ -151,9 +151,9 @@ int store_log_read(struct store *s, const char *id, store_line_fn fn,
  * nothing when torn_bytes is 0), syncing the file, and then, unless the
  * valid prefix ends with a verdict line, appends (synced) an error line that
  * records the cut, with seq info->lines:
- *   {"type":"error","stage":"setup","arm":null,"case":null,
- *    "message":"stored log was torn at byte N (WHY): M bytes dropped",
- *    "job":ID,"seq":K}
+ *   {"type":"error","stage":"setup","code":"interrupted","arm":null,
+ *    "case":null,"message":"stored log was torn at byte N (WHY): M bytes
+ *    dropped","job":ID,"seq":K}
  * so that the job's own log says that lines were lost, not only the daemon's
  * stderr. Updates info to describe the log as it is now (lines counts that
  * error line, torn_bytes 0): the job's next seq is info->lines. A failure

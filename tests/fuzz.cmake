@@ -25,7 +25,8 @@ set(QUAL_FUZZ_OUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
 set(QUAL_FUZZ_COMMON ${PROJECT_SOURCE_DIR}/common/err.c ${PROJECT_SOURCE_DIR}/common/xalloc.c)
 set(QUAL_FUZZ_DRIVES_request ${PROJECT_SOURCE_DIR}/daemon/frame.c
     ${PROJECT_SOURCE_DIR}/daemon/request.c)
-set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c)
+set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c
+    ${PROJECT_SOURCE_DIR}/common/lines.c ${PROJECT_SOURCE_DIR}/common/text.c)
 
 if(QUAL_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "QUAL_FUZZ needs clang (libFuzzer): configure with CC=clang")

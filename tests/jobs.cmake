@@ -1,9 +1,10 @@
 # The daemon's job queue and state directory (daemon/jobs.c, daemon/store.c):
 # unit tests with a real libuv loop and fake workers (tests/tools/fake_worker.sh).
 
-# The store alone: its own source, nothing else of the daemon.
+# The store alone: its own source and the operator's log, nothing else of
+# the daemon.
 add_executable(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c
-               ${PROJECT_SOURCE_DIR}/daemon/store.c)
+               ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c)
 target_link_libraries(test_store PRIVATE qual_common PkgConfig::JANSSON PkgConfig::CMOCKA
                       OpenSSL::Crypto)
 foreach(t ids create_and_state log_append_read log_torn_tail log_flipped_byte
@@ -31,7 +32,7 @@ target_compile_definitions(test_jobs PRIVATE
 set(QUAL_JOBS_TESTS relay_and_log worker_args one_slot_serial two_slots_parallel
     cancel crash blame timeout exits odd_lines sigkill recovery submit_refusals
     submit_real_helper close_running close_during_check spawn_failure close_idle
-    log_limit policy quarantine health_pass health_fail)
+    log_limit policy quarantine crash_code health_pass health_fail)
 foreach(t ${QUAL_JOBS_TESTS})
   add_test(NAME jobs_${t} COMMAND test_jobs ${t})
   set_tests_properties(jobs_${t} PROPERTIES LABELS unit TIMEOUT 30)

@@ -52,6 +52,7 @@ target_link_libraries(test_rtc PRIVATE qual_rtc_test_lib PkgConfig::CMOCKA)
 add_dependencies(test_rtc qual_shims qual-compile)
 target_compile_definitions(test_rtc PRIVATE
   RTC_TEST_HELPER="$<TARGET_FILE:qual-compile>"
+  RTC_TEST_FAKE_HELPER="${CMAKE_CURRENT_SOURCE_DIR}/tools/fake_compile.sh"
   RTC_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/rtc"
   RTC_TEST_NVRTC="${QUAL_TEST_NVRTC}"
   RTC_TEST_NVRTC_ALT="${QUAL_TEST_NVRTC_ALT}"
@@ -82,6 +83,9 @@ set(QUAL_RTC_TESTS
   identify_hiprtc
   identify_bad_paths
   identify_noabi
+  identify_pending_nvrtc
+  identify_pending_crash
+  identify_pending_hang
   compile_nvrtc
   compile_hiprtc
   compile_hiprtc_crash

@@ -1,6 +1,6 @@
 /* libFuzzer target: the relay of worker lines (daemon/relay.c), as quald
- * relays each line a worker prints (daemon/jobs.c, worker_relay). The input
- * is one line: up to its first "\n", which jobs.c splits at (worker_out_read)
+ * relays each line a worker prints (daemon/worker.c, worker_relay). The input
+ * is one line: up to its first "\n", which worker.c splits at (lines_splitter)
  * and never passes on. One line per input, not a stream: the relay keeps no
  * state from line to line, and a stream of thousands of short lines made an
  * input cost milliseconds under ASan.
@@ -15,8 +15,8 @@
  *                   two fields (numbers keep their text) and nothing else.
  *   anything else   return QUAL_EINVAL (checked against jansson's own
  *                   reading of the line, a NUL byte anywhere making it not
- *                   JSON); the output is the error line of relay.h, whose
- *                   message is msg's text.
+ *                   JSON); the output is the error line of relay.h (code
+ *                   bad_line), whose message is msg's text.
  *   always          *obj says what the output says (the caller inspects it
  *                   for blame and the end of the job); ASan (relay_line gets
  *                   a copy of exactly the line's bytes), UBSan and
@@ -117,9 +117,11 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 		FUZZ_CHECK(rc == QUAL_EINVAL);
 		FUZZ_CHECK(!json_is_object(in));
 		FUZZ_CHECK(!strncmp(msg.text, prefix, sizeof prefix - 1));
-		FUZZ_CHECK(json_object_size(o) == 7);
+		FUZZ_CHECK(json_object_size(o) == 8);
 		FUZZ_CHECK(!strcmp(json_string_value(json_object_get(o, "type")), "error"));
 		FUZZ_CHECK(!strcmp(json_string_value(json_object_get(o, "stage")), "setup"));
+		FUZZ_CHECK(json_is_string(json_object_get(o, "code")));
+		FUZZ_CHECK(!strcmp(json_string_value(json_object_get(o, "code")), "bad_line"));
 		FUZZ_CHECK(json_is_null(json_object_get(o, "arm")));
 		FUZZ_CHECK(json_is_null(json_object_get(o, "case")));
 		FUZZ_CHECK(json_is_string(json_object_get(o, "message")));

@@ -19,8 +19,8 @@ if [ $health = 1 ]; then
 fi
 for cand; do :; done
 if [ "$(basename "$(dirname "$cand")")" = gpuhung ]; then
-  echo '{"type":"start","schema_version":1,"tool":"fake"}'
-  echo '{"type":"error","stage":"time","arm":null,"case":"gemm_f16-256x512x256","message":"kernel did not finish","gpu":"hung"}'
+  echo '{"type":"start","schema_version":3,"tool":"fake"}'
+  echo '{"type":"error","stage":"time","code":"gpu_hang","arm":null,"case":"gemm_f16-256x512x256","message":"kernel did not finish","gpu":"hung"}'
   echo '{"type":"verdict","verdict":"error","timed":false,"message":"gpu hung"}'
   exit 3
 fi

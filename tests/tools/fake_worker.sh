@@ -2,8 +2,9 @@
 # A stand-in for qual-run in quald's unit tests (tests/unit/test_jobs.c).
 # Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
 # as the name of the candidate's folder says: ok, slow, crash, hang, trap,
-# noverdict, fail2, candfail, usage, garbage, longline, partial, after,
-# linger.
+# noverdict, fail2, candfail, compcrash, compfailmsg, usage, garbage,
+# longline, partial, after, linger. Its lines are schema 3, as qual-run
+# writes them: every error line has its "code".
 # $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
 # second job in the same slot is caught (it prints an error line and exits).
 dev=none
@@ -26,7 +27,7 @@ release() {
 }
 if [ -n "$FAKE_DIR" ]; then
   if ! mkdir "$FAKE_DIR/slot-$dev" 2>/dev/null; then
-    echo '{"type":"error","stage":"setup","arm":null,"case":null,"message":"slot busy"}'
+    echo '{"type":"error","stage":"setup","code":"internal","arm":null,"case":null,"message":"slot busy"}'
     exit 3
   fi
   # A kind that dies by a signal releases the slot first.
@@ -35,7 +36,7 @@ if [ -n "$FAKE_DIR" ]; then
 fi
 
 start() {
-  echo "{\"type\":\"start\",\"schema_version\":1,\"tool\":\"fake\",\"device\":\"$dev\",\"args\":\"$args\",\"p\":0.10000000000000000555}"
+  echo "{\"type\":\"start\",\"schema_version\":3,\"tool\":\"fake\",\"device\":\"$dev\",\"args\":\"$args\",\"p\":0.10000000000000000555}"
 }
 body() {
   echo '{"type":"case","case":"gemm_f16-256x512x256","timed":false}'
@@ -56,10 +57,21 @@ noverdict) start; echo "qual-run: something broke" >&2; exit 3 ;;
 fail2) start; exit 2 ;;
 candfail)
   start
-  echo '{"type":"error","stage":"check","arm":"candidate","case":"gemm_f16-256x512x256","message":"wrong"}'
+  echo '{"type":"error","stage":"check","code":"wrong_output","arm":"candidate","case":"gemm_f16-256x512x256","message":"wrong"}'
   release; kill -s SEGV $$ ;;
+# The candidate's compiler crashed, by its code, in words that say nothing
+# of a crash; then the worker ends without a verdict.
+compcrash)
+  start
+  echo '{"type":"error","stage":"compile","code":"compile_crashed","arm":"candidate","case":"gemm_f16-256x512x256","message":"compiler gave up on it"}'
+  exit 3 ;;
+# A candidate's compile that failed, in words that read like a crash.
+compfailmsg)
+  start
+  echo '{"type":"error","stage":"compile","code":"compile_failed","arm":"candidate","case":"gemm_f16-256x512x256","message":"compiler '"'"'/x'"'"' crashed: killed by signal SIGSEGV (Segmentation fault)"}'
+  exit 3 ;;
 usage)
-  echo '{"type":"error","stage":"setup","arm":"candidate","case":null,"message":"gone"}'
+  echo '{"type":"error","stage":"setup","code":"usage","arm":"candidate","case":null,"message":"gone"}'
   echo "qual-run: unknown case 'nope-1'" >&2; exit 4 ;;
 garbage) start; echo 'this is not json'; echo '[1,2]'; body; verdict ;;
 longline) start; release; head -c 1100000 /dev/zero | tr '\0' 'a'; echo; verdict ;;

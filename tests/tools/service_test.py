@@ -771,6 +771,15 @@ def scenario_sigkill(args, root):
                   f"show {hang}: exit {s.returncode}: {s.stdout[:300]}")
 
 
+def check_next_job(args, d, what):
+    """A plain compile-only job on d ends not_timed: quald is whole again
+    after what came before."""
+    r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only")
+    check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr}")
+    check("verdict: not_timed (1 not_timed)" in r.stdout.splitlines(),
+          f"{what}:\n{r.stdout}")
+
+
 def scenario_shim_crash(args, root):
     """A candidate whose compile crashes: the job's verdict is fail (exit 2),
     naming SIGSEGV; as the baseline it is the machine's error (exit 3); the
@@ -791,10 +800,7 @@ def scenario_shim_crash(args, root):
               f"expected 3: {r.stderr}")
         check_job_lines(r.stdout.splitlines(), submit_job_id(r), "crash baseline",
                         verdict="error")
-        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only")
-        check(r.returncode == 0, f"the job after the crashes: exit {r.returncode}: {r.stderr}")
-        check("verdict: not_timed (1 not_timed)" in r.stdout.splitlines(),
-              f"the job after the crashes:\n{r.stdout}")
+        check_next_job(args, d, "the job after the crashes")
     check_tmp_empty(d)
 
 
@@ -824,10 +830,7 @@ def scenario_shim_hang(args, root):
         check(pids, "the hang shim never ran its compile")
         wait_until(lambda: not alive(pids[0]) and not alive(pids[1]), 5,
                    "the hung compile's process group to be killed")
-        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only")
-        check(r.returncode == 0, f"the job after the hang: exit {r.returncode}: {r.stderr}")
-        check("verdict: not_timed (1 not_timed)" in r.stdout.splitlines(),
-              f"the job after the hang:\n{r.stdout}")
+        check_next_job(args, d, "the job after the hang")
     check_tmp_empty(d)
 
 

@@ -14,10 +14,11 @@
 
 #include <cmocka.h>
 
+#include "unit_main.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/store.h"
 
@@ -172,13 +174,6 @@ static void on_watchdog(uv_timer_t *t)
 
 /* ---- setup ---------------------------------------------------------------------- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int setup(void **state)
 {
 	(void)state;
@@ -228,7 +223,7 @@ static int teardown(void **state)
 		rc = -1;
 	for (i = 0; i < H.nlines; i++)
 		free(H.lines[i].text);
-	nftw(H.top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fs_rm_tree(H.top);
 	unsetenv("TMPDIR");
 	return rc;
 }
@@ -333,6 +328,18 @@ static const char *submit_kind(const char *kind)
 		fail_msg("submit '%s': %s", kind, H.sub_message);
 	snprintf(out, JOB_ID_MAX, "%s", H.sub_job);
 	return out;
+}
+
+static bool finished(const char *id);
+
+/* Submits a job of the given kind and waits (10 s at most) until it has
+ * finished; returns its id. */
+static const char *run_kind(const char *kind)
+{
+	const char *id = submit_kind(kind);
+
+	RUN_UNTIL(finished(id), 10);
+	return id;
 }
 
 static const char *state_of(const char *id)
@@ -677,8 +684,7 @@ static void test_cancel(void **state)
 	assert_int_equal(jobs_cancel(H.j, "bogus", &m), QUAL_ENOENT);
 
 	/* The slot is free again. */
-	c = submit_kind("ok");
-	RUN_UNTIL(finished(c), 10);
+	c = run_kind("ok");
 	assert_verdict(c, "neutral", NULL);
 	finish();
 }
@@ -689,14 +695,12 @@ static void test_crash(void **state)
 
 	(void)state;
 	open_jobs();
-	id = submit_kind("crash");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("crash");
 	assert_string_equal(state_of(id), "done");
 	assert_verdict(id, "error", "worker crashed: killed by signal SIGSEGV");
 	assert_log_matches(id);
 	/* The next job runs. */
-	id = submit_kind("ok");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("ok");
 	assert_verdict(id, "neutral", NULL);
 	finish();
 }
@@ -709,15 +713,13 @@ static void test_blame(void **state)
 	(void)state;
 	open_jobs();
 	/* The candidate had already failed when the worker crashed. */
-	id = submit_kind("candfail");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("candfail");
 	assert_verdict(id, "fail", "SIGSEGV");
 	st = state_file(id);
 	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "fail");
 	json_decref(st);
 	/* Exit status 2 (fail) without a verdict line. */
-	id = submit_kind("fail2");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("fail2");
 	assert_verdict(id, "fail", "worker exited with status 2 without a verdict");
 	finish();
 }
@@ -753,12 +755,10 @@ static void test_exits(void **state)
 
 	(void)state;
 	open_jobs();
-	id = submit_kind("noverdict");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("noverdict");
 	assert_verdict(id, "error", "worker exited with status 3 without a verdict; "
 		       "last stderr line: qual-run: something broke");
-	id = submit_kind("usage");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("usage");
 	assert_verdict(id, "error", "worker refused the job: qual-run: unknown case 'nope-1'");
 	/* Its error line named the candidate; a usage exit is still not the
 	 * candidate's result. */
@@ -778,12 +778,12 @@ static void test_odd_lines(void **state)
 	(void)state;
 	open_jobs();
 	/* Lines that are not JSON objects become error lines; the job goes on. */
-	id = submit_kind("garbage");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("garbage");
 	assert_int_equal(job_lines(id, l, 16), 7);
 	o = json_loads(l[1], 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
 	assert_string_equal(json_string_value(json_object_get(o, "stage")), "setup");
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "bad_line");
 	assert_true(json_is_null(json_object_get(o, "arm")));
 	assert_string_equal(json_string_value(json_object_get(o, "message")),
 			    "worker printed a line that is not a json object: 'this is not json'");
@@ -796,20 +796,27 @@ static void test_odd_lines(void **state)
 	assert_log_matches(id);
 
 	/* A line over the limit ends the job. */
-	id = submit_kind("longline");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("longline");
 	assert_int_equal(job_lines(id, l, 16), 2);
 	assert_verdict(id, "error", "worker printed a line over 1048576 bytes");
 
-	/* A last line without its newline still counts. */
-	id = submit_kind("partial");
-	RUN_UNTIL(finished(id), 10);
-	assert_int_equal(job_lines(id, l, 16), 2);
-	assert_verdict(id, "neutral", NULL);
+	/* A last line without its newline is cut off: not relayed (here a
+	 * verdict line, which therefore does not count), and an error line
+	 * with code cut_off says so; the worker exited 0 without a verdict. */
+	id = run_kind("partial");
+	assert_int_equal(job_lines(id, l, 16), 3);
+	o = json_loads(l[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "cut_off");
+	assert_true(json_is_null(json_object_get(o, "arm")));
+	assert_non_null(strstr(json_string_value(json_object_get(o, "message")),
+			       "cut off: its last line, 52 bytes, has no end"));
+	json_decref(o);
+	assert_verdict(id, "error", "worker exited with status 0 without a verdict");
+	assert_log_matches(id);
 
 	/* Nothing after the verdict line. */
-	id = submit_kind("after");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("after");
 	assert_int_equal(job_lines(id, l, 16), 2);
 	assert_verdict(id, "neutral", NULL);
 	assert_log_matches(id);
@@ -902,6 +909,7 @@ static void test_recovery(void **state)
 	/* Its torn tail cut off and recorded (store.h) before the verdict. */
 	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 4);
 	assert_string_equal(c.lines[2], "{\"type\":\"error\",\"stage\":\"setup\","
+			    "\"code\":\"interrupted\","
 			    "\"arm\":null,\"case\":null,\"message\":\"stored log was torn at "
 			    "byte 81 (incomplete record): 11 bytes dropped\",\"job\":\"j000001\","
 			    "\"seq\":2}");
@@ -1119,17 +1127,17 @@ static void test_spawn_failure(void **state)
 	assert_log_matches(a);
 	finish();
 
-	/* Without its compile helper a submit is refused at once, and the
-	 * handle of the process that never started is closed. */
+	/* Without its compile helper a submit is refused at once, in rtc.h's
+	 * words (rtc_identify_start), and nothing of the check is left. */
 	uv_timer_start(&H.watchdog, on_watchdog, 50, 50);
 	H.cfg.compile_helper = "/nonexistent/qual-compile";
 	open_jobs();
 	{
 		struct submit_args s;
 		args_init(&s, lib("base"), lib("ok"));
-		assert_int_equal(submit_args_wait(&s), QUAL_EIO);
+		assert_int_equal(submit_args_wait(&s), QUAL_ENOENT);
 		assert_string_equal(H.sub_message, "cannot start compiler helper "
-				    "'/nonexistent/qual-compile': no such file or directory");
+				    "'/nonexistent/qual-compile': No such file or directory");
 	}
 	assert_true(dir_empty(H.tmp));
 	finish();
@@ -1175,8 +1183,7 @@ static void test_log_limit(void **state)
 	(void)state;
 	H.cfg.max_log_bytes = 300;
 	open_jobs();
-	id = submit_kind("ok");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("ok");
 	assert_string_equal(state_of(id), "done");
 	assert_verdict(id, "error", "worker stopped: the job log reached its limit of 300 bytes");
 	assert_log_matches(id);
@@ -1196,8 +1203,7 @@ static void test_log_limit(void **state)
 	close_jobs();
 	H.cfg.max_log_bytes = 1 << 20;
 	open_jobs();
-	id = submit_kind("ok");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("ok");
 	assert_verdict(id, "neutral", NULL);
 	finish();
 }
@@ -1261,8 +1267,7 @@ static void test_quarantine(void **state)
 	(void)state;
 	open_jobs();
 	for (i = 0; i < 2; i++) {
-		id = submit_kind(i ? "candfail" : "crash");
-		RUN_UNTIL(finished(id), 10);
+		id = run_kind(i ? "candfail" : "crash");
 	}
 	/* Two strikes: not yet quarantined. */
 	q = jobs_quarantine_json(H.j);
@@ -1281,8 +1286,7 @@ static void test_quarantine(void **state)
 	args_init(&a, lib("base"), lib("ok"));
 	assert_int_equal(submit_args_wait(&a), 0);
 	RUN_UNTIL(finished(H.sub_job), 10);
-	id = submit_kind("crash");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("crash");
 	args_init(&a, lib("base"), lib("ok"));
 	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
 	assert_non_null(strstr(H.sub_message, "is quarantined after 3 crashes; "
@@ -1302,6 +1306,61 @@ static void test_quarantine(void **state)
 	q = jobs_quarantine_json(H.j);
 	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
 	json_decref(q);
+	finish();
+}
+
+/* Decisions read codes, not words (lines.h). A candidate error line with
+ * code compile_failed whose message reads like a crash ("crashed: killed by
+ * signal", the words the daemon once searched for) blames the candidate but
+ * is no crash: no strike. One with code compile_crashed whose message says
+ * nothing of a crash is a crash: three of them quarantine the library.
+ * Both workers end without a verdict, so the daemon's verdict says fail:
+ * their error line blamed the candidate. */
+static void test_crash_code(void **state)
+{
+	struct submit_args a;
+	const char *id, *l[8];
+	json_t *q, *e, *o;
+	int i, n;
+
+	(void)state;
+	open_jobs();
+	id = run_kind("compfailmsg");
+	n = job_lines(id, l, 8);
+	assert_int_equal(n, 3);
+	o = json_loads(l[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "compile_failed");
+	assert_non_null(strstr(json_string_value(json_object_get(o, "message")),
+			       "crashed: killed by signal "));
+	json_decref(o);
+	assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
+	q = jobs_quarantine_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
+	json_decref(q);
+
+	for (i = 1; i <= 3; i++) {
+		id = run_kind("compcrash");
+		n = job_lines(id, l, 8);
+		assert_int_equal(n, 3);
+		o = json_loads(l[1], 0, NULL);
+		assert_string_equal(json_string_value(json_object_get(o, "code")),
+				    "compile_crashed");
+		assert_null(strstr(json_string_value(json_object_get(o, "message")), "crash"));
+		assert_null(strstr(json_string_value(json_object_get(o, "message")), "signal"));
+		json_decref(o);
+		assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
+		q = jobs_quarantine_json(H.j);
+		assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 1);
+		e = json_array_get(json_object_get(q, "quarantine"), 0);
+		assert_int_equal(json_integer_value(json_object_get(e, "strikes")), i);
+		assert_int_equal(json_boolean_value(json_object_get(e, "quarantined")), i == 3);
+		assert_string_equal(json_string_value(json_object_get(e, "library")),
+				    lib("compcrash"));
+		json_decref(q);
+	}
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
+	assert_non_null(strstr(H.sub_message, "is quarantined after 3 crashes"));
 	finish();
 }
 
@@ -1336,21 +1395,16 @@ static void test_health_pass(void **state)
 	H.cfg.worker = JOBS_TEST_HEALTH_WORKER;
 	setenv("FAKE_HEALTH_EXIT", "0", 1);
 	open_jobs();
-	id = submit_kind("ok");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("ok");
 	assert_int_equal(health_calls(), 0);
-	id = submit_kind("gpuhung");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("gpuhung");
 	assert_verdict(id, "error", NULL);
-	id = submit_kind("ok");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("ok");
 	assert_verdict(id, "neutral", NULL);
 	assert_int_equal(health_calls(), 1);
 	/* A worker crash also calls for a check. */
-	id = submit_kind("crash");
-	RUN_UNTIL(finished(id), 10);
-	id = submit_kind("ok");
-	RUN_UNTIL(finished(id), 10);
+	id = run_kind("crash");
+	id = run_kind("ok");
 	assert_int_equal(health_calls(), 2);
 	unsetenv("FAKE_HEALTH_EXIT");
 	finish();
@@ -1360,7 +1414,7 @@ static void test_health_pass(void **state)
  * next job stays queued, and status says why it waits. */
 static void test_health_fail(void **state)
 {
-	const char *id, *next;
+	const char *next;
 	json_t *st, *slot;
 	int i;
 
@@ -1370,8 +1424,7 @@ static void test_health_fail(void **state)
 	H.cfg.worker = JOBS_TEST_HEALTH_WORKER;
 	setenv("FAKE_HEALTH_EXIT", "3", 1);
 	open_jobs();
-	id = submit_kind("gpuhung");
-	RUN_UNTIL(finished(id), 10);
+	(void)run_kind("gpuhung");
 	next = submit_kind("ok");
 	RUN_UNTIL(health_calls() == 1, 10);
 	/* Give the scheduler time to (wrongly) start it. */
@@ -1418,22 +1471,9 @@ int main(int argc, char **argv)
 		T(log_limit),
 		T(policy),
 		T(quarantine),
+		T(crash_code),
 		T(health_pass),
 		T(health_fail),
 	};
-	static char filter[128];
-	size_t i;
-
-	if (argc > 1) {
-		snprintf(filter, sizeof filter, "test_%s", argv[1]);
-		for (i = 0; i < sizeof tests / sizeof tests[0]; i++)
-			if (!strcmp(tests[i].name, filter))
-				break;
-		if (i == sizeof tests / sizeof tests[0]) {
-			fprintf(stderr, "test_jobs: no test named '%s'\n", argv[1]);
-			return 2;
-		}
-		cmocka_set_test_filter(filter);
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return unit_main("test_jobs", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

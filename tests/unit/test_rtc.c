@@ -17,6 +17,8 @@
 
 #include <dirent.h>
 
+#include "common/lines.h"
+
 #define AXPY_SOURCE                                                       \
 	"extern \"C\" __global__ void axpy(float a, const float *x, float *y, int n)\n" \
 	"{\n"                                                             \
@@ -49,7 +51,7 @@ static char *data_read(const char *name, size_t *size)
 	size_t n = 0;
 
 	snprintf(path, sizeof path, "%s/%s", RTC_TEST_DATA, name);
-	assert_int_equal(file_read(path, RTC_OUTPUT_LIMIT, &text, &n, NULL), 0);
+	assert_int_equal(fs_read_capped(path, RTC_OUTPUT_LIMIT, &text, &n, NULL), 0);
 	if (size)
 		*size = n;
 	return text;
@@ -74,7 +76,7 @@ static void sha256sum_buffer(const void *data, size_t size, char hex[65])
 	char path[PATH_MAX + 8];
 
 	snprintf(path, sizeof path, "%s.bin", test_tmp);
-	assert_int_equal(file_write(path, data, size, NULL), 0);
+	assert_int_equal(fs_write_synced(path, data, size, 0600, NULL, NULL), 0);
 	sha256sum_file(path, hex);
 	unlink(path);
 }
@@ -180,7 +182,7 @@ static int tmp_teardown(void **state)
 		left++;
 	}
 	closedir(d);
-	workdir_remove(test_tmp);
+	fs_rm_tree(test_tmp);
 	unsetenv("TMPDIR");
 	return left ? -1 : 0;
 }
@@ -475,7 +477,7 @@ static void test_child_env(void **state)
 	(void)state;
 	setenv("LD_LIBRARY_PATH", "/a:/b", 1);
 	setenv("CUDA_CACHE_DISABLE", "0", 1);
-	env = env_build("/opt/cand/lib", "/tmp/q/tmp");
+	env = child_env_for("/opt/cand/lib", "/tmp/q/tmp");
 	/* nvrtc's disk cache is off in every compile child, whatever we had. */
 	assert_int_equal(env_count(env, "CUDA_CACHE_DISABLE=", &v), 1);
 	assert_string_equal(v, "CUDA_CACHE_DISABLE=1");
@@ -485,20 +487,23 @@ static void test_child_env(void **state)
 	assert_int_equal(env_count(env, "TMPDIR=", &v), 1);
 	assert_string_equal(v, "TMPDIR=/tmp/q/tmp");
 	assert_int_equal(env_count(env, "PATH=", &v), getenv("PATH") ? 1 : 0);
-	env_free(env);
+	/* qual-compile dies with us. */
+	assert_int_equal(env_count(env, QUAL_PARENT_ENV "=", &v), 1);
+	assert_int_equal(atol(v + strlen(QUAL_PARENT_ENV "=")), (long)getpid());
+	child_env_free(env);
 	unsetenv("LD_LIBRARY_PATH");
-	env = env_build("/opt/cand/lib", "/tmp/q/tmp");
+	env = child_env_for("/opt/cand/lib", "/tmp/q/tmp");
 	assert_int_equal(env_count(env, "LD_LIBRARY_PATH=", &v), 1);
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib");
-	env_free(env);
+	child_env_free(env);
 }
 
 static void write_text(const char *dir, const char *name, const char *text)
 {
 	char path[PATH_MAX];
 
-	assert_int_equal(path_join(path, sizeof path, dir, name, NULL), 0);
-	assert_int_equal(file_write(path, text, strlen(text), NULL), 0);
+	assert_int_equal(fs_path_join(path, sizeof path, dir, name, NULL), 0);
+	assert_int_equal(fs_write_synced(path, text, strlen(text), 0600, NULL, NULL), 0);
 }
 
 /* The result file protocol, and what the parent makes of each way a child
@@ -506,7 +511,7 @@ static void write_text(const char *dir, const char *name, const char *text)
 static void test_child_report(void **state)
 {
 	struct child_report rep;
-	struct child_outcome oc;
+	struct child_exit oc;
 	char dir[PATH_MAX], message[512];
 
 	(void)state;
@@ -527,8 +532,8 @@ static void test_child_report(void **state)
 	/* A complete report counts even when the child then died by a signal
 	 * (hiprtc's teardown) or was killed at the time limit. */
 	memset(&oc, 0, sizeof oc);
-	oc.wstatus = SIGSEGV; /* as waitpid reports death by SIGSEGV */
-	assert_true(WIFSIGNALED(oc.wstatus));
+	oc.status = SIGSEGV; /* as waitpid reports death by SIGSEGV */
+	assert_true(WIFSIGNALED(oc.status));
 	assert_int_equal(outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
 					message, sizeof message), QUAL_ECOMPILE);
 	assert_string_equal(message, "compiler 'x' rejected 'k.cu'");
@@ -544,12 +549,12 @@ static void test_child_report(void **state)
 					dir, message, sizeof message), QUAL_ETIMEOUT);
 	assert_string_equal(message, "compiler '/x/lib.so' did not finish within 2.5 s");
 	oc.timed_out = false;
-	oc.wstatus = SIGABRT;
+	oc.status = SIGABRT;
 	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
 					dir, message, sizeof message), QUAL_ECRASH);
 	assert_string_equal(message, "compiler '/x/lib.so' crashed while loading: "
 			    "killed by signal SIGABRT (Aborted)");
-	oc.wstatus = 3 << 8; /* exit status 3 */
+	oc.status = 3 << 8; /* exit status 3 */
 	write_text(dir, RTC__STDERR_FILE, "noise\nqual-compile: cannot write 'x': No space left on device\n\n");
 	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
 					dir, message, sizeof message), QUAL_ECRASH);
@@ -561,7 +566,7 @@ static void test_child_report(void **state)
 	write_text(dir, RTC__RESULT_FILE, "status=5\nend=1\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
-	workdir_remove(dir);
+	fs_rm_tree(dir);
 }
 
 /* ---- identify -------------------------------------------------------------- */
@@ -638,6 +643,160 @@ static void test_identify_noabi(void **state)
 			      "no nvrtc or hiprtc entry points");
 }
 
+/* ---- an identify in flight (start, finish, abort) ------------------------- */
+
+static bool folder_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/* Started, waited for and finished by the caller, the identify of the real
+ * nvrtc says what rtc_identify() says, leaves the hash alone, runs the
+ * helper it was given over rtc_set_helper()'s, and removes its folder. */
+static void test_identify_pending_nvrtc(void **state)
+{
+	struct rtc_identity want, got;
+	struct rtc_pending p;
+	struct child_exit ex;
+	struct qual_msg msg = { "" };
+	char dir[PATH_MAX];
+
+	(void)state;
+	identify_ok(RTC_TEST_NVRTC, &want);
+	rtc_set_helper("/nonexistent/qual-compile");
+	if (rtc_identify_start(RTC_TEST_NVRTC, RTC_TEST_HELPER, &p, &msg))
+		fail_msg("start: %s", msg.text);
+	rtc_set_helper(RTC_TEST_HELPER);
+	assert_true(p.child.pid > 0);
+	assert_string_equal(p.path, RTC_TEST_NVRTC);
+	assert_string_equal(p.real_path, want.real_path);
+	snprintf(dir, sizeof dir, "%s", p.dir);
+	assert_true(folder_exists(dir));
+	assert_int_equal(child_wait(&p.child, child_now() + 120, &ex), 0);
+	assert_false(ex.timed_out);
+	memset(&got, 0, sizeof got);
+	strcpy(got.sha256, "kept");
+	if (rtc_identify_finish(&p, &ex, 120, &got, &msg))
+		fail_msg("finish: %s", msg.text);
+	assert_int_equal(got.abi, want.abi);
+	assert_string_equal(got.abi_name, want.abi_name);
+	assert_string_equal(got.version, want.version);
+	assert_string_equal(got.path, want.path);
+	assert_string_equal(got.real_path, want.real_path);
+	assert_string_equal(got.sha256, "kept");
+	assert_false(folder_exists(dir));
+
+	/* What start refuses leaves nothing running and nothing behind (the
+	 * teardown checks TMPDIR), in rtc_identify()'s words. */
+	assert_int_equal(rtc_identify_start(RTC_TEST_DATA, NULL, &p, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "cannot load compiler '" RTC_TEST_DATA "': is a directory");
+	assert_int_equal(p.child.pid, -1);
+	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, "/nonexistent/qual-compile",
+					    &p, &msg), QUAL_ENOENT);
+	assert_string_equal(msg.text, "cannot start compiler helper "
+			    "'/nonexistent/qual-compile': No such file or directory");
+	assert_int_equal(p.child.pid, -1);
+	assert_string_equal(p.dir, "");
+}
+
+/* An identify of a library at <TMPDIR>/<kind>/lib.so (a link to an ELF
+ * shared object) by the fake helper, which answers by the name of the
+ * library's folder. */
+struct fake {
+	char dir[PATH_MAX + 32];  /* <TMPDIR>/<kind> */
+	char lib[PATH_MAX + 64];  /* dir/lib.so */
+	char workdir[PATH_MAX];   /* the identify's private folder */
+	struct rtc_pending p;
+};
+
+static void fake_start(struct fake *f, const char *kind)
+{
+	struct qual_msg msg = { "" };
+
+	snprintf(f->dir, sizeof f->dir, "%s/%s", test_tmp, kind);
+	if (!folder_exists(f->dir)) {
+		assert_int_equal(mkdir(f->dir, 0700), 0);
+		snprintf(f->lib, sizeof f->lib, "%s/lib.so", f->dir);
+		assert_int_equal(symlink(RTC_SHIM_NOABI, f->lib), 0);
+	}
+	if (rtc_identify_start(f->lib, RTC_TEST_FAKE_HELPER, &f->p, &msg))
+		fail_msg("start: %s", msg.text);
+	snprintf(f->workdir, sizeof f->workdir, "%s", f->p.dir);
+	assert_true(folder_exists(f->workdir));
+}
+
+/* Starts the fake helper's identify of kind, waits wait_s for it, and
+ * checks that finish gives want_rc with the message "compiler '<lib>'
+ * <what>", no abi, and no folder left. Returns how the child ended. */
+static struct child_exit fake_finish(struct fake *f, const char *kind, double wait_s,
+				     int want_rc, const char *what)
+{
+	struct rtc_identity id;
+	struct child_exit ex;
+	struct qual_msg msg = { "" };
+	char want[PATH_MAX + 192];
+
+	fake_start(f, kind);
+	assert_int_equal(child_wait(&f->p.child, child_now() + wait_s, &ex), 0);
+	assert_int_equal(rtc_identify_finish(&f->p, &ex, wait_s, &id, &msg), want_rc);
+	snprintf(want, sizeof want, "compiler '%s' %s", f->lib, what);
+	assert_string_equal(msg.text, want);
+	assert_int_equal(id.abi, RTC_ABI_NONE);
+	assert_string_equal(id.path, f->lib);
+	assert_false(folder_exists(f->workdir));
+	return ex;
+}
+
+/* A helper that dies by SIGSEGV before it reports: finish says the library
+ * crashed while loading, as rtc_identify() does. */
+static void test_identify_pending_crash(void **state)
+{
+	struct fake f;
+	struct child_exit ex;
+
+	(void)state;
+	ex = fake_finish(&f, "helpercrash", 60, QUAL_ECRASH, "crashed while loading: "
+			 "killed by signal SIGSEGV (Segmentation fault)");
+	assert_int_equal(child_exit_signal(&ex), SIGSEGV);
+	assert_false(ex.timed_out);
+	/* What qual-run's error line says of it. */
+	assert_int_equal(lines_code_of("setup", QUAL_ECRASH), LINES_CODE_COMPILE_CRASHED);
+	fs_rm_tree(f.dir);
+}
+
+/* A helper that never finishes: past the caller's deadline finish says so;
+ * abort of another leaves no process of its group and no folder. */
+static void test_identify_pending_hang(void **state)
+{
+	struct fake f;
+	struct child_exit ex;
+	pid_t pid;
+	int tries;
+
+	(void)state;
+	ex = fake_finish(&f, "helperhang", 0.5, QUAL_ETIMEOUT, "did not finish within 0.5 s");
+	assert_true(ex.timed_out);
+	assert_int_equal(lines_code_of("setup", QUAL_ETIMEOUT), LINES_CODE_COMPILE_TIMEOUT);
+
+	fake_start(&f, "helperhang");
+	pid = f.p.child.pid;
+	/* Let the shell start its sleep, so the group holds two processes. */
+	for (tries = 0; tries < 100 && !group_alive(pid); tries++)
+		usleep(10000);
+	usleep(100000);
+	assert_true(group_alive(pid));
+	rtc_identify_abort(&f.p);
+	assert_int_equal(f.p.child.pid, -1);
+	assert_true(process_gone(pid));
+	for (tries = 0; tries < 200 && group_alive(pid); tries++)
+		usleep(10000);
+	assert_false(group_alive(pid));
+	assert_false(folder_exists(f.workdir));
+	fs_rm_tree(f.dir);
+}
+
 /* ---- compile --------------------------------------------------------------- */
 
 static void test_compile_nvrtc(void **state)
@@ -649,10 +808,10 @@ static void test_compile_nvrtc(void **state)
 
 	(void)state;
 	identify_ok(RTC_TEST_NVRTC, &id);
-	t0 = now_s();
+	t0 = child_now();
 	assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cu", "sm_90", NULL, &out), 0);
 	print_message("nvrtc sm_90 compile: %.0f ms in the compiler, %.0f ms in all\n",
-		      out.compile_ms, 1e3 * (now_s() - t0));
+		      out.compile_ms, 1e3 * (child_now() - t0));
 	assert_int_equal(out.status, 0);
 	assert_string_equal(out.message, "");
 	assert_non_null(out.code);
@@ -679,10 +838,10 @@ static void test_compile_hiprtc(void **state)
 
 	(void)state;
 	identify_ok(RTC_TEST_HIPRTC, &id);
-	t0 = now_s();
+	t0 = child_now();
 	assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cpp", "gfx90a", NULL, &out), 0);
 	print_message("hiprtc gfx90a compile: %.0f ms in the compiler, %.0f ms in all\n",
-		      out.compile_ms, 1e3 * (now_s() - t0));
+		      out.compile_ms, 1e3 * (child_now() - t0));
 	if (out.status)
 		fail_msg("%s", out.message);
 	assert_memory_equal(out.code, "\177ELF", 4);
@@ -817,9 +976,9 @@ static void test_shim_hang(void **state)
 	identify_ok(RTC_SHIM_HANG, &id);
 	rtc_limits_init(&lim);
 	lim.timeout_s = 2;
-	t0 = now_s();
+	t0 = child_now();
 	assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cu", "sm_90", &lim, &out), 0);
-	took = now_s() - t0;
+	took = child_now() - t0;
 	unsetenv("QUAL_SHIM_PIDFILE");
 	assert_int_equal(out.status, QUAL_ETIMEOUT);
 	snprintf(want, sizeof want, "compiler '%s' did not finish within 2 s", RTC_SHIM_HANG);
@@ -836,7 +995,7 @@ static void test_shim_hang(void **state)
 	for (i = 0; i < 2; i++) {
 		assert_true(pids[i] > 1);
 		for (tries = 0; tries < 200 && !process_gone(pids[i]); tries++)
-			sleep_ns(10000000L);
+			usleep(10000);
 		assert_true(process_gone(pids[i]));
 	}
 	assert_false(group_alive(pids[0]));
@@ -1013,6 +1172,9 @@ int main(int argc, char **argv)
 		T(identify_hiprtc),
 		T(identify_bad_paths),
 		T(identify_noabi),
+		T(identify_pending_nvrtc),
+		T(identify_pending_crash),
+		T(identify_pending_hang),
 		T(compile_nvrtc),
 		T(compile_hiprtc),
 		T(compile_hiprtc_crash),

@@ -15,9 +15,10 @@
 
 #include <cmocka.h>
 
+#include "unit_main.h"
+
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "daemon/store.h"
 
 static char dir[PATH_MAX];
@@ -42,13 +44,6 @@ static void fatal_record(void *ctx, const char *message)
 	(void)ctx;
 	fatal_seen.calls++;
 	snprintf(fatal_seen.message, sizeof fatal_seen.message, "%s", message);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
 }
 
 static int setup(void **state)
@@ -71,7 +66,7 @@ static int teardown(void **state)
 	(void)state;
 	snprintf(top, sizeof top, "%s", dir);
 	*strrchr(top, '/') = '\0';
-	nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fs_rm_tree(top);
 	/* The fatal tests reset this before they end. */
 	assert_false(store_fatal());
 	return 0;
@@ -333,7 +328,8 @@ static void test_log_torn_tail(void **state)
 	assert_int_equal(info.lines, 4);
 	assert_int_equal(info.torn_bytes, 0);
 	nth(got, 2, note, sizeof note);
-	snprintf(path, sizeof path, "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,"
+	snprintf(path, sizeof path, "{\"type\":\"error\",\"stage\":\"setup\","
+		 "\"code\":\"interrupted\",\"arm\":null,"
 		 "\"case\":null,\"message\":\"stored log was torn at byte %lld "
 		 "(incomplete record): 20 bytes dropped\",\"job\":\"j000001\",\"seq\":2}",
 		 (long long)two);
@@ -788,19 +784,5 @@ int main(int argc, char **argv)
 		T(scan),
 		T(open_errors),
 	};
-	static char filter[128];
-	size_t i;
-
-	if (argc > 1) {
-		snprintf(filter, sizeof filter, "test_%s", argv[1]);
-		for (i = 0; i < sizeof tests / sizeof tests[0]; i++)
-			if (!strcmp(tests[i].name, filter))
-				break;
-		if (i == sizeof tests / sizeof tests[0]) {
-			fprintf(stderr, "test_store: no test named '%s'\n", argv[1]);
-			return 2;
-		}
-		cmocka_set_test_filter(filter);
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return unit_main("test_store", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

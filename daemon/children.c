@@ -1,0 +1,108 @@
+/* Children on the loop (children.h). */
+#include "daemon/children.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void unlink_watch(struct child_watch *w)
+{
+	list_remove(&w->link);
+	w->set = NULL;
+}
+
+/* Reaps every watched child that has exited and calls its callback. A
+ * callback may watch or unwatch others, so the walk starts again after
+ * each. */
+static void children_look(struct children *set)
+{
+	struct list_link *l;
+
+again:
+	list_each(l, &set->watched) {
+		struct child_watch *w = list_item(l, struct child_watch, link);
+		struct child_exit ex;
+
+		if (!child_exited(w->child))
+			continue;
+		unlink_watch(w);
+		memset(&ex, 0, sizeof ex);
+		if (child_reap(w->child, &ex) < 0) {
+			/* It had exited, so only someone else's waitpid can
+			 * have taken it: report it as killed, the least it can
+			 * have been. */
+			fprintf(stderr, "quald: cannot reap a child that has exited\n");
+			ex.status = SIGKILL;
+		}
+		w->cb(w, &ex);
+		goto again;
+	}
+}
+
+static void on_sigchld(uv_signal_t *h, int sig)
+{
+	(void)sig;
+	children_look(h->data);
+}
+
+static void on_kick(uv_timer_t *t)
+{
+	children_look(t->data);
+}
+
+void children_init(uv_loop_t *loop, struct children *set)
+{
+	int rc;
+
+	memset(set, 0, sizeof *set);
+	list_init(&set->watched);
+	uv_signal_init(loop, &set->sigchld);
+	uv_timer_init(loop, &set->kick);
+	set->sigchld.data = set->kick.data = set;
+	/* Fails only for a bad signal number, or when sigaction() does, which
+	 * it does not for SIGCHLD: a bug, which a program stops on. */
+	if ((rc = uv_signal_start(&set->sigchld, on_sigchld, SIGCHLD)) < 0) {
+		fprintf(stderr, "quald: cannot watch SIGCHLD: %s\n", uv_strerror(rc));
+		abort();
+	}
+	/* Neither keeps the loop alive: a child does, through its owner's
+	 * pipes and timers. */
+	uv_unref((uv_handle_t *)&set->sigchld);
+	uv_unref((uv_handle_t *)&set->kick);
+}
+
+void children_watch(struct children *set, struct child_watch *w, struct child *c,
+		    child_watch_cb cb)
+{
+	w->child = c;
+	w->cb = cb;
+	w->set = set;
+	list_append(&set->watched, &w->link);
+	/* It may have exited before SIGCHLD was watched for it. */
+	uv_timer_start(&set->kick, on_kick, 0, 0);
+}
+
+void children_unwatch(struct child_watch *w)
+{
+	if (w->set)
+		unlink_watch(w);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	struct children *set = h->data;
+
+	if (--set->handles == 0 && set->closed)
+		set->closed(set);
+}
+
+void children_close(struct children *set, void (*closed)(struct children *set))
+{
+	if (!list_empty(&set->watched))
+		fprintf(stderr, "quald: closing while children are watched\n");
+	set->closed = closed;
+	set->handles = 2;
+	uv_close((uv_handle_t *)&set->sigchld, on_closed);
+	uv_close((uv_handle_t *)&set->kick, on_closed);
+}

@@ -1,0 +1,247 @@
+/* Jobs, inside: what the modules behind jobs.h share (H2O's *_internal.h
+ * pattern). jobs.h is the contract; nothing outside daemon/jobs*.c and the
+ * modules listed here includes this file.
+ *
+ *   jobs.c         the job table, the queue, scheduling, lines into a job's
+ *                  log, and the public API that is not below
+ *   worker.c       one worker process (qual-run): start, stdout and stderr,
+ *                  the relay of its lines, and the end of its job
+ *   slot_health.c  the GPU health check of a slot
+ *   quarantine.c   strikes against a crashing candidate, and the refusal
+ *   submit.c       the submit checks (jobs_submit)
+ *   recover.c      the state directory read back at start
+ *   children.c     the loop's side of common/child.h (children.h)
+ *
+ * Every function here is named module__verb (STYLE.md); all run on the
+ * loop. */
+#ifndef QUAL_DAEMON_JOBS_INTERNAL_H
+#define QUAL_DAEMON_JOBS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "common/lines.h"
+#include "daemon/children.h"
+#include "daemon/jobs.h"
+#include "daemon/list.h"
+#include "daemon/oplog.h"
+#include "daemon/request.h"
+#include "daemon/store.h"
+
+/* After SIGTERM, this long before SIGKILL (a cancel, a time limit, a
+ * shutdown). */
+#define JOBS_KILL_GRACE_MS 5000
+
+enum job_state {
+	JOB_QUEUED,
+	JOB_RUNNING,
+	JOB_DONE,
+	JOB_CANCELLED,
+	JOB_INTERRUPTED,
+};
+
+/* "queued", ... for each enum job_state (state.json and replies). */
+extern const char *const jobs__state_names[];
+
+/* The state of a name, or -1. */
+int jobs__state_parse(const char *name);
+
+struct worker;
+struct health;
+struct submit;
+
+struct job {
+	char id[JOB_ID_MAX];
+	long num;
+	enum job_state state;
+	char verdict[32];          /* "" until it has one */
+	char submitted[32];        /* UTC, RFC 3339; "" = none */
+	char started[32];
+	char finished[32];
+	int slot;                  /* -1 unless it has run */
+	int device;                /* GPU ordinal it ran on, -1 = none */
+	struct submit_args args;   /* as request_submit_from_json gives it */
+	long next_seq;             /* seq of its next line = lines in its log */
+	int log_fd;                /* open while running, else -1 */
+	bool log_warned;           /* a log write failed (said once) */
+	struct worker *w;          /* while running */
+	struct list_link qlink;    /* in the queue while queued */
+};
+
+/* The quarantine (quarantine.c): strikes by SHA-256. */
+struct quarantine {
+	json_t *map;               /* {sha256: {"strikes","size","library",
+				    * "last"}}, as in quarantine.json */
+	char *path;                /* state_dir/quarantine.json */
+};
+
+struct jobs {
+	uv_loop_t *loop;
+	struct store *store;
+	struct children children;  /* every child of ours, watched */
+	char *worker;
+	char *helper;
+	int nslots;
+	int *devices;              /* NULL: compile-only slots */
+	double job_timeout_s;
+	double check_timeout_s;
+	char **roots;              /* resolved allowed roots; NULL: no policy */
+	int nroots;
+	long long max_log_bytes;
+	struct quarantine quarantine;
+	bool *needs_check;         /* nslots: health check before the next job */
+	char **out_reason;         /* nslots: why it is out of service, or NULL */
+	struct health **checks;    /* nslots: the health check running there */
+	int nhealth;               /* health structs alive */
+	jobs_line_cb cb;
+	void *cb_ctx;
+	struct job **all;          /* every job, ascending id */
+	int njobs, cap;
+	struct list_link queue;    /* queued jobs (struct job.qlink), in order */
+	int nqueued;
+	struct worker **slots;     /* nslots; the worker occupying each */
+	long next_num;
+	struct list_link submits;  /* submits being checked */
+	int nworkers;              /* worker structs alive */
+	int nsubmits;              /* submit structs alive */
+	uv_timer_t tick;           /* deferred scheduling */
+	int closing_handles;       /* tick and children, once closing */
+	bool closing, handles_closing;
+	void (*done)(void *ctx);
+	void *done_ctx;
+};
+
+/* ---- jobs.c ----------------------------------------------------------------- */
+
+/* The time now, UTC, "YYYY-MM-DDTHH:MM:SSZ". */
+void jobs__now(char out[32]);
+
+/* Why a child of ours (prog) could not be started, from child_start()'s msg
+ * ("cannot start '/x': CAUSE"), in the words quald has always used: what,
+ * then the cause starting lower case ("cannot start worker '/x': no such
+ * file or directory"). */
+void jobs__start_error(struct qual_msg *out, const char *what, const char *prog,
+		       const struct qual_msg *m);
+
+/* A new job of number num, in no table; jobs__job_free() frees one that
+ * never went into the table. */
+struct job *jobs__job_new(long num);
+void jobs__job_free(struct job *job);
+
+/* Appends job (whose number is larger than every other's) to the table,
+ * which then owns it, and queues it when it is queued. */
+void jobs__job_add(struct jobs *j, struct job *job);
+
+/* Makes a submitted request (borrowed; its checks passed) a stored, queued
+ * job. Returns 0 with its id and queue position, or a negative code with
+ * msg (nothing stored). */
+int jobs__enqueue(struct jobs *j, json_t *request, char id[JOB_ID_MAX],
+		  int *position, struct qual_msg *msg);
+
+/* state.json's content for job (new reference), and its replacement. */
+json_t *jobs__state_json(const struct job *job);
+void jobs__state_save(struct jobs *j, struct job *job);
+
+/* Puts one complete line (with job and seq already in it) into the job's
+ * log, synced when sync, then hands it to the line callback when notify. */
+void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
+	       bool sync, bool notify);
+
+/* A verdict line written by the daemon; the job's verdict becomes it. */
+void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
+		       const char *message, bool notify);
+
+/* An error line written by the daemon (stage "setup", arm and case null). */
+void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
+		     const char *message, bool notify);
+
+/* Ends a job that is not running (queued, or found running at start). */
+void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
+		    const char *verdict, const char *message, bool notify);
+
+/* Scheduling runs from the loop, never inside an API call: so a submit's
+ * callback always runs before the first line of its job. */
+void jobs__schedule_soon(struct jobs *j);
+
+/* Once closing and nothing is running or being checked, the last handles
+ * go and jobs_close's callback follows. Called by every module whose last
+ * struct goes. */
+void jobs__close_check(struct jobs *j);
+
+/* ---- worker.c --------------------------------------------------------------- */
+
+/* Why a worker stopped, one reason. quald's own reasons, in the order of
+ * their rank: a worker stopped for two reasons (a cancel while its time
+ * limit's SIGTERM is pending) ends with the higher-ranked one (the lower
+ * value), which is what its job's verdict says. When quald gave none, the
+ * exit says which of the last two it is. A worker whose verdict line came
+ * keeps that verdict whatever the reason. */
+enum worker_stop {
+	WORKER_RUNNING = 0,        /* not stopped, and not asked to */
+	WORKER_STOP_UNSTARTED,     /* it could not be started */
+	WORKER_STOP_CANCELLED,     /* a cancel request: SIGTERM, then SIGKILL */
+	WORKER_STOP_SHUTDOWN,      /* quald stopped while it ran: interrupted */
+	WORKER_STOP_LINE_OVER,     /* it printed a line over LINES_MAX: SIGKILL */
+	WORKER_STOP_LOG_OVER,      /* the job's log reached max_log_bytes:
+				    * SIGKILL */
+	WORKER_STOP_TIMEOUT,       /* it ran past the job time limit: SIGTERM,
+				    * then SIGKILL */
+	WORKER_STOP_AFTER_VERDICT, /* still there JOBS_AFTER_VERDICT_MS after
+				    * its verdict line: SIGTERM, then SIGKILL */
+	WORKER_EXITED,             /* it exited by itself (any status) */
+	WORKER_CRASHED,            /* a signal quald did not send ended it */
+};
+
+/* Starts job in slot. On failure to start, the job ends at once with an
+ * error verdict; either way the slot stays taken until the worker's
+ * handles are closed. */
+void worker__start(struct jobs *j, struct job *job, int slot);
+
+/* Stops the worker for why (WORKER_STOP_CANCELLED or _SHUTDOWN): SIGTERM to
+ * its session, SIGKILL JOBS_KILL_GRACE_MS later. False when it has exited
+ * already (nothing to stop). */
+bool worker__stop(struct worker *w, enum worker_stop why);
+
+/* The job the worker runs, or NULL once that job has ended (its handles may
+ * still be closing). */
+struct job *worker__job(const struct worker *w);
+
+/* ---- slot_health.c ---------------------------------------------------------- */
+
+/* Starts slot s's health check (`WORKER --health --device N`). */
+void health__start(struct jobs *j, int s);
+
+/* Kills a running check (shutdown); it ends through its usual path. */
+void health__stop(struct health *hc);
+
+/* ---- quarantine.c ----------------------------------------------------------- */
+
+/* Reads state_dir's quarantine.json (none, or unreadable: empty, with a
+ * warning). quarantine__release() frees it. */
+void quarantine__load(struct quarantine *q, const char *state_dir);
+void quarantine__release(struct quarantine *q);
+
+/* One strike against the library at path (the candidate of job). */
+void quarantine__strike(struct quarantine *q, const char *job, const char *path);
+
+/* 0, or QUAL_EINVAL (msg: the refusal) when path's hash is quarantined, or
+ * QUAL_EIO when it cannot be hashed. */
+int quarantine__check(struct quarantine *q, const char *path, struct qual_msg *msg);
+
+/* ---- submit.c --------------------------------------------------------------- */
+
+/* Shutdown: every submit still being checked gets its callback, refused,
+ * and its children are stopped. */
+void submit__close_all(struct jobs *j);
+
+/* ---- recover.c -------------------------------------------------------------- */
+
+/* Reads every job of the state directory into the table and settles what
+ * a stop left open (jobs.h: jobs_open). Returns 0 or a negative code. */
+int recover__jobs(struct jobs *j, struct qual_msg *msg);
+
+#endif

@@ -1,0 +1,134 @@
+/* GPU health checks of a slot (jobs_internal.h): `qual-run --health --device
+ * N` loads, runs and checks a tiny kernel. It runs after a job whose worker
+ * crashed, hung (a time limit) or reported "gpu":"faulted"|"hung", before the
+ * slot's next job. A check that passes puts the slot back in service; one
+ * that fails takes it out of service until quald restarts (jobs.h). */
+#include <signal.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/child.h"
+#include "common/lifetime.h"
+#include "common/xalloc.h"
+#include "daemon/jobs_internal.h"
+
+/* A GPU health check taking longer than this failed (a hung GPU). */
+#define HEALTH_TIMEOUT_MS 60000
+
+struct health {
+	struct jobs *j;
+	int slot;
+	struct child child;
+	struct child_watch watch;
+	uv_timer_t timer;          /* the time limit */
+	bool timed_out;            /* the limit killed it */
+};
+
+static void health_closed(uv_handle_t *h)
+{
+	struct health *hc = h->data;
+	struct jobs *j = hc->j;
+
+	j->checks[hc->slot] = NULL;
+	j->nhealth--;
+	free(hc);
+	jobs__schedule_soon(j);
+	jobs__close_check(j);
+}
+
+/* Takes slot s out of service, for why. */
+static void health_out_of_service(struct jobs *j, int s, const char *why)
+{
+	free(j->out_reason[s]);
+	j->out_reason[s] = xstrdup(why);
+	oplog_warn("slot %d: %s", s, why);
+}
+
+static void health_exit(struct child_watch *cw, const struct child_exit *ex)
+{
+	struct health *hc = cw->data;
+	struct jobs *j = hc->j;
+	int s = hc->slot;
+	char why[256], how[64], reason[512];
+
+	uv_timer_stop(&hc->timer);
+	if (ex->status == 0 && !hc->timed_out) {
+		j->needs_check[s] = false;
+		oplog_warn("slot %d (gpu %d): health check passed", s, j->devices[s]);
+	} else if (!j->closing) {
+		if (hc->timed_out)
+			snprintf(why, sizeof why, "did not finish within %d s",
+				 HEALTH_TIMEOUT_MS / 1000);
+		else if (child_exit_signal(ex))
+			snprintf(why, sizeof why, "%s", child_exit_text(ex, how, sizeof how));
+		else
+			snprintf(why, sizeof why, "exit status %d", child_exit_code(ex));
+		snprintf(reason, sizeof reason, "gpu %d failed its health check (%s) after a "
+			 "faulted or hung job: out of service until quald restarts",
+			 j->devices[s], why);
+		health_out_of_service(j, s, reason);
+	}
+	uv_close((uv_handle_t *)&hc->timer, health_closed);
+}
+
+static void health_timer(uv_timer_t *t)
+{
+	struct health *hc = t->data;
+
+	hc->timed_out = true;
+	child_kill(&hc->child, SIGKILL);
+}
+
+void health__stop(struct health *hc)
+{
+	if (hc->child.pid > 0)
+		child_kill(&hc->child, SIGKILL);
+}
+
+void health__start(struct jobs *j, int s)
+{
+	struct health *hc = xcalloc(1, sizeof *hc);
+	char dev[16], die[64], what[PATH_MAX + 64];
+	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "LISTEN_FDS=", "LISTEN_PID=",
+			       "LISTEN_FDNAMES=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=",
+			       "WATCHDOG_PID=", NULL };
+	const char *add[] = { die, NULL };
+	const char *argv[] = { j->worker, "--health", "--device", dev, NULL };
+	struct qual_msg m, reason;
+	char **env;
+	int rc;
+
+	snprintf(dev, sizeof dev, "%d", j->devices[s]);
+	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
+	hc->j = j;
+	hc->slot = s;
+	j->checks[s] = hc;
+	j->nhealth++;
+	uv_timer_init(j->loop, &hc->timer);
+	hc->timer.data = hc;
+	env = child_env_with(drop, add);
+	child_init(&hc->child);
+	hc->child.argv = argv;
+	hc->child.env = (const char *const *)env;
+	/* Its stderr is the daemon's: what it says lands in the daemon's log. */
+	hc->child.out = CHILD_NULL;
+	hc->child.group = CHILD_SESSION_NEW;
+	hc->child.die_with_parent = true;
+	oplog_warn("slot %d (gpu %d): checking the gpu's health before its next job", s,
+		   j->devices[s]);
+	rc = child_start(&hc->child, &m);
+	child_env_free(env);
+	if (rc < 0) {
+		snprintf(what, sizeof what, "cannot start the health check of gpu %d ('%s')",
+			 j->devices[s], j->worker);
+		jobs__start_error(&reason, what, j->worker, &m);
+		health_out_of_service(j, s, reason.text);
+		uv_close((uv_handle_t *)&hc->timer, health_closed);
+		return;
+	}
+	hc->watch.data = hc;
+	children_watch(&j->children, &hc->watch, &hc->child, health_exit);
+	uv_timer_start(&hc->timer, health_timer, HEALTH_TIMEOUT_MS, 0);
+}

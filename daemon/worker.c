@@ -1,0 +1,702 @@
+/* One worker (jobs_internal.h): the qual-run process that runs a job in its
+ * slot, its stdout and stderr, the relay of its lines, and the end of its
+ * job.
+ *
+ * The worker runs in a session of its own (CHILD_SESSION_NEW), so that a
+ * cancel or a time limit reaches everything it started with one signal to
+ * its group, and whatever it left there is killed when it exits
+ * (child_reap()). Its stdout is cut into lines by lines_splitter.
+ *
+ * Relaying (relay.h). Each stdout line of a worker is parsed; an object is
+ * relayed with its bytes unchanged and ,"job":ID,"seq":N spliced in before
+ * its closing brace (so numbers keep the engine's exact text). A line that
+ * is not a JSON object (an engine bug, or a runtime library printing to
+ * stdout) is not dropped: it becomes an error line (stage "setup", code
+ * bad_line, arm and case null) whose message quotes its first 200 bytes, and
+ * the job goes on. A line over LINES_MAX bytes is an engine bug: the worker
+ * is killed and the job ends with an error verdict. A last line without its
+ * newline is cut off (the worker died writing it): it is not relayed, and
+ * an error line with code cut_off says so. Lines after the engine's verdict
+ * line are dropped (every job ends with exactly one verdict line).
+ *
+ * Decisions read codes (lines.h), never a message's wording: a line blames
+ * the candidate when it is an error line with arm "candidate" or a
+ * case_verdict "fail" with failed_arm "candidate"; the candidate's compiler
+ * crashed when an error line with arm "candidate" has code compile_crashed;
+ * the GPU is suspect after an error line with "gpu":"faulted" or "hung".
+ *
+ * Verdicts the daemon writes, when the worker ended without one:
+ *   cancelled    a cancel request stopped it (state cancelled)
+ *   interrupted  the daemon shut down while it ran, or died (state
+ *                interrupted; found at the next start)
+ *   fail         the candidate is to blame: the worker exited with status 2
+ *                (QUAL_EXIT_FAIL) but no verdict line, or a line it had
+ *                already relayed blamed the candidate, which makes the job a
+ *                fail by the engine's own precedence (fail > error) whatever
+ *                happened next
+ *   error        anything else: a crash (signal), the job time limit, a line
+ *                over the limit, the job log size limit (max_log_bytes), a
+ *                usage exit (4: always error, even when an error line named
+ *                the candidate's arm) or any other exit without a verdict;
+ *                the message says which, with the worker's last stderr line.
+ *                A crash is not blamed on the candidate: the compilers run
+ *                in qual-compile children, so a crash of the worker itself is
+ *                the engine's, the driver's or the machine's (we cannot tell
+ *                which arm a GPU fault came from). */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/child.h"
+#include "common/confine.h"
+#include "common/exitcode.h"
+#include "common/fsutil.h"
+#include "common/lifetime.h"
+#include "common/xalloc.h"
+#include "daemon/jobs_internal.h"
+#include "daemon/relay.h"
+
+/* Bytes of a worker's stderr kept for messages (its last lines). */
+#define WORKER_STDERR_KEEP 4096
+/* After its verdict line, how long a worker may take to exit before it is
+ * stopped (SIGTERM, then SIGKILL): a worker stuck in a GPU runtime's teardown
+ * must not hold its slot until the job time limit. The verdict stands. Tearing
+ * down a CUDA context takes well under a second. */
+#define WORKER_AFTER_VERDICT_MS 5000
+/* After a worker exits, how long its pipes may stay open (held by something
+ * it left behind) before the daemon stops reading them. */
+#define WORKER_DRAIN_MS 2000
+/* Read buffer per stdout read. */
+#define WORKER_READ_CHUNK 65536
+
+/* What a worker's relayed lines said, for its job's end. */
+struct worker_lines {
+	char verdict[32];          /* its verdict line's; "" = none yet */
+	bool blames_candidate;     /* a line blamed the candidate */
+	bool candidate_crashed;    /* an error line: the candidate's compiler
+				    * crashed (code compile_crashed); struck */
+	bool gpu_bad;              /* an error line said "gpu":"faulted"|"hung" */
+	long long bytes;           /* bytes of its lines in the log */
+	long dropped;              /* lines not relayed: after its verdict, or
+				    * past the log limit */
+};
+
+struct worker {
+	struct jobs *j;
+	struct job *job;           /* NULL once its job has ended */
+	int slot;
+	struct child child;
+	struct child_watch watch;
+	uv_pipe_t out, err;
+	uv_timer_t timer;          /* job limit or the grace after the verdict,
+				    * then the kill grace, then the drain */
+	int handles;               /* open handles */
+	enum worker_stop stop;
+	bool exited, out_done, err_done;
+	struct child_exit ex;      /* once exited */
+	struct worker_lines seen;
+	struct lines_splitter split;
+	struct qual_msg start_error; /* WORKER_STOP_UNSTARTED: why */
+	char tmpdir[PATH_MAX];     /* the worker's own $TMPDIR; "" = none */
+	char errtail[WORKER_STDERR_KEEP];
+	size_t errtail_len;
+	char chunk[WORKER_READ_CHUNK];
+	char errchunk[WORKER_STDERR_KEEP];
+};
+
+static void worker_timer(uv_timer_t *t);
+
+struct job *worker__job(const struct worker *w)
+{
+	return w->job;
+}
+
+static void worker_handle_closed(uv_handle_t *h)
+{
+	struct worker *w = h->data;
+	struct jobs *j = w->j;
+
+	if (--w->handles > 0)
+		return;
+	/* The worker has exited: what a worker stopped by a signal left in
+	 * its $TMPDIR (its compile folders) goes now. */
+	fs_rm_tree(w->tmpdir);
+	j->slots[w->slot] = NULL;
+	j->nworkers--;
+	lines_splitter_release(&w->split);
+	free(w);
+	jobs__schedule_soon(j);
+	jobs__close_check(j);
+}
+
+/* Records why, when it outranks the reason so far (jobs_internal.h). */
+static void worker_stop_for(struct worker *w, enum worker_stop why)
+{
+	if (w->stop == WORKER_RUNNING || why < w->stop)
+		w->stop = why;
+}
+
+/* Stops it at once: SIGKILL to its session. */
+static void worker_kill_for(struct worker *w, enum worker_stop why)
+{
+	worker_stop_for(w, why);
+	if (!w->exited)
+		child_kill(&w->child, SIGKILL);
+}
+
+/* Asks it to stop: SIGTERM to its session, SIGKILL JOBS_KILL_GRACE_MS later
+ * (the timer). Only the first request signals; a later one may only change
+ * the reason. */
+static void worker_term_for(struct worker *w, enum worker_stop why)
+{
+	bool first = w->stop == WORKER_RUNNING;
+
+	worker_stop_for(w, why);
+	if (!first || w->exited)
+		return;
+	child_kill(&w->child, SIGTERM);
+	uv_timer_start(&w->timer, worker_timer, JOBS_KILL_GRACE_MS, 0);
+}
+
+bool worker__stop(struct worker *w, enum worker_stop why)
+{
+	if (!w->job)
+		return false;
+	if (w->exited) {
+		/* Its last output is still being read: too late for a cancel,
+		 * but a shutdown still records the job interrupted (its lines
+		 * may be incomplete). */
+		if (why == WORKER_STOP_SHUTDOWN)
+			worker_stop_for(w, why);
+		return false;
+	}
+	worker_term_for(w, why);
+	return true;
+}
+
+/* The last non-empty line of the worker's stderr, into out. */
+static void worker_stderr_last(const struct worker *w, char *out, size_t cap)
+{
+	size_t end = w->errtail_len, start;
+
+	while (end > 0 && (w->errtail[end - 1] == '\n' || w->errtail[end - 1] == '\r' ||
+			   w->errtail[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start > 0 && w->errtail[start - 1] != '\n')
+		start--;
+	snprintf(out, cap, "%.*s", (int)(end - start), w->errtail + start);
+}
+
+/* Notes what a relayed line says about blame and the end of the job, from
+ * its type, arm and code (info: lines_classify()'s). */
+static void worker_inspect(struct worker *w, const struct lines_info *info)
+{
+	switch (info->type) {
+	case LINES_VERDICT:
+		snprintf(w->seen.verdict, sizeof w->seen.verdict, "%s",
+			 info->verdict && *info->verdict ? info->verdict : "error");
+		break;
+	case LINES_ERROR:
+		w->seen.gpu_bad |= info->gpu_faulted || info->gpu_hung;
+		if (lines_blames_candidate(info)) {
+			w->seen.blames_candidate = true;
+			/* One strike a job, counted now: the engine's verdict
+			 * line may reach the submitter, who may submit again,
+			 * before the worker has exited. */
+			if (info->code == LINES_CODE_COMPILE_CRASHED &&
+			    !w->seen.candidate_crashed) {
+				w->seen.candidate_crashed = true;
+				quarantine__strike(&w->j->quarantine, w->job->id,
+						   w->job->args.candidate);
+			}
+		}
+		break;
+	case LINES_CASE_VERDICT:
+		if (info->verdict && !strcmp(info->verdict, "fail") &&
+		    lines_blames_candidate(info))
+			w->seen.blames_candidate = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Relays one worker line (len bytes, no newline). */
+static int worker_relay(void *ctx, const char *line, size_t len)
+{
+	struct worker *w = ctx;
+	struct jobs *j = w->j;
+	struct job *job = w->job;
+	struct lines_info info;
+	struct qual_msg m;
+	size_t n;
+	json_t *o;
+	char *text;
+
+	if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
+		w->seen.dropped++;
+		return 0;
+	}
+	(void)relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
+	if (!text)
+		return 0; /* a blank line */
+	if (w->seen.bytes + (long long)n + 1 > j->max_log_bytes) {
+		/* The line is not logged; the daemon's verdict line follows
+		 * (a few hundred bytes past the limit at most). */
+		w->seen.dropped++;
+		worker_kill_for(w, WORKER_STOP_LOG_OVER);
+		free(text);
+		json_decref(o);
+		return 0;
+	}
+	w->seen.bytes += (long long)n + 1;
+	/* A line that was not an object became an error line with code
+	 * bad_line and arm null: it blames no one and ends nothing. */
+	lines_classify(o, &info);
+	worker_inspect(w, &info);
+	if (w->seen.verdict[0] && !w->exited && w->stop == WORKER_RUNNING) {
+		double limit_ms = 1000.0 * j->job_timeout_s;
+		uv_timer_start(&w->timer, worker_timer,
+			       limit_ms < WORKER_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
+			       WORKER_AFTER_VERDICT_MS, 0);
+	}
+	jobs__put(j, job, text, n, info.type == LINES_CASE_VERDICT ||
+		  info.type == LINES_VERDICT, true);
+	free(text);
+	json_decref(o);
+	return 0;
+}
+
+/* The verdict and message of a job whose worker ended without a verdict
+ * line, from why it stopped. */
+static enum job_state worker_verdict(const struct worker *w, const char **verdict,
+				     char *message, size_t cap)
+{
+	const struct jobs *j = w->j;
+	char tail[512], how[64];
+	int sig = child_exit_signal(&w->ex), status = child_exit_code(&w->ex);
+	bool blame = w->seen.blames_candidate ||
+		     (w->exited && !sig && status == QUAL_EXIT_FAIL);
+
+	worker_stderr_last(w, tail, sizeof tail);
+	*verdict = blame ? "fail" : "error";
+	switch (w->stop) {
+	case WORKER_STOP_UNSTARTED:
+		*verdict = "error";
+		snprintf(message, cap, "%s", w->start_error.text);
+		break;
+	case WORKER_STOP_CANCELLED:
+		*verdict = "cancelled";
+		snprintf(message, cap, "cancelled while running");
+		return JOB_CANCELLED;
+	case WORKER_STOP_SHUTDOWN:
+		*verdict = "interrupted";
+		snprintf(message, cap, "the daemon stopped while this job ran");
+		return JOB_INTERRUPTED;
+	case WORKER_STOP_LINE_OVER:
+		snprintf(message, cap, "worker printed a line over %zu bytes", LINES_MAX);
+		break;
+	case WORKER_STOP_LOG_OVER:
+		snprintf(message, cap,
+			 "worker stopped: the job log reached its limit of %lld bytes",
+			 j->max_log_bytes);
+		break;
+	case WORKER_STOP_TIMEOUT:
+	case WORKER_STOP_AFTER_VERDICT: /* its verdict stands: not read */
+		snprintf(message, cap,
+			 "worker did not finish within the job time limit of %g s",
+			 j->job_timeout_s);
+		break;
+	case WORKER_CRASHED:
+		snprintf(message, cap, "worker crashed: %s%s%s",
+			 child_exit_text(&w->ex, how, sizeof how),
+			 tail[0] ? "; last stderr line: " : "", tail);
+		break;
+	case WORKER_RUNNING:
+	case WORKER_EXITED:
+		if (status == QUAL_EXIT_USAGE) {
+			/* Never the candidate's result, even when the engine's
+			 * error line names its arm (a library gone missing
+			 * since the submit). */
+			*verdict = "error";
+			snprintf(message, cap, "worker refused the job%s%s",
+				 tail[0] ? ": " : "", tail);
+		} else {
+			snprintf(message, cap,
+				 "worker exited with status %d without a verdict%s%s",
+				 status, tail[0] ? "; last stderr line: " : "", tail);
+		}
+		break;
+	}
+	return JOB_DONE;
+}
+
+/* Writes the job's end: its verdict line when the worker left none, its
+ * state; closes its log; counts a crash against the candidate and asks for
+ * a GPU check where one is due. */
+static void worker_conclude(struct worker *w)
+{
+	struct jobs *j = w->j;
+	struct job *job = w->job;
+	enum job_state state = JOB_DONE;
+	char message[1024];
+	const char *verdict;
+
+	if (!job)
+		return;
+	if (w->seen.verdict[0]) {
+		snprintf(job->verdict, sizeof job->verdict, "%s", w->seen.verdict);
+		if (w->seen.dropped)
+			oplog_warn("job '%s': dropped %ld worker line%s after its verdict",
+				   job->id, w->seen.dropped, w->seen.dropped == 1 ? "" : "s");
+	} else {
+		state = worker_verdict(w, &verdict, message, sizeof message);
+		jobs__put_verdict(j, job, verdict, message, true);
+	}
+	if (job->log_fd >= 0) {
+		struct qual_msg m;
+		if (store_log_sync(job->log_fd, &m) < 0)
+			oplog_warn("job '%s': %s", job->id, m.text);
+		close(job->log_fd);
+		job->log_fd = -1;
+	}
+	/* A crash counts against the candidate, once a job: its compiler
+	 * child crashed (the engine's error line says so by its code; counted
+	 * when the line came), or the worker itself died by a fault signal
+	 * (qual_fault_signal: not SIGKILL or SIGTERM from outside) the daemon
+	 * did not send (cancel, shutdown, limits). */
+	if (!w->seen.candidate_crashed && w->stop == WORKER_CRASHED &&
+	    qual_fault_signal(child_exit_signal(&w->ex)))
+		quarantine__strike(&j->quarantine, job->id, job->args.candidate);
+	/* The GPU is checked before its next job after a fault or hang the
+	 * engine reported, a worker crash, or a time limit (a hang), but not
+	 * after a cancel or a shutdown. */
+	if (j->devices && w->stop != WORKER_STOP_CANCELLED && w->stop != WORKER_STOP_SHUTDOWN &&
+	    (w->seen.gpu_bad || w->stop == WORKER_STOP_TIMEOUT ||
+	     w->stop == WORKER_STOP_AFTER_VERDICT || w->stop == WORKER_CRASHED))
+		j->needs_check[w->slot] = true;
+	job->state = state;
+	job->w = NULL;
+	jobs__now(job->finished);
+	jobs__state_save(j, job);
+	w->job = NULL;
+}
+
+static void worker_close(struct worker *w)
+{
+	uv_close((uv_handle_t *)&w->out, worker_handle_closed);
+	uv_close((uv_handle_t *)&w->err, worker_handle_closed);
+	uv_close((uv_handle_t *)&w->timer, worker_handle_closed);
+}
+
+/* The job ends once the worker has exited and both pipes are drained. */
+static void worker_maybe_finish(struct worker *w)
+{
+	size_t rest = lines_splitter_rest(&w->split);
+
+	if (!w->job || !w->exited || !w->out_done || !w->err_done)
+		return;
+	uv_timer_stop(&w->timer);
+	if (rest && !w->split.over) {
+		/* A last line without its newline: the worker died writing
+		 * it. Not relayed, as qual-run's own relay does not. */
+		char text[160];
+
+		if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
+			w->seen.dropped++;
+		} else {
+			snprintf(text, sizeof text, "worker's output was cut off: its last "
+				 "line, %zu bytes, has no end", rest);
+			jobs__put_error(w->j, w->job, LINES_CODE_CUT_OFF, text, true);
+		}
+	}
+	worker_conclude(w);
+	worker_close(w);
+}
+
+static void worker_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct worker *w = h->data;
+
+	(void)suggested;
+	if (h == (uv_handle_t *)&w->out)
+		*buf = uv_buf_init(w->chunk, sizeof w->chunk);
+	else
+		*buf = uv_buf_init(w->errchunk, sizeof w->errchunk);
+}
+
+/* Takes n bytes of stdout: relays its whole lines. A line over LINES_MAX
+ * stops the reading and the worker. */
+static void worker_take(struct worker *w, const char *data, size_t n)
+{
+	if (lines_splitter_feed(&w->split, data, n, worker_relay, w) != QUAL_ELIMIT)
+		return;
+	uv_read_stop((uv_stream_t *)&w->out);
+	w->out_done = true;
+	worker_kill_for(w, WORKER_STOP_LINE_OVER);
+	worker_maybe_finish(w);
+}
+
+static void worker_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct worker *w = s->data;
+
+	if (nread < 0) {
+		uv_read_stop(s);
+		w->out_done = true;
+		worker_maybe_finish(w);
+		return;
+	}
+	worker_take(w, buf->base, (size_t)nread);
+}
+
+static void worker_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct worker *w = s->data;
+	size_t n, keep;
+
+	if (nread < 0) {
+		uv_read_stop(s);
+		w->err_done = true;
+		worker_maybe_finish(w);
+		return;
+	}
+	n = (size_t)nread;
+	if (n >= WORKER_STDERR_KEEP) {
+		memcpy(w->errtail, buf->base + n - WORKER_STDERR_KEEP, WORKER_STDERR_KEEP);
+		w->errtail_len = WORKER_STDERR_KEEP;
+		return;
+	}
+	keep = w->errtail_len + n > WORKER_STDERR_KEEP ? WORKER_STDERR_KEEP - n :
+							  w->errtail_len;
+	memmove(w->errtail, w->errtail + w->errtail_len - keep, keep);
+	memcpy(w->errtail + keep, buf->base, n);
+	w->errtail_len = keep + n;
+}
+
+/* children.c: the worker has exited and been reaped, and what it left in
+ * its session killed. */
+static void worker_exit(struct child_watch *cw, const struct child_exit *ex)
+{
+	struct worker *w = cw->data;
+
+	w->exited = true;
+	w->ex = *ex;
+	worker_stop_for(w, child_exit_signal(ex) ? WORKER_CRASHED : WORKER_EXITED);
+	uv_timer_stop(&w->timer);
+	if (!w->out_done || !w->err_done) {
+		/* The loop's clock may be as old as the start of a long batch of
+		 * events: the drain time counts from now. */
+		uv_update_time(w->j->loop);
+		uv_timer_start(&w->timer, worker_timer, WORKER_DRAIN_MS, 0);
+	}
+	worker_maybe_finish(w);
+}
+
+/* Reads what is left in the worker's stdout pipe without waiting and relays
+ * it. The loop can learn of the exit (SIGCHLD) in the same batch of events
+ * as, or before, the last data in its pipe, and a process the worker left
+ * outside its session can hold the pipe open past the drain time; the lines
+ * already in the pipe must not be lost then (the load benchmark lost whole
+ * jobs that way). */
+static void worker_drain_out(struct worker *w)
+{
+	/* Bounded: a process the worker left behind that keeps writing must
+	 * not hold the loop here. A pipe holds 64 KiB by default, so this is
+	 * everything a worker that has exited can have left. */
+	size_t budget = 4 * 1024 * 1024;
+	uv_os_fd_t fd;
+
+	if (w->out_done || uv_fileno((uv_handle_t *)&w->out, &fd) != 0)
+		return;
+	while (!w->out_done && budget > 0) {
+		ssize_t n = read(fd, w->chunk, sizeof w->chunk);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		worker_take(w, w->chunk, (size_t)n);
+		budget = (size_t)n < budget ? budget - (size_t)n : 0;
+	}
+}
+
+static void worker_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+
+	if (w->exited) {
+		/* Draining took too long: something it left holds the pipes.
+		 * Take what the pipe already holds, then stop. */
+		worker_drain_out(w);
+		uv_read_stop((uv_stream_t *)&w->out);
+		uv_read_stop((uv_stream_t *)&w->err);
+		w->out_done = w->err_done = true;
+		worker_maybe_finish(w);
+		return;
+	}
+	if (w->stop == WORKER_RUNNING) {
+		/* The job's time limit, or the grace after its verdict line
+		 * (then the verdict stands). */
+		worker_term_for(w, w->seen.verdict[0] ? WORKER_STOP_AFTER_VERDICT :
+					WORKER_STOP_TIMEOUT);
+		return;
+	}
+	/* The grace after SIGTERM is over. */
+	child_kill(&w->child, SIGKILL);
+}
+
+/* The worker's command line: qual-run's options from the request, then the
+ * two paths after "--" (so a path may start with '-'). Options of the arms
+ * are passed as --baseline-opt=OPT so that one starting with '-' is never
+ * taken for an option of qual-run's. */
+static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
+{
+	const struct submit_args *a = &job->args;
+	size_t n = 16, k = 0, i;
+	char **argv;
+
+	for (i = 0; a->cases && a->cases[i]; i++)
+		n += 2;
+	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
+		n++;
+	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
+		n++;
+	argv = xcalloc(n, sizeof *argv);
+	argv[k++] = xstrdup(j->worker);
+	if (asprintf(&argv[k++], "--pairs=%d", a->pairs) < 0 ||
+	    asprintf(&argv[k++], "--alpha=%.17g", a->alpha) < 0 ||
+	    asprintf(&argv[k++], "--margin=%.17g", a->margin) < 0 ||
+	    asprintf(&argv[k++], "--seed=%lld", (long long)a->seed) < 0)
+		abort();
+	for (i = 0; a->cases && a->cases[i]; i++) {
+		argv[k++] = xstrdup("--case");
+		argv[k++] = xstrdup(a->cases[i]);
+	}
+	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
+		if (asprintf(&argv[k++], "--baseline-opt=%s", a->baseline_options[i]) < 0)
+			abort();
+	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
+		if (asprintf(&argv[k++], "--candidate-opt=%s", a->candidate_options[i]) < 0)
+			abort();
+	if (a->compile_timeout_s > 0 &&
+	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
+		abort();
+	if (!j->devices || a->compile_only)
+		argv[k++] = xstrdup("--compile-only");
+	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)
+		abort();
+	argv[k++] = xstrdup("--");
+	argv[k++] = xstrdup(a->baseline);
+	argv[k++] = xstrdup(a->candidate);
+	argv[k] = NULL;
+	return argv;
+}
+
+/* The worker's environment: ours less what is meant for the daemon alone
+ * (systemd's, the compile helper's), plus QUAL_DIE_WITH_PARENT (qual-run
+ * then sets PR_SET_PDEATHSIG for its own children too), our compile helper,
+ * QUAL_CONFINE (qual-run confines itself: common/confine.h: no core dumps,
+ * bounded open files, a network namespace where the kernel allows), and
+ * TMPDIR when the worker has a folder of its own. */
+static char **worker_env(const struct jobs *j, const char *tmpdir)
+{
+	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "QUAL_COMPILE=", "LISTEN_FDS=",
+			       "LISTEN_PID=", "LISTEN_FDNAMES=", "NOTIFY_SOCKET=",
+			       "WATCHDOG_USEC=", "WATCHDOG_PID=", "QUAL_CONFINE=",
+			       tmpdir[0] ? "TMPDIR=" : NULL, NULL };
+	char die[64], helper[PATH_MAX + 16], tmpenv[PATH_MAX + 16];
+	const char *add[] = { die, helper, QUAL_CONFINE_ENV "=1",
+			      tmpdir[0] ? tmpenv : NULL, NULL };
+
+	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
+	snprintf(helper, sizeof helper, "QUAL_COMPILE=%s", j->helper);
+	snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmpdir);
+	return child_env_with(drop, add);
+}
+
+void worker__start(struct jobs *j, struct job *job, int slot)
+{
+	struct worker *w = xcalloc(1, sizeof *w);
+	const char *tmp = getenv("TMPDIR");
+	struct qual_msg m;
+	char **argv, **env;
+	char what[PATH_MAX + 32];
+
+	w->j = j;
+	w->job = job;
+	w->slot = slot;
+	j->slots[slot] = w;
+	j->nworkers++;
+	job->w = w;
+	job->state = JOB_RUNNING;
+	job->slot = slot;
+	job->device = j->devices ? j->devices[slot] : -1;
+	jobs__now(job->started);
+	jobs__state_save(j, job);
+	if (store_log_open(j->store, job->id, &job->log_fd, &m) < 0)
+		oplog_warn("job '%s': %s", job->id, m.text);
+
+	lines_splitter_init(&w->split, LINES_MAX);
+	uv_pipe_init(j->loop, &w->out, 0);
+	uv_pipe_init(j->loop, &w->err, 0);
+	uv_timer_init(j->loop, &w->timer);
+	w->out.data = w->err.data = w->timer.data = w;
+	w->handles = 3;
+
+	/* A $TMPDIR of the worker's own, removed once it has exited
+	 * (worker_handle_closed): the engine removes its compile folders
+	 * itself, but not when a cancel, the time limit or a shutdown stops
+	 * it with a signal. Without one, it uses ours. */
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/quald-%s-XXXXXX", tmp,
+			     job->id) >= sizeof w->tmpdir || !mkdtemp(w->tmpdir)) {
+		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
+			   tmp, strerror(errno));
+		w->tmpdir[0] = '\0';
+	}
+	argv = worker_argv(j, job, slot);
+	env = worker_env(j, w->tmpdir);
+	child_init(&w->child);
+	w->child.argv = (const char *const *)argv;
+	w->child.env = (const char *const *)env;
+	w->child.out = CHILD_PIPE;
+	w->child.err = CHILD_PIPE;
+	/* A session of its own: one signal reaches everything it started. */
+	w->child.group = CHILD_SESSION_NEW;
+	w->child.die_with_parent = true;
+	if (child_start(&w->child, &m) < 0) {
+		snprintf(what, sizeof what, "cannot start worker '%s'", j->worker);
+		jobs__start_error(&w->start_error, what, j->worker, &m);
+		w->stop = WORKER_STOP_UNSTARTED;
+		w->exited = w->out_done = w->err_done = true;
+	}
+	child_env_free(argv);
+	child_env_free(env);
+	if (w->stop == WORKER_STOP_UNSTARTED) {
+		worker_conclude(w);
+		worker_close(w);
+		return;
+	}
+	w->watch.data = w;
+	children_watch(&j->children, &w->watch, &w->child, worker_exit);
+	if (uv_pipe_open(&w->out, w->child.out_pipe) < 0) {
+		close(w->child.out_pipe);
+		w->out_done = true;
+	} else {
+		uv_read_start((uv_stream_t *)&w->out, worker_alloc, worker_out_read);
+	}
+	if (uv_pipe_open(&w->err, w->child.err_pipe) < 0) {
+		close(w->child.err_pipe);
+		w->err_done = true;
+	} else {
+		uv_read_start((uv_stream_t *)&w->err, worker_alloc, worker_err_read);
+	}
+	uv_timer_start(&w->timer, worker_timer, (uint64_t)(j->job_timeout_s * 1000.0), 0);
+}
