@@ -174,8 +174,10 @@ static int helper_start(struct child *c, const char *const *argv, const char *li
 			rest += 13;
 		qual_fail(msg, rc, "cannot start compiler helper %s", rest);
 	}
+	/* Neither outlives the start: argv is the caller's, env ours. */
 	close(out);
 	child_env_free(env);
+	c->argv = NULL;
 	c->env = NULL;
 	return rc;
 }
