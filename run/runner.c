@@ -754,16 +754,39 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
  * code (usage, or no_abi for a library without either ABI); exit status
  * usage either way. */
 static int refuse(struct run *run, FILE *err, enum lines_code code, const char *arm,
-		  const char *text)
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int refuse(struct run *run, FILE *err, enum lines_code code, const char *arm,
+		  const char *fmt, ...)
 {
+	char text[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
 	fprintf(err, "qual-run: %s\n", text);
 	lines_error(run->out, "setup", code, arm, NULL, text);
 	return QUAL_EXIT_USAGE;
 }
 
-static int usage_error(struct run *run, FILE *err, const char *arm, const char *text)
+/* The settings runner_run() refuses: QUAL_EXIT_USAGE after refuse(), or 0. */
+static int settings_refused(struct run *run, FILE *err)
 {
-	return refuse(run, err, LINES_CODE_USAGE, arm, text);
+	const struct runner_config *cfg = run->cfg;
+
+	if (cfg->pairs < RUNNER_MIN_PAIRS)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "pairs must be at least %d, "
+			      "got %d", RUNNER_MIN_PAIRS, cfg->pairs);
+	if (cfg->sessions < 1)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "sessions must be at least 1, "
+			      "got %d", cfg->sessions);
+	if (cfg->pairs_per_block < 1)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "pairs per block must be at "
+			      "least 1, got %d", cfg->pairs_per_block);
+	if (!(cfg->hang_floor_ms > 0) || !(cfg->hang_factor > 0))
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "hang floor and factor must be "
+			      "positive, got %g ms and %g", cfg->hang_floor_ms, cfg->hang_factor);
+	return 0;
 }
 
 /* The compile target when nothing is timed. */
@@ -826,13 +849,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.nopts[1] = cfg->ncandidate_opts;
 	judge_init(&run.judge);
 
-	if (cfg->pairs < RUNNER_MIN_PAIRS) {
-		char text[128];
-		snprintf(text, sizeof text, "pairs must be at least %d, got %d",
-			 RUNNER_MIN_PAIRS, cfg->pairs);
-		status = usage_error(&run, err, NULL, text);
+	if ((status = settings_refused(&run, err)))
 		goto out;
-	}
 	/* Drawn anew for every run, so that repeats of a run sample other
 	 * loads; printed (63 bits, JSON's integers being signed) so that a run
 	 * can be repeated load for load. */
@@ -843,26 +861,6 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			run.block_seed = (uint64_t)now_ns() ^ (uint64_t)getpid() << 32;
 		run.block_seed &= INT64_MAX;
 	}
-	if (cfg->sessions < 1) {
-		char text[128];
-		snprintf(text, sizeof text, "sessions must be at least 1, got %d", cfg->sessions);
-		status = usage_error(&run, err, NULL, text);
-		goto out;
-	}
-	if (cfg->pairs_per_block < 1) {
-		char text[128];
-		snprintf(text, sizeof text, "pairs per block must be at least 1, got %d",
-			 cfg->pairs_per_block);
-		status = usage_error(&run, err, NULL, text);
-		goto out;
-	}
-	if (!(cfg->hang_floor_ms > 0) || !(cfg->hang_factor > 0)) {
-		char text[160];
-		snprintf(text, sizeof text, "hang floor and factor must be positive, got %g ms and %g",
-			 cfg->hang_floor_ms, cfg->hang_factor);
-		status = usage_error(&run, err, NULL, text);
-		goto out;
-	}
 	if (cfg->ncases == 0) {
 		for (int i = 0; i < fixture_count(); i++)
 			sel[nsel++] = i;
@@ -870,9 +868,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		for (int i = 0; i < cfg->ncases && nsel < 64; i++) {
 			int k = fixture_find(cfg->cases[i]);
 			if (k < 0) {
-				char text[256];
-				snprintf(text, sizeof text, "unknown case '%s'", cfg->cases[i]);
-				status = usage_error(&run, err, NULL, text);
+				status = refuse(&run, err, LINES_CODE_USAGE, NULL,
+						"unknown case '%s'", cfg->cases[i]);
 				goto out;
 			}
 			sel[nsel++] = k;
@@ -896,15 +893,14 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		}
 		if (rc < 0) {
 			status = refuse(&run, err, rc == QUAL_EABI ? LINES_CODE_NO_ABI :
-					LINES_CODE_USAGE, arm_names[arm], msg.text);
+					LINES_CODE_USAGE, arm_names[arm], "%s", msg.text);
 			goto out;
 		}
 	}
 	if (run.id[0].abi != run.id[1].abi) {
-		char text[256];
-		snprintf(text, sizeof text, "baseline is %s but candidate is %s: both must use one abi",
-			 run.id[0].abi_name, run.id[1].abi_name);
-		status = usage_error(&run, err, NULL, text);
+		status = refuse(&run, err, LINES_CODE_USAGE, NULL, "baseline is %s but candidate "
+				"is %s: both must use one abi", run.id[0].abi_name,
+				run.id[1].abi_name);
 		goto out;
 	}
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
