@@ -25,9 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/lifetime.h"
-#include "compile/rtc.h"
 #include "common/xalloc.h"
+#include "compile/rtc.h"
 
 /* The two ABIs share one shape: an opaque program handle, int result codes
  * (0 = success), and the same argument lists. Declared here rather than
@@ -133,32 +134,35 @@ static void write_file(const char *dir, const char *name, const void *data,
 		die("cannot write", path);
 }
 
-/* Writes the result file under a temporary name and renames it into place,
- * then ends the process at once (see the top of this file). */
+/* Writes the result file, last, by fs_write_atomic() (under a temporary
+ * name, renamed into place: a result file that exists is complete), then
+ * ends the process at once (see the top of this file). */
 static void report_finish(const char *dir, struct report *r)
 {
-	char tmp[4096], final[4096];
-	char *c;
+	char path[4096], *text = NULL, *c;
+	struct qual_msg msg;
+	size_t len = 0;
 	FILE *f;
 
 	/* The message is one line of the result file. */
 	for (c = r->message; *c; c++)
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
-	snprintf(tmp, sizeof tmp, "%s/%s", dir, RTC__RESULT_TMP);
-	snprintf(final, sizeof final, "%s/%s", dir, RTC__RESULT_FILE);
-	f = fopen(tmp, "w");
+	snprintf(path, sizeof path, "%s/%s", dir, RTC__RESULT_FILE);
+	f = open_memstream(&text, &len);
 	if (!f)
-		die("cannot create", tmp);
+		die("cannot write", path);
 	fprintf(f, "status=%d\nmessage=%s\n", r->status, r->message);
 	if (r->abi)
 		fprintf(f, "abi=%s\nversion=%s\n", r->abi, r->version);
 	fprintf(f, "compile_ms=%.3f\nlog_size=%zu\nlog_kept=%zu\ncode_size=%zu\nend=1\n",
 		r->compile_ms, r->log_size, r->log_kept, r->code_size);
 	if (fclose(f) != 0)
-		die("cannot write", tmp);
-	if (rename(tmp, final) != 0)
-		die("cannot rename", tmp);
+		die("cannot write", path);
+	if (fs_write_atomic(path, text, len, 0600, NULL, &msg) < 0) {
+		fprintf(stderr, "qual-compile: %s\n", msg.text);
+		_exit(3);
+	}
 	_exit(0);
 }
 
@@ -275,32 +279,23 @@ static void first_error(const char *log, size_t len, char *out, size_t cap)
 	}
 }
 
+/* The source the parent wrote, whole (fs_read_capped), refused over
+ * RTC_OUTPUT_LIMIT. */
 static char *source_read(const char *path, struct report *r)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0, got;
+	struct qual_msg msg;
+	char *buf;
+	size_t n;
 
-	if (!f) {
-		fail(r, QUAL_EIO, "cannot open source '%s': %s", path, strerror(errno));
+	if (fs_read_capped(path, RTC_OUTPUT_LIMIT + 1, &buf, &n, &msg) < 0) {
+		fail(r, QUAL_EIO, "cannot read source: %s", msg.text);
 		return NULL;
 	}
-	do {
-		if (cap - n < 65536) {
-			cap = cap ? 2 * cap : 65536;
-			if (cap > RTC_OUTPUT_LIMIT) {
-				fail(r, QUAL_ELIMIT, "source '%s' is over the limit", path);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = xrealloc(buf, cap + 1);
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0);
-	fclose(f);
-	buf[n] = '\0';
+	if (n > RTC_OUTPUT_LIMIT) {
+		fail(r, QUAL_ELIMIT, "source '%s' is over the limit", path);
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 

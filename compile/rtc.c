@@ -89,27 +89,6 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 	return 0;
 }
 
-/* Writes the source for the child: a plain write, not a synced one (the
- * folder lives as long as the compile). */
-static int source_write(const char *path, const char *text, struct qual_msg *msg)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int e;
-
-	if (fd < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", path,
-				 strerror(errno));
-	if (fs_write_all(fd, text, strlen(text)) < 0) {
-		e = errno;
-		close(fd);
-		return qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(e));
-	}
-	if (close(fd) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path,
-				 strerror(errno));
-	return 0;
-}
-
 /* ---- running the child ----------------------------------------------------- */
 
 /* What the child reported in its result file. */
@@ -195,8 +174,10 @@ static int helper_start(struct child *c, const char *const *argv, const char *li
 			rest += 13;
 		qual_fail(msg, rc, "cannot start compiler helper %s", rest);
 	}
+	/* Neither outlives the start: argv is the caller's, env ours. */
 	close(out);
 	child_env_free(env);
+	c->argv = NULL;
 	c->env = NULL;
 	return rc;
 }
@@ -600,7 +581,8 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	if ((rc = helper_find(NULL, &exe, msg)) ||
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
 	    (rc = fs_path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
-	    (rc = source_write(src_path, req->source, msg)))
+	    (rc = fs_write_synced(src_path, req->source, strlen(req->source), 0600,
+				     NULL, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);

@@ -402,42 +402,57 @@ static int amdgpu_notes_read(const unsigned char *p, size_t size,
 	return -1;
 }
 
-/* Finds the metadata note through the section headers (SHT_NOTE), else
- * through the program headers (PT_NOTE). */
+/* The notes of one header table of an ELF object: the section headers
+ * (SHT_NOTE entries) or the program headers (PT_NOTE). A table or an entry
+ * that does not lie within the object is passed over. Returns 0 when one
+ * entry's notes held the metadata. */
+static int amdgpu_table_read(const unsigned char *p, size_t size, bool sections,
+			     uint64_t table, unsigned count, unsigned entsize,
+			     struct rtc_resources *res)
+{
+	size_t want = sections ? sizeof(Elf64_Shdr) : sizeof(Elf64_Phdr);
+
+	if (entsize != want || table >= size || count > (size - table) / want)
+		return -1;
+	for (size_t i = 0; i < count; i++) {
+		uint64_t off, len;
+		bool note;
+
+		if (sections) {
+			Elf64_Shdr sh;
+			memcpy(&sh, p + table + i * want, sizeof sh);
+			note = sh.sh_type == SHT_NOTE;
+			off = sh.sh_offset;
+			len = sh.sh_size;
+		} else {
+			Elf64_Phdr ph;
+			memcpy(&ph, p + table + i * want, sizeof ph);
+			note = ph.p_type == PT_NOTE;
+			off = ph.p_offset;
+			len = ph.p_filesz;
+		}
+		if (note && off <= size && len <= size - off &&
+		    amdgpu_notes_read(p + off, len, res) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* Finds the metadata note through the section headers, else through the
+ * program headers. */
 static int amdgpu_elf_read(const unsigned char *p, size_t size,
 			   struct rtc_resources *res)
 {
 	Elf64_Ehdr eh;
-	size_t i;
 
 	if (size < sizeof eh)
 		return -1;
 	memcpy(&eh, p, sizeof eh);
-	if (eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shoff < size &&
-	    eh.e_shnum <= (size - eh.e_shoff) / sizeof(Elf64_Shdr)) {
-		for (i = 0; i < eh.e_shnum; i++) {
-			Elf64_Shdr sh;
-			memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
-			if (sh.sh_type != SHT_NOTE || sh.sh_offset > size ||
-			    sh.sh_size > size - sh.sh_offset)
-				continue;
-			if (amdgpu_notes_read(p + sh.sh_offset, sh.sh_size, res) == 0)
-				return 0;
-		}
-	}
-	if (eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phoff < size &&
-	    eh.e_phnum <= (size - eh.e_phoff) / sizeof(Elf64_Phdr)) {
-		for (i = 0; i < eh.e_phnum; i++) {
-			Elf64_Phdr ph;
-			memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
-			if (ph.p_type != PT_NOTE || ph.p_offset > size ||
-			    ph.p_filesz > size - ph.p_offset)
-				continue;
-			if (amdgpu_notes_read(p + ph.p_offset, ph.p_filesz, res) == 0)
-				return 0;
-		}
-	}
-	return -1;
+	if (amdgpu_table_read(p, size, true, eh.e_shoff, eh.e_shnum, eh.e_shentsize,
+			      res) == 0)
+		return 0;
+	return amdgpu_table_read(p, size, false, eh.e_phoff, eh.e_phnum, eh.e_phentsize,
+				 res);
 }
 
 int rtc_parse_code_resources(enum rtc_abi abi, const void *code, size_t size,

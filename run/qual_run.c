@@ -1,6 +1,5 @@
 /* qual-run: one qualification of a candidate compiler library against a
  * baseline, as JSON lines on stdout. See docs/qual-run.md. */
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,13 +9,14 @@
 
 #include "common/confine.h"
 #include "common/exitcode.h"
-#include "fixtures/fixture.h"
-#include "gpu/health.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
+#include "common/text.h"
+#include "common/xalloc.h"
+#include "fixtures/fixture.h"
+#include "gpu/health.h"
 #include "run/runner.h"
 #include "stats/stats.h"
-#include "common/xalloc.h"
 
 static void usage(FILE *f)
 {
@@ -65,43 +65,46 @@ static void usage(FILE *f)
 		"(baseline or machine); 4 usage\n");
 }
 
-static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(s, &end);
-	if (errno || end == s || *end || !(x >= lo && x <= hi)) {
-		fprintf(stderr, "qual-run: %s must be a number in [%g, %g], got '%s'\n",
-			opt, lo, hi, s);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
-static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long x;
-
-	errno = 0;
-	x = strtol(s, &end, 10);
-	if (errno || end == s || *end || x < lo || x > hi) {
-		fprintf(stderr, "qual-run: %s must be an integer in [%ld, %ld], got '%s'\n",
-			opt, lo, hi, s);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
 	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 };
+
+/* An option that takes a number: its name, its range, and where it goes
+ * (an int, a uint64_t, a size_t given in MiB, or a double). */
+struct number_opt {
+	int id;
+	const char *name;
+	enum { NUM_INT, NUM_U64, NUM_MIB, NUM_DOUBLE } kind;
+	long lo, hi;        /* integers */
+	double dlo, dhi;    /* NUM_DOUBLE */
+	void *to;
+};
+
+/* Parses s into o's place, or says on stderr what is wrong with it. */
+static int number_parse(const struct number_opt *o, const char *s)
+{
+	struct qual_msg msg;
+	long l = 0;
+	int rc;
+
+	if (o->kind == NUM_DOUBLE)
+		rc = text_parse_double(o->name, s, o->dlo, o->dhi, o->to, &msg);
+	else
+		rc = text_parse_long(o->name, s, o->lo, o->hi, &l, &msg);
+	if (rc < 0) {
+		fprintf(stderr, "qual-run: %s\n", msg.text);
+		return rc;
+	}
+	if (o->kind == NUM_INT)
+		*(int *)o->to = (int)l;
+	else if (o->kind == NUM_U64)
+		*(uint64_t *)o->to = (uint64_t)l;
+	else if (o->kind == NUM_MIB)
+		*(size_t *)o->to = (size_t)l << 20;
+	return 0;
+}
 
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
  * a hang the process ends with _exit at once (gpu.h, Deadlines). */
@@ -148,12 +151,28 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct runner_config cfg;
+	/* 1 ms to a day for the hang floor: a floor under a millisecond would
+	 * call a fixture's honest graph hung. */
+	const struct number_opt numbers[] = {
+		{OPT_PAIRS, "--pairs", NUM_INT, 1, 1000000, 0, 0, &cfg.pairs},
+		{OPT_PER_BLOCK, "--pairs-per-block", NUM_INT, 1, 1000000, 0, 0, &cfg.pairs_per_block},
+		{OPT_ALPHA, "--alpha", NUM_DOUBLE, 0, 0, 1e-9, 0.5, &cfg.stats.alpha},
+		{OPT_MARGIN, "--margin", NUM_DOUBLE, 0, 0, 0, 0.5, &cfg.stats.margin},
+		{OPT_DEVICE, "--device", NUM_INT, 0, 1023, 0, 0, &cfg.device},
+		{OPT_SEED, "--seed", NUM_U64, 0, 0x7fffffffL, 0, 0, &cfg.seed},
+		{OPT_BLOCK_SEED, "--block-seed", NUM_U64, 1, LONG_MAX, 0, 0, &cfg.block_seed},
+		{OPT_SESSIONS, "--sessions", NUM_INT, 1, 64, 0, 0, &cfg.sessions},
+		{OPT_FLUSH, "--flush-mib", NUM_MIB, 0, 65536, 0, 0, &cfg.flush_bytes},
+		{OPT_TIMEOUT, "--compile-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
+		 &cfg.limits.timeout_s},
+		{OPT_HANG_FLOOR, "--hang-floor-ms", NUM_DOUBLE, 0, 0, 1, 86400e3, &cfg.hang_floor_ms},
+		{OPT_HANG_FACTOR, "--hang-factor", NUM_DOUBLE, 0, 0, 1, 1e6, &cfg.hang_factor},
+	};
 	const char **cases = xcalloc((size_t)argc, sizeof *cases);
 	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);
 	const char **copts = xcalloc((size_t)argc, sizeof *copts);
 	int status = QUAL_EXIT_USAGE, opt;
 	bool health = false;
-	long l;
 
 	/* A worker of quald dies with the daemon. */
 	if (!qual_die_with_parent())
@@ -168,25 +187,17 @@ int main(int argc, char **argv)
 	cfg.baseline_opts = bopts;
 	cfg.candidate_opts = copts;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		const struct number_opt *num = NULL;
+
+		for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
+			if (numbers[i].id == opt)
+				num = &numbers[i];
+		if (num) {
+			if (number_parse(num, optarg) < 0)
+				goto out;
+			continue;
+		}
 		switch (opt) {
-		case OPT_PAIRS:
-			if (parse_long("--pairs", optarg, 1, 1000000, &l) < 0)
-				goto out;
-			cfg.pairs = (int)l;
-			break;
-		case OPT_PER_BLOCK:
-			if (parse_long("--pairs-per-block", optarg, 1, 1000000, &l) < 0)
-				goto out;
-			cfg.pairs_per_block = (int)l;
-			break;
-		case OPT_ALPHA:
-			if (parse_double("--alpha", optarg, 1e-9, 0.5, &cfg.stats.alpha) < 0)
-				goto out;
-			break;
-		case OPT_MARGIN:
-			if (parse_double("--margin", optarg, 0, 0.5, &cfg.stats.margin) < 0)
-				goto out;
-			break;
 		case OPT_CASE:
 			cases[cfg.ncases++] = optarg;
 			break;
@@ -202,47 +213,8 @@ int main(int argc, char **argv)
 		case OPT_ARCH:
 			cfg.arch = optarg;
 			break;
-		case OPT_DEVICE:
-			if (parse_long("--device", optarg, 0, 1023, &l) < 0)
-				goto out;
-			cfg.device = (int)l;
-			break;
-		case OPT_SEED:
-			if (parse_long("--seed", optarg, 0, 0x7fffffffL, &l) < 0)
-				goto out;
-			cfg.seed = (uint64_t)l;
-			break;
-		case OPT_BLOCK_SEED:
-			if (parse_long("--block-seed", optarg, 1, LONG_MAX, &l) < 0)
-				goto out;
-			cfg.block_seed = (uint64_t)l;
-			break;
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;
-			break;
-		case OPT_SESSIONS:
-			if (parse_long("--sessions", optarg, 1, 64, &l) < 0)
-				goto out;
-			cfg.sessions = (int)l;
-			break;
-		case OPT_FLUSH:
-			if (parse_long("--flush-mib", optarg, 0, 65536, &l) < 0)
-				goto out;
-			cfg.flush_bytes = (size_t)l << 20;
-			break;
-		case OPT_TIMEOUT:
-			if (parse_double("--compile-timeout", optarg, 0.1, 86400, &cfg.limits.timeout_s) < 0)
-				goto out;
-			break;
-		case OPT_HANG_FLOOR:
-			/* 1 ms to a day: a floor under a millisecond would call a
-			 * fixture's honest graph hung. */
-			if (parse_double("--hang-floor-ms", optarg, 1, 86400e3, &cfg.hang_floor_ms) < 0)
-				goto out;
-			break;
-		case OPT_HANG_FACTOR:
-			if (parse_double("--hang-factor", optarg, 1, 1e6, &cfg.hang_factor) < 0)
-				goto out;
 			break;
 		case OPT_HEALTH:
 			health = true;

@@ -1,27 +1,28 @@
-#include "run/runner.h"
+/* The pair runner (runner.h): each case compiled by both arms, loaded,
+ * warmed up, checked against its oracle and timed in pairs, block by block,
+ * and the run judged. Sessions (sessions.c) run the timed part in child
+ * processes; this file is what one process does with a case. */
+#include "run/runner_internal.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <errno.h>
-#include <signal.h>
 #include <sys/random.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "common/exitcode.h"
-#include "fixtures/fixture.h"
-#include "gpu/gpu.h"
-#include "stats/judge.h"
-#include "common/lifetime.h"
 #include "common/lines.h"
-#include "fixtures/rng.h"
 #include "common/sha256.h"
 #include "common/xalloc.h"
+#include "fixtures/fixture.h"
+#include "fixtures/rng.h"
+#include "gpu/gpu.h"
+#include "stats/judge.h"
 
 static const char *const arm_names[2] = {"baseline", "candidate"};
 
@@ -52,43 +53,6 @@ struct bufs {
 	void *scratch; /* host copy-back space, as large as the largest buffer */
 };
 
-struct run {
-	const struct runner_config *cfg;
-	FILE *out;
-	struct rtc_identity id[2];
-	const char *const *opts[2];
-	int nopts[2];
-	struct gpu *gpu;        /* NULL when nothing is timed */
-	char arch[32];
-	enum fixture_platform platform;
-	struct judge judge;
-	bool gpu_dead;          /* a fault ended GPU work for this run */
-	bool hung;              /* ... and it was a hang: the process must end */
-	/* How the wait limit now in force was chosen, for messages. */
-	char limit_why[200];
-	/* Compile results by (arm, SHA-256 of source, target and options): cases
-	 * that share a kernel source (the shape is a kernel parameter) compile
-	 * once per arm. */
-	struct compiled {
-		int arm;
-		char key[65];
-		struct rtc_result res;
-	} *cache;
-	int ncache, capcache;
-	char stop_reason[1400];
-	uint64_t block_seed;    /* the one in use: cfg's or drawn */
-	/* The device: run->gpu's info, or the probe's when sessions hold the
-	 * GPU and this process never opens it. NULL: nothing is timed. */
-	const struct gpu_info *device;
-	struct gpu_info probed;
-	/* This process's share of the blocks, [block_lo, block_hi) counted
-	 * from 0, and its session (from 0; only session 0 writes case lines). */
-	int block_lo, block_hi, session;
-	int nsessions;          /* in force: cfg's, capped (1 under one_load) */
-	int crash_signal;       /* a session died by this fault signal */
-};
-
-static void emit_stop(struct run *run);
 
 void runner_config_init(struct runner_config *cfg)
 {
@@ -212,12 +176,12 @@ static void emit_case(struct run *run, const struct fixture_case *c,
 	lines_emit(run->out, line);
 }
 
-/* Records a failure of arm (0 baseline, 1 candidate) in case cname. */
-static void fail_arm(struct run *run, struct judge_case *jc, int arm,
-		     const char *stage, int err, const char *message)
+/* Records a failure of arm (0 baseline, 1 candidate) in case jc (NULL: in
+ * none) with its error line. */
+static void fail_arm_as(struct run *run, struct judge_case *jc, int arm,
+			const char *stage, enum lines_code code, const char *message)
 {
-	lines_error(run->out, stage, lines_code_of(stage, err), arm_names[arm],
-		    jc ? jc->name : NULL, message);
+	lines_error(run->out, stage, code, arm_names[arm], jc ? jc->name : NULL, message);
 	if (jc)
 		judge_case_fail(jc, arm ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
 	else if (arm)
@@ -226,10 +190,20 @@ static void fail_arm(struct run *run, struct judge_case *jc, int arm,
 		run->judge.machine_error = true;
 }
 
+/* fail_arm_as() with the code of err (QUAL_E*) at stage. */
+static void fail_arm(struct run *run, struct judge_case *jc, int arm,
+		     const char *stage, int err, const char *message)
+{
+	fail_arm_as(run, jc, arm, stage, lines_code_of(stage, err), message);
+}
+
 /* A GPU call failed while working for arm: the context may be unusable (a
  * fault is sticky), so GPU work ends for the whole run. A hang is blamed the
  * same way: every wait follows the one launch or copy before it, so the arm
- * whose graph was waited for is the arm whose kernel did not finish. */
+ * whose graph was waited for is the arm whose kernel did not finish. The
+ * code is gpu_fault or gpu_hang at every stage (an allocation that fails
+ * while loading is no refusal of the arm's code: that is load_failed,
+ * prepare_arm's). */
 static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 		      const char *stage, const struct qual_msg *msg)
 {
@@ -237,7 +211,7 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 
 	run->gpu_dead = true;
 	if (!gpu_is_hung(run->gpu)) {
-		fail_arm(run, jc, arm, stage, QUAL_EGPU, msg->text);
+		fail_arm_as(run, jc, arm, stage, LINES_CODE_GPU_FAULT, msg->text);
 		snprintf(run->stop_reason, sizeof run->stop_reason,
 			 "gpu work stopped in case '%s' (%s arm, %s): %s", jc->name,
 			 arm_names[arm], stage, msg->text);
@@ -245,7 +219,7 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 	}
 	run->hung = true;
 	snprintf(text, sizeof text, "%s; the limit was %s", msg->text, run->limit_why);
-	fail_arm(run, jc, arm, stage, QUAL_EHANG, text);
+	fail_arm_as(run, jc, arm, stage, LINES_CODE_GPU_HANG, text);
 	snprintf(run->stop_reason, sizeof run->stop_reason,
 		 "gpu work stopped in case '%s' (%s arm, %s): %s; the kernel is still "
 		 "running, so the process ends to stop it", jc->name, arm_names[arm],
@@ -291,10 +265,7 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		req.arch = run->arch;
 		req.options = run->opts[arm];
 		req.noptions = run->nopts[arm];
-		if (run->ncache == run->capcache) {
-			run->capcache = run->capcache ? 2 * run->capcache : 8;
-			run->cache = xrealloc(run->cache, (size_t)run->capcache * sizeof *run->cache);
-		}
+		XGROW(run->cache, run->ncache + 1, run->capcache);
 		e = &run->cache[run->ncache];
 		memset(e, 0, sizeof *e);
 		rc = rtc_compile(&req, &run->cfg->limits, &e->res, &msg);
@@ -315,6 +286,18 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 	}
 	a->compiled = true;
 	return 0;
+}
+
+/* Both arms of case c compiled; true (and so recorded in jc) when their
+ * code is byte-identical. */
+static bool compile_both(struct run *run, const struct fixture_case *c,
+			 struct arm arms[2], struct judge_case *jc)
+{
+	for (int arm = 0; arm < 2; arm++)
+		compile_arm(run, c, arm, &arms[arm], jc);
+	jc->identical_code = arms[0].compiled && arms[1].compiled &&
+			     strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
+	return jc->identical_code;
 }
 
 static void release_arm(struct arm *a)
@@ -656,7 +639,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	return run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing", NULL);
 }
 
-static void run_case(struct run *run, int index)
+void runner__run_case(struct run *run, int index)
 {
 	struct fixture_case c;
 	struct arm arms[2];
@@ -675,11 +658,7 @@ static void run_case(struct run *run, int index)
 		fail_arm(run, jc, 0, "setup", rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
-	for (int arm = 0; arm < 2; arm++)
-		compile_arm(run, &c, arm, &arms[arm], jc);
-	identical = arms[0].compiled && arms[1].compiled &&
-		    strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
-	jc->identical_code = identical;
+	identical = compile_both(run, &c, arms, jc);
 
 	if (timed && arms[0].compiled && arms[1].compiled) {
 		/* Until the baseline's warm-up has been timed. */
@@ -705,121 +684,8 @@ static void run_case(struct run *run, int index)
 	fixture_release(&c);
 }
 
-/* ---- sessions (runner.h) ---------------------------------------------- */
-
-/* Reads exactly len bytes unless the other end closes first. */
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
-/* The child's wait status, or -1 when it cannot be had. */
-static int wait_child(pid_t pid)
-{
-	int st = 0;
-
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return st;
-}
-
-/* "with status N" or "by signal N (name)" for a child's wait status. */
-static void describe_end(int st, char *buf, size_t len)
-{
-	if (st == -1)
-		snprintf(buf, len, "unseen (waitpid failed)");
-	else if (WIFSIGNALED(st))
-		snprintf(buf, len, "by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
-	else
-		snprintf(buf, len, "with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-}
-
-/* In a child: killed when parent (the process that forked it) dies, which
- * then cannot leave it on the GPU; gone already, the child ends. */
-static void die_with(pid_t parent)
-{
-	if (!qual_die_with(parent))
-		_exit(QUAL_EXIT_ERROR);
-}
-
-/* Opens the GPU in a child and reads its description back, so that this
- * process never starts the GPU runtime: a process forked after that could
- * not use it, and the sessions are forked from this one. Returns 0 with
- * run->probed filled, or -1 with why. */
-static int probe_device(struct run *run, char *why, size_t whylen)
-{
-	struct {
-		int ok;
-		struct gpu_info info;
-		char text[1024];
-	} answer;
-	int fds[2], st;
-	pid_t pid, self = getpid();
-	ssize_t n;
-
-	if (pipe(fds) < 0) {
-		snprintf(why, whylen, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	fflush(NULL);
-	if ((pid = fork()) < 0) {
-		snprintf(why, whylen, "fork: %s", strerror(errno));
-		close(fds[0]);
-		close(fds[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		struct qual_msg msg = {{0}};
-		struct gpu *g;
-
-		close(fds[0]);
-		die_with(self);
-		memset(&answer, 0, sizeof answer);
-		if (gpu_open(run->cfg->device, &g, &msg) < 0) {
-			snprintf(answer.text, sizeof answer.text, "%s", msg.text);
-		} else {
-			answer.ok = 1;
-			answer.info = *gpu_get_info(g);
-			gpu_close(g);
-		}
-		if (write(fds[1], &answer, sizeof answer) != (ssize_t)sizeof answer)
-			_exit(QUAL_EXIT_ERROR);
-		_exit(0);
-	}
-	close(fds[1]);
-	n = read_full(fds[0], &answer, sizeof answer);
-	close(fds[0]);
-	st = wait_child(pid);
-	if (n != (ssize_t)sizeof answer) {
-		char end[96];
-		describe_end(st, end, sizeof end);
-		snprintf(why, whylen, "the process that opens the gpu ended %s without an answer", end);
-		return -1;
-	}
-	if (!answer.ok) {
-		snprintf(why, whylen, "%s", answer.text);
-		return -1;
-	}
-	run->probed = answer.info;
-	return 0;
-}
-
-/* Compiles case index with both arms into the cache before any session
- * starts, so that every session finds the same code there. A case that does
- * not compile (or cannot be built) gets its error and its case line here,
- * and no session touches it. */
-static void compile_case(struct run *run, int index)
+/* Before the sessions (runner_internal.h). */
+void runner__compile_case(struct run *run, int index)
 {
 	struct fixture_case c;
 	struct arm arms[2];
@@ -831,153 +697,10 @@ static void compile_case(struct run *run, int index)
 		fail_arm(run, jc, 0, "setup", QUAL_EINVAL, "cannot build fixture");
 		return;
 	}
-	for (int arm = 0; arm < 2; arm++)
-		compile_arm(run, &c, arm, &arms[arm], jc);
-	jc->identical_code = arms[0].compiled && arms[1].compiled &&
-			     strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
+	compile_both(run, &c, arms, jc);
 	if (!arms[0].compiled || !arms[1].compiled)
 		emit_case(run, &c, arms, jc->identical_code, false);
 	fixture_release(&c);
-}
-
-/* The body of session run->session, in the child: its own GPU context, every
- * case that has not failed yet, its share of the blocks; lines to fd. Never
- * returns. After a hang it exits at once: the end of the process is what
- * stops the kernel (gpu.h, Deadlines). */
-static void session_child(struct run *run, const int *sel, int nsel, int fd,
-			  pid_t parent)
-{
-	struct qual_msg msg = {{0}};
-	FILE *out = fdopen(fd, "w");
-
-	if (!out)
-		_exit(QUAL_EXIT_ERROR);
-	die_with(parent);
-	run->out = out;
-	if (gpu_open(run->cfg->device, &run->gpu, &msg) < 0) {
-		char text[sizeof msg.text + 64];
-		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
-			 run->session + 1, msg.text);
-		lines_error(out, "setup", LINES_CODE_NO_DEVICE, NULL, NULL, text);
-		fflush(out);
-		_exit(QUAL_EXIT_ERROR);
-	}
-	for (int i = 0; i < nsel && !run->gpu_dead; i++)
-		if (judge_case_get(&run->judge, fixture_name(sel[i]))->failure == JUDGE_OK)
-			run_case(run, sel[i]);
-	if (run->gpu_dead)
-		emit_stop(run);
-	fflush(out);
-	if (!run->hung)
-		gpu_close(run->gpu);
-	_exit(0);
-}
-
-/* Copies a session's lines to run->out as they come and applies each to the
- * run's judge. True when one of them stopped GPU work (a fault or a hang). A
- * last line without its newline (the session died writing it) is left out,
- * and said so. */
-static bool relay_session(struct run *run, int fd)
-{
-	FILE *in = fdopen(fd, "r");
-	struct stats_settings ignored = run->cfg->stats;
-	char *line = NULL, why[200];
-	size_t cap = 0;
-	ssize_t n;
-	bool stop = false;
-
-	if (!in) {
-		close(fd);
-		return true;
-	}
-	while ((n = getline(&line, &cap, in)) > 0) {
-		json_error_t je;
-		json_t *j;
-
-		if (line[n - 1] != '\n') {
-			snprintf(why, sizeof why, "session %d's output was cut off: its last "
-				 "line, %zd bytes, has no end", run->session + 1, n);
-			lines_error(run->out, "time", LINES_CODE_CUT_OFF, NULL, NULL, why);
-			run->judge.machine_error = true;
-			break;
-		}
-		fputs(line, run->out);
-		fflush(run->out);
-		if (!(j = json_loadb(line, (size_t)n, 0, &je)))
-			continue;
-		(void)judge_take_line(&run->judge, &ignored, j, why, sizeof why);
-		stop |= json_object_get(j, "gpu") != NULL;
-		json_decref(j);
-	}
-	free(line);
-	fclose(in);
-	return stop;
-}
-
-/* The timed part of a run in sessions: every case compiled here, then each
- * session forked in turn with its share of the blocks, until all have run
- * or one stopped GPU work. */
-static void run_sessions(struct run *run, const int *sel, int nsel)
-{
-	const struct runner_config *cfg = run->cfg;
-	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
-	int k = run->nsessions;
-	bool stop = false;
-	pid_t self = getpid();
-
-	for (int i = 0; i < nsel; i++)
-		compile_case(run, sel[i]);
-	for (int s = 0; s < k && !stop; s++) {
-		char text[200], end[96];
-		int fds[2], st;
-		pid_t pid;
-
-		if (pipe(fds) < 0) {
-			snprintf(text, sizeof text, "session %d of %d: pipe: %s", s + 1, k,
-				 strerror(errno));
-			lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
-			run->judge.machine_error = true;
-			break;
-		}
-		fflush(NULL);
-		if ((pid = fork()) < 0) {
-			snprintf(text, sizeof text, "session %d of %d: fork: %s", s + 1, k,
-				 strerror(errno));
-			lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
-			run->judge.machine_error = true;
-			close(fds[0]);
-			close(fds[1]);
-			break;
-		}
-		if (pid == 0) {
-			close(fds[0]);
-			run->session = s;
-			run->block_lo = s * blocks / k;
-			run->block_hi = (s + 1) * blocks / k;
-			session_child(run, sel, nsel, fds[1], self);
-		}
-		close(fds[1]);
-		run->session = s;  /* for relay_session's messages */
-		stop = relay_session(run, fds[0]);
-		run->session = 0;
-		st = wait_child(pid);
-		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			describe_end(st, end, sizeof end);
-			snprintf(text, sizeof text, "session %d of %d ended %s", s + 1, k, end);
-			lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
-			run->judge.machine_error = true;
-			stop = true;
-			if (st != -1 && WIFSIGNALED(st) && qual_fault_signal(WTERMSIG(st))) {
-				/* A crash, as if of this process: the GPU it used
-				 * is to be checked, and no verdict is given. */
-				run->crash_signal = WTERMSIG(st);
-				snprintf(run->stop_reason, sizeof run->stop_reason,
-					 "gpu work stopped: session %d of %d crashed (%s)", s + 1, k,
-					 end);
-				emit_stop(run);
-			}
-		}
-	}
 }
 
 static json_t *device_json(const struct run *run)
@@ -1027,11 +750,43 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	lines_emit(run->out, line);
 }
 
-static int usage_error(struct run *run, FILE *err, const char *arm, const char *text)
+/* A problem found before the run starts: to err, and as an error line of
+ * code (usage, or no_abi for a library without either ABI); exit status
+ * usage either way. */
+static int refuse(struct run *run, FILE *err, enum lines_code code, const char *arm,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int refuse(struct run *run, FILE *err, enum lines_code code, const char *arm,
+		  const char *fmt, ...)
 {
+	char text[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
 	fprintf(err, "qual-run: %s\n", text);
-	lines_error(run->out, "setup", LINES_CODE_USAGE, arm, NULL, text);
+	lines_error(run->out, "setup", code, arm, NULL, text);
 	return QUAL_EXIT_USAGE;
+}
+
+/* The settings runner_run() refuses: QUAL_EXIT_USAGE after refuse(), or 0. */
+static int settings_refused(struct run *run, FILE *err)
+{
+	const struct runner_config *cfg = run->cfg;
+
+	if (cfg->pairs < RUNNER_MIN_PAIRS)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "pairs must be at least %d, "
+			      "got %d", RUNNER_MIN_PAIRS, cfg->pairs);
+	if (cfg->sessions < 1)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "sessions must be at least 1, "
+			      "got %d", cfg->sessions);
+	if (cfg->pairs_per_block < 1)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "pairs per block must be at "
+			      "least 1, got %d", cfg->pairs_per_block);
+	if (!(cfg->hang_floor_ms > 0) || !(cfg->hang_factor > 0))
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "hang floor and factor must be "
+			      "positive, got %g ms and %g", cfg->hang_floor_ms, cfg->hang_factor);
+	return 0;
 }
 
 /* The compile target when nothing is timed. */
@@ -1044,7 +799,7 @@ static const char *default_arch(enum rtc_abi abi)
  * field tells a supervisor, without parsing the message, that the GPU must
  * pass a health check before its next job: "faulted" (a runtime error) or
  * "hung" (a wait ran past its deadline; the process ends after the verdict). */
-static void emit_stop(struct run *run)
+void runner__emit_stop(struct run *run)
 {
 	json_t *line = lines_new("error");
 
@@ -1094,13 +849,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.nopts[1] = cfg->ncandidate_opts;
 	judge_init(&run.judge);
 
-	if (cfg->pairs < RUNNER_MIN_PAIRS) {
-		char text[128];
-		snprintf(text, sizeof text, "pairs must be at least %d, got %d",
-			 RUNNER_MIN_PAIRS, cfg->pairs);
-		status = usage_error(&run, err, NULL, text);
+	if ((status = settings_refused(&run, err)))
 		goto out;
-	}
 	/* Drawn anew for every run, so that repeats of a run sample other
 	 * loads; printed (63 bits, JSON's integers being signed) so that a run
 	 * can be repeated load for load. */
@@ -1111,26 +861,6 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			run.block_seed = (uint64_t)now_ns() ^ (uint64_t)getpid() << 32;
 		run.block_seed &= INT64_MAX;
 	}
-	if (cfg->sessions < 1) {
-		char text[128];
-		snprintf(text, sizeof text, "sessions must be at least 1, got %d", cfg->sessions);
-		status = usage_error(&run, err, NULL, text);
-		goto out;
-	}
-	if (cfg->pairs_per_block < 1) {
-		char text[128];
-		snprintf(text, sizeof text, "pairs per block must be at least 1, got %d",
-			 cfg->pairs_per_block);
-		status = usage_error(&run, err, NULL, text);
-		goto out;
-	}
-	if (!(cfg->hang_floor_ms > 0) || !(cfg->hang_factor > 0)) {
-		char text[160];
-		snprintf(text, sizeof text, "hang floor and factor must be positive, got %g ms and %g",
-			 cfg->hang_floor_ms, cfg->hang_factor);
-		status = usage_error(&run, err, NULL, text);
-		goto out;
-	}
 	if (cfg->ncases == 0) {
 		for (int i = 0; i < fixture_count(); i++)
 			sel[nsel++] = i;
@@ -1138,9 +868,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		for (int i = 0; i < cfg->ncases && nsel < 64; i++) {
 			int k = fixture_find(cfg->cases[i]);
 			if (k < 0) {
-				char text[256];
-				snprintf(text, sizeof text, "unknown case '%s'", cfg->cases[i]);
-				status = usage_error(&run, err, NULL, text);
+				status = refuse(&run, err, LINES_CODE_USAGE, NULL,
+						"unknown case '%s'", cfg->cases[i]);
 				goto out;
 			}
 			sel[nsel++] = k;
@@ -1163,15 +892,15 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			goto out;
 		}
 		if (rc < 0) {
-			status = usage_error(&run, err, arm_names[arm], msg.text);
+			status = refuse(&run, err, rc == QUAL_EABI ? LINES_CODE_NO_ABI :
+					LINES_CODE_USAGE, arm_names[arm], "%s", msg.text);
 			goto out;
 		}
 	}
 	if (run.id[0].abi != run.id[1].abi) {
-		char text[256];
-		snprintf(text, sizeof text, "baseline is %s but candidate is %s: both must use one abi",
-			 run.id[0].abi_name, run.id[1].abi_name);
-		status = usage_error(&run, err, NULL, text);
+		status = refuse(&run, err, LINES_CODE_USAGE, NULL, "baseline is %s but candidate "
+				"is %s: both must use one abi", run.id[0].abi_name,
+				run.id[1].abi_name);
 		goto out;
 	}
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
@@ -1186,7 +915,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		snprintf(no_gpu, sizeof no_gpu, "compile-only run requested");
 	} else if (run.nsessions > 1) {
 		char why[1024];
-		if (probe_device(&run, why, sizeof why) < 0)
+		if (runner__probe_device(&run, why, sizeof why) < 0)
 			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", why);
 		else
 			run.device = &run.probed;
@@ -1221,7 +950,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.judge.timed = run.device != NULL;
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	if (run.device && !run.gpu) {
-		run_sessions(&run, sel, nsel);
+		runner__run_sessions(&run, sel, nsel);
 		if (run.crash_signal) {
 			fflush(out);
 			fflush(err);
@@ -1236,9 +965,9 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		}
 	} else {
 		for (int i = 0; i < nsel && !run.gpu_dead; i++)
-			run_case(&run, sel[i]);
+			runner__run_case(&run, sel[i]);
 		if (run.gpu_dead)
-			emit_stop(&run);
+			runner__emit_stop(&run);
 	}
 
 	v = judge_finish(&run.judge, &cfg->stats, out, &not_timed);

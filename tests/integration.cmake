@@ -25,22 +25,37 @@ if(EXISTS ${NVRTC} AND EXISTS ${NVRTC_ALT})
   qual_expect(run_static_nvrtc_self 0 --expect-verdict not_timed --expect-identical all
               --expect-case-verdict *=not_timed -- ${RUN} ${NVRTC} ${NVRTC} --compile-only)
   # Usage errors: exit 4, one error line naming the problem.
-  qual_expect(run_usage_pairs 4 --no-verdict --expect-error-substring "at least 30" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 5)
-  qual_expect(run_usage_blocks 4 --no-verdict --expect-error-substring "make 5 blocks, too few" -- ${RUN} ${NVRTC} ${NVRTC} --pairs-per-block 6)
-  qual_expect(run_usage_block_seed 4 - -- ${RUN} ${NVRTC} ${NVRTC} --block-seed 0)
-  qual_expect(run_usage_sessions 4 - -- ${RUN} ${NVRTC} ${NVRTC} --sessions 0)
-  qual_expect(run_usage_flush 4 - -- ${RUN} ${NVRTC} ${NVRTC} --flush-mib -1)
-  qual_expect(run_usage_missing 4 --no-verdict --expect-error-substring "no such file" -- ${RUN} ${NVRTC} /nonexistent/libnvrtc.so)
-  qual_expect(run_usage_directory 4 --no-verdict --expect-error-substring "is a directory" -- ${RUN} ${NVRTC} /usr/local/cuda/lib64)
-  qual_expect(run_usage_text 4 --no-verdict --expect-error-substring "not an ELF shared object" -- ${RUN} ${NVRTC} ${PROJECT_SOURCE_DIR}/README.md)
-  qual_expect(run_usage_case 4 --no-verdict --expect-error-substring "unknown case" -- ${RUN} ${NVRTC} ${NVRTC} --case no_such_case-1)
+  qual_expect(run_usage_pairs 4 --no-verdict --expect-error-code usage --expect-error-substring "at least 30" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 5)
+  qual_expect(run_usage_blocks 4 --no-verdict --expect-error-code usage --expect-error-substring "make 5 blocks, too few" -- ${RUN} ${NVRTC} ${NVRTC} --pairs-per-block 6)
+  qual_expect(run_usage_block_seed 4 --expect-stderr "qual-run: --block-seed must be an integer >= 1, got '0'" - -- ${RUN} ${NVRTC} ${NVRTC} --block-seed 0)
+  qual_expect(run_usage_sessions 4 --expect-stderr "qual-run: --sessions must be an integer in [1, 64], got '0'" - -- ${RUN} ${NVRTC} ${NVRTC} --sessions 0)
+  qual_expect(run_usage_flush 4 --expect-stderr "qual-run: --flush-mib must be an integer in [0, 65536], got '-1'" - -- ${RUN} ${NVRTC} ${NVRTC} --flush-mib -1)
+  qual_expect(run_usage_missing 4 --no-verdict --expect-error-code usage --expect-error-substring "no such file" -- ${RUN} ${NVRTC} /nonexistent/libnvrtc.so)
+  qual_expect(run_usage_directory 4 --no-verdict --expect-error-code usage --expect-error-substring "is a directory" -- ${RUN} ${NVRTC} /usr/local/cuda/lib64)
+  qual_expect(run_usage_text 4 --no-verdict --expect-error-code usage --expect-error-substring "not an ELF shared object" -- ${RUN} ${NVRTC} ${PROJECT_SOURCE_DIR}/README.md)
+  # A library that crashes or hangs while it is identified (the fake
+  # qual-compile answers by the library's folder name, tests/tools/
+  # fake_compile.sh): a result about the candidate, not a usage error.
+  foreach(kind helpercrash helperhang)
+    file(MAKE_DIRECTORY ${QO}/${kind})
+    file(CREATE_LINK ${NVRTC} ${QO}/${kind}/libnvrtc.so SYMBOLIC)
+  endforeach()
+  qual_expect(run_identify_crash 2 --expect-verdict fail --expect-error-code compile_crashed
+              --expect-error-substring "crashed while loading: killed by signal SIGSEGV"
+              -- ${RUN} ${NVRTC} ${QO}/helpercrash/libnvrtc.so --compile-only)
+  qual_expect(run_identify_hang 2 --expect-verdict fail --expect-error-code compile_timeout
+              --expect-error-substring "did not finish within 1 s"
+              -- ${RUN} ${NVRTC} ${QO}/helperhang/libnvrtc.so --compile-only --compile-timeout 1)
+  set_tests_properties(run_identify_crash run_identify_hang PROPERTIES
+                       ENVIRONMENT QUAL_COMPILE=${QT}/fake_compile.sh)
+  qual_expect(run_usage_case 4 --no-verdict --expect-error-code usage --expect-error-substring "unknown case" -- ${RUN} ${NVRTC} ${NVRTC} --case no_such_case-1)
 endif()
 if(EXISTS ${HIPRTC})
   # Debian's hiprtc (ROCm 5.2) for gfx90a, the same sources as for nvrtc.
   qual_expect(run_static_hiprtc_self 0 --expect-verdict not_timed --expect-identical all
               -- ${RUN} ${HIPRTC} ${HIPRTC} --compile-only --arch gfx90a)
   if(EXISTS ${NVRTC})
-    qual_expect(run_usage_abi_mismatch 4 --no-verdict --expect-error-substring "both must use one abi" -- ${RUN} ${NVRTC} ${HIPRTC})
+    qual_expect(run_usage_abi_mismatch 4 --no-verdict --expect-error-code usage --expect-error-substring "both must use one abi" -- ${RUN} ${NVRTC} ${HIPRTC})
   endif()
 endif()
 
@@ -48,20 +63,23 @@ endif()
 # right verdict and message.
 if(TARGET shim_crash AND EXISTS ${NVRTC})
   qual_expect(run_shim_crash 2 --expect-verdict fail --expect-error-substring SIGSEGV
+              --expect-error-code compile_crashed
               --expect-case-verdict *=fail
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_crash> --compile-only --case gemm_f16-256x512x256)
   qual_expect(run_shim_hang 2 --expect-verdict fail --expect-error-substring "did not finish"
+              --expect-error-code compile_timeout
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_hang> --compile-only --compile-timeout 2
               --case gemm_f16-256x512x256)
   qual_expect(run_shim_hugelog 2 --expect-verdict fail --expect-case-verdict *=fail
+              --expect-error-code compile_failed
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_hugelog> --compile-only --case gemm_i8-256x512x256)
   qual_expect(run_shim_miscompile 0 --expect-verdict not_timed --expect-identical none
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_miscompile> --compile-only)
   qual_expect(run_shim_slow 0 --expect-verdict not_timed --expect-identical none
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_slow> --compile-only)
-  qual_expect(run_shim_crash_baseline 3 --expect-verdict error
+  qual_expect(run_shim_crash_baseline 3 --expect-verdict error --expect-error-code compile_crashed
               -- ${RUN} $<TARGET_FILE:shim_crash> ${NVRTC} --compile-only --case conv3x3_f16-7x7x512x512)
-  qual_expect(run_usage_noabi 4 --no-verdict --expect-error-substring "no nvrtc or hiprtc entry points" -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_noabi>)
+  qual_expect(run_usage_noabi 4 --no-verdict --expect-error-code no_abi --expect-error-substring "no nvrtc or hiprtc entry points" -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_noabi>)
 endif()
 
 # qual-judge recomputes verdicts from stored pair lines.

@@ -10,6 +10,8 @@
 set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
     "The nvrtc both arms of the runner test compile with")
 
+# test_runner.c includes run/sessions.c to reach the relay, so it is not in
+# this library.
 set(S ${PROJECT_SOURCE_DIR})
 add_library(qual_runner_test_lib STATIC
   ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/run/runner.c)

@@ -1,23 +1,40 @@
 #!/usr/bin/env bash
-# usage: expect_run.sh EXIT OUTFILE [validate_lines.py options...] -- COMMAND...
+# usage: expect_run.sh EXIT OUTFILE [--expect-stderr S]... [validate_lines.py options...] -- COMMAND...
 # Runs COMMAND with stdout to OUTFILE (stderr shown), asserts its exit status
-# is EXIT, then validates every line of OUTFILE against the schema, passing
-# the options on to validate_lines.py ("-" as the only option skips
-# validation, for usage errors that print no verdict).
+# is EXIT and that stderr holds each S given, then validates every line of
+# OUTFILE against the schema, passing the other options on to
+# validate_lines.py ("-" as the only one skips validation, for usage errors
+# that print no verdict).
 set -u
 want=$1 out=$2
 shift 2
-opts=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+opts=() stderr_want=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  if [ "$1" = "--expect-stderr" ]; then
+    stderr_want+=("$2")
+    shift 2
+    continue
+  fi
+  opts+=("$1")
+  shift
+done
 shift
 here=$(cd "$(dirname "$0")" && pwd)
-"$@" >"$out"
+errfile=$out.stderr
+"$@" >"$out" 2>"$errfile"
 got=$?
+cat "$errfile" >&2
 if [ "$got" != "$want" ]; then
   echo "FAIL: exit status $got, expected $want: $*" >&2
   tail -n 5 "$out" >&2
   exit 1
 fi
+for s in "${stderr_want[@]+"${stderr_want[@]}"}"; do
+  if ! grep -qF -- "$s" "$errfile"; then
+    echo "FAIL: stderr lacks '$s': $*" >&2
+    exit 1
+  fi
+done
 if [ "${opts[*]:-}" = "-" ]; then
   echo "ok: exit $got"
   exit 0

@@ -2,11 +2,15 @@
 """Validates qual JSON lines against docs/schema/lines.schema.json.
 
 usage: validate_lines.py SCHEMA FILE [--expect-verdict V] [--expect-types t1,t2]
-                         [--expect-error-substring S] [--expect-case-verdict CASE=V]
+                         [--expect-error-substring S] [--expect-error-code C]
+                         [--expect-case-verdict CASE=V]
 
 Every line must be one JSON object valid under the schema; the stream must
 start with a start line (or an error line for setup failures) and end with
-exactly one verdict line. The --expect options add assertions for tests.
+exactly one verdict line. In a stream of schema 3 or later (its start line
+says so; a stream of error lines alone is qual-run's refusal, of the schema
+now written) every error line carries a "code". The --expect options add
+assertions for tests.
 Exits 1 with the line number and the reason on the first failure."""
 import argparse
 import json
@@ -22,6 +26,8 @@ def main():
     ap.add_argument("--expect-verdict")
     ap.add_argument("--expect-types", default="")
     ap.add_argument("--expect-error-substring", action="append", default=[])
+    ap.add_argument("--expect-error-code", action="append", default=[],
+                    help="some error line carries this code")
     ap.add_argument("--expect-case-verdict", action="append", default=[])
     ap.add_argument("--expect-pairs", type=int)
     ap.add_argument("--expect-identical", choices=["all", "none"])
@@ -50,6 +56,15 @@ def main():
     if not lines:
         sys.exit("no lines")
     types = [l["type"] for l in lines]
+    start = next((l for l in lines if l["type"] == "start"), None)
+    if start is None or start["schema_version"] >= 3:
+        for n, l in enumerate(lines, 1):
+            if l["type"] == "error" and "code" not in l:
+                sys.exit(f"line {n}: an error line of schema 3 without a code: {l}")
+    codes = [l.get("code") for l in lines if l["type"] == "error"]
+    for c in a.expect_error_code:
+        if c not in codes:
+            sys.exit(f"expected an error line with code {c!r}; codes: {codes}")
     if a.crashed:
         if "verdict" in types or "case_verdict" in types:
             sys.exit(f"a crashed run has no verdicts; types: {types}")

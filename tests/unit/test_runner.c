@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,6 +34,9 @@
 #include "compile/rtc.h"
 #include "run/runner.h"
 #include "common/xalloc.h"
+
+/* The session supervisor, to reach its relay. */
+#include "run/sessions.c"
 
 /* The two cases the tests run: small (both compile in about 0.2 s with
  * nvrtc 13.0) and of different kernels, buffer counts and output positions
@@ -828,11 +832,28 @@ static void validate(const char *path, const char *args)
 		fail_msg("schema validation failed: %s", cmd);
 }
 
+/* Fills o->lines from text, one JSON object a line; frees text. */
+static void outcome_parse(struct outcome *o, char *text)
+{
+	char *line, *save = NULL;
+
+	o->lines = json_array();
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_error_t je;
+		json_t *j = json_loads(line, 0, &je);
+		if (!j)
+			fail_msg("not json: %s: %.200s", je.text, line);
+		assert_true(json_is_object(j));
+		json_array_append_new(o->lines, j);
+	}
+	free(text);
+}
+
 /* Runs the runner on s with the fake GPU; fills o. */
 static void scenario_run(const struct scenario *s, struct outcome *o)
 {
 	struct runner_config cfg;
-	char *text = NULL, *line, *save = NULL;
+	char *text = NULL;
 	size_t len = 0, elen = 0;
 	FILE *out, *err;
 	char path[1024];
@@ -893,16 +914,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 		assert_int_equal(fclose(f), 0);
 	}
 
-	o->lines = json_array();
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		json_error_t je;
-		json_t *j = json_loads(line, 0, &je);
-		if (!j)
-			fail_msg("not json: %s: %s", je.text, line);
-		assert_true(json_is_object(j));
-		json_array_append_new(o->lines, j);
-	}
-	free(text);
+	outcome_parse(o, text);
 	if (fk.problems)
 		fail_msg("%d backend misuse(s), first: %s", fk.problems, fk.problem);
 	assert_int_equal(fk.nlaunch_bad, 0);
@@ -1039,6 +1051,13 @@ static json_t *assert_error(const struct outcome *o, const char *stage, const ch
 		if (!strstr(str(found, "message"), *want))
 			fail_msg("error message '%s' lacks '%s'", str(found, "message"), *want);
 	return found;
+}
+
+/* Asserts that an error line carries code, what a decision reads. */
+static void assert_code(const json_t *line, const char *code)
+{
+	assert_non_null(line);
+	assert_string_equal(str(line, "code"), code);
 }
 
 static void assert_case_failed(const struct outcome *o, const char *case_name,
@@ -1255,7 +1274,7 @@ static void test_candidate_wrong(void **state)
 	s.arm[1].wrong_from = 0;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
-	assert_error(&o, "check", "candidate", CASE_GEMM, want);
+	assert_code(assert_error(&o, "check", "candidate", CASE_GEMM, want), "wrong_output");
 	assert_int_equal(count_errors(&o, "baseline"), 0);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
 	assert_int_equal(count_lines(&o, "pair", NULL), 0);
@@ -1280,7 +1299,7 @@ static void test_baseline_wrong(void **state)
 	s.arm[0].wrong_from = 0;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
-	assert_error(&o, "check", "baseline", CASE_GEMM, want);
+	assert_code(assert_error(&o, "check", "baseline", CASE_GEMM, want), "wrong_output");
 	assert_int_equal(count_errors(&o, "candidate"), 0);
 	assert_case_failed(&o, CASE_GEMM, "baseline");
 	/* The candidate never ran, so it has no error to report. */
@@ -1463,6 +1482,7 @@ static void test_candidate_fault_in_pair(void **state)
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
 	assert_string_equal(str(assert_error(&o, "time", "candidate", CASE_GEMM, want), "message"),
 			    FAKE_FAULT_TEXT);
+	assert_code(assert_error(&o, "time", "candidate", CASE_GEMM, want), "gpu_fault");
 	assert_pairs(&o, CASE_GEMM, 7);
 	assert_int_equal(count_errors(&o, "baseline"), 0);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
@@ -1477,6 +1497,7 @@ static void test_candidate_fault_in_pair(void **state)
 	assert_non_null(stop);
 	assert_non_null(strstr(str(stop, "message"), "gpu work stopped in case '" CASE_GEMM "'"));
 	assert_string_equal(str(stop, "gpu"), "faulted");
+	assert_code(stop, "gpu_fault");
 	/* The second case was never started. */
 	assert_int_equal(fk.loads, 2);
 	assert_int_equal(count_lines(&o, "case", CASE_CONV), 0);
@@ -1501,7 +1522,7 @@ static void test_baseline_fault_at_warmup(void **state)
 	s.arm[0].fault_run = 0;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
-	assert_error(&o, "time", "baseline", CASE_GEMM, want);
+	assert_code(assert_error(&o, "time", "baseline", CASE_GEMM, want), "gpu_fault");
 	assert_int_equal(count_errors(&o, "candidate"), 0);
 	assert_case_failed(&o, CASE_GEMM, "baseline");
 	assert_int_equal(count_lines(&o, "pair", NULL), 0);
@@ -1602,7 +1623,7 @@ static void test_candidate_hang_at_warmup(void **state)
 	s.arm[1].hang_run = 0;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
-	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_code(assert_error(&o, "time", "candidate", CASE_GEMM, want), "gpu_hang");
 	assert_int_equal(count_errors(&o, "baseline"), 0);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
 	assert_non_null(strstr(str(stop_line(&o), "message"),
@@ -1610,6 +1631,7 @@ static void test_candidate_hang_at_warmup(void **state)
 			       "kernel did not finish within 2000 ms; the kernel is still running, "
 			       "so the process ends to stop it"));
 	assert_string_equal(str(stop_line(&o), "gpu"), "hung");
+	assert_code(stop_line(&o), "gpu_hang");
 	assert_int_equal(count_lines(&o, "pair", NULL), 0);
 	assert_int_equal(fk.loads, 2);
 	assert_int_equal(count_lines(&o, "case", CASE_CONV), 0);
@@ -1669,7 +1691,7 @@ static void test_candidate_hang_in_pair(void **state)
 	s.arm[1].hang_time = 7;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
-	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_code(assert_error(&o, "time", "candidate", CASE_GEMM, want), "gpu_hang");
 	assert_pairs(&o, CASE_GEMM, 7);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
 	assert_true(fk.first_run_limit[0] == 12340);
@@ -1725,6 +1747,7 @@ static void test_too_few_pairs(void **state)
 	assert_int_equal(json_array_size(o.lines), 1);
 	assert_string_equal(str(json_array_get(o.lines, 0), "type"), "error");
 	assert_string_equal(str(json_array_get(o.lines, 0), "stage"), "setup");
+	assert_code(json_array_get(o.lines, 0), "usage");
 	assert_non_null(strstr(o.err, "pairs must be at least 30, got 29"));
 	assert_int_equal(fk.opens, 0);
 	outcome_release(&o);
@@ -2068,7 +2091,7 @@ static void test_session_fault(void **state)
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
-	assert_error(&o, "time", "candidate", CASE_GEMM, want);
+	assert_code(assert_error(&o, "time", "candidate", CASE_GEMM, want), "gpu_fault");
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 3);
 	assert_int_equal(count_lines(&o, "pair", CASE_CONV), 0);
 	assert_string_equal(case_verdict(&o, CASE_CONV), "not_timed");
@@ -2097,6 +2120,7 @@ static void test_session_hang(void **state)
 	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
 	assert_case_failed(&o, CASE_GEMM, "candidate");
 	assert_stop_line(&o, "hung");
+	assert_code(stop_line(&o), "gpu_hang");
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 1);
 	assert_int_equal(fk.on_hang_calls, 0);
 	outcome_release(&o);
@@ -2110,7 +2134,7 @@ static void test_session_hang(void **state)
  * candidate as it would a crash of a single process. */
 static void test_session_crash(void **state)
 {
-	static const char *const want = "session 1 of 4 ended by signal 11";
+	static const char *const want = "session 1 of 4 ended: killed by signal SIGSEGV";
 	struct scenario s = {
 		.name = "runner_session_crash", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
@@ -2134,6 +2158,7 @@ static void test_session_crash(void **state)
 		if (has_type(l, "error") && strstr(str(l, "message"), want))
 			found = l;
 	assert_non_null(found);
+	assert_code(found, "session_failed");
 	assert_stop_line(&o, "faulted");
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 2);
 	outcome_release(&o);
@@ -2143,7 +2168,7 @@ static void test_session_crash(void **state)
  * replay) is an error of the machine, named with its signal. */
 static void test_session_killed(void **state)
 {
-	static const char *const want[] = {"session 1 of 4 ended by signal 9", NULL};
+	static const char *const want[] = {"session 1 of 4 ended: killed by signal SIGKILL", NULL};
 	struct scenario s = {
 		.name = "runner_session_killed", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
@@ -2162,8 +2187,137 @@ static void test_session_killed(void **state)
 		if (has_type(l, "error") && strstr(str(l, "message"), want[0]))
 			found = l;
 	assert_non_null(found);
+	assert_code(found, "session_failed");
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 2);
 	outcome_release(&o);
+}
+
+/* ---- the relay of a session's lines ------------------------------------ */
+
+/* What relay_session() made of n bytes that a session (session 2) wrote
+ * and then closed its pipe: the lines it relayed into o, which must be
+ * nlines, and its verdict on them, which must be as given. */
+struct relayed {
+	struct outcome o;
+	bool stop, over, machine_error;
+};
+
+static void relay_bytes(const char *data, size_t n, struct relayed *r, bool stop,
+			bool over, bool machine_error, size_t nlines)
+{
+	struct runner_config cfg;
+	struct run run;
+	char *text = NULL;
+	size_t len = 0;
+	int fds[2];
+	pid_t writer;
+
+	memset(r, 0, sizeof *r);
+	runner_config_init(&cfg);
+	memset(&run, 0, sizeof run);
+	run.cfg = &cfg;
+	run.session = 1;
+	judge_init(&run.judge);
+	run.out = open_memstream(&text, &len);
+	assert_non_null(run.out);
+	assert_int_equal(pipe(fds), 0);
+	fflush(NULL);
+	writer = fork();
+	assert_true(writer >= 0);
+	if (writer == 0) {
+		/* Dies by SIGPIPE when the relay stops reading early. */
+		close(fds[0]);
+		_exit(fs_write_all(fds[1], data, n) < 0 ? 1 : 0);
+	}
+	close(fds[1]);
+	r->stop = relay_session(&run, fds[0], &r->over);
+	assert_int_equal(waitpid(writer, NULL, 0), writer);
+	r->machine_error = run.judge.machine_error;
+	judge_release(&run.judge);
+	fclose(run.out);
+	outcome_parse(&r->o, text);
+	assert_int_equal(r->stop, stop);
+	assert_int_equal(r->over, over);
+	assert_int_equal(r->machine_error, machine_error);
+	assert_int_equal(json_array_size(r->o.lines), nlines);
+}
+
+/* Whole lines are relayed as they are; a last line without its newline
+ * is not, and an error line says so (cut_off); the run becomes an error of
+ * the machine. */
+static void test_relay_cut_off(void **state)
+{
+	static const char data[] = "{\"type\":\"pair\",\"case\":\"a-1\"}\n"
+				   "\n"
+				   "{\"type\":\"pa";
+	struct relayed r;
+	json_t *e;
+
+	(void)state;
+	relay_bytes(data, sizeof data - 1, &r, false, false, true, 2);
+	assert_true(has_type(json_array_get(r.o.lines, 0), "pair"));
+	e = json_array_get(r.o.lines, 1);
+	assert_true(has_type(e, "error"));
+	assert_code(e, "cut_off");
+	assert_string_equal(str(e, "stage"), "time");
+	assert_true(json_is_null(json_object_get(e, "arm")));
+	assert_string_equal(str(e, "message"), "session 2's output was cut off: its last "
+			    "line, 11 bytes, has no end");
+	json_decref(r.o.lines);
+}
+
+/* A line that stopped GPU work (its "gpu" field) stops the sessions; a
+ * stream that ends with a whole line is no error. */
+static void test_relay_stop(void **state)
+{
+	static const char data[] =
+		"{\"type\":\"error\",\"stage\":\"time\",\"code\":\"gpu_fault\",\"arm\":null,"
+		"\"case\":null,\"message\":\"gpu work stopped\",\"gpu\":\"faulted\"}\n";
+	struct relayed r;
+
+	(void)state;
+	relay_bytes(data, sizeof data - 1, &r, true, false, false, 1);
+	assert_code(json_array_get(r.o.lines, 0), "gpu_fault");
+	json_decref(r.o.lines);
+}
+
+/* A line of LINES_MAX bytes is relayed; one byte more is no line of the
+ * engine's: reported (bad_line), nothing after it relayed, the sessions
+ * stopped. */
+static void test_relay_over_cap(void **state)
+{
+	static const char head[] = "{\"type\":\"pad\",\"x\":\"", tail[] = "\"}\n";
+	static const char after[] = "{\"type\":\"pair\",\"case\":\"a-1\"}\n";
+	size_t fill = LINES_MAX - (sizeof head - 1) - (sizeof tail - 2);
+	size_t n = 0, cap = 2 * LINES_MAX + 1024;
+	char *data = xmalloc(cap);
+	struct relayed r;
+	json_t *e;
+
+	(void)state;
+	/* A line of exactly LINES_MAX bytes, newline not counted. */
+	memcpy(data + n, head, sizeof head - 1);
+	n += sizeof head - 1;
+	memset(data + n, 'x', fill);
+	n += fill;
+	memcpy(data + n, tail, sizeof tail - 1);
+	n += sizeof tail - 1;
+	/* One of LINES_MAX + 1, then a line that must not be relayed. */
+	memset(data + n, 'y', LINES_MAX + 1);
+	n += LINES_MAX + 1;
+	data[n++] = '\n';
+	memcpy(data + n, after, sizeof after - 1);
+	n += sizeof after - 1;
+	relay_bytes(data, n, &r, true, true, true, 2);
+	free(data);
+	assert_true(has_type(json_array_get(r.o.lines, 0), "pad"));
+	assert_int_equal(strlen(str(json_array_get(r.o.lines, 0), "x")), fill);
+	e = json_array_get(r.o.lines, 1);
+	assert_code(e, "bad_line");
+	assert_string_equal(str(e, "message"), "session 2 wrote a line longer than 1048576 "
+			    "bytes: the rest of its output is not relayed");
+	assert_int_equal(count_lines(&r.o, "pair", NULL), 0);
+	json_decref(r.o.lines);
 }
 
 int main(void)
@@ -2200,6 +2354,9 @@ int main(void)
 		cmocka_unit_test(test_hang_limit_from_baseline),
 		cmocka_unit_test(test_too_few_pairs),
 		cmocka_unit_test(test_no_device),
+		cmocka_unit_test(test_relay_cut_off),
+		cmocka_unit_test(test_relay_stop),
+		cmocka_unit_test(test_relay_over_cap),
 	};
 
 	rtc_set_helper(RUNNER_TEST_HELPER);

@@ -1,0 +1,86 @@
+/* What stays inside run/: the state of one run, shared by the pair runner
+ * (runner.c: cases, arms, the verdict) and its session supervisor
+ * (sessions.c: the device probe, the sessions and the relay of their
+ * lines). Nothing outside run/ includes this. */
+#ifndef QUAL_RUNNER_INTERNAL_H
+#define QUAL_RUNNER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "compile/rtc.h"
+#include "fixtures/fixture.h"
+#include "gpu/gpu.h"
+#include "run/runner.h"
+#include "stats/judge.h"
+
+struct run {
+	const struct runner_config *cfg;
+	FILE *out;
+	struct rtc_identity id[2];
+	const char *const *opts[2];
+	int nopts[2];
+	struct gpu *gpu;        /* NULL when nothing is timed */
+	char arch[32];
+	enum fixture_platform platform;
+	struct judge judge;
+	bool gpu_dead;          /* a fault ended GPU work for this run */
+	bool hung;              /* ... and it was a hang: the process must end */
+	/* How the wait limit now in force was chosen, for messages. */
+	char limit_why[200];
+	/* Compile results by (arm, SHA-256 of source, target and options): cases
+	 * that share a kernel source (the shape is a kernel parameter) compile
+	 * once per arm. */
+	struct compiled {
+		int arm;
+		char key[65];
+		struct rtc_result res;
+	} *cache;
+	int ncache, capcache;
+	char stop_reason[1400];
+	uint64_t block_seed;    /* the one in use: cfg's or drawn */
+	/* The device: run->gpu's info, or the probe's when sessions hold the
+	 * GPU and this process never opens it. NULL: nothing is timed. */
+	const struct gpu_info *device;
+	struct gpu_info probed;
+	/* This process's share of the blocks, [block_lo, block_hi) counted
+	 * from 0, and its session (from 0; only session 0 writes case lines). */
+	int block_lo, block_hi, session;
+	int nsessions;          /* in force: cfg's, capped (1 under one_load) */
+	int crash_signal;       /* a session died by this fault signal */
+};
+
+/* ---- runner.c --------------------------------------------------------- */
+
+/* Compiles case index (fixture_find()'s) with both arms into run->cache
+ * before any session starts, so that every session finds the same code
+ * there. A case that does not compile (or cannot be built) gets its error
+ * and its case line here, and no session touches it. */
+void runner__compile_case(struct run *run, int index);
+
+/* Runs case index: compiles (from the cache when it can), and when timed
+ * loads, warms up, checks and times its pairs [block_lo, block_hi) of
+ * blocks; its lines to run->out. */
+void runner__run_case(struct run *run, int index);
+
+/* The error line outside any case that says why GPU work stopped (from
+ * run->stop_reason), with its "gpu" field. */
+void runner__emit_stop(struct run *run);
+
+/* ---- sessions.c ------------------------------------------------------- */
+
+/* Opens the GPU in a child and reads its description back, so that this
+ * process never starts the GPU runtime: a process forked after that could
+ * not use it, and the sessions are forked from this one. Returns 0 with
+ * run->probed filled, or -1 with why. */
+int runner__probe_device(struct run *run, char *why, size_t whylen);
+
+/* The timed part of a run in sessions: every case of sel compiled here,
+ * then each session started in turn with its share of the blocks, its lines
+ * relayed to run->out and applied to run->judge, until all have run or one
+ * stopped GPU work. A session that died by a fault signal sets
+ * run->crash_signal. */
+void runner__run_sessions(struct run *run, const int *sel, int nsel);
+
+#endif

@@ -1,0 +1,296 @@
+/* Sessions (runner.h, "Sessions"): the supervisor. The blocks of a run are
+ * shared out among child processes started one after the other through
+ * common/child.h in fn mode (a fork of this process, which has never
+ * started a GPU runtime: CUDA does not survive fork), each killed if this
+ * process dies, each writing its lines into a pipe that this process reads
+ * through the one line splitter, relays and judges. The device probe is such
+ * a child too. */
+#include "run/runner_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/child.h"
+#include "common/exitcode.h"
+#include "common/fsutil.h"
+#include "common/lifetime.h"
+#include "common/lines.h"
+
+/* In a child started with out = CHILD_PIPE: takes the pipe off stdout
+ * (stdout then goes where stderr goes), so that nothing a GPU runtime
+ * prints can be taken for the child's answer or its lines. Returns the
+ * pipe's new descriptor; ends the child when it cannot. */
+static int pipe_off_stdout(void)
+{
+	int fd = dup(STDOUT_FILENO);
+
+	if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		_exit(QUAL_EXIT_ERROR);
+	return fd;
+}
+
+/* Starts fn(arg) in a child killed with this process, its stdout a pipe. */
+static int start_fn(struct child *c, int (*fn)(void *arg), void *arg,
+		    struct qual_msg *msg)
+{
+	child_init(c);
+	c->fn = fn;
+	c->arg = arg;
+	c->out = CHILD_PIPE;
+	c->die_with_parent = true;
+	return child_start(c, msg);
+}
+
+/* How a child ended, for messages: child_exit_text()'s words, or that it
+ * could not be seen (wait_rc, child_wait()'s return, is not 0). */
+static const char *describe_end(int wait_rc, const struct child_exit *ex, char *buf,
+				size_t len)
+{
+	if (wait_rc) {
+		snprintf(buf, len, "unseen (cannot wait for it)");
+		return buf;
+	}
+	return child_exit_text(ex, buf, len);
+}
+
+/* ---- the device probe ------------------------------------------------- */
+
+struct probe_answer {
+	int ok;
+	struct gpu_info info;
+	char text[1024];
+};
+
+static int probe_body(void *arg)
+{
+	struct run *run = arg;
+	struct probe_answer answer;
+	struct qual_msg msg = {{0}};
+	struct gpu *g;
+	int fd = pipe_off_stdout();
+
+	memset(&answer, 0, sizeof answer);
+	if (gpu_open(run->cfg->device, &g, &msg) < 0) {
+		snprintf(answer.text, sizeof answer.text, "%s", msg.text);
+	} else {
+		answer.ok = 1;
+		answer.info = *gpu_get_info(g);
+		gpu_close(g);
+	}
+	return fs_write_all(fd, &answer, sizeof answer) < 0 ? QUAL_EXIT_ERROR : 0;
+}
+
+int runner__probe_device(struct run *run, char *why, size_t whylen)
+{
+	struct probe_answer answer;
+	struct child c;
+	struct child_exit ex;
+	struct qual_msg msg = {{0}};
+	char end[96];
+	ssize_t n;
+	int rc;
+
+	if (start_fn(&c, probe_body, run, &msg) < 0) {
+		snprintf(why, whylen, "%s", msg.text);
+		return -1;
+	}
+	n = fs_read_full(c.out_pipe, &answer, sizeof answer);
+	close(c.out_pipe);
+	rc = child_wait(&c, 0, &ex);
+	if (n != (ssize_t)sizeof answer) {
+		snprintf(why, whylen, "the process that opens the gpu ended without an "
+			 "answer: %s", describe_end(rc, &ex, end, sizeof end));
+		return -1;
+	}
+	if (!answer.ok) {
+		snprintf(why, whylen, "%s", answer.text);
+		return -1;
+	}
+	run->probed = answer.info;
+	return 0;
+}
+
+/* ---- one session ------------------------------------------------------ */
+
+/* What a session is given: the run as it stands after the compiles, the
+ * cases, and which session it is with its share of the blocks. */
+struct session_arg {
+	struct run *run;
+	const int *sel;
+	int nsel;
+	int session, block_lo, block_hi;
+};
+
+/* The body of a session, in the child: its own GPU context, every case that
+ * has not failed yet, its share of the blocks; lines into the pipe. After a
+ * hang it ends without closing the GPU: the end of the process is what
+ * stops the kernel (gpu.h, Deadlines). */
+static int session_body(void *arg)
+{
+	struct session_arg *a = arg;
+	struct run *run = a->run;
+	struct qual_msg msg = {{0}};
+	FILE *out = fdopen(pipe_off_stdout(), "w");
+
+	if (!out)
+		return QUAL_EXIT_ERROR;
+	run->out = out;
+	run->session = a->session;
+	run->block_lo = a->block_lo;
+	run->block_hi = a->block_hi;
+	if (gpu_open(run->cfg->device, &run->gpu, &msg) < 0) {
+		char text[sizeof msg.text + 64];
+		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
+			 run->session + 1, msg.text);
+		lines_error(out, "setup", LINES_CODE_NO_DEVICE, NULL, NULL, text);
+		fflush(out);
+		return QUAL_EXIT_ERROR;
+	}
+	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
+		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
+			runner__run_case(run, a->sel[i]);
+	if (run->gpu_dead)
+		runner__emit_stop(run);
+	fflush(out);
+	if (!run->hung)
+		gpu_close(run->gpu);
+	return 0;
+}
+
+/* ---- the relay -------------------------------------------------------- */
+
+struct relay {
+	struct run *run;
+	struct stats_settings ignored; /* judge_take_line() wants settings */
+	bool stop;                     /* a line stopped GPU work */
+};
+
+/* One whole line of a session: copied to run->out at once, then applied to
+ * the run's judge. */
+static int relay_line(void *ctx, const char *line, size_t len)
+{
+	struct relay *r = ctx;
+	struct lines_info info;
+	json_error_t je;
+	char why[200];
+	json_t *j;
+
+	fwrite(line, 1, len, r->run->out);
+	fputc('\n', r->run->out);
+	fflush(r->run->out);
+	if (!(j = json_loadb(line, len, 0, &je)))
+		return 0;
+	(void)judge_take_line(&r->run->judge, &r->ignored, j, why, sizeof why);
+	lines_classify(j, &info);
+	r->stop |= info.gpu_faulted || info.gpu_hung;
+	json_decref(j);
+	return 0;
+}
+
+/* Relays a session's lines from fd (which it closes) until the session
+ * closes it. True when one of them stopped GPU work (a fault or a hang).
+ *
+ * A last line without its newline (the session died writing it) is not
+ * relayed, and said so (cut_off). A line longer than LINES_MAX is no line
+ * of the engine's (one is a few kilobytes): it is reported as bad_line, as
+ * quald reports a worker's line that is not a qual line, nothing more of
+ * the session is relayed, *over is set and the run stops there; the caller
+ * ends the session, whose output no one reads any more. Either way the
+ * run's verdict is error (the machine's). */
+static bool relay_session(struct run *run, int fd, bool *over)
+{
+	struct relay r = { run, run->cfg->stats, false };
+	struct lines_splitter sp;
+	char buf[64 * 1024], why[200];
+	ssize_t n;
+	int rc = 0;
+
+	*over = false;
+	lines_splitter_init(&sp, LINES_MAX);
+	while (rc != QUAL_ELIMIT && (n = read(fd, buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		rc = lines_splitter_feed(&sp, buf, (size_t)n, relay_line, &r);
+	}
+	if (rc == QUAL_ELIMIT) {
+		snprintf(why, sizeof why, "session %d wrote a line longer than %zu bytes: "
+			 "the rest of its output is not relayed", run->session + 1, LINES_MAX);
+		lines_error(run->out, "time", LINES_CODE_BAD_LINE, NULL, NULL, why);
+		run->judge.machine_error = true;
+		*over = true;
+		r.stop = true;
+	} else if (lines_splitter_rest(&sp) > 0) {
+		snprintf(why, sizeof why, "session %d's output was cut off: its last "
+			 "line, %zu bytes, has no end", run->session + 1,
+			 lines_splitter_rest(&sp));
+		lines_error(run->out, "time", LINES_CODE_CUT_OFF, NULL, NULL, why);
+		run->judge.machine_error = true;
+	}
+	lines_splitter_release(&sp);
+	close(fd);
+	return r.stop;
+}
+
+/* ---- the sessions of a run -------------------------------------------- */
+
+static void session_failed(struct run *run, const char *text)
+{
+	lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
+	run->judge.machine_error = true;
+}
+
+void runner__run_sessions(struct run *run, const int *sel, int nsel)
+{
+	const struct runner_config *cfg = run->cfg;
+	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
+	int k = run->nsessions;
+	bool stop = false;
+
+	for (int i = 0; i < nsel; i++)
+		runner__compile_case(run, sel[i]);
+	for (int s = 0; s < k && !stop; s++) {
+		struct session_arg arg = { run, sel, nsel, s, s * blocks / k,
+					   (s + 1) * blocks / k };
+		struct qual_msg msg = {{0}};
+		struct child_exit ex;
+		struct child c;
+		char text[sizeof msg.text + 64], end[96];
+		bool over;
+		int rc, sig;
+
+		if (start_fn(&c, session_body, &arg, &msg) < 0) {
+			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, k, msg.text);
+			session_failed(run, text);
+			break;
+		}
+		run->session = s;  /* for relay_session's messages */
+		stop = relay_session(run, c.out_pipe, &over);
+		run->session = 0;
+		if (over)
+			child_kill(&c, SIGKILL);
+		rc = child_wait(&c, 0, &ex);
+		if (over || (rc == 0 && child_exit_code(&ex) == 0))
+			continue;
+		describe_end(rc, &ex, end, sizeof end);
+		snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, k, end);
+		session_failed(run, text);
+		stop = true;
+		sig = rc ? 0 : child_exit_signal(&ex);
+		if (qual_fault_signal(sig)) {
+			/* A crash, as if of this process: the GPU it used is to
+			 * be checked, and no verdict is given. */
+			run->crash_signal = sig;
+			snprintf(run->stop_reason, sizeof run->stop_reason,
+				 "gpu work stopped: session %d of %d crashed (%s)", s + 1, k,
+				 end);
+			runner__emit_stop(run);
+		}
+	}
+}
