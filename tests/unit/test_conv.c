@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -400,17 +400,12 @@ static void test_table(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_oracle_matches_naive),
-		cmocka_unit_test(test_oracle_by_hand),
-		cmocka_unit_test(test_build_56),
-		cmocka_unit_test(test_build_14),
-		cmocka_unit_test(test_build_7),
-		cmocka_unit_test(test_build_rejects),
-		cmocka_unit_test(test_table),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_oracle_matches_naive),
+	cmocka_unit_test(test_oracle_by_hand),
+	cmocka_unit_test(test_build_56),
+	cmocka_unit_test(test_build_14),
+	cmocka_unit_test(test_build_7),
+	cmocka_unit_test(test_build_rejects),
+	cmocka_unit_test(test_table),
+)

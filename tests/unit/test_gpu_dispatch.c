@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include "gpu/gpu.c"
 
@@ -357,17 +357,13 @@ static void test_graph_arguments(void **state)
 	gpu_close(g);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_open_prefers_cuda, reset),
-		cmocka_unit_test_setup(test_open_falls_back_to_hip, reset),
-		cmocka_unit_test_setup(test_open_names_both, reset),
-		cmocka_unit_test_setup(test_open_stops_on_error, reset),
-		cmocka_unit_test_setup(test_built_flags, reset),
-		cmocka_unit_test_setup(test_close_frees_everything, reset),
-		cmocka_unit_test_setup(test_memory_round_trip, reset),
-		cmocka_unit_test_setup(test_graph_arguments, reset),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test_setup(test_open_prefers_cuda, reset),
+	cmocka_unit_test_setup(test_open_falls_back_to_hip, reset),
+	cmocka_unit_test_setup(test_open_names_both, reset),
+	cmocka_unit_test_setup(test_open_stops_on_error, reset),
+	cmocka_unit_test_setup(test_built_flags, reset),
+	cmocka_unit_test_setup(test_close_frees_everything, reset),
+	cmocka_unit_test_setup(test_memory_round_trip, reset),
+	cmocka_unit_test_setup(test_graph_arguments, reset),
+)
