@@ -85,6 +85,7 @@ int text_parse_long(const char *what, const char *s, long lo, long hi, long *out
 	char *end;
 	long x;
 
+	/* strtol and strtod skip leading white space: a whole number has none. */
 	errno = 0;
 	x = strtol(s, &end, 10);
 	if (errno || end == s || *end || isspace((unsigned char)s[0]) || x < lo || x > hi) {
