@@ -313,12 +313,7 @@ static void check_built(int height, int cin, int cout, int splits)
 			xv[i] = half_to_double(((const uint16_t *)c.buffers[0].host)[i]);
 		for (size_t i = 0; i < wn; i++)
 			wv[i] = half_to_double(((const uint16_t *)c.buffers[1].host)[i]);
-		for (int i = 0; i < 4 * cout; i++)
-			ev[i] = epi[i];
-		e.bias = ev;
-		e.bn_scale = ev + cout;
-		e.bn_shift = ev + 2 * cout;
-		e.prelu_slope = ev + 3 * cout;
+		e = fixture_conv3x3_epilogue(epi, cout, ev);
 		oracle_conv3x3_compute(xv, wv, &e, height, height, cin, cout, exact);
 		for (size_t i = 0; i < on; i++) {
 			assert_true(fabs(exact[i] - c.expected[i]) <= fabs(exact[i]) * 0x1p-11);
