@@ -441,6 +441,8 @@ static void test_names(void **state)
 	assert_string_equal(stats_run_verdict_name(RUN_FAIL), "fail");
 	assert_string_equal(stats_run_verdict_name(RUN_ERROR), "error");
 	assert_string_equal(stats_run_verdict_name((enum run_verdict)99), "unknown");
+	assert_string_equal(stats_verdict_name((enum stats_verdict)-1), "unknown");
+	assert_string_equal(stats_run_verdict_name((enum run_verdict)-1), "unknown");
 }
 
 static void test_order_effect(void **state)
