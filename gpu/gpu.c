@@ -419,7 +419,7 @@ int gpu__wait(struct gpu *g, double t0_ns, const char *what, struct qual_msg *ms
 	const struct timespec nap = { 0, GPU_POLL_SLEEP_NS };
 
 	for (;;) {
-		int rc = g->backend->stream->query(g, msg);
+		int rc = g->backend->query(g, msg);
 		double waited;
 
 		if (rc != GPU__NOT_READY)
@@ -431,35 +431,4 @@ int gpu__wait(struct gpu *g, double t0_ns, const char *what, struct qual_msg *ms
 		if (waited >= GPU_SPIN_NS)
 			nanosleep(&nap, NULL);
 	}
-}
-
-int gpu__graph_run(struct gpu_graph *gr, struct qual_msg *msg)
-{
-	double t0 = gpu__now_ns();
-	int rc = gr->gpu->backend->stream->launch(gr, msg);
-
-	return rc < 0 ? rc : gpu__wait(gr->gpu, t0, "kernel", msg);
-}
-
-int gpu__graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
-		    struct qual_msg *msg)
-{
-	struct gpu *g = gr->gpu;
-	const struct gpu__stream *s = g->backend->stream;
-	float ms = 0.0f;
-	double t0, t1;
-	int rc;
-
-	if ((rc = s->record(g, false, msg)) < 0)
-		return rc;
-	t0 = gpu__now_ns();
-	if ((rc = s->launch(gr, msg)) < 0 || (rc = s->record(g, true, msg)) < 0)
-		return rc;
-	rc = gpu__wait(g, t0, "kernel", msg);
-	t1 = gpu__now_ns();
-	if (rc < 0 || (rc = s->elapsed_ms(g, &ms, msg)) < 0)
-		return rc;
-	*device_ns = (double)ms * 1e6;
-	*host_ns = t1 - t0;
-	return 0;
 }

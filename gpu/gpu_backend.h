@@ -92,10 +92,11 @@ struct gpu_backend {
 	int (*graph_time)(struct gpu_graph *gr, double *device_ns,
 			  double *host_ns, struct qual_msg *msg);
 
-	/* The stream's primitives (below), for gpu__wait and for graph_run
-	 * and graph_time when they are gpu__graph_run and gpu__graph_time, as
-	 * in both real backends. The tests' fake backends have none. */
-	const struct gpu__stream *stream;
+	/* The query of the gpu's stream (cuStreamQuery, hipStreamQuery) that
+	 * gpu__wait polls: 0 once the work queued on it is done,
+	 * GPU__NOT_READY while it runs, or the runtime's error (QUAL_EGPU, msg
+	 * filled). NULL in the tests' fake backends, which do not wait. */
+	int (*query)(struct gpu *g, struct qual_msg *msg);
 };
 
 /* Defined in gpu_cuda.c and gpu_hip.c; a backend built without its vendor
@@ -109,24 +110,10 @@ extern const struct gpu_backend gpu__hip_backend;
  * host_ns. */
 double gpu__now_ns(void);
 
-/* What a stream's query says while the work queued on it runs. */
+/* What a backend's query says while the work queued on its stream runs. */
 #define GPU__NOT_READY 1
 
-/* A backend's stream: every call returns 0 or the runtime's error
- * (QUAL_EGPU, msg filled). */
-struct gpu__stream {
-	/* cuStreamQuery, hipStreamQuery: 0 once the work queued on g's stream
-	 * is done, GPU__NOT_READY while it runs. */
-	int (*query)(struct gpu *g, struct qual_msg *msg);
-	/* Records the start event (stop false) or the stop event on g's stream. */
-	int (*record)(struct gpu *g, bool stop, struct qual_msg *msg);
-	/* Queues one launch of gr on its gpu's stream. */
-	int (*launch)(struct gpu_graph *gr, struct qual_msg *msg);
-	/* The device's milliseconds from the start event to the stop event. */
-	int (*elapsed_ms)(struct gpu *g, float *ms, struct qual_msg *msg);
-};
-
-/* Waits for g's stream (g->backend->stream), which is also the check that
+/* Waits for g's stream (polling g->backend->query), which is also the check that
  * surfaces asynchronous faults, for at most g->wait_limit_ms counted from t0_ns (a gpu__now_ns()
  * at or before the work was queued); past it QUAL_EHANG with what naming
  * the work: "kernel did not finish within 2000 ms".
@@ -136,12 +123,5 @@ struct gpu__stream {
  * calls themselves (a device-to-host copy into pageable memory returns only
  * when the copy is done) never wait behind a kernel that does not end. */
 int gpu__wait(struct gpu *g, double t0_ns, const char *what, struct qual_msg *msg);
-
-/* graph_run and graph_time of a backend with a stream, the same for every
- * one: a launch and its wait ("kernel"); timed, the launch between the two
- * events and host_ns from just before the launch to the end of the wait. */
-int gpu__graph_run(struct gpu_graph *gr, struct qual_msg *msg);
-int gpu__graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
-		    struct qual_msg *msg);
 
 #endif

@@ -552,46 +552,57 @@ fail:
 	return rc;
 }
 
-/* The stream's primitives, from which gpu.c waits, and runs and times a
- * graph (gpu_backend.h). */
+/* The stream query gpu__wait polls (gpu_backend.h). */
 static int cuda_query(struct gpu *g, struct qual_msg *msg)
 {
 	CUresult r = drv.cuStreamQuery_fn(((struct cuda_gpu *)g)->stream);
 
-	if (r == CUDA_ERROR_NOT_READY)
-		return GPU__NOT_READY;
-	return r == CUDA_SUCCESS ? 0 : cuda_fail(msg, "cuStreamQuery", r);
+	return r == CUDA_ERROR_NOT_READY ? GPU__NOT_READY : cuda_check(r, "cuStreamQuery", msg);
 }
 
-static int cuda_record(struct gpu *g, bool stop, struct qual_msg *msg)
+static int cuda_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
-	struct cuda_gpu *cg = (struct cuda_gpu *)g;
+	struct cuda_graph *cgr = (struct cuda_graph *)gr;
+	struct cuda_gpu *cg = (struct cuda_gpu *)gr->gpu;
+	double t0 = gpu__now_ns();
+	CUresult r = drv.cuGraphLaunch_fn(cgr->exec, cg->stream);
 
-	return cuda_check(drv.cuEventRecord_fn(stop ? cg->stop : cg->start, cg->stream),
-			  "cuEventRecord", msg);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuGraphLaunch", r);
+	return gpu__wait(&cg->base, t0, "kernel", msg);
 }
 
-static int cuda_launch(struct gpu_graph *gr, struct qual_msg *msg)
+static int cuda_graph_time(struct gpu_graph *gr, double *device_ns,
+			   double *host_ns, struct qual_msg *msg)
 {
-	return cuda_check(drv.cuGraphLaunch_fn(((struct cuda_graph *)gr)->exec,
-					       ((struct cuda_gpu *)gr->gpu)->stream),
-			  "cuGraphLaunch", msg);
+	struct cuda_graph *cgr = (struct cuda_graph *)gr;
+	struct cuda_gpu *cg = (struct cuda_gpu *)gr->gpu;
+	float ms = 0.0f;
+	double t0, t1;
+	CUresult r;
+	int rc;
+
+	r = drv.cuEventRecord_fn(cg->start, cg->stream);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuEventRecord", r);
+	t0 = gpu__now_ns();
+	r = drv.cuGraphLaunch_fn(cgr->exec, cg->stream);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuGraphLaunch", r);
+	r = drv.cuEventRecord_fn(cg->stop, cg->stream);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuEventRecord", r);
+	rc = gpu__wait(&cg->base, t0, "kernel", msg);
+	t1 = gpu__now_ns();
+	if (rc < 0)
+		return rc;
+	r = drv.cuEventElapsedTime_fn(&ms, cg->start, cg->stop);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuEventElapsedTime", r);
+	*device_ns = (double)ms * 1e6;
+	*host_ns = t1 - t0;
+	return 0;
 }
-
-static int cuda_elapsed_ms(struct gpu *g, float *ms, struct qual_msg *msg)
-{
-	struct cuda_gpu *cg = (struct cuda_gpu *)g;
-
-	return cuda_check(drv.cuEventElapsedTime_fn(ms, cg->start, cg->stop),
-			  "cuEventElapsedTime", msg);
-}
-
-static const struct gpu__stream cuda_stream = {
-	.query = cuda_query,
-	.record = cuda_record,
-	.launch = cuda_launch,
-	.elapsed_ms = cuda_elapsed_ms,
-};
 
 const struct gpu_backend gpu__cuda_backend = {
 	.name = "cuda",
@@ -608,9 +619,9 @@ const struct gpu_backend gpu__cuda_backend = {
 	.memset = cuda_memset,
 	.graph_new = cuda_graph_new,
 	.graph_free = cuda_graph_free,
-	.graph_run = gpu__graph_run,
-	.graph_time = gpu__graph_time,
-	.stream = &cuda_stream,
+	.graph_run = cuda_graph_run,
+	.graph_time = cuda_graph_time,
+	.query = cuda_query,
 };
 
 #else /* !QUAL_HAVE_CUDA_H */

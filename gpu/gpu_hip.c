@@ -522,46 +522,57 @@ fail:
 	return rc;
 }
 
-/* The stream's primitives, from which gpu.c waits, and runs and times a
- * graph (gpu_backend.h). */
+/* The stream query gpu__wait polls (gpu_backend.h). */
 static int hip_query(struct gpu *g, struct qual_msg *msg)
 {
-	hipError_t e = rt.hipStreamQuery_fn(((struct hip_gpu *)g)->stream);
+	hipError_t r = rt.hipStreamQuery_fn(((struct hip_gpu *)g)->stream);
 
-	if (e == hipErrorNotReady)
-		return GPU__NOT_READY;
-	return e == hipSuccess ? 0 : hip_fail(msg, "hipStreamQuery", e);
+	return r == hipErrorNotReady ? GPU__NOT_READY : hip_check(r, "hipStreamQuery", msg);
 }
 
-static int hip_record(struct gpu *g, bool stop, struct qual_msg *msg)
+static int hip_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
-	struct hip_gpu *hg = (struct hip_gpu *)g;
+	struct hip_graph *hgr = (struct hip_graph *)gr;
+	struct hip_gpu *hg = (struct hip_gpu *)gr->gpu;
+	double t0 = gpu__now_ns();
+	hipError_t e = rt.hipGraphLaunch_fn(hgr->exec, hg->stream);
 
-	return hip_check(rt.hipEventRecord_fn(stop ? hg->stop : hg->start, hg->stream),
-			 "hipEventRecord", msg);
+	if (e != hipSuccess)
+		return hip_fail(msg, "hipGraphLaunch", e);
+	return gpu__wait(&hg->base, t0, "kernel", msg);
 }
 
-static int hip_launch(struct gpu_graph *gr, struct qual_msg *msg)
+static int hip_graph_time(struct gpu_graph *gr, double *device_ns,
+			  double *host_ns, struct qual_msg *msg)
 {
-	return hip_check(rt.hipGraphLaunch_fn(((struct hip_graph *)gr)->exec,
-					      ((struct hip_gpu *)gr->gpu)->stream),
-			 "hipGraphLaunch", msg);
+	struct hip_graph *hgr = (struct hip_graph *)gr;
+	struct hip_gpu *hg = (struct hip_gpu *)gr->gpu;
+	float ms = 0.0f;
+	double t0, t1;
+	hipError_t e;
+	int rc;
+
+	e = rt.hipEventRecord_fn(hg->start, hg->stream);
+	if (e != hipSuccess)
+		return hip_fail(msg, "hipEventRecord", e);
+	t0 = gpu__now_ns();
+	e = rt.hipGraphLaunch_fn(hgr->exec, hg->stream);
+	if (e != hipSuccess)
+		return hip_fail(msg, "hipGraphLaunch", e);
+	e = rt.hipEventRecord_fn(hg->stop, hg->stream);
+	if (e != hipSuccess)
+		return hip_fail(msg, "hipEventRecord", e);
+	rc = gpu__wait(&hg->base, t0, "kernel", msg);
+	t1 = gpu__now_ns();
+	if (rc < 0)
+		return rc;
+	e = rt.hipEventElapsedTime_fn(&ms, hg->start, hg->stop);
+	if (e != hipSuccess)
+		return hip_fail(msg, "hipEventElapsedTime", e);
+	*device_ns = (double)ms * 1e6;
+	*host_ns = t1 - t0;
+	return 0;
 }
-
-static int hip_elapsed_ms(struct gpu *g, float *ms, struct qual_msg *msg)
-{
-	struct hip_gpu *hg = (struct hip_gpu *)g;
-
-	return hip_check(rt.hipEventElapsedTime_fn(ms, hg->start, hg->stop),
-			 "hipEventElapsedTime", msg);
-}
-
-static const struct gpu__stream hip_stream = {
-	.query = hip_query,
-	.record = hip_record,
-	.launch = hip_launch,
-	.elapsed_ms = hip_elapsed_ms,
-};
 
 const struct gpu_backend gpu__hip_backend = {
 	.name = "hip",
@@ -577,9 +588,9 @@ const struct gpu_backend gpu__hip_backend = {
 	.memset = hip_memset,
 	.graph_new = hip_graph_new,
 	.graph_free = hip_graph_free,
-	.graph_run = gpu__graph_run,
-	.graph_time = gpu__graph_time,
-	.stream = &hip_stream,
+	.graph_run = hip_graph_run,
+	.graph_time = hip_graph_time,
+	.query = hip_query,
 };
 
 #else /* !QUAL_HAVE_HIP_H */

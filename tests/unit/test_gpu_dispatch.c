@@ -357,63 +357,28 @@ static void test_graph_arguments(void **state)
 	gpu_close(g);
 }
 
-/* ---- the stream sequence both real backends share (gpu__wait,
- * gpu__graph_run, gpu__graph_time) on a fake stream that logs its calls */
+/* ---- gpu__wait, which both real backends' waits are, on a fake stream
+ * query that says done after a set number of queries, or fails */
 
 static struct {
-	char log[256];
 	int queries;
 	int ready_after;  /* the query that says done (1-based); 0: never */
-	int fail_at;      /* 'q', 'r', 'l' or 'e': that call fails; 0: none */
+	bool fail;        /* the first query fails */
 } st;
-
-static int st_call(char what, const char *name, struct qual_msg *msg)
-{
-	size_t n = strlen(st.log);
-
-	snprintf(st.log + n, sizeof st.log - n, "%s%s", n ? " " : "", name);
-	return st.fail_at == what ? qual_fail(msg, QUAL_EGPU, "fake %s failed", name) : 0;
-}
 
 static int st_query(struct gpu *g, struct qual_msg *msg)
 {
 	(void)g;
 	st.queries++;
-	if (st_call('q', "query", msg) < 0)
-		return QUAL_EGPU;
+	if (st.fail)
+		return qual_fail(msg, QUAL_EGPU, "fake query failed");
 	return st.ready_after && st.queries >= st.ready_after ? 0 : GPU__NOT_READY;
 }
 
-static int st_record(struct gpu *g, bool stop, struct qual_msg *msg)
-{
-	(void)g;
-	return st_call('r', stop ? "stop" : "start", msg);
-}
+static const struct gpu_backend stream_backend = { .name = "stream", .query = st_query };
 
-static int st_launch(struct gpu_graph *gr, struct qual_msg *msg)
-{
-	(void)gr;
-	return st_call('l', "launch", msg);
-}
-
-static int st_elapsed(struct gpu *g, float *ms, struct qual_msg *msg)
-{
-	(void)g;
-	*ms = 0.25f;
-	return st_call('e', "elapsed", msg);
-}
-
-static const struct gpu__stream fake_stream = {
-	.query = st_query, .record = st_record, .launch = st_launch, .elapsed_ms = st_elapsed,
-};
-static const struct gpu_backend stream_backend = {
-	.name = "stream", .graph_run = gpu__graph_run, .graph_time = gpu__graph_time,
-	.stream = &fake_stream,
-};
-
-/* A gpu and a graph of the stream backend, as gpu.c would have set them up. */
+/* A gpu of the stream backend, as gpu.c would have set it up. */
 static struct gpu st_gpu;
-static struct gpu_graph st_graph;
 
 static int st_reset(void **state)
 {
@@ -422,7 +387,6 @@ static int st_reset(void **state)
 	memset(&st_gpu, 0, sizeof st_gpu);
 	st_gpu.backend = &stream_backend;
 	st_gpu.wait_limit_ms = 2000;
-	st_graph.gpu = &st_gpu;
 	return 0;
 }
 
@@ -436,7 +400,7 @@ static void test_stream_wait(void **state)
 	assert_int_equal(gpu__wait(&st_gpu, gpu__now_ns(), "upload", &msg), 0);
 	assert_int_equal(st.queries, 3);
 	st_reset(NULL);
-	st.fail_at = 'q';
+	st.fail = true;
 	assert_int_equal(gpu__wait(&st_gpu, gpu__now_ns(), "upload", &msg), QUAL_EGPU);
 	assert_string_equal(msg.text, "fake query failed");
 	assert_int_equal(st.queries, 1);
@@ -460,56 +424,6 @@ static void test_stream_hang(void **state)
 	assert_int_equal(st.queries, 1);
 }
 
-/* A timed run: start, launch, stop, the wait, the elapsed time; host_ns
- * spans the launch and the wait. */
-static void test_stream_graph_time(void **state)
-{
-	struct qual_msg msg = { { 0 } };
-	double dev = -1, host = -1;
-
-	(void)state;
-	st.ready_after = 2;
-	assert_int_equal(gpu__graph_time(&st_graph, &dev, &host, &msg), 0);
-	assert_string_equal(st.log, "start launch stop query query elapsed");
-	assert_true(dev == 0.25 * 1e6);
-	assert_true(host > 0 && host < 2e9);
-
-	/* A failure stops the sequence where it happens. */
-	for (const char *f = "rle"; *f; f++) {
-		st_reset(NULL);
-		st.ready_after = 1;
-		st.fail_at = *f;
-		dev = host = -1;
-		assert_int_equal(gpu__graph_time(&st_graph, &dev, &host, &msg), QUAL_EGPU);
-		assert_true(dev == -1 && host == -1);
-		assert_string_equal(st.log, *f == 'r' ? "start" :
-				    *f == 'l' ? "start launch" :
-				    "start launch stop query elapsed");
-	}
-}
-
-/* A run: launch and wait; through gpu_graph_run a hang marks the gpu hung. */
-static void test_stream_graph_run(void **state)
-{
-	struct qual_msg msg = { { 0 } };
-
-	(void)state;
-	st.ready_after = 1;
-	assert_int_equal(gpu_graph_run(&st_graph, &msg), 0);
-	assert_string_equal(st.log, "launch query");
-	st_reset(NULL);
-	st.fail_at = 'l';
-	assert_int_equal(gpu_graph_run(&st_graph, &msg), QUAL_EGPU);
-	assert_string_equal(st.log, "launch");
-	assert_false(gpu_is_hung(&st_gpu));
-	st_reset(NULL);
-	st_gpu.wait_limit_ms = 5;
-	assert_int_equal(gpu_graph_run(&st_graph, &msg), QUAL_EHANG);
-	assert_true(gpu_is_hung(&st_gpu));
-	assert_int_equal(gpu_graph_run(&st_graph, &msg), QUAL_EHANG);
-	assert_non_null(strstr(msg.text, "is hung"));
-}
-
 QUAL_TESTS(
 	cmocka_unit_test_setup(test_open_prefers_cuda, reset),
 	cmocka_unit_test_setup(test_open_falls_back_to_hip, reset),
@@ -521,6 +435,4 @@ QUAL_TESTS(
 	cmocka_unit_test_setup(test_graph_arguments, reset),
 	cmocka_unit_test_setup(test_stream_wait, st_reset),
 	cmocka_unit_test_setup(test_stream_hang, st_reset),
-	cmocka_unit_test_setup(test_stream_graph_time, st_reset),
-	cmocka_unit_test_setup(test_stream_graph_run, st_reset),
 )
