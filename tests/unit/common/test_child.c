@@ -55,6 +55,45 @@ static char *run_capture(struct child *c, struct child_exit *ex)
 	return out;
 }
 
+/* Starts c with argv (c set up by child_init and the caller). */
+static void start(struct child *c, const char *const *argv)
+{
+	c->argv = argv;
+	assert_int_equal(child_start(c, NULL), 0);
+}
+
+/* Waits for c within READ_SECONDS; returns how it ended. */
+static struct child_exit finish(struct child *c)
+{
+	struct child_exit ex;
+
+	assert_int_equal(child_wait(c, child_now() + READ_SECONDS, &ex), 0);
+	return ex;
+}
+
+/* Runs fn(arg) in a child with the defaults; returns how it ended. */
+static struct child_exit run_fn(int (*fn)(void *), void *arg, enum child_group group)
+{
+	struct child c;
+
+	child_init(&c);
+	c.fn = fn;
+	c.arg = arg;
+	c.group = group;
+	assert_int_equal(child_start(&c, NULL), 0);
+	return finish(&c);
+}
+
+/* Runs argv with the defaults (stdout the caller's); returns how it ended. */
+static struct child_exit run_argv(const char *const *argv)
+{
+	struct child c;
+
+	child_init(&c);
+	start(&c, argv);
+	return finish(&c);
+}
+
 /* Waits up to seconds for pid (a child of ours) to end; true with its status
  * when it did, else kills it and returns false. */
 static bool wait_dead(pid_t pid, double seconds, int *status)
@@ -96,6 +135,16 @@ static int inheritable_fds(void)
 	return n;
 }
 
+/* pid, a child of ours, ends killed by SIGKILL within 5 seconds. */
+static void assert_killed(pid_t pid)
+{
+	int st;
+
+	assert_true(wait_dead(pid, 5, &st));
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
 static int open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -115,48 +164,49 @@ static void become_subreaper(void)
 
 /* ---- exec ---------------------------------------------------------------- */
 
-/* argv reaches the program as given (no word splitting: one argument with a
- * space), and env is the whole environment: a variable of the caller's is
- * not there, env's own is. */
+/* What the child saw of its arguments and environment: argv as given (no
+ * word splitting: one argument with a space), and env the whole
+ * environment, or the caller's when NULL, or child_env_with's. */
 static void test_exec_argv_env(void **state)
 {
 	const char *argv[] = { "/bin/sh", "-c",
-			       "printf '%s|%s|%s' \"$1\" \"$QUAL_T_GIVEN\" \"${QUAL_T_CALLER-unset}\"",
+			       "printf '%s|%s|%s|%s' \"$1\" \"${QUAL_T_GIVEN-unset}\" "
+			       "\"${QUAL_T_CALLER-unset}\" \"${QUAL_T_DROP-unset}\"",
 			       "sh", "one arg", NULL };
-	const char *env[] = { "QUAL_T_GIVEN=given", NULL };
-	struct child c;
-	struct child_exit ex;
-	char *out;
-
-	(void)state;
-	setenv("QUAL_T_CALLER", "caller", 1);
-	child_init(&c);
-	c.argv = argv;
-	c.env = env;
-	out = run_capture(&c, &ex);
-	assert_string_equal(out, "one arg|given|unset");
-	assert_int_equal(child_exit_code(&ex), 0);
-	assert_false(ex.timed_out);
-	free(out);
-	unsetenv("QUAL_T_CALLER");
-}
-
-/* With env NULL the child gets the caller's environment. */
-static void test_exec_inherits_env(void **state)
-{
-	const char *argv[] = { "/bin/sh", "-c", "printf '%s' \"$QUAL_T_CALLER\"", NULL };
-	struct child c;
-	struct child_exit ex;
-	char *out;
+	const char *given[] = { "QUAL_T_GIVEN=given", NULL };
+	const char *drop[] = { "QUAL_T_DROP=", NULL };
+	char **with;
+	struct {
+		const char *const *env;
+		const char *want;
+	} cases[] = {
+		{ given, "one arg|given|unset|unset" },
+		{ NULL, "one arg|unset|caller's|x" },
+		{ NULL, "one arg|given|caller's|unset" }, /* child_env_with's */
+	};
 
 	(void)state;
 	setenv("QUAL_T_CALLER", "caller's", 1);
-	child_init(&c);
-	c.argv = argv;
-	out = run_capture(&c, &ex);
-	assert_string_equal(out, "caller's");
-	free(out);
+	setenv("QUAL_T_DROP", "x", 1);
+	with = child_env_with(drop, given);
+	cases[2].env = (const char *const *)with;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct child c;
+		struct child_exit ex;
+		char *out;
+
+		child_init(&c);
+		c.argv = argv;
+		c.env = cases[i].env;
+		out = run_capture(&c, &ex);
+		assert_string_equal(out, cases[i].want);
+		assert_int_equal(child_exit_code(&ex), 0);
+		assert_false(ex.timed_out);
+		free(out);
+	}
+	child_env_free(with);
 	unsetenv("QUAL_T_CALLER");
+	unsetenv("QUAL_T_DROP");
 }
 
 /* A program that does not exist: QUAL_ENOENT and the message, nothing left
@@ -278,85 +328,76 @@ static int fn_mask(void *arg)
 static void test_fn_keeps_mask(void **state)
 {
 	sigset_t usr1, old;
-	struct child c;
 	struct child_exit ex;
 
 	(void)state;
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &usr1, &old);
-	child_init(&c);
-	c.fn = fn_mask;
-	assert_int_equal(child_start(&c, NULL), 0);
-	assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
+	ex = run_fn(fn_mask, NULL, CHILD_GROUP_SAME);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	assert_int_equal(child_exit_code(&ex), 1);
 }
 
 /* ---- streams ------------------------------------------------------------- */
 
-/* CHILD_PIPE both ways: what the caller writes to in_pipe, cat gives back. */
-static void test_pipe_in_out(void **state)
+/* Each kind of stream: what the child read from stdin and wrote to stdout
+ * and stderr, and which of the caller's pipe ends exist. */
+static void test_streams(void **state)
 {
-	const char *argv[] = { "/bin/cat", NULL };
-	struct child c;
-	struct child_exit ex;
-	char *out;
+	static const char *const cat[] = { "/bin/cat", NULL };
+	static const char *const both[] = { "/bin/sh", "-c",
+					    "echo out; echo err >&2; echo out2", NULL };
+	static const char *const reads[] = { "/bin/sh", "-c", "cat; echo end", NULL };
+	static const struct {
+		const char *const *argv;
+		int in, out, err;
+		const char *input, *want_out, *want_err;
+	} cases[] = {
+		/* CHILD_PIPE both ways: what the caller writes, cat gives back. */
+		{ cat, CHILD_PIPE, CHILD_PIPE, CHILD_INHERIT, "to cat\n", "to cat\n", NULL },
+		/* CHILD_TO_OUT: stderr goes where stdout goes. */
+		{ both, CHILD_NULL, CHILD_PIPE, CHILD_TO_OUT, NULL, "out\nerr\nout2\n", NULL },
+		/* stderr in a pipe of its own. */
+		{ both, CHILD_NULL, CHILD_PIPE, CHILD_PIPE, NULL, "out\nout2\n", "err\n" },
+		/* stdout in /dev/null, stderr in a pipe. */
+		{ both, CHILD_NULL, CHILD_NULL, CHILD_PIPE, NULL, NULL, "err\n" },
+		/* stdin is /dev/null by default: cat ends at once. */
+		{ reads, CHILD_NULL, CHILD_PIPE, CHILD_INHERIT, NULL, "end\n", NULL },
+	};
 
 	(void)state;
-	child_init(&c);
-	c.argv = argv;
-	c.in = CHILD_PIPE;
-	c.out = CHILD_PIPE;
-	assert_int_equal(child_start(&c, NULL), 0);
-	assert_true(c.in_pipe >= 0);
-	assert_int_equal(c.err_pipe, -1);
-	assert_int_equal(write(c.in_pipe, "to cat\n", 7), 7);
-	close(c.in_pipe);
-	out = read_all(c.out_pipe);
-	assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
-	assert_string_equal(out, "to cat\n");
-	assert_int_equal(child_exit_code(&ex), 0);
-	free(out);
-}
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t n = cases[i].input ? strlen(cases[i].input) : 0;
+		char *out = NULL, *err = NULL;
+		struct child_exit ex;
+		struct child c;
 
-/* CHILD_TO_OUT: stderr goes where stdout goes. */
-static void test_err_to_out(void **state)
-{
-	const char *argv[] = { "/bin/sh", "-c", "echo out; echo err >&2; echo out2", NULL };
-	struct child c;
-	struct child_exit ex;
-	char *out;
-
-	(void)state;
-	child_init(&c);
-	c.argv = argv;
-	c.err = CHILD_TO_OUT;
-	out = run_capture(&c, &ex);
-	assert_string_equal(out, "out\nerr\nout2\n");
-	assert_int_equal(c.err_pipe, -1);
-	free(out);
-}
-
-/* stderr in a pipe of its own, stdout in /dev/null. */
-static void test_err_pipe(void **state)
-{
-	const char *argv[] = { "/bin/sh", "-c", "echo out; echo err >&2", NULL };
-	struct child c;
-	struct child_exit ex;
-	char *err;
-
-	(void)state;
-	child_init(&c);
-	c.argv = argv;
-	c.out = CHILD_NULL;
-	c.err = CHILD_PIPE;
-	assert_int_equal(child_start(&c, NULL), 0);
-	assert_int_equal(c.out_pipe, -1);
-	err = read_all(c.err_pipe);
-	assert_int_equal(child_wait(&c, 0, &ex), 0);
-	assert_string_equal(err, "err\n");
-	free(err);
+		child_init(&c);
+		c.in = cases[i].in;
+		c.out = cases[i].out;
+		c.err = cases[i].err;
+		start(&c, cases[i].argv);
+		assert_int_equal(c.in_pipe >= 0, cases[i].in == CHILD_PIPE);
+		assert_int_equal(c.out_pipe >= 0, cases[i].out == CHILD_PIPE);
+		assert_int_equal(c.err_pipe >= 0, cases[i].err == CHILD_PIPE);
+		if (c.in_pipe >= 0) {
+			assert_int_equal(write(c.in_pipe, cases[i].input, n), (ssize_t)n);
+			close(c.in_pipe);
+		}
+		if (c.out_pipe >= 0)
+			out = read_all(c.out_pipe);
+		if (c.err_pipe >= 0)
+			err = read_all(c.err_pipe);
+		ex = finish(&c);
+		assert_int_equal(child_exit_code(&ex), 0);
+		if (cases[i].want_out)
+			assert_string_equal(out, cases[i].want_out);
+		if (cases[i].want_err)
+			assert_string_equal(err, cases[i].want_err);
+		free(out);
+		free(err);
+	}
 }
 
 /* A descriptor of the caller's as the child's stdout. */
@@ -430,15 +471,8 @@ static void test_group_kinds(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 3; i++) {
-		struct child c;
-		struct child_exit ex;
+		struct child_exit ex = run_fn(fn_group, &kinds[i], kinds[i]);
 
-		child_init(&c);
-		c.fn = fn_group;
-		c.arg = &kinds[i];
-		c.group = kinds[i];
-		assert_int_equal(child_start(&c, NULL), 0);
-		assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
 		assert_int_equal(child_exit_code(&ex), 1);
 	}
 }
@@ -470,7 +504,6 @@ static void test_group_reap_kills_grandchild(void **state)
 	struct child c;
 	struct child_exit ex;
 	pid_t g;
-	int st;
 
 	(void)state;
 	become_subreaper();
@@ -485,27 +518,20 @@ static void test_group_reap_kills_grandchild(void **state)
 	assert_int_equal(child_reap(&c, &ex), 0);
 	assert_int_equal(child_exit_code(&ex), 0);
 	assert_false(child_exited(&c));
-	assert_true(wait_dead(g, 5, &st));
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGKILL);
+	assert_killed(g);
 }
 
 /* The blocking way, with a session: child_wait kills what is left in it. */
 static void test_session_wait_kills_grandchild(void **state)
 {
 	struct child c;
-	struct child_exit ex;
 	pid_t g;
-	int st;
 
 	(void)state;
 	become_subreaper();
 	g = start_leaver(&c, CHILD_SESSION_NEW);
-	assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
-	assert_false(ex.timed_out);
-	assert_true(wait_dead(g, 5, &st));
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGKILL);
+	assert_false(finish(&c).timed_out);
+	assert_killed(g);
 }
 
 /* Without a group of its own, a grandchild is not the child's to kill: it
@@ -513,14 +539,13 @@ static void test_session_wait_kills_grandchild(void **state)
 static void test_group_same_leaves_grandchild(void **state)
 {
 	struct child c;
-	struct child_exit ex;
 	pid_t g;
 	int st;
 
 	(void)state;
 	become_subreaper();
 	g = start_leaver(&c, CHILD_GROUP_SAME);
-	assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
+	(void)finish(&c);
 	assert_int_equal(waitpid(g, &st, WNOHANG), 0);
 	kill(g, SIGKILL);
 	assert_int_equal(waitpid(g, &st, 0), g);
@@ -538,8 +563,7 @@ static void test_deadline_kills(void **state)
 
 	(void)state;
 	child_init(&c);
-	c.argv = argv;
-	assert_int_equal(child_start(&c, NULL), 0);
+	start(&c, argv);
 	assert_int_equal(child_wait(&c, t0 + 0.2, &ex), 0);
 	assert_true(ex.timed_out);
 	assert_int_equal(child_exit_signal(&ex), SIGKILL);
@@ -551,14 +575,9 @@ static void test_deadline_kills(void **state)
 static void test_deadline_not_reached(void **state)
 {
 	const char *argv[] = { "/bin/sh", "-c", "exit 3", NULL };
-	struct child c;
-	struct child_exit ex;
+	struct child_exit ex = run_argv(argv);
 
 	(void)state;
-	child_init(&c);
-	c.argv = argv;
-	assert_int_equal(child_start(&c, NULL), 0);
-	assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
 	assert_false(ex.timed_out);
 	assert_int_equal(child_exit_code(&ex), 3);
 	assert_int_equal(child_exit_signal(&ex), 0);
@@ -574,10 +593,9 @@ static void test_kill(void **state)
 
 	(void)state;
 	child_init(&c);
-	c.argv = argv;
-	assert_int_equal(child_start(&c, NULL), 0);
+	start(&c, argv);
 	child_kill(&c, SIGTERM);
-	assert_int_equal(child_wait(&c, child_now() + READ_SECONDS, &ex), 0);
+	ex = finish(&c);
 	assert_false(ex.timed_out);
 	assert_string_equal(child_exit_text(&ex, text, sizeof text),
 			    "killed by signal SIGTERM");
@@ -590,21 +608,14 @@ static void test_exit_text(void **state)
 {
 	const char *exit3[] = { "/bin/sh", "-c", "exit 3", NULL };
 	const char *segv[] = { "/bin/sh", "-c", "kill -SEGV $$", NULL };
-	struct child c;
 	struct child_exit ex;
 	char text[64];
 
 	(void)state;
-	child_init(&c);
-	c.argv = exit3;
-	assert_int_equal(child_start(&c, NULL), 0);
-	assert_int_equal(child_wait(&c, 0, &ex), 0);
+	ex = run_argv(exit3);
 	assert_string_equal(child_exit_text(&ex, text, sizeof text), "exited with status 3");
 
-	child_init(&c);
-	c.argv = segv;
-	assert_int_equal(child_start(&c, NULL), 0);
-	assert_int_equal(child_wait(&c, 0, &ex), 0);
+	ex = run_argv(segv);
 	assert_int_equal(child_exit_code(&ex), -1);
 	assert_int_equal(child_exit_signal(&ex), SIGSEGV);
 	assert_string_equal(child_exit_text(&ex, text, sizeof text),
@@ -712,13 +723,10 @@ static void test_die_with_parent(void **state)
 		g = (pid_t)atoi(out);
 		free(out);
 		assert_true(g > 0);
-		if (die) {
-			assert_true(wait_dead(g, 5, &st));
-			assert_true(WIFSIGNALED(st));
-			assert_int_equal(WTERMSIG(st), SIGKILL);
-		} else {
+		if (die)
+			assert_killed(g);
+		else
 			assert_false(wait_dead(g, 0.3, &st));
-		}
 	}
 }
 
@@ -867,42 +875,14 @@ static void test_env_with(void **state)
 	unsetenv("QUAL_T_KEEP");
 }
 
-/* The environment child_env_with makes is the one the child gets. */
-static void test_env_with_reaches_child(void **state)
-{
-	const char *drop[] = { "QUAL_T_DROP=", NULL };
-	const char *add[] = { "QUAL_T_ADD=added", NULL };
-	const char *argv[] = { "/bin/sh", "-c", "printf '%s|%s' \"${QUAL_T_DROP-unset}\" \"$QUAL_T_ADD\"",
-			       NULL };
-	struct child c;
-	struct child_exit ex;
-	char **env;
-	char *out;
-
-	(void)state;
-	setenv("QUAL_T_DROP", "x", 1);
-	env = child_env_with(drop, add);
-	child_init(&c);
-	c.argv = argv;
-	c.env = (const char *const *)env;
-	out = run_capture(&c, &ex);
-	assert_string_equal(out, "unset|added");
-	free(out);
-	child_env_free(env);
-	unsetenv("QUAL_T_DROP");
-}
-
 QUAL_TESTS(
 	cmocka_unit_test(test_exec_missing),
 	cmocka_unit_test(test_exec_not_executable),
 	cmocka_unit_test(test_nothing_to_run),
 	cmocka_unit_test(test_exec_argv_env),
-	cmocka_unit_test(test_exec_inherits_env),
 	cmocka_unit_test(test_fn),
 	cmocka_unit_test(test_fn_keeps_mask),
-	cmocka_unit_test(test_pipe_in_out),
-	cmocka_unit_test(test_err_to_out),
-	cmocka_unit_test(test_err_pipe),
+	cmocka_unit_test(test_streams),
 	cmocka_unit_test(test_out_to_fd),
 	cmocka_unit_test(test_exec_no_stray_fds),
 	cmocka_unit_test(test_group_kinds),
@@ -919,5 +899,4 @@ QUAL_TESTS(
 	cmocka_unit_test(test_read_capped_deadline),
 	cmocka_unit_test(test_read_capped_bad_fd),
 	cmocka_unit_test(test_env_with),
-	cmocka_unit_test(test_env_with_reaches_child),
 )

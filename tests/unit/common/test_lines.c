@@ -3,6 +3,7 @@
  * (lines_classify), and the splitter that cuts a stream into lines with a
  * cap on their length. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,156 +320,159 @@ static void test_classify_fields(void **state)
 
 /* ---- the splitter -------------------------------------------------------- */
 
-struct got {
+/* The splitter under test (max 64 unless a test starts another) and what
+ * it passed on; each test starts from split_setup. */
+static struct lines_splitter sp;
+static struct {
 	char lines[16][32];
 	size_t n;
-	int stop_at;             /* return 5 for this line (0-based), or -1 */
-	const char *chunk;       /* the data of the feed in progress */
+	int stop_at;        /* return 5 for this line (0-based), or -1 */
+	const char *chunk;  /* the data of the feed in progress */
 	size_t chunk_len;
-	bool in_chunk[16];       /* the line was passed from the chunk itself */
-};
+	bool in_chunk[16];  /* the line was passed from the chunk itself */
+} got;
+
+/* A new splitter of max bytes, nothing passed on yet; fn returns 5 for
+ * line stop_at. */
+static void restart(size_t max, int stop_at)
+{
+	lines_splitter_release(&sp);
+	lines_splitter_init(&sp, max);
+	memset(&got, 0, sizeof got);
+	got.stop_at = stop_at;
+}
+
+static int split_setup(void **state)
+{
+	(void)state;
+	restart(64, -1);
+	return 0;
+}
+
+static int split_teardown(void **state)
+{
+	(void)state;
+	lines_splitter_release(&sp);
+	return 0;
+}
 
 static int take(void *ctx, const char *line, size_t len)
 {
-	struct got *g = ctx;
-
-	assert_true(g->n < 16 && len < 32);
-	memcpy(g->lines[g->n], line, len);
-	g->lines[g->n][len] = '\0';
-	g->in_chunk[g->n] = line >= g->chunk && line + len <= g->chunk + g->chunk_len;
-	return (int)g->n++ == g->stop_at ? 5 : 0;
+	(void)ctx;
+	assert_true(got.n < 16 && len < 32);
+	memcpy(got.lines[got.n], line, len);
+	got.lines[got.n][len] = '\0';
+	got.in_chunk[got.n] = line >= got.chunk && line + len <= got.chunk + got.chunk_len;
+	return (int)got.n++ == got.stop_at ? 5 : 0;
 }
 
-static int feed(struct lines_splitter *s, struct got *g, const char *data)
+static int feed(const char *data)
 {
-	g->chunk = data;
-	g->chunk_len = strlen(data);
-	return lines_splitter_feed(s, data, strlen(data), take, g);
+	got.chunk = data;
+	got.chunk_len = strlen(data);
+	return lines_splitter_feed(&sp, data, strlen(data), take, NULL);
+}
+
+/* Exactly the lines given (NULL-terminated) were passed on, in order. */
+static void assert_lines(const char *first, ...)
+{
+	va_list ap;
+	size_t n = 0;
+
+	va_start(ap, first);
+	for (const char *want = first; want; want = va_arg(ap, const char *)) {
+		assert_true(n < got.n);
+		assert_string_equal(got.lines[n], want);
+		n++;
+	}
+	va_end(ap);
+	assert_int_equal(got.n, n);
 }
 
 static void test_split_across_chunks(void **state)
 {
-	struct lines_splitter s;
-	struct got g = { .stop_at = -1 };
-
 	(void)state;
-	lines_splitter_init(&s, 64);
-	assert_int_equal(feed(&s, &g, "ab"), 0);
-	assert_int_equal(g.n, 0);
-	assert_int_equal(lines_splitter_rest(&s), 2);
-	assert_int_equal(feed(&s, &g, "c\nde"), 0);
-	assert_int_equal(feed(&s, &g, ""), 0);
-	assert_int_equal(feed(&s, &g, "f"), 0);
-	assert_int_equal(feed(&s, &g, "\n"), 0);
-	assert_int_equal(g.n, 2);
-	assert_string_equal(g.lines[0], "abc");
-	assert_string_equal(g.lines[1], "def");
-	assert_false(g.in_chunk[0]);
-	assert_int_equal(lines_splitter_rest(&s), 0);
-	lines_splitter_release(&s);
+	assert_int_equal(feed("ab"), 0);
+	assert_int_equal(got.n, 0);
+	assert_int_equal(lines_splitter_rest(&sp), 2);
+	assert_int_equal(feed("c\nde"), 0);
+	assert_int_equal(feed(""), 0);
+	assert_int_equal(feed("f"), 0);
+	assert_int_equal(feed("\n"), 0);
+	assert_lines("abc", "def", NULL);
+	assert_false(got.in_chunk[0]);
+	assert_int_equal(lines_splitter_rest(&sp), 0);
 }
 
 /* Lines wholly inside one chunk are passed from it, without a copy; empty
  * lines are lines. */
 static void test_split_in_one_chunk(void **state)
 {
-	struct lines_splitter s;
-	struct got g = { .stop_at = -1 };
-
 	(void)state;
-	lines_splitter_init(&s, 64);
-	assert_int_equal(feed(&s, &g, "one\ntwo\n\nthree\nfo"), 0);
-	assert_int_equal(g.n, 4);
-	assert_string_equal(g.lines[0], "one");
-	assert_string_equal(g.lines[1], "two");
-	assert_string_equal(g.lines[2], "");
-	assert_string_equal(g.lines[3], "three");
+	assert_int_equal(feed("one\ntwo\n\nthree\nfo"), 0);
+	assert_lines("one", "two", "", "three", NULL);
 	for (size_t i = 0; i < 4; i++)
-		assert_true(g.in_chunk[i]);
+		assert_true(got.in_chunk[i]);
 	/* The rest of an unfinished last line: never passed on. */
-	assert_int_equal(lines_splitter_rest(&s), 2);
-	assert_int_equal(feed(&s, &g, "ur\n"), 0);
-	assert_string_equal(g.lines[4], "four");
-	assert_false(g.in_chunk[4]);
-	lines_splitter_release(&s);
+	assert_int_equal(lines_splitter_rest(&sp), 2);
+	assert_int_equal(feed("ur\n"), 0);
+	assert_lines("one", "two", "", "three", "four", NULL);
+	assert_false(got.in_chunk[4]);
 }
 
 /* max bytes is a line; one more is QUAL_ELIMIT, and then nothing more is
  * taken, even lines that would fit. */
 static void test_split_cap(void **state)
 {
-	struct lines_splitter s;
-	struct got g = { .stop_at = -1 };
-
 	(void)state;
-	lines_splitter_init(&s, 4);
-	assert_int_equal(feed(&s, &g, "abcd\n"), 0);
-	assert_int_equal(g.n, 1);
-	assert_int_equal(feed(&s, &g, "ok\nabcde\nlater\n"), QUAL_ELIMIT);
-	assert_int_equal(g.n, 2);
-	assert_string_equal(g.lines[1], "ok");
-	assert_true(s.over);
-	assert_int_equal(feed(&s, &g, "x\n"), QUAL_ELIMIT);
-	assert_int_equal(g.n, 2);
-	lines_splitter_release(&s);
+	restart(4, -1);
+	assert_int_equal(feed("abcd\n"), 0);
+	assert_lines("abcd", NULL);
+	assert_int_equal(feed("ok\nabcde\nlater\n"), QUAL_ELIMIT);
+	assert_true(sp.over);
+	assert_int_equal(feed("x\n"), QUAL_ELIMIT);
+	assert_lines("abcd", "ok", NULL);
 
 	/* Over the cap across chunks, before any newline. */
-	g.n = 0;
-	lines_splitter_init(&s, 4);
-	assert_int_equal(feed(&s, &g, "abc"), 0);
-	assert_int_equal(feed(&s, &g, "de"), QUAL_ELIMIT);
-	assert_int_equal(feed(&s, &g, "\n"), QUAL_ELIMIT);
-	assert_int_equal(g.n, 0);
-	assert_int_equal(lines_splitter_rest(&s), 0);
-	lines_splitter_release(&s);
+	restart(4, -1);
+	assert_int_equal(feed("abc"), 0);
+	assert_int_equal(feed("de"), QUAL_ELIMIT);
+	assert_int_equal(feed("\n"), QUAL_ELIMIT);
+	assert_int_equal(got.n, 0);
+	assert_int_equal(lines_splitter_rest(&sp), 0);
 }
 
-/* fn's nonzero return stops the feed there and is returned. */
+/* fn's nonzero return stops the feed there and is returned, for a line
+ * from the chunk and for one copied (begun in an earlier feed). */
 static void test_split_fn_stops(void **state)
 {
-	struct lines_splitter s;
-	struct got g = { .stop_at = 1 };
-
 	(void)state;
-	lines_splitter_init(&s, 64);
-	assert_int_equal(feed(&s, &g, "a\nb\nc\n"), 5);
-	assert_int_equal(g.n, 2);
-	assert_string_equal(g.lines[1], "b");
-	lines_splitter_release(&s);
+	restart(64, 1);
+	assert_int_equal(feed("a\nb\nc\n"), 5);
+	assert_lines("a", "b", NULL);
 
-	/* The same for a line that was copied (it began in an earlier feed). */
-	g = (struct got){ .stop_at = 0 };
-	lines_splitter_init(&s, 64);
-	assert_int_equal(feed(&s, &g, "x"), 0);
-	assert_int_equal(feed(&s, &g, "y\nz\n"), 5);
-	assert_int_equal(g.n, 1);
-	assert_string_equal(g.lines[0], "xy");
-	lines_splitter_release(&s);
+	restart(64, 0);
+	assert_int_equal(feed("x"), 0);
+	assert_int_equal(feed("y\nz\n"), 5);
+	assert_lines("xy", NULL);
 }
 
-/* A long stream, byte by byte and all at once, gives the same lines. */
+/* A stream byte by byte gives the lines it gives all at once. */
 static void test_split_byte_by_byte(void **state)
 {
 	const char *text = "{\"type\":\"start\"}\n{\"type\":\"pair\"}\n\n{\"x\":1}\n";
-	struct lines_splitter s;
-	struct got whole = { .stop_at = -1 }, bytes = { .stop_at = -1 };
 	char one[2] = "";
 
 	(void)state;
-	lines_splitter_init(&s, LINES_MAX);
-	assert_int_equal(feed(&s, &whole, text), 0);
-	lines_splitter_release(&s);
-	lines_splitter_init(&s, LINES_MAX);
+	restart(LINES_MAX, -1);
 	for (const char *p = text; *p; p++) {
 		one[0] = *p;
-		assert_int_equal(feed(&s, &bytes, one), 0);
+		assert_int_equal(feed(one), 0);
 	}
-	lines_splitter_release(&s);
-	assert_int_equal(whole.n, 4);
-	assert_int_equal(bytes.n, whole.n);
-	for (size_t i = 0; i < whole.n; i++)
-		assert_string_equal(bytes.lines[i], whole.lines[i]);
+	assert_lines("{\"type\":\"start\"}", "{\"type\":\"pair\"}", "", "{\"x\":1}", NULL);
 }
+
+#define SPLIT(name) cmocka_unit_test_setup_teardown(test_##name, split_setup, split_teardown)
 
 QUAL_TESTS(
 	cmocka_unit_test(test_code_names),
@@ -479,9 +483,9 @@ QUAL_TESTS(
 	cmocka_unit_test(test_error_line),
 	cmocka_unit_test(test_classify_types),
 	cmocka_unit_test(test_classify_fields),
-	cmocka_unit_test(test_split_across_chunks),
-	cmocka_unit_test(test_split_in_one_chunk),
-	cmocka_unit_test(test_split_cap),
-	cmocka_unit_test(test_split_fn_stops),
-	cmocka_unit_test(test_split_byte_by_byte),
+	SPLIT(split_across_chunks),
+	SPLIT(split_in_one_chunk),
+	SPLIT(split_cap),
+	SPLIT(split_fn_stops),
+	SPLIT(split_byte_by_byte),
 )

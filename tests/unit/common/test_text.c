@@ -3,10 +3,13 @@
  * parsers of numbers given as text, with their messages. */
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "common/fsutil.h"
 #include "common/text.h"
 #include "tests/unit/test_main.h"
 
@@ -111,91 +114,66 @@ static void test_null(void **state)
 
 /* ---- numbers ------------------------------------------------------------- */
 
-static void test_parse_long(void **state)
+/* The cases of test_parse, one a line (the file says how). */
+#ifndef TEXT_TEST_PARSE_CASES
+#error "TEXT_TEST_PARSE_CASES must name tests/unit/common/parse_numbers.txt"
+#endif
+
+static long bound_long(const char *s)
 {
-	struct qual_msg msg = { { 0 } };
-	long x = -5;
-
-	(void)state;
-	assert_int_equal(text_parse_long("--pairs", "42", 1, 100, &x, &msg), 0);
-	assert_int_equal(x, 42);
-	assert_int_equal(text_parse_long("--pairs", "1", 1, 100, &x, &msg), 0);
-	assert_int_equal(x, 1);
-	assert_int_equal(text_parse_long("--pairs", "100", 1, 100, &x, &msg), 0);
-	assert_int_equal(x, 100);
-	assert_int_equal(text_parse_long("--n", "-7", -10, 10, &x, &msg), 0);
-	assert_int_equal(x, -7);
-	assert_int_equal(text_parse_long("--n", "9223372036854775807", 0, LONG_MAX, &x, &msg), 0);
-	assert_int_equal(x, LONG_MAX);
-
-	/* Out of range, garbage, overflow: an error, *out untouched. */
-	x = -5;
-	assert_int_equal(text_parse_long("--pairs", "0", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--pairs must be an integer in [1, 100], got '0'");
-	assert_int_equal(text_parse_long("--pairs", "101", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--pairs must be an integer in [1, 100], got '101'");
-	assert_int_equal(text_parse_long("--pairs", "x", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--pairs must be an integer in [1, 100], got 'x'");
-	assert_int_equal(text_parse_long("--pairs", "", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--pairs must be an integer in [1, 100], got ''");
-	assert_int_equal(text_parse_long("--pairs", "12x", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_long("--pairs", "1.5", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_long("--pairs", "0x10", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_long("--pairs", "12 ", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_long("--pairs", " 12", 1, 100, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_long("--slots", "99999999999999999999", 1, LONG_MAX, &x,
-					 &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text,
-			    "--slots must be an integer >= 1, got '99999999999999999999'");
-	assert_int_equal(text_parse_long("--slots", "-99999999999999999999", LONG_MIN, LONG_MAX,
-					 &x, &msg), QUAL_EINVAL);
-	assert_int_equal(x, -5);
-	/* msg may be NULL. */
-	assert_int_equal(text_parse_long("--n", "x", 0, 1, &x, NULL), QUAL_EINVAL);
+	if (!strcmp(s, "min"))
+		return LONG_MIN;
+	return !strcmp(s, "max") ? LONG_MAX : strtol(s, NULL, 10);
 }
 
-static void test_parse_double(void **state)
+/* Runs one case line; returns false for a comment. */
+static bool parse_case(char *line)
 {
+	char *f[7];
 	struct qual_msg msg = { { 0 } };
-	double x = -5;
+	long lx = 5;
+	double dx = 5;
+	int rc;
+
+	if (line[0] == '#' || line[0] == '\0')
+		return false;
+	for (int k = 0; k < 7; k++) {
+		f[k] = strsep(&line, "|");
+		if (!f[k])
+			fail_msg("case line with %d fields, want 7", k);
+	}
+	if (f[0][0] == 'l')
+		rc = text_parse_long("--n", f[1], bound_long(f[2]), bound_long(f[3]), &lx, &msg);
+	else
+		rc = text_parse_double("--n", f[1], strtod(f[2], NULL), strtod(f[3], NULL),
+				       &dx, &msg);
+	print_message("%s '%s': %d %s\n", f[0], f[1], rc, msg.text);
+	assert_int_equal(rc, atoi(f[4]));
+	if (f[0][0] == 'l')
+		assert_int_equal(lx, strtol(f[5], NULL, 10));
+	else
+		assert_true(dx == strtod(f[5], NULL));
+	if (f[6][0])
+		assert_string_equal(msg.text, f[6]);
+	return true;
+}
+
+static void test_parse(void **state)
+{
+	char *text, *rest, *line;
+	size_t size, n = 0;
+	long lx;
+	double dx;
 
 	(void)state;
-	assert_int_equal(text_parse_double("--alpha", "0.05", 0, 1, &x, &msg), 0);
-	assert_true(x == 0.05);
-	assert_int_equal(text_parse_double("--alpha", "0", 0, 1, &x, &msg), 0);
-	assert_true(x == 0);
-	assert_int_equal(text_parse_double("--alpha", "1", 0, 1, &x, &msg), 0);
-	assert_true(x == 1);
-	assert_int_equal(text_parse_double("--margin", "2.5e3", 0, INFINITY, &x, &msg), 0);
-	assert_true(x == 2500);
-	assert_int_equal(text_parse_double("--any", "-1e300", -INFINITY, INFINITY, &x, &msg), 0);
-	assert_true(x == -1e300);
-
-	x = -5;
-	assert_int_equal(text_parse_double("--alpha", "1.5", 0, 1, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--alpha must be a number in [0, 1], got '1.5'");
-	assert_int_equal(text_parse_double("--alpha", "-0.1", 0, 1, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--alpha must be a number in [0, 1], got '-0.1'");
-	assert_int_equal(text_parse_double("--alpha", "abc", 0, 1, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--alpha must be a number in [0, 1], got 'abc'");
-	assert_int_equal(text_parse_double("--alpha", "", 0, 1, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_double("--alpha", "0.5x", 0, 1, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_double("--alpha", " 0.5", 0, 1, &x, &msg), QUAL_EINVAL);
-	assert_int_equal(text_parse_double("--margin", "-1", 0, INFINITY, &x, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "--margin must be a number >= 0, got '-1'");
-	/* Not finite, or overflowing: never a number here. */
-	assert_int_equal(text_parse_double("--any", "nan", -INFINITY, INFINITY, &x, &msg),
-			 QUAL_EINVAL);
-	assert_string_equal(msg.text, "--any must be a number, got 'nan'");
-	assert_int_equal(text_parse_double("--any", "inf", -INFINITY, INFINITY, &x, &msg),
-			 QUAL_EINVAL);
-	assert_int_equal(text_parse_double("--any", "-inf", -INFINITY, INFINITY, &x, &msg),
-			 QUAL_EINVAL);
-	assert_int_equal(text_parse_double("--any", "1e999", -INFINITY, INFINITY, &x, &msg),
-			 QUAL_EINVAL);
-	assert_string_equal(msg.text, "--any must be a number, got '1e999'");
-	assert_true(x == -5);
-	assert_int_equal(text_parse_double("--any", "x", 0, 1, &x, NULL), QUAL_EINVAL);
+	assert_int_equal(fs_read_capped(TEXT_TEST_PARSE_CASES, 1 << 20, &text, &size, NULL), 0);
+	for (rest = text; (line = strsep(&rest, "\n"));)
+		n += parse_case(line);
+	free(text);
+	assert_true(n >= 30);
+	/* msg may be NULL. */
+	assert_int_equal(text_parse_long("--n", "x", 0, 1, &lx, NULL), QUAL_EINVAL);
+	assert_int_equal(text_parse_double("--n", "x", 0, 1, &dx, NULL), QUAL_EINVAL);
 }
 
 QUAL_TESTS(
@@ -205,6 +183,5 @@ QUAL_TESTS(
 	cmocka_unit_test(test_nul),
 	cmocka_unit_test(test_control_kept),
 	cmocka_unit_test(test_null),
-	cmocka_unit_test(test_parse_long),
-	cmocka_unit_test(test_parse_double),
+	cmocka_unit_test(test_parse),
 )
