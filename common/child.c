@@ -46,16 +46,22 @@ static void close_fd(int *fd)
  * the child's stream target, from what the caller asked for. */
 static int stream_to(int asked, int target, int pipe_child_end, int out_fd)
 {
-	int fd;
+	int fd, rc;
 
 	switch (asked) {
 	case CHILD_INHERIT:
 		return 0;
 	case CHILD_NULL:
-		fd = open("/dev/null", target == 0 ? O_RDONLY : O_WRONLY);
+		/* Its own descriptor goes once it is the target: neither fn nor
+		 * the program run gets a stray /dev/null. */
+		fd = open("/dev/null", (target == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
 		if (fd < 0)
 			return -1;
-		break;
+		if (fd == target)
+			break;
+		rc = dup2(fd, target) < 0 ? -1 : 0;
+		close(fd);
+		return rc;
 	case CHILD_PIPE:
 		fd = pipe_child_end;
 		break;
@@ -74,10 +80,13 @@ static int stream_to(int asked, int target, int pipe_child_end, int out_fd)
 }
 
 /* The forked child: never returns. Reports a failure before exec as an errno
- * value on report (close-on-exec, so a successful exec closes it empty). */
+ * value on report (close-on-exec, so a successful exec closes it empty).
+ * Every signal is blocked on entry (child_start), so that no handler of the
+ * caller's runs in the child: fn gets the caller's mask (old) back, a program
+ * run gets default dispositions and then an empty mask. */
 static void __attribute__((noreturn))
 child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
-	   const int perr[2], int report)
+	   const int perr[2], int report, const sigset_t *old)
 {
 	int e;
 
@@ -106,6 +115,7 @@ child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 					close(ends[i][k]);
 		if (report >= 0)
 			close(report);
+		sigprocmask(SIG_SETMASK, old, NULL);
 		_exit(c->fn(c->arg));
 	}
 	{
@@ -135,6 +145,7 @@ int child_start(struct child *c, struct qual_msg *msg)
 	int report[2] = { -1, -1 };
 	const char *what = c->argv ? c->argv[0] : "a child process";
 	pid_t parent = getpid(), pid;
+	sigset_t all, old;
 	int rc = 0, e = 0;
 	ssize_t n;
 
@@ -152,16 +163,24 @@ int child_start(struct child *c, struct qual_msg *msg)
 	}
 	/* Output the caller has buffered must not be written twice. */
 	fflush(NULL);
+	/* A signal that arrives between fork and exec must not run one of the
+	 * caller's handlers in the child (a handler that writes to a loop's
+	 * signal pipe would write to the caller's). */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
 	pid = fork();
-	if (pid < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot start '%s': fork: %s", what,
-			       strerror(errno));
-		goto fail;
-	}
 	if (pid == 0) {
 		close_fd(&report[0]);
-		child_body(c, parent, pin, pout, perr, report[1]);
+		child_body(c, parent, pin, pout, perr, report[1], &old);
 	}
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot start '%s': fork: %s", what,
+			       strerror(e));
+		goto fail;
+	}
+	e = 0;
 	close_fd(&report[1]);
 	while ((n = read(report[0], &e, sizeof e)) < 0 && errno == EINTR)
 		;
@@ -327,7 +346,10 @@ int child_read_capped(int fd, size_t cap, double deadline, char **out,
 	size_t kept = 0, all = 0;
 	int rc = 0;
 
-	for (;;) {
+	/* poll() passes over a negative descriptor: it would wait forever. */
+	if (fd < 0)
+		rc = QUAL_EIO;
+	while (rc == 0) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int wait_ms = -1;
 		ssize_t n;
@@ -338,7 +360,9 @@ int child_read_capped(int fd, size_t cap, double deadline, char **out,
 				rc = QUAL_ETIMEOUT;
 				break;
 			}
-			wait_ms = (int)(left * 1000.0) + 1;
+			/* Rounded up, so that the deadline has passed when poll
+			 * times out; a long wait in steps poll's int can hold. */
+			wait_ms = left < 86400.0 ? (int)(left * 1000.0) + 1 : 86400000;
 		}
 		if (poll(&p, 1, wait_ms) < 0) {
 			if (errno == EINTR)

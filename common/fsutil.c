@@ -124,12 +124,23 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 	return rc;
 }
 
+/* The first room for a read of a file of st_size bytes, up to cap: its size
+ * and one byte more (so that the end of file is seen without growing), or a
+ * page where the size is unknown (procfs and sysfs say 0 for files that have
+ * content). The size is a hint only: a file may grow or shrink meanwhile. */
+static size_t first_room(off_t st_size, size_t cap)
+{
+	size_t want = st_size > 0 ? (size_t)st_size + 1 : 4096;
+
+	return want < cap ? want : cap;
+}
+
 int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		   struct qual_msg *msg)
 {
 	struct stat st;
+	size_t room, got = 0;
 	char *buf;
-	ssize_t n;
 	int fd;
 
 	*out = NULL;
@@ -143,20 +154,27 @@ int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		close(fd);
 		return qual_fail(msg, QUAL_EIO, "cannot stat '%s': %s", path, strerror(e));
 	}
-	if ((size_t)st.st_size < cap)
-		cap = (size_t)st.st_size;
-	buf = xmalloc(cap + 1);
-	n = fs_read_full(fd, buf, cap);
-	if (n < 0) {
-		int e = errno;
-		free(buf);
-		close(fd);
-		return qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path, strerror(e));
+	room = first_room(st.st_size, cap);
+	buf = xmalloc(room + 1);
+	for (;;) {
+		ssize_t n = fs_read_full(fd, buf + got, room - got);
+
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			return qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path, strerror(e));
+		}
+		got += (size_t)n;
+		if (got < room || room == cap) /* the end of the file, or the cap */
+			break;
+		room = room > cap / 2 ? cap : room * 2;
+		buf = xrealloc(buf, room + 1);
 	}
 	close(fd);
-	buf[n] = '\0';
+	buf[got] = '\0';
 	*out = buf;
-	*size = (size_t)n;
+	*size = got;
 	return 0;
 }
 

@@ -7,6 +7,8 @@
 
 #include <openssl/evp.h>
 
+#include "common/fsutil.h"
+
 /* Read block for files: large enough that a 100 MiB library is a few hundred
  * reads, small enough to live on the stack. */
 #define SHA256_BLOCK (64 * 1024)
@@ -61,21 +63,20 @@ int sha256_hash_file(const char *path, char hex[SHA256_HEX_SIZE],
 		goto out;
 	}
 	for (;;) {
-		ssize_t got = read(fd, buf, sizeof buf);
-		if (got < 0 && errno == EINTR)
-			continue;
+		/* fs_read_full: short only at the end of the file. */
+		ssize_t got = fs_read_full(fd, buf, sizeof buf);
 		if (got < 0) {
 			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
 				       strerror(errno));
 			goto out;
 		}
-		if (got == 0)
-			break;
-		if (!EVP_DigestUpdate(ctx, buf, (size_t)got)) {
+		if (got > 0 && !EVP_DigestUpdate(ctx, buf, (size_t)got)) {
 			rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'",
 				       path);
 			goto out;
 		}
+		if ((size_t)got < sizeof buf)
+			break;
 	}
 	if (!EVP_DigestFinal_ex(ctx, md, &n)) {
 		rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'", path);

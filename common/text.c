@@ -1,6 +1,7 @@
 /* Text (text.h). */
 #include "common/text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -84,9 +85,10 @@ int text_parse_long(const char *what, const char *s, long lo, long hi, long *out
 	char *end;
 	long x;
 
+	/* strtol and strtod skip leading white space: a whole number has none. */
 	errno = 0;
 	x = strtol(s, &end, 10);
-	if (errno || end == s || *end || x < lo || x > hi) {
+	if (errno || end == s || *end || isspace((unsigned char)s[0]) || x < lo || x > hi) {
 		if (hi == LONG_MAX)
 			return qual_fail(msg, QUAL_EINVAL, "%s must be an integer >= %ld, got '%s'",
 					 what, lo, s);
@@ -105,7 +107,8 @@ int text_parse_double(const char *what, const char *s, double lo, double hi,
 
 	errno = 0;
 	x = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(x) || x < lo || x > hi) {
+	if (errno || end == s || *end || isspace((unsigned char)s[0]) || !isfinite(x) ||
+	    x < lo || x > hi) {
 		if (isinf(lo) && isinf(hi))
 			return qual_fail(msg, QUAL_EINVAL, "%s must be a number, got '%s'",
 					 what, s);

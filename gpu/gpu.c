@@ -2,12 +2,24 @@
  * holds, and the call into the backend that opened it. */
 #include "gpu/gpu.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu/gpu_backend.h"
 #include "common/xalloc.h"
+
+/* Waits poll the backend's stream query (gpu__wait). For the first
+ * GPU_SPIN_NS they spin, as cuStreamSynchronize does on a host with more
+ * cores than GPUs, so that a timed graph's host_ns is not stretched by a
+ * sleep: every fixture graph measured on the H200 took under 10 ms, even a
+ * 26x slower candidate's. After that they sleep GPU_POLL_SLEEP_NS between
+ * queries, which stretches a longer wait by at most that much (under 1%)
+ * and overshoots a deadline by no more. */
+#define GPU_SPIN_NS 20e6
+#define GPU_POLL_SLEEP_NS 200000L
 
 /* In the order gpu_open tries them: CUDA first, because the machines we run
  * on are NVIDIA ones and because loading ROCm into a process costs more. */
@@ -116,37 +128,53 @@ bool gpu_backend_built(const char *backend)
 	return be && be->built;
 }
 
-/* After a hang: frees this process's memory only (gpu_backend.h says each
- * object is one malloc block). The device's memory goes with the process. */
-static void close_hung(struct gpu *g)
+/* ---- the lists of what a gpu holds -------------------------------------- */
+
+/* The module or graph (type) whose held is h. */
+#define HOLDER(h, type) ((type *)(void *)((char *)(h) - offsetof(type, held)))
+
+/* Puts h at the head of list (a gpu's modules or graphs). */
+static void hold(struct gpu_held **list, struct gpu_held *h)
 {
-	while (g->graphs) {
-		struct gpu_graph *next = g->graphs->next;
-		free(g->graphs);
-		g->graphs = next;
-	}
-	while (g->modules) {
-		struct gpu_module *next = g->modules->next;
-		free(g->modules);
-		g->modules = next;
-	}
-	free(g->allocs);
-	free(g);
+	h->prev = NULL;
+	h->next = *list;
+	if (*list)
+		(*list)->prev = h;
+	*list = h;
+}
+
+/* Takes h (of block, a module or graph of g) out of list. Returns true when
+ * the backend is to free block; after a hang it is freed here, with free()
+ * alone (gpu_backend.h says each object is one malloc block). */
+static bool let_go(struct gpu *g, struct gpu_held **list, struct gpu_held *h, void *block)
+{
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		*list = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	if (!g->hung)
+		return true;
+	free(block);
+	return false;
 }
 
 void gpu_close(struct gpu *g)
 {
 	if (!g)
 		return;
-	if (g->hung) {
-		close_hung(g);
-		return;
-	}
 	/* Graphs reference their modules' kernels: graphs first. */
 	while (g->graphs)
-		gpu_graph_free(g->graphs);
+		gpu_graph_free(HOLDER(g->graphs, struct gpu_graph));
 	while (g->modules)
-		gpu_module_free(g->modules);
+		gpu_module_free(HOLDER(g->modules, struct gpu_module));
+	if (g->hung) {
+		/* The device's memory goes with the process. */
+		free(g->allocs);
+		free(g);
+		return;
+	}
 	for (size_t i = 0; i < g->nalloc; i++)
 		(void)g->backend->free(g, g->allocs[i]);
 	free(g->allocs);
@@ -174,15 +202,28 @@ bool gpu_is_hung(const struct gpu *g)
 	return g && g->hung;
 }
 
-/* Links a module the backend returned into g's list. */
-static void add_module(struct gpu *g, struct gpu_module *m)
+/* The checks of a module load: 0 to go ahead, or the error. */
+static int may_load(struct gpu *g, bool args, struct gpu_module **out, const char *call,
+		    struct qual_msg *msg)
 {
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "%s: no result pointer", call);
+	*out = NULL;
+	if (!g || !args)
+		return qual_fail(msg, QUAL_EINVAL, "%s: null argument", call);
+	return 0;
+}
+
+/* What a module load returned (rc, m): a module of g's, or the error. */
+static int took_module(struct gpu *g, int rc, struct gpu_module *m, struct gpu_module **out)
+{
+	rc = note(g, rc);
+	if (rc < 0)
+		return rc;
 	m->gpu = g;
-	m->prev = NULL;
-	m->next = g->modules;
-	if (g->modules)
-		g->modules->prev = m;
-	g->modules = m;
+	hold(&g->modules, &m->held);
+	*out = m;
+	return 0;
 }
 
 int gpu_module_load(struct gpu *g, const void *code, size_t size,
@@ -190,62 +231,39 @@ int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		    struct qual_msg *msg)
 {
 	struct gpu_module *m = NULL;
+	int rc = may_load(g, code && kernel, out, "gpu_module_load", msg);
 
-	if (!out)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load: no result pointer");
-	*out = NULL;
-	if (!g || !code || !kernel)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load: null argument");
+	if (rc < 0)
+		return rc;
 	if (size == 0)
 		return qual_fail(msg, QUAL_EINVAL, "cannot load an empty code object");
 	if (g->hung)
 		return hung_fail(g, msg);
-	int rc = note(g, g->backend->module_load(g, code, size, kernel, &m, msg));
-	if (rc < 0)
-		return rc;
-	add_module(g, m);
-	*out = m;
-	return 0;
+	rc = g->backend->module_load(g, code, size, kernel, &m, msg);
+	return took_module(g, rc, m, out);
 }
 
 int gpu_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
 			struct gpu_module **out, struct qual_msg *msg)
 {
 	struct gpu_module *m = NULL;
+	int rc = may_load(g, ptx && kernel, out, "gpu_module_load_ptx", msg);
 
-	if (!out)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load_ptx: no result pointer");
-	*out = NULL;
-	if (!g || !ptx || !kernel)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_module_load_ptx: null argument");
+	if (rc < 0)
+		return rc;
 	if (!g->backend->module_load_ptx)
 		return qual_fail(msg, QUAL_ENOENT, "the %s backend cannot load ptx",
 				 g->backend->name);
 	if (g->hung)
 		return hung_fail(g, msg);
-	int rc = note(g, g->backend->module_load_ptx(g, ptx, kernel, &m, msg));
-	if (rc < 0)
-		return rc;
-	add_module(g, m);
-	*out = m;
-	return 0;
+	rc = g->backend->module_load_ptx(g, ptx, kernel, &m, msg);
+	return took_module(g, rc, m, out);
 }
 
 void gpu_module_free(struct gpu_module *m)
 {
-	if (!m)
-		return;
-	struct gpu *g = m->gpu;
-	if (m->prev)
-		m->prev->next = m->next;
-	else
-		g->modules = m->next;
-	if (m->next)
-		m->next->prev = m->prev;
-	if (g->hung)
-		free(m);
-	else
-		g->backend->module_free(m);
+	if (m && let_go(m->gpu, &m->gpu->modules, &m->held, m))
+		m->gpu->backend->module_free(m);
 }
 
 int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg)
@@ -262,10 +280,7 @@ int gpu_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_msg *msg)
 	int rc = note(g, g->backend->alloc(g, bytes, dptr, msg));
 	if (rc < 0)
 		return rc;
-	if (g->nalloc == g->alloc_cap) {
-		g->alloc_cap = g->alloc_cap ? 2 * g->alloc_cap : 16;
-		g->allocs = xrealloc(g->allocs, g->alloc_cap * sizeof *g->allocs);
-	}
+	XGROW(g->allocs, g->nalloc + 1, g->alloc_cap);
 	g->allocs[g->nalloc++] = *dptr;
 	return 0;
 }
@@ -286,39 +301,46 @@ int gpu_free(struct gpu *g, uint64_t dptr)
 	return QUAL_EINVAL;
 }
 
+/* The checks of a call that moves bytes: 0 to go ahead, MOVE_NOTHING for
+ * no bytes (nothing to do, not an error), or the error. */
+#define MOVE_NOTHING 1
+static int may_move(struct gpu *g, bool args, size_t bytes, const char *call,
+		    struct qual_msg *msg)
+{
+	if (!g || !args)
+		return qual_fail(msg, QUAL_EINVAL, "%s: null argument", call);
+	if (bytes == 0)
+		return MOVE_NOTHING;
+	return g->hung ? hung_fail(g, msg) : 0;
+}
+
 int gpu_upload(struct gpu *g, uint64_t dptr, const void *src, size_t bytes,
 	       struct qual_msg *msg)
 {
-	if (!g || !src || !dptr)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_upload: null argument");
-	if (bytes == 0)
-		return 0;
-	if (g->hung)
-		return hung_fail(g, msg);
+	int rc = may_move(g, src && dptr, bytes, "gpu_upload", msg);
+
+	if (rc)
+		return rc == MOVE_NOTHING ? 0 : rc;
 	return note(g, g->backend->upload(g, dptr, src, bytes, msg));
 }
 
 int gpu_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 		 struct qual_msg *msg)
 {
-	if (!g || !dst || !dptr)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_download: null argument");
-	if (bytes == 0)
-		return 0;
-	if (g->hung)
-		return hung_fail(g, msg);
+	int rc = may_move(g, dst && dptr, bytes, "gpu_download", msg);
+
+	if (rc)
+		return rc == MOVE_NOTHING ? 0 : rc;
 	return note(g, g->backend->download(g, dst, dptr, bytes, msg));
 }
 
 int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 	       struct qual_msg *msg)
 {
-	if (!g || !dptr)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_memset: null argument");
-	if (bytes == 0)
-		return 0;
-	if (g->hung)
-		return hung_fail(g, msg);
+	int rc = may_move(g, dptr, bytes, "gpu_memset", msg);
+
+	if (rc)
+		return rc == MOVE_NOTHING ? 0 : rc;
 	return note(g, g->backend->memset(g, dptr, value, bytes, msg));
 }
 
@@ -351,30 +373,15 @@ int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
 	if (rc < 0)
 		return rc;
 	gr->gpu = g;
-	gr->prev = NULL;
-	gr->next = g->graphs;
-	if (g->graphs)
-		g->graphs->prev = gr;
-	g->graphs = gr;
+	hold(&g->graphs, &gr->held);
 	*out = gr;
 	return 0;
 }
 
 void gpu_graph_free(struct gpu_graph *gr)
 {
-	if (!gr)
-		return;
-	struct gpu *g = gr->gpu;
-	if (gr->prev)
-		gr->prev->next = gr->next;
-	else
-		g->graphs = gr->next;
-	if (gr->next)
-		gr->next->prev = gr->prev;
-	if (g->hung)
-		free(gr);
-	else
-		g->backend->graph_free(gr);
+	if (gr && let_go(gr->gpu, &gr->gpu->graphs, &gr->held, gr))
+		gr->gpu->backend->graph_free(gr);
 }
 
 int gpu_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
@@ -394,4 +401,34 @@ int gpu_graph_time(struct gpu_graph *gr, double *device_ns, double *host_ns,
 	if (gr->gpu->hung)
 		return hung_fail(gr->gpu, msg);
 	return note(gr->gpu, gr->gpu->backend->graph_time(gr, device_ns, host_ns, msg));
+}
+
+/* ---- for the backends ---------------------------------------------------- */
+
+double gpu__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+int gpu__wait(struct gpu *g, double t0_ns, const char *what, struct qual_msg *msg)
+{
+	const double limit_ns = g->wait_limit_ms * 1e6;
+	const struct timespec nap = { 0, GPU_POLL_SLEEP_NS };
+
+	for (;;) {
+		int rc = g->backend->query(g, msg);
+		double waited;
+
+		if (rc != GPU__NOT_READY)
+			return rc;
+		waited = gpu__now_ns() - t0_ns;
+		if (waited >= limit_ns)
+			return qual_fail(msg, QUAL_EHANG, "%s did not finish within %.0f ms",
+					 what, g->wait_limit_ms);
+		if (waited >= GPU_SPIN_NS)
+			nanosleep(&nap, NULL);
+	}
 }

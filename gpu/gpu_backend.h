@@ -14,6 +14,11 @@
 
 #include "gpu/gpu.h"
 
+/* Where a module or a graph is in its gpu's list of them (gpu.c's). */
+struct gpu_held {
+	struct gpu_held *prev, *next;
+};
+
 /* The common part of an opened gpu. The backend fills backend and info;
  * gpu.c owns the rest. A backend reads wait_limit_ms in every wait for the
  * device and returns QUAL_EHANG when a wait runs past it; gpu.c then sets
@@ -23,8 +28,8 @@ struct gpu {
 	struct gpu_info info;
 	double wait_limit_ms;       /* > 0 */
 	bool hung;
-	struct gpu_module *modules; /* live modules, newest first */
-	struct gpu_graph *graphs;   /* live graphs, newest first */
+	struct gpu_held *modules;   /* live modules, newest first */
+	struct gpu_held *graphs;    /* live graphs, newest first */
 	uint64_t *allocs;           /* live device allocations */
 	size_t nalloc, alloc_cap;
 };
@@ -33,12 +38,12 @@ struct gpu {
  * backend returned the object. */
 struct gpu_module {
 	struct gpu *gpu;
-	struct gpu_module *prev, *next;
+	struct gpu_held held;
 };
 
 struct gpu_graph {
 	struct gpu *gpu;
-	struct gpu_graph *prev, *next;
+	struct gpu_held held;
 };
 
 /* A backend. The functions after open are only called with objects that this
@@ -86,11 +91,37 @@ struct gpu_backend {
 	int (*graph_run)(struct gpu_graph *gr, struct qual_msg *msg);
 	int (*graph_time)(struct gpu_graph *gr, double *device_ns,
 			  double *host_ns, struct qual_msg *msg);
+
+	/* The query of the gpu's stream (cuStreamQuery, hipStreamQuery) that
+	 * gpu__wait polls: 0 once the work queued on it is done,
+	 * GPU__NOT_READY while it runs, or the runtime's error (QUAL_EGPU, msg
+	 * filled). NULL in the tests' fake backends, which do not wait. */
+	int (*query)(struct gpu *g, struct qual_msg *msg);
 };
 
 /* Defined in gpu_cuda.c and gpu_hip.c; a backend built without its vendor
  * header has built == false and an open that reports QUAL_ENODEV. */
 extern const struct gpu_backend gpu__cuda_backend;
 extern const struct gpu_backend gpu__hip_backend;
+
+/* ---- for the backends (gpu.c): what both do the same way ---- */
+
+/* Nanoseconds on the monotonic clock: the host's side of every wait and of
+ * host_ns. */
+double gpu__now_ns(void);
+
+/* What a backend's query says while the work queued on its stream runs. */
+#define GPU__NOT_READY 1
+
+/* Waits for g's stream (polling g->backend->query), which is also the check that
+ * surfaces asynchronous faults, for at most g->wait_limit_ms counted from t0_ns (a gpu__now_ns()
+ * at or before the work was queued); past it QUAL_EHANG with what naming
+ * the work: "kernel did not finish within 2000 ms".
+ *
+ * Every launch and copy is followed by this wait before anything else is
+ * queued, so a copy is only ever queued on an idle stream: the runtime
+ * calls themselves (a device-to-host copy into pageable memory returns only
+ * when the copy is done) never wait behind a kernel that does not end. */
+int gpu__wait(struct gpu *g, double t0_ns, const char *what, struct qual_msg *msg);
 
 #endif

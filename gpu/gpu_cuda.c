@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/xalloc.h"
 
@@ -40,15 +39,6 @@
 /* Dynamic shared memory a kernel may use without opting in, per the CUDA
  * programming guide (all architectures since Volta). */
 #define CUDA_DEFAULT_DYNAMIC_SHARED (48u * 1024u)
-
-/* Waits poll cuStreamQuery (cuda_wait). For the first CUDA_SPIN_NS they spin,
- * as cuStreamSynchronize does on a host with more cores than GPUs, so that a
- * timed graph's host_ns is not stretched by a sleep: every fixture graph
- * measured on the H200 took under 10 ms, even a 26x slower candidate's. After
- * that they sleep CUDA_POLL_SLEEP_NS between queries, which stretches a longer
- * wait by at most that much (under 1%) and overshoots a deadline by no more. */
-#define CUDA_SPIN_NS 20e6
-#define CUDA_POLL_SLEEP_NS 200000L
 
 /* The entry points taken through cuGetProcAddress, by base name. The field
  * for X(name) is name##_fn; its type is that of the cuda.h declaration the
@@ -169,6 +159,12 @@ static int cuda_fail(struct qual_msg *msg, const char *call, CUresult r)
 			 cuda_error_name(r, buf, sizeof buf), cuda_error_string(r));
 }
 
+/* 0 for CUDA_SUCCESS, else cuda_fail. */
+static int cuda_check(CUresult r, const char *call, struct qual_msg *msg)
+{
+	return r == CUDA_SUCCESS ? 0 : cuda_fail(msg, call, r);
+}
+
 /* Opens the driver and resolves every entry point; QUAL_ENODEV when there is
  * no driver, only the stub, or no device. */
 static int cuda_load_once(struct qual_msg *msg)
@@ -271,6 +267,18 @@ static void cuda_close(struct gpu *g)
 	free(cg);
 }
 
+/* Default events: timing enabled; the host spins while it waits, which
+ * wakes sooner than blocking sync and keeps host_ns tight. *ev is NULL when
+ * it fails, so that cuda_close destroys only what was made. */
+static int cuda_event_new(CUevent *ev, struct qual_msg *msg)
+{
+	CUresult r = drv.cuEventCreate_fn(ev, CU_EVENT_DEFAULT);
+
+	if (r != CUDA_SUCCESS)
+		*ev = NULL;
+	return cuda_check(r, "cuEventCreate", msg);
+}
+
 static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = NULL;
@@ -331,20 +339,9 @@ static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 		rc = cuda_fail(msg, "cuStreamCreate", r);
 		goto fail;
 	}
-	/* Default events: timing enabled; the host spins while it waits, which
-	 * wakes sooner than blocking sync and keeps host_ns tight. */
-	r = drv.cuEventCreate_fn(&cg->start, CU_EVENT_DEFAULT);
-	if (r != CUDA_SUCCESS) {
-		cg->start = NULL;
-		rc = cuda_fail(msg, "cuEventCreate", r);
+	if ((rc = cuda_event_new(&cg->start, msg)) < 0 ||
+	    (rc = cuda_event_new(&cg->stop, msg)) < 0)
 		goto fail;
-	}
-	r = drv.cuEventCreate_fn(&cg->stop, CU_EVENT_DEFAULT);
-	if (r != CUDA_SUCCESS) {
-		cg->stop = NULL;
-		rc = cuda_fail(msg, "cuEventCreate", r);
-		goto fail;
-	}
 	*out = &cg->base;
 	return 0;
 
@@ -353,99 +350,19 @@ fail:
 	return rc;
 }
 
-static double cuda_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-/* Waits for the stream, which is also the check that surfaces asynchronous
- * faults, for at most the gpu's wait limit counted from t0_ns (a monotonic
- * time at or before the work was queued). what names the work in the hang
- * message: "kernel did not finish within 2000 ms".
- *
- * Every launch and copy is followed by this wait before anything else is
- * queued, so a copy is only ever queued on an idle stream: the runtime calls
- * themselves (cuMemcpyDtoHAsync into pageable memory returns only when the
- * copy is done) never wait behind a kernel that does not end. */
-static int cuda_wait(struct cuda_gpu *cg, double t0_ns, const char *what,
-		     struct qual_msg *msg)
-{
-	const double limit_ns = cg->base.wait_limit_ms * 1e6;
-	const struct timespec nap = { 0, CUDA_POLL_SLEEP_NS };
-
-	for (;;) {
-		CUresult r = drv.cuStreamQuery_fn(cg->stream);
-		double waited;
-
-		if (r == CUDA_SUCCESS)
-			return 0;
-		if (r != CUDA_ERROR_NOT_READY)
-			return cuda_fail(msg, "cuStreamQuery", r);
-		waited = cuda_now_ns() - t0_ns;
-		if (waited >= limit_ns)
-			return qual_fail(msg, QUAL_EHANG, "%s did not finish within %.0f ms",
-					 what, cg->base.wait_limit_ms);
-		if (waited >= CUDA_SPIN_NS)
-			nanosleep(&nap, NULL);
-	}
-}
-
-static int cuda_module_load(struct gpu *g, const void *code, size_t size,
-			    const char *kernel, struct gpu_module **out,
-			    struct qual_msg *msg)
-{
-	struct cuda_module *cm = NULL;
-	CUresult r;
-	int rc;
-
-	(void)g;
-	/* Only an ELF image (a CUBIN): see gpu.h. */
-	if (size < 4 || memcmp(code, "\177ELF", 4) != 0)
-		return qual_fail(msg, QUAL_EINVAL,
-				 "cannot load module for kernel '%s': not a cubin (no ELF header)",
-				 kernel);
-	cm = xcalloc(1, sizeof *cm);
-	r = drv.cuModuleLoadData_fn(&cm->mod, code);
-	if (r != CUDA_SUCCESS) {
-		cm->mod = NULL;
-		rc = cuda_fail(msg, "cuModuleLoadData", r);
-		goto fail;
-	}
-	r = drv.cuModuleGetFunction_fn(&cm->fn, cm->mod, kernel);
-	if (r == CUDA_ERROR_NOT_FOUND) {
-		rc = qual_fail(msg, QUAL_ENOENT, "kernel '%s' not found in module", kernel);
-		goto fail;
-	}
-	if (r != CUDA_SUCCESS) {
-		rc = cuda_fail(msg, "cuModuleGetFunction", r);
-		goto fail;
-	}
-	*out = &cm->base;
-	return 0;
-
-fail:
-	if (cm->mod)
-		(void)drv.cuModuleUnload_fn(cm->mod);
-	free(cm);
-	return rc;
-}
-
-/* PTX for the driver's JIT (gpu_module_load_ptx): the health check's own
- * kernel, never code under test. */
-static int cuda_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
-				struct gpu_module **out, struct qual_msg *msg)
+/* Loads image (a CUBIN, or PTX for the JIT; load_call names the call in a
+ * failure) and finds kernel in it. */
+static int cuda_module_new(const void *image, const char *load_call, const char *kernel,
+			   struct gpu_module **out, struct qual_msg *msg)
 {
 	struct cuda_module *cm = xcalloc(1, sizeof *cm);
 	CUresult r;
 	int rc;
 
-	(void)g;
-	r = drv.cuModuleLoadData_fn(&cm->mod, ptx);
+	r = drv.cuModuleLoadData_fn(&cm->mod, image);
 	if (r != CUDA_SUCCESS) {
 		cm->mod = NULL;
-		rc = cuda_fail(msg, "cuModuleLoadData (ptx)", r);
+		rc = cuda_fail(msg, load_call, r);
 		goto fail;
 	}
 	r = drv.cuModuleGetFunction_fn(&cm->fn, cm->mod, kernel);
@@ -463,6 +380,28 @@ fail:
 		(void)drv.cuModuleUnload_fn(cm->mod);
 	free(cm);
 	return rc;
+}
+
+static int cuda_module_load(struct gpu *g, const void *code, size_t size,
+			    const char *kernel, struct gpu_module **out,
+			    struct qual_msg *msg)
+{
+	(void)g;
+	/* Only an ELF image (a CUBIN): see gpu.h. */
+	if (size < 4 || memcmp(code, "\177ELF", 4) != 0)
+		return qual_fail(msg, QUAL_EINVAL,
+				 "cannot load module for kernel '%s': not a cubin (no ELF header)",
+				 kernel);
+	return cuda_module_new(code, "cuModuleLoadData", kernel, out, msg);
+}
+
+/* PTX for the driver's JIT (gpu_module_load_ptx): the health check's own
+ * kernel, never code under test. */
+static int cuda_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
+				struct gpu_module **out, struct qual_msg *msg)
+{
+	(void)g;
+	return cuda_module_new(ptx, "cuModuleLoadData (ptx)", kernel, out, msg);
 }
 
 static void cuda_module_free(struct gpu_module *m)
@@ -496,37 +435,34 @@ static int cuda_upload(struct gpu *g, uint64_t dptr, const void *src,
 		       size_t bytes, struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = (struct cuda_gpu *)g;
-	double t0 = cuda_now_ns();
-	CUresult r = drv.cuMemcpyHtoDAsync_fn((CUdeviceptr)dptr, src, bytes, cg->stream);
+	double t0 = gpu__now_ns();
+	int rc = cuda_check(drv.cuMemcpyHtoDAsync_fn((CUdeviceptr)dptr, src, bytes, cg->stream),
+			    "cuMemcpyHtoDAsync", msg);
 
-	if (r != CUDA_SUCCESS)
-		return cuda_fail(msg, "cuMemcpyHtoDAsync", r);
-	return cuda_wait(cg, t0, "upload", msg);
+	return rc < 0 ? rc : gpu__wait(&cg->base, t0, "upload", msg);
 }
 
 static int cuda_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 			 struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = (struct cuda_gpu *)g;
-	double t0 = cuda_now_ns();
-	CUresult r = drv.cuMemcpyDtoHAsync_fn(dst, (CUdeviceptr)dptr, bytes, cg->stream);
+	double t0 = gpu__now_ns();
+	int rc = cuda_check(drv.cuMemcpyDtoHAsync_fn(dst, (CUdeviceptr)dptr, bytes, cg->stream),
+			    "cuMemcpyDtoHAsync", msg);
 
-	if (r != CUDA_SUCCESS)
-		return cuda_fail(msg, "cuMemcpyDtoHAsync", r);
-	return cuda_wait(cg, t0, "download", msg);
+	return rc < 0 ? rc : gpu__wait(&cg->base, t0, "download", msg);
 }
 
 static int cuda_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		       struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = (struct cuda_gpu *)g;
-	double t0 = cuda_now_ns();
-	CUresult r = drv.cuMemsetD8Async_fn((CUdeviceptr)dptr, (unsigned char)value,
-					    bytes, cg->stream);
+	double t0 = gpu__now_ns();
+	int rc = cuda_check(drv.cuMemsetD8Async_fn((CUdeviceptr)dptr, (unsigned char)value,
+						   bytes, cg->stream),
+			    "cuMemsetD8Async", msg);
 
-	if (r != CUDA_SUCCESS)
-		return cuda_fail(msg, "cuMemsetD8Async", r);
-	return cuda_wait(cg, t0, "memset", msg);
+	return rc < 0 ? rc : gpu__wait(&cg->base, t0, "memset", msg);
 }
 
 static void cuda_graph_free(struct gpu_graph *gr)
@@ -599,13 +535,13 @@ static int cuda_graph_new(struct gpu *g, struct gpu_module *m,
 		goto fail;
 	}
 	/* Upload now so that the first timed launch does not pay for it. */
-	t0 = cuda_now_ns();
+	t0 = gpu__now_ns();
 	r = drv.cuGraphUpload_fn(cgr->exec, cg->stream);
 	if (r != CUDA_SUCCESS) {
 		rc = cuda_fail(msg, "cuGraphUpload", r);
 		goto fail;
 	}
-	rc = cuda_wait(cg, t0, "graph upload", msg);
+	rc = gpu__wait(&cg->base, t0, "graph upload", msg);
 	if (rc < 0)
 		goto fail;
 	*out = &cgr->base;
@@ -616,16 +552,24 @@ fail:
 	return rc;
 }
 
+/* The stream query gpu__wait polls (gpu_backend.h). */
+static int cuda_query(struct gpu *g, struct qual_msg *msg)
+{
+	CUresult r = drv.cuStreamQuery_fn(((struct cuda_gpu *)g)->stream);
+
+	return r == CUDA_ERROR_NOT_READY ? GPU__NOT_READY : cuda_check(r, "cuStreamQuery", msg);
+}
+
 static int cuda_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
 	struct cuda_graph *cgr = (struct cuda_graph *)gr;
 	struct cuda_gpu *cg = (struct cuda_gpu *)gr->gpu;
-	double t0 = cuda_now_ns();
+	double t0 = gpu__now_ns();
 	CUresult r = drv.cuGraphLaunch_fn(cgr->exec, cg->stream);
 
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuGraphLaunch", r);
-	return cuda_wait(cg, t0, "kernel", msg);
+	return gpu__wait(&cg->base, t0, "kernel", msg);
 }
 
 static int cuda_graph_time(struct gpu_graph *gr, double *device_ns,
@@ -641,15 +585,15 @@ static int cuda_graph_time(struct gpu_graph *gr, double *device_ns,
 	r = drv.cuEventRecord_fn(cg->start, cg->stream);
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuEventRecord", r);
-	t0 = cuda_now_ns();
+	t0 = gpu__now_ns();
 	r = drv.cuGraphLaunch_fn(cgr->exec, cg->stream);
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuGraphLaunch", r);
 	r = drv.cuEventRecord_fn(cg->stop, cg->stream);
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuEventRecord", r);
-	rc = cuda_wait(cg, t0, "kernel", msg);
-	t1 = cuda_now_ns();
+	rc = gpu__wait(&cg->base, t0, "kernel", msg);
+	t1 = gpu__now_ns();
 	if (rc < 0)
 		return rc;
 	r = drv.cuEventElapsedTime_fn(&ms, cg->start, cg->stop);
@@ -677,6 +621,7 @@ const struct gpu_backend gpu__cuda_backend = {
 	.graph_free = cuda_graph_free,
 	.graph_run = cuda_graph_run,
 	.graph_time = cuda_graph_time,
+	.query = cuda_query,
 };
 
 #else /* !QUAL_HAVE_CUDA_H */

@@ -30,8 +30,8 @@
  *   their whole LDS (64 KiB) without one; more fails at the launch.
  * - A GPU memory fault aborts the process inside ROCm: it cannot be returned
  *   as QUAL_EGPU. The worker process isolation is what contains it.
- * - Waits poll hipStreamQuery against the gpu's wait limit, as gpu_cuda.c
- *   does with cuStreamQuery (spinning first, then sleeping between queries).
+ * - Waits poll hipStreamQuery against the gpu's wait limit (gpu__wait, as
+ *   gpu_cuda.c's poll cuStreamQuery).
  * - No PTX, and no portable code object either: gpu_module_load_ptx is not
  *   offered, so the health check on AMD is a memory round trip without a
  *   kernel (gpu/health.c).
@@ -49,7 +49,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/xalloc.h"
 
@@ -98,10 +97,6 @@ static const char *const hip_sonames[] = {
 	X(hipGraphDestroy)
 
 #define HIP_FIELD(name) __typeof__(name) *name##_fn;
-
-/* Spin, then sleep between queries: the figures and reasons of gpu_cuda.c. */
-#define HIP_SPIN_NS 20e6
-#define HIP_POLL_SLEEP_NS 200000L
 
 /* The runtime, loaded once per process and never unloaded. */
 static struct {
@@ -154,10 +149,16 @@ static const char *hip_describe(hipError_t e, char *buf, size_t size)
 
 /* "hipGraphLaunch failed: hipErrorIllegalAddress (an illegal memory access
  * was encountered)" */
-static int hip_fail(struct qual_msg *msg, int code, const char *call, hipError_t e)
+static int hip_fail(struct qual_msg *msg, const char *call, hipError_t e)
 {
 	char buf[256];
-	return qual_fail(msg, code, "%s failed: %s", call, hip_describe(e, buf, sizeof buf));
+	return qual_fail(msg, QUAL_EGPU, "%s failed: %s", call, hip_describe(e, buf, sizeof buf));
+}
+
+/* 0 for hipSuccess, else hip_fail. */
+static int hip_check(hipError_t e, const char *call, struct qual_msg *msg)
+{
+	return e == hipSuccess ? 0 : hip_fail(msg, call, e);
 }
 
 static int hip_load_once(struct qual_msg *msg)
@@ -212,7 +213,7 @@ static int hip_load_once(struct qual_msg *msg)
 				 hip_describe(e, buf, sizeof buf), count);
 	e = rt.hipDriverGetVersion_fn(&rt.version);
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipDriverGetVersion", e);
+		return hip_fail(msg, "hipDriverGetVersion", e);
 	return 0;
 }
 
@@ -258,7 +259,7 @@ static int hip_read_arch(int ordinal, struct gpu_info *info, struct qual_msg *ms
 	hipError_t e = rt.get_props_fn(&buf->props, ordinal);
 
 	if (e != hipSuccess) {
-		rc = hip_fail(msg, QUAL_EGPU, rt.get_props_name, e);
+		rc = hip_fail(msg, rt.get_props_name, e);
 		goto out;
 	}
 	if (!hip_looks_like_target(full, sizeof buf->props.gcnArchName)) {
@@ -294,6 +295,16 @@ static void hip_close(struct gpu *g)
 	free(hg);
 }
 
+/* *ev is NULL when it fails, so that hip_close destroys only what was made. */
+static int hip_event_new(hipEvent_t *ev, struct qual_msg *msg)
+{
+	hipError_t e = rt.hipEventCreate_fn(ev);
+
+	if (e != hipSuccess)
+		*ev = NULL;
+	return hip_check(e, "hipEventCreate", msg);
+}
+
 static int hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 {
 	struct hip_gpu *hg = NULL;
@@ -306,7 +317,7 @@ static int hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 		return rc;
 	e = rt.hipGetDeviceCount_fn(&count);
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipGetDeviceCount", e);
+		return hip_fail(msg, "hipGetDeviceCount", e);
 	if (ordinal >= count)
 		return qual_fail(msg, QUAL_ENODEV,
 				 "no hip device %d: the runtime sees %d device%s", ordinal,
@@ -315,17 +326,17 @@ static int hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 	hg = xcalloc(1, sizeof *hg);
 	e = rt.hipSetDevice_fn(ordinal);
 	if (e != hipSuccess) {
-		rc = hip_fail(msg, QUAL_EGPU, "hipSetDevice", e);
+		rc = hip_fail(msg, "hipSetDevice", e);
 		goto fail;
 	}
 	e = rt.hipDeviceGet_fn(&dev, ordinal);
 	if (e != hipSuccess) {
-		rc = hip_fail(msg, QUAL_EGPU, "hipDeviceGet", e);
+		rc = hip_fail(msg, "hipDeviceGet", e);
 		goto fail;
 	}
 	e = rt.hipDeviceGetName_fn(hg->base.info.name, (int)sizeof hg->base.info.name, dev);
 	if (e != hipSuccess) {
-		rc = hip_fail(msg, QUAL_EGPU, "hipDeviceGetName", e);
+		rc = hip_fail(msg, "hipDeviceGetName", e);
 		goto fail;
 	}
 	hg->base.info.name[sizeof hg->base.info.name - 1] = '\0';
@@ -339,61 +350,18 @@ static int hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 	e = rt.hipStreamCreateWithFlags_fn(&hg->stream, hipStreamNonBlocking);
 	if (e != hipSuccess) {
 		hg->stream = NULL;
-		rc = hip_fail(msg, QUAL_EGPU, "hipStreamCreateWithFlags", e);
+		rc = hip_fail(msg, "hipStreamCreateWithFlags", e);
 		goto fail;
 	}
-	e = rt.hipEventCreate_fn(&hg->start);
-	if (e != hipSuccess) {
-		hg->start = NULL;
-		rc = hip_fail(msg, QUAL_EGPU, "hipEventCreate", e);
+	if ((rc = hip_event_new(&hg->start, msg)) < 0 ||
+	    (rc = hip_event_new(&hg->stop, msg)) < 0)
 		goto fail;
-	}
-	e = rt.hipEventCreate_fn(&hg->stop);
-	if (e != hipSuccess) {
-		hg->stop = NULL;
-		rc = hip_fail(msg, QUAL_EGPU, "hipEventCreate", e);
-		goto fail;
-	}
 	*out = &hg->base;
 	return 0;
 
 fail:
 	hip_close(&hg->base);
 	return rc;
-}
-
-static double hip_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-/* Waits for the stream for at most the gpu's wait limit counted from t0_ns;
- * QUAL_EHANG past it ("kernel did not finish within 2000 ms"). As in
- * gpu_cuda.c, every launch and copy is followed by this wait before anything
- * else is queued, so no runtime call waits behind a kernel that never ends. */
-static int hip_wait(struct hip_gpu *hg, double t0_ns, const char *what,
-		    struct qual_msg *msg)
-{
-	const double limit_ns = hg->base.wait_limit_ms * 1e6;
-	const struct timespec nap = { 0, HIP_POLL_SLEEP_NS };
-
-	for (;;) {
-		hipError_t e = rt.hipStreamQuery_fn(hg->stream);
-		double waited;
-
-		if (e == hipSuccess)
-			return 0;
-		if (e != hipErrorNotReady)
-			return hip_fail(msg, QUAL_EGPU, "hipStreamQuery", e);
-		waited = hip_now_ns() - t0_ns;
-		if (waited >= limit_ns)
-			return qual_fail(msg, QUAL_EHANG, "%s did not finish within %.0f ms",
-					 what, hg->base.wait_limit_ms);
-		if (waited >= HIP_SPIN_NS)
-			nanosleep(&nap, NULL);
-	}
 }
 
 static int hip_module_load(struct gpu *g, const void *code, size_t size,
@@ -409,7 +377,7 @@ static int hip_module_load(struct gpu *g, const void *code, size_t size,
 	e = rt.hipModuleLoadData_fn(&hm->mod, code);
 	if (e != hipSuccess) {
 		hm->mod = NULL;
-		rc = hip_fail(msg, QUAL_EGPU, "hipModuleLoadData", e);
+		rc = hip_fail(msg, "hipModuleLoadData", e);
 		goto fail;
 	}
 	e = rt.hipModuleGetFunction_fn(&hm->fn, hm->mod, kernel);
@@ -418,7 +386,7 @@ static int hip_module_load(struct gpu *g, const void *code, size_t size,
 		goto fail;
 	}
 	if (e != hipSuccess) {
-		rc = hip_fail(msg, QUAL_EGPU, "hipModuleGetFunction", e);
+		rc = hip_fail(msg, "hipModuleGetFunction", e);
 		goto fail;
 	}
 	*out = &hm->base;
@@ -446,7 +414,7 @@ static int hip_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_ms
 
 	(void)g;
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipMalloc", e);
+		return hip_fail(msg, "hipMalloc", e);
 	*dptr = (uint64_t)(uintptr_t)p;
 	return 0;
 }
@@ -461,40 +429,37 @@ static int hip_upload(struct gpu *g, uint64_t dptr, const void *src, size_t byte
 		      struct qual_msg *msg)
 {
 	struct hip_gpu *hg = (struct hip_gpu *)g;
-	double t0 = hip_now_ns();
+	double t0 = gpu__now_ns();
 	/* The ROCm 5.2 prototype takes a non-const source it does not write. */
-	hipError_t e = rt.hipMemcpyHtoDAsync_fn((hipDeviceptr_t)(uintptr_t)dptr,
-						(void *)(uintptr_t)src, bytes, hg->stream);
+	int rc = hip_check(rt.hipMemcpyHtoDAsync_fn((hipDeviceptr_t)(uintptr_t)dptr,
+						    (void *)(uintptr_t)src, bytes, hg->stream),
+			   "hipMemcpyHtoDAsync", msg);
 
-	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipMemcpyHtoDAsync", e);
-	return hip_wait(hg, t0, "upload", msg);
+	return rc < 0 ? rc : gpu__wait(&hg->base, t0, "upload", msg);
 }
 
 static int hip_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 			struct qual_msg *msg)
 {
 	struct hip_gpu *hg = (struct hip_gpu *)g;
-	double t0 = hip_now_ns();
-	hipError_t e = rt.hipMemcpyDtoHAsync_fn(dst, (hipDeviceptr_t)(uintptr_t)dptr,
-						bytes, hg->stream);
+	double t0 = gpu__now_ns();
+	int rc = hip_check(rt.hipMemcpyDtoHAsync_fn(dst, (hipDeviceptr_t)(uintptr_t)dptr,
+						    bytes, hg->stream),
+			   "hipMemcpyDtoHAsync", msg);
 
-	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipMemcpyDtoHAsync", e);
-	return hip_wait(hg, t0, "download", msg);
+	return rc < 0 ? rc : gpu__wait(&hg->base, t0, "download", msg);
 }
 
 static int hip_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		      struct qual_msg *msg)
 {
 	struct hip_gpu *hg = (struct hip_gpu *)g;
-	double t0 = hip_now_ns();
-	hipError_t e = rt.hipMemsetD8Async_fn((hipDeviceptr_t)(uintptr_t)dptr,
-					      (unsigned char)value, bytes, hg->stream);
+	double t0 = gpu__now_ns();
+	int rc = hip_check(rt.hipMemsetD8Async_fn((hipDeviceptr_t)(uintptr_t)dptr,
+						  (unsigned char)value, bytes, hg->stream),
+			   "hipMemsetD8Async", msg);
 
-	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipMemsetD8Async", e);
-	return hip_wait(hg, t0, "memset", msg);
+	return rc < 0 ? rc : gpu__wait(&hg->base, t0, "memset", msg);
 }
 
 static void hip_graph_free(struct gpu_graph *gr)
@@ -524,7 +489,7 @@ static int hip_graph_new(struct gpu *g, struct gpu_module *m,
 	 * unsafe calls do not break this capture. */
 	e = rt.hipStreamBeginCapture_fn(hg->stream, hipStreamCaptureModeThreadLocal);
 	if (e != hipSuccess) {
-		rc = hip_fail(msg, QUAL_EGPU, "hipStreamBeginCapture", e);
+		rc = hip_fail(msg, "hipStreamBeginCapture", e);
 		goto fail;
 	}
 	for (int i = 0; i < nlaunch && rc == 0; i++) {
@@ -532,21 +497,21 @@ static int hip_graph_new(struct gpu *g, struct gpu_module *m,
 						block[0], block[1], block[2],
 						shared_bytes, hg->stream, params, NULL);
 		if (e != hipSuccess)
-			rc = hip_fail(msg, QUAL_EGPU, "hipModuleLaunchKernel", e);
+			rc = hip_fail(msg, "hipModuleLaunchKernel", e);
 	}
 	/* Always end the capture, so that the stream is usable again. */
 	e = rt.hipStreamEndCapture_fn(hg->stream, &hgr->graph);
 	if (e != hipSuccess) {
 		hgr->graph = NULL;
 		if (rc == 0)
-			rc = hip_fail(msg, QUAL_EGPU, "hipStreamEndCapture", e);
+			rc = hip_fail(msg, "hipStreamEndCapture", e);
 	}
 	if (rc < 0)
 		goto fail;
 	e = rt.hipGraphInstantiate_fn(&hgr->exec, hgr->graph, NULL, NULL, 0);
 	if (e != hipSuccess) {
 		hgr->exec = NULL;
-		rc = hip_fail(msg, QUAL_EGPU, "hipGraphInstantiate", e);
+		rc = hip_fail(msg, "hipGraphInstantiate", e);
 		goto fail;
 	}
 	*out = &hgr->base;
@@ -557,16 +522,24 @@ fail:
 	return rc;
 }
 
+/* The stream query gpu__wait polls (gpu_backend.h). */
+static int hip_query(struct gpu *g, struct qual_msg *msg)
+{
+	hipError_t r = rt.hipStreamQuery_fn(((struct hip_gpu *)g)->stream);
+
+	return r == hipErrorNotReady ? GPU__NOT_READY : hip_check(r, "hipStreamQuery", msg);
+}
+
 static int hip_graph_run(struct gpu_graph *gr, struct qual_msg *msg)
 {
 	struct hip_graph *hgr = (struct hip_graph *)gr;
 	struct hip_gpu *hg = (struct hip_gpu *)gr->gpu;
-	double t0 = hip_now_ns();
+	double t0 = gpu__now_ns();
 	hipError_t e = rt.hipGraphLaunch_fn(hgr->exec, hg->stream);
 
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipGraphLaunch", e);
-	return hip_wait(hg, t0, "kernel", msg);
+		return hip_fail(msg, "hipGraphLaunch", e);
+	return gpu__wait(&hg->base, t0, "kernel", msg);
 }
 
 static int hip_graph_time(struct gpu_graph *gr, double *device_ns,
@@ -581,21 +554,21 @@ static int hip_graph_time(struct gpu_graph *gr, double *device_ns,
 
 	e = rt.hipEventRecord_fn(hg->start, hg->stream);
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipEventRecord", e);
-	t0 = hip_now_ns();
+		return hip_fail(msg, "hipEventRecord", e);
+	t0 = gpu__now_ns();
 	e = rt.hipGraphLaunch_fn(hgr->exec, hg->stream);
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipGraphLaunch", e);
+		return hip_fail(msg, "hipGraphLaunch", e);
 	e = rt.hipEventRecord_fn(hg->stop, hg->stream);
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipEventRecord", e);
-	rc = hip_wait(hg, t0, "kernel", msg);
-	t1 = hip_now_ns();
+		return hip_fail(msg, "hipEventRecord", e);
+	rc = gpu__wait(&hg->base, t0, "kernel", msg);
+	t1 = gpu__now_ns();
 	if (rc < 0)
 		return rc;
 	e = rt.hipEventElapsedTime_fn(&ms, hg->start, hg->stop);
 	if (e != hipSuccess)
-		return hip_fail(msg, QUAL_EGPU, "hipEventElapsedTime", e);
+		return hip_fail(msg, "hipEventElapsedTime", e);
 	*device_ns = (double)ms * 1e6;
 	*host_ns = t1 - t0;
 	return 0;
@@ -617,6 +590,7 @@ const struct gpu_backend gpu__hip_backend = {
 	.graph_free = hip_graph_free,
 	.graph_run = hip_graph_run,
 	.graph_time = hip_graph_time,
+	.query = hip_query,
 };
 
 #else /* !QUAL_HAVE_HIP_H */

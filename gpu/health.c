@@ -179,6 +179,14 @@ int health_check(int ordinal, double limit_ms, struct health_report *r)
 		gpu_close(g);
 	}
 	r->ok = rc == 0;
+	if (rc == 0)
+		r->code = LINES_CODE_NONE;
+	else if (rc == QUAL_ENODEV)
+		r->code = LINES_CODE_NO_DEVICE;
+	else if (r->hung || rc == QUAL_EHANG)
+		r->code = LINES_CODE_GPU_HANG;
+	else
+		r->code = LINES_CODE_GPU_FAULT;
 	r->ms = now_ms() - t0;
 	return rc;
 }
@@ -187,7 +195,9 @@ json_t *health_json(const struct health_report *r)
 {
 	json_t *line = json_pack("{s:s,s:b}", "type", "health", "ok", r->ok);
 	const struct gpu_info *in = &r->info;
+	const char *code = lines_code_name(r->code);
 
+	json_object_set_new(line, "code", code ? json_string(code) : json_null());
 	json_object_set_new(line, "device", r->have_device ?
 			    json_pack("{s:s,s:o,s:s,s:s,s:i}", "vendor", in->vendor,
 				      "name", lines_text(in->name), "arch", in->arch,

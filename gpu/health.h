@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "common/lines.h"
 #include "gpu/gpu.h"
 
 /* The default deadline of each wait of the check. The whole check takes a
@@ -46,6 +47,9 @@ struct health_report {
 	struct gpu_info info;
 	double limit_ms;   /* the deadline of each wait */
 	double ms;         /* wall time of the whole check */
+	enum lines_code code; /* why it is not healthy (lines.h): no_device,
+			       * gpu_hang, or gpu_fault for anything else the
+			       * GPU got wrong; LINES_CODE_NONE when ok */
 	char message[1200];
 };
 
@@ -62,8 +66,9 @@ unsigned health_initial(unsigned i);
 int health_check(int ordinal, double limit_ms, struct health_report *r);
 
 /* The report as one line (new reference): {"type":"health","ok":...,
- * "device":{...} or null,"kernel":...,"limit_ms":...,"ms":...,
- * "message":...}. */
+ * "code":... (null when ok),"device":{...} or null,"kernel":...,
+ * "limit_ms":...,"ms":...,"message":...}. A reader decides from "ok" and
+ * "code", never from the message. */
 json_t *health_json(const struct health_report *r);
 
 #endif

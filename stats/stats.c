@@ -662,42 +662,33 @@ double stats_sign_test_mde(int n, double sd, double alpha, double power)
 
 /* ---- per case ---- */
 
+/* The names of enum stats_verdict and enum run_verdict, in their order. */
+static const char *const verdict_names[] = {
+	"equivalent", "faster", "slower", "inconclusive", "identical", "fail", "not_timed",
+};
+static const char *const run_verdict_names[] = {
+	"improvement", "neutral", "regression", "fail", "error",
+};
+_Static_assert(sizeof verdict_names / sizeof verdict_names[0] == VERDICT_NOT_TIMED + 1,
+	       "a name for every stats_verdict");
+_Static_assert(sizeof run_verdict_names / sizeof run_verdict_names[0] == RUN_ERROR + 1,
+	       "a name for every run_verdict");
+
+/* names[v] of the n names, or "unknown" for a value outside them. */
+static const char *name_in(const char *const *names, size_t n, int v)
+{
+	return v >= 0 && (size_t)v < n ? names[v] : "unknown";
+}
+
 const char *stats_verdict_name(enum stats_verdict v)
 {
-	switch (v) {
-	case VERDICT_EQUIVALENT:
-		return "equivalent";
-	case VERDICT_FASTER:
-		return "faster";
-	case VERDICT_SLOWER:
-		return "slower";
-	case VERDICT_INCONCLUSIVE:
-		return "inconclusive";
-	case VERDICT_IDENTICAL:
-		return "identical";
-	case VERDICT_FAIL:
-		return "fail";
-	case VERDICT_NOT_TIMED:
-		return "not_timed";
-	}
-	return "unknown";
+	return name_in(verdict_names, sizeof verdict_names / sizeof verdict_names[0], (int)v);
 }
 
 const char *stats_run_verdict_name(enum run_verdict v)
 {
-	switch (v) {
-	case RUN_IMPROVEMENT:
-		return "improvement";
-	case RUN_NEUTRAL:
-		return "neutral";
-	case RUN_REGRESSION:
-		return "regression";
-	case RUN_FAIL:
-		return "fail";
-	case RUN_ERROR:
-		return "error";
-	}
-	return "unknown";
+	return name_in(run_verdict_names, sizeof run_verdict_names / sizeof run_verdict_names[0],
+		       (int)v);
 }
 
 void stats_settings_init(struct stats_settings *s)

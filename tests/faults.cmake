@@ -1,23 +1,19 @@
 # GPU faults and hangs (docs/faults.md), in CI without a GPU.
 #
-# health (unit): gpu/health.c on a fake backend (healthy, a wrong word, a
+# health_* (unit): gpu/health.c on a fake backend (healthy, a wrong word, a
 # hang, no PTX, no device); health_ptx: the health kernel's PTX assembles with
-# the real ptxas; health_no_device: `qual-run --health` here says "no device"
+# the real ptxas (skipped without one); health_no_device: `qual-run --health` here says "no device"
 # and exits 3. The deadline policy and the hang path of the runner are tested
 # with the runner's fake GPU (tests/unit/test_runner.c, runner_fake_gpu), the
 # shims that fault and spin compile (rtc_shim_oob, rtc_shim_spin), and every
 # fixture kernel is rewritten by them (run_shim_oob_static, run_shim_spin_static).
 # On the GPU itself: tests/gpu/faults.sh.
 
-add_executable(test_health ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_health.c)
-target_link_libraries(test_health PRIVATE qual_gpu PkgConfig::CMOCKA)
-add_test(NAME health COMMAND test_health)
-set_tests_properties(health PROPERTIES LABELS unit TIMEOUT 60)
-
 find_program(QUAL_PTXAS ptxas HINTS /usr/local/cuda/bin)
+qual_unit_tests(test_health ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_health.c
+                LABEL unit LIBS qual_gpu)
 if(QUAL_PTXAS)
-  add_test(NAME health_ptx COMMAND test_health ptx ${QUAL_PTXAS})
-  set_tests_properties(health_ptx PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
+  set_tests_properties(health_ptx PROPERTIES ENVIRONMENT QUAL_PTXAS=${QUAL_PTXAS})
 endif()
 
 add_test(NAME health_no_device

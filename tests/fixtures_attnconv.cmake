@@ -1,7 +1,7 @@
 # The GQA attention and 3x3 convolution fixtures (fixtures/attention.c,
 # fixtures/conv.c, their kernels and oracles/attention.c, oracles/conv.c).
 #
-# fixtures_attention, fixtures_conv (unit): each oracle against a naive
+# fixtures_attention_*, fixtures_conv_* (unit): each oracle against a naive
 # reference written differently, the builders for every case, the inputs,
 # and the tolerance (attention: against an f32 emulation of the kernel's
 # arithmetic and against plausible kernel bugs; conv: exactness).
@@ -12,10 +12,8 @@
 # tests/tools/rtc_check.py; the code object must hold the entry symbol.
 
 foreach(t attention conv)
-  add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
-  target_link_libraries(test_${t} PRIVATE qual_fixtures PkgConfig::CMOCKA m)
-  add_test(NAME fixtures_${t} COMMAND test_${t})
-  set_tests_properties(fixtures_${t} PROPERTIES LABELS unit TIMEOUT 300)
+  qual_unit_tests(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c
+                  LABEL unit PREFIX fixtures_${t} TIMEOUT 300 LIBS qual_fixtures m)
 endforeach()
 
 # Compiles use the real case sources as fixture_source() assembles them

@@ -2,15 +2,10 @@
 # shared fixture code (case table, source assembly, checking), and compiles of
 # the GEMM kernels with real compiler libraries.
 
-add_executable(test_half ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_half.c)
-target_link_libraries(test_half PRIVATE qual_oracles PkgConfig::CMOCKA m)
-add_test(NAME half_conversions COMMAND test_half)
-set_tests_properties(half_conversions PROPERTIES LABELS unit TIMEOUT 300)
-
-add_executable(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gemm.c)
-target_link_libraries(test_fixtures_gemm PRIVATE qual_fixtures PkgConfig::CMOCKA m)
-add_test(NAME fixtures_gemm COMMAND test_fixtures_gemm)
-set_tests_properties(fixtures_gemm PROPERTIES LABELS unit TIMEOUT 300)
+qual_unit_tests(test_half ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_half.c
+                LABEL unit TIMEOUT 300 LIBS qual_oracles m)
+qual_unit_tests(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gemm.c
+                LABEL unit TIMEOUT 300 LIBS qual_fixtures m)
 
 # fixture-source CASE cuda|hip OUT: a case's full source as fixture_source()
 # assembles it, for compiling with rtc_check.py.

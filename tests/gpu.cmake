@@ -1,6 +1,6 @@
 # GPU backends (gpu/gpu*.c).
 #
-# gpu_nodev (unit): both backends built against their headers, and on a
+# gpu_nodev_* (unit): both backends built against their headers, and on a
 # machine without a GPU each reports QUAL_ENODEV (the no-device checks skip
 # themselves where a device is present).
 #
@@ -11,10 +11,8 @@
 # The GPU layer alone (gpu/).
 set(QUAL_GPU_LIB qual_gpu)
 
-add_executable(test_gpu_nodev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_nodev.c)
-target_link_libraries(test_gpu_nodev PRIVATE ${QUAL_GPU_LIB} PkgConfig::CMOCKA)
-add_test(NAME gpu_nodev COMMAND test_gpu_nodev)
-set_tests_properties(gpu_nodev PROPERTIES LABELS unit TIMEOUT 60)
+qual_unit_tests(test_gpu_nodev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_nodev.c
+                LABEL unit LIBS ${QUAL_GPU_LIB})
 
 find_program(QUAL_NVCC nvcc HINTS /usr/local/cuda/bin)
 set(QUAL_SMOKE_ARCH sm_90 CACHE STRING "GPU architecture of the smoke test's CUBINs")
@@ -46,10 +44,8 @@ else()
   message(STATUS "nvcc not found: gpu_smoke is not built")
 endif()
 
-# gpu_dispatch (unit): gpu/gpu.c compiled into the test with two fake
+# gpu_dispatch_* (unit): gpu/gpu.c compiled into the test with two fake
 # backends in place of CUDA and HIP (the test defines gpu__cuda_backend and
 # gpu__hip_backend, so the real backends are not linked in).
-add_executable(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_dispatch.c)
-target_link_libraries(test_gpu_dispatch PRIVATE ${QUAL_GPU_LIB} PkgConfig::CMOCKA)
-add_test(NAME gpu_dispatch COMMAND test_gpu_dispatch)
-set_tests_properties(gpu_dispatch PROPERTIES LABELS unit TIMEOUT 60)
+qual_unit_tests(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_dispatch.c
+                LABEL unit LIBS ${QUAL_GPU_LIB})

@@ -1,13 +1,10 @@
-# stats/: edge cases and verdict rules (stats_unit), and every statistic
-# against scipy (stats_scipy). The expected values are computed at test time
-# by tests/tools/stats_reference.py under Debian's /usr/bin/python3 with
+# stats/: edge cases and verdict rules (stats_<test>), and every statistic
+# against scipy (stats_ref_<kind>). The expected values are computed at test
+# time by tests/tools/stats_reference.py under Debian's /usr/bin/python3 with
 # python3-scipy (fixture stats_reference), so they come from an independent
 # implementation, not from a file this code could have been fitted to.
-add_executable(test_stats ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_stats.c)
-target_link_libraries(test_stats PRIVATE qual_stats PkgConfig::CMOCKA)
-
-add_test(NAME stats_unit COMMAND test_stats)
-set_tests_properties(stats_unit PROPERTIES LABELS unit)
+qual_unit_tests(test_stats ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_stats.c
+                LABEL unit TIMEOUT 300 LIBS qual_stats TESTS_VAR stats_tests)
 
 set(STATS_REF ${CMAKE_CURRENT_BINARY_DIR}/stats_reference.txt)
 add_test(NAME stats_reference
@@ -15,6 +12,7 @@ add_test(NAME stats_reference
                  ${STATS_REF})
 set_tests_properties(stats_reference PROPERTIES
                      LABELS unit FIXTURES_SETUP stats_reference TIMEOUT 300)
-add_test(NAME stats_scipy COMMAND test_stats ${STATS_REF})
-set_tests_properties(stats_scipy PROPERTIES
-                     LABELS unit FIXTURES_REQUIRED stats_reference TIMEOUT 300)
+set(stats_ref_tests ${stats_tests})
+list(FILTER stats_ref_tests INCLUDE REGEX "^stats_ref_")
+set_tests_properties(${stats_ref_tests} PROPERTIES
+                     FIXTURES_REQUIRED stats_reference ENVIRONMENT STATS_REF=${STATS_REF})

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -441,18 +441,13 @@ static void test_tolerance_512(void **state)
 	check_tolerance(512);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_oracle_matches_naive),
-		cmocka_unit_test(test_oracle_by_hand),
-		cmocka_unit_test(test_build_128),
-		cmocka_unit_test(test_build_512),
-		cmocka_unit_test(test_build_rejects),
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_tolerance_128),
-		cmocka_unit_test(test_tolerance_512),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_oracle_matches_naive),
+	cmocka_unit_test(test_oracle_by_hand),
+	cmocka_unit_test(test_build_128),
+	cmocka_unit_test(test_build_512),
+	cmocka_unit_test(test_build_rejects),
+	cmocka_unit_test(test_table),
+	cmocka_unit_test(test_tolerance_128),
+	cmocka_unit_test(test_tolerance_512),
+)

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include <net/if.h>
 #include <stdio.h>
@@ -102,17 +102,7 @@ static void test_unconfined(void **state)
 	assert_int_equal(run_child(unconfined_child), 0);
 }
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_confined),
-		cmocka_unit_test(test_unconfined),
-	};
-	static char filter[128];
-
-	if (argc > 1) {
-		snprintf(filter, sizeof filter, "test_%s", argv[1]);
-		cmocka_set_test_filter(filter);
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_confined),
+	cmocka_unit_test(test_unconfined),
+)

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -313,12 +313,7 @@ static void check_built(int height, int cin, int cout, int splits)
 			xv[i] = half_to_double(((const uint16_t *)c.buffers[0].host)[i]);
 		for (size_t i = 0; i < wn; i++)
 			wv[i] = half_to_double(((const uint16_t *)c.buffers[1].host)[i]);
-		for (int i = 0; i < 4 * cout; i++)
-			ev[i] = epi[i];
-		e.bias = ev;
-		e.bn_scale = ev + cout;
-		e.bn_shift = ev + 2 * cout;
-		e.prelu_slope = ev + 3 * cout;
+		e = fixture_conv3x3_epilogue(epi, cout, ev);
 		oracle_conv3x3_compute(xv, wv, &e, height, height, cin, cout, exact);
 		for (size_t i = 0; i < on; i++) {
 			assert_true(fabs(exact[i] - c.expected[i]) <= fabs(exact[i]) * 0x1p-11);
@@ -400,17 +395,12 @@ static void test_table(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_oracle_matches_naive),
-		cmocka_unit_test(test_oracle_by_hand),
-		cmocka_unit_test(test_build_56),
-		cmocka_unit_test(test_build_14),
-		cmocka_unit_test(test_build_7),
-		cmocka_unit_test(test_build_rejects),
-		cmocka_unit_test(test_table),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_oracle_matches_naive),
+	cmocka_unit_test(test_oracle_by_hand),
+	cmocka_unit_test(test_build_56),
+	cmocka_unit_test(test_build_14),
+	cmocka_unit_test(test_build_7),
+	cmocka_unit_test(test_build_rejects),
+	cmocka_unit_test(test_table),
+)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -464,18 +464,13 @@ static void test_source(void **state)
 	fixture_release(&c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_oracle_f16),
-		cmocka_unit_test(test_oracle_i8),
-		cmocka_unit_test(test_build_f16),
-		cmocka_unit_test(test_build_i8),
-		cmocka_unit_test(test_seeds),
-		cmocka_unit_test(test_check_reports),
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_source),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_oracle_f16),
+	cmocka_unit_test(test_oracle_i8),
+	cmocka_unit_test(test_build_f16),
+	cmocka_unit_test(test_build_i8),
+	cmocka_unit_test(test_seeds),
+	cmocka_unit_test(test_check_reports),
+	cmocka_unit_test(test_table),
+	cmocka_unit_test(test_source),
+)

@@ -1,4 +1,4 @@
-/* The dispatch in engine/gpu.c, without a GPU: the file is included here with
+/* The dispatch in gpu/gpu.c, without a GPU: the file is included here with
  * two fake backends in place of CUDA and HIP, which count what they hold, so
  * that the order of gpu_open, its error handling, the argument checks and what
  * gpu_close frees can be checked on any machine. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include "gpu/gpu.c"
 
@@ -357,17 +357,82 @@ static void test_graph_arguments(void **state)
 	gpu_close(g);
 }
 
-int main(void)
+/* ---- gpu__wait, which both real backends' waits are, on a fake stream
+ * query that says done after a set number of queries, or fails */
+
+static struct {
+	int queries;
+	int ready_after;  /* the query that says done (1-based); 0: never */
+	bool fail;        /* the first query fails */
+} st;
+
+static int st_query(struct gpu *g, struct qual_msg *msg)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_open_prefers_cuda, reset),
-		cmocka_unit_test_setup(test_open_falls_back_to_hip, reset),
-		cmocka_unit_test_setup(test_open_names_both, reset),
-		cmocka_unit_test_setup(test_open_stops_on_error, reset),
-		cmocka_unit_test_setup(test_built_flags, reset),
-		cmocka_unit_test_setup(test_close_frees_everything, reset),
-		cmocka_unit_test_setup(test_memory_round_trip, reset),
-		cmocka_unit_test_setup(test_graph_arguments, reset),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	(void)g;
+	st.queries++;
+	if (st.fail)
+		return qual_fail(msg, QUAL_EGPU, "fake query failed");
+	return st.ready_after && st.queries >= st.ready_after ? 0 : GPU__NOT_READY;
 }
+
+static const struct gpu_backend stream_backend = { .name = "stream", .query = st_query };
+
+/* A gpu of the stream backend, as gpu.c would have set it up. */
+static struct gpu st_gpu;
+
+static int st_reset(void **state)
+{
+	(void)state;
+	memset(&st, 0, sizeof st);
+	memset(&st_gpu, 0, sizeof st_gpu);
+	st_gpu.backend = &stream_backend;
+	st_gpu.wait_limit_ms = 2000;
+	return 0;
+}
+
+/* The wait queries until done, and passes an error on. */
+static void test_stream_wait(void **state)
+{
+	struct qual_msg msg = { { 0 } };
+
+	(void)state;
+	st.ready_after = 3;
+	assert_int_equal(gpu__wait(&st_gpu, gpu__now_ns(), "upload", &msg), 0);
+	assert_int_equal(st.queries, 3);
+	st_reset(NULL);
+	st.fail = true;
+	assert_int_equal(gpu__wait(&st_gpu, gpu__now_ns(), "upload", &msg), QUAL_EGPU);
+	assert_string_equal(msg.text, "fake query failed");
+	assert_int_equal(st.queries, 1);
+}
+
+/* Past the limit counted from t0: QUAL_EHANG naming the work. */
+static void test_stream_hang(void **state)
+{
+	struct qual_msg msg = { { 0 } };
+	double t0 = gpu__now_ns(), waited;
+
+	(void)state;
+	st_gpu.wait_limit_ms = 30;
+	assert_int_equal(gpu__wait(&st_gpu, t0, "download", &msg), QUAL_EHANG);
+	waited = (gpu__now_ns() - t0) / 1e6;
+	assert_string_equal(msg.text, "download did not finish within 30 ms");
+	assert_true(waited >= 30 && waited < 2000);
+	/* Work queued long ago: one query, then the hang. */
+	st.queries = 0;
+	assert_int_equal(gpu__wait(&st_gpu, t0 - 1e9, "kernel", &msg), QUAL_EHANG);
+	assert_int_equal(st.queries, 1);
+}
+
+QUAL_TESTS(
+	cmocka_unit_test_setup(test_open_prefers_cuda, reset),
+	cmocka_unit_test_setup(test_open_falls_back_to_hip, reset),
+	cmocka_unit_test_setup(test_open_names_both, reset),
+	cmocka_unit_test_setup(test_open_stops_on_error, reset),
+	cmocka_unit_test_setup(test_built_flags, reset),
+	cmocka_unit_test_setup(test_close_frees_everything, reset),
+	cmocka_unit_test_setup(test_memory_round_trip, reset),
+	cmocka_unit_test_setup(test_graph_arguments, reset),
+	cmocka_unit_test_setup(test_stream_wait, st_reset),
+	cmocka_unit_test_setup(test_stream_hang, st_reset),
+)

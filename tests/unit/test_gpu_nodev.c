@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include "gpu/gpu.h"
 
@@ -39,7 +39,7 @@ static void check_backend_nodev(const char *backend)
 		/* A device is present: nothing to check here. */
 		assert_non_null(g);
 		gpu_close(g);
-		skip();
+		qual_test_skip("%s: a device is present", backend);
 	}
 	print_message("%s: %s\n", backend, msg.text);
 	assert_int_equal(rc, QUAL_ENODEV);
@@ -77,7 +77,7 @@ static void test_open_nodev(void **state)
 	(void)state;
 	if (rc == 0) {
 		gpu_close(g);
-		skip();
+		qual_test_skip("a device is present");
 	}
 	print_message("any: %s\n", msg.text);
 	assert_int_equal(rc, QUAL_ENODEV);
@@ -136,16 +136,12 @@ static void test_null_safe(void **state)
 	assert_int_equal(gpu_graph_time(NULL, &d, &h, &msg), QUAL_EINVAL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_backends_built),
-		cmocka_unit_test(test_cuda_nodev),
-		cmocka_unit_test(test_hip_nodev),
-		cmocka_unit_test(test_open_nodev),
-		cmocka_unit_test(test_ordinal_out_of_range),
-		cmocka_unit_test(test_bad_arguments),
-		cmocka_unit_test(test_null_safe),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_backends_built),
+	cmocka_unit_test(test_cuda_nodev),
+	cmocka_unit_test(test_hip_nodev),
+	cmocka_unit_test(test_open_nodev),
+	cmocka_unit_test(test_ordinal_out_of_range),
+	cmocka_unit_test(test_bad_arguments),
+	cmocka_unit_test(test_null_safe),
+)

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include <float.h>
 #include <math.h>
@@ -255,15 +255,10 @@ static void test_bf16_sample(void **state)
 	assert_true(isnan(bf16_round(NAN)) && isnan(bf16_to_float(bf16_from_float(NAN))));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_all_patterns),
-		cmocka_unit_test(test_from_double_ties_all),
-		cmocka_unit_test(test_from_double_boundaries),
-		cmocka_unit_test(test_from_double_random),
-		cmocka_unit_test(test_bf16_sample),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_roundtrip_all_patterns),
+	cmocka_unit_test(test_from_double_ties_all),
+	cmocka_unit_test(test_from_double_boundaries),
+	cmocka_unit_test(test_from_double_random),
+	cmocka_unit_test(test_bf16_sample),
+)

@@ -1,11 +1,11 @@
-/* The GPU health check (engine/health.c) on a fake GPU, and its PTX through
+/* The GPU health check (gpu/health.c) on a fake GPU, and its PTX through
  * the real ptxas. The fake backend's memory is host memory and its "kernel"
  * applies the recurrence the PTX computes (written out again here, not taken
  * from health.c), so a healthy fake passes and each way of being unhealthy
  * (a wrong word, a hang, no device) must be reported as such.
  *
- * `test_health ptx PTXAS` instead writes health_ptx to a file and assembles
- * it with PTXAS for sm_75, sm_90 and sm_120: the kernel the GPU machine's
+ * test_ptx writes health_ptx to a file and assembles it with the ptxas that
+ * QUAL_PTXAS names for sm_75, sm_90 and sm_120: the kernel the GPU machine's
  * driver will compile must at least be valid PTX. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,12 +17,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <jansson.h>
 
+#include "common/fsutil.h"
+#include "common/lines.h"
+#include "common/xalloc.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/health.h"
-#include "common/xalloc.h"
+#include "tests/unit/test_main.h"
 
 /* ---- the fake backend -------------------------------------------------- */
 
@@ -308,6 +310,8 @@ static void test_healthy(void **state)
 	line = health_json(&r);
 	assert_string_equal(line_str(line, "type"), "health");
 	assert_true(json_is_true(json_object_get(line, "ok")));
+	assert_int_equal(r.code, LINES_CODE_NONE);
+	assert_true(json_is_null(json_object_get(line, "code")));
 	assert_true(json_is_true(json_object_get(line, "kernel")));
 	assert_string_equal(line_str(json_object_get(line, "device"), "name"), "Fake cuda");
 	assert_true(json_real_value(json_object_get(line, "limit_ms")) == HEALTH_LIMIT_MS);
@@ -319,6 +323,7 @@ static void test_healthy(void **state)
 static void test_wrong_word(void **state)
 {
 	struct health_report r;
+	json_t *line;
 
 	(void)state;
 	fake_reset();
@@ -329,6 +334,10 @@ static void test_wrong_word(void **state)
 	assert_false(r.hung);
 	assert_non_null(strstr(r.message, "kernel result wrong at word 77 of 4096"));
 	assert_clean(&r);
+	/* The GPU computed wrong: a fault of the GPU, by code. */
+	line = health_json(&r);
+	assert_string_equal(line_str(line, "code"), "gpu_fault");
+	json_decref(line);
 }
 
 /* The kernel does not finish: not healthy, hung (the caller must _exit), and
@@ -351,6 +360,7 @@ static void test_hang(void **state)
 	line = health_json(&r);
 	assert_true(json_is_true(json_object_get(line, "hung")));
 	assert_true(json_is_false(json_object_get(line, "ok")));
+	assert_string_equal(line_str(line, "code"), "gpu_hang");
 	json_decref(line);
 }
 
@@ -372,7 +382,7 @@ static void test_no_ptx(void **state)
 	assert_clean(&r);
 }
 
-static void test_no_device(void **state)
+static void test_nodev(void **state)
 {
 	struct health_report r;
 	json_t *line;
@@ -387,51 +397,46 @@ static void test_no_device(void **state)
 	assert_int_equal(fk.opens, 0);
 	line = health_json(&r);
 	assert_true(json_is_null(json_object_get(line, "device")));
+	assert_string_equal(line_str(line, "code"), "no_device");
 	json_decref(line);
 }
 
-/* health_ptx assembles with the real ptxas for three architectures. */
-static int check_ptx(const char *ptxas)
+/* health_ptx assembles with the real ptxas (QUAL_PTXAS names it; without it
+ * the test skips itself) for three architectures. */
+static void test_ptx(void **state)
 {
 	static const char *const archs[] = {"sm_75", "sm_90", "sm_120"};
+	const char *ptxas = getenv("QUAL_PTXAS");
 	char dir[] = "/tmp/qual-health-XXXXXX", path[64], cmd[512];
 	FILE *f;
 	int bad = 0;
 
-	if (access(ptxas, X_OK) != 0) {
-		printf("no ptxas at '%s': skipped\n", ptxas);
-		return 77;
-	}
-	if (!mkdtemp(dir))
-		return 1;
+	(void)state;
+	if (!ptxas || access(ptxas, X_OK) != 0)
+		qual_test_skip("no ptxas at '%s'", ptxas ? ptxas : "(QUAL_PTXAS unset)");
+	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/health.ptx", dir);
 	f = fopen(path, "w");
-	if (!f || fputs(health_ptx, f) == EOF || fclose(f) != 0)
-		return 1;
+	assert_non_null(f);
+	assert_true(fputs(health_ptx, f) != EOF);
+	assert_int_equal(fclose(f), 0);
 	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
 		snprintf(cmd, sizeof cmd, "'%s' -arch=%s -o '%s/health.cubin' '%s'", ptxas,
 			 archs[i], dir, path);
 		int rc = system(cmd);
-		printf("%s: %s\n", archs[i], rc == 0 ? "assembled" : "FAILED");
+		print_message("%s: %s\n", archs[i], rc == 0 ? "assembled" : "FAILED");
 		bad += rc != 0;
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		bad++;
-	return bad ? 1 : 0;
+	fs_rm_tree(dir);
+	assert_int_equal(access(dir, F_OK), -1);
+	assert_int_equal(bad, 0);
 }
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy),
-		cmocka_unit_test(test_wrong_word),
-		cmocka_unit_test(test_hang),
-		cmocka_unit_test(test_no_ptx),
-		cmocka_unit_test(test_no_device),
-	};
-
-	if (argc == 3 && strcmp(argv[1], "ptx") == 0)
-		return check_ptx(argv[2]);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_healthy),
+	cmocka_unit_test(test_wrong_word),
+	cmocka_unit_test(test_hang),
+	cmocka_unit_test(test_no_ptx),
+	cmocka_unit_test(test_nodev),
+	cmocka_unit_test(test_ptx),
+)

@@ -1,6 +1,7 @@
-/* Unit tests for stats/: edge cases and verdict rules (no arguments), and a
- * comparison against scipy (argument: the file written by
- * tests/tools/stats_reference.py at test time).
+/* Unit tests for stats/: edge cases and verdict rules, and a comparison
+ * against scipy (the test_ref_* tests: the file written by
+ * tests/tools/stats_reference.py at test time, named by STATS_REF; without
+ * it they skip themselves).
  *
  * Tolerances against scipy, by kind (relative unless said):
  *   exact equality: medians, interval end points, Hodges-Lehmann, order_diff,
@@ -29,9 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "stats/stats.h"
+#include "tests/unit/test_main.h"
 
 /* ---- helpers ---- */
 
@@ -441,6 +441,8 @@ static void test_names(void **state)
 	assert_string_equal(stats_run_verdict_name(RUN_FAIL), "fail");
 	assert_string_equal(stats_run_verdict_name(RUN_ERROR), "error");
 	assert_string_equal(stats_run_verdict_name((enum run_verdict)99), "unknown");
+	assert_string_equal(stats_verdict_name((enum stats_verdict)-1), "unknown");
+	assert_string_equal(stats_run_verdict_name((enum run_verdict)-1), "unknown");
 }
 
 static void test_order_effect(void **state)
@@ -483,6 +485,7 @@ static char **ref_lines;
 static size_t ref_count;
 static const char *ref_path;
 
+/* Each test_ref_* test's setup: reads the lines of STATS_REF. */
 static int ref_load(void **state)
 {
 	FILE *f;
@@ -491,8 +494,11 @@ static int ref_load(void **state)
 	ssize_t len;
 
 	(void)state;
-	if (!ref_path)
+	ref_path = getenv("STATS_REF");
+	if (!ref_path || !ref_path[0]) {
+		ref_path = NULL;
 		return 0;
+	}
 	f = fopen(ref_path, "r");
 	if (!f) {
 		fprintf(stderr, "cannot open '%s'\n", ref_path);
@@ -520,6 +526,8 @@ static int ref_free(void **state)
 	for (size_t i = 0; i < ref_count; i++)
 		free(ref_lines[i]);
 	free(ref_lines);
+	ref_lines = NULL;
+	ref_count = 0;
 	return 0;
 }
 
@@ -571,7 +579,8 @@ static void ref_each(const char *kind, bool (*check)(struct toks *t))
 	size_t seen = 0, bad = 0, klen = strlen(kind);
 
 	if (!ref_path)
-		skip();
+		qual_test_skip("no reference file: STATS_REF names the output of "
+			       "tests/tools/stats_reference.py");
 	worst_rel = 0;
 	for (size_t i = 0; i < ref_count; i++) {
 		char *copy;
@@ -777,45 +786,33 @@ static void test_ref_hl(void **state) { (void)state; ref_each("hl", check_hl); }
 static void test_ref_mde(void **state) { (void)state; ref_each("mde", check_mde); }
 static void test_ref_case(void **state) { (void)state; ref_each("case", check_case); }
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest unit[] = {
-		cmocka_unit_test(test_sign_edges),
-		cmocka_unit_test(test_holm_edges),
-		cmocka_unit_test(test_median_edges),
-		cmocka_unit_test(test_rank_tests_edges),
-		cmocka_unit_test(test_mde_edges),
-		cmocka_unit_test(test_case_empty),
-		cmocka_unit_test(test_case_all_ties),
-		cmocka_unit_test(test_case_invalid_timings),
-		cmocka_unit_test(test_verdict_identical),
-		cmocka_unit_test(test_verdict_equivalence_beats_significance),
-		cmocka_unit_test(test_verdict_nan_interval),
-		cmocka_unit_test(test_verdict_holm),
-		cmocka_unit_test(test_run_verdict),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_order_effect),
-	};
-	const struct CMUnitTest scipy[] = {
-		cmocka_unit_test(test_ref_sign),
-		cmocka_unit_test(test_ref_cdf),
-		cmocka_unit_test(test_ref_holm),
-		cmocka_unit_test(test_ref_median),
-		cmocka_unit_test(test_ref_cirank),
-		cmocka_unit_test(test_ref_ci),
-		cmocka_unit_test(test_ref_wilcoxon),
-		cmocka_unit_test(test_ref_mwu),
-		cmocka_unit_test(test_ref_hl),
-		cmocka_unit_test(test_ref_mde),
-		cmocka_unit_test(test_ref_case),
-	};
+#define REF(name) cmocka_unit_test_setup_teardown(test_##name, ref_load, ref_free)
 
-	if (argc == 1)
-		return cmocka_run_group_tests_name("stats_unit", unit, NULL, NULL);
-	if (argc == 2) {
-		ref_path = argv[1];
-		return cmocka_run_group_tests_name("stats_scipy", scipy, ref_load, ref_free);
-	}
-	fprintf(stderr, "usage: test_stats [REFERENCE_FILE]\n");
-	return 2;
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_sign_edges),
+	cmocka_unit_test(test_holm_edges),
+	cmocka_unit_test(test_median_edges),
+	cmocka_unit_test(test_rank_tests_edges),
+	cmocka_unit_test(test_mde_edges),
+	cmocka_unit_test(test_case_empty),
+	cmocka_unit_test(test_case_all_ties),
+	cmocka_unit_test(test_case_invalid_timings),
+	cmocka_unit_test(test_verdict_identical),
+	cmocka_unit_test(test_verdict_equivalence_beats_significance),
+	cmocka_unit_test(test_verdict_nan_interval),
+	cmocka_unit_test(test_verdict_holm),
+	cmocka_unit_test(test_run_verdict),
+	cmocka_unit_test(test_names),
+	cmocka_unit_test(test_order_effect),
+	REF(ref_sign),
+	REF(ref_cdf),
+	REF(ref_holm),
+	REF(ref_median),
+	REF(ref_cirank),
+	REF(ref_ci),
+	REF(ref_wilcoxon),
+	REF(ref_mwu),
+	REF(ref_hl),
+	REF(ref_mde),
+	REF(ref_case),
+)

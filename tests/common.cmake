@@ -1,0 +1,11 @@
+# common/: the modules every layer uses, each against its own test file in
+# tests/unit/common/ (child, text, fsutil, lines, xalloc). Real processes,
+# pipes and files under /tmp; no GPU, no network.
+foreach(t child text fsutil lines xalloc)
+  qual_unit_tests(test_common_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/common/test_${t}.c
+                  LABEL unit PREFIX common_${t} TIMEOUT 60 LIBS qual_common)
+endforeach()
+target_compile_definitions(test_common_text PRIVATE
+  TEXT_TEST_PARSE_CASES="${CMAKE_CURRENT_SOURCE_DIR}/unit/common/parse_numbers.txt")
+target_compile_definitions(test_common_fsutil PRIVATE
+  FSUTIL_TEST_BIN_DIR="$<TARGET_FILE_DIR:test_common_fsutil>")
