@@ -31,6 +31,7 @@ const char *qual_strerror(int code)
 	case QUAL_ECHECK: return "wrong output";
 	case QUAL_ELIMIT: return "limit exceeded";
 	case QUAL_EHANG: return "gpu hang";
+	case QUAL_EEXIT: return "exited without reporting";
 	}
 	return "unknown error";
 }

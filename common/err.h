@@ -22,6 +22,7 @@ enum qual_err {
 	QUAL_ECHECK = -11,    /* output differs from the oracle */
 	QUAL_ELIMIT = -12,    /* a size limit was exceeded */
 	QUAL_EHANG = -13,     /* the GPU did not finish within its deadline */
+	QUAL_EEXIT = -14,     /* a child process exited without its report */
 };
 
 /* A message buffer filled by functions that fail, so that the caller can

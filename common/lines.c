@@ -40,6 +40,7 @@ static const char *const code_names[LINES_CODE_COUNT] = {
 	[LINES_CODE_COMPILE_CRASHED] = "compile_crashed",
 	[LINES_CODE_COMPILE_TIMEOUT] = "compile_timeout",
 	[LINES_CODE_COMPILE_LIMIT] = "compile_limit",
+	[LINES_CODE_COMPILE_NO_REPORT] = "compile_no_report",
 	[LINES_CODE_NO_ABI] = "no_abi",
 	[LINES_CODE_LOAD_FAILED] = "load_failed",
 	[LINES_CODE_WRONG_OUTPUT] = "wrong_output",
@@ -84,6 +85,8 @@ enum lines_code lines_code_of(const char *stage, int err)
 		return LINES_CODE_COMPILE_TIMEOUT;
 	case QUAL_ELIMIT:
 		return LINES_CODE_COMPILE_LIMIT;
+	case QUAL_EEXIT:
+		return LINES_CODE_COMPILE_NO_REPORT;
 	case QUAL_EABI:
 		return LINES_CODE_NO_ABI;
 	case QUAL_ECHECK:

@@ -46,10 +46,13 @@ enum lines_code {
 				  * unknown one */
 	/* A compiler under test. */
 	LINES_CODE_COMPILE_FAILED,  /* rejected the source, or no final code */
-	LINES_CODE_COMPILE_CRASHED, /* its child died by a signal or without a
-				     * report */
+	LINES_CODE_COMPILE_CRASHED, /* its child died by a signal */
 	LINES_CODE_COMPILE_TIMEOUT, /* its child ran past the time limit */
 	LINES_CODE_COMPILE_LIMIT,   /* a log or code object over the limit */
+	LINES_CODE_COMPILE_NO_REPORT, /* its child exited without its report: a
+				       * library that calls exit(), or qual's
+				       * own helper failing (no space, a helper
+				       * of another version); no crash */
 	LINES_CODE_NO_ABI,          /* neither nvrtc's nor hiprtc's entry points */
 	/* An arm's code on the GPU. */
 	LINES_CODE_LOAD_FAILED,     /* the runtime refused to load it */
@@ -74,8 +77,8 @@ const char *lines_code_name(enum lines_code code);
 enum lines_code lines_code_parse(const char *name);
 
 /* The code for a failure with QUAL_E* err at stage ("setup", "compile",
- * "load", "check", "time"): QUAL_ECRASH, QUAL_ETIMEOUT and QUAL_ELIMIT are a
- * compiler child's (compile_crashed, ...), QUAL_ECHECK is wrong_output,
+ * "load", "check", "time"): QUAL_ECRASH, QUAL_ETIMEOUT, QUAL_ELIMIT and
+ * QUAL_EEXIT are a compiler child's (compile_crashed, ...), QUAL_ECHECK is wrong_output,
  * QUAL_EHANG gpu_hang, QUAL_EGPU gpu_fault except at load (load_failed), and
  * so on; what is none of those is internal. */
 enum lines_code lines_code_of(const char *stage, int err);

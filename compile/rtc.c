@@ -279,7 +279,7 @@ static int outcome_status(const struct child_exit *ex,
 	stderr_tail(dir, tail, sizeof tail);
 	snprintf(message, cap, "compiler '%s' %s %s without reporting%s%s", lib, how,
 		 doing, tail[0] ? ": " : "", tail);
-	return QUAL_ECRASH;
+	return QUAL_EEXIT;
 }
 
 /* ---- identify -------------------------------------------------------------- */
@@ -537,7 +537,7 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	if (rep->code_size == 0) {
 		/* A success without code: the child guarantees this cannot
 		 * happen, so the result file was not the child's. */
-		out->status = QUAL_ECRASH;
+		out->status = QUAL_EEXIT;
 		snprintf(out->message, sizeof out->message,
 			 "compiler helper reported success without code");
 		return 0;

@@ -75,9 +75,10 @@ int rtc_identify_start(const char *path, const char *helper, struct rtc_pending 
 
 /* For a started identify whose child has been reaped into ex: reads its
  * report into id (abi, version, path and real path; sha256 is left as it
- * was), removes its folder. Returns 0; QUAL_ECRASH or QUAL_ETIMEOUT (the
- * library crashed or hung while loading: a result about it, not a usage
- * problem; ex->timed_out says the caller's deadline of timeout_s passed);
+ * was), removes its folder. Returns 0; QUAL_ECRASH, QUAL_ETIMEOUT or
+ * QUAL_EEXIT (the library crashed, hung or exited while loading: a result
+ * about it, not a usage problem; ex->timed_out says the caller's deadline of
+ * timeout_s passed);
  * QUAL_EABI; or another negative code; msg says what, in the words
  * rtc_identify() uses. */
 int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
@@ -135,8 +136,8 @@ struct rtc_result {
  * What the compiler under test does wrong is its own failure, reported in
  * out->status with out->message, and the call still returns 0: QUAL_ECOMPILE
  * (rejected the source or options, produced no code or not final machine code
- * for arch), QUAL_ECRASH (killed by a signal, or exited without reporting),
- * QUAL_ETIMEOUT (past lim->timeout_s; the whole process group is killed),
+ * for arch), QUAL_ECRASH (killed by a signal), QUAL_EEXIT (exited without
+ * reporting), QUAL_ETIMEOUT (past lim->timeout_s; the whole process group is killed),
  * QUAL_ELIMIT (a log or code object over RTC_OUTPUT_LIMIT). A negative return
  * is qual's own trouble (no helper, no temporary folder, bad request). */
 int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,

@@ -86,7 +86,8 @@ static void submit_decide(struct submit *sub)
 	 * else that went wrong is a refusal. */
 	for (arm = 0; arm < 2; arm++) {
 		struct check *x = &sub->c[arm];
-		if (x->status && x->status != QUAL_ECRASH && x->status != QUAL_ETIMEOUT) {
+		if (x->status && x->status != QUAL_ECRASH && x->status != QUAL_ETIMEOUT &&
+		    x->status != QUAL_EEXIT) {
 			submit_call(sub, x->status, NULL, -1, x->message);
 			return;
 		}

@@ -879,7 +879,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	for (int arm = 0; arm < 2; arm++) {
 		const char *path = arm ? cfg->candidate : cfg->baseline;
 		rc = rtc_identify(path, &cfg->limits, &run.id[arm], &msg);
-		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT) {
+		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT) {
 			/* The library itself crashed or hung while loading: that is
 			 * a result about it, not a usage problem. */
 			fprintf(err, "qual-run: %s\n", msg.text);

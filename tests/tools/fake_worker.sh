@@ -2,7 +2,7 @@
 # A stand-in for qual-run in quald's unit tests (tests/unit/test_jobs.c).
 # Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
 # as the name of the candidate's folder says: ok, slow, crash, hang, trap,
-# noverdict, fail2, candfail, compcrash, compfailmsg, usage, garbage,
+# noverdict, fail2, candfail, compcrash, compnoreport, compfailmsg, usage, garbage,
 # longline, partial, after, linger. Its lines are schema 3, as qual-run
 # writes them: every error line has its "code".
 # $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
@@ -64,6 +64,12 @@ candfail)
 compcrash)
   start
   echo '{"type":"error","stage":"compile","code":"compile_crashed","arm":"candidate","case":"gemm_f16-256x512x256","message":"compiler gave up on it"}'
+  exit 3 ;;
+# The candidate's compiler exited without its report (compile_no_report,
+# in words that read like a crash): not a crash, no strike.
+compnoreport)
+  start
+  echo '{"type":"error","stage":"compile","code":"compile_no_report","arm":"candidate","case":"gemm_f16-256x512x256","message":"compiler '"'"'/x'"'"' crashed: exited with status 3 without reporting"}'
   exit 3 ;;
 # A candidate's compile that failed, in words that read like a crash.
 compfailmsg)

@@ -1312,7 +1312,8 @@ static void test_quarantine(void **state)
 /* Decisions read codes, not words (lines.h). A candidate error line with
  * code compile_failed whose message reads like a crash ("crashed: killed by
  * signal", the words the daemon once searched for) blames the candidate but
- * is no crash: no strike. One with code compile_crashed whose message says
+ * is no crash: no strike, nor is one coded compile_no_report (a compiler
+ * child that exited without its report). One with code compile_crashed whose message says
  * nothing of a crash is a crash: three of them quarantine the library.
  * Both workers end without a verdict, so the daemon's verdict says fail:
  * their error line blamed the candidate. */
@@ -1332,6 +1333,18 @@ static void test_crash_code(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "code")), "compile_failed");
 	assert_non_null(strstr(json_string_value(json_object_get(o, "message")),
 			       "crashed: killed by signal "));
+	json_decref(o);
+	assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
+	q = jobs_quarantine_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
+	json_decref(q);
+	/* A compiler child that exited without its report is no crash either
+	 * (a full disk, a helper of another version are qual's trouble). */
+	id = run_kind("compnoreport");
+	n = job_lines(id, l, 8);
+	assert_int_equal(n, 3);
+	o = json_loads(l[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "compile_no_report");
 	json_decref(o);
 	assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
 	q = jobs_quarantine_json(H.j);

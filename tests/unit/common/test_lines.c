@@ -26,6 +26,7 @@ static const struct {
 	{ LINES_CODE_COMPILE_CRASHED, "compile_crashed" },
 	{ LINES_CODE_COMPILE_TIMEOUT, "compile_timeout" },
 	{ LINES_CODE_COMPILE_LIMIT, "compile_limit" },
+	{ LINES_CODE_COMPILE_NO_REPORT, "compile_no_report" },
 	{ LINES_CODE_NO_ABI, "no_abi" },
 	{ LINES_CODE_LOAD_FAILED, "load_failed" },
 	{ LINES_CODE_WRONG_OUTPUT, "wrong_output" },
@@ -86,6 +87,7 @@ static void test_code_of(void **state)
 		assert_int_equal(lines_code_of(s, QUAL_ECRASH), LINES_CODE_COMPILE_CRASHED);
 		assert_int_equal(lines_code_of(s, QUAL_ETIMEOUT), LINES_CODE_COMPILE_TIMEOUT);
 		assert_int_equal(lines_code_of(s, QUAL_ELIMIT), LINES_CODE_COMPILE_LIMIT);
+		assert_int_equal(lines_code_of(s, QUAL_EEXIT), LINES_CODE_COMPILE_NO_REPORT);
 		assert_int_equal(lines_code_of(s, QUAL_EABI), LINES_CODE_NO_ABI);
 		assert_int_equal(lines_code_of(s, QUAL_ECHECK), LINES_CODE_WRONG_OUTPUT);
 		assert_int_equal(lines_code_of(s, QUAL_EHANG), LINES_CODE_GPU_HANG);
