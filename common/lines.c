@@ -216,3 +216,21 @@ size_t lines_splitter_rest(const struct lines_splitter *s)
 {
 	return s->len;
 }
+
+int lines_splitter_finish(struct lines_splitter *s,
+			  int (*fn)(void *ctx, const char *line, size_t len), void *ctx)
+{
+	size_t len = s->len;
+	json_t *o;
+	bool whole;
+
+	if (s->over || len == 0)
+		return 0;
+	o = json_loadb(s->buf, len, JSON_REJECT_DUPLICATES, NULL);
+	whole = json_is_object(o);
+	json_decref(o);
+	if (!whole)
+		return QUAL_EINVAL;
+	s->len = 0;
+	return fn(ctx, s->buf, len);
+}

@@ -138,8 +138,16 @@ void lines_splitter_release(struct lines_splitter *s);
 int lines_splitter_feed(struct lines_splitter *s, const char *data, size_t n,
 			int (*fn)(void *ctx, const char *line, size_t len), void *ctx);
 
-/* The bytes of an unfinished last line taken so far: at the end of a stream
- * that is a line cut off, which is never passed on. */
+/* The bytes of an unfinished last line taken so far. */
 size_t lines_splitter_rest(const struct lines_splitter *s);
+
+/* At the end of the stream: an unfinished last line that is one whole JSON
+ * object (its writer ended without a final newline) is a line, passed to fn
+ * like the others; anything else there was cut off and is never passed on.
+ * Returns 0 (no rest, or it was passed on: fn's value otherwise), or
+ * QUAL_EINVAL when the rest, lines_splitter_rest() bytes, was cut off. The
+ * one rule for a stream's last line, in qual-run's and in quald's relays. */
+int lines_splitter_finish(struct lines_splitter *s,
+			  int (*fn)(void *ctx, const char *line, size_t len), void *ctx);
 
 #endif

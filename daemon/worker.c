@@ -397,14 +397,16 @@ static void worker_close(struct worker *w)
 /* The job ends once the worker has exited and both pipes are drained. */
 static void worker_maybe_finish(struct worker *w)
 {
-	size_t rest = lines_splitter_rest(&w->split);
+	size_t rest;
 
 	if (!w->job || !w->exited || !w->out_done || !w->err_done)
 		return;
 	uv_timer_stop(&w->timer);
-	if (rest && !w->split.over) {
-		/* A last line without its newline: the worker died writing
-		 * it. Not relayed, as qual-run's own relay does not. */
+	rest = lines_splitter_rest(&w->split);
+	if (lines_splitter_finish(&w->split, worker_relay, w) == QUAL_EINVAL) {
+		/* A last line without its newline that is no whole object:
+		 * the worker died writing it. Not relayed (the one rule,
+		 * lines_splitter_finish(), as in qual-run's own relay). */
 		char text[160];
 
 		if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {

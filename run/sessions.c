@@ -195,8 +195,9 @@ static int relay_line(void *ctx, const char *line, size_t len)
 /* Relays a session's lines from fd (which it closes) until the session
  * closes it. True when one of them stopped GPU work (a fault or a hang).
  *
- * A last line without its newline (the session died writing it) is not
- * relayed, and said so (cut_off). A line longer than LINES_MAX is no line
+ * A last line without its newline is relayed when it is a whole JSON object;
+ * otherwise (the session died writing it) it is not, and that is said
+ * (cut_off): lines_splitter_finish()'s rule. A line longer than LINES_MAX is no line
  * of the engine's (one is a few kilobytes): it is reported as bad_line, as
  * quald reports a worker's line that is not a qual line, nothing more of
  * the session is relayed, *over is set and the run stops there; the caller
@@ -226,7 +227,7 @@ static bool relay_session(struct run *run, int fd, bool *over)
 		run->judge.machine_error = true;
 		*over = true;
 		r.stop = true;
-	} else if (lines_splitter_rest(&sp) > 0) {
+	} else if (lines_splitter_finish(&sp, relay_line, &r) == QUAL_EINVAL) {
 		snprintf(why, sizeof why, "session %d's output was cut off: its last "
 			 "line, %zu bytes, has no end", run->session + 1,
 			 lines_splitter_rest(&sp));

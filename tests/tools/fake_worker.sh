@@ -3,7 +3,7 @@
 # Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
 # as the name of the candidate's folder says: ok, slow, crash, hang, trap,
 # noverdict, fail2, candfail, compcrash, compnoreport, compfailmsg, usage, garbage,
-# longline, partial, after, linger. Its lines are schema 3, as qual-run
+# longline, partial, cutoff, after, linger. Its lines are schema 3, as qual-run
 # writes them: every error line has its "code".
 # $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
 # second job in the same slot is caught (it prints an error line and exits).
@@ -82,6 +82,7 @@ usage)
 garbage) start; echo 'this is not json'; echo '[1,2]'; body; verdict ;;
 longline) start; release; head -c 1100000 /dev/zero | tr '\0' 'a'; echo; verdict ;;
 partial) start; printf '{"type":"verdict","verdict":"neutral","timed":false}' ;;
+cutoff) start; printf '{"type":"verdict","verdict":"neutral","timed":false,"cases":[' ;;
 linger) start; verdict; sleep 100 ;;
 after) start; verdict; echo '{"type":"pair","late":true}'; verdict ;;
 *) echo "fake_worker: unknown kind '$kind'" >&2; exit 9 ;;

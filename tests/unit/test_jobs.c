@@ -800,17 +800,23 @@ static void test_odd_lines(void **state)
 	assert_int_equal(job_lines(id, l, 16), 2);
 	assert_verdict(id, "error", "worker printed a line over 1048576 bytes");
 
-	/* A last line without its newline is cut off: not relayed (here a
+	/* A last line without its newline still counts when it is a whole
+	 * object (lines_splitter_finish()). */
+	id = run_kind("partial");
+	assert_int_equal(job_lines(id, l, 16), 2);
+	assert_verdict(id, "neutral", NULL);
+
+	/* One that is not is cut off: not relayed (here the start of a
 	 * verdict line, which therefore does not count), and an error line
 	 * with code cut_off says so; the worker exited 0 without a verdict. */
-	id = run_kind("partial");
+	id = run_kind("cutoff");
 	assert_int_equal(job_lines(id, l, 16), 3);
 	o = json_loads(l[1], 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
 	assert_string_equal(json_string_value(json_object_get(o, "code")), "cut_off");
 	assert_true(json_is_null(json_object_get(o, "arm")));
 	assert_non_null(strstr(json_string_value(json_object_get(o, "message")),
-			       "cut off: its last line, 52 bytes, has no end"));
+			       "cut off: its last line, 61 bytes, has no end"));
 	json_decref(o);
 	assert_verdict(id, "error", "worker exited with status 0 without a verdict");
 	assert_log_matches(id);

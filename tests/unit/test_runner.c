@@ -2266,6 +2266,22 @@ static void test_relay_cut_off(void **state)
 	json_decref(r.o.lines);
 }
 
+/* A last line without its newline that is one whole object is relayed as
+ * a line (lines_splitter_finish()): no error. */
+static void test_relay_last_whole(void **state)
+{
+	static const char data[] = "{\"type\":\"pair\",\"case\":\"a-1\"}\n"
+				   "{\"type\":\"pair\",\"case\":\"a-2\"}";
+	struct relayed r;
+
+	(void)state;
+	relay_bytes(data, sizeof data - 1, &r, false, false, false, 2);
+	assert_true(has_type(json_array_get(r.o.lines, 0), "pair"));
+	assert_true(has_type(json_array_get(r.o.lines, 1), "pair"));
+	assert_string_equal(str(json_array_get(r.o.lines, 1), "case"), "a-2");
+	json_decref(r.o.lines);
+}
+
 /* A line that stopped GPU work (its "gpu" field) stops the sessions; a
  * stream that ends with a whole line is no error. */
 static void test_relay_stop(void **state)
@@ -2355,6 +2371,7 @@ int main(void)
 		cmocka_unit_test(test_too_few_pairs),
 		cmocka_unit_test(test_no_device),
 		cmocka_unit_test(test_relay_cut_off),
+		cmocka_unit_test(test_relay_last_whole),
 		cmocka_unit_test(test_relay_stop),
 		cmocka_unit_test(test_relay_over_cap),
 	};

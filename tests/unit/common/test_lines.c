@@ -415,7 +415,7 @@ static void test_split_in_one_chunk(void **state)
 	assert_lines("one", "two", "", "three", NULL);
 	for (size_t i = 0; i < 4; i++)
 		assert_true(got.in_chunk[i]);
-	/* The rest of an unfinished last line: never passed on. */
+	/* The rest of an unfinished last line: not passed on by a feed. */
 	assert_int_equal(lines_splitter_rest(&sp), 2);
 	assert_int_equal(feed("ur\n"), 0);
 	assert_lines("one", "two", "", "three", "four", NULL);
@@ -474,6 +474,38 @@ static void test_split_byte_by_byte(void **state)
 	assert_lines("{\"type\":\"start\"}", "{\"type\":\"pair\"}", "", "{\"x\":1}", NULL);
 }
 
+/* At the end of a stream a last line without its newline is a line when it
+ * is one whole JSON object, and cut off otherwise: never passed on then,
+ * and its length still told. */
+static void test_split_finish(void **state)
+{
+	(void)state;
+	assert_int_equal(lines_splitter_finish(&sp, take, NULL), 0);
+	assert_int_equal(feed("{\"a\":1}\n{\"type\":\"verdict\"}"), 0);
+	assert_lines("{\"a\":1}", NULL);
+	assert_int_equal(lines_splitter_finish(&sp, take, NULL), 0);
+	assert_lines("{\"a\":1}", "{\"type\":\"verdict\"}", NULL);
+	assert_int_equal(lines_splitter_rest(&sp), 0);
+
+	restart(64, -1);
+	assert_int_equal(feed("{\"type\":\"pa"), 0);
+	assert_int_equal(lines_splitter_finish(&sp, take, NULL), QUAL_EINVAL);
+	assert_int_equal(lines_splitter_rest(&sp), 11);
+	assert_int_equal(got.n, 0);
+	/* JSON that is no object, and an object with text after it. */
+	restart(64, -1);
+	assert_int_equal(feed("[1,2]"), 0);
+	assert_int_equal(lines_splitter_finish(&sp, take, NULL), QUAL_EINVAL);
+	restart(64, -1);
+	assert_int_equal(feed("{} x"), 0);
+	assert_int_equal(lines_splitter_finish(&sp, take, NULL), QUAL_EINVAL);
+	/* fn's value is returned for the last line too. */
+	restart(64, 0);
+	assert_int_equal(feed("{}"), 0);
+	assert_int_equal(lines_splitter_finish(&sp, take, NULL), 5);
+	assert_int_equal(got.n, 1);
+}
+
 #define SPLIT(name) cmocka_unit_test_setup_teardown(test_##name, split_setup, split_teardown)
 
 QUAL_TESTS(
@@ -490,4 +522,5 @@ QUAL_TESTS(
 	SPLIT(split_cap),
 	SPLIT(split_fn_stops),
 	SPLIT(split_byte_by_byte),
+	SPLIT(split_finish),
 )
