@@ -383,7 +383,7 @@ static int take_watch(void *st, const struct command *cmd, int opt, const char *
 /* The views of the jobs a watch has seen lines of, until their verdicts. */
 struct watch_views {
 	struct view_job **v;
-	size_t n;
+	size_t n, cap;
 };
 
 static struct view_job *watch_view(struct watch_views *w, const char *job)
@@ -391,7 +391,7 @@ static struct view_job *watch_view(struct watch_views *w, const char *job)
 	for (size_t i = 0; i < w->n; i++)
 		if (strcmp(w->v[i]->job, job) == 0)
 			return w->v[i];
-	w->v = xrealloc(w->v, (w->n + 1) * sizeof *w->v);
+	XGROW(w->v, w->n + 1, w->cap);
 	w->v[w->n] = xmalloc(sizeof **w->v);
 	view_job_init(w->v[w->n], job);
 	return w->v[w->n++];
@@ -416,7 +416,7 @@ int ctl_watch(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct watch_state ws = {NULL, -1, false};
-	struct watch_views views = {NULL, 0};
+	struct watch_views views = {NULL, 0, 0};
 	struct reply r = {0};
 	struct qual_msg msg;
 	json_t *req;

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "common/exitcode.h"
+#include "common/text.h"
 #include "stats/judge.h"
 #include "client/judge_cmd.h"
 
@@ -33,16 +34,12 @@ static void usage(FILE *f, const char *prog)
 static int parse_unit(const char *prog, const char *opt, const char *s, double hi,
 		      double *out)
 {
-	char *end;
-	double x;
+	struct qual_msg m;
 
-	errno = 0;
-	x = strtod(s, &end);
-	if (errno || end == s || *end || !(x >= 0 && x <= hi)) {
-		fprintf(stderr, "%s: %s must be a number in [0, %g], got '%s'\n", prog, opt, hi, s);
+	if (text_parse_double(opt, s, 0, hi, out, &m) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, m.text);
 		return -1;
 	}
-	*out = x;
 	return 0;
 }
 

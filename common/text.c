@@ -79,6 +79,18 @@ json_t *text_json_str(const char *s)
 	return s ? text_json(s, strlen(s)) : json_null();
 }
 
+void text_last_line(const char *s, size_t len, char *out, size_t cap)
+{
+	size_t end = len, start;
+
+	while (end > 0 && (s[end - 1] == '\n' || s[end - 1] == '\r' || s[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start > 0 && s[start - 1] != '\n')
+		start--;
+	snprintf(out, cap, "%.*s", (int)(end - start), s + start);
+}
+
 int text_parse_long(const char *what, const char *s, long lo, long hi, long *out,
 		    struct qual_msg *msg)
 {

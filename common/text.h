@@ -19,6 +19,12 @@ json_t *text_json(const char *s, size_t len);
 /* text_json() of a NUL-terminated string. */
 json_t *text_json_str(const char *s);
 
+/* The last line of the first len bytes of s that holds more than white
+ * space, its trailing spaces and carriage returns cut, into out (cap
+ * bytes); "" when there is none. What a message quotes of a child's stderr
+ * ("exited with status 3: qual-compile: cannot write ..."). */
+void text_last_line(const char *s, size_t len, char *out, size_t cap);
+
 /* Parses s, which must be a whole decimal integer in [lo, hi], into *out.
  * Returns 0, or QUAL_EINVAL with msg saying what was wrong, naming what:
  * "--pairs must be an integer in [1, 1000000], got 'x'" (">= lo" when hi is

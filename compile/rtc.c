@@ -19,6 +19,7 @@
 #include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 
 /* Defaults: the slowest real compile of the fixtures measured here is 12 s
@@ -230,21 +231,14 @@ static void report_read(const char *dir, struct child_report *rep)
 static void stderr_tail(const char *dir, char *out, size_t cap)
 {
 	char path[PATH_MAX];
-	char *text = NULL, *end, *start;
+	char *text = NULL;
 	size_t size;
 
 	out[0] = '\0';
 	if (fs_path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
 	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
-	end = text + size;
-	while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-		end--;
-	*end = '\0';
-	start = end;
-	while (start > text && start[-1] != '\n')
-		start--;
-	snprintf(out, cap, "%s", start);
+	text_last_line(text, size, out, cap);
 	free(text);
 }
 

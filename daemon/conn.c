@@ -453,10 +453,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct conn *c = container_of(h, struct conn, h.handle);
 
 	(void)suggested;
-	if (c->in_cap - c->in_len < READ_CHUNK) {
-		c->in_cap = c->in_len + READ_CHUNK;
-		c->in = xrealloc(c->in, c->in_cap);
-	}
+	XGROW(c->in, c->in_len + READ_CHUNK, c->in_cap);
 	*buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
 }
 

@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/text.h"
+
 int sd_notifier_init(struct sd_notifier *n, struct qual_msg *msg)
 {
 	const char *e = getenv("NOTIFY_SOCKET");
@@ -81,14 +83,9 @@ int sd_notify_send(const struct sd_notifier *n, const char *state, bool may_bloc
 static long env_long(const char *name)
 {
 	const char *e = getenv(name);
-	char *end;
 	long x;
 
-	if (!e || !*e)
-		return -1;
-	errno = 0;
-	x = strtol(e, &end, 10);
-	if (errno || *end || x < 0)
+	if (!e || text_parse_long(name, e, 0, LONG_MAX, &x, NULL) < 0)
 		return -1;
 	return x;
 }

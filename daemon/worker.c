@@ -56,6 +56,7 @@
 #include "common/exitcode.h"
 #include "common/fsutil.h"
 #include "common/lifetime.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/relay.h"
@@ -181,15 +182,7 @@ bool worker__stop(struct worker *w, enum worker_stop why)
 /* The last non-empty line of the worker's stderr, into out. */
 static void worker_stderr_last(const struct worker *w, char *out, size_t cap)
 {
-	size_t end = w->errtail_len, start;
-
-	while (end > 0 && (w->errtail[end - 1] == '\n' || w->errtail[end - 1] == '\r' ||
-			   w->errtail[end - 1] == ' '))
-		end--;
-	start = end;
-	while (start > 0 && w->errtail[start - 1] != '\n')
-		start--;
-	snprintf(out, cap, "%.*s", (int)(end - start), w->errtail + start);
+	text_last_line(w->errtail, w->errtail_len, out, cap);
 }
 
 /* Notes what a relayed line says about blame and the end of the job, from

@@ -31,10 +31,7 @@ struct judge_case *judge_case_get(struct judge *j, const char *name)
 	for (int i = 0; i < j->ncases; i++)
 		if (strcmp(j->cases[i].name, name) == 0)
 			return &j->cases[i];
-	if (j->ncases == j->cap) {
-		j->cap = j->cap ? 2 * j->cap : 16;
-		j->cases = xrealloc(j->cases, (size_t)j->cap * sizeof *j->cases);
-	}
+	XGROW(j->cases, j->ncases + 1, j->cap);
 	c = &j->cases[j->ncases++];
 	memset(c, 0, sizeof *c);
 	snprintf(c->name, sizeof c->name, "%s", name);
@@ -44,10 +41,7 @@ struct judge_case *judge_case_get(struct judge *j, const char *name)
 void judge_case_add_pair(struct judge_case *c, double baseline_ns,
 			 double candidate_ns, bool candidate_first, int block)
 {
-	if (c->npairs == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 64;
-		c->pairs = xrealloc(c->pairs, (size_t)c->cap * sizeof *c->pairs);
-	}
+	XGROW(c->pairs, c->npairs + 1, c->cap);
 	c->pairs[c->npairs++] = (struct stats_pair){
 		.baseline_ns = baseline_ns,
 		.candidate_ns = candidate_ns,

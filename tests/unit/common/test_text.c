@@ -176,6 +176,28 @@ static void test_parse(void **state)
 	assert_int_equal(text_parse_double("--n", "x", 0, 1, &dx, NULL), QUAL_EINVAL);
 }
 
+/* The last line that holds more than white space, trailing spaces and
+ * carriage returns cut; only the first len bytes count; a small out cuts. */
+static void test_last_line(void **state)
+{
+	static const char text[] = "noise\nqual-compile: cannot write 'x'  \r\n\n \n";
+	char out[64], small[6];
+
+	(void)state;
+	text_last_line(text, sizeof text - 1, out, sizeof out);
+	assert_string_equal(out, "qual-compile: cannot write 'x'");
+	text_last_line(text, 5, out, sizeof out);
+	assert_string_equal(out, "noise");
+	text_last_line("one line", 8, out, sizeof out);
+	assert_string_equal(out, "one line");
+	text_last_line("\n\n  \r\n", 6, out, sizeof out);
+	assert_string_equal(out, "");
+	text_last_line("", 0, out, sizeof out);
+	assert_string_equal(out, "");
+	text_last_line("a\nlonger line", 13, small, sizeof small);
+	assert_string_equal(small, "longe");
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_valid_kept),
 	cmocka_unit_test(test_invalid_replaced),
@@ -184,4 +206,5 @@ QUAL_TESTS(
 	cmocka_unit_test(test_control_kept),
 	cmocka_unit_test(test_null),
 	cmocka_unit_test(test_parse),
+	cmocka_unit_test(test_last_line),
 )
