@@ -194,7 +194,6 @@ void rtc_set_helper(const char *path);
  * status (a QUAL_E* code), message, abi, version, compile_ms, log_size,
  * log_kept, code_size, and the line "end=1" last. */
 #define RTC__RESULT_FILE "result.txt"
-#define RTC__RESULT_TMP "result.tmp"
 #define RTC__LOG_FILE "log.txt"
 #define RTC__CODE_FILE "code.bin"
 #define RTC__SOURCE_FILE "source.txt"

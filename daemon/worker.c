@@ -3,9 +3,13 @@
  * job.
  *
  * The worker runs in a session of its own (CHILD_SESSION_NEW), so that a
- * cancel or a time limit reaches everything it started with one signal to
- * its group, and whatever it left there is killed when it exits
- * (child_reap()). Its stdout is cut into lines by lines_splitter.
+ * cancel or a time limit reaches with one signal to its group everything it
+ * started there, and whatever it left there is killed when it exits
+ * (child_reap()). Its compile children have process groups of their own
+ * (compile/rtc.c, so that a compile's timeout kills all of it): they die
+ * with qual-run (QUAL_DIE_WITH_PARENT, common/lifetime.h), and qual-run
+ * kills their groups when it ends them. Its stdout is cut into lines by
+ * lines_splitter.
  *
  * Relaying (relay.h). Each stdout line of a worker is parsed; an object is
  * relayed with its bytes unchanged and ,"job":ID,"seq":N spliced in before
