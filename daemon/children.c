@@ -83,12 +83,6 @@ void children_watch(struct children *set, struct child_watch *w, struct child *c
 	uv_timer_start(&set->kick, on_kick, 0, 0);
 }
 
-void children_unwatch(struct child_watch *w)
-{
-	if (w->set)
-		unlink_watch(w);
-}
-
 static void on_closed(uv_handle_t *h)
 {
 	struct children *set = h->data;

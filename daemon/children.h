@@ -48,13 +48,10 @@ void children_init(uv_loop_t *loop, struct children *set);
 
 /* Watches c (started by child_start(), not yet reaped): cb runs once it
  * has exited. w->data is the caller's, left as it is. Takes no ownership
- * of w or c; both must live until cb has run or children_unwatch(). */
+ * of w or c; both must live until cb has run. A child no one waits for any
+ * more is killed and stays watched until it is reaped. */
 void children_watch(struct children *set, struct child_watch *w, struct child *c,
 		    child_watch_cb cb);
-
-/* Stops watching (cb will not run); the child is then the caller's to reap
- * (rtc_identify_abort() does). Does nothing for a watch not in a set. */
-void children_unwatch(struct child_watch *w);
 
 /* Closes the handles; closed runs from their close callbacks, never inside
  * this call. The set must hold no watch by then: a child still watched is

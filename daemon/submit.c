@@ -24,6 +24,7 @@ struct check {
 	struct child_watch watch;
 	uv_timer_t timer;           /* check_timeout_s; open once started */
 	bool started, timed_out;
+	bool aborted;               /* killed: its answer is not read */
 	int status;                 /* 0 or QUAL_E*, once concluded */
 	char message[sizeof ((struct qual_msg *)0)->text];
 	char abi[8];                /* "nvrtc", "hiprtc" or "" */
@@ -126,6 +127,12 @@ static void check_exit(struct child_watch *cw, const struct child_exit *ex)
 	struct qual_msg m;
 
 	uv_timer_stop(&c->timer);
+	if (c->aborted) {
+		rtc_identify_abort(&c->pending); /* reaped already: the folder goes */
+		c->status = QUAL_EINVAL;
+		check_concluded(c);
+		return;
+	}
 	how.timed_out = c->timed_out;
 	c->status = rtc_identify_finish(&c->pending, &how, c->sub->j->check_timeout_s,
 					&id, &m);
@@ -143,16 +150,16 @@ static void check_timer(uv_timer_t *t)
 }
 
 /* Stops a check whose answer no one will read (a refused submit, a
- * shutdown): its child killed and reaped, its folder removed. */
+ * shutdown): its child is killed now, and reaped, its folder removed and
+ * the check concluded when children.c sees it end (check_exit), so that the
+ * loop never waits for a child. */
 static void check_abort(struct check *c)
 {
-	if (!c->started || c->pending.child.pid <= 0)
+	if (!c->started || c->aborted || c->pending.child.pid <= 0)
 		return;
+	c->aborted = true;
 	uv_timer_stop(&c->timer);
-	children_unwatch(&c->watch);
-	rtc_identify_abort(&c->pending);
-	c->status = QUAL_EINVAL;
-	check_concluded(c);
+	child_kill(&c->pending.child, SIGKILL);
 }
 
 /* Starts the identify child of one arm (rtc.h: qual-compile identify, in a
@@ -243,9 +250,9 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 		if (rc < 0) {
 			/* The callback never runs (sub->cb is not set yet): a
 			 * child already started is stopped, and sub goes once
-			 * its timer is closed. */
+			 * it is reaped and its timer closed. */
 			check_abort(&sub->c[0]);
-			if (sub->handles == 0)
+			if (sub->handles == 0 && sub->pending == 0)
 				submit_free(sub);
 			return rc;
 		}
