@@ -5,7 +5,7 @@
 # socket and checks the requests qualctl sends, its output and its exit
 # status. None needs the real daemon or a GPU; the integration tier runs
 # qualctl with the real quald.
-qual_unit_tests(test_qualctl ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_qualctl.c
+qual_unit_tests(test_qualctl ${CMAKE_CURRENT_SOURCE_DIR}/unit/client/test_qualctl.c
                 LABEL unit PREFIX client LIBS qual_client)
 
 # One ctest entry per case of the fake-daemon script (its --list).

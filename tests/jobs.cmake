@@ -3,7 +3,7 @@
 
 # The store alone: its own source and the operator's log, nothing else of
 # the daemon.
-qual_unit_tests(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c
+qual_unit_tests(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_store.c
                 LABEL unit TIMEOUT 30
                 SOURCES ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
                 LIBS qual_common PkgConfig::JANSSON OpenSSL::Crypto)
@@ -12,7 +12,7 @@ qual_unit_tests(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c
 # of the candidate library picks what they do), and the real qual-compile
 # once, on shim_noabi (built by tests/rtc.cmake) and the real nvrtc when
 # present.
-qual_unit_tests(test_jobs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_jobs.c
+qual_unit_tests(test_jobs ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_jobs.c
                 LABEL unit TIMEOUT 30 LIBS qual_daemon)
 add_dependencies(test_jobs qual-compile shim_noabi)
 target_compile_definitions(test_jobs PRIVATE

@@ -1,15 +1,11 @@
 # The library policy (daemon/policy.c): which compiler libraries quald
 # accepts. Temporary folders live in the build folder (under /tmp every path
 # would be refused: /tmp is world-writable).
-qual_unit_tests(test_policy ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_policy.c
+qual_unit_tests(test_policy ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_policy.c
                 LABEL unit TIMEOUT 30 SOURCES ${PROJECT_SOURCE_DIR}/daemon/policy.c
                 LIBS qual_common)
 target_compile_definitions(test_policy PRIVATE
   POLICY_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}")
-
-# Worker confinement (common/confine.c): rlimits and a network namespace.
-qual_unit_tests(test_confine ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_confine.c
-                LABEL unit TIMEOUT 30 LIBS qual_common)
 
 # Quarantine through the real service (compile-only, no GPU): three jobs with
 # the crashing shim as candidate, then a refusal naming its hash; cleared,

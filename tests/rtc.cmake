@@ -48,7 +48,7 @@ foreach(kind ${QUAL_SHIMS})
 endforeach()
 
 # rtc_NAME: the tests of test_rtc.c, on every shim and the real qual-compile.
-qual_unit_tests(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rtc.c
+qual_unit_tests(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/compile/test_rtc.c
                 LABEL unit TIMEOUT 120 LIBS qual_rtc_test_lib)
 add_dependencies(test_rtc qual_shims qual-compile)
 target_compile_definitions(test_rtc PRIVATE

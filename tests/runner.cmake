@@ -1,6 +1,6 @@
 # The pair runner (run/runner.c) on a fake GPU, in CI without one.
 #
-# runner_* (unit): tests/unit/test_runner.c defines the backend symbols
+# runner_* (unit): tests/unit/run/test_runner.c defines the backend symbols
 # gpu__cuda_backend and gpu__hip_backend itself (a fake whose device memory is
 # host memory), so the run layer is built here again without gpu_cuda.c and
 # gpu_hip.c. Compiles are real: qual-compile children running the real nvrtc.
@@ -26,7 +26,7 @@ if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
   else()
     set(runner_python "")
   endif()
-  qual_unit_tests(test_runner ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_runner.c
+  qual_unit_tests(test_runner ${CMAKE_CURRENT_SOURCE_DIR}/unit/run/test_runner.c
                   LABEL unit TIMEOUT 300 LIBS qual_runner_test_lib)
   add_dependencies(test_runner qual-compile)
   target_compile_definitions(test_runner PRIVATE

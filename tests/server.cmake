@@ -1,10 +1,11 @@
 # quald's server side: request parsing (data-driven, tests/data/requests/)
 # and the server in-process on a temporary socket, with a scripted stand-in
-# for the jobs module (tests/unit/test_server.c) so that every path of the
-# relay (follow, watch resume, slow clients) is driven deterministically.
+# for the jobs module (tests/unit/daemon/test_server.c) so that every path
+# of the relay (follow, watch resume, slow clients) is driven
+# deterministically.
 set(QUAL_DAEMON_DIR ${PROJECT_SOURCE_DIR}/daemon)
 
-qual_unit_tests(test_request ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_request.c
+qual_unit_tests(test_request ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_request.c
                 LABEL unit SOURCES ${QUAL_DAEMON_DIR}/request.c
                 LIBS qual_common PkgConfig::JANSSON)
 target_compile_definitions(test_request PRIVATE
@@ -13,7 +14,7 @@ target_compile_definitions(test_request PRIVATE
 # test_server.c builds the server's own files (server.c, conn.c, fanout.c,
 # looking at a connection's state through server_internal.h) and defines the
 # jobs module itself.
-qual_unit_tests(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_server.c
+qual_unit_tests(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_server.c
                 LABEL unit TIMEOUT 120
                 SOURCES ${QUAL_DAEMON_DIR}/server.c ${QUAL_DAEMON_DIR}/conn.c
                         ${QUAL_DAEMON_DIR}/fanout.c

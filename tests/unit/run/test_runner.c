@@ -1,5 +1,5 @@
-/* The pair runner (engine/runner.c) without a GPU. The engine is linked with
- * engine/gpu.c and a fake backend defined here in place of CUDA and HIP
+/* The pair runner (run/runner.c) without a GPU. The runner is linked with
+ * gpu/gpu.c and a fake backend defined here in place of CUDA and HIP
  * (tests/runner.cmake leaves gpu_cuda.c and gpu_hip.c out), while compiles go
  * through the real rtc path: qual-compile children and the real nvrtc. The
  * fake's device memory is host memory; its "kernel" writes the fixture's
