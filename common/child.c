@@ -43,8 +43,11 @@ static void close_fd(int *fd)
 }
 
 /* In the child, before exec or fn: only async-signal-safe calls. Makes fd
- * the child's stream target, from what the caller asked for. */
-static int stream_to(int asked, int target, int pipe_child_end, int out_fd)
+ * target the child's stream as the caller asked: src is the descriptor it
+ * comes from (the pipe's end, the caller's descriptor, or stdout for
+ * CHILD_TO_OUT); lift_sources() has made sure that no earlier stream's dup2
+ * closed it. */
+static int stream_to(int asked, int target, int src)
 {
 	int fd, rc;
 
@@ -62,14 +65,8 @@ static int stream_to(int asked, int target, int pipe_child_end, int out_fd)
 		rc = dup2(fd, target) < 0 ? -1 : 0;
 		close(fd);
 		return rc;
-	case CHILD_PIPE:
-		fd = pipe_child_end;
-		break;
-	case CHILD_TO_OUT:
-		fd = out_fd;
-		break;
 	default:
-		fd = asked;
+		fd = src;
 	}
 	if (fd == target) {
 		/* dup2 onto itself keeps close-on-exec: clear it. */
@@ -77,6 +74,47 @@ static int stream_to(int asked, int target, int pipe_child_end, int out_fd)
 		return flags < 0 ? -1 : fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
 	}
 	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+/* In the child, before the streams are set up. A caller with some of 0-2
+ * closed has its own descriptors, our pipes and the exec report land there,
+ * and then the dup2 of one stream can close the source of another (stdout
+ * into a pipe whose write end is 1 while stderr's pipe end is 2 is fine;
+ * stderr's pipe end on 1 is closed by stdout's dup2). So every source that
+ * sits on 0-2 but not on its own target moves above 2 first (close-on-exec,
+ * like every descriptor of ours), and so does the report: src[i] is then
+ * stream i's source. The pipe ends and the report are ours, so their old
+ * number is closed; a descriptor of the caller's is left as it is. */
+static int lift_sources(const struct child *c, int ends[3][2], int src[3], int *report)
+{
+	const int asked[3] = { c->in, c->out, c->err };
+
+	for (int i = 0; i < 3; i++) {
+		int side = i == 0 ? 0 : 1; /* the child's end of stream i's pipe */
+		int fd;
+
+		src[i] = asked[i] == CHILD_PIPE ? ends[i][side] :
+			 asked[i] == CHILD_TO_OUT ? 1 : asked[i] >= 0 ? asked[i] : -1;
+		if (asked[i] == CHILD_TO_OUT || src[i] < 0 || src[i] > 2 || src[i] == i)
+			continue;
+		fd = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return -1;
+		if (asked[i] == CHILD_PIPE) {
+			close(src[i]);
+			ends[i][side] = fd;
+		}
+		src[i] = fd;
+	}
+	if (*report >= 0 && *report <= 2) {
+		int fd = fcntl(*report, F_DUPFD_CLOEXEC, 3);
+
+		if (fd < 0)
+			return -1;
+		close(*report);
+		*report = fd;
+	}
+	return 0;
 }
 
 /* The forked child: never returns. Reports a failure before exec as an errno
@@ -88,7 +126,9 @@ static void __attribute__((noreturn))
 child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 	   const int perr[2], int report, const sigset_t *old)
 {
-	int e;
+	int ends[3][2] = { { pin[0], pin[1] }, { pout[0], pout[1] }, { perr[0], perr[1] } };
+	const int asked[3] = { c->in, c->out, c->err };
+	int src[3], e;
 
 	if (c->group == CHILD_GROUP_NEW && setpgid(0, 0) < 0)
 		goto fail;
@@ -101,18 +141,27 @@ child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 		if (getppid() != parent)
 			_exit(127);
 	}
-	if (stream_to(c->in, 0, pin[0], -1) < 0 ||
-	    stream_to(c->out, 1, pout[1], -1) < 0 ||
-	    stream_to(c->err, 2, perr[1], 1) < 0)
+	if (lift_sources(c, ends, src, &report) < 0)
 		goto fail;
+	for (int i = 0; i < 3; i++)
+		if (stream_to(asked[i], i, src[i]) < 0)
+			goto fail;
 	if (c->fn) {
 		/* No exec closes them: the pipes' own descriptors go now, so that
-		 * fn sees its streams and nothing else of them. */
-		const int *ends[] = { pin, pout, perr };
-		for (int i = 0; i < 3; i++)
-			for (int k = 0; k < 2; k++)
-				if (ends[i][k] > 2)
-					close(ends[i][k]);
+		 * fn sees its streams and nothing else of them. One on 0-2 is a
+		 * stream now, unless that stream is inherited: then it is ours
+		 * on a number the caller had closed. A moved copy of a caller's
+		 * descriptor goes too. */
+		for (int i = 0; i < 3; i++) {
+			for (int k = 0; k < 2; k++) {
+				int fd = ends[i][k];
+
+				if (fd > 2 || (fd >= 0 && asked[fd] == CHILD_INHERIT))
+					close(fd);
+			}
+			if (asked[i] >= 0 && src[i] != asked[i])
+				close(src[i]);
+		}
 		if (report >= 0)
 			close(report);
 		sigprocmask(SIG_SETMASK, old, NULL);

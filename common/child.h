@@ -3,9 +3,10 @@
  * submit checks all start here, so that the rules below hold for every one
  * of them (git's run-command.h is the model: "use the API").
  *
- * A child gets stdin, stdout and stderr as the caller asks and, when asked,
- * a process group or session of its own, so that killing it kills everything
- * it started. Either it execs argv (no PATH search) with env, starting with
+ * A child gets stdin, stdout and stderr as the caller asks (also when the
+ * caller has some of descriptors 0-2 closed, so that a pipe or a descriptor
+ * of its own sits there) and, when asked, a process group or session of its
+ * own, so that killing it kills everything it started. Either it execs argv (no PATH search) with env, starting with
  * an empty signal mask and default dispositions (the caller may block or
  * ignore signals; a compiler or a worker should see a plain process), or it
  * runs fn in the forked copy of the caller, as the caller set it up, and

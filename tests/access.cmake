@@ -4,7 +4,7 @@
 # checks the TCP token and the refusal of HTTP; access_token_file checks that
 # quald will not start TCP without a token file of mode 0640 or stricter.
 # No GPU, no compiler: quald's worker is /bin/false and no job is submitted.
-# The server's limits (watchers, queue, slow readers) are in server_unit.
+# The server's limits (watchers, queue, slow readers) are server_* (test_server.c).
 foreach(s peer tcp token_file)
   add_test(NAME access_${s}
            COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/access_test.py

@@ -1,13 +1,12 @@
-# client/: qualctl and qual-judge's shared modules. client_unit drives the
-# views and the connection's line reader directly (cmocka); client_fake_*
-# run the real qualctl against a fake quald (tests/tools/qualctl_fake.py)
-# that replays canned job lines on a temporary socket and checks the
-# requests qualctl sends, its output and its exit status. None needs the
-# real daemon or a GPU; the integration tier runs qualctl with the real quald.
-add_executable(test_qualctl ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_qualctl.c)
-target_link_libraries(test_qualctl PRIVATE qual_client PkgConfig::CMOCKA)
-add_test(NAME client_unit COMMAND test_qualctl)
-set_tests_properties(client_unit PROPERTIES LABELS unit TIMEOUT 60)
+# client/: qualctl and qual-judge's shared modules. client_<test>
+# (test_qualctl.c) drive the views and the connection's line reader directly
+# (cmocka); client_fake_* run the real qualctl against a fake quald
+# (tests/tools/qualctl_fake.py) that replays canned job lines on a temporary
+# socket and checks the requests qualctl sends, its output and its exit
+# status. None needs the real daemon or a GPU; the integration tier runs
+# qualctl with the real quald.
+qual_unit_tests(test_qualctl ${CMAKE_CURRENT_SOURCE_DIR}/unit/client/test_qualctl.c
+                LABEL unit PREFIX client LIBS qual_client)
 
 # One ctest entry per case of the fake-daemon script (its --list).
 set(QUALCTL_FAKE_CASES

@@ -9,3 +9,8 @@ target_compile_definitions(test_common_text PRIVATE
   TEXT_TEST_PARSE_CASES="${CMAKE_CURRENT_SOURCE_DIR}/unit/common/parse_numbers.txt")
 target_compile_definitions(test_common_fsutil PRIVATE
   FSUTIL_TEST_BIN_DIR="$<TARGET_FILE_DIR:test_common_fsutil>")
+
+# Worker confinement (common/confine.c): rlimits and a network namespace
+# (confine_NAME).
+qual_unit_tests(test_confine ${CMAKE_CURRENT_SOURCE_DIR}/unit/common/test_confine.c
+                LABEL unit TIMEOUT 30 LIBS qual_common)

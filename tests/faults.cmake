@@ -4,13 +4,13 @@
 # hang, no PTX, no device); health_ptx: the health kernel's PTX assembles with
 # the real ptxas (skipped without one); health_no_device: `qual-run --health` here says "no device"
 # and exits 3. The deadline policy and the hang path of the runner are tested
-# with the runner's fake GPU (tests/unit/test_runner.c, runner_fake_gpu), the
+# with the runner's fake GPU (tests/unit/run/test_runner.c, runner_*), the
 # shims that fault and spin compile (rtc_shim_oob, rtc_shim_spin), and every
 # fixture kernel is rewritten by them (run_shim_oob_static, run_shim_spin_static).
 # On the GPU itself: tests/gpu/faults.sh.
 
 find_program(QUAL_PTXAS ptxas HINTS /usr/local/cuda/bin)
-qual_unit_tests(test_health ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_health.c
+qual_unit_tests(test_health ${CMAKE_CURRENT_SOURCE_DIR}/unit/gpu/test_health.c
                 LABEL unit LIBS qual_gpu)
 if(QUAL_PTXAS)
   set_tests_properties(health_ptx PROPERTIES ENVIRONMENT QUAL_PTXAS=${QUAL_PTXAS})

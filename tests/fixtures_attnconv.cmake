@@ -12,7 +12,7 @@
 # tests/tools/rtc_check.py; the code object must hold the entry symbol.
 
 foreach(t attention conv)
-  qual_unit_tests(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c
+  qual_unit_tests(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_${t}.c
                   LABEL unit PREFIX fixtures_${t} TIMEOUT 300 LIBS qual_fixtures m)
 endforeach()
 

@@ -2,9 +2,9 @@
 # shared fixture code (case table, source assembly, checking), and compiles of
 # the GEMM kernels with real compiler libraries.
 
-qual_unit_tests(test_half ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_half.c
+qual_unit_tests(test_half ${CMAKE_CURRENT_SOURCE_DIR}/unit/oracles/test_half.c
                 LABEL unit TIMEOUT 300 LIBS qual_oracles m)
-qual_unit_tests(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gemm.c
+qual_unit_tests(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_gemm.c
                 LABEL unit TIMEOUT 300 LIBS qual_fixtures m)
 
 # fixture-source CASE cuda|hip OUT: a case's full source as fixture_source()

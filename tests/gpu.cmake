@@ -11,7 +11,7 @@
 # The GPU layer alone (gpu/).
 set(QUAL_GPU_LIB qual_gpu)
 
-qual_unit_tests(test_gpu_nodev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_nodev.c
+qual_unit_tests(test_gpu_nodev ${CMAKE_CURRENT_SOURCE_DIR}/unit/gpu/test_gpu_nodev.c
                 LABEL unit LIBS ${QUAL_GPU_LIB})
 
 find_program(QUAL_NVCC nvcc HINTS /usr/local/cuda/bin)
@@ -47,5 +47,5 @@ endif()
 # gpu_dispatch_* (unit): gpu/gpu.c compiled into the test with two fake
 # backends in place of CUDA and HIP (the test defines gpu__cuda_backend and
 # gpu__hip_backend, so the real backends are not linked in).
-qual_unit_tests(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_gpu_dispatch.c
+qual_unit_tests(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/gpu/test_gpu_dispatch.c
                 LABEL unit LIBS ${QUAL_GPU_LIB})

@@ -47,8 +47,9 @@ foreach(kind ${QUAL_SHIMS})
   add_dependencies(qual_shims shim_${kind})
 endforeach()
 
-add_executable(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rtc.c)
-target_link_libraries(test_rtc PRIVATE qual_rtc_test_lib PkgConfig::CMOCKA)
+# rtc_NAME: the tests of test_rtc.c, on every shim and the real qual-compile.
+qual_unit_tests(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/compile/test_rtc.c
+                LABEL unit TIMEOUT 120 LIBS qual_rtc_test_lib)
 add_dependencies(test_rtc qual_shims qual-compile)
 target_compile_definitions(test_rtc PRIVATE
   RTC_TEST_HELPER="$<TARGET_FILE:qual-compile>"
@@ -67,40 +68,3 @@ target_compile_definitions(test_rtc PRIVATE
   RTC_SHIM_SIBLING="$<TARGET_FILE:shim_sibling>"
   RTC_SHIM_OOB="$<TARGET_FILE:shim_oob>"
   RTC_SHIM_SPIN="$<TARGET_FILE:shim_spin>")
-
-# One ctest entry per test function: `test_rtc NAME` runs the cmocka test
-# NAME alone.
-set(QUAL_RTC_TESTS
-  sha256
-  parse_nvrtc_logs
-  parse_amdgpu_metadata
-  parse_hostile_input
-  check_code
-  arch_valid
-  child_env
-  child_report
-  identify_nvrtc
-  identify_hiprtc
-  identify_bad_paths
-  identify_noabi
-  identify_pending_nvrtc
-  identify_pending_crash
-  identify_pending_hang
-  compile_nvrtc
-  compile_hiprtc
-  compile_hiprtc_crash
-  compile_error
-  compile_bad_request
-  shim_crash
-  shim_hang
-  shim_hugelog
-  shim_miscompile
-  shim_slow
-  shim_slow_g
-  shim_sibling
-  shim_oob
-  shim_spin)
-foreach(t ${QUAL_RTC_TESTS})
-  add_test(NAME rtc_${t} COMMAND test_rtc ${t})
-  set_tests_properties(rtc_${t} PROPERTIES TIMEOUT 120)
-endforeach()

@@ -1,6 +1,6 @@
 # The pair runner (run/runner.c) on a fake GPU, in CI without one.
 #
-# runner (unit): tests/unit/test_runner.c defines the backend symbols
+# runner_* (unit): tests/unit/run/test_runner.c defines the backend symbols
 # gpu__cuda_backend and gpu__hip_backend itself (a fake whose device memory is
 # host memory), so the run layer is built here again without gpu_cuda.c and
 # gpu_hip.c. Compiles are real: qual-compile children running the real nvrtc.
@@ -26,8 +26,8 @@ if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
   else()
     set(runner_python "")
   endif()
-  add_executable(test_runner ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_runner.c)
-  target_link_libraries(test_runner PRIVATE qual_runner_test_lib PkgConfig::CMOCKA)
+  qual_unit_tests(test_runner ${CMAKE_CURRENT_SOURCE_DIR}/unit/run/test_runner.c
+                  LABEL unit TIMEOUT 300 LIBS qual_runner_test_lib)
   add_dependencies(test_runner qual-compile)
   target_compile_definitions(test_runner PRIVATE
     RUNNER_TEST_HELPER="$<TARGET_FILE:qual-compile>"
@@ -36,8 +36,6 @@ if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
     RUNNER_TEST_PYTHON="${runner_python}"
     RUNNER_TEST_VALIDATE="${CMAKE_CURRENT_SOURCE_DIR}/tools/validate_lines.py"
     RUNNER_TEST_SCHEMA="${PROJECT_SOURCE_DIR}/docs/schema/lines.schema.json")
-  add_test(NAME runner_fake_gpu COMMAND test_runner)
-  set_tests_properties(runner_fake_gpu PROPERTIES LABELS unit TIMEOUT 300)
 else()
-  message(STATUS "${QUAL_RUNNER_TEST_NVRTC} not found: runner_fake_gpu is not built")
+  message(STATUS "${QUAL_RUNNER_TEST_NVRTC} not found: test_runner is not built")
 endif()

@@ -3,7 +3,7 @@
 # time by tests/tools/stats_reference.py under Debian's /usr/bin/python3 with
 # python3-scipy (fixture stats_reference), so they come from an independent
 # implementation, not from a file this code could have been fitted to.
-qual_unit_tests(test_stats ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_stats.c
+qual_unit_tests(test_stats ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_stats.c
                 LABEL unit TIMEOUT 300 LIBS qual_stats TESTS_VAR stats_tests)
 
 set(STATS_REF ${CMAKE_CURRENT_BINARY_DIR}/stats_reference.txt)

@@ -1,5 +1,10 @@
 # Unit tests: one main and one test list for every cmocka test file.
 #
+# tests/unit mirrors the source tree: the test of a layer's module stands in
+# that layer's folder (tests/unit/daemon/test_jobs.c tests daemon/jobs.c),
+# and tests/unit itself holds only this mechanism (test_main.h and its own
+# test, test_main_self.c).
+#
 # The test list is written once, in the C file, as tests/unit/test_main.h
 # says: a QUAL_TESTS( block at the start of a line, one entry a line, closed
 # by ")" alone at the start of a line. The main it defines runs every test,
@@ -17,7 +22,7 @@
 # and its tests/<area>.cmake replaces add_executable, target_link_libraries
 # and the foreach of add_test by
 #
-#     qual_unit_tests(test_jobs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_jobs.c
+#     qual_unit_tests(test_jobs ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_jobs.c
 #                     LABEL unit TIMEOUT 30 LIBS qual_daemon)
 #     target_compile_definitions(test_jobs PRIVATE ...)   # as before
 #

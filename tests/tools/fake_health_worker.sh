@@ -1,7 +1,8 @@
 #!/bin/sh
-# A stand-in for qual-run in quald's GPU health tests (tests/unit/test_jobs.c,
-# jobs_health_*). `--health --device N` appends "N" to $FAKE_DIR/health-calls
-# and exits with $FAKE_HEALTH_EXIT (default 0; qual-run's "not healthy" is 3).
+# A stand-in for qual-run in quald's GPU health tests
+# (tests/unit/daemon/test_jobs.c, jobs_health_*). `--health --device N`
+# appends "N" to $FAKE_DIR/health-calls and exits with $FAKE_HEALTH_EXIT
+# (default 0; qual-run's "not healthy" is 3).
 # A candidate under a folder named gpuhung gets an error line with
 # "gpu":"hung" and an error verdict (what qual-run prints when a kernel
 # hangs); any other kind is fake_worker.sh's.

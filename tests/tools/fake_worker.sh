@@ -1,5 +1,5 @@
 #!/bin/sh
-# A stand-in for qual-run in quald's unit tests (tests/unit/test_jobs.c).
+# A stand-in for qual-run in quald's unit tests (tests/unit/daemon/test_jobs.c).
 # Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
 # as the name of the candidate's folder says: ok, slow, crash, hang, trap,
 # noverdict, fail2, candfail, compcrash, compnoreport, compfailmsg, usage, garbage,

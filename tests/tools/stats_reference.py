@@ -3,9 +3,9 @@
 
 Usage: stats_reference.py OUT
 
-Writes OUT, one test case a line, read by tests/unit/test_stats.c (which says
-how each kind is compared). Every number is written with repr(), so the C side
-reads back the exact double. Lines:
+Writes OUT, one test case a line, read by tests/unit/stats/test_stats.c
+(which says how each kind is compared). Every number is written with repr(),
+so the C side reads back the exact double. Lines:
 
   sign K N P                         scipy.stats.binomtest(K, N, 0.5).pvalue
   cdf K N PROB P                     scipy.stats.binom.cdf(K, N, PROB)

@@ -84,6 +84,23 @@ static struct child_exit run_fn(int (*fn)(void *), void *arg, enum child_group g
 	return finish(&c);
 }
 
+/* Runs fn(arg) in a child whose stderr is a pipe; returns what it wrote
+ * there, and how it ended in *ex. */
+static char *run_fn_stderr(int (*fn)(void *), void *arg, struct child_exit *ex)
+{
+	struct child c;
+	char *err;
+
+	child_init(&c);
+	c.fn = fn;
+	c.arg = arg;
+	c.err = CHILD_PIPE;
+	assert_int_equal(child_start(&c, NULL), 0);
+	err = read_all(c.err_pipe);
+	*ex = finish(&c);
+	return err;
+}
+
 /* Runs argv with the defaults (stdout the caller's); returns how it ended. */
 static struct child_exit run_argv(const char *const *argv)
 {
@@ -422,6 +439,149 @@ static void test_out_to_fd(void **state)
 	assert_true(fcntl(fd, F_GETFD) >= 0);
 	close(fd);
 	unlink(path);
+}
+
+/* A caller with some of descriptors 0-2 closed (a daemon started so): the
+ * pipes child_start makes, the exec report and the caller's own descriptors
+ * land on those numbers, and each stream must still get what was asked for.
+ * CASE_FILE stands for a file the case opens after closing, so that it
+ * lands on the lowest number closed. */
+#define CASE_FILE (-100)
+
+struct closed_case {
+	const char *name;
+	unsigned closed;          /* bit k: descriptor k is closed */
+	int in, out, err;         /* as child.in, out, err, or CASE_FILE */
+	const char *const *argv;
+	const char *input;        /* written to the stdin pipe */
+	int want_rc;              /* child_start's */
+	const char *want_out, *want_err, *want_file; /* NULL: not read */
+};
+
+/* Checks got against want, and says where they differ on report. */
+static bool same(int report, const char *name, const char *what, const char *got,
+		 const char *want)
+{
+	if (!want || (got && !strcmp(got, want)))
+		return true;
+	dprintf(report, "%s: %s is '%s', want '%s'\n", name, what, got ? got : "(none)",
+		want);
+	return false;
+}
+
+/* Reads fd to its end into a new string (NULL on failure), closes it. */
+static char *read_end(int fd)
+{
+	char *s = NULL;
+	size_t len;
+
+	if (child_read_capped(fd, 1 << 16, child_now() + READ_SECONDS, &s, &len, NULL) < 0) {
+		free(s);
+		s = NULL;
+	}
+	close(fd);
+	return s;
+}
+
+/* In a fork of the test (cmocka's asserts are not for it): closes the
+ * case's descriptors, starts its child and checks what came out. Says what
+ * differed on a copy of stderr made first; exits 0 when nothing did. */
+static int fn_closed_case(void *arg)
+{
+	const struct closed_case *k = arg;
+	int report = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	char path[] = "/tmp/qual-child-XXXXXX";
+	char file[64] = "", *out = NULL, *err = NULL;
+	struct qual_msg msg = { { 0 } };
+	struct child_exit ex;
+	struct child c;
+	int fd = -1, rc;
+	bool ok = true;
+
+	for (int i = 0; i < 3; i++)
+		if (k->closed & (1u << i))
+			close(i);
+	if (k->in == CASE_FILE || k->out == CASE_FILE || k->err == CASE_FILE) {
+		fd = mkstemp(path);
+		unlink(path);
+		if (fd < 0 || fd > 2) {
+			dprintf(report, "%s: the file is on %d, not on 0-2\n", k->name, fd);
+			return 1;
+		}
+	}
+	child_init(&c);
+	c.argv = k->argv;
+	c.in = k->in == CASE_FILE ? fd : k->in;
+	c.out = k->out == CASE_FILE ? fd : k->out;
+	c.err = k->err == CASE_FILE ? fd : k->err;
+	rc = child_start(&c, &msg);
+	if (rc != k->want_rc) {
+		dprintf(report, "%s: child_start is %d (%s), want %d\n", k->name, rc, msg.text,
+			k->want_rc);
+		return 1;
+	}
+	if (rc < 0)
+		return 0;
+	if (c.in_pipe >= 0) {
+		size_t n = k->input ? strlen(k->input) : 0;
+
+		ok &= write(c.in_pipe, k->input, n) == (ssize_t)n;
+		close(c.in_pipe);
+	}
+	if (c.out_pipe >= 0)
+		out = read_end(c.out_pipe);
+	if (c.err_pipe >= 0)
+		err = read_end(c.err_pipe);
+	if (child_wait(&c, child_now() + READ_SECONDS, &ex) < 0 || child_exit_code(&ex) != 0) {
+		dprintf(report, "%s: the child did not exit 0\n", k->name);
+		ok = false;
+	}
+	if (fd >= 0 && pread(fd, file, sizeof file - 1, 0) < 0)
+		ok = false;
+	ok &= same(report, k->name, "stdout", out, k->want_out);
+	ok &= same(report, k->name, "stderr", err, k->want_err);
+	ok &= same(report, k->name, "the file", file, k->want_file);
+	free(out);
+	free(err);
+	return ok ? 0 : 1;
+}
+
+/* Each case in a fork of the test whose descriptors it closes. The old
+ * failures: stderr's pipe end on 1, closed by stdout's dup2 (stderr lost);
+ * the caller's file on 0 as stdout, closed by stdin's /dev/null; the exec
+ * report on 1, closed by stdout's /dev/null (a missing program "started");
+ * the caller's file on 1 as stderr, closed by stdout's pipe. */
+static void test_streams_with_closed_fds(void **state)
+{
+	static const char *const both[] = { "/bin/sh", "-c", "echo out; echo err >&2", NULL };
+	static const char *const cat_err[] = { "/bin/sh", "-c", "cat; echo err >&2", NULL };
+	static const char *const missing[] = { "/nonexistent/qual-x", NULL };
+	static const struct closed_case cases[] = {
+		{ "out pipe, err to out", 03, CHILD_NULL, CHILD_PIPE, CHILD_TO_OUT, both, NULL,
+		  0, "out\nerr\n", NULL, NULL },
+		{ "out null, err pipe", 03, CHILD_NULL, CHILD_NULL, CHILD_PIPE, both, NULL,
+		  0, NULL, "err\n", NULL },
+		{ "out pipe, err pipe", 03, CHILD_NULL, CHILD_PIPE, CHILD_PIPE, both, NULL,
+		  0, "out\n", "err\n", NULL },
+		{ "out to the file on 0", 01, CHILD_NULL, CASE_FILE, CHILD_NULL, both, NULL,
+		  0, NULL, NULL, "out\n" },
+		{ "err to the file on 1", 02, CHILD_NULL, CHILD_PIPE, CASE_FILE, both, NULL,
+		  0, "out\n", NULL, "err\n" },
+		{ "all three pipes, 0-2 closed", 07, CHILD_PIPE, CHILD_PIPE, CHILD_PIPE, cat_err,
+		  "in\n", 0, "in\n", "err\n", NULL },
+		{ "missing program, report on 1", 03, CHILD_NULL, CHILD_NULL, CHILD_INHERIT,
+		  missing, NULL, QUAL_ENOENT, NULL, NULL, NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct child_exit ex;
+		char *err = run_fn_stderr(fn_closed_case, (void *)&cases[i], &ex);
+
+		assert_string_equal(err, "");
+		assert_int_equal(child_exit_code(&ex), 0);
+		free(err);
+	}
 }
 
 /* The child has its three streams and what the caller let it inherit, and
@@ -884,6 +1044,7 @@ QUAL_TESTS(
 	cmocka_unit_test(test_fn_keeps_mask),
 	cmocka_unit_test(test_streams),
 	cmocka_unit_test(test_out_to_fd),
+	cmocka_unit_test(test_streams_with_closed_fds),
 	cmocka_unit_test(test_exec_no_stray_fds),
 	cmocka_unit_test(test_group_kinds),
 	cmocka_unit_test(test_group_reap_kills_grandchild),

@@ -7,15 +7,6 @@
  * end of every test).
  *
  * Run one test with `test_jobs NAME` (ctest: jobs_NAME). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
-
-#include "unit_main.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +20,7 @@
 #include "common/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/store.h"
+#include "tests/unit/test_main.h"
 
 #define MAX_LINES 4096
 
@@ -1466,33 +1458,29 @@ static void test_health_fail(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		T(relay_and_log),
-		T(worker_args),
-		T(one_slot_serial),
-		T(two_slots_parallel),
-		T(cancel),
-		T(crash),
-		T(blame),
-		T(timeout),
-		T(exits),
-		T(odd_lines),
-		T(sigkill),
-		T(recovery),
-		T(submit_refusals),
-		T(submit_real_helper),
-		T(close_running),
-		T(close_during_check),
-		T(spawn_failure),
-		T(close_idle),
-		T(log_limit),
-		T(policy),
-		T(quarantine),
-		T(crash_code),
-		T(health_pass),
-		T(health_fail),
-	};
-	return unit_main("test_jobs", tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+QUAL_TESTS(
+	T(relay_and_log),
+	T(worker_args),
+	T(one_slot_serial),
+	T(two_slots_parallel),
+	T(cancel),
+	T(crash),
+	T(blame),
+	T(timeout),
+	T(exits),
+	T(odd_lines),
+	T(sigkill),
+	T(recovery),
+	T(submit_refusals),
+	T(submit_real_helper),
+	T(close_running),
+	T(close_during_check),
+	T(spawn_failure),
+	T(close_idle),
+	T(log_limit),
+	T(policy),
+	T(quarantine),
+	T(crash_code),
+	T(health_pass),
+	T(health_fail),
+)

@@ -8,13 +8,6 @@
  * Each test works in a fresh folder under POLICY_TEST_DIR (the build folder:
  * not under /tmp, which is world-writable and so refused by the policy
  * itself). Run one with `test_policy NAME` (ctest: policy_NAME). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
-
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/policy.h"
+#include "tests/unit/test_main.h"
 
 static char dir[PATH_MAX];       /* the test's folder (real path) */
 static char root[PATH_MAX];      /* dir/allowed, the one root */
@@ -330,35 +324,17 @@ static void test_args_take(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		T(path_under),
-		T(good),
-		T(outside),
-		T(symlink_out),
-		T(symlink_in),
-		T(world_writable_file),
-		T(world_writable_folder),
-		T(group_writable),
-		T(other_owner),
-		T(not_regular),
-		T(root_resolve),
-		T(args_take),
-	};
-	static char filter[128];
-	size_t i;
-
-	if (argc > 1) {
-		snprintf(filter, sizeof filter, "test_%s", argv[1]);
-		for (i = 0; i < sizeof tests / sizeof tests[0]; i++)
-			if (!strcmp(tests[i].name, filter))
-				break;
-		if (i == sizeof tests / sizeof tests[0]) {
-			fprintf(stderr, "test_policy: no test named '%s'\n", argv[1]);
-			return 2;
-		}
-		cmocka_set_test_filter(filter);
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	T(path_under),
+	T(good),
+	T(outside),
+	T(symlink_out),
+	T(symlink_in),
+	T(world_writable_file),
+	T(world_writable_folder),
+	T(group_writable),
+	T(other_owner),
+	T(not_regular),
+	T(root_resolve),
+	T(args_take),
+)

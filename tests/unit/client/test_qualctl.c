@@ -13,12 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <jansson.h>
 
 #include "client/conn.h"
 #include "common/exitcode.h"
 #include "client/view.h"
+#include "tests/unit/test_main.h"
 
 /* ---- helpers ---- */
 
@@ -548,27 +548,22 @@ static void test_unreachable(void **state)
 	conn_release(&c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exit_status),
-		cmocka_unit_test(test_progress_states),
-		cmocka_unit_test(test_progress_ties_and_width),
-		cmocka_unit_test(test_plain_lines),
-		cmocka_unit_test(test_plain_partial_pairs),
-		cmocka_unit_test(test_plain_sessions),
-		cmocka_unit_test(test_plain_verdicts_prefixed),
-		cmocka_unit_test(test_verdict_tally_all_cases),
-		cmocka_unit_test(test_summary_table),
-		cmocka_unit_test(test_summary_from_verdict_line),
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_read_lines),
-		cmocka_unit_test(test_read_eof_mid_line),
-		cmocka_unit_test(test_read_line_limit),
-		cmocka_unit_test(test_read_long_line),
-		cmocka_unit_test(test_socket_path),
-		cmocka_unit_test(test_unreachable),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_exit_status),
+	cmocka_unit_test(test_progress_states),
+	cmocka_unit_test(test_progress_ties_and_width),
+	cmocka_unit_test(test_plain_lines),
+	cmocka_unit_test(test_plain_partial_pairs),
+	cmocka_unit_test(test_plain_sessions),
+	cmocka_unit_test(test_plain_verdicts_prefixed),
+	cmocka_unit_test(test_verdict_tally_all_cases),
+	cmocka_unit_test(test_summary_table),
+	cmocka_unit_test(test_summary_from_verdict_line),
+	cmocka_unit_test(test_table),
+	cmocka_unit_test(test_read_lines),
+	cmocka_unit_test(test_read_eof_mid_line),
+	cmocka_unit_test(test_read_line_limit),
+	cmocka_unit_test(test_read_long_line),
+	cmocka_unit_test(test_socket_path),
+	cmocka_unit_test(test_unreachable),
+)

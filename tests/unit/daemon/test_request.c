@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/err.h"
 #include "daemon/request.h"
+#include "tests/unit/test_main.h"
 
 #ifndef REQUEST_TEST_DATA
 #error "REQUEST_TEST_DATA must name tests/data/requests"
@@ -373,16 +372,11 @@ static void test_submit_round_trip(void **state)
 	request_release(&r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_requests),
-		cmocka_unit_test(test_good_requests),
-		cmocka_unit_test(test_oversize),
-		cmocka_unit_test(test_nul_and_utf8),
-		cmocka_unit_test(test_refusal_keeps_id),
-		cmocka_unit_test(test_submit_round_trip),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	cmocka_unit_test(test_bad_requests),
+	cmocka_unit_test(test_good_requests),
+	cmocka_unit_test(test_oversize),
+	cmocka_unit_test(test_nul_and_utf8),
+	cmocka_unit_test(test_refusal_keeps_id),
+	cmocka_unit_test(test_submit_round_trip),
+)

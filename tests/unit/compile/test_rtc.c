@@ -5,12 +5,7 @@
  *
  * Run one test with `test_rtc NAME` (ctest: rtc_NAME). Every test runs with
  * TMPDIR set to a folder of its own, and fails if anything is left in it. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
+#include "tests/unit/test_main.h"
 
 #include "compile/rtc.c"
 #include "compile/rtc_parse.c"
@@ -1157,54 +1152,34 @@ static void test_shim_sibling(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, tmp_setup, tmp_teardown)
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		T(sha256),
-		T(parse_nvrtc_logs),
-		T(parse_amdgpu_metadata),
-		T(parse_hostile_input),
-		T(check_code),
-		T(arch_valid),
-		T(child_env),
-		T(child_report),
-		T(identify_nvrtc),
-		T(identify_hiprtc),
-		T(identify_bad_paths),
-		T(identify_noabi),
-		T(identify_pending_nvrtc),
-		T(identify_pending_crash),
-		T(identify_pending_hang),
-		T(compile_nvrtc),
-		T(compile_hiprtc),
-		T(compile_hiprtc_crash),
-		T(compile_error),
-		T(compile_bad_request),
-		T(shim_crash),
-		T(shim_hang),
-		T(shim_hugelog),
-		T(shim_miscompile),
-		T(shim_slow),
-		T(shim_slow_g),
-		T(shim_sibling),
-		T(shim_oob),
-		T(shim_spin),
-	};
-	static char filter[128];
-	size_t i;
-
-	if (argc > 1) {
-		/* Refuse a name that matches nothing, so that a typo in
-		 * tests/rtc.cmake fails instead of passing with no tests. */
-		snprintf(filter, sizeof filter, "test_%s", argv[1]);
-		for (i = 0; i < sizeof tests / sizeof tests[0]; i++)
-			if (!strcmp(tests[i].name, filter))
-				break;
-		if (i == sizeof tests / sizeof tests[0]) {
-			fprintf(stderr, "test_rtc: no test named '%s'\n", argv[1]);
-			return 2;
-		}
-		cmocka_set_test_filter(filter);
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	T(sha256),
+	T(parse_nvrtc_logs),
+	T(parse_amdgpu_metadata),
+	T(parse_hostile_input),
+	T(check_code),
+	T(arch_valid),
+	T(child_env),
+	T(child_report),
+	T(identify_nvrtc),
+	T(identify_hiprtc),
+	T(identify_bad_paths),
+	T(identify_noabi),
+	T(identify_pending_nvrtc),
+	T(identify_pending_crash),
+	T(identify_pending_hang),
+	T(compile_nvrtc),
+	T(compile_hiprtc),
+	T(compile_hiprtc_crash),
+	T(compile_error),
+	T(compile_bad_request),
+	T(shim_crash),
+	T(shim_hang),
+	T(shim_hugelog),
+	T(shim_miscompile),
+	T(shim_slow),
+	T(shim_slow_g),
+	T(shim_sibling),
+	T(shim_oob),
+	T(shim_spin),
+)

@@ -8,15 +8,6 @@
  *
  * Run one test with `test_store NAME` (ctest: store_NAME). Each test works in
  * a fresh temporary folder. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
-
-#include "unit_main.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +20,7 @@
 
 #include "common/fsutil.h"
 #include "daemon/store.h"
+#include "tests/unit/test_main.h"
 
 static char dir[PATH_MAX];
 
@@ -763,26 +755,22 @@ static void test_fatal_default(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
-int main(int argc, char **argv)
-{
-	const struct CMUnitTest tests[] = {
-		T(ids),
-		T(create_and_state),
-		T(log_append_read),
-		T(log_torn_tail),
-		T(log_flipped_byte),
-		T(log_garbage),
-		T(log_repair_after_verdict),
-		T(log_legacy),
-		T(log_line_shape),
-		T(fatal_write),
-		T(fatal_sync),
-		T(fatal_state),
-		T(fatal_log_open),
-		T(create_not_fatal),
-		T(fatal_default),
-		T(scan),
-		T(open_errors),
-	};
-	return unit_main("test_store", tests, sizeof tests / sizeof tests[0], argc, argv);
-}
+QUAL_TESTS(
+	T(ids),
+	T(create_and_state),
+	T(log_append_read),
+	T(log_torn_tail),
+	T(log_flipped_byte),
+	T(log_garbage),
+	T(log_repair_after_verdict),
+	T(log_legacy),
+	T(log_line_shape),
+	T(fatal_write),
+	T(fatal_sync),
+	T(fatal_state),
+	T(fatal_log_open),
+	T(create_not_fatal),
+	T(fatal_default),
+	T(scan),
+	T(open_errors),
+)

@@ -27,7 +27,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <uv.h>
 
 #include "common/lines.h"
@@ -37,6 +36,7 @@
 /* The server's insides, to look at a connection's state where the wire
  * cannot show it (a replay waiting for its client). */
 #include "daemon/server_internal.h"
+#include "tests/unit/test_main.h"
 
 static uv_loop_t loop;
 
@@ -353,9 +353,12 @@ static void start_with(size_t client_buffer, int tcp_port)
 		fail_msg("server_open: %s", msg.text);
 }
 
+/* Every test's: a fresh folder and loop, and SIGPIPE ignored (a client the
+ * server drops must not end the test program). */
 static int setup(void **state)
 {
 	(void)state;
+	signal(SIGPIPE, SIG_IGN);
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/qual-server-XXXXXX");
 	if (!mkdtemp(tmpdir))
 		return -1;
@@ -2010,36 +2013,32 @@ static void test_quald_program(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_requests_connection_lives, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_oversize_line, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pipelined_in_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_submit_follow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_submit_refused_async, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_disconnect_mid_stream, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_show_list_cancel, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_quarantine, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_watch_replay_paced, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slow_client_dropped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reply_not_capped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_socket_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tcp_and_listen_fds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tcp_without_token, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_peer_credentials, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_watcher_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_queue_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slow_reader_grace, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slow_reader_hard_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sd_listen_fds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_quald_program, setup, teardown),
-	};
+#define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QUAL_TESTS(
+	T(bad_requests_connection_lives),
+	T(oversize_line),
+	T(pipelined_in_order),
+	T(status),
+	T(submit_follow),
+	T(submit_refused_async),
+	T(disconnect_mid_stream),
+	T(show_list_cancel),
+	T(quarantine),
+	T(watch),
+	T(watch_replay_paced),
+	T(slow_client_dropped),
+	T(reply_not_capped),
+	T(shutdown),
+	T(socket_file),
+	T(tcp_and_listen_fds),
+	T(tcp_without_token),
+	T(peer_credentials),
+	T(watcher_limit),
+	T(queue_full),
+	T(slow_reader_grace),
+	T(slow_reader_hard_cap),
+	T(sd_notify),
+	T(sd_listen_fds),
+	T(quald_program),
+)

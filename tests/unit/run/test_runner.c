@@ -1,5 +1,5 @@
-/* The pair runner (engine/runner.c) without a GPU. The engine is linked with
- * engine/gpu.c and a fake backend defined here in place of CUDA and HIP
+/* The pair runner (run/runner.c) without a GPU. The runner is linked with
+ * gpu/gpu.c and a fake backend defined here in place of CUDA and HIP
  * (tests/runner.cmake leaves gpu_cuda.c and gpu_hip.c out), while compiles go
  * through the real rtc path: qual-compile children and the real nvrtc. The
  * fake's device memory is host memory; its "kernel" writes the fixture's
@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <cmocka.h>
 #include <jansson.h>
 
 #include "common/exitcode.h"
@@ -34,6 +33,7 @@
 #include "compile/rtc.h"
 #include "run/runner.h"
 #include "common/xalloc.h"
+#include "tests/unit/test_main.h"
 
 /* The session supervisor, to reach its relay. */
 #include "run/sessions.c"
@@ -2336,46 +2336,50 @@ static void test_relay_over_cap(void **state)
 	json_decref(r.o.lines);
 }
 
-int main(void)
+/* Every test's: compiles run the qual-compile this build made. */
+static int setup(void **state)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_correct_identical),
-		cmocka_unit_test(test_correct_equivalent),
-		cmocka_unit_test(test_candidate_slower),
-		cmocka_unit_test(test_candidate_faster),
-		cmocka_unit_test(test_blocks),
-		cmocka_unit_test(test_blocks_cover_instance_effects),
-		cmocka_unit_test(test_fault_in_later_block),
-		cmocka_unit_test(test_wrong_in_timing_blocks),
-		cmocka_unit_test(test_sessions),
-		cmocka_unit_test(test_session_fault),
-		cmocka_unit_test(test_session_hang),
-		cmocka_unit_test(test_session_killed),
-		cmocka_unit_test(test_session_crash),
-		cmocka_unit_test(test_candidate_wrong),
-		cmocka_unit_test(test_baseline_wrong),
-		cmocka_unit_test(test_candidate_skips),
-		cmocka_unit_test(test_candidate_wrong_in_timing),
-		cmocka_unit_test(test_candidate_wrong_when_timed_last),
-		cmocka_unit_test(test_candidate_corrupts),
-		cmocka_unit_test(test_baseline_corrupts),
-		cmocka_unit_test(test_candidate_corrupts_at_warmup),
-		cmocka_unit_test(test_candidate_fault_in_pair),
-		cmocka_unit_test(test_baseline_fault_at_warmup),
-		cmocka_unit_test(test_candidate_fault_at_warmup),
-		cmocka_unit_test(test_hang_limit),
-		cmocka_unit_test(test_candidate_hang_at_warmup),
-		cmocka_unit_test(test_baseline_hang_at_warmup),
-		cmocka_unit_test(test_candidate_hang_in_pair),
-		cmocka_unit_test(test_hang_limit_from_baseline),
-		cmocka_unit_test(test_too_few_pairs),
-		cmocka_unit_test(test_no_device),
-		cmocka_unit_test(test_relay_cut_off),
-		cmocka_unit_test(test_relay_last_whole),
-		cmocka_unit_test(test_relay_stop),
-		cmocka_unit_test(test_relay_over_cap),
-	};
-
+	(void)state;
 	rtc_set_helper(RUNNER_TEST_HELPER);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return 0;
 }
+
+#define T(name) cmocka_unit_test_setup(test_##name, setup)
+
+QUAL_TESTS(
+	T(correct_identical),
+	T(correct_equivalent),
+	T(candidate_slower),
+	T(candidate_faster),
+	T(blocks),
+	T(blocks_cover_instance_effects),
+	T(fault_in_later_block),
+	T(wrong_in_timing_blocks),
+	T(sessions),
+	T(session_fault),
+	T(session_hang),
+	T(session_killed),
+	T(session_crash),
+	T(candidate_wrong),
+	T(baseline_wrong),
+	T(candidate_skips),
+	T(candidate_wrong_in_timing),
+	T(candidate_wrong_when_timed_last),
+	T(candidate_corrupts),
+	T(baseline_corrupts),
+	T(candidate_corrupts_at_warmup),
+	T(candidate_fault_in_pair),
+	T(baseline_fault_at_warmup),
+	T(candidate_fault_at_warmup),
+	T(hang_limit),
+	T(candidate_hang_at_warmup),
+	T(baseline_hang_at_warmup),
+	T(candidate_hang_in_pair),
+	T(hang_limit_from_baseline),
+	T(too_few_pairs),
+	T(no_device),
+	T(relay_cut_off),
+	T(relay_last_whole),
+	T(relay_stop),
+	T(relay_over_cap),
+)
