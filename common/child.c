@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lifetime.h"
 #include "common/xalloc.h"
 
 extern char **environ;
@@ -134,13 +134,9 @@ child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 		goto fail;
 	if (c->group == CHILD_SESSION_NEW && setsid() < 0)
 		goto fail;
-	if (c->die_with_parent) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-			goto fail;
-		/* The parent may have died before prctl took effect. */
-		if (getppid() != parent)
-			_exit(127);
-	}
+	/* qual_die_with() is two system calls: safe here. */
+	if (c->die_with_parent && !qual_die_with(parent))
+		_exit(127);
 	if (lift_sources(c, ends, src, &report) < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++)
@@ -281,7 +277,8 @@ bool child_exited(struct child *c)
 	memset(&si, 0, sizeof si);
 	while (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
 		if (errno != EINTR)
-			return false;
+			return true; /* no such child to wait for (ECHILD): it is
+				      * gone, and child_reap() says so */
 	return si.si_pid == c->pid;
 }
 

@@ -76,16 +76,20 @@ struct child_exit {
 /* Sets the defaults above. */
 void child_init(struct child *c);
 
-/* Starts the child. Returns 0, or QUAL_ENOENT (argv[0] does not exist) or
- * QUAL_EIO (fork, pipe, exec failed) with msg naming the program and the
- * cause: "cannot start 'qual-compile': No such file or directory". */
+/* Starts the child. Returns 0, or QUAL_ENOENT (argv[0] does not exist),
+ * QUAL_EIO (fork, pipe, exec failed) or QUAL_EINVAL (neither argv nor fn)
+ * with msg naming the program and the cause: "cannot start 'qual-compile':
+ * No such file or directory". fork() is safe in a process that has opened
+ * a GPU when the child execs at once (the child never uses the runtime);
+ * fn children must come from a process that has not (gpu/gpu.h). */
 int child_start(struct child *c, struct qual_msg *msg);
 
 /* Sends sig to the child's whole group (or session) when it has its own,
  * else to the child alone. Does nothing once it has been reaped. */
 void child_kill(struct child *c, int sig);
 
-/* True once the child has exited (without reaping it). Never blocks. */
+/* True once the child has exited (without reaping it), or when there is no
+ * such child to wait for (then child_reap() fails). Never blocks. */
 bool child_exited(struct child *c);
 
 /* For a child that has exited: kills (SIGKILL) whatever is left in its own

@@ -4,10 +4,12 @@
  * or neither. Every runtime call is checked; a failure returns QUAL_EGPU with
  * the call that failed and the runtime's message in msg.
  *
- * A process that holds a gpu must not fork: CUDA does not survive fork(), and
- * after a fault the context is unusable until the process exits (ROCm goes
- * further: a GPU memory fault aborts the process). So GPU work runs in a
- * worker process of its own.
+ * A process that holds a gpu must not fork a copy of itself that goes on to
+ * work (a fork that execs at once is fine: compile children are started so,
+ * common/child.h): CUDA does not survive fork(), and after a fault the
+ * context is unusable until the process exits (ROCm goes further: a GPU
+ * memory fault aborts the process). So GPU work runs in a worker process of
+ * its own.
  *
  * Threads: a gpu is used from the thread that opened it (gpu_open makes its
  * context current on that thread) and from no other at the same time.

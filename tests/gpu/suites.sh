@@ -7,7 +7,8 @@
 # run.sh (smoke, A/A, alt, slow, miscompile), service.sh (through quald and
 # qualctl), faults.sh (a faulting and a hanging kernel) and service_faults.sh
 # (the same through quald), each into OUTDIR/<suite>/, each under its own
-# time limit. Prints every suite's summary and one line per suite last; exit
+# time limit; then nvrtc against alt with --sessions 1 and with --one-load
+# (compiles started from the process that holds the GPU). Prints every suite's summary and one line per suite last; exit
 # status 0 only when all four passed. The lines of qual-run's runs (run/,
 # faults/) are validated against docs/schema/lines.schema.json where python3
 # has jsonschema.
@@ -25,6 +26,22 @@ for suite in run service faults service_faults; do
   echo "==== $suite (exit $rc, $((SECONDS - start)) s)"
   if [ -f "$out/$suite/summary.txt" ]; then cat "$out/$suite/summary.txt"; else tail -n 30 "$out/$suite.log"; fi
   results+=("$suite: $([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)") in $((SECONDS - start)) s")
+  [ $rc = 0 ] || status=1
+done
+# Compiles started (fork and exec, common/child.c) from a process that holds
+# the GPU: one session, and the old one-load judgement. Both must pass.
+mkdir -p "$out/in_process"
+for mode in "--sessions 1" "--one-load"; do
+  name=$(echo "$mode" | tr -d ' -')
+  start=$SECONDS
+  # shellcheck disable=SC2086
+  timeout 120 "$build/bin/qual-run" /usr/local/cuda/lib64/libnvrtc.so.13 \
+    /usr/local/cuda/lib64/libnvrtc.alt.so.13 $mode >"$out/in_process/$name.jsonl" \
+    2>"$out/in_process/$name.err"
+  rc=$?
+  v=$(grep -o '"type":"verdict","verdict":"[a-z_]*"' "$out/in_process/$name.jsonl" | tail -n 1)
+  echo "==== in_process $mode: exit $rc, $v, $((SECONDS - start)) s"
+  results+=("in_process $mode: $([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)") $v")
   [ $rc = 0 ] || status=1
 done
 if python3 -c 'import jsonschema' 2>/dev/null; then
