@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -188,7 +189,7 @@ int child_start(struct child *c, struct qual_msg *msg)
 {
 	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
 	int report[2] = { -1, -1 };
-	const char *what = c->argv ? c->argv[0] : "a child process";
+	char what[PATH_MAX + 64];
 	pid_t parent = getpid(), pid;
 	sigset_t all, old;
 	int rc = 0, e = 0;
@@ -196,13 +197,19 @@ int child_start(struct child *c, struct qual_msg *msg)
 
 	c->pid = -1;
 	c->in_pipe = c->out_pipe = c->err_pipe = -1;
+	if (c->name)
+		snprintf(what, sizeof what, "%s", c->name);
+	else if (c->argv && c->argv[0])
+		snprintf(what, sizeof what, "'%s'", c->argv[0]);
+	else
+		snprintf(what, sizeof what, "a child process");
 	if ((!c->argv || !c->argv[0]) && !c->fn)
 		return qual_fail(msg, QUAL_EINVAL, "a child needs a program or a function");
 	if ((c->in == CHILD_PIPE && pipe2(pin, O_CLOEXEC) < 0) ||
 	    (c->out == CHILD_PIPE && pipe2(pout, O_CLOEXEC) < 0) ||
 	    (c->err == CHILD_PIPE && pipe2(perr, O_CLOEXEC) < 0) ||
 	    pipe2(report, O_CLOEXEC) < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot start '%s': pipe: %s", what,
+		rc = qual_fail(msg, QUAL_EIO, "cannot start %s: pipe: %s", what,
 			       strerror(errno));
 		goto fail;
 	}
@@ -221,7 +228,7 @@ int child_start(struct child *c, struct qual_msg *msg)
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot start '%s': fork: %s", what,
+		rc = qual_fail(msg, QUAL_EIO, "cannot start %s: fork: %s", what,
 			       strerror(e));
 		goto fail;
 	}
@@ -235,7 +242,7 @@ int child_start(struct child *c, struct qual_msg *msg)
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		rc = qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-			       "cannot start '%s': %s", what, strerror(e));
+			       "cannot start %s: %s", what, strerror(e));
 		goto fail;
 	}
 	c->pid = pid;

@@ -52,6 +52,10 @@ struct child {
 	/* Set by the caller (child_init() gives the defaults in brackets). */
 	const char *const *argv; /* argv[0] is the path run; NULL with fn */
 	const char *const *env;  /* the whole environment [NULL: the caller's] */
+	const char *name;        /* what it is in child_start()'s message,
+				  * "cannot start <name>: <cause>" ("compiler
+				  * helper '/x'") [NULL: argv[0] quoted, or "a
+				  * child process"]; read by child_start() only */
 	int (*fn)(void *arg);    /* instead of argv: run in the forked child */
 	void *arg;
 	int in, out, err;        /* a descriptor or CHILD_* [CHILD_NULL; out and
@@ -78,8 +82,8 @@ void child_init(struct child *c);
 
 /* Starts the child. Returns 0, or QUAL_ENOENT (argv[0] does not exist),
  * QUAL_EIO (fork, pipe, exec failed) or QUAL_EINVAL (neither argv nor fn)
- * with msg naming the program and the cause: "cannot start 'qual-compile':
- * No such file or directory". fork() is safe in a process that has opened
+ * with msg naming the child (its name, else its program) and the cause:
+ * "cannot start 'qual-compile': No such file or directory". fork() is safe in a process that has opened
  * a GPU when the child execs at once (the child never uses the runtime);
  * fn children must come from a process that has not (gpu/gpu.h). */
 int child_start(struct child *c, struct qual_msg *msg);

@@ -146,8 +146,7 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
 static int helper_start(struct child *c, const char *const *argv, const char *libdir,
 			const char *dir, struct qual_msg *msg)
 {
-	char out_path[PATH_MAX], tmp_path[PATH_MAX];
-	struct qual_msg why;
+	char out_path[PATH_MAX], tmp_path[PATH_MAX], name[PATH_MAX + 32];
 	char **env = NULL;
 	int out = -1, rc;
 
@@ -166,20 +165,15 @@ static int helper_start(struct child *c, const char *const *argv, const char *li
 	c->err = CHILD_TO_OUT;
 	/* A group of its own, so a timeout kills everything it started. */
 	c->group = CHILD_GROUP_NEW;
-	rc = child_start(c, &why);
-	if (rc) {
-		/* child_start() says "cannot start 'x': why"; say which program
-		 * x is. */
-		const char *rest = why.text;
-		if (!strncmp(rest, "cannot start ", 13))
-			rest += 13;
-		qual_fail(msg, rc, "cannot start compiler helper %s", rest);
-	}
-	/* Neither outlives the start: argv is the caller's, env ours. */
+	snprintf(name, sizeof name, "compiler helper '%s'", argv[0]);
+	c->name = name;
+	rc = child_start(c, msg);
+	/* None outlives the start: argv is the caller's, env and name ours. */
 	close(out);
 	child_env_free(env);
 	c->argv = NULL;
 	c->env = NULL;
+	c->name = NULL;
 	return rc;
 }
 

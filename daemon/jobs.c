@@ -19,7 +19,6 @@
  * when a cancel or shutdown arrived after it. */
 #include "daemon/jobs.h"
 
-#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,19 +61,6 @@ void jobs__now(char out[32])
 
 	gmtime_r(&t, &tm);
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void jobs__start_error(struct qual_msg *out, const char *what, const char *prog,
-		       const struct qual_msg *m)
-{
-	char prefix[PATH_MAX + 32];
-	const char *cause = m->text;
-	size_t n = (size_t)snprintf(prefix, sizeof prefix, "cannot start '%s': ", prog);
-
-	if (n < sizeof prefix && !strncmp(cause, prefix, n))
-		cause += n;
-	snprintf(out->text, sizeof out->text, "%s: %c%s", what,
-		 tolower((unsigned char)cause[0]), cause[0] ? cause + 1 : "");
 }
 
 static void args_release(struct submit_args *s)

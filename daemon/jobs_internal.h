@@ -120,13 +120,6 @@ struct jobs {
 /* The time now, UTC, "YYYY-MM-DDTHH:MM:SSZ". */
 void jobs__now(char out[32]);
 
-/* Why a child of ours (prog) could not be started, from child_start()'s msg
- * ("cannot start '/x': CAUSE"), in the words quald has always used: what,
- * then the cause starting lower case ("cannot start worker '/x': no such
- * file or directory"). */
-void jobs__start_error(struct qual_msg *out, const char *what, const char *prog,
-		       const struct qual_msg *m);
-
 /* A new job of number num, in no table; jobs__job_free() frees one that
  * never went into the table. */
 struct job *jobs__job_new(long num);

@@ -96,7 +96,7 @@ void health__start(struct jobs *j, int s)
 			       "WATCHDOG_PID=", NULL };
 	const char *add[] = { die, NULL };
 	const char *argv[] = { j->worker, "--health", "--device", dev, NULL };
-	struct qual_msg m, reason;
+	struct qual_msg m;
 	char **env;
 	int rc;
 
@@ -118,13 +118,14 @@ void health__start(struct jobs *j, int s)
 	hc->child.die_with_parent = true;
 	oplog_warn("slot %d (gpu %d): checking the gpu's health before its next job", s,
 		   j->devices[s]);
+	snprintf(what, sizeof what, "the health check of gpu %d ('%s')", j->devices[s],
+		 j->worker);
+	hc->child.name = what;
 	rc = child_start(&hc->child, &m);
+	hc->child.name = NULL;
 	child_env_free(env);
 	if (rc < 0) {
-		snprintf(what, sizeof what, "cannot start the health check of gpu %d ('%s')",
-			 j->devices[s], j->worker);
-		jobs__start_error(&reason, what, j->worker, &m);
-		health_out_of_service(j, s, reason.text);
+		health_out_of_service(j, s, m.text);
 		uv_close((uv_handle_t *)&hc->timer, health_closed);
 		return;
 	}

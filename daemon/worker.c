@@ -670,12 +670,13 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	/* A session of its own: one signal reaches everything it started. */
 	w->child.group = CHILD_SESSION_NEW;
 	w->child.die_with_parent = true;
-	if (child_start(&w->child, &m) < 0) {
-		snprintf(what, sizeof what, "cannot start worker '%s'", j->worker);
-		jobs__start_error(&w->start_error, what, j->worker, &m);
+	snprintf(what, sizeof what, "worker '%s'", j->worker);
+	w->child.name = what;
+	if (child_start(&w->child, &w->start_error) < 0) {
 		w->stop = WORKER_STOP_UNSTARTED;
 		w->exited = w->out_done = w->err_done = true;
 	}
+	w->child.name = NULL; /* what was ours to say, on the stack */
 	child_env_free(argv);
 	child_env_free(env);
 	if (w->stop == WORKER_STOP_UNSTARTED) {

@@ -1119,7 +1119,7 @@ static void test_spawn_failure(void **state)
 	a = submit_kind("ok");
 	b = submit_kind("ok");
 	RUN_UNTIL(finished(a) && finished(b), 10);
-	assert_verdict(a, "error", "cannot start worker '/nonexistent/qual-run': no such file");
+	assert_verdict(a, "error", "cannot start worker '/nonexistent/qual-run': No such file");
 	assert_verdict(b, "error", "cannot start worker");
 	assert_string_equal(state_of(a), "done");
 	assert_log_matches(a);
