@@ -79,7 +79,7 @@ static void sha256sum_buffer(const void *data, size_t size, char hex[65])
 static void identify_ok(const char *path, struct rtc_identity *id)
 {
 	struct qual_msg msg = { "" };
-	int rc = rtc_identify(path, NULL, id, &msg);
+	int rc = rtc_identify(path, NULL, NULL, NULL, id, &msg);
 
 	if (rc)
 		fail_msg("identify '%s': %s", path, msg.text);
@@ -612,7 +612,7 @@ static void expect_identify_error(const char *path, int code, const char *why)
 	struct qual_msg msg = { "" };
 	char want[PATH_MAX + 128];
 
-	assert_int_equal(rtc_identify(path, NULL, &id, &msg), code);
+	assert_int_equal(rtc_identify(path, NULL, NULL, NULL, &id, &msg), code);
 	snprintf(want, sizeof want, "cannot load compiler '%s': %s", path, why);
 	assert_string_equal(msg.text, want);
 	assert_int_equal(id.abi, RTC_ABI_NONE);
@@ -648,8 +648,10 @@ static bool folder_exists(const char *path)
 }
 
 /* Started, waited for and finished by the caller, the identify of the real
- * nvrtc says what rtc_identify() says, leaves the hash alone, runs the
- * helper it was given over rtc_set_helper()'s, and removes its folder. */
+ * nvrtc says what rtc_identify() says, with the hash of what its child read
+ * (the child hashes, not the caller) and that file's device and inode,
+ * runs the helper it was given over rtc_set_helper()'s, and removes its
+ * folder. */
 static void test_identify_pending_nvrtc(void **state)
 {
 	struct rtc_identity want, got;
@@ -661,7 +663,7 @@ static void test_identify_pending_nvrtc(void **state)
 	(void)state;
 	identify_ok(RTC_TEST_NVRTC, &want);
 	rtc_set_helper("/nonexistent/qual-compile");
-	if (rtc_identify_start(RTC_TEST_NVRTC, RTC_TEST_HELPER, &p, &msg))
+	if (rtc_identify_start(RTC_TEST_NVRTC, NULL, RTC_TEST_HELPER, &p, &msg))
 		fail_msg("start: %s", msg.text);
 	rtc_set_helper(RTC_TEST_HELPER);
 	assert_true(p.child.pid > 0);
@@ -680,15 +682,18 @@ static void test_identify_pending_nvrtc(void **state)
 	assert_string_equal(got.version, want.version);
 	assert_string_equal(got.path, want.path);
 	assert_string_equal(got.real_path, want.real_path);
-	assert_string_equal(got.sha256, "kept");
+	assert_string_equal(got.sha256, want.sha256);
+	assert_true(got.dev == want.dev && got.ino == want.ino && got.size == want.size);
+	assert_false(got.pinned);
 	assert_false(folder_exists(dir));
+	rtc_identity_release(&want);
 
 	/* What start refuses leaves nothing running and nothing behind (the
 	 * teardown checks TMPDIR), in rtc_identify()'s words. */
-	assert_int_equal(rtc_identify_start(RTC_TEST_DATA, NULL, &p, &msg), QUAL_EINVAL);
+	assert_int_equal(rtc_identify_start(RTC_TEST_DATA, NULL, NULL, &p, &msg), QUAL_EINVAL);
 	assert_string_equal(msg.text, "cannot load compiler '" RTC_TEST_DATA "': is a directory");
 	assert_int_equal(p.child.pid, -1);
-	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, "/nonexistent/qual-compile",
+	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, NULL, "/nonexistent/qual-compile",
 					    &p, &msg), QUAL_ENOENT);
 	assert_string_equal(msg.text, "cannot start compiler helper "
 			    "'/nonexistent/qual-compile': No such file or directory");
@@ -716,7 +721,7 @@ static void fake_start(struct fake *f, const char *kind)
 		snprintf(f->lib, sizeof f->lib, "%s/lib.so", f->dir);
 		assert_int_equal(symlink(RTC_SHIM_NOABI, f->lib), 0);
 	}
-	if (rtc_identify_start(f->lib, RTC_TEST_FAKE_HELPER, &f->p, &msg))
+	if (rtc_identify_start(f->lib, NULL, RTC_TEST_FAKE_HELPER, &f->p, &msg))
 		fail_msg("start: %s", msg.text);
 	snprintf(f->workdir, sizeof f->workdir, "%s", f->p.dir);
 	assert_true(folder_exists(f->workdir));
@@ -931,7 +936,7 @@ static void test_compile_bad_request(void **state)
 	assert_int_equal(rtc_compile(&req, NULL, &out, &msg), QUAL_ENOENT);
 	assert_string_equal(msg.text, "cannot start compiler helper "
 			    "'/nonexistent/qual-compile': No such file or directory");
-	assert_int_equal(rtc_identify(RTC_TEST_NVRTC, NULL, &id, &msg), QUAL_ENOENT);
+	assert_int_equal(rtc_identify(RTC_TEST_NVRTC, NULL, NULL, NULL, &id, &msg), QUAL_ENOENT);
 	rtc_set_helper(RTC_TEST_HELPER);
 }
 
