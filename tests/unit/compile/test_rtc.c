@@ -1155,6 +1155,122 @@ static void test_shim_sibling(void **state)
 	rtc_result_release(&b);
 }
 
+/* ---- pins ------------------------------------------------------------------ */
+
+/* Copies the file at from to to (mode 0755), through a temporary name
+ * renamed into place, as someone replacing a library would. */
+static void file_copy(const char *from, const char *to)
+{
+	char tmp[PATH_MAX + 8], *data = NULL;
+	size_t n;
+
+	snprintf(tmp, sizeof tmp, "%s.new", to);
+	assert_int_equal(fs_read_capped(from, RTC_OUTPUT_LIMIT, &data, &n, NULL), 0);
+	assert_int_equal(fs_write_synced(tmp, data, n, 0755, NULL, NULL), 0);
+	assert_int_equal(rename(tmp, to), 0);
+	free(data);
+}
+
+/* A pin holds the bytes hashed, sealed: they cannot be written, grown,
+ * shrunk or unsealed, through its descriptor or a reopened one; a link is
+ * refused (the real path is what is read). */
+static void test_pin_sealed(void **state)
+{
+	char path[PATH_MAX + 16], link_path[PATH_MAX + 16], want[65], fd_path[64];
+	struct rtc_pin pin;
+	struct qual_msg msg;
+	int fd, seals;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
+	file_copy(RTC_SHIM_NOABI, path);
+	assert_int_equal(rtc_pin_library(path, &pin, &msg), 0);
+	sha256sum_file(RTC_SHIM_NOABI, want);
+	assert_string_equal(pin.sha256, want);
+	assert_int_equal(lseek(pin.fd, 0, SEEK_END), pin.size);
+	assert_true(pin.size > 0);
+	assert_int_equal(fcntl(pin.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	seals = fcntl(pin.fd, F_GET_SEALS);
+	assert_int_equal(seals, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+	assert_int_equal(pwrite(pin.fd, "x", 1, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(pin.fd, 1), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(fcntl(pin.fd, F_ADD_SEALS, 0), -1);
+	assert_int_equal(errno, EPERM);
+	/* What a compile child gets: the memfd reopened through /proc. */
+	snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", pin.fd);
+	fd = open(fd_path, O_RDWR);
+	if (fd >= 0) {
+		assert_int_equal(write(fd, "x", 1), -1);
+		assert_int_equal(errno, EPERM);
+		close(fd);
+	}
+	/* Changing the file changes nothing pinned. */
+	file_copy(RTC_SHIM_CRASH, path);
+	{
+		char hex[SHA256_HEX_SIZE];
+		assert_int_equal(lseek(pin.fd, 0, SEEK_SET), 0);
+		assert_int_equal(sha256_hash_fd(pin.fd, -1, "pin", hex, NULL, &msg), 0);
+		assert_string_equal(hex, want);
+	}
+	rtc_pin_release(&pin);
+	assert_int_equal(pin.fd, -1);
+
+	snprintf(link_path, sizeof link_path, "%s/link.so", test_tmp);
+	assert_int_equal(symlink(path, link_path), 0);
+	assert_int_equal(rtc_pin_library(link_path, &pin, &msg), QUAL_EIO);
+	assert_non_null(strstr(msg.text, "is a symbolic link now"));
+	assert_int_equal(pin.fd, -1);
+	unlink(link_path);
+	unlink(path);
+}
+
+/* An identify with an expected hash refuses other bytes before any child
+ * loads them (no helper is even looked for), naming both hashes; an
+ * identify's compiles load the pinned bytes, whatever the file holds by
+ * then (on main, the compile loaded the path again). */
+static void test_pin_identify(void **state)
+{
+	char path[PATH_MAX + 16], want[65], crash[65], text[2 * PATH_MAX + 400];
+	struct rtc_identity id;
+	struct rtc_result out;
+	struct qual_msg msg;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
+	file_copy(RTC_SHIM_OOB, path);
+	sha256sum_file(RTC_SHIM_OOB, want);
+	sha256sum_file(RTC_SHIM_CRASH, crash);
+	identify_ok(path, &id);
+	assert_true(id.pinned);
+	assert_string_equal(id.sha256, want);
+
+	/* The file is replaced by a crashing compiler: the pinned one runs. */
+	file_copy(RTC_SHIM_CRASH, path);
+	assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cu", "sm_90", NULL, &out), 0);
+	assert_int_equal(out.status, 0);
+	assert_true(out.code_size > 0);
+	rtc_result_release(&out);
+	rtc_identity_release(&id);
+	assert_false(id.pinned);
+
+	/* Expected the first, found the second: refused, nothing started. */
+	rtc_set_helper("/nonexistent/qual-compile");
+	assert_int_equal(rtc_identify(path, path, want, NULL, &id, &msg), QUAL_ECHECK);
+	rtc_set_helper(RTC_TEST_HELPER);
+	snprintf(text, sizeof text, "compiler '%s' is not the library that was checked: "
+		 "'%s' has sha256 %s now, %s expected", path, path, crash, want);
+	assert_string_equal(msg.text, text);
+	assert_string_equal(id.sha256, crash);
+	assert_false(id.pinned);
+	/* The right hash is accepted. */
+	if (rtc_identify(path, NULL, crash, NULL, &id, &msg))
+		fail_msg("identify: %s", msg.text);
+	rtc_identity_release(&id);
+	unlink(path);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, tmp_setup, tmp_teardown)
 
 QUAL_TESTS(
@@ -1187,4 +1303,6 @@ QUAL_TESTS(
 	T(shim_sibling),
 	T(shim_oob),
 	T(shim_spin),
+	T(pin_sealed),
+	T(pin_identify),
 )
