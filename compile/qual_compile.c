@@ -17,10 +17,10 @@
  * --lib-fd N: the library is the bytes of descriptor N (rtc.c passes a
  * pinned, sealed memfd as stdin: N = 0), loaded as /proc/self/fd/N, so that
  * what runs is exactly what the parent hashed; its siblings still come from
- * LD_LIBRARY_PATH. identify --lib PATH pins the file itself: it opens it
- * once, copies it into a sealed memfd while hashing it (rtc_pin_library),
- * writes the pin report (RTC__PIN_FILE: the hash, the file's device, inode
- * and size) before it loads anything, and loads the memfd.
+ * LD_LIBRARY_PATH. identify --lib PATH (quald's submit check) opens the
+ * file once and hashes it (rtc_hash_library), writes the pin report
+ * (RTC__PIN_FILE: the hash, the file's device, inode and size) before it
+ * loads anything, and loads that open file as /proc/self/fd/N.
  *
  * Every failure of the library is reported as a status in the result file;
  * the exit status is 0 when a result file was written, 2 for a usage error and
@@ -214,8 +214,9 @@ static void api_fill(struct compiler_api *api, enum rtc_abi abi, const char *nam
 	api->errstr = (rtc_errstr_fn)fns[API_ERRSTR];
 }
 
-/* identify --lib PATH: pins the file (rtc.h) and writes the pin report
- * before anything is loaded. Returns the memfd, or -1 with r failed. */
+/* identify --lib PATH: opens and hashes the file (rtc.h) and writes the pin
+ * report before anything is loaded. Returns the open file, or -1 with r
+ * failed. */
 static int library_pin(const struct args *a, struct report *r)
 {
 	struct rtc_pin pin;
@@ -223,7 +224,7 @@ static int library_pin(const struct args *a, struct report *r)
 	char path[4096], text[256];
 	int rc, n;
 
-	if ((rc = rtc_pin_library(a->lib, &pin, &msg))) {
+	if ((rc = rtc_hash_library(a->lib, &pin, &msg))) {
 		fail(r, rc, "%s", msg.text);
 		return -1;
 	}

@@ -82,7 +82,10 @@ void rtc_pin_release(struct rtc_pin *pin)
 	pin->fd = -1;
 }
 
-int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+/* Opens path once (O_NOFOLLOW) and hashes what it reads: into a new sealed
+ * memfd when copy (pin->fd is the memfd), else pin->fd is the open file. */
+static int library_read(const char *path, bool copy, struct rtc_pin *pin,
+			struct qual_msg *msg)
 {
 	struct stat st;
 	size_t got = 0;
@@ -107,15 +110,17 @@ int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
 			       "file", path);
 		goto out;
 	}
-	pin->fd = memfd_create("qual-compiler", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (pin->fd < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': memfd: %s", path,
-			       strerror(errno));
-		goto out;
+	if (copy) {
+		pin->fd = memfd_create("qual-compiler", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (pin->fd < 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': memfd: %s",
+				       path, strerror(errno));
+			goto out;
+		}
 	}
 	if ((rc = sha256_hash_fd(fd, pin->fd, path, pin->sha256, &got, msg)))
 		goto out;
-	if (fcntl(pin->fd, F_ADD_SEALS, RTC_PIN_SEALS) < 0) {
+	if (copy && fcntl(pin->fd, F_ADD_SEALS, RTC_PIN_SEALS) < 0) {
 		rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': seal: %s", path,
 			       strerror(errno));
 		goto out;
@@ -123,12 +128,27 @@ int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
 	pin->dev = st.st_dev;
 	pin->ino = st.st_ino;
 	pin->size = (off_t)got;
+	if (!copy) {
+		pin->fd = fd;
+		fd = -1;
+	}
 	rc = 0;
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	if (rc)
 		rtc_pin_release(pin);
 	return rc;
+}
+
+int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+{
+	return library_read(path, true, pin, msg);
+}
+
+int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+{
+	return library_read(path, false, pin, msg);
 }
 
 /* ---- the private folder ---------------------------------------------------- */

@@ -15,8 +15,9 @@
  * library is read once, hashed while it is copied into a sealed memfd
  * (rtc_pin_library), and every child loads exactly those bytes
  * (dlopen("/proc/self/fd/N") of the memfd it inherits), never the path
- * again. quald's submit check has its identify child pin and hash the file
- * it opens and report the hash with the file's device and inode. */
+ * again. quald's submit check has its identify child open the file once,
+ * hash it, report the hash with the file's device and inode, and load what
+ * it opened. */
 #ifndef QUAL_RTC_H
 #define QUAL_RTC_H
 
@@ -65,7 +66,15 @@ void rtc_pin_init(struct rtc_pin *pin);
  * bytes are those hashed: no one, the library included, can change them. */
 int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg);
 
-/* Closes a pin's memfd (none: nothing). */
+/* rtc_pin_library() without the copy, for quald's submit check, which may
+ * run many at once (a copy is 100 MiB and more of memory each): the file is
+ * opened once and hashed, and pin->fd is that open file, not sealed. Its
+ * bytes are what a child that loads /proc/self/fd/N of it loads as long as
+ * nobody writes the file, which the policy (daemon/policy.h) leaves to root
+ * and quald's user; the worker pins by this hash and refuses other bytes. */
+int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg);
+
+/* Closes a pin's descriptor (none: nothing). */
 void rtc_pin_release(struct rtc_pin *pin);
 
 struct rtc_identity {
@@ -131,9 +140,9 @@ struct rtc_pending {
  * (may be NULL) is the caller's own stat of the file (quald's policy
  * check): a real path that is another file now (another device or inode)
  * is refused, QUAL_EINVAL "compiler '/x' changed while it was checked".
- * The child opens the real path once, copies it into a sealed memfd while
- * hashing it, reports the hash with the file's device, inode and size
- * before it loads anything, then loads the memfd. Returns 0 with p->child
+ * The child opens the real path once and hashes it (rtc_hash_library),
+ * reports the hash with the file's device, inode and size before it loads
+ * anything, then loads that open file. Returns 0 with p->child
  * running, or a negative code with msg; then nothing runs and nothing is
  * left behind. Hashes nothing here: the loop never reads a library. */
 int rtc_identify_start(const char *path, const struct stat *checked, const char *helper,
