@@ -1271,6 +1271,47 @@ static void test_pin_identify(void **state)
 	unlink(path);
 }
 
+/* The file the submit check's child reads must be the one the caller
+ * checked: another one at the real path when the child starts, or when it
+ * opened it (its report's device and inode), is refused, and the child's
+ * hash is of what it opened. */
+static void test_identify_changed(void **state)
+{
+	char path[PATH_MAX + 16], real[PATH_MAX], want[2 * PATH_MAX + 200], sha[65];
+	struct rtc_pending p;
+	struct rtc_identity id;
+	struct child_exit ex;
+	struct qual_msg msg;
+	struct stat other;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
+	file_copy(RTC_SHIM_OOB, path);
+	assert_non_null(realpath(path, real));
+	snprintf(want, sizeof want, "compiler '%s' changed while it was checked: '%s' is "
+		 "another file now", path, real);
+	assert_int_equal(stat(RTC_SHIM_NOABI, &other), 0);
+	assert_int_equal(rtc_identify_start(path, &other, RTC_TEST_HELPER, &p, &msg),
+			 QUAL_EINVAL);
+	assert_string_equal(msg.text, want);
+	assert_int_equal(p.child.pid, -1);
+	assert_string_equal(p.dir, "");
+
+	/* The check saw the file; the child opened another (as if it had been
+	 * swapped in between). */
+	assert_int_equal(stat(path, &other), 0);
+	if (rtc_identify_start(path, &other, RTC_TEST_HELPER, &p, &msg))
+		fail_msg("start: %s", msg.text);
+	assert_int_equal(child_wait(&p.child, child_now() + 120, &ex), 0);
+	p.ino++;
+	assert_int_equal(rtc_identify_finish(&p, &ex, 120, &id, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, want);
+	sha256sum_file(RTC_SHIM_OOB, sha);
+	assert_string_equal(id.sha256, sha);
+	assert_string_equal(p.dir, "");
+	unlink(path);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, tmp_setup, tmp_teardown)
 
 QUAL_TESTS(
@@ -1305,4 +1346,5 @@ QUAL_TESTS(
 	T(shim_spin),
 	T(pin_sealed),
 	T(pin_identify),
+	T(identify_changed),
 )
