@@ -3,8 +3,9 @@
  * helper program qual-compile (qual_compile.c) through child.h in a private
  * temporary folder and a process group of its own, wait for it under a time
  * limit, and read back the files it wrote. No compiler library is ever loaded
- * here. rtc_pin_library is here too: qual-run pins with it, and so does
- * qual-compile's identify when it is given a path. */
+ * here. The reading of a library is here too: rtc_pin_library (qual-run's
+ * pin, a sealed copy) and rtc_hash_library (qual-compile's identify of a
+ * path, quald's submit check). */
 #include "compile/rtc.h"
 
 #include <elf.h>
