@@ -349,26 +349,46 @@ void server__handle_line(struct conn *c, const char *line, size_t len)
 
 /* ---- logging at a rate ---- */
 
+/* Says what rl held, if anything; the next interval starts at now. */
+static void ratelog_flush(struct ratelog *rl, uint64_t now)
+{
+	if (rl->held)
+		fprintf(stderr, "quald: and %lu more like it in the last %d s, the last: %s\n",
+			rl->held, SERVER_LOG_INTERVAL_MS / 1000, rl->last);
+	rl->held = 0;
+	rl->next_ms = now + SERVER_LOG_INTERVAL_MS;
+}
+
+static void on_log_interval(uv_timer_t *t)
+{
+	struct server *s = t->data;
+	uint64_t now = uv_now(s->loop);
+
+	/* Each held line's interval has ended; one that has not held any
+	 * keeps its own. */
+	if (s->log_accept.held)
+		ratelog_flush(&s->log_accept, now);
+	if (s->log_unauth.held)
+		ratelog_flush(&s->log_unauth, now);
+}
+
 void server__ratelog(struct server *s, struct ratelog *rl, const char *fmt, ...)
 {
 	uint64_t now = uv_now(s->loop);
-	char text[512];
 	va_list ap;
 
-	if (now < rl->next_ms) {
-		rl->held++;
+	va_start(ap, fmt);
+	vsnprintf(rl->last, sizeof rl->last, fmt, ap);
+	va_end(ap);
+	if (now >= rl->next_ms) {
+		fprintf(stderr, "quald: %s\n", rl->last);
+		rl->held = 0;
+		rl->next_ms = now + SERVER_LOG_INTERVAL_MS;
 		return;
 	}
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof text, fmt, ap);
-	va_end(ap);
-	if (rl->held)
-		fprintf(stderr, "quald: %s (and %lu more like it in the last %d s)\n", text,
-			rl->held, SERVER_LOG_INTERVAL_MS / 1000);
-	else
-		fprintf(stderr, "quald: %s\n", text);
-	rl->held = 0;
-	rl->next_ms = now + SERVER_LOG_INTERVAL_MS;
+	rl->held++;
+	if (!s->timers_closing && !uv_is_active((uv_handle_t *)&s->log_timer))
+		uv_timer_start(&s->log_timer, on_log_interval, rl->next_ms - now, 0);
 }
 
 /* ---- listeners ---- */
@@ -436,7 +456,7 @@ static bool accept_failed(struct listener *l, int err)
 		server__ratelog(s, &s->log_accept, "cannot accept a connection on %s: %s",
 				l->name, strerror(err));
 	if (nofile && !l->is_tcp &&
-	    conn__evict_unauth(s, "closed to make room for a local client: quald is out of "
+	    conn__evict_unauth(s, "made room for a local client: quald is out of "
 			       "file descriptors"))
 		return true;
 	if (nofile && s->reserve_fd >= 0) {
@@ -651,6 +671,9 @@ void server__maybe_done(struct server *s)
 		s->timers_closing = true;
 		uv_close((uv_handle_t *)&s->drain_timer, on_timer_closed);
 		uv_close((uv_handle_t *)&s->auth_timer, on_timer_closed);
+		uv_close((uv_handle_t *)&s->log_timer, on_timer_closed);
+		ratelog_flush(&s->log_accept, 0);
+		ratelog_flush(&s->log_unauth, 0);
 		return;
 	}
 	if (s->timers_open > 0 || s->nlisteners > 0)
@@ -816,8 +839,9 @@ int server_open(uv_loop_t *loop, const struct server_config *cfg,
 	s->last_queued = s->last_running = -1;
 	uv_timer_init(loop, &s->drain_timer);
 	uv_timer_init(loop, &s->auth_timer);
-	s->drain_timer.data = s->auth_timer.data = s;
-	s->timers_open = 2;
+	uv_timer_init(loop, &s->log_timer);
+	s->drain_timer.data = s->auth_timer.data = s->log_timer.data = s;
+	s->timers_open = 3;
 	/* Given up, when accept fails for want of descriptors, to take the
 	 * pending connection and refuse it (accept_failed). */
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

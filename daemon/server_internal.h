@@ -58,10 +58,12 @@ struct listener {
 };
 
 /* A log line at most every SERVER_LOG_INTERVAL_MS; the events in between
- * are counted into the next line (server__ratelog). */
+ * are counted, and said in one line when the interval ends
+ * (server__ratelog). */
 struct ratelog {
 	uint64_t next_ms;          /* uv_now before which lines are held */
-	unsigned long held;        /* events since the last line */
+	unsigned long held;        /* events held since the last line */
+	char last[256];            /* the last one held */
 };
 
 /* What a connection counts against (each kind has its own limit). */
@@ -167,6 +169,7 @@ struct server {
 	uv_timer_t auth_timer;     /* the oldest unauthenticated one's deadline */
 	int reserve_fd;            /* /dev/null, given up to refuse past EMFILE */
 	struct ratelog log_accept, log_unauth;
+	uv_timer_t log_timer;      /* the end of an interval with events held */
 	unsigned long serial;
 	int nwatchers;             /* connections watching */
 	int submits_pending;       /* submits waiting for jobs_submit's answer */
@@ -175,7 +178,7 @@ struct server {
 	int last_queued, last_running;
 	bool stopping, jobs_closed;
 	bool timers_closing;
-	int timers_open;           /* drain_timer and auth_timer */
+	int timers_open;           /* drain_timer, auth_timer, log_timer */
 	uv_timer_t drain_timer;
 	void (*done)(void *ctx);
 	void *done_ctx;
@@ -278,9 +281,9 @@ void server__handle_line(struct conn *c, const char *line, size_t len);
 /* Tells cfg.on_status when the number of queued or running jobs changed. */
 void server__status_update(struct server *s);
 
-/* Logs "quald: " and the formatted text, or counts it when a line of rl
- * went out less than SERVER_LOG_INTERVAL_MS ago (the count goes with the
- * next line). */
+/* Logs "quald: " and the formatted text, or holds it when a line of rl
+ * went out less than SERVER_LOG_INTERVAL_MS ago: at the end of the interval
+ * one line says how many were held, and the last of them. */
 void server__ratelog(struct server *s, struct ratelog *rl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
