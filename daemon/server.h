@@ -63,7 +63,8 @@
  * that a waiting Unix client hardly notices. */
 #define SERVER_ACCEPT_PAUSE_MS 100
 /* At most one line per kind of event (accept errors, unauthenticated
- * connections closed) per this many ms; the rest are counted in the next. */
+ * connections refused or closed) per this many ms; the rest are counted and
+ * said in one line when the interval ends. */
 #define SERVER_LOG_INTERVAL_MS 5000
 /* At shutdown, how long connections get to take their last lines (the
  * interrupted verdicts) before they are closed regardless. */

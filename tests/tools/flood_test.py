@@ -10,14 +10,17 @@ Scenarios (docs/protocol.md, "Connections and limits", says what each should be)
              within 1 s, and so is a TCP client with the token; the oldest
              idle ones are closed for the newer (a refused line), the rest at
              the auth deadline, and the log says so in a few lines, not one
-             per connection.
+             per connection. With 64 authenticated TCP connections open
+             (the limit), a 65th is refused and a Unix client still served.
   slow_auth  120 TCP connections each sending 1 MiB of an auth line that never
              ends, and 20 sending nothing: the senders are refused at the
              byte cap, the silent ones closed at the deadline (a refused line
              each), quald's peak RSS (VmHWM) grows by less than 40 MB, and a
              Unix client is served within 1 s meanwhile.
   nofile     quald under a hard limit of 128 descriptors: with the default
-             limits it lowers them and says so; under 40 it refuses to start;
+             limits it lowers them and says so, and 300 TCP connections make
+             no accept fail and a Unix client is served; under 40 it refuses
+             to start;
              with limits that fit, its soft limit then cut under what it
              holds plus a few (as something else holding descriptors would),
              a flood of TCP connections makes accept fail: quald logs it (a
@@ -132,7 +135,22 @@ def scenario_idle(args, dir):
         log(f"log lines about closed tcp connections: {len(closed)}")
         check(closed, "quald did not log the connections it closed")
         check(len(closed) <= 6, f"{len(closed)} log lines for 100 connections: not rate-limited")
-        served(args, q, "after")
+        served(args, q, "after the idle ones")
+        # Authenticated TCP connections have a limit of their own, apart
+        # from the Unix connections'.
+        with open(tf) as f:
+            auth = b'{"op":"auth","token":"' + f.read().strip().encode() + b'"}\n'
+        for i in range(65):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            conns.append(s)
+            s.sendall(auth)
+            got = s.recv(4096)
+            if i < 64:
+                check(b'"type":"reply","op":"auth"' in got, f"auth {i} got {got!r}")
+            else:
+                check(b"too many connections: 64 tcp connections open" in got,
+                      f"the 65th authenticated tcp connection got {got!r}")
+        served(args, q, "64 authenticated tcp connections")
     finally:
         for s in conns:
             s.close()
@@ -217,6 +235,15 @@ def scenario_nofile(args, dir):
         check("--max-connections lowered from 1024" in q.stderr(),
               f"quald under 128 files did not lower its limits: {q.stderr()!r}")
         served(args, q, "lowered limits")
+        # Fitted, the limits keep a flood of connections from taking the
+        # descriptors: 300 at a limit of 128 make no accept fail.
+        wait_port(port)
+        flood = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
+        time.sleep(0.2)
+        served(args, q, "300 tcp connections at 128 files")
+        check(not log_lines(q, "cannot accept"), f"accept failed: {q.stderr()!r}")
+        for s in flood:
+            s.close()
     finally:
         q.stop()
     rc, out, err = run([limited(args, dir, 40, 40).quald, "--socket", os.path.join(dir, "s2"),
