@@ -375,17 +375,19 @@ static void on_log_interval(uv_timer_t *t)
 void server__ratelog(struct server *s, struct ratelog *rl, const char *fmt, ...)
 {
 	uint64_t now = uv_now(s->loop);
+	char text[sizeof rl->last];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(rl->last, sizeof rl->last, fmt, ap);
+	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	if (now >= rl->next_ms) {
-		fprintf(stderr, "quald: %s\n", rl->last);
-		rl->held = 0;
-		rl->next_ms = now + SERVER_LOG_INTERVAL_MS;
+		/* What the timer has not said yet comes first. */
+		ratelog_flush(rl, now);
+		fprintf(stderr, "quald: %s\n", text);
 		return;
 	}
+	memcpy(rl->last, text, sizeof text);
 	rl->held++;
 	if (!s->timers_closing && !uv_is_active((uv_handle_t *)&s->log_timer))
 		uv_timer_start(&s->log_timer, on_log_interval, rl->next_ms - now, 0);

@@ -206,7 +206,7 @@ def scenario_slow_auth(args, dir):
             got, at = results.get(i, (b"", None))[:2]
             check(at is not None, f"silent connection {i} was not closed")
             check(b"not authenticated within 2 s" in got, f"silent connection {i} got {got!r}")
-            check(at - t0 < 4.0, f"silent connection {i} closed after {at - t0:.2f} s, want ~2")
+            check(at - t0 < 6.0, f"silent connection {i} closed after {at - t0:.2f} s, want ~2")
         served(args, q, "after")
         check(len(log_lines(q, "tcp connection")) <= 6, "the closes were not rate-limited")
     finally:
