@@ -1,5 +1,6 @@
-/* Confinement of quald's workers (qual-run as a job's worker): the compiler
- * libraries they load are untrusted code. */
+/* Confinement of quald, its workers (qual-run as a job's worker) and their
+ * compile children (qual-compile): the compiler libraries loaded there are
+ * untrusted code (docs/service.md, "Trust model"). */
 #ifndef QUAL_CONFINE_H
 #define QUAL_CONFINE_H
 
@@ -23,5 +24,27 @@
  * returns whether a network namespace was entered. Does nothing (desc "none")
  * when the variable is not "1". */
 bool qual_confine_worker(char *desc, size_t cap);
+
+/* Makes the calling process non-dumpable (prctl(PR_SET_DUMPABLE, 0)): no
+ * process without CAP_SYS_PTRACE over it may ptrace it, take its descriptors
+ * (pidfd_getfd) or open its /proc/PID/fd links, even one of its own uid, and
+ * it leaves no core dump. execve() makes a process dumpable again, so every
+ * program of qual's that holds something a compiler under test must not
+ * reach (quald, qual-run, qual-compile) calls this first thing in main().
+ * prog names the program in the message when it fails (it never does on
+ * Linux); the failure is said on stderr and is no error. */
+void qual_confine_nondumpable(const char *prog);
+
+/* Enters a user namespace of its own (unshare(CLONE_NEWUSER)) with our uid
+ * and gid mapped to themselves and setgroups denied, so that the process
+ * keeps its uid for files but holds no capability outside the namespace:
+ * even as root it can no longer ptrace, pidfd_getfd or open /proc/PID/fd of
+ * quald and its workers (non-dumpable), nor override file permissions of
+ * files whose owner is not mapped. qual-compile does it before it loads the
+ * library under test. Must run before any thread starts. Where the kernel
+ * refuses (user.max_user_namespaces 0, kernel.unprivileged_userns_clone 0,
+ * an LSM) the reason is said once on stderr, prefixed by prog, and the
+ * caller goes on: returns false then, true once inside. */
+bool qual_confine_userns(const char *prog);
 
 #endif

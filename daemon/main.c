@@ -15,6 +15,7 @@
 
 #include <uv.h>
 
+#include "common/confine.h"
 #include "common/exitcode.h"
 #include "daemon/jobs.h"
 #include "daemon/policy.h"
@@ -327,6 +328,10 @@ int main(int argc, char **argv)
 		{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000, &scfg.max_watchers},
 		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
 	};
+
+	/* Nothing a compile child runs may reach our descriptors or memory
+	 * (confine.h). */
+	qual_confine_nondumpable("quald");
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
 	 * getopt sees it; the defaults apply with or without it. Static: kept

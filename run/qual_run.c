@@ -174,6 +174,9 @@ int main(int argc, char **argv)
 	int status = QUAL_EXIT_USAGE, opt;
 	bool health = false;
 
+	/* Our stdout is the job's verdict: no compile child may take it
+	 * (confine.h). */
+	qual_confine_nondumpable("qual-run");
 	/* A worker of quald dies with the daemon. */
 	if (!qual_die_with_parent())
 		return QUAL_EXIT_ERROR;
