@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,4 +109,23 @@ refused:
 	fprintf(stderr, "%s: no user namespace of its own (%s: %s): the compiler "
 		"library runs with this process's privileges\n", prog, step, strerror(e));
 	return false;
+}
+
+int qual_confine_user(const char *name, uid_t *uid, gid_t *gid, struct qual_msg *msg)
+{
+	struct passwd *pw;
+
+	if (geteuid() != 0)
+		return qual_fail(msg, QUAL_EINVAL, "--compile-user '%s' needs root: only root "
+				 "may run children as another user", name);
+	errno = 0;
+	if (!(pw = getpwnam(name)))
+		return qual_fail(msg, QUAL_EINVAL, "no user '%s'%s%s", name,
+				 errno ? ": " : "", errno ? strerror(errno) : "");
+	if (pw->pw_uid == 0)
+		return qual_fail(msg, QUAL_EINVAL, "--compile-user '%s' is root: it must be "
+				 "an unprivileged user", name);
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
 }

@@ -6,6 +6,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
+
+#include "common/err.h"
 
 /* quald sets this to "1" in its workers' environment. */
 #define QUAL_CONFINE_ENV "QUAL_CONFINE"
@@ -46,5 +49,11 @@ void qual_confine_nondumpable(const char *prog);
  * an LSM) the reason is said once on stderr, prefixed by prog, and the
  * caller goes on: returns false then, true once inside. */
 bool qual_confine_userns(const char *prog);
+
+/* The uid and gid (its primary group) of user name, for compile children
+ * run as a user of their own (--compile-user; docs/service.md). Refused
+ * (QUAL_EINVAL with msg) when we are not root (only root may switch), when
+ * there is no such user, and for uid 0 (no separation). */
+int qual_confine_user(const char *name, uid_t *uid, gid_t *gid, struct qual_msg *msg);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "common/confine.h"
 #include "common/exitcode.h"
+#include "compile/rtc.h"
 #include "daemon/jobs.h"
 #include "daemon/policy.h"
 #include "daemon/sd.h"
@@ -105,6 +106,9 @@ static void usage(FILE *f)
 		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
 		"  --worker PATH        qual-run (default: beside quald)\n"
 		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
+		"  --compile-user NAME  run the compile children, which load the libraries\n"
+		"                       under test, as this unprivileged user (quald must\n"
+		"                       run as root; docs/service.md, \"Trust model\")\n"
 		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
 		"  --slots N            compile-only slots when no --devices (default 1)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
@@ -256,7 +260,7 @@ enum {
 	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
-	OPT_MAX_QUEUED,
+	OPT_MAX_QUEUED, OPT_COMPILE_USER,
 };
 
 /* An option that takes an integer: its range, and the int it sets. */
@@ -298,6 +302,7 @@ int main(int argc, char **argv)
 		{"client-buffer", required_argument, NULL, OPT_CLIENT_BUFFER},
 		{"tcp-token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"group", required_argument, NULL, OPT_GROUP},
+		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
@@ -390,6 +395,19 @@ int main(int argc, char **argv)
 			}
 			group = optarg;
 			break;
+		case OPT_COMPILE_USER: {
+			uid_t uid;
+			gid_t gid;
+
+			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			/* Our own submit checks load the library too. */
+			rtc_set_compile_user(true, uid, gid);
+			jcfg.compile_user = optarg;
+			break;
+		}
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			status = QUAL_EXIT_PASS;

@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/child.h"
@@ -671,6 +672,8 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		argv[k++] = xstrdup("--compile-only");
 	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)
 		abort();
+	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)
+		abort();
 	argv[k++] = xstrdup("--");
 	argv[k++] = xstrdup(a->baseline);
 	argv[k++] = xstrdup(a->candidate);
@@ -740,6 +743,11 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
 			   tmp, strerror(errno));
 		w->tmpdir[0] = '\0';
+	} else if (j->compile_user && chmod(w->tmpdir, 0711) < 0) {
+		/* Its compile children, of another uid, must pass through to
+		 * the folders qual-run gives them there (not list it). */
+		oplog_warn("job '%s': cannot open '%s' to the compile user: %s", job->id,
+			   w->tmpdir, strerror(errno));
 	}
 	argv = worker_argv(j, job, slot);
 	env = worker_env(j, w->tmpdir);

@@ -4,9 +4,13 @@
 # worker and quald to write a forged verdict line into the worker's stdout,
 # recording how each attempt ended, and otherwise forwards to the real nvrtc.
 #
-#   forge_verdict   a job of it through the real quald (tests/tools/
-#                   forge_test.py): every attempt fails (EPERM/EACCES), no
-#                   forged line in the job, the verdict is the engine's
+#   forge_verdict               a job of it through the real quald (tests/
+#                               tools/forge_test.py): every attempt fails
+#                               (EPERM/EACCES), no forged line in the job,
+#                               the verdict is the engine's
+#   forge_verdict_compile_user  the same with quald --compile-user nobody:
+#                               the compile children ran as nobody (skipped
+#                               unless ctest runs as root)
 #
 # The relay's refusal of lines that are not the engine's is unit-tested in
 # test_jobs.c (jobs_foreign_lines) and lines_check() in test_lines.c
@@ -29,13 +33,20 @@ target_compile_definitions(test_common_lines PRIVATE
   LINES_TEST_ENGINE_LINES="${CMAKE_CURRENT_SOURCE_DIR}/data/client/compile_only.jsonl")
 
 if(EXISTS ${QUAL_FORGE_NVRTC})
-  add_test(NAME forge_verdict
-           COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/forge_test.py
-                   --quald $<TARGET_FILE:quald>
-                   --qualctl $<TARGET_FILE:qualctl>
-                   --worker $<TARGET_FILE:qual-run>
-                   --compile-helper $<TARGET_FILE:qual-compile>
-                   --shim-forge $<TARGET_FILE:shim_forge>
-                   --nvrtc ${QUAL_FORGE_NVRTC})
-  set_tests_properties(forge_verdict PROPERTIES LABELS integration TIMEOUT 120)
+  foreach(variant verdict verdict_compile_user)
+    set(extra "")
+    if(variant STREQUAL verdict_compile_user)
+      set(extra --compile-user nobody)
+    endif()
+    add_test(NAME forge_${variant}
+             COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/forge_test.py
+                     --quald $<TARGET_FILE:quald>
+                     --qualctl $<TARGET_FILE:qualctl>
+                     --worker $<TARGET_FILE:qual-run>
+                     --compile-helper $<TARGET_FILE:qual-compile>
+                     --shim-forge $<TARGET_FILE:shim_forge>
+                     --nvrtc ${QUAL_FORGE_NVRTC} ${extra})
+    set_tests_properties(forge_${variant} PROPERTIES LABELS integration TIMEOUT 120
+                         SKIP_RETURN_CODE 77)
+  endforeach()
 endif()

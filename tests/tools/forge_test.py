@@ -3,7 +3,7 @@
 issue 10; docs/service.md, "Trust model").
 
 usage: forge_test.py --quald Q --qualctl C --worker W --compile-helper H
-                     --shim-forge LIB --nvrtc LIB
+                     --shim-forge LIB --nvrtc LIB [--compile-user NAME]
 
 Starts a quald (as service_test.py does: its own socket, state directory and
 $TMPDIR in a fresh folder) and submits nvrtc against tests/shims/shim_forge.c,
@@ -17,6 +17,9 @@ verdict line into whatever it gets, and records each attempt
   - no forged line reached the job, in its stream or in its stored log, and
     nothing was refused (nothing foreign came);
   - the verdict is the real one: not_timed, qualctl exit 0.
+With --compile-user NAME quald runs with --compile-user NAME (as root; the
+test is skipped, exit 77, otherwise): the same, and the shim's record file
+belongs to that user, so the compile children ran as it.
 Against a build without the confinement (quald, qual-run and qual-compile
 dumpable, no user namespace) the attempts succeed and the forged verdict
 is the job's. Exits 0 when every check holds, 1 with the first failure."""
@@ -24,7 +27,9 @@ import argparse
 import errno
 import json
 import os
+import pwd
 import shutil
+import stat
 import sys
 import tempfile
 
@@ -42,10 +47,28 @@ def read_records(path):
         return []
 
 
+def quald_as(args, root):
+    """args.quald, or with --compile-user a script that runs it with the
+    option added (service_test.Quald starts quald with its own options)."""
+    if not args.compile_user:
+        return args
+    script = os.path.join(root, "quald-compile-user")
+    with open(script, "w") as f:
+        f.write(f'#!/bin/sh\nexec "{args.quald}" --compile-user "{args.compile_user}" "$@"\n')
+    os.chmod(script, 0o755)
+    return argparse.Namespace(**{**vars(args), "quald": script})
+
+
 def scenario(args, root):
-    record = os.path.join(root, "forge.record")
+    # The compile user must pass through ROOT to quald's $TMPDIR, and write
+    # its records beside it.
+    os.chmod(root, 0o711)
+    records = os.path.join(root, "records")
+    os.mkdir(records)
+    os.chmod(records, 0o777)
+    record = os.path.join(records, "forge.record")
     os.environ["SHIM_FORGE_RECORD"] = record
-    with serving(Quald(args, root)) as d:
+    with serving(Quald(quald_as(args, root), root)) as d:
         r = d.ctl("submit", args.nvrtc, args.shim_forge, "--case", FAST,
                   "--compile-only", "--json")
         job = submit_job_id(r)
@@ -53,6 +76,11 @@ def scenario(args, root):
         stored = d.stored_lines(job)
     recs = read_records(record)
     check(recs, "the shim recorded no attempt: it did not run in a compile child of qual-run")
+    if args.compile_user:
+        owner = os.stat(record)[stat.ST_UID]
+        want = pwd.getpwnam(args.compile_user).pw_uid
+        check(owner == want, f"the shim's records belong to uid {owner}, expected "
+              f"{want} ({args.compile_user}): the compile children did not run as it")
     check({x["attempt"] for x in recs} == ATTEMPTS,
           f"attempts recorded: {sorted({x['attempt'] for x in recs})}, expected {sorted(ATTEMPTS)}")
     got = [x for x in recs if x["ok"]]
@@ -74,7 +102,11 @@ def main():
     for opt in ("--quald", "--qualctl", "--worker", "--compile-helper", "--shim-forge",
                 "--nvrtc"):
         ap.add_argument(opt, required=True)
+    ap.add_argument("--compile-user")
     args = ap.parse_args()
+    if args.compile_user and os.geteuid() != 0:
+        print("skipped: --compile-user needs root", file=sys.stderr)
+        return 77
     root = tempfile.mkdtemp(prefix="qual-forge-")
     try:
         scenario(args, root)

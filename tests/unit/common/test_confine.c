@@ -160,8 +160,33 @@ static void test_userns(void **state)
 	assert_int_equal(run_child(nondumpable_parent), 0);
 }
 
+/* --compile-user's user: an unprivileged one (nobody here), never root, and
+ * only when we are root (as ctest runs here). */
+static void test_compile_user(void **state)
+{
+	struct qual_msg m;
+	uid_t uid = 0;
+	gid_t gid = 0;
+
+	(void)state;
+	if (geteuid() != 0) {
+		assert_int_equal(qual_confine_user("nobody", &uid, &gid, &m), QUAL_EINVAL);
+		assert_string_equal(m.text, "--compile-user 'nobody' needs root: only root may "
+				    "run children as another user");
+		return;
+	}
+	assert_int_equal(qual_confine_user("nobody", &uid, &gid, &m), 0);
+	assert_true(uid != 0);
+	assert_int_equal(qual_confine_user("root", &uid, &gid, &m), QUAL_EINVAL);
+	assert_string_equal(m.text, "--compile-user 'root' is root: it must be an "
+			    "unprivileged user");
+	assert_int_equal(qual_confine_user("no-such-user-h2", &uid, &gid, &m), QUAL_EINVAL);
+	assert_string_equal(m.text, "no user 'no-such-user-h2'");
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_confined),
 	cmocka_unit_test(test_unconfined),
 	cmocka_unit_test(test_userns),
+	cmocka_unit_test(test_compile_user),
 )
