@@ -1,6 +1,8 @@
 /* Confinement of quald's workers (confine.h). */
 #include "common/confine.h"
 
+#include "common/child.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -75,39 +77,90 @@ static int proc_self_write(const char *name, const char *text)
 	return e;
 }
 
-bool qual_confine_userns(const char *prog)
+/* Enters the namespace: 0, or an errno value with *step saying what
+ * failed. */
+static int userns_enter(const char **step)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	char map[64];
-	const char *step = "unshare(CLONE_NEWUSER)";
-	int e = 0;
+	int e;
 
-	if (unshare(CLONE_NEWUSER) != 0) {
-		e = errno;
-		goto refused;
-	}
+	*step = "unshare(CLONE_NEWUSER)";
+	if (unshare(CLONE_NEWUSER) != 0)
+		return errno;
 	/* One line each, our own ids: what a process may map without any
 	 * capability in the parent namespace. setgroups must be denied first
-	 * for the gid map to be written. */
-	step = "its uid map";
+	 * for the gid map to be written. Inside a namespace whose maps could
+	 * not be written the process would be nobody; that has not happened
+	 * on any kernel we know (our own ids may always be mapped), and then
+	 * file access fails loudly. */
+	*step = "its uid map";
 	snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)uid, (unsigned long)uid);
 	if ((e = proc_self_write("uid_map", map)))
-		goto refused;
-	step = "setgroups";
+		return e;
+	*step = "setgroups";
 	if ((e = proc_self_write("setgroups", "deny")))
-		goto refused;
-	step = "its gid map";
+		return e;
+	*step = "its gid map";
 	snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)gid, (unsigned long)gid);
-	if ((e = proc_self_write("gid_map", map)))
-		goto refused;
-	return true;
-refused:
-	/* Inside a namespace whose maps could not be written the process would
-	 * be nobody; that has not happened on any kernel we know (our own ids
-	 * may always be mapped), and then file access fails loudly. */
+	return proc_self_write("gid_map", map);
+}
+
+static bool userns_known_off(void)
+{
+	const char *e = getenv(QUAL_CONFINE_USERNS_ENV);
+
+	return e && !strcmp(e, "0");
+}
+
+bool qual_confine_userns(const char *prog)
+{
+	const char *step;
+	int e;
+
+	if (userns_known_off())
+		return false;
+	if (!(e = userns_enter(&step)))
+		return true;
 	fprintf(stderr, "%s: no user namespace of its own (%s: %s): the compiler "
 		"library runs with this process's privileges\n", prog, step, strerror(e));
+	return false;
+}
+
+/* The probe's child: its exit status is 0 or the errno value. */
+static int userns_try(void *arg)
+{
+	const char *step;
+
+	(void)arg;
+	return userns_enter(&step) & 0xff;
+}
+
+bool qual_confine_userns_probe(const char *prog)
+{
+	struct child c;
+	struct child_exit ex;
+	struct qual_msg m;
+	int code;
+
+	if (userns_known_off())
+		return false;
+	child_init(&c);
+	c.fn = userns_try;
+	c.name = "the user namespace probe";
+	if (child_start(&c, &m) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, m.text);
+		return false;
+	}
+	if (child_wait(&c, 0, &ex) < 0)
+		return false;
+	if ((code = child_exit_code(&ex)) == 0)
+		return true;
+	fprintf(stderr, "%s: user namespaces are refused here (%s): compile children "
+		"will run without one of their own (docs/service.md, \"Trust model\")\n",
+		prog, code > 0 ? strerror(code) : "the probe died");
+	setenv(QUAL_CONFINE_USERNS_ENV, "0", 1);
 	return false;
 }
 

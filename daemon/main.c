@@ -337,6 +337,7 @@ int main(int argc, char **argv)
 	/* Nothing a compile child runs may reach our descriptors or memory
 	 * (confine.h). */
 	qual_confine_nondumpable("quald");
+	qual_confine_userns_probe("quald");
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
 	 * getopt sees it; the defaults apply with or without it. Static: kept

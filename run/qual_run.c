@@ -182,6 +182,7 @@ int main(int argc, char **argv)
 	/* Our stdout is the job's verdict: no compile child may take it
 	 * (confine.h). */
 	qual_confine_nondumpable("qual-run");
+	qual_confine_userns_probe("qual-run");
 	/* A worker of quald dies with the daemon. */
 	if (!qual_die_with_parent())
 		return QUAL_EXIT_ERROR;

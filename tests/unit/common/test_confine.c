@@ -160,6 +160,26 @@ static void test_userns(void **state)
 	assert_int_equal(run_child(nondumpable_parent), 0);
 }
 
+/* The probe finds user namespaces here and leaves the environment alone;
+ * after a parent found them refused ($QUAL_CONFINE_USERNS=0) neither the
+ * probe nor qual_confine_userns() tries. */
+static int probe_child(void)
+{
+	unsetenv(QUAL_CONFINE_USERNS_ENV);
+	if (!qual_confine_userns_probe("test_confine") || getenv(QUAL_CONFINE_USERNS_ENV))
+		return 50;
+	setenv(QUAL_CONFINE_USERNS_ENV, "0", 1);
+	if (qual_confine_userns_probe("test_confine") || qual_confine_userns("test_confine"))
+		return 51;
+	return 0;
+}
+
+static void test_userns_probe(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(probe_child), 0);
+}
+
 /* --compile-user's user: an unprivileged one (nobody here), never root, and
  * only when we are root (as ctest runs here). */
 static void test_compile_user(void **state)
@@ -188,5 +208,6 @@ QUAL_TESTS(
 	cmocka_unit_test(test_confined),
 	cmocka_unit_test(test_unconfined),
 	cmocka_unit_test(test_userns),
+	cmocka_unit_test(test_userns_probe),
 	cmocka_unit_test(test_compile_user),
 )
