@@ -119,7 +119,11 @@ static void usage(FILE *f)
 		"                       it is dropped (default 8388608)\n"
 		"  --slow-grace-ms MS   how long a client may stay over --client-buffer\n"
 		"                       before it is dropped (default 2000)\n"
-		"  --max-connections N  connections at once (default 1024)\n"
+		"  --max-connections N  unix connections at once, and apart from them\n"
+		"                       authenticated tcp connections (default 1024)\n"
+		"  --max-unauthenticated N  tcp connections not yet authenticated at\n"
+		"                       once; a new one closes the oldest (default 64)\n"
+		"  --auth-timeout S     seconds a tcp client has to authenticate (default 10)\n"
 		"  --max-watchers N     watching connections at once (default 256)\n"
 		"  --max-queued N       jobs waiting in the queue (default 1000)\n"
 		"  --version            print the version and exit\n"
@@ -260,8 +264,14 @@ enum {
 	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
-	OPT_MAX_QUEUED, OPT_COMPILE_USER,
+	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER,
 };
+
+/* Descriptors quald holds besides its connections: per slot a running
+ * job's worker pipes and log and its slot's health check, and a margin for
+ * the store, the listeners, the submit checks' children and libuv. */
+#define FDS_PER_SLOT 16
+#define FDS_MARGIN 64
 
 /* An option that takes an integer: its range, and the int it sets. */
 struct int_option {
@@ -307,6 +317,8 @@ int main(int argc, char **argv)
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
 		{"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+		{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTH},
+		{"auth-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
@@ -332,6 +344,7 @@ int main(int argc, char **argv)
 		{OPT_MAX_CONNECTIONS, "--max-connections", 1, 1000000, &scfg.max_connections},
 		{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000, &scfg.max_watchers},
 		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
+		{OPT_MAX_UNAUTH, "--max-unauthenticated", 1, 1000000, &scfg.max_unauth},
 	};
 
 	/* Nothing a compile child runs may reach our descriptors or memory
@@ -380,6 +393,16 @@ int main(int argc, char **argv)
 				goto usage;
 			}
 			break;
+		case OPT_AUTH_TIMEOUT: {
+			double t;
+
+			if (text_parse_double("--auth-timeout", optarg, 0.001, 3600, &t, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			scfg.auth_timeout_ms = t * 1000 < 1 ? 1 : (int)(t * 1000);
+			break;
+		}
 		case OPT_CLIENT_BUFFER:
 			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
 				       1L << 40, &x) < 0)
@@ -508,6 +531,15 @@ int main(int argc, char **argv)
 	scfg.jobs = &jcfg;
 	scfg.on_status = on_status;
 	scfg.status_ctx = &d;
+
+	/* Room for the connection limits in the open file limit (server.h). */
+	rc = server_fit_files(&scfg, jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN, &msg);
+	if (rc < 0) {
+		fprintf(stderr, "quald: %s\n", msg.text);
+		goto out;
+	}
+	if (rc > 0)
+		fprintf(stderr, "quald: %s\n", msg.text);
 
 	rc = uv_loop_init(&d.loop);
 	if (rc < 0) {
