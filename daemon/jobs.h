@@ -35,6 +35,8 @@ struct jobs_config {
 	const char *compile_helper; /* path of qual-compile (submit checks, and
 				     * the workers' $QUAL_COMPILE); NULL: beside
 				     * the running executable */
+	const char *compile_user; /* the workers' --compile-user (their compile
+				   * children run as that user); NULL: none */
 	int nslots;              /* worker slots */
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */

@@ -85,6 +85,7 @@ struct jobs {
 	struct children children;  /* every child of ours, watched */
 	char *worker;
 	char *helper;
+	char *compile_user;        /* NULL: none (jobs_config) */
 	int nslots;
 	int *devices;              /* NULL: compile-only slots */
 	double job_timeout_s;

@@ -15,7 +15,9 @@
 
 #include <uv.h>
 
+#include "common/confine.h"
 #include "common/exitcode.h"
+#include "compile/rtc.h"
 #include "daemon/jobs.h"
 #include "daemon/policy.h"
 #include "daemon/sd.h"
@@ -104,6 +106,9 @@ static void usage(FILE *f)
 		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
 		"  --worker PATH        qual-run (default: beside quald)\n"
 		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
+		"  --compile-user NAME  run the compile children, which load the libraries\n"
+		"                       under test, as this unprivileged user (quald must\n"
+		"                       run as root; docs/service.md, \"Trust model\")\n"
 		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
 		"  --slots N            compile-only slots when no --devices (default 1)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
@@ -259,7 +264,7 @@ enum {
 	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
-	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT,
+	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER,
 };
 
 /* Descriptors quald holds besides its connections: per slot a running
@@ -307,6 +312,7 @@ int main(int argc, char **argv)
 		{"client-buffer", required_argument, NULL, OPT_CLIENT_BUFFER},
 		{"tcp-token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"group", required_argument, NULL, OPT_GROUP},
+		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
@@ -340,6 +346,11 @@ int main(int argc, char **argv)
 		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
 		{OPT_MAX_UNAUTH, "--max-unauthenticated", 1, 1000000, &scfg.max_unauth},
 	};
+
+	/* Nothing a compile child runs may reach our descriptors or memory
+	 * (confine.h). */
+	qual_confine_nondumpable("quald");
+	qual_confine_userns_probe("quald");
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
 	 * getopt sees it; the defaults apply with or without it. Static: kept
@@ -408,6 +419,19 @@ int main(int argc, char **argv)
 			}
 			group = optarg;
 			break;
+		case OPT_COMPILE_USER: {
+			uid_t uid;
+			gid_t gid;
+
+			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			/* Our own submit checks load the library too. */
+			rtc_set_compile_user(true, uid, gid);
+			jcfg.compile_user = optarg;
+			break;
+		}
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			status = QUAL_EXIT_PASS;

@@ -13,6 +13,7 @@
 #include "common/lines.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "compile/rtc.h"
 #include "fixtures/fixture.h"
 #include "gpu/health.h"
 #include "run/runner.h"
@@ -52,6 +53,8 @@ static void usage(FILE *f)
 		"                       alone (the old way, to measure the instrument; its\n"
 		"                       intervals do not cover load-to-load variation)\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
+		"  --compile-user NAME  run the compile children, which load the libraries,\n"
+		"                       as this unprivileged user (qual-run must be root)\n"
 		"  --hang-floor-ms MS   least time a graph may take before it counts as hung\n"
 		"                       (default 2000)\n"
 		"  --hang-factor F      a graph may take F x the baseline's time if that is\n"
@@ -69,6 +72,7 @@ enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
 	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
+	OPT_COMPILE_USER,
 };
 
 /* An option that takes a number: its name, its range, and where it goes
@@ -143,6 +147,7 @@ int main(int argc, char **argv)
 		{"flush-mib", required_argument, NULL, OPT_FLUSH},
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
 		{"health", no_argument, NULL, OPT_HEALTH},
@@ -174,6 +179,10 @@ int main(int argc, char **argv)
 	int status = QUAL_EXIT_USAGE, opt;
 	bool health = false;
 
+	/* Our stdout is the job's verdict: no compile child may take it
+	 * (confine.h). */
+	qual_confine_nondumpable("qual-run");
+	qual_confine_userns_probe("qual-run");
 	/* A worker of quald dies with the daemon. */
 	if (!qual_die_with_parent())
 		return QUAL_EXIT_ERROR;
@@ -216,6 +225,19 @@ int main(int argc, char **argv)
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;
 			break;
+		case OPT_COMPILE_USER: {
+			struct qual_msg msg;
+			uid_t uid;
+			gid_t gid;
+
+			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
+				fprintf(stderr, "qual-run: %s\n", msg.text);
+				lines_error(stdout, "setup", LINES_CODE_USAGE, NULL, NULL, msg.text);
+				goto out;
+			}
+			rtc_set_compile_user(true, uid, gid);
+			break;
+		}
 		case OPT_HEALTH:
 			health = true;
 			break;
