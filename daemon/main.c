@@ -197,7 +197,7 @@ out:
 /* The daemon's state while the loop runs. */
 struct daemon {
 	uv_loop_t loop;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
 	struct server *srv;
 	struct sd_notifier sd;
 	bool ready, stopping;
@@ -231,6 +231,7 @@ static void on_server_closed(void *ctx)
 	d->srv = NULL;
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -530,9 +531,14 @@ int main(int argc, char **argv)
 	}
 	uv_signal_init(&d.loop, &d.sigterm);
 	uv_signal_init(&d.loop, &d.sigint);
-	d.sigterm.data = d.sigint.data = &d;
+	uv_signal_init(&d.loop, &d.sighup);
+	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	/* SIGHUP (a closed terminal, a reload by hand) stops in order like
+	 * SIGTERM: quald has nothing to reload, and the default action would
+	 * leave the socket and a running job behind (docs/quald.md). */
+	uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
 	if (scfg.socket_path)
 		fprintf(stderr, "quald %s: listening on '%s'", QUAL_VERSION, scfg.socket_path);
