@@ -156,6 +156,17 @@ json_t *jobs_list_json(struct jobs *j, int limit);
 json_t *jobs_quarantine_json(struct jobs *j);
 int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg);
 
+/* Finds the GPUs a quald with `--devices auto` (its default) gives one slot
+ * each, without loading a GPU runtime in the daemon: runs `worker --health
+ * --device N` (qual-run's health check, in a child of its own, as the slots'
+ * checks do) for N = 0, 1, ... until one reports no such device (its health
+ * line has device null). A GPU that is found but fails its check is left
+ * out, with a warning on stderr. Blocks, each check at most 60 s: call it
+ * before the loop runs. Puts at most max ordinals in devices and returns
+ * how many; when none, why says what the first check found ("no device:
+ * cuda: ..."). */
+int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t cap);
+
 /* Shutdown: stops accepting submits (a submit still being checked gets its
  * callback now, refused), stops running workers (SIGTERM, then SIGKILL),
  * records them as interrupted, leaves queued jobs queued for the next start,

@@ -104,8 +104,10 @@ static void usage(FILE *f)
 		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
 		"  --worker PATH        qual-run (default: beside quald)\n"
 		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
-		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
-		"  --slots N            compile-only slots when no --devices (default 1)\n"
+		"  --devices LIST|auto  GPU ordinals, one slot each (e.g. 0,1); auto (the\n"
+		"                       default): every GPU that passes a health check at\n"
+		"                       start, or one compile-only slot when none is found\n"
+		"  --slots N            compile-only slots instead of GPUs (not with --devices)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
 		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
 		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
@@ -327,6 +329,8 @@ int main(int argc, char **argv)
 	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
 	int slots = 0;
+	bool devices_auto = false; /* --devices auto given */
+	char no_gpu[PATH_MAX + 256] = ""; /* why detection found none */
 	long x;
 	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
 	struct daemon d = {0};
@@ -372,7 +376,8 @@ int main(int argc, char **argv)
 		}
 		switch (opt) {
 		case OPT_DEVICES:
-			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
+			devices_auto = strcmp(optarg, "auto") == 0;
+			ndevices = devices_auto ? 0 : parse_devices(optarg, devices, MAX_SLOTS);
 			if (ndevices < 0)
 				goto usage;
 			break;
@@ -449,7 +454,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald: group '%s' does not exist: only root and quald's "
 			"user may use the socket\n", group);
 	}
-	if (slots && ndevices) {
+	if (slots && (ndevices || devices_auto)) {
 		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
 		goto usage;
 	}
@@ -493,6 +498,16 @@ int main(int argc, char **argv)
 			nfds, nfds == 1 ? "" : "s");
 	} else {
 		scfg.socket_path = socket_path;
+	}
+
+	/* --devices auto, the default unless --slots or a list says otherwise:
+	 * the GPUs are found by the worker's health check in children (quald
+	 * never loads a GPU runtime), before the loop runs. */
+	devices_auto |= !slots && !ndevices;
+	if (devices_auto) {
+		ndevices = jobs_find_gpus(worker, devices, MAX_SLOTS, no_gpu, sizeof no_gpu);
+		if (ndevices == 0)
+			fprintf(stderr, "quald: no GPU found (%s): compile-only slots\n", no_gpu);
 	}
 
 	/* A client that goes away mid-write is an EPIPE, not a signal. */
@@ -546,8 +561,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald %s: listening", QUAL_VERSION);
 	if (server_tcp_port(d.srv) > 0)
 		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d.srv));
-	fprintf(stderr, "; state in '%s'; %d %s slot%s\n", state_dir, jcfg.nslots,
-		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s");
+	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", state_dir, jcfg.nslots,
+		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s",
+		!devices_auto ? "" : ndevices ? " (gpus found by --devices auto)" :
+		" (no GPU found: compile-only slots)");
 	{
 		char text[128];
 

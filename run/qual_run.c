@@ -1,6 +1,7 @@
 /* qual-run: one qualification of a candidate compiler library against a
  * baseline, as JSON lines on stdout. See docs/qual-run.md. */
 #include <getopt.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,52 @@ static int number_parse(const struct number_opt *o, const char *s)
 	return 0;
 }
 
+/* The compile in flight, as the error line (lines_error's, with its newline)
+ * qual-run writes when it is stopped by SIGTERM before the compile ends:
+ * quald's job time limit (or a cancel or shutdown) while an arm's compile
+ * hangs within a longer --compile-timeout. The line names the arm by code
+ * (compile_timeout), so quald judges a candidate's hang fail, not error,
+ * from the line and not from prose. Written on the main thread before and
+ * after each compile (runner.h, on_compile); read by the handler, which
+ * only writes and exits. */
+static char term_line[2048];
+static volatile sig_atomic_t term_len;    /* 0: no compile in flight */
+static volatile sig_atomic_t term_status; /* the exit status that goes with it */
+
+static void on_compile(const char *case_name, const char *arm)
+{
+	FILE *f;
+	long n;
+
+	term_len = 0;
+	if (!case_name)
+		return;
+	f = fmemopen(term_line, sizeof term_line, "w");
+	if (!f)
+		return;
+	lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, arm, case_name,
+		    "the compile was still running when qual-run was stopped (SIGTERM: the "
+		    "job time limit, a cancel or a shutdown)");
+	n = ftell(f);
+	fclose(f);
+	if (n <= 0 || (size_t)n >= sizeof term_line || term_line[n - 1] != '\n')
+		return; /* cut short: better no line than half of one */
+	term_status = strcmp(arm, "candidate") == 0 ? QUAL_EXIT_FAIL : QUAL_EXIT_ERROR;
+	term_len = (sig_atomic_t)n;
+}
+
+static void on_term(int sig)
+{
+	if (term_len > 0) {
+		ssize_t w = write(STDOUT_FILENO, term_line, (size_t)term_len);
+
+		(void)w;
+		_exit(term_status);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
  * a hang the process ends with _exit at once (gpu.h, Deadlines). */
 static int run_health(int device)
@@ -183,6 +230,13 @@ int main(int argc, char **argv)
 		qual_confine_worker(confined, sizeof confined);
 	}
 	runner_config_init(&cfg);
+	cfg.on_compile = on_compile;
+	{
+		struct sigaction sa = {.sa_handler = on_term};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;
 	cfg.candidate_opts = copts;

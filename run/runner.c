@@ -268,7 +268,11 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		XGROW(run->cache, run->ncache + 1, run->capcache);
 		e = &run->cache[run->ncache];
 		memset(e, 0, sizeof *e);
+		if (run->cfg->on_compile)
+			run->cfg->on_compile(c->name, arm_names[arm]);
 		rc = rtc_compile(&req, &run->cfg->limits, &e->res, &msg);
+		if (run->cfg->on_compile)
+			run->cfg->on_compile(NULL, NULL);
 		if (rc < 0) {
 			free(src);
 			fail_arm(run, jc, arm, "compile", rc, msg.text);
