@@ -2,7 +2,10 @@
  * N` loads, runs and checks a tiny kernel. It runs after a job whose worker
  * crashed, hung (a time limit) or reported "gpu":"faulted"|"hung", before the
  * slot's next job. A check that passes puts the slot back in service; one
- * that fails takes it out of service until quald restarts (jobs.h). */
+ * that fails takes it out of service until quald restarts (jobs.h). The
+ * same check, run at start for N = 0, 1, ... until a device is missing,
+ * finds the GPUs of --devices auto (jobs_find_gpus), so that quald itself
+ * never loads a GPU runtime. */
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>

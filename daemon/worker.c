@@ -37,7 +37,9 @@
  *                (QUAL_EXIT_FAIL) but no verdict line, or a line it had
  *                already relayed blamed the candidate, which makes the job a
  *                fail by the engine's own precedence (fail > error) whatever
- *                happened next
+ *                happened next (a job time limit during the candidate's
+ *                compile: qual-run, stopped by SIGTERM, names the arm in a
+ *                compile_timeout error line first)
  *   error        anything else: a crash (signal), the job time limit, a line
  *                over the limit, the job log size limit (max_log_bytes), a
  *                usage exit (4: always error, even when an error line named
