@@ -37,6 +37,12 @@ struct jobs_config {
 				     * the running executable */
 	int nslots;              /* worker slots */
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
+	const char *no_gpu_because; /* with devices NULL: why the slots are
+				     * compile-only, the not_timed_because of
+				     * the start lines of jobs that did not ask
+				     * for compile_only ("no GPU found:
+				     * compile-only slots"); NULL: "quald runs
+				     * compile-only slots" */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
 	double submit_check_timeout_s; /* identify children at submit (default 30) */
 	/* Library policy (policy.h): nallow_roots folders (resolved when

@@ -518,6 +518,8 @@ int main(int argc, char **argv)
 	jcfg.compile_helper = helper;
 	jcfg.nslots = ndevices ? ndevices : (slots ? (int)slots : 1);
 	jcfg.devices = ndevices ? devices : NULL;
+	jcfg.no_gpu_because = devices_auto ? "no GPU found: compile-only slots" :
+			      "quald runs compile-only slots (--slots)";
 	jcfg.job_timeout_s = job_timeout;
 	jcfg.submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
 	scfg.jobs = &jcfg;

@@ -588,8 +588,13 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	if (a->compile_timeout_s > 0 &&
 	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
 		abort();
-	if (!j->devices || a->compile_only)
+	/* A compile-only slot says why in the start line when the job did
+	 * not ask for it: that job is not timed, and qualctl exits 6. */
+	if (a->compile_only)
 		argv[k++] = xstrdup("--compile-only");
+	else if (!j->devices && asprintf(&argv[k++], "--compile-only-because=%s",
+					 j->no_gpu_because) < 0)
+		abort();
 	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)
 		abort();
 	argv[k++] = xstrdup("--");

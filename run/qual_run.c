@@ -39,6 +39,8 @@ static void usage(FILE *f)
 		"  --baseline-opt OPT   extra compiler option for the baseline (repeatable)\n"
 		"  --candidate-opt OPT  extra compiler option for the candidate (repeatable)\n"
 		"  --compile-only       never use a GPU: static comparison only\n"
+		"  --compile-only-because WHY  the same, saying WHY in the start line\n"
+		"                       (quald's compile-only slots)\n"
 		"  --arch ARCH          target when nothing is timed (default sm_90 / gfx90a)\n"
 		"  --device N           GPU ordinal (default 0)\n"
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
@@ -69,7 +71,7 @@ static void usage(FILE *f)
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
+	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 };
 
 /* An option that takes a number: its name, its range, and where it goes
@@ -182,6 +184,7 @@ int main(int argc, char **argv)
 		{"baseline-opt", required_argument, NULL, OPT_BOPT},
 		{"candidate-opt", required_argument, NULL, OPT_COPT},
 		{"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+		{"compile-only-because", required_argument, NULL, OPT_COMPILE_ONLY_BECAUSE},
 		{"arch", required_argument, NULL, OPT_ARCH},
 		{"device", required_argument, NULL, OPT_DEVICE},
 		{"seed", required_argument, NULL, OPT_SEED},
@@ -263,6 +266,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_COMPILE_ONLY:
 			cfg.compile_only = true;
+			break;
+		case OPT_COMPILE_ONLY_BECAUSE:
+			cfg.compile_only = true;
+			cfg.compile_only_because = optarg;
 			break;
 		case OPT_ARCH:
 			cfg.arch = optarg;

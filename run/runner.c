@@ -916,7 +916,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		run.block_hi = blocks;
 	}
 	if (cfg->compile_only) {
-		snprintf(no_gpu, sizeof no_gpu, "compile-only run requested");
+		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
+			 cfg->compile_only_because : "compile-only run requested");
 	} else if (run.nsessions > 1) {
 		char why[1024];
 		if (runner__probe_device(&run, why, sizeof why) < 0)

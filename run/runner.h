@@ -105,6 +105,9 @@ struct runner_config {
 	const char *const *candidate_opts;
 	int ncandidate_opts;
 	bool compile_only;      /* never open a GPU */
+	const char *compile_only_because; /* with compile_only: the start
+					   * line's not_timed_because; NULL:
+					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */

@@ -72,13 +72,37 @@ def scenario_untimed(args, root):
         check("was not timed" in r.stderr and "--compile-only" in r.stderr,
               f"the untimed submit does not say why: {r.stderr!r}")
         check("verdict: not_timed" in r.stdout, f"the verdict is not shown: {r.stdout}")
+        check("(quald runs compile-only slots (--slots))" in r.stderr,
+              f"the reason is not the slot's: {r.stderr!r}")
         r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--json")
         check(r.returncode == EXIT_NOT_TIMED, f"--json: exit {r.returncode}: {r.stderr}")
-        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only")
+        start = json.loads(r.stdout.splitlines()[0])
+        check(start["not_timed_because"] == "quald runs compile-only slots (--slots)",
+              f"start line of an untimed job that did not ask: {start['not_timed_because']!r}")
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only",
+                  "--json")
         check(r.returncode == 0, f"--compile-only submit: exit {r.returncode}, expected 0: "
               f"{r.stderr}")
         check("was not timed" not in r.stderr, f"--compile-only still warns: {r.stderr}")
+        start = json.loads(r.stdout.splitlines()[0])
+        check(start["not_timed_because"] == "compile-only run requested",
+              f"start line of a --compile-only job: {start['not_timed_because']!r}")
         log("untimed: exit 6 without --compile-only, 0 with it")
+    # quald's default, --devices auto, on this host: when it finds no GPU
+    # the jobs' start lines say so (on a GPU host the job is timed).
+    sub = os.path.join(root, "auto")
+    os.makedirs(sub)
+    with serving(Quald(args, sub, slots=None)) as d:
+        if "no GPU found: compile-only slots" not in start_line(d):
+            log(f"a GPU was found ({start_line(d)}): the no-GPU half is skipped")
+            return
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--json")
+        check(r.returncode == EXIT_NOT_TIMED, f"auto, no GPU: exit {r.returncode}: {r.stderr}")
+        start = json.loads(r.stdout.splitlines()[0])
+        check(start["not_timed_because"] == "no GPU found: compile-only slots",
+              f"auto, no GPU: not_timed_because {start['not_timed_because']!r}")
+        check("(no GPU found: compile-only slots)" in r.stderr, f"auto: {r.stderr!r}")
+        log("untimed, --devices auto without a GPU: exit 6, 'no GPU found: compile-only slots'")
 
 
 def start_line(d):
