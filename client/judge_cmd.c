@@ -24,7 +24,7 @@ static void usage(FILE *f, const char *prog)
 		"lines. Alpha and margin default to the run's own settings, which must\n"
 		"be in range (alpha in (0, 0.5], margin in [0, 0.5]).\n"
 		"\n"
-		"  --alpha A    significance level of each case's test, 0 <= A <= 0.5\n"
+		"  --alpha A    significance level of each case's test, 0 < A <= 0.5\n"
 		"  --margin M   equivalence margin on the median ratio, 0 <= M <= 0.5\n"
 		"\n"
 		"Exit status: 0 improvement, neutral or not timed; 1 regression; 2 fail;\n"
@@ -72,6 +72,12 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		case 'a':
 			if (parse_unit(prog, "--alpha", optarg, 0.5, &alpha) < 0)
 				return QUAL_EXIT_USAGE;
+			if (alpha == 0) {
+				/* As a file's alpha: a test at level 0 rejects nothing. */
+				fprintf(stderr, "%s: --alpha must be a number in (0, 0.5], got '%s'\n",
+					prog, optarg);
+				return QUAL_EXIT_USAGE;
+			}
 			break;
 		case 'm':
 			if (parse_unit(prog, "--margin", optarg, 0.5, &margin) < 0)

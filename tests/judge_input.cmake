@@ -40,3 +40,17 @@ foreach(entry ${JI_CASES})
     set_tests_properties(judge_input_${prog}_${name} PROPERTIES LABELS integration TIMEOUT 60)
   endforeach()
 endforeach()
+# The command line's alpha has the file's range: 0 is refused too.
+foreach(prog qual-judge qualctl)
+  if(prog STREQUAL "qualctl")
+    set(cmd $<TARGET_FILE:qualctl> judge)
+  else()
+    set(cmd $<TARGET_FILE:qual-judge>)
+  endif()
+  add_test(NAME judge_input_${prog}_cli_alpha_zero
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/expect_run.sh 4
+                   ${JI_OUT}/judge_input_${prog}_cli_alpha_zero.jsonl
+                   --expect-stderr "--alpha must be a number in (0, 0.5" -
+                   -- ${cmd} --alpha 0 ${JI}/valid_settings.jsonl)
+  set_tests_properties(judge_input_${prog}_cli_alpha_zero PROPERTIES LABELS integration TIMEOUT 60)
+endforeach()
