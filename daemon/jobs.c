@@ -468,6 +468,7 @@ static void jobs_free(struct jobs *j)
 	free(j->all);
 	free(j->slots);
 	free(j->devices);
+	free(j->no_gpu_because);
 	free(j->worker);
 	free(j->helper);
 	free(j->compile_user);
@@ -529,6 +530,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 		j->devices = xcalloc((size_t)cfg->nslots, sizeof *j->devices);
 		memcpy(j->devices, cfg->devices, (size_t)cfg->nslots * sizeof *j->devices);
 	}
+	j->no_gpu_because = xstrdup(cfg->no_gpu_because ? cfg->no_gpu_because :
+				    "quald runs compile-only slots");
 	j->worker = program(cfg->worker, "qual-run");
 	j->helper = program(cfg->compile_helper, "qual-compile");
 	j->compile_user = cfg->compile_user ? xstrdup(cfg->compile_user) : NULL;

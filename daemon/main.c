@@ -109,8 +109,10 @@ static void usage(FILE *f)
 		"  --compile-user NAME  run the compile children, which load the libraries\n"
 		"                       under test, as this unprivileged user (quald must\n"
 		"                       run as root; docs/service.md, \"Trust model\")\n"
-		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
-		"  --slots N            compile-only slots when no --devices (default 1)\n"
+		"  --devices LIST|auto  GPU ordinals, one slot each (e.g. 0,1); auto (the\n"
+		"                       default): every GPU that passes a health check at\n"
+		"                       start, or one compile-only slot when none is found\n"
+		"  --slots N            compile-only slots instead of GPUs (not with --devices)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
 		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
 		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
@@ -202,7 +204,7 @@ out:
 /* The daemon's state while the loop runs. */
 struct daemon {
 	uv_loop_t loop;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
 	struct server *srv;
 	struct sd_notifier sd;
 	bool ready, stopping;
@@ -236,6 +238,7 @@ static void on_server_closed(void *ctx)
 	d->srv = NULL;
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -332,6 +335,8 @@ int main(int argc, char **argv)
 	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
 	int slots = 0;
+	bool devices_auto = false; /* --devices auto given */
+	char no_gpu[PATH_MAX + 256] = ""; /* why detection found none */
 	long x;
 	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
 	struct daemon d = {0};
@@ -382,7 +387,8 @@ int main(int argc, char **argv)
 		}
 		switch (opt) {
 		case OPT_DEVICES:
-			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
+			devices_auto = strcmp(optarg, "auto") == 0;
+			ndevices = devices_auto ? 0 : parse_devices(optarg, devices, MAX_SLOTS);
 			if (ndevices < 0)
 				goto usage;
 			break;
@@ -472,7 +478,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald: group '%s' does not exist: only root and quald's "
 			"user may use the socket\n", group);
 	}
-	if (slots && ndevices) {
+	if (slots && (ndevices || devices_auto)) {
 		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
 		goto usage;
 	}
@@ -518,6 +524,16 @@ int main(int argc, char **argv)
 		scfg.socket_path = socket_path;
 	}
 
+	/* --devices auto, the default unless --slots or a list says otherwise:
+	 * the GPUs are found by the worker's health check in children (quald
+	 * never loads a GPU runtime), before the loop runs. */
+	devices_auto |= !slots && !ndevices;
+	if (devices_auto) {
+		ndevices = jobs_find_gpus(worker, devices, MAX_SLOTS, no_gpu, sizeof no_gpu);
+		if (ndevices == 0)
+			fprintf(stderr, "quald: no GPU found (%s): compile-only slots\n", no_gpu);
+	}
+
 	/* A client that goes away mid-write is an EPIPE, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
 
@@ -526,6 +542,8 @@ int main(int argc, char **argv)
 	jcfg.compile_helper = helper;
 	jcfg.nslots = ndevices ? ndevices : (slots ? (int)slots : 1);
 	jcfg.devices = ndevices ? devices : NULL;
+	jcfg.no_gpu_because = devices_auto ? "no GPU found: compile-only slots" :
+			      "quald runs compile-only slots (--slots)";
 	jcfg.job_timeout_s = job_timeout;
 	jcfg.submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
 	scfg.jobs = &jcfg;
@@ -554,9 +572,14 @@ int main(int argc, char **argv)
 	}
 	uv_signal_init(&d.loop, &d.sigterm);
 	uv_signal_init(&d.loop, &d.sigint);
-	d.sigterm.data = d.sigint.data = &d;
+	uv_signal_init(&d.loop, &d.sighup);
+	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	/* SIGHUP (a closed terminal, a reload by hand) stops in order like
+	 * SIGTERM: quald has nothing to reload, and the default action would
+	 * leave the socket and a running job behind (docs/quald.md). */
+	uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
 	if (scfg.socket_path)
 		fprintf(stderr, "quald %s: listening on '%s'", QUAL_VERSION, scfg.socket_path);
@@ -564,8 +587,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald %s: listening", QUAL_VERSION);
 	if (server_tcp_port(d.srv) > 0)
 		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d.srv));
-	fprintf(stderr, "; state in '%s'; %d %s slot%s\n", state_dir, jcfg.nslots,
-		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s");
+	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", state_dir, jcfg.nslots,
+		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s",
+		!devices_auto ? "" : ndevices ? " (gpus found by --devices auto)" :
+		" (no GPU found: compile-only slots)");
 	{
 		char text[128];
 

@@ -49,7 +49,9 @@
  *                (QUAL_EXIT_FAIL) but no verdict line, or a line it had
  *                already relayed blamed the candidate, which makes the job a
  *                fail by the engine's own precedence (fail > error) whatever
- *                happened next
+ *                happened next (a job time limit during the candidate's
+ *                compile: qual-run, stopped by SIGTERM, names the arm in a
+ *                compile_timeout error line first)
  *   error        anything else: a crash (signal), the job time limit, a line
  *                over the limit, the job log size limit (max_log_bytes), a
  *                usage exit (4: always error, even when an error line named
@@ -668,8 +670,13 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	if (a->compile_timeout_s > 0 &&
 	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
 		abort();
-	if (!j->devices || a->compile_only)
+	/* A compile-only slot says why in the start line when the job did
+	 * not ask for it: that job is not timed, and qualctl exits 6. */
+	if (a->compile_only)
 		argv[k++] = xstrdup("--compile-only");
+	else if (!j->devices && asprintf(&argv[k++], "--compile-only-because=%s",
+					 j->no_gpu_because) < 0)
+		abort();
 	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)
 		abort();
 	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)

@@ -11,7 +11,7 @@ dev=none
 for a in "$@"; do
   case "$a" in
     --device=*) dev=${a#--device=} ;;
-    --compile-only) [ "$dev" = none ] && dev=cpu ;;
+    --compile-only|--compile-only-because=*) [ "$dev" = none ] && dev=cpu ;;
   esac
 done
 while [ $# -gt 2 ]; do

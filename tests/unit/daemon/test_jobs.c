@@ -484,7 +484,7 @@ static void test_relay_and_log(void **state)
 	/* The worker's command line, for a compile-only slot. */
 	assert_non_null(strstr(l[0], "--pairs=30"));
 	assert_non_null(strstr(l[0], "--seed=0"));
-	assert_non_null(strstr(l[0], "--compile-only"));
+	assert_non_null(strstr(l[0], "--compile-only-because=quald runs compile-only slots"));
 	assert_null(strstr(l[0], "--device"));
 	assert_non_null(strstr(l[0], "\"device\":\"cpu\""));
 	assert_log_matches(id);
