@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/confine.h"
 #include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/xalloc.h"
@@ -556,6 +557,11 @@ int main(int argc, char **argv)
 
 	/* Descriptors the parent leaked to us are none of a compiler's business. */
 	closefrom(3);
+	/* The library under test runs here: it must reach neither us (not
+	 * dumpable) nor, by any capability, our worker or quald (a user
+	 * namespace of our own; confine.h). Before any thread starts. */
+	qual_confine_nondumpable("qual-compile");
+	qual_confine_userns("qual-compile");
 	/* A compile whose parent (worker or daemon) is gone is of no use. */
 	if (!qual_die_with_parent())
 		_exit(1);

@@ -50,6 +50,30 @@ void rtc_set_helper(const char *path)
 	helper_override = path ? xstrdup(path) : NULL;
 }
 
+/* rtc_set_compile_user()'s: children run as uid and gid when set. */
+static struct {
+	bool set;
+	uid_t uid;
+	gid_t gid;
+} compile_user;
+
+void rtc_set_compile_user(bool set, uid_t uid, gid_t gid)
+{
+	compile_user.set = set;
+	compile_user.uid = uid;
+	compile_user.gid = gid;
+}
+
+/* Gives path (in a private folder) to the compile user, when there is one,
+ * so that its child can write there and read its source. */
+static int give_to_compile_user(const char *path, struct qual_msg *msg)
+{
+	if (compile_user.set && chown(path, compile_user.uid, compile_user.gid) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot give '%s' to the compile user: %s",
+				 path, strerror(errno));
+	return 0;
+}
+
 /* The qual-compile to run, as a new string: helper when given, else
  * rtc_set_helper()'s, $QUAL_COMPILE, or the one beside our executable. */
 static int helper_find(const char *helper, char **out, struct qual_msg *msg)
@@ -158,6 +182,7 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 {
 	const char *tmp = getenv("TMPDIR");
 	char sub[PATH_MAX];
+	int rc;
 
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
@@ -177,7 +202,9 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 	if (mkdir(sub, 0700) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", sub,
 				 strerror(errno));
-	return 0;
+	if ((rc = give_to_compile_user(dir, msg)))
+		return rc;
+	return give_to_compile_user(sub, msg);
 }
 
 /* ---- running the child ----------------------------------------------------- */
@@ -258,6 +285,9 @@ static int helper_start(struct child *c, const char *const *argv, const char *li
 	c->err = CHILD_TO_OUT;
 	/* A group of its own, so a timeout kills everything it started. */
 	c->group = CHILD_GROUP_NEW;
+	c->set_ids = compile_user.set;
+	c->uid = compile_user.uid;
+	c->gid = compile_user.gid;
 	snprintf(name, sizeof name, "compiler helper '%s'", argv[0]);
 	c->name = name;
 	rc = child_start(c, msg);
@@ -278,7 +308,7 @@ static void report_read(const char *dir, struct child_report *rep)
 
 	memset(rep, 0, sizeof *rep);
 	if (fs_path_join(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
-	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
+	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -323,7 +353,7 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 
 	out[0] = '\0';
 	if (fs_path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
-	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
+	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	text_last_line(text, size, out, cap);
 	free(text);
@@ -725,7 +755,7 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 
 	if ((rc = fs_path_join(path, sizeof path, dir, RTC__LOG_FILE, msg)))
 		return rc;
-	if (fs_read_capped(path, log_cap, &out->log, &got, NULL) == 0) {
+	if (fs_read_capped_placed(path, log_cap, &out->log, &got, NULL) == 0) {
 		out->log_size = rep->log_size > got ? rep->log_size : got;
 		out->log_truncated = out->log_size > got;
 	}
@@ -743,7 +773,7 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 		return qual_fail(msg, QUAL_ELIMIT, "code object of %zu bytes is over the "
 				 "limit", rep->code_size);
 	if ((rc = fs_path_join(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
-	    (rc = fs_read_capped(path, rep->code_size, (char **)&out->code, &got, msg)))
+	    (rc = fs_read_capped_placed(path, rep->code_size, (char **)&out->code, &got, msg)))
 		return rc;
 	if (got != rep->code_size)
 		return qual_fail(msg, QUAL_EIO, "code file holds %zu bytes, %zu reported",
@@ -779,7 +809,8 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
 	    (rc = fs_path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
 	    (rc = fs_write_synced(src_path, req->source, strlen(req->source), 0600,
-				     NULL, msg)))
+				     NULL, msg)) ||
+	    (rc = give_to_compile_user(src_path, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);

@@ -266,6 +266,13 @@ int rtc_check_code(enum rtc_abi abi, const char *arch, const void *code,
  * copied; NULL returns to the default. */
 void rtc_set_helper(const char *path);
 
+/* With set, every qual-compile child runs as uid and gid (gid its only
+ * group; child.h's set_ids), and its private folder and source are given to
+ * that user; the files it leaves there are read without following links
+ * (fs_read_capped_placed()). Only a root process may (qual-run and quald's
+ * --compile-user, confine.h's qual_confine_user()). */
+void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
+
 /* Internal: the files through which the qual-compile child reports to
  * rtc.c, in the folder given by --out. The child writes the log and the code
  * first, then the result file under a temporary name and renames it, so a

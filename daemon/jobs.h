@@ -35,8 +35,16 @@ struct jobs_config {
 	const char *compile_helper; /* path of qual-compile (submit checks, and
 				     * the workers' $QUAL_COMPILE); NULL: beside
 				     * the running executable */
+	const char *compile_user; /* the workers' --compile-user (their compile
+				   * children run as that user); NULL: none */
 	int nslots;              /* worker slots */
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
+	const char *no_gpu_because; /* with devices NULL: why the slots are
+				     * compile-only, the not_timed_because of
+				     * the start lines of jobs that did not ask
+				     * for compile_only ("no GPU found:
+				     * compile-only slots"); NULL: "quald runs
+				     * compile-only slots" */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
 	double submit_check_timeout_s; /* identify children at submit (default 30) */
 	/* Library policy (policy.h): nallow_roots folders (resolved when
@@ -161,6 +169,17 @@ json_t *jobs_list_json(struct jobs *j, int limit);
  * strikes: 0, or QUAL_ENOENT when it has none. */
 json_t *jobs_quarantine_json(struct jobs *j);
 int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg);
+
+/* Finds the GPUs a quald with `--devices auto` (its default) gives one slot
+ * each, without loading a GPU runtime in the daemon: runs `worker --health
+ * --device N` (qual-run's health check, in a child of its own, as the slots'
+ * checks do) for N = 0, 1, ... until one reports no such device (its health
+ * line has device null). A GPU that is found but fails its check is left
+ * out, with a warning on stderr. Blocks, each check at most 60 s: call it
+ * before the loop runs. Puts at most max ordinals in devices and returns
+ * how many; when none, why says what the first check found ("no device:
+ * cuda: ..."). */
+int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t cap);
 
 /* Shutdown: stops accepting submits (a submit still being checked gets its
  * callback now, refused), stops running workers (SIGTERM, then SIGKILL),

@@ -85,8 +85,10 @@ struct jobs {
 	struct children children;  /* every child of ours, watched */
 	char *worker;
 	char *helper;
+	char *compile_user;        /* NULL: none (jobs_config) */
 	int nslots;
 	int *devices;              /* NULL: compile-only slots */
+	char *no_gpu_because;      /* with devices NULL: why (jobs_config) */
 	double job_timeout_s;
 	double check_timeout_s;
 	char **roots;              /* resolved allowed roots; NULL: no policy */

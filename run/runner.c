@@ -268,7 +268,11 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		XGROW(run->cache, run->ncache + 1, run->capcache);
 		e = &run->cache[run->ncache];
 		memset(e, 0, sizeof *e);
+		if (run->cfg->on_compile)
+			run->cfg->on_compile(c->name, arm_names[arm]);
 		rc = rtc_compile(&req, &run->cfg->limits, &e->res, &msg);
+		if (run->cfg->on_compile)
+			run->cfg->on_compile(NULL, NULL);
 		if (rc < 0) {
 			free(src);
 			fail_arm(run, jc, arm, "compile", rc, msg.text);
@@ -919,7 +923,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		run.block_hi = blocks;
 	}
 	if (cfg->compile_only) {
-		snprintf(no_gpu, sizeof no_gpu, "compile-only run requested");
+		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
+			 cfg->compile_only_because : "compile-only run requested");
 	} else if (run.nsessions > 1) {
 		char why[1024];
 		if (runner__probe_device(&run, why, sizeof why) < 0)

@@ -114,6 +114,9 @@ struct runner_config {
 	const char *const *candidate_opts;
 	int ncandidate_opts;
 	bool compile_only;      /* never open a GPU */
+	const char *compile_only_because; /* with compile_only: the start
+					   * line's not_timed_because; NULL:
+					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
@@ -135,6 +138,11 @@ struct runner_config {
 	 * (quald counts it against the candidate and checks the GPU). A test
 	 * sets its own; if it returns, runner_run returns QUAL_EXIT_ERROR. */
 	void (*on_crash)(int sig);
+	/* Called just before an arm's compile child starts (the case's name
+	 * and "baseline" or "candidate"), and with NULLs once it has ended, so
+	 * that qual-run can say which compile was in flight if it is stopped
+	 * meanwhile (qual_run.c: SIGTERM). NULL: nothing. */
+	void (*on_compile)(const char *case_name, const char *arm);
 };
 
 /* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,
