@@ -56,6 +56,8 @@ enum lines_code {
 				       * own helper failing (no space, a helper
 				       * of another version); no crash */
 	LINES_CODE_NO_ABI,          /* neither nvrtc's nor hiprtc's entry points */
+	LINES_CODE_LIBRARY_CHANGED, /* its file is not the library that was
+				     * checked (another sha256): not loaded */
 	/* An arm's code on the GPU. */
 	LINES_CODE_LOAD_FAILED,     /* the runtime refused to load it */
 	LINES_CODE_WRONG_OUTPUT,    /* differs from the oracle */

@@ -92,12 +92,17 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
  * directory, not a regular file or not a 64-bit ELF shared object, a library
  * the policy refuses (policy.h: outside the allowed roots, a symlink out of
- * them, a world-writable file or folder; the message names the reason), a
- * library whose SHA-256 is quarantined (see jobs_quarantine_json), and
+ * them, a world-writable file or folder; the message names the reason), and
  * shutdown in progress. Refused through the callback: a library the helper
- * cannot load or that has neither ABI, mismatched ABIs ("baseline is nvrtc
- * but candidate is hiprtc: both must use one abi"), a failure to store the
- * job, or shutdown ("quald is shutting down", from inside jobs_close). A
+ * cannot load or that has neither ABI, a library whose SHA-256 (as its
+ * identify child read it: quald hashes nothing) is quarantined (see
+ * jobs_quarantine_json), a file that changed between the policy check and
+ * the child's read ("compiler '/x' changed while it was checked"),
+ * mismatched ABIs ("baseline is nvrtc but candidate is hiprtc: both must use
+ * one abi"), a failure to store the job, or shutdown ("quald is shutting
+ * down", from inside jobs_close). An accepted job stores each library's real
+ * path and hash, and its worker loads those bytes or none (docs/quald.md,
+ * "Pinned libraries"). A
  * library that crashes or hangs while loading is accepted: as with qual-run,
  * that is a result about it, which the job's verdict reports. The callback
  * runs from a loop callback, or inside jobs_close. job and message are
@@ -155,7 +160,8 @@ json_t *jobs_list_json(struct jobs *j, int limit);
  * with arm "candidate" and code compile_crashed, whatever its message says;
  * or the worker itself died by a fault signal such as SIGSEGV or SIGABRT,
  * not SIGKILL/SIGTERM, that the daemon did not send) is one strike, at most
- * one a job, against the SHA-256 of the candidate file; after 3 a
+ * one a job, against the SHA-256 pinned for the candidate at submit (what
+ * ran, never the file at its path now); after 3 a
  * submit naming a file with that hash (either arm) is refused at once:
  * "compiler '/x' (sha256 H) is quarantined after 3 crashes; clear with:
  * qualctl quarantine clear H". List: {"quarantine":[{"sha256","strikes",

@@ -228,7 +228,7 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 			    !w->seen.candidate_crashed) {
 				w->seen.candidate_crashed = true;
 				quarantine__strike(&w->j->quarantine, w->job->id,
-						   w->job->args.candidate);
+						   &w->job->args);
 			}
 		}
 		break;
@@ -453,7 +453,7 @@ static void worker_conclude(struct worker *w)
 	 * did not send (cancel, shutdown, limits). */
 	if (!w->seen.candidate_crashed && w->stop == WORKER_CRASHED &&
 	    qual_fault_signal(child_exit_signal(&w->ex)))
-		quarantine__strike(&j->quarantine, job->id, job->args.candidate);
+		quarantine__strike(&j->quarantine, job->id, &job->args);
 	/* The GPU is checked before its next job after a fault or hang the
 	 * engine reported, a worker crash, or a time limit (a hang), but not
 	 * after a cancel or a shutdown. */
@@ -641,7 +641,7 @@ static void worker_timer(uv_timer_t *t)
 static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 {
 	const struct submit_args *a = &job->args;
-	size_t n = 16, k = 0, i;
+	size_t n = 20, k = 0, i;
 	char **argv;
 
 	for (i = 0; a->cases && a->cases[i]; i++)
@@ -681,6 +681,21 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		abort();
 	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)
 		abort();
+	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
+	 * libraries"): the worker reads that file, not the path again, and
+	 * refuses bytes of another hash. A job stored before pins has none:
+	 * its worker pins what it reads when it starts. */
+	if (a->baseline_sha256 &&
+	    (asprintf(&argv[k++], "--baseline-real-path=%s", a->baseline_real) < 0 ||
+	     asprintf(&argv[k++], "--baseline-sha256=%s", a->baseline_sha256) < 0))
+		abort();
+	if (a->candidate_sha256 &&
+	    (asprintf(&argv[k++], "--candidate-real-path=%s", a->candidate_real) < 0 ||
+	     asprintf(&argv[k++], "--candidate-sha256=%s", a->candidate_sha256) < 0))
+		abort();
+	if (!a->baseline_sha256 || !a->candidate_sha256)
+		oplog_warn("job '%s' was stored without pinned libraries (by an older "
+			   "quald): its worker pins what it reads as it starts", job->id);
 	argv[k++] = xstrdup("--");
 	argv[k++] = xstrdup(a->baseline);
 	argv[k++] = xstrdup(a->candidate);

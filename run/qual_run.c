@@ -55,6 +55,15 @@ static void usage(FILE *f)
 		"  --one-load           time every pair under one load and judge each pair\n"
 		"                       alone (the old way, to measure the instrument; its\n"
 		"                       intervals do not cover load-to-load variation)\n"
+		"  --baseline-sha256 H  the sha256 (64 lower-case hex digits) the baseline's\n"
+		"                       bytes must have; another is refused before it is\n"
+		"                       loaded (error); quald passes its submit's hash\n"
+		"  --candidate-sha256 H the same for the candidate (another: fail)\n"
+		"  --baseline-real-path P, --candidate-real-path P\n"
+		"                       the file to read for the arm instead of resolving\n"
+		"                       its path again (quald passes the path it checked);\n"
+		"                       each library is read once into a sealed memfd,\n"
+		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
 		"  --compile-user NAME  run the compile children, which load the libraries,\n"
 		"                       as this unprivileged user (qual-run must be root)\n"
@@ -75,8 +84,19 @@ enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
 	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
-	OPT_COMPILE_USER,
+	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
 };
+
+/* A sha256 as quald stores it: 64 lower-case hex digits. */
+static bool sha256_valid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == 64;
+}
 
 /* An option that takes a number: its name, its range, and where it goes
  * (an int, a uint64_t, a size_t given in MiB, or a double). */
@@ -198,6 +218,10 @@ int main(int argc, char **argv)
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
+		{"baseline-sha256", required_argument, NULL, OPT_BSHA},
+		{"candidate-sha256", required_argument, NULL, OPT_CSHA},
+		{"baseline-real-path", required_argument, NULL, OPT_BREAL},
+		{"candidate-real-path", required_argument, NULL, OPT_CREAL},
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
 		{"health", no_argument, NULL, OPT_HEALTH},
@@ -299,6 +323,26 @@ int main(int argc, char **argv)
 			rtc_set_compile_user(true, uid, gid);
 			break;
 		}
+		case OPT_BSHA:
+		case OPT_CSHA:
+			if (!sha256_valid(optarg)) {
+				fprintf(stderr, "qual-run: --%s-sha256 must be 64 lower-case hex "
+					"digits, got '%s'\n", opt == OPT_BSHA ? "baseline" :
+					"candidate", optarg);
+				goto out;
+			}
+			cfg.sha256[opt == OPT_CSHA] = optarg;
+			break;
+		case OPT_BREAL:
+		case OPT_CREAL:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "qual-run: --%s-real-path must be an absolute "
+					"path, got '%s'\n", opt == OPT_BREAL ? "baseline" :
+					"candidate", optarg);
+				goto out;
+			}
+			cfg.real_path[opt == OPT_CREAL] = optarg;
+			break;
 		case OPT_HEALTH:
 			health = true;
 			break;

@@ -882,12 +882,19 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 
 	for (int arm = 0; arm < 2; arm++) {
 		const char *path = arm ? cfg->candidate : cfg->baseline;
-		rc = rtc_identify(path, &cfg->limits, &run.id[arm], &msg);
-		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT) {
-			/* The library itself crashed or hung while loading: that is
+		rc = rtc_identify(path, cfg->real_path[arm], cfg->sha256[arm], &cfg->limits,
+				  &run.id[arm], &msg);
+		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT ||
+		    rc == QUAL_ECHECK) {
+			/* The library itself crashed or hung while loading, or
+			 * is not the library that was checked (never loaded):
 			 * a result about it, not a usage problem. */
 			fprintf(err, "qual-run: %s\n", msg.text);
-			fail_arm(&run, NULL, arm, "setup", rc, msg.text);
+			if (rc == QUAL_ECHECK)
+				fail_arm_as(&run, NULL, arm, "setup",
+					    LINES_CODE_LIBRARY_CHANGED, msg.text);
+			else
+				fail_arm(&run, NULL, arm, "setup", rc, msg.text);
 			v = arm ? RUN_FAIL : RUN_ERROR;
 			lines_emit(out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
 						   "verdict", stats_run_verdict_name(v),
@@ -985,6 +992,8 @@ out:
 	for (int i = 0; i < run.ncache; i++)
 		rtc_result_release(&run.cache[i].res);
 	free(run.cache);
+	rtc_identity_release(&run.id[0]);
+	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);
 	return status;
 }

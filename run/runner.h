@@ -86,6 +86,15 @@
 struct runner_config {
 	const char *baseline;   /* compiler library paths */
 	const char *candidate;
+	/* Per arm (baseline, candidate), may be NULL: the file to read in
+	 * place of the path's realpath (quald's resolved path at submit), and
+	 * the sha256 its bytes must have (quald's pin). Each arm's library is
+	 * read once into a sealed memfd, which every compile loads
+	 * (compile/rtc.h); bytes of another hash are never loaded: the arm
+	 * fails (library_changed; the candidate's is a fail, the baseline's
+	 * an error). */
+	const char *real_path[2];
+	const char *sha256[2];
 	int pairs;              /* >= RUNNER_MIN_PAIRS */
 	int pairs_per_block;    /* >= 1; the last block may be shorter */
 	/* Every pair under the first load and judged as a unit of its own:

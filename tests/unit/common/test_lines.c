@@ -28,6 +28,7 @@ static const struct {
 	{ LINES_CODE_COMPILE_LIMIT, "compile_limit" },
 	{ LINES_CODE_COMPILE_NO_REPORT, "compile_no_report" },
 	{ LINES_CODE_NO_ABI, "no_abi" },
+	{ LINES_CODE_LIBRARY_CHANGED, "library_changed" },
 	{ LINES_CODE_LOAD_FAILED, "load_failed" },
 	{ LINES_CODE_WRONG_OUTPUT, "wrong_output" },
 	{ LINES_CODE_GPU_FAULT, "gpu_fault" },
