@@ -175,7 +175,9 @@ int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *m
  * --device N` (qual-run's health check, in a child of its own, as the slots'
  * checks do) for N = 0, 1, ... until one reports no such device (its health
  * line has device null). A GPU that is found but fails its check is left
- * out, with a warning on stderr. Blocks, each check at most 60 s: call it
+ * out, with a warning on stderr; so is one whose check printed no health
+ * line (it crashed or hung), and the search goes on unless the one before
+ * printed none either. Blocks, each check at most 60 s: call it
  * before the loop runs. Puts at most max ordinals in devices and returns
  * how many; when none, why says what the first check found ("no device:
  * cuda: ..."). */

@@ -461,6 +461,10 @@ static bool accept_failed(struct listener *l, int err)
 	    conn__evict_unauth(s, "made room for a local client: quald is out of "
 			       "file descriptors"))
 		return true;
+	/* The reserve is lost when another thread took its number between the
+	 * close below and the reopen; each later error tries to get it back. */
+	if (nofile && s->reserve_fd < 0)
+		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (nofile && s->reserve_fd >= 0) {
 		int fd;
 
@@ -473,6 +477,9 @@ static bool accept_failed(struct listener *l, int err)
 			close(fd);
 		}
 		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (s->reserve_fd < 0)
+			server__ratelog(s, &s->log_accept, "cannot reopen the reserve descriptor: "
+					"%s (tried again at the next accept error)", strerror(errno));
 	}
 	if (!l->paused) {
 		l->paused = true;

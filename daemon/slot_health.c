@@ -195,9 +195,12 @@ static json_t *health_probe(const char *worker, int dev, char *why, size_t cap)
 	return line;
 }
 
+/* Probes in a row that printed no health line before the search stops. */
+#define JOBS_PROBE_SILENT_MAX 2
+
 int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t cap)
 {
-	int n = 0;
+	int n = 0, silent = 0;
 
 	why[0] = '\0';
 	for (int dev = 0; dev < max; dev++) {
@@ -206,11 +209,24 @@ int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t 
 		json_t *device = json_object_get(line, "device");
 		const char *message = json_string_value(json_object_get(line, "message"));
 
-		/* Decided from the fields, not the message: no line or a null
-		 * device is the end of the GPUs. */
-		if (!line || !json_is_object(device)) {
+		/* Decided from the fields, not the message: a line with a null
+		 * device is the end of the GPUs. A probe that printed no line
+		 * (it crashed or hung) says nothing about the next ordinal: that
+		 * GPU gets no slot and the search goes on, up to
+		 * JOBS_PROBE_SILENT_MAX such probes in a row (a worker that
+		 * cannot run at all fails every one). */
+		if (!line) {
+			fprintf(stderr, "quald: gpu %d: no slot for it: %s\n", dev, text);
+			if (n == 0 && !why[0])
+				snprintf(why, cap, "%s", text);
+			if (++silent >= JOBS_PROBE_SILENT_MAX)
+				break;
+			continue;
+		}
+		silent = 0;
+		if (!json_is_object(device)) {
 			if (n == 0)
-				snprintf(why, cap, "%s", line ? (message ? message : "no device") : text);
+				snprintf(why, cap, "%s", message ? message : "no device");
 			json_decref(line);
 			break;
 		}

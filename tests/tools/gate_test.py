@@ -52,6 +52,7 @@ for a in "$@"; do
   prev=$a
 done
 echo "$dev" >> "$FAKE_DIR/probes"
+[ "$dev" = "${FAKE_CRASH:-x}" ] && kill -SEGV $$
 if [ "$dev" -ge "${FAKE_GPUS:-0}" ]; then
   echo '{"type":"health","ok":false,"code":"no_device","device":null,"kernel":false,"hung":false,"limit_ms":5000.0,"ms":1.0,"message":"no device: fake"}'
   exit 3
@@ -120,12 +121,16 @@ def scenario_devices_auto(args, root):
     os.chmod(worker, stat.S_IRWXU)
     os.environ["FAKE_DIR"] = fake_dir
     probes = os.path.join(fake_dir, "probes")
-    for gpus, sick, want in ((2, None, [0, 1]), (3, "1", [0, 2]), (0, None, [])):
+    # sick: an ordinal whose check fails; crash: one whose probe dies without
+    # a line, which must not end the search.
+    for gpus, sick, crash, want in ((2, None, None, [0, 1]), (3, "1", None, [0, 2]),
+                                    (3, None, "0", [1, 2]), (0, None, None, [])):
         os.environ["FAKE_GPUS"] = str(gpus)
-        os.environ.pop("FAKE_SICK", None)
-        if sick:
-            os.environ["FAKE_SICK"] = sick
-        sub = os.path.join(root, f"gpus{gpus}")
+        for var, val in (("FAKE_SICK", sick), ("FAKE_CRASH", crash)):
+            os.environ.pop(var, None)
+            if val:
+                os.environ[var] = val
+        sub = os.path.join(root, f"gpus{gpus}-{sick}-{crash}")
         os.makedirs(sub)
         q = Quald(args, sub, slots=None)
         q.args = argparse.Namespace(**dict(vars(args), worker=worker))
@@ -135,7 +140,8 @@ def scenario_devices_auto(args, root):
             line = start_line(d)
             if want:
                 check(devices == want,
-                      f"{gpus} gpus (sick: {sick}): slots {devices}, expected {want}")
+                      f"{gpus} gpus (sick: {sick}, crash: {crash}): slots {devices}, "
+                      f"expected {want}")
                 check(f"{len(want)} gpu slots" in line, f"start line: {line}")
             else:
                 check(devices == [None], f"no gpu: slots {devices}, expected one compile-only")
@@ -146,7 +152,11 @@ def scenario_devices_auto(args, root):
             check(seen == [str(i) for i in range(gpus + 1)],
                   f"probes {seen}: one per ordinal until the first without a device")
             os.unlink(probes)
-        log(f"devices auto, {gpus} gpus, sick {sick}: slots {want or 'compile-only'}")
+            if crash:
+                check(f"gpu {crash}: no slot for it" in d.log_text(),
+                      f"the crashed probe is not said:\n{d.log_text()}")
+        log(f"devices auto, {gpus} gpus, sick {sick}, crash {crash}: "
+            f"slots {want or 'compile-only'}")
     # An explicit --slots still means compile-only slots, and no probe.
     sub = os.path.join(root, "slots")
     os.makedirs(sub)
