@@ -13,6 +13,8 @@
  *                            "finished","slot"}, replaced atomically
  *   jobs/<id>/log.jsonl      the job's lines, append-only, synced at each
  *                            case_verdict and verdict line
+ * written by one writer thread (daemon/writer.h), never by the loop. A job
+ * reads as running (or queued) until its verdict line is written.
  * Job ids are "j" followed by 6+ decimal digits, increasing. */
 #ifndef QUAL_JOBS_H
 #define QUAL_JOBS_H
@@ -54,11 +56,11 @@ struct jobs_config {
 
 struct jobs;
 
-/* Called for every line of every job, after it is in the job's log.
- * line is the complete JSON text (with job and seq, no newline), valid during
- * the call only. It runs from loop callbacks (a worker's output or exit), and
- * synchronously inside jobs_cancel for a queued job's "cancelled" verdict
- * line; never inside jobs_open (lines written while recovering are only
+/* Called for every line of every job, after it is in the job's log (its
+ * write returned, synced where the line is synced: the writer thread's
+ * callback, daemon/writer.h), in seq order. line is the complete JSON text
+ * (with job and seq, no newline), valid during the call only. It runs from
+ * loop callbacks only (the writer's); never inside jobs_open (lines written while recovering are only
  * logged) and never for a job before its submit callback has returned. It may
  * run until jobs_close's done callback: a job stopped by shutdown ends with
  * its "interrupted" verdict line. */
@@ -101,8 +103,8 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 
 /* Cancels a queued or running job (a running worker's process group gets
  * SIGTERM, then SIGKILL after 5 s); its log then ends with a "cancelled"
- * verdict line: at once for a queued job (the line callback runs inside this
- * call), when the worker has exited for a running one (unless the worker
+ * verdict line: at once for a queued job (the line callback runs once it is
+ * written, from the loop), when the worker has exited for a running one (unless the worker
  * wrote its own verdict first, which then stands). QUAL_ENOENT for an
  * unknown job, QUAL_EINVAL when it has already finished. */
 int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
@@ -139,6 +141,11 @@ void jobs_ids_free(char **ids, int n);
  * "submitted","finished","baseline","candidate"}]}, newest first, at most
  * limit; verdict and finished are null until the job has them; times are UTC
  * "YYYY-MM-DDTHH:MM:SSZ". */
+/* Writes to the state directory asked for and not yet done (the writer
+ * thread's queue, daemon/writer.h): 0 once everything the jobs module has
+ * written is on disk. */
+long jobs_writes_pending(const struct jobs *j);
+
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
 

@@ -202,7 +202,7 @@ static void append(struct store *s, const char *line, bool sync)
 	int fd;
 
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
-	assert_int_equal(store_log_append(fd, line, strlen(line), sync, &m), 0);
+	assert_int_equal(store_log_append(fd, NULL, line, strlen(line), sync, &m), 0);
 	close(fd);
 }
 
@@ -230,9 +230,9 @@ static void test_log_append_read(void **state)
 	(void)state;
 	make_job(s, "j000001", "running");
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":0}", 9, false, &m), 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":1}", 9, true, &m), 0);
-	assert_int_equal(store_log_sync(fd, &m), 0);
+	assert_int_equal(store_log_append(fd, NULL, "{\"seq\":0}", 9, false, &m), 0);
+	assert_int_equal(store_log_append(fd, NULL, "{\"seq\":1}", 9, true, &m), 0);
+	assert_int_equal(store_log_sync(fd, NULL, &m), 0);
 	close(fd);
 	/* Appending again continues the file; nothing is overwritten. */
 	append(s, "{\"seq\":2, \"x\":\"a\\u00e9\"}", false);
@@ -334,17 +334,16 @@ static void test_log_torn_tail(void **state)
 	store_free(s);
 }
 
-/* One flipped byte in the middle of the log: the records before it are the
- * valid prefix, everything from its record on is the torn tail, even though
- * the records after it are intact (the log is append-only: a hole in it is
- * not papered over). */
+/* One flipped byte in the middle of the log: that record is lost (skipped,
+ * its bytes named), and the intact records after it are kept; nothing is
+ * torn, since the log's last record checks out. */
 static void test_log_flipped_byte(void **state)
 {
 	struct store *s = open_store();
 	struct qual_msg m = { "" };
 	struct store_log_info info;
-	char path[PATH_MAX + 64], got[1024] = "";
-	off_t one, size;
+	char path[PATH_MAX + 64], got[1024] = "", where[128];
+	off_t one, two, size;
 	FILE *f;
 	int c;
 
@@ -353,6 +352,7 @@ static void test_log_flipped_byte(void **state)
 	append(s, "{\"type\":\"start\",\"seq\":0}", false);
 	one = log_size();
 	append(s, "{\"type\":\"case\",\"seq\":1}", false);
+	two = log_size();
 	append(s, "{\"type\":\"case\",\"seq\":2}", false);
 	append(s, "{\"type\":\"case\",\"seq\":3}", false);
 	size = log_size();
@@ -365,11 +365,20 @@ static void test_log_flipped_byte(void **state)
 	fputc(c ^ 0x01, f);
 	fclose(f);
 	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_string_equal(got, "{\"type\":\"start\",\"seq\":0}|");
-	assert_int_equal(info.lines, 1);
-	assert_int_equal(info.good_bytes, one);
-	assert_int_equal(info.torn_bytes, size - one);
-	assert_string_equal(info.torn_why, "check mismatch");
+	assert_string_equal(got, "{\"type\":\"start\",\"seq\":0}|"
+			    "{\"type\":\"case\",\"seq\":2}|{\"type\":\"case\",\"seq\":3}|");
+	assert_int_equal(info.lines, 3);
+	assert_int_equal(info.good_bytes, size);
+	assert_int_equal(info.torn_bytes, 0);
+	assert_null(info.torn_why);
+	assert_int_equal(info.lost, 1);
+	assert_int_equal(info.lost_bytes, two - one);
+	snprintf(where, sizeof where, "bytes %lld-%lld (check mismatch)", (long long)one,
+		 (long long)two);
+	assert_string_equal(info.lost_where, where);
+	/* Nothing to repair: the bytes stay, and every read skips them. */
+	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
+	assert_int_equal(log_size(), size);
 
 	/* A flipped hex digit of a check is caught the same way. */
 	log_put("{\"a\":1,\"_check\":\"0b4a4b8d8ded3790\"}\n");
@@ -482,9 +491,16 @@ static void test_log_legacy(void **state)
 	log_put("{\"seq\":0}\n{\"seq\":1\n{\"seq\":2}\n");
 	got[0] = '\0';
 	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_string_equal(got, "{\"seq\":0}|");
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":2}|");
+	assert_int_equal(info.lost, 1);
+	assert_string_equal(info.lost_where,
+			    "bytes 10-19 (record without a check that is not a json object)");
+	assert_int_equal(info.torn_bytes, 0);
+	/* ... and at the end, it is the torn tail. */
+	log_put("{\"seq\":0}\n{\"seq\":1\n");
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
 	assert_string_equal(info.torn_why, "record without a check that is not a json object");
-	assert_int_equal(info.torn_bytes, 9 + 10);
+	assert_int_equal(info.torn_bytes, 9);
 	store_free(s);
 }
 
@@ -503,7 +519,7 @@ static void test_log_line_shape(void **state)
 	make_job(s, "j000001", "running");
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
 	for (i = 0; i < sizeof bad / sizeof *bad; i++)
-		assert_int_equal(store_log_append(fd, bad[i], strlen(bad[i]), false, &m),
+		assert_int_equal(store_log_append(fd, NULL, bad[i], strlen(bad[i]), false, &m),
 				 QUAL_EINVAL);
 	close(fd);
 	assert_int_equal(log_size(), 0);
@@ -603,10 +619,12 @@ static void test_fatal_write(void **state)
 	(void)state;
 	make_job(s, "j000001", "running");
 	assert_true(fd >= 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":0}", 9, false, &m), QUAL_EIO);
+	/* The message names the file (and so the job). */
+	assert_int_equal(store_log_append(fd, "/dev/full", "{\"seq\":0}", 9, false, &m),
+			 QUAL_EIO);
 	close(fd);
-	assert_string_equal(m.text, "cannot append to log: No space left on device");
-	assert_fatal_once(s, "cannot append to log: No space left on device");
+	assert_string_equal(m.text, "cannot append to '/dev/full': No space left on device");
+	assert_fatal_once(s, "cannot append to '/dev/full': No space left on device");
 	store_free(s);
 }
 
@@ -621,14 +639,14 @@ static void test_fatal_sync(void **state)
 	(void)state;
 	make_job(s, "j000001", "running");
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(store_log_sync(p[1], &m), QUAL_EIO);
-	assert_non_null(strstr(m.text, "cannot sync log: "));
-	assert_fatal_once(s, "cannot sync log: ");
+	assert_int_equal(store_log_sync(p[1], "/x/jobs/j000001/log.jsonl", &m), QUAL_EIO);
+	assert_non_null(strstr(m.text, "cannot sync '/x/jobs/j000001/log.jsonl': "));
+	assert_fatal_once(s, "cannot sync '/x/jobs/j000001/log.jsonl': ");
 	/* The same through an append with sync: the record went in, its sync
 	 * failed. */
-	assert_int_equal(store_log_append(p[1], "{\"seq\":0}", 9, true, &m), QUAL_EIO);
+	assert_int_equal(store_log_append(p[1], NULL, "{\"seq\":0}", 9, true, &m), QUAL_EIO);
 	assert_int_equal(fatal_seen.calls, 2);
-	assert_non_null(strstr(fatal_seen.message, "cannot sync log: "));
+	assert_non_null(strstr(fatal_seen.message, "cannot sync 'log': "));
 	store_fatal_hook(fatal_record, NULL);
 	close(p[0]);
 	close(p[1]);
@@ -737,7 +755,7 @@ static void test_fatal_default(void **state)
 
 		dup2(p[1], 2);
 		store_fatal_hook(NULL, NULL);
-		store_log_append(fd, "{\"seq\":0}", 9, false, &m);
+		store_log_append(fd, "/dev/full", "{\"seq\":0}", 9, false, &m);
 		_exit(0); /* not reached when the hook works */
 	}
 	close(p[1]);
@@ -748,7 +766,7 @@ static void test_fatal_default(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 3);
-	assert_string_equal(err, "quald: fatal: cannot append to log: No space left on "
+	assert_string_equal(err, "quald: fatal: cannot append to '/dev/full': No space left on "
 			    "device; stopping: the state directory can no longer be "
 			    "trusted\n");
 }
