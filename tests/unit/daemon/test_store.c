@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -771,6 +772,93 @@ static void test_fatal_default(void **state)
 			    "trusted\n");
 }
 
+/* One quald a state directory: a second store_open is refused while the
+ * first holds the lock, naming the directory and the holder's pid; once the
+ * first is freed the directory opens again. (flock locks belong to the open
+ * file, so a second open in one process conflicts as a second daemon's
+ * would.) */
+static void test_lock(void **state)
+{
+	struct store *s = open_store(), *t = NULL;
+	struct qual_msg m = { "" };
+	char want[PATH_MAX * 2 + 128], text[64];
+	char path[PATH_MAX + 16];
+
+	(void)state;
+	assert_int_equal(store_open(dir, &t, &m), QUAL_EINVAL);
+	assert_null(t);
+	snprintf(want, sizeof want, "state directory '%s' is in use by another quald "
+		 "(pid %ld): it holds '%s/lock'", dir, (long)getpid(), dir);
+	assert_string_equal(m.text, want);
+	snprintf(path, sizeof path, "%s/lock", dir);
+	file_text(path, text, sizeof text);
+	snprintf(want, sizeof want, "%ld\n", (long)getpid());
+	assert_string_equal(text, want);
+	store_free(s);
+	t = open_store();
+	store_free(t);
+}
+
+static long max_rss_kb(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* A record over the bound is never held whole: one with a newline after it
+ * is lost and the records after it kept; a planted 150 MB line without a
+ * newline is the torn tail, and reading it costs about one record of
+ * memory, not 150 MB. */
+static void test_log_overlong(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	char path[PATH_MAX + 64], got[1024] = "";
+	off_t one, size;
+	long before;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	append(s, "{\"seq\":0}", false);
+	one = log_size();
+	log_path(path, sizeof path);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	for (int i = 0; i < (3 << 20) / 64; i++)
+		fputs("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", f);
+	fputc('\n', f);
+	fclose(f);
+	size = log_size();
+	append(s, "{\"seq\":2}", false);
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":2}|");
+	assert_int_equal(info.lost, 1);
+	assert_int_equal(info.lost_bytes, size - one);
+	assert_non_null(strstr(info.lost_where, "(over-long record)"));
+	assert_int_equal(info.torn_bytes, 0);
+
+	/* 150 MB without a newline (sparse: cheap to plant). */
+	size = log_size();
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size + (150 << 20)), 0);
+	close(fd);
+	before = max_rss_kb();
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
+	assert_int_equal(info.lines, 2);
+	assert_int_equal(info.good_bytes, size);
+	assert_int_equal(info.torn_bytes, 150 << 20);
+	assert_string_equal(info.torn_why, "incomplete over-long record");
+	if (max_rss_kb() - before > 32 * 1024)
+		fail_msg("reading the log took %ld kB more memory", max_rss_kb() - before);
+	store_free(s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
 QUAL_TESTS(
@@ -791,4 +879,6 @@ QUAL_TESTS(
 	T(fatal_default),
 	T(scan),
 	T(open_errors),
+	T(lock),
+	T(log_overlong),
 )
