@@ -76,6 +76,10 @@ static struct {
  * there is recorded, and raised later from the loop. */
 static __thread bool fatal_deferred;
 
+/* The job the calling thread writes for (store_fatal_subject), named first
+ * in a fatal failure's message. */
+static __thread char fatal_job[STORE_ID_MAX];
+
 static void fatal_default(void *ctx, const char *message)
 {
 	(void)ctx;
@@ -108,6 +112,11 @@ bool store_fatal(void)
 void store_fatal_defer_here(void)
 {
 	fatal_deferred = true;
+}
+
+void store_fatal_subject(const char *job)
+{
+	snprintf(fatal_job, sizeof fatal_job, "%s", job ? job : "");
 }
 
 bool store_fatal_raise(void)
@@ -143,7 +152,12 @@ static int fail_v(bool is_fatal, struct qual_msg *msg, const char *fmt,
 		if (!fatal.failed) {
 			first = true;
 			fatal.failed = true;
-			snprintf(fatal.first, sizeof fatal.first, "%s", msg->text);
+			if (fatal_job[0])
+				snprintf(fatal.first, sizeof fatal.first, "job '%s': %.*s",
+					 fatal_job, (int)(sizeof fatal.first - STORE_ID_MAX - 8),
+					 msg->text);
+			else
+				snprintf(fatal.first, sizeof fatal.first, "%s", msg->text);
 		}
 		pthread_mutex_unlock(&fatal.lock);
 	}

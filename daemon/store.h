@@ -222,6 +222,12 @@ bool store_fatal(void);
  * refused) but the hook is not called there. */
 void store_fatal_defer_here(void);
 
+/* The job the calling thread's next store calls are for (NULL: none): a
+ * fatal failure's message then starts "job 'ID': ", before the file's path
+ * ("job 'j000004': cannot sync '/var/lib/qual/jobs/j000004/log.jsonl':
+ * Input/output error"). */
+void store_fatal_subject(const char *job);
+
 /* Calls the hook (in the calling thread) for a fatal failure recorded and
  * not yet raised; true when it did. */
 bool store_fatal_raise(void);

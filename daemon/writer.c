@@ -63,6 +63,7 @@ static void op_run(struct writer *w, struct op *op)
 	struct writer_log *l = op->log;
 
 	op->status = 0;
+	store_fatal_subject(op->id);
 	switch (op->kind) {
 	case OP_CREATE:
 		op->status = store_job_create(w->store, op->id, op->request, op->state,
@@ -86,6 +87,7 @@ static void op_run(struct writer *w, struct op *op)
 		}
 		break;
 	}
+	store_fatal_subject(NULL);
 }
 
 static void *writer_main(void *arg)

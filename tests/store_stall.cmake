@@ -12,6 +12,8 @@
 #                         the first's job ends with one verdict
 #   store_corrupt_middle  restart keeps the verdict, says damaged, names the
 #                         lost bytes
+#   store_failed_sync      a failed log sync stops quald (status 3) with a
+#                         message naming the job and the log's path
 #   store_long_line       the 150 MB line is cut off with quald's VmHWM
 #                         under 64 MB
 
@@ -24,7 +26,7 @@ set_target_properties(store_stall PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/shims)
 
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario stall second_daemon corrupt_middle long_line)
+  foreach(scenario stall second_daemon corrupt_middle long_line failed_sync)
     add_test(NAME store_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/store_test.py
                      --quald $<TARGET_FILE:quald>

@@ -4,6 +4,9 @@
  * as long as the file $QUAL_STALL_FLAG exists, as a frozen filesystem would
  * (fsfreeze blocks writers and syncs the same way). The first call it holds
  * creates $QUAL_STALL_FLAG.hit, so the test knows the stall was reached.
+ * With $QUAL_STALL_EIO set, nothing is held: a sync of a file under
+ * $QUAL_STALL_DIR fails with EIO instead (while the flag exists), as a
+ * dying disk's would.
  *
  * Only in a process named quald: the workers and compile children inherit
  * LD_PRELOAD and run unhindered. Sockets and pipes are never held (the
@@ -87,26 +90,39 @@ static void stall(void)
 	if (!real_) \
 		real_ = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
+/* A sync: held while the flag exists, or in EIO mode failed for a file
+ * under the folder. Returns -1 (errno EIO) to fail it, 0 to go on. */
+static int sync_held(int fd)
+{
+	if (!enabled())
+		return 0;
+	if (!getenv("QUAL_STALL_EIO")) {
+		stall();
+		return 0;
+	}
+	if (under_dir(fd) && access(getenv("QUAL_STALL_FLAG"), F_OK) == 0) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
 int fsync(int fd)
 {
 	REAL(fsync);
-	if (enabled())
-		stall();
-	return real_(fd);
+	return sync_held(fd) < 0 ? -1 : real_(fd);
 }
 
 int fdatasync(int fd)
 {
 	REAL(fdatasync);
-	if (enabled())
-		stall();
-	return real_(fd);
+	return sync_held(fd) < 0 ? -1 : real_(fd);
 }
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
 	REAL(write);
-	if (enabled() && under_dir(fd))
+	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
 		stall();
 	return real_(fd, buf, n);
 }
@@ -114,7 +130,7 @@ ssize_t write(int fd, const void *buf, size_t n)
 ssize_t writev(int fd, const struct iovec *iov, int n)
 {
 	REAL(writev);
-	if (enabled() && under_dir(fd))
+	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
 		stall();
 	return real_(fd, iov, n);
 }
@@ -122,7 +138,7 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	REAL(pwrite);
-	if (enabled() && under_dir(fd))
+	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
 		stall();
 	return real_(fd, buf, n, off);
 }

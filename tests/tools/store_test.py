@@ -18,6 +18,10 @@ Scenarios (daemon/store.h, daemon/writer.h, docs/quald.md):
   corrupt_middle  one corrupt record in the middle of a finished job's log,
                   restart: the verdict is kept, list says damaged, and the
                   log's last line names the lost bytes
+  failed_sync     a log sync that fails (EIO, by the same shim) mid-job:
+                  quald stops at once with status 3, its message naming
+                  the job and the file's path; after the next start the
+                  job ends with one verdict
   long_line       a planted 150 MB line without a newline at the end of a
                   job's log: quald starts, cuts it off, and its peak memory
                   (VmHWM) stays far below the line's size
@@ -25,6 +29,7 @@ Exits 0 when every check holds, 1 with the first failed check otherwise."""
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -214,6 +219,43 @@ def scenario_corrupt_middle(args, root):
         check(d.stored_state(a).get("damaged") is True, "state.json does not say damaged")
 
 
+def scenario_failed_sync(args, root):
+    flag = os.path.join(root, "eio")
+    d = Quald(args, root)
+    os.environ["LD_PRELOAD"] = args.stall_shim
+    os.environ["QUAL_STALL_FLAG"] = flag
+    os.environ["QUAL_STALL_EIO"] = "1"
+    os.environ["QUAL_STALL_DIR"] = os.path.realpath(d.state)
+    try:
+        d.start()
+        try:
+            a = submit(d)
+            open(flag, "w").close()
+            rc = d.proc.wait(svc.JOB_S)
+        except BaseException:
+            d.stop_quietly()
+            raise
+        d.proc = None
+    finally:
+        for k in ("LD_PRELOAD", "QUAL_STALL_FLAG", "QUAL_STALL_DIR", "QUAL_STALL_EIO"):
+            os.environ.pop(k, None)
+    text = d.log_text()
+    check(rc == 3, f"quald exited with status {rc} after a failed sync, expected 3:\n{text}")
+    # The first sync after the flag: the job's log or its state file.
+    where = os.path.join(os.path.realpath(d.state), "jobs", a)
+    want = re.compile(rf"quald: fatal: job '{a}': cannot sync '{re.escape(where)}/"
+                      r"(log\.jsonl|state\.json\.tmp)': Input/output error; stopping")
+    check(want.search(text), f"the fatal message does not name the job and the path "
+          f"({want.pattern!r}):\n{text}")
+    os.unlink(flag)
+    with serving(d):
+        # Stopped before its start was stored, it runs again; after, it
+        # was interrupted. Either way one verdict, no seq repeated.
+        e = wait_done(d, a)
+        check(e["state"] in ("interrupted", "done"), f"job {a} after the restart: {e}")
+        stored_ok(d, a)
+
+
 def vm_hwm_kb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -251,6 +293,7 @@ SCENARIOS = {
     "second_daemon": scenario_second_daemon,
     "corrupt_middle": scenario_corrupt_middle,
     "long_line": scenario_long_line,
+    "failed_sync": scenario_failed_sync,
 }
 
 
