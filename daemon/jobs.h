@@ -67,10 +67,13 @@ struct jobs;
 typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
 			     const char *line, size_t len);
 
-/* Opens the state directory, recovers (queued jobs are queued again; a job
- * that was running gets an "interrupted" verdict line and state; a log's
- * incomplete last line is cut off, with a warning on stderr), and starts
- * running queued jobs from the loop (not inside this call). */
+/* Opens the state directory (refused when another quald holds its lock:
+ * store.h), recovers (queued jobs are queued again; a job that was running
+ * gets an "interrupted" verdict line and state; a log's incomplete last line
+ * is cut off, with a warning on stderr; records lost from the middle of a
+ * log make its job damaged, and a finished job whose verdict line was lost
+ * gets an error verdict: recover.c), waits for recovery's writes, and
+ * starts running queued jobs from the loop (not inside this call). */
 int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
 
@@ -113,9 +116,11 @@ int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
  * for each (line without newline, valid during the call only). Returns the
  * number of lines, or a negative code (QUAL_ENOENT for an unknown job).
  * *state receives the job's state name (static storage). Synchronous: job
- * logs are local files. A line reaches the log before the line callback
- * sees it, and both happen on the loop, so reading a job's log and then
- * following its live lines neither misses nor repeats one. */
+ * logs are local files. Only lines whose write has been called back are
+ * handed out (by their own seq, which may have gaps where a damaged log lost
+ * records), and the line callback runs in that same callback, so reading a
+ * job's log and then following its live lines neither misses nor repeats
+ * one. */
 typedef void (*jobs_each_cb)(void *ctx, const char *line, size_t len);
 int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
