@@ -218,21 +218,51 @@ json_t *jobs__state_json(const struct job *job)
 	return o;
 }
 
-void jobs__state_save(struct jobs *j, struct job *job)
-{
-	json_t *st = jobs__state_json(job);
-
-	/* A failure is fatal, raised from the writer's callback (writer.h). */
-	writer_state_write(j->writer, job->id, st);
-	json_decref(st);
-}
-
 /* A line on its way to the log. */
 struct putting {
 	struct jobs *j;
 	struct job *job;
 	bool notify;
+	bool hold;                 /* a daemon's verdict: until the state after it */
+	char *line;                /* held: a copy */
+	size_t len;
+	long seq;
 };
+
+/* A written line may be read and relayed. */
+static void put_release(struct putting *p, const char *line, size_t len, long seq)
+{
+	struct jobs *j = p->j;
+	struct job *job = p->job;
+
+	job->logged_seq = seq + 1;
+	if (p->notify && j->cb)
+		j->cb(j->cb_ctx, job->id, seq, line, len);
+}
+
+/* The state after a daemon's verdict line is written: the line goes out. */
+static void state_done(void *ctx, const struct writer_done *d)
+{
+	struct job *job = ctx;
+	struct putting *p = job->held;
+
+	(void)d;
+	if (!p)
+		return;
+	job->held = NULL;
+	put_release(p, p->line, p->len, p->seq);
+	free(p->line);
+	free(p);
+}
+
+void jobs__state_save(struct jobs *j, struct job *job)
+{
+	json_t *st = jobs__state_json(job);
+
+	/* A failure is fatal, raised from the writer's callback (writer.h). */
+	writer_state_write(j->writer, job->id, st, state_done, job);
+	json_decref(st);
+}
 
 /* A line is written (and synced where asked): it may be read
  * (jobs_read_log) and relayed, in that order, so that reading a log and
@@ -240,7 +270,6 @@ struct putting {
 static void put_done(void *ctx, const struct writer_done *d)
 {
 	struct putting *p = ctx;
-	struct jobs *j = p->j;
 	struct job *job = p->job;
 
 	if (d->status < 0 && !job->log_warned) {
@@ -249,9 +278,18 @@ static void put_done(void *ctx, const struct writer_done *d)
 		oplog_warn("job '%s': cannot write its log: %s", job->id, d->message);
 		job->log_warned = true;
 	}
-	job->logged_seq = d->tag + 1;
-	if (p->notify && j->cb)
-		j->cb(j->cb_ctx, job->id, d->tag, d->line, d->len);
+	if (p->hold) {
+		/* A daemon's verdict is followed by the job's final state
+		 * (jobs__end_here, worker.c): relayed once that is on disk
+		 * too, so whoever hears it finds the state file final. */
+		p->line = xmalloc(d->len + 1);
+		memcpy(p->line, d->line, d->len + 1);
+		p->len = d->len;
+		p->seq = d->tag;
+		job->held = p;
+		return;
+	}
+	put_release(p, d->line, d->len, d->tag);
 	free(p);
 }
 
@@ -261,7 +299,8 @@ void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
 	struct putting *p = xmalloc(sizeof *p);
 	long seq = job->next_seq++;
 
-	*p = (struct putting){ j, job, notify };
+	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0, 0 };
+	job->hold_next = false;
 	if (!job->log)
 		job->log = writer_log_new(j->writer, job->id);
 	writer_log_append(job->log, text, len, sync, seq, put_done, p);
@@ -320,7 +359,9 @@ void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
 			      "timed", 0);
 
 	json_object_set_new(o, "message", text_json_str(message));
+	job->hold_next = true;
 	put_json(j, job, o, true, notify);
+	job->hold_next = false;
 	json_decref(o);
 	snprintf(job->verdict, sizeof job->verdict, "%s", verdict);
 }

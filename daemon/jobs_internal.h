@@ -54,6 +54,7 @@ int jobs__state_parse(const char *name);
 struct worker;
 struct health;
 struct submit;
+struct putting;
 
 struct job {
 	char id[JOB_ID_MAX];
@@ -71,6 +72,9 @@ struct job {
 				    * writer callbacks have run): what a read
 				    * of its log hands out */
 	struct writer_log *log;    /* while it writes its log, else NULL */
+	bool hold_next;            /* the next line is a daemon's verdict: held */
+	struct putting *held;      /* that verdict line, written, waiting for the
+				    * state after it (jobs.c: put_done) */
 	bool log_warned;           /* a log write failed (said once) */
 	bool damaged;              /* records of its stored log were lost
 				    * (recover.c); state.json says so */
@@ -164,7 +168,9 @@ void jobs__log_close(struct jobs *j, struct job *job);
  * it last), or fallback when it has none. */
 long jobs__line_seq(const char *line, size_t len, long fallback);
 
-/* A verdict line written by the daemon; the job's verdict becomes it. */
+/* A verdict line written by the daemon; the job's verdict becomes it. The
+ * caller saves the job's state next (jobs__state_save): the line is read
+ * and relayed once that state is on disk too. */
 void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
 		       const char *message, bool notify);
 

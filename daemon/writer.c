@@ -261,9 +261,10 @@ void writer_job_create(struct writer *w, const char *id, json_t *request,
 	op_push(w, op);
 }
 
-void writer_state_write(struct writer *w, const char *id, json_t *state)
+void writer_state_write(struct writer *w, const char *id, json_t *state,
+			writer_done_fn cb, void *ctx)
 {
-	struct op *op = op_new(OP_STATE, id, NULL, NULL);
+	struct op *op = op_new(OP_STATE, id, cb, ctx);
 
 	op->state = copy(state);
 	op_push(w, op);

@@ -56,8 +56,9 @@ void writer_job_create(struct writer *w, const char *id, json_t *request,
 		       json_t *state, writer_done_fn cb, void *ctx);
 
 /* store_state_write in the thread; copies state (borrowed). A failure is
- * fatal (store.h); there is no callback. */
-void writer_state_write(struct writer *w, const char *id, json_t *state);
+ * fatal (store.h). cb (may be NULL) runs once on the loop after it. */
+void writer_state_write(struct writer *w, const char *id, json_t *state,
+			writer_done_fn cb, void *ctx);
 
 /* A job's log for appending (opened in the thread on its first append).
  * Ended with writer_log_close(), which takes it. */
