@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/view.h"
 #include "common/exitcode.h"
 #include "common/text.h"
 #include "common/xalloc.h"
@@ -218,6 +219,7 @@ int ctl_read_reply(struct ctl *ctl, struct reply *r)
 	rc = conn_read_line(&ctl->conn, ctl->timeout_ms, &text, &len, &msg);
 	if (rc == CONN_LINE) {
 		r->obj = json_loadb(text, len, 0, &e);
+		view_clean(r->obj); /* r->text keeps the raw line for --json */
 		if (!json_is_object(r->obj)) {
 			fprintf(stderr, "qualctl: quald at %s sent a line that is not a json object: %s\n",
 				ctl->conn.where, r->obj ? "another json value" : e.text);

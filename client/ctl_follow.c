@@ -86,9 +86,12 @@ static bool take_line(const struct ctl *ctl, struct view_job *v, json_t *line,
 
 /* Follows job's lines on the connection until its verdict line, printing
  * them as --json or the plain lines and progress say, then the summary.
- * Returns the exit status of the verdict. Without a verdict (connection
- * lost, ^C) the job's outcome is unknown to us: QUAL_EXIT_ERROR. */
-static int follow_job(struct ctl *ctl, const char *job, int position)
+ * Returns the exit status of the verdict, except that a passing job that
+ * timed nothing though the submit did not ask for compile_only is
+ * QUAL_EXIT_NOT_TIMED, with why on stderr: a gate must not pass what was
+ * never measured. Without a verdict (connection lost, ^C) the job's outcome
+ * is unknown to us: QUAL_EXIT_ERROR. */
+static int follow_job(struct ctl *ctl, const char *job, int position, bool compile_only)
 {
 	struct progress prog = {.on = stdout_is_terminal(ctl)};
 	struct lines_info info;
@@ -125,10 +128,15 @@ static int follow_job(struct ctl *ctl, const char *job, int position)
 			goto out;
 		}
 		line = json_loadb(text, len, 0, &e);
+		view_clean(line);
 		if (!json_is_object(line) || !ctl_type_of(line)) {
+			json_t *shown = text_json(text, len < 80 ? len : 80);
+
 			progress_clear(&prog);
-			fprintf(stderr, "qualctl: quald at %s sent a line that is not a qual line: %.80s\n",
-				ctl->conn.where, text);
+			view_clean(shown);
+			fprintf(stderr, "qualctl: quald at %s sent a line that is not a qual line: %s\n",
+				ctl->conn.where, json_string_value(shown));
+			json_decref(shown);
 			json_decref(line);
 			goto out;
 		}
@@ -147,6 +155,14 @@ static int follow_job(struct ctl *ctl, const char *job, int position)
 		view_summary(stdout, &v);
 	lines_classify(v.verdict, &info);
 	status = view_exit_status(info.verdict);
+	if (status == QUAL_EXIT_PASS && !compile_only && view_not_timed(&v)) {
+		fprintf(stderr, "qualctl: job %s was not timed (%s) though the submit did not ask "
+			"for --compile-only: exit %d, not a pass; run it where quald has a GPU, or "
+			"submit with --compile-only for a static comparison\n", job,
+			v.not_timed_because[0] ? v.not_timed_because : "no reason given",
+			QUAL_EXIT_NOT_TIMED);
+		status = QUAL_EXIT_NOT_TIMED;
+	}
 out:
 	fflush(stdout);
 	view_job_release(&v);
@@ -280,6 +296,7 @@ int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv
 	struct reply r = {0};
 	const char *job;
 	char *path;
+	bool compile_only;
 	int first, rc, position;
 
 	for (size_t i = 0; i < NSUBMIT; i++) {
@@ -316,6 +333,7 @@ int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv
 		free(path);
 	}
 	json_object_set_new(s.req, "follow", json_boolean(s.follow));
+	compile_only = json_is_true(json_object_get(s.req, "compile_only"));
 	rc = ctl_request(ctl, s.req, &r);
 	s.req = NULL; /* taken */
 	if (rc >= 0)
@@ -341,7 +359,7 @@ int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv
 		printf("job %s: queued, position %d\n", job, position);
 		fflush(stdout);
 	}
-	rc = follow_job(ctl, job, position);
+	rc = follow_job(ctl, job, position, compile_only);
 out:
 	json_decref(s.req);
 	ctl_reply_release(&r);
@@ -465,6 +483,7 @@ int ctl_watch(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 			break;
 		}
 		line = json_loadb(text, len, 0, &e);
+		view_clean(line);
 		if ((job = job_of(line))) {
 			struct view_job *v = watch_view(&views, job);
 

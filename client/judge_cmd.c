@@ -21,13 +21,15 @@ static void usage(FILE *f, const char *prog)
 		"\n"
 		"Reads qual JSON lines (qual-run output or a stored job log) from FILE or\n"
 		"stdin and recomputes every case verdict and the run verdict from the pair\n"
-		"lines. Alpha and margin default to the run's own settings.\n"
+		"lines. Alpha and margin default to the run's own settings, which must\n"
+		"be in range (alpha in (0, 0.5], margin in [0, 0.5]).\n"
 		"\n"
-		"  --alpha A    significance level of each case's test, 0 <= A <= 0.5\n"
+		"  --alpha A    significance level of each case's test, 0 < A <= 0.5\n"
 		"  --margin M   equivalence margin on the median ratio, 0 <= M <= 0.5\n"
 		"\n"
 		"Exit status: 0 improvement, neutral or not timed; 1 regression; 2 fail;\n"
-		"3 error; 4 usage (bad options, unreadable file, not qual lines).\n",
+		"3 error (also: no valid pair); 4 usage (bad options, unreadable file,\n"
+		"not qual lines, settings out of range).\n",
 		prog);
 }
 
@@ -70,6 +72,12 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		case 'a':
 			if (parse_unit(prog, "--alpha", optarg, 0.5, &alpha) < 0)
 				return QUAL_EXIT_USAGE;
+			if (alpha == 0) {
+				/* As a file's alpha: a test at level 0 rejects nothing. */
+				fprintf(stderr, "%s: --alpha must be a number in (0, 0.5], got '%s'\n",
+					prog, optarg);
+				return QUAL_EXIT_USAGE;
+			}
 			break;
 		case 'm':
 			if (parse_unit(prog, "--margin", optarg, 0.5, &margin) < 0)
@@ -140,6 +148,9 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	if (margin >= 0)
 		s.margin = margin;
 	status = judge_exit_status(judge_finish(&j, &s, stdout, &not_timed));
+	if (j.no_valid_pair)
+		fprintf(stderr, "%s: '%s': no valid pair: every timed pair has a timing that is "
+			"not finite and positive, so nothing was measured\n", prog, path);
 out:
 	free(buf);
 	judge_release(&j);

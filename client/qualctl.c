@@ -53,10 +53,11 @@ static const struct command commands[] = {
 	 "  --seed S              seed of the input data\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 CTL_COMMON_HELP
-	 "\nExit status (the job's verdict): 0 improvement, neutral or not timed;\n"
-	 "1 regression; 2 fail; 3 error, cancelled, interrupted, or the outcome\n"
-	 "is unknown (connection lost, ^C); 4 usage, or quald refused the\n"
-	 "submit; 5 quald cannot be reached.\n"},
+	 "\nExit status (the job's verdict): 0 improvement, neutral, or not timed\n"
+	 "with --compile-only; 1 regression; 2 fail; 3 error, cancelled,\n"
+	 "interrupted, or the outcome is unknown (connection lost, ^C); 4 usage,\n"
+	 "or quald refused the submit; 5 quald cannot be reached; 6 not timed\n"
+	 "though --compile-only was not asked for (no GPU).\n"},
 	{"watch", ctl_watch, "watch [--after JOB[:SEQ]] [options]",
 	 "Prints every job's lines as quald relays them, until interrupted: plain\n"
 	 "lines prefixed by the job id, or the raw lines with --json.\n"
@@ -120,7 +121,7 @@ static void usage(FILE *f)
 	fprintf(f, "\n'qualctl COMMAND --help' tells more. The socket is --socket, else\n"
 		   "$QUAL_SOCKET, else $RUNTIME_DIRECTORY/quald.sock, else " CONN_DEFAULT_SOCKET ".\n"
 		   "Exit status: submit's is the job's verdict (0 pass, 1 regression, 2 fail,\n"
-		   "3 error or cancelled); 4 usage; 5 quald cannot be reached.\n");
+		   "3 error or cancelled, 6 not timed); 4 usage; 5 quald cannot be reached.\n");
 }
 
 static int cmd_help(struct ctl *ctl, const struct command *self, int argc, char **argv)

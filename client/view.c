@@ -100,6 +100,8 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 
 	(void)info;
 	v->started = true;
+	snprintf(v->not_timed_because, sizeof v->not_timed_because, "%s",
+		 json_is_true(json_object_get(line, "timed")) ? "" : why ? why : "");
 	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
 	v->npairs = (int)int_field(settings, "pairs", 0);
 	v->nsessions = (int)int_field(settings, "sessions", 0);
@@ -491,6 +493,82 @@ void view_summary(FILE *out, const struct view_job *v)
 	free(cells);
 	if (v->verdict)
 		print_run_verdict(v, out, 0);
+}
+
+bool view_not_timed(const struct view_job *v)
+{
+	struct lines_info info;
+	json_t *timed = json_object_get(v->verdict, "timed");
+
+	if (!v->verdict)
+		return false;
+	lines_classify(v->verdict, &info);
+	return json_is_false(timed) || (info.verdict && strcmp(info.verdict, "not_timed") == 0);
+}
+
+/* The length of the control character at s (n bytes left), 0 for none:
+ * C0 and DEL one byte, C1 (U+0080..U+009F, UTF-8 C2 80..C2 9F) two. */
+static size_t control_len(const unsigned char *s, size_t n)
+{
+	if (s[0] < 0x20 || s[0] == 0x7f)
+		return 1;
+	if (n >= 2 && s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+		return 2;
+	return 0;
+}
+
+/* s's text with its control characters escaped, as a new string, or NULL
+ * when it has none. */
+static char *escape_controls(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, k, out = 0;
+	bool any = false;
+	char *t;
+
+	for (i = 0; i < n; i++)
+		any |= control_len(u + i, n - i) > 0;
+	if (!any)
+		return NULL;
+	t = xmalloc(6 * n + 1); /* "\u0085" is 6 bytes for 2 */
+	for (i = 0; i < n; i += k ? k : 1) {
+		k = control_len(u + i, n - i);
+		if (k == 2)
+			out += (size_t)sprintf(t + out, "\\u%04x", u[i + 1]);
+		else if (k == 1 && u[i] == '\n')
+			out += (size_t)sprintf(t + out, "\\n");
+		else if (k == 1 && u[i] == '\t')
+			out += (size_t)sprintf(t + out, "\\t");
+		else if (k == 1 && u[i] == '\r')
+			out += (size_t)sprintf(t + out, "\\r");
+		else if (k == 1)
+			out += (size_t)sprintf(t + out, "\\x%02x", u[i]);
+		else
+			t[out++] = s[i];
+	}
+	t[out] = '\0';
+	return t;
+}
+
+void view_clean(json_t *x)
+{
+	const char *key;
+	json_t *val;
+	size_t i;
+	char *t;
+
+	if (json_is_object(x)) {
+		json_object_foreach(x, key, val)
+			view_clean(val);
+	} else if (json_is_array(x)) {
+		json_array_foreach(x, i, val)
+			view_clean(val);
+	} else if (json_is_string(x)) {
+		t = escape_controls(json_string_value(x), json_string_length(x));
+		if (t)
+			json_string_set(x, t);
+		free(t);
+	}
 }
 
 int view_exit_status(const char *verdict)

@@ -29,6 +29,8 @@ struct view_job {
 	char job[VIEW_JOB_MAX];
 	int position;          /* queue position from the submit reply, -1 unknown */
 	bool started;          /* its start line arrived */
+	char not_timed_because[256]; /* the start line's reason, "" when timed
+				      * or unknown */
 	int ncases;            /* cases the run has (start line), 0 unknown */
 	int npairs;            /* pairs per timed case (start line), 0 unknown */
 	int nsessions;         /* processes timing the run (start line), 0 or 1:
@@ -67,6 +69,21 @@ void view_summary(FILE *out, const struct view_job *v);
  * and two spaces from the next; the last column is not padded. */
 void view_table(FILE *out, const char *const *head, size_t ncols,
 		const char *const *cells, size_t nrows);
+
+/* True when the job's verdict line says nothing was timed: its "timed" is
+ * false, or its verdict is not_timed. A verdict line without "timed"
+ * (quald's own: cancelled, error) says nothing either way: false. */
+bool view_not_timed(const struct view_job *v);
+
+/* Makes every string inside x (a line or a reply, recursively through
+ * objects and arrays; keys are left) safe to print on a terminal, in place:
+ * control characters (C0, DEL and the C1 range U+0080..U+009F, which
+ * terminals also obey) become visible escapes, "\n", "\t", "\r" or
+ * "\xHH" ("\u0085" for C1), so that a library path or a message holding
+ * ESC or a newline can neither drive the terminal nor fake a line of
+ * output. Every line or reply qualctl prints for people passes through it
+ * first; --json output is the raw text, where JSON escapes them. */
+void view_clean(json_t *x);
 
 /* The exit status (common/exitcode.h) for a run verdict name: improvement,
  * neutral and not_timed 0, regression 1, fail 2, and 3 for error, quald's

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,6 +135,15 @@ child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 	if (c->group == CHILD_GROUP_NEW && setpgid(0, 0) < 0)
 		goto fail;
 	if (c->group == CHILD_SESSION_NEW && setsid() < 0)
+		goto fail;
+	/* Groups first, while we may still change them. Raw system calls:
+	 * glibc's wrappers signal every thread of the process, and the child
+	 * of a process with threads (a GPU runtime's) has one, which the
+	 * kernel's calls change alone. Before the parent-death signal, which
+	 * a change of uid clears. */
+	if (c->set_ids &&
+	    (syscall(SYS_setgroups, 1, &c->gid) < 0 || syscall(SYS_setgid, c->gid) < 0 ||
+	     syscall(SYS_setuid, c->uid) < 0))
 		goto fail;
 	/* qual_die_with() is two system calls: safe here. */
 	if (c->die_with_parent && !qual_die_with(parent))

@@ -63,6 +63,12 @@ struct child {
 	enum child_group group;  /* [CHILD_GROUP_SAME] */
 	bool die_with_parent;    /* killed (SIGKILL) when the caller's thread
 				  * that started it ends (PR_SET_PDEATHSIG) */
+	bool set_ids;            /* runs as uid and gid, with gid its only
+				  * group, set before exec or fn (a caller
+				  * that is root: a compile child as
+				  * --compile-user) [false] */
+	uid_t uid;
+	gid_t gid;
 
 	/* Set by child_start(). */
 	pid_t pid;               /* -1 before the start and after the reap */

@@ -10,6 +10,9 @@ enum qual_exit {
 	QUAL_EXIT_ERROR = 3,      /* the baseline or the machine failed */
 	QUAL_EXIT_USAGE = 4,      /* bad command line or bad input files */
 	QUAL_EXIT_NO_DAEMON = 5,  /* qualctl: quald could not be reached (no socket, refused, timed out) */
+	QUAL_EXIT_NOT_TIMED = 6,  /* qualctl submit: the job passed but nothing was timed, and
+				   * it did not ask for --compile-only: a gate must not pass
+				   * what was never measured */
 };
 
 #endif

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,8 +136,10 @@ static size_t first_room(off_t st_size, size_t cap)
 	return want < cap ? want : cap;
 }
 
-int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
-		   struct qual_msg *msg)
+/* fs_read_capped() and fs_read_capped_placed(): placed refuses a link as
+ * the last component and anything but a regular file. */
+static int read_capped(const char *path, bool placed, size_t cap, char **out,
+		       size_t *size, struct qual_msg *msg)
 {
 	struct stat st;
 	size_t room, got = 0;
@@ -145,7 +148,7 @@ int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 
 	*out = NULL;
 	*size = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | (placed ? O_NOFOLLOW | O_NONBLOCK : 0));
 	if (fd < 0)
 		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
 				 "cannot open '%s': %s", path, strerror(errno));
@@ -153,6 +156,10 @@ int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		int e = errno;
 		close(fd);
 		return qual_fail(msg, QUAL_EIO, "cannot stat '%s': %s", path, strerror(e));
+	}
+	if (placed && !S_ISREG(st.st_mode)) {
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot read '%s': not a regular file", path);
 	}
 	room = first_room(st.st_size, cap);
 	buf = xmalloc(room + 1);
@@ -176,6 +183,18 @@ int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 	*out = buf;
 	*size = got;
 	return 0;
+}
+
+int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
+		   struct qual_msg *msg)
+{
+	return read_capped(path, false, cap, out, size, msg);
+}
+
+int fs_read_capped_placed(const char *path, size_t cap, char **out, size_t *size,
+			  struct qual_msg *msg)
+{
+	return read_capped(path, true, cap, out, size, msg);
 }
 
 int fs_path_join(char *out, size_t cap, const char *dir, const char *name,

@@ -48,6 +48,14 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		   struct qual_msg *msg);
 
+/* fs_read_capped() for a file that a process of another uid may have put
+ * there (a compile child run as --compile-user, in the compile folder it
+ * owns): a symbolic link as its last component, or anything but a regular
+ * file (a FIFO), is refused (QUAL_EIO) without being followed or blocking,
+ * so that such a child cannot have us read a file only we may read. */
+int fs_read_capped_placed(const char *path, size_t cap, char **out, size_t *size,
+			  struct qual_msg *msg);
+
 /* "dir/name" into out (cap bytes). Returns 0 or QUAL_EINVAL when it does
  * not fit. */
 int fs_path_join(char *out, size_t cap, const char *dir, const char *name,

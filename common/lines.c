@@ -42,6 +42,7 @@ static const char *const code_names[LINES_CODE_COUNT] = {
 	[LINES_CODE_COMPILE_LIMIT] = "compile_limit",
 	[LINES_CODE_COMPILE_NO_REPORT] = "compile_no_report",
 	[LINES_CODE_NO_ABI] = "no_abi",
+	[LINES_CODE_LIBRARY_CHANGED] = "library_changed",
 	[LINES_CODE_LOAD_FAILED] = "load_failed",
 	[LINES_CODE_WRONG_OUTPUT] = "wrong_output",
 	[LINES_CODE_GPU_FAULT] = "gpu_fault",
@@ -51,6 +52,7 @@ static const char *const code_names[LINES_CODE_COUNT] = {
 	[LINES_CODE_SESSION_FAILED] = "session_failed",
 	[LINES_CODE_CUT_OFF] = "cut_off",
 	[LINES_CODE_BAD_LINE] = "bad_line",
+	[LINES_CODE_FOREIGN_LINE] = "foreign_line",
 	[LINES_CODE_INTERRUPTED] = "interrupted",
 	[LINES_CODE_INTERNAL] = "internal",
 };
@@ -158,6 +160,161 @@ void lines_classify(json_t *line, struct lines_info *info)
 	default:
 		break;
 	}
+}
+
+/* JSON kinds a field may have, for lines_check(). */
+enum {
+	K_STR = 1 << 0, K_BOOL = 1 << 1, K_NUM = 1 << 2, K_INT = 1 << 3,
+	K_OBJ = 1 << 4, K_NULL = 1 << 5, K_ANY = 0xff,
+};
+
+struct field_rule {
+	const char *key;
+	int kinds;
+	const char *const *values; /* NULL-terminated set of a string's values,
+				    * or NULL for any */
+};
+
+static const char *const verdict_names[] = {
+	"improvement", "neutral", "regression", "fail", "error", "not_timed",
+	"cancelled", "interrupted", NULL,
+};
+static const char *const case_verdict_names[] = {
+	"equivalent", "faster", "slower", "inconclusive", "identical", "fail",
+	"not_timed", NULL,
+};
+static const char *const stage_names[] = {
+	"setup", "compile", "load", "check", "time", NULL,
+};
+static const char *const arm_names[] = { "baseline", "candidate", NULL };
+static const char *const gpu_states[] = { "faulted", "hung", NULL };
+
+/* The fields each type requires (the schema's "required", less "type"). */
+static const struct field_rule start_rules[] = {
+	{ "schema_version", K_INT, NULL }, { "tool", K_STR, NULL },
+	{ "version", K_STR, NULL }, { "time", K_STR, NULL }, { "device", K_ANY, NULL },
+	{ "timed", K_BOOL, NULL }, { "arch", K_STR, NULL }, { "baseline", K_OBJ, NULL },
+	{ "candidate", K_OBJ, NULL }, { "settings", K_OBJ, NULL }, { NULL, 0, NULL },
+};
+static const struct field_rule case_rules[] = {
+	{ "case", K_STR, NULL }, { "family", K_STR, NULL }, { "kernel", K_STR, NULL },
+	{ "baseline", K_OBJ, NULL }, { "candidate", K_OBJ, NULL },
+	{ "identical_code", K_BOOL, NULL }, { "tolerance", K_NUM, NULL },
+	{ "timed", K_BOOL, NULL }, { "replays", K_INT, NULL }, { NULL, 0, NULL },
+};
+static const struct field_rule pair_rules[] = {
+	{ "case", K_STR, NULL }, { "pair", K_INT, NULL }, { "order", K_STR, NULL },
+	{ "baseline_ns", K_NUM, NULL }, { "candidate_ns", K_NUM, NULL },
+	{ NULL, 0, NULL },
+};
+static const struct field_rule case_verdict_rules[] = {
+	{ "case", K_STR, NULL }, { "verdict", K_STR, case_verdict_names },
+	{ "identical_code", K_BOOL, NULL }, { "n", K_INT, NULL }, { NULL, 0, NULL },
+};
+static const struct field_rule verdict_rules[] = {
+	{ "verdict", K_STR, verdict_names }, { "timed", K_BOOL, NULL }, { NULL, 0, NULL },
+};
+static const struct field_rule error_rules[] = {
+	{ "stage", K_STR, stage_names }, { "arm", K_STR | K_NULL, arm_names },
+	{ "case", K_STR | K_NULL, NULL }, { "message", K_STR, NULL }, { NULL, 0, NULL },
+};
+
+static int kinds_of(json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return K_STR;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return K_BOOL;
+	case JSON_INTEGER:
+		return K_NUM | K_INT;
+	case JSON_REAL:
+		return K_NUM;
+	case JSON_OBJECT:
+		return K_OBJ;
+	case JSON_NULL:
+		return K_NULL;
+	default:
+		return 0;
+	}
+}
+
+static bool in_set(const char *s, const char *const *set)
+{
+	for (; *set; set++)
+		if (!strcmp(s, *set))
+			return true;
+	return false;
+}
+
+/* Checks key of line (a line of type type) against its rule: present when
+ * required, of one of its kinds, and a string from its set. */
+static int field_check(json_t *line, const char *type, const struct field_rule *r,
+		       bool required, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(line, r->key);
+
+	if (!v)
+		return required ? qual_fail(msg, QUAL_EINVAL, "a line of type '%s' without '%s'",
+					    type, r->key) : 0;
+	if (!(kinds_of(v) & r->kinds))
+		return qual_fail(msg, QUAL_EINVAL, "a line of type '%s' whose '%s' is of the wrong kind",
+				 type, r->key);
+	if (r->values && json_is_string(v) && !in_set(json_string_value(v), r->values))
+		return qual_fail(msg, QUAL_EINVAL, "a line of type '%s' with an unknown '%s'", type,
+				 r->key);
+	return 0;
+}
+
+int lines_check(json_t *line, struct qual_msg *msg)
+{
+	static const struct {
+		enum lines_type type;
+		const struct field_rule *rules;
+	} by_type[] = {
+		{ LINES_START, start_rules }, { LINES_CASE, case_rules },
+		{ LINES_PAIR, pair_rules }, { LINES_CASE_VERDICT, case_verdict_rules },
+		{ LINES_VERDICT, verdict_rules }, { LINES_ERROR, error_rules },
+	};
+	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_names };
+	static const struct field_rule gpu = { "gpu", K_STR, gpu_states };
+	struct lines_info info;
+	const char *type;
+	json_int_t version;
+	int rc;
+
+	lines_classify(line, &info);
+	if (info.type == LINES_OTHER) {
+		type = json_is_object(line) ? string_of(line, "type") : NULL;
+		return type ? qual_fail(msg, QUAL_EINVAL, "a line of unknown type '%.40s'", type)
+			    : qual_fail(msg, QUAL_EINVAL, "a line without a type");
+	}
+	type = string_of(line, "type");
+	for (size_t i = 0; i < sizeof by_type / sizeof by_type[0]; i++) {
+		if (by_type[i].type != info.type)
+			continue;
+		for (const struct field_rule *r = by_type[i].rules; r->key; r++)
+			if ((rc = field_check(line, type, r, true, msg)))
+				return rc;
+	}
+	switch (info.type) {
+	case LINES_START:
+		version = json_integer_value(json_object_get(line, "schema_version"));
+		if (version < 1 || version > QUAL_SCHEMA_VERSION)
+			return qual_fail(msg, QUAL_EINVAL, "a line of type 'start' with schema_version %lld",
+					 (long long)version);
+		break;
+	case LINES_CASE_VERDICT:
+		return field_check(line, type, &failed_arm, !strcmp(info.verdict, "fail"), msg);
+	case LINES_ERROR:
+		if (json_object_get(line, "code") && info.code == LINES_CODE_NONE)
+			return qual_fail(msg, QUAL_EINVAL, "a line of type 'error' with an unknown 'code'");
+		return field_check(line, type, &gpu, false, msg);
+	default:
+		break;
+	}
+	return 0;
 }
 
 bool lines_blames_candidate(const struct lines_info *info)

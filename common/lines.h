@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "common/err.h"
+
 /* Version of the line format; in every start line as "schema_version".
  * Incremented only by incompatible changes; fields may be added freely.
  * Readers accept 1 to QUAL_SCHEMA_VERSION. 3: error lines carry "code". */
@@ -54,6 +56,8 @@ enum lines_code {
 				       * own helper failing (no space, a helper
 				       * of another version); no crash */
 	LINES_CODE_NO_ABI,          /* neither nvrtc's nor hiprtc's entry points */
+	LINES_CODE_LIBRARY_CHANGED, /* its file is not the library that was
+				     * checked (another sha256): not loaded */
 	/* An arm's code on the GPU. */
 	LINES_CODE_LOAD_FAILED,     /* the runtime refused to load it */
 	LINES_CODE_WRONG_OUTPUT,    /* differs from the oracle */
@@ -65,6 +69,8 @@ enum lines_code {
 	LINES_CODE_SESSION_FAILED,  /* a timing session ended badly */
 	LINES_CODE_CUT_OFF,         /* a stream ended inside a line */
 	LINES_CODE_BAD_LINE,        /* a worker wrote what is not a qual line */
+	LINES_CODE_FOREIGN_LINE,    /* a worker wrote objects that are not the
+				     * engine's lines (lines_check()): refused */
 	LINES_CODE_INTERRUPTED,     /* the job's worker was lost (quald restart) */
 	LINES_CODE_INTERNAL,        /* qual's own trouble (i/o, memory, a bug) */
 	LINES_CODE_COUNT
@@ -115,6 +121,19 @@ struct lines_info {
 
 /* Fills info from line (borrowed; may be NULL or not an object). */
 void lines_classify(json_t *line, struct lines_info *info);
+
+/* Whether line (borrowed) is one of the output schema's lines, as far as a
+ * reader that decides needs to know (docs/schema/lines.schema.json): an
+ * object with a known "type", every field that type requires at its top
+ * level with its JSON kind (a start line's "device" is not read and may be
+ * anything), "schema_version" from 1 to QUAL_SCHEMA_VERSION, and the values
+ * decisions read from their fixed sets: a verdict's "verdict", a
+ * case_verdict's "verdict" and the "failed_arm" a fail requires, an error's
+ * "stage", "arm", "code" and "gpu" (the last two when present). Nested
+ * objects and optional fields are not checked. Returns 0, or QUAL_EINVAL
+ * with msg saying the first thing wrong ("a line of type 'verdict' without
+ * 'timed'"). quald refuses a worker's line that fails (daemon/worker.c). */
+int lines_check(json_t *line, struct qual_msg *msg);
 
 /* True when info names the candidate arm. */
 bool lines_blames_candidate(const struct lines_info *info);

@@ -40,53 +40,67 @@ int sha256_hash_buffer(const void *data, size_t size,
 	return 0;
 }
 
-int sha256_hash_file(const char *path, char hex[SHA256_HEX_SIZE],
-		     struct qual_msg *msg)
+int sha256_hash_fd(int fd, int copy_to, const char *what, char hex[SHA256_HEX_SIZE],
+		   size_t *size, struct qual_msg *msg)
 {
 	unsigned char buf[SHA256_BLOCK];
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned n = 0;
-	EVP_MD_CTX *ctx = NULL;
-	int fd = -1;
+	size_t total = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		rc = qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-			       "cannot open '%s': %s", path, strerror(e));
-		goto out;
-	}
-	ctx = EVP_MD_CTX_new();
 	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
-		rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'", path);
+		rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'", what);
 		goto out;
 	}
 	for (;;) {
 		/* fs_read_full: short only at the end of the file. */
 		ssize_t got = fs_read_full(fd, buf, sizeof buf);
 		if (got < 0) {
-			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
+			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", what,
 				       strerror(errno));
 			goto out;
 		}
 		if (got > 0 && !EVP_DigestUpdate(ctx, buf, (size_t)got)) {
 			rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'",
-				       path);
+				       what);
 			goto out;
 		}
+		if (got > 0 && copy_to >= 0 && fs_write_all(copy_to, buf, (size_t)got) < 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot copy '%s': %s", what,
+				       strerror(errno));
+			goto out;
+		}
+		total += (size_t)got;
 		if ((size_t)got < sizeof buf)
 			break;
 	}
 	if (!EVP_DigestFinal_ex(ctx, md, &n)) {
-		rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'", path);
+		rc = qual_fail(msg, QUAL_ENOMEM, "cannot compute sha-256 of '%s'", what);
 		goto out;
 	}
 	hex_encode(md, n, hex);
+	if (size)
+		*size = total;
 	rc = 0;
 out:
 	EVP_MD_CTX_free(ctx);
-	if (fd >= 0)
-		close(fd);
+	return rc;
+}
+
+int sha256_hash_file(const char *path, char hex[SHA256_HEX_SIZE],
+		     struct qual_msg *msg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0) {
+		int e = errno;
+		return qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot open '%s': %s", path, strerror(e));
+	}
+	rc = sha256_hash_fd(fd, -1, path, hex, NULL, msg);
+	close(fd);
 	return rc;
 }

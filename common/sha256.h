@@ -24,4 +24,12 @@ int sha256_hash_buffer(const void *data, size_t size,
 int sha256_hash_file(const char *path, char hex[SHA256_HEX_SIZE],
 		     struct qual_msg *msg);
 
+/* Hashes what fd holds from its offset to its end, in blocks, and writes
+ * each block to copy_to as well when copy_to >= 0, so that the copy holds
+ * exactly the bytes hashed (compile/rtc.h pins a library that way). what
+ * names the data in messages. *size (may be NULL) gets the bytes read.
+ * Returns 0, or QUAL_EIO with msg naming what failed. */
+int sha256_hash_fd(int fd, int copy_to, const char *what, char hex[SHA256_HEX_SIZE],
+		   size_t *size, struct qual_msg *msg);
+
 #endif

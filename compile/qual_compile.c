@@ -1,8 +1,9 @@
 /* qual-compile: the child that loads one compiler library and uses it once.
  *
- *   qual-compile identify --lib PATH --out DIR [--label NAME]
- *   qual-compile compile --lib PATH --abi nvrtc|hiprtc --arch ARCH --src FILE
- *                --name NAME --out DIR [--log-cap N] [--label NAME] -- OPTIONS...
+ *   qual-compile identify --lib PATH|--lib-fd N --out DIR [--label NAME]
+ *   qual-compile compile --lib PATH|--lib-fd N --abi nvrtc|hiprtc --arch ARCH
+ *                --src FILE --name NAME --out DIR [--log-cap N] [--label NAME]
+ *                -- OPTIONS...
  *
  * It is started by rtc.c (rtc_identify, rtc_compile) in a process group of
  * its own, with the library's folder first on LD_LIBRARY_PATH, and reports
@@ -12,6 +13,14 @@
  * ROCm's hiprtc can crash in its runtime teardown, and nothing a compiler does
  * after the results are written may change them. --label is the library's
  * name as the user gave it, for messages (default: --lib).
+ *
+ * --lib-fd N: the library is the bytes of descriptor N (rtc.c passes a
+ * pinned, sealed memfd as stdin: N = 0), loaded as /proc/self/fd/N, so that
+ * what runs is exactly what the parent hashed; its siblings still come from
+ * LD_LIBRARY_PATH. identify --lib PATH (quald's submit check) opens the
+ * file once and hashes it (rtc_hash_library), writes the pin report
+ * (RTC__PIN_FILE: the hash, the file's device, inode and size) before it
+ * loads anything, and loads that open file as /proc/self/fd/N.
  *
  * Every failure of the library is reported as a status in the result file;
  * the exit status is 0 when a result file was written, 2 for a usage error and
@@ -25,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/confine.h"
 #include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/xalloc.h"
@@ -90,6 +100,7 @@ struct report {
 struct args {
 	const char *cmd;
 	const char *lib;
+	int lib_fd;             /* --lib-fd, or -1 */
 	const char *label;
 	const char *abi;
 	const char *arch;
@@ -204,6 +215,31 @@ static void api_fill(struct compiler_api *api, enum rtc_abi abi, const char *nam
 	api->errstr = (rtc_errstr_fn)fns[API_ERRSTR];
 }
 
+/* identify --lib PATH: opens and hashes the file (rtc.h) and writes the pin
+ * report before anything is loaded. Returns the open file, or -1 with r
+ * failed. */
+static int library_pin(const struct args *a, struct report *r)
+{
+	struct rtc_pin pin;
+	struct qual_msg msg;
+	char path[4096], text[256];
+	int rc, n;
+
+	if ((rc = rtc_hash_library(a->lib, &pin, &msg))) {
+		fail(r, rc, "%s", msg.text);
+		return -1;
+	}
+	n = snprintf(text, sizeof text, "sha256=%s\ndev=%llu\nino=%llu\nsize=%lld\nend=1\n",
+		     pin.sha256, (unsigned long long)pin.dev,
+		     (unsigned long long)pin.ino, (long long)pin.size);
+	snprintf(path, sizeof path, "%s/%s", a->out, RTC__PIN_FILE);
+	if (fs_write_atomic(path, text, (size_t)n, 0600, NULL, &msg) < 0) {
+		fprintf(stderr, "qual-compile: %s\n", msg.text);
+		_exit(3);
+	}
+	return pin.fd;
+}
+
 /* Loads the library and finds which ABI it exposes. Returns 0 or a status
  * with r->message set. */
 static int compiler_load(const struct args *a, struct compiler_api *api,
@@ -211,10 +247,20 @@ static int compiler_load(const struct args *a, struct compiler_api *api,
 {
 	void *fns_nv[API_COUNT], *fns_hip[API_COUNT];
 	const char *miss_nv, *miss_hip;
-	int nv, hip, major = -1, minor = -1;
+	int nv, hip, major = -1, minor = -1, fd = a->lib_fd;
+	char fd_path[64];
 	void *lib;
 
-	lib = dlopen(a->lib, RTLD_NOW | RTLD_LOCAL);
+	if (fd < 0 && !strcmp(a->cmd, "identify") && (fd = library_pin(a, r)) < 0)
+		return r->status;
+	if (fd >= 0) {
+		/* The descriptor stays open for the life of the process: the
+		 * loader maps it, and nothing else may take its number. */
+		snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", fd);
+		lib = dlopen(fd_path, RTLD_NOW | RTLD_LOCAL);
+	} else {
+		lib = dlopen(a->lib, RTLD_NOW | RTLD_LOCAL);
+	}
 	if (!lib) {
 		fail(r, QUAL_EINVAL, "cannot load compiler '%s': %s", a->label, dlerror());
 		return r->status;
@@ -448,9 +494,9 @@ const char *__asan_default_options(void)
 static int usage(const char *why)
 {
 	fprintf(stderr, "qual-compile: %s\n"
-		"usage: qual-compile identify --lib PATH --out DIR [--label NAME]\n"
-		"       qual-compile compile --lib PATH --abi nvrtc|hiprtc --arch ARCH "
-		"--src FILE --name NAME --out DIR [--log-cap N] [--label NAME] "
+		"usage: qual-compile identify --lib PATH|--lib-fd N --out DIR [--label NAME]\n"
+		"       qual-compile compile --lib PATH|--lib-fd N --abi nvrtc|hiprtc "
+		"--arch ARCH --src FILE --name NAME --out DIR [--log-cap N] [--label NAME] "
 		"-- OPTIONS...\n", why);
 	return 2;
 }
@@ -461,6 +507,7 @@ static int args_parse(int argc, char **argv, struct args *a)
 
 	memset(a, 0, sizeof *a);
 	a->log_cap = (size_t)1 << 20;
+	a->lib_fd = -1;
 	if (argc < 2)
 		return -1;
 	a->cmd = argv[1];
@@ -475,6 +522,13 @@ static int args_parse(int argc, char **argv, struct args *a)
 		if (!v)
 			return -1;
 		if (!strcmp(k, "--lib")) a->lib = v;
+		else if (!strcmp(k, "--lib-fd")) {
+			char *end;
+			long fd = strtol(v, &end, 10);
+			if (*end || fd < 0 || fd > 1023)
+				return -1;
+			a->lib_fd = (int)fd;
+		}
 		else if (!strcmp(k, "--label")) a->label = v;
 		else if (!strcmp(k, "--abi")) a->abi = v;
 		else if (!strcmp(k, "--arch")) a->arch = v;
@@ -485,10 +539,10 @@ static int args_parse(int argc, char **argv, struct args *a)
 		else return -1;
 		i++;
 	}
-	if (!a->lib || !a->out)
+	if ((a->lib != NULL) == (a->lib_fd >= 0) || !a->out)
 		return -1;
 	if (!a->label)
-		a->label = a->lib;
+		a->label = a->lib ? a->lib : "(pinned library)";
 	if (!strcmp(a->cmd, "compile") &&
 	    (!a->abi || !a->arch || !a->src || !a->name))
 		return -1;
@@ -503,6 +557,11 @@ int main(int argc, char **argv)
 
 	/* Descriptors the parent leaked to us are none of a compiler's business. */
 	closefrom(3);
+	/* The library under test runs here: it must reach neither us (not
+	 * dumpable) nor, by any capability, our worker or quald (a user
+	 * namespace of our own; confine.h). Before any thread starts. */
+	qual_confine_nondumpable("qual-compile");
+	qual_confine_userns("qual-compile");
 	/* A compile whose parent (worker or daemon) is gone is of no use. */
 	if (!qual_die_with_parent())
 		_exit(1);

@@ -3,7 +3,9 @@
  * helper program qual-compile (qual_compile.c) through child.h in a private
  * temporary folder and a process group of its own, wait for it under a time
  * limit, and read back the files it wrote. No compiler library is ever loaded
- * here. */
+ * here. The reading of a library is here too: rtc_pin_library (qual-run's
+ * pin, a sealed copy) and rtc_hash_library (qual-compile's identify of a
+ * path, quald's submit check). */
 #include "compile/rtc.h"
 
 #include <elf.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +50,30 @@ void rtc_set_helper(const char *path)
 	helper_override = path ? xstrdup(path) : NULL;
 }
 
+/* rtc_set_compile_user()'s: children run as uid and gid when set. */
+static struct {
+	bool set;
+	uid_t uid;
+	gid_t gid;
+} compile_user;
+
+void rtc_set_compile_user(bool set, uid_t uid, gid_t gid)
+{
+	compile_user.set = set;
+	compile_user.uid = uid;
+	compile_user.gid = gid;
+}
+
+/* Gives path (in a private folder) to the compile user, when there is one,
+ * so that its child can write there and read its source. */
+static int give_to_compile_user(const char *path, struct qual_msg *msg)
+{
+	if (compile_user.set && chown(path, compile_user.uid, compile_user.gid) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot give '%s' to the compile user: %s",
+				 path, strerror(errno));
+	return 0;
+}
+
 /* The qual-compile to run, as a new string: helper when given, else
  * rtc_set_helper()'s, $QUAL_COMPILE, or the one beside our executable. */
 static int helper_find(const char *helper, char **out, struct qual_msg *msg)
@@ -62,12 +89,100 @@ static int helper_find(const char *helper, char **out, struct qual_msg *msg)
 	return 0;
 }
 
+/* ---- pins ------------------------------------------------------------------ */
+
+/* Every seal: the bytes can neither change nor be unsealed. */
+#define RTC_PIN_SEALS (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)
+
+void rtc_pin_init(struct rtc_pin *pin)
+{
+	memset(pin, 0, sizeof *pin);
+	pin->fd = -1;
+}
+
+void rtc_pin_release(struct rtc_pin *pin)
+{
+	if (pin->fd >= 0)
+		close(pin->fd);
+	pin->fd = -1;
+}
+
+/* Opens path once (O_NOFOLLOW) and hashes what it reads: into a new sealed
+ * memfd when copy (pin->fd is the memfd), else pin->fd is the open file. */
+static int library_read(const char *path, bool copy, struct rtc_pin *pin,
+			struct qual_msg *msg)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd, rc;
+
+	rtc_pin_init(pin);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		return qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot load compiler '%s': %s", path,
+				 e == ENOENT ? "no such file" : e == ELOOP ?
+				 "is a symbolic link now" : strerror(e));
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
+			       strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': not a regular "
+			       "file", path);
+		goto out;
+	}
+	if (copy) {
+		pin->fd = memfd_create("qual-compiler", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (pin->fd < 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': memfd: %s",
+				       path, strerror(errno));
+			goto out;
+		}
+	}
+	if ((rc = sha256_hash_fd(fd, pin->fd, path, pin->sha256, &got, msg)))
+		goto out;
+	if (copy && fcntl(pin->fd, F_ADD_SEALS, RTC_PIN_SEALS) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': seal: %s", path,
+			       strerror(errno));
+		goto out;
+	}
+	pin->dev = st.st_dev;
+	pin->ino = st.st_ino;
+	pin->size = (off_t)got;
+	if (!copy) {
+		pin->fd = fd;
+		fd = -1;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		rtc_pin_release(pin);
+	return rc;
+}
+
+int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+{
+	return library_read(path, true, pin, msg);
+}
+
+int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+{
+	return library_read(path, false, pin, msg);
+}
+
 /* ---- the private folder ---------------------------------------------------- */
 
 static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 {
 	const char *tmp = getenv("TMPDIR");
 	char sub[PATH_MAX];
+	int rc;
 
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
@@ -87,7 +202,9 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 	if (mkdir(sub, 0700) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", sub,
 				 strerror(errno));
-	return 0;
+	if ((rc = give_to_compile_user(dir, msg)))
+		return rc;
+	return give_to_compile_user(sub, msg);
 }
 
 /* ---- running the child ----------------------------------------------------- */
@@ -140,11 +257,13 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
 }
 
 /* Starts the helper argv[0] for the library in folder libdir, in the private
- * folder dir: its own process group, stdin from /dev/null, stdout and stderr
- * into the folder's RTC__STDERR_FILE. Returns 0 with c running, or a
- * negative code; then nothing runs. */
+ * folder dir: its own process group, stdin from lib_fd (a pin's memfd, which
+ * it loads as /proc/self/fd/0: a descriptor of ours the child gets without
+ * any other; -1: /dev/null), stdout and stderr into the folder's
+ * RTC__STDERR_FILE. Returns 0 with c running, or a negative code; then
+ * nothing runs. */
 static int helper_start(struct child *c, const char *const *argv, const char *libdir,
-			const char *dir, struct qual_msg *msg)
+			const char *dir, int lib_fd, struct qual_msg *msg)
 {
 	char out_path[PATH_MAX], tmp_path[PATH_MAX], name[PATH_MAX + 32];
 	char **env = NULL;
@@ -161,10 +280,14 @@ static int helper_start(struct child *c, const char *const *argv, const char *li
 	env = child_env_for(libdir, tmp_path);
 	c->argv = argv;
 	c->env = (const char *const *)env;
+	c->in = lib_fd >= 0 ? lib_fd : CHILD_NULL;
 	c->out = out;
 	c->err = CHILD_TO_OUT;
 	/* A group of its own, so a timeout kills everything it started. */
 	c->group = CHILD_GROUP_NEW;
+	c->set_ids = compile_user.set;
+	c->uid = compile_user.uid;
+	c->gid = compile_user.gid;
 	snprintf(name, sizeof name, "compiler helper '%s'", argv[0]);
 	c->name = name;
 	rc = child_start(c, msg);
@@ -185,7 +308,7 @@ static void report_read(const char *dir, struct child_report *rep)
 
 	memset(rep, 0, sizeof *rep);
 	if (fs_path_join(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
-	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
+	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -230,7 +353,7 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 
 	out[0] = '\0';
 	if (fs_path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
-	    fs_read_capped(path, RTC_REPORT_CAP, &text, &size, NULL))
+	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	text_last_line(text, size, out, cap);
 	free(text);
@@ -326,27 +449,51 @@ static void dir_of(const char *path, char *out, size_t cap)
 		snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
-/* The checks of an identify, before any child: p->path and p->real_path. */
-static int identify_check(const char *path, struct rtc_pending *p, struct qual_msg *msg)
+/* The checks of an identify, before any child: p->path, p->real_path (real:
+ * the one given, else realpath(path)) and the file's identity there, which
+ * must be checked's when given. Only the real path is looked at: path may
+ * name something else by now. */
+static int identify_check(const char *path, const char *real, const struct stat *checked,
+			  struct rtc_pending *p, struct qual_msg *msg)
 {
+	struct stat st;
 	int rc;
 
 	memset(p, 0, sizeof *p);
 	child_init(&p->child);
+	p->lib_fd = -1;
 	if (!path || !*path)
 		return qual_fail(msg, QUAL_EINVAL, "no compiler library given");
 	if (strlen(path) >= sizeof p->path)
 		return qual_fail(msg, QUAL_EINVAL, "compiler path '%s' is too long", path);
 	strcpy(p->path, path);
-	if ((rc = rtc_check_library(path, msg)))
-		return rc;
-	if (!realpath(path, p->real_path))
+	if (real) {
+		if (strlen(real) >= sizeof p->real_path)
+			return qual_fail(msg, QUAL_EINVAL, "compiler path '%s' is too long",
+					 real);
+		strcpy(p->real_path, real);
+		if ((rc = rtc_check_library(real, msg)))
+			return rc;
+	} else {
+		if ((rc = rtc_check_library(path, msg)))
+			return rc;
+		if (!realpath(path, p->real_path))
+			return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
+					 strerror(errno));
+	}
+	if (stat(p->real_path, &st) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
 				 strerror(errno));
+	if (checked && (checked->st_dev != st.st_dev || checked->st_ino != st.st_ino))
+		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' changed while it was "
+				 "checked: '%s' is another file now", path, p->real_path);
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
 	return 0;
 }
 
-/* Starts the identify child of a checked p. */
+/* Starts the identify child of a checked p: with p->lib_fd, it loads those
+ * bytes; else it pins p->real_path itself. */
 static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual_msg *msg)
 {
 	char libdir[PATH_MAX];
@@ -358,9 +505,11 @@ static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual
 		goto out;
 	dir_of(p->real_path, libdir, sizeof libdir);
 	{
-		const char *argv[] = { exe, "identify", "--lib", p->real_path, "--out",
+		const char *argv[] = { exe, "identify",
+				       p->lib_fd >= 0 ? "--lib-fd" : "--lib",
+				       p->lib_fd >= 0 ? "0" : p->real_path, "--out",
 				       p->dir, "--label", p->path, NULL };
-		rc = helper_start(&p->child, argv, libdir, p->dir, msg);
+		rc = helper_start(&p->child, argv, libdir, p->dir, p->lib_fd, msg);
 	}
 out:
 	free(exe);
@@ -371,12 +520,52 @@ out:
 	return rc;
 }
 
-int rtc_identify_start(const char *path, const char *helper, struct rtc_pending *p,
-		       struct qual_msg *msg)
+int rtc_identify_start(const char *path, const struct stat *checked, const char *helper,
+		       struct rtc_pending *p, struct qual_msg *msg)
 {
-	int rc = identify_check(path, p, msg);
+	int rc = identify_check(path, NULL, checked, p, msg);
 
 	return rc ? rc : identify_spawn(p, helper, msg);
+}
+
+/* The identify child's pin report (RTC__PIN_FILE) into id; false when
+ * there is none, or it is incomplete. */
+static bool pin_report_read(const char *dir, struct rtc_identity *id)
+{
+	char path[PATH_MAX], sha[SHA256_HEX_SIZE] = "";
+	char *text = NULL, *line, *save = NULL;
+	unsigned long long dev = 0, ino = 0, size = 0;
+	bool complete = false;
+	size_t n;
+
+	if (fs_path_join(path, sizeof path, dir, RTC__PIN_FILE, NULL) ||
+	    fs_read_capped(path, RTC_REPORT_CAP, &text, &n, NULL))
+		return false;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (!strcmp(line, "sha256") && strlen(eq + 1) == SHA256_HEX_SIZE - 1)
+			snprintf(sha, sizeof sha, "%s", eq + 1);
+		else if (!strcmp(line, "dev"))
+			dev = strtoull(eq + 1, NULL, 10);
+		else if (!strcmp(line, "ino"))
+			ino = strtoull(eq + 1, NULL, 10);
+		else if (!strcmp(line, "size"))
+			size = strtoull(eq + 1, NULL, 10);
+		else if (!strcmp(line, "end"))
+			complete = true;
+	}
+	free(text);
+	if (!complete || !sha[0])
+		return false;
+	snprintf(id->sha256, sizeof id->sha256, "%s", sha);
+	id->dev = (dev_t)dev;
+	id->ino = (ino_t)ino;
+	id->size = (off_t)size;
+	return true;
 }
 
 int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
@@ -389,8 +578,22 @@ int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
 	id->abi = RTC_ABI_NONE;
 	id->abi_name[0] = '\0';
 	id->version[0] = '\0';
+	id->sha256[0] = '\0';
+	id->dev = 0;
+	id->ino = 0;
+	id->size = 0;
+	id->pinned = false;
+	id->lib_fd = -1;
 	snprintf(id->path, sizeof id->path, "%s", p->path);
 	snprintf(id->real_path, sizeof id->real_path, "%s", p->real_path);
+	/* What the child read must be the file checked, whatever became of
+	 * the child: a swap between the check and the open is refused. */
+	if (pin_report_read(p->dir, id) &&
+	    (id->dev != p->dev || id->ino != p->ino)) {
+		rc = qual_fail(msg, QUAL_EINVAL, "compiler '%s' changed while it was "
+			       "checked: '%s' is another file now", p->path, p->real_path);
+		goto out;
+	}
 	report_read(p->dir, &rep);
 	rc = outcome_status(ex, &rep, p->path, "while loading", timeout_s, p->dir,
 			    message, sizeof message);
@@ -425,32 +628,68 @@ void rtc_identify_abort(struct rtc_pending *p)
 	p->dir[0] = '\0';
 }
 
-int rtc_identify(const char *path, const struct rtc_limits *lim,
-		 struct rtc_identity *id, struct qual_msg *msg)
+void rtc_identity_release(struct rtc_identity *id)
+{
+	if (id->pinned && id->lib_fd >= 0)
+		close(id->lib_fd);
+	id->pinned = false;
+	id->lib_fd = -1;
+}
+
+int rtc_identify(const char *path, const char *real_path, const char *expect_sha256,
+		 const struct rtc_limits *lim, struct rtc_identity *id,
+		 struct qual_msg *msg)
 {
 	struct rtc_limits defaults;
 	struct rtc_pending p;
+	struct rtc_pin pin;
 	struct child_exit ex;
 	int rc;
 
 	memset(id, 0, sizeof *id);
+	id->lib_fd = -1;
+	rtc_pin_init(&pin);
 	if (!lim) {
 		rtc_limits_init(&defaults);
 		lim = &defaults;
 	}
-	rc = identify_check(path, &p, msg);
+	rc = identify_check(path, real_path, NULL, &p, msg);
 	snprintf(id->path, sizeof id->path, "%s", p.path);
 	snprintf(id->real_path, sizeof id->real_path, "%s", p.real_path);
-	if (rc || (rc = sha256_hash_file(p.real_path, id->sha256, msg)) ||
-	    (rc = identify_spawn(&p, NULL, msg)))
-		return rc;
+	if (rc || (rc = rtc_pin_library(p.real_path, &pin, msg)))
+		goto out;
+	snprintf(id->sha256, sizeof id->sha256, "%s", pin.sha256);
+	/* Checked before any child loads them: bytes that are not the ones
+	 * checked never run. */
+	if (expect_sha256 && strcmp(expect_sha256, pin.sha256) != 0) {
+		rc = qual_fail(msg, QUAL_ECHECK, "compiler '%s' is not the library that "
+			       "was checked: '%s' has sha256 %s now, %s expected", p.path,
+			       p.real_path, pin.sha256, expect_sha256);
+		goto out;
+	}
+	p.lib_fd = pin.fd;
+	if ((rc = identify_spawn(&p, NULL, msg)))
+		goto out;
 	if ((rc = child_wait(&p.child, child_now() + lim->timeout_s, &ex))) {
 		rc = qual_fail(msg, rc, "cannot wait for compiler helper: %s",
 			       strerror(errno));
 		rtc_identify_abort(&p);
-		return rc;
+		goto out;
 	}
-	return rtc_identify_finish(&p, &ex, lim->timeout_s, id, msg);
+	rc = rtc_identify_finish(&p, &ex, lim->timeout_s, id, msg);
+	/* The child loaded our pin, which it does not report on. */
+	snprintf(id->sha256, sizeof id->sha256, "%s", pin.sha256);
+	id->dev = pin.dev;
+	id->ino = pin.ino;
+	id->size = pin.size;
+	if (rc == 0 || rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT) {
+		id->pinned = true;
+		id->lib_fd = pin.fd;
+		pin.fd = -1;
+	}
+out:
+	rtc_pin_release(&pin);
+	return rc;
 }
 
 /* ---- compile --------------------------------------------------------------- */
@@ -516,7 +755,7 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 
 	if ((rc = fs_path_join(path, sizeof path, dir, RTC__LOG_FILE, msg)))
 		return rc;
-	if (fs_read_capped(path, log_cap, &out->log, &got, NULL) == 0) {
+	if (fs_read_capped_placed(path, log_cap, &out->log, &got, NULL) == 0) {
 		out->log_size = rep->log_size > got ? rep->log_size : got;
 		out->log_truncated = out->log_size > got;
 	}
@@ -534,7 +773,7 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 		return qual_fail(msg, QUAL_ELIMIT, "code object of %zu bytes is over the "
 				 "limit", rep->code_size);
 	if ((rc = fs_path_join(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
-	    (rc = fs_read_capped(path, rep->code_size, (char **)&out->code, &got, msg)))
+	    (rc = fs_read_capped_placed(path, rep->code_size, (char **)&out->code, &got, msg)))
 		return rc;
 	if (got != rep->code_size)
 		return qual_fail(msg, QUAL_EIO, "code file holds %zu bytes, %zu reported",
@@ -570,7 +809,8 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
 	    (rc = fs_path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
 	    (rc = fs_write_synced(src_path, req->source, strlen(req->source), 0600,
-				     NULL, msg)))
+				     NULL, msg)) ||
+	    (rc = give_to_compile_user(src_path, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);
@@ -578,8 +818,9 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	argv = xcalloc(20 + (size_t)req->noptions, sizeof *argv);
 	argv[k++] = exe;
 	argv[k++] = "compile";
-	argv[k++] = "--lib";
-	argv[k++] = c->real_path;
+	/* A pinned identity's bytes, never its path again. */
+	argv[k++] = c->pinned ? "--lib-fd" : "--lib";
+	argv[k++] = c->pinned ? "0" : c->real_path;
 	argv[k++] = "--abi";
 	argv[k++] = c->abi_name;
 	argv[k++] = "--arch";
@@ -598,7 +839,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	for (i = 0; i < req->noptions; i++)
 		argv[k++] = req->options[i];
 	argv[k] = NULL;
-	if ((rc = helper_start(&child, argv, libdir, dir, msg)))
+	if ((rc = helper_start(&child, argv, libdir, dir, c->pinned ? c->lib_fd : -1, msg)))
 		goto out;
 	if ((rc = child_wait(&child, child_now() + lim->timeout_s, &ex))) {
 		rc = qual_fail(msg, rc, "cannot wait for compiler helper: %s",

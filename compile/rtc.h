@@ -9,13 +9,23 @@
  * time limit after which the whole group is killed, and with a cap on the log
  * it may return. The child writes its results into a private temporary folder
  * and _exit()s, so a crash in a runtime's teardown after the results are
- * written does not lose them. */
+ * written does not lose them.
+ *
+ * What runs is what was checked (docs/quald.md, "Pinned libraries"): a
+ * library is read once, hashed while it is copied into a sealed memfd
+ * (rtc_pin_library), and every child loads exactly those bytes
+ * (dlopen("/proc/self/fd/N") of the memfd it inherits), never the path
+ * again. quald's submit check has its identify child open the file once,
+ * hash it, report the hash with the file's device and inode, and load what
+ * it opened. */
 #ifndef QUAL_RTC_H
 #define QUAL_RTC_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "common/child.h"
 #include "common/err.h"
@@ -34,21 +44,76 @@ struct rtc_limits {
 /* Fills the defaults above. */
 void rtc_limits_init(struct rtc_limits *l);
 
+/* A library pinned: the bytes of its file, read once. */
+struct rtc_pin {
+	int fd;               /* a memfd holding them, sealed against every
+			       * change (F_SEAL_WRITE, _GROW, _SHRINK, _SEAL),
+			       * close-on-exec; -1 = none */
+	char sha256[65];      /* of those bytes, lower-case hex */
+	dev_t dev;            /* the file they were read from */
+	ino_t ino;
+	off_t size;           /* bytes read */
+};
+
+/* Sets pin to none (fd -1). */
+void rtc_pin_init(struct rtc_pin *pin);
+
+/* Opens path (O_NOFOLLOW: the last component must not be a link), checks
+ * that it is a regular file, and copies it into a new sealed memfd, hashing
+ * the bytes as they are copied. Returns 0 with pin filled (the caller owns
+ * pin->fd: rtc_pin_release()), or QUAL_ENOENT / QUAL_EIO / QUAL_EINVAL with
+ * msg ("cannot load compiler '/x': ..."); then pin->fd is -1. The memfd's
+ * bytes are those hashed: no one, the library included, can change them. */
+int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg);
+
+/* rtc_pin_library() without the copy, for quald's submit check, which may
+ * run many at once (a copy is 100 MiB and more of memory each): the file is
+ * opened once and hashed, and pin->fd is that open file, not sealed. Its
+ * bytes are what a child that loads /proc/self/fd/N of it loads as long as
+ * nobody writes the file, which the policy (daemon/policy.h) leaves to root
+ * and quald's user; the worker pins by this hash and refuses other bytes. */
+int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg);
+
+/* Closes a pin's descriptor (none: nothing). */
+void rtc_pin_release(struct rtc_pin *pin);
+
 struct rtc_identity {
 	enum rtc_abi abi;
 	char abi_name[8];     /* "nvrtc" or "hiprtc" */
 	char version[32];     /* what the library reports, e.g. "13.0" */
 	char path[PATH_MAX];  /* the path as given */
-	char real_path[PATH_MAX];
-	char sha256[65];      /* of the file, lower-case hex */
+	char real_path[PATH_MAX]; /* the file that was read */
+	char sha256[65];      /* of the bytes loaded, lower-case hex; "" when
+			       * unknown (an identify child that ended before
+			       * it read the file) */
+	dev_t dev;            /* the file read (device, inode, bytes); 0 when
+			       * unknown */
+	ino_t ino;
+	off_t size;
+	/* rtc_identify's: the pinned bytes that every rtc_compile of this
+	 * identity loads (owned: rtc_identity_release). Unpinned (false, as
+	 * in an identity of rtc_identify_finish), a compile loads real_path. */
+	bool pinned;
+	int lib_fd;
 };
 
-/* Checks that path is a regular, readable shared object, hashes it, and asks a
- * child which ABI it exposes and which version it reports. Errors name the
- * problem: missing file, a directory, not an ELF shared object, neither ABI,
- * a crash or hang while loading. */
-int rtc_identify(const char *path, const struct rtc_limits *lim,
-		 struct rtc_identity *id, struct qual_msg *msg);
+/* Pins the library (rtc_pin_library) and asks a child, which loads the
+ * pinned bytes, which ABI it exposes and which version it reports. real_path
+ * is the file to read (NULL: realpath(path)); path names it in messages.
+ * With expect_sha256 (NULL: any), bytes of another hash are refused before
+ * any child loads them: QUAL_ECHECK, msg "compiler '/x' is not the library
+ * that was checked: sha256 E expected, F found" (id->sha256 is F). Other
+ * errors name the problem: missing file, a directory, not an ELF shared
+ * object, neither ABI, a crash or hang while loading (QUAL_ECRASH,
+ * QUAL_ETIMEOUT, QUAL_EEXIT; id->sha256 is set). On success and on those
+ * three id owns the pin: rtc_identity_release() (safe on any identity this
+ * returned). */
+int rtc_identify(const char *path, const char *real_path, const char *expect_sha256,
+		 const struct rtc_limits *lim, struct rtc_identity *id,
+		 struct qual_msg *msg);
+
+/* Closes an identity's pinned bytes; it is unpinned after. */
+void rtc_identity_release(struct rtc_identity *id);
 
 /* An identify child in flight, for a caller with an event loop (quald's
  * submit checks), which must not block for it: rtc_identify() is
@@ -63,19 +128,33 @@ struct rtc_pending {
 	char dir[PATH_MAX];      /* its private folder */
 	char path[PATH_MAX];     /* the library as given */
 	char real_path[PATH_MAX];
+	dev_t dev;               /* real_path's file when it was checked */
+	ino_t ino;
+	int lib_fd;              /* rtc_identify's pin, the child's stdin; -1:
+				  * the child pins real_path itself */
 };
 
 /* Checks path (rtc_check_library(), then its real path) and starts the
  * qual-compile child that identifies it: helper is the qual-compile to run
- * (NULL: rtc_set_helper()'s, $QUAL_COMPILE, or the one beside us). Returns 0
- * with p->child running, or a negative code with msg; then nothing runs and
- * nothing is left behind. Hashes nothing (rtc_identify() does). */
-int rtc_identify_start(const char *path, const char *helper, struct rtc_pending *p,
-		       struct qual_msg *msg);
+ * (NULL: rtc_set_helper()'s, $QUAL_COMPILE, or the one beside us). checked
+ * (may be NULL) is the caller's own stat of the file (quald's policy
+ * check): a real path that is another file now (another device or inode)
+ * is refused, QUAL_EINVAL "compiler '/x' changed while it was checked".
+ * The child opens the real path once and hashes it (rtc_hash_library),
+ * reports the hash with the file's device, inode and size before it loads
+ * anything, then loads that open file. Returns 0 with p->child
+ * running, or a negative code with msg; then nothing runs and nothing is
+ * left behind. Hashes nothing here: the loop never reads a library. */
+int rtc_identify_start(const char *path, const struct stat *checked, const char *helper,
+		       struct rtc_pending *p, struct qual_msg *msg);
 
 /* For a started identify whose child has been reaped into ex: reads its
- * report into id (abi, version, path and real path; sha256 is left as it
- * was), removes its folder. Returns 0; QUAL_ECRASH, QUAL_ETIMEOUT or
+ * report into id (abi, version, path and real path, and the child's sha256,
+ * dev, ino and size of what it read: "" and 0 when it read nothing), removes
+ * its folder. id is unpinned. A file the child opened that is not the one
+ * checked at start (device or inode) is QUAL_EINVAL, "compiler '/x' changed
+ * while it was checked", whatever else happened. Returns 0; QUAL_ECRASH,
+ * QUAL_ETIMEOUT or
  * QUAL_EEXIT (the library crashed, hung or exited while loading: a result
  * about it, not a usage problem; ex->timed_out says the caller's deadline of
  * timeout_s passed);
@@ -187,6 +266,13 @@ int rtc_check_code(enum rtc_abi abi, const char *arch, const void *code,
  * copied; NULL returns to the default. */
 void rtc_set_helper(const char *path);
 
+/* With set, every qual-compile child runs as uid and gid (gid its only
+ * group; child.h's set_ids), and its private folder and source are given to
+ * that user; the files it leaves there are read without following links
+ * (fs_read_capped_placed()). Only a root process may (qual-run and quald's
+ * --compile-user, confine.h's qual_confine_user()). */
+void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
+
 /* Internal: the files through which the qual-compile child reports to
  * rtc.c, in the folder given by --out. The child writes the log and the code
  * first, then the result file under a temporary name and renames it, so a
@@ -198,5 +284,10 @@ void rtc_set_helper(const char *path);
 #define RTC__CODE_FILE "code.bin"
 #define RTC__SOURCE_FILE "source.txt"
 #define RTC__STDERR_FILE "stderr.txt"
+/* The identify child's pin report, written (renamed into place) after it
+ * read the library and before it loads it, so that a library that crashes
+ * its loader is still known by hash: key=value lines sha256, dev, ino,
+ * size, and "end=1" last. */
+#define RTC__PIN_FILE "pin.txt"
 
 #endif

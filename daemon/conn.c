@@ -191,7 +191,8 @@ json_t *conn__reply_new(const char *op, json_t *id)
 	return o;
 }
 
-void conn__refuse(struct conn *c, const char *op, json_t *id, const char *message)
+/* {"type":"refused",...}: a new reference. */
+static json_t *refusal_new(const char *op, json_t *id, const char *message)
 {
 	json_t *o = json_object();
 
@@ -199,7 +200,12 @@ void conn__refuse(struct conn *c, const char *op, json_t *id, const char *messag
 	json_object_set_new(o, "op", op ? json_string(op) : json_null());
 	json_object_set(o, "id", id ? id : json_null());
 	json_object_set_new(o, "message", text_json_str(message));
-	conn__send_json(c, o);
+	return o;
+}
+
+void conn__refuse(struct conn *c, const char *op, json_t *id, const char *message)
+{
+	conn__send_json(c, refusal_new(op, id, message));
 }
 
 /* ---- job lines to connections ---- */
@@ -266,6 +272,101 @@ void conn__unref(struct conn *c)
 	free(c);
 }
 
+/* ---- what a connection counts against ---- */
+
+static void unauth_remove(struct conn *c)
+{
+	struct server *s = c->srv;
+
+	*(c->uprev ? &c->uprev->unext : &s->unauth_head) = c->unext;
+	*(c->unext ? &c->unext->uprev : &s->unauth_tail) = c->uprev;
+	c->uprev = c->unext = NULL;
+	s->nunauth--;
+}
+
+/* Moves c from the kind it counts against to kind. */
+static void conn_count(struct conn *c, enum conn_kind kind)
+{
+	struct server *s = c->srv;
+
+	switch (c->kind) {
+	case CONN_NONE: break;
+	case CONN_UNIX: s->nunix--; break;
+	case CONN_TCP: s->ntcp--; break;
+	case CONN_TCP_UNAUTH: unauth_remove(c); break;
+	}
+	c->kind = kind;
+	switch (kind) {
+	case CONN_NONE: break;
+	case CONN_UNIX: s->nunix++; break;
+	case CONN_TCP: s->ntcp++; break;
+	case CONN_TCP_UNAUTH:
+		/* The newest, at the tail: the list is in accept order, so the
+		 * head is always the next deadline. */
+		c->uprev = s->unauth_tail;
+		*(s->unauth_tail ? &s->unauth_tail->unext : &s->unauth_head) = c;
+		s->unauth_tail = c;
+		s->nunauth++;
+		break;
+	}
+}
+
+/* Closes c now with a refused line, written only if the socket takes it
+ * at once (a client that does not read, or has closed, gets none): for a
+ * connection closed for the server's sake, not for a request of its own. */
+static void conn_drop(struct conn *c, const char *message)
+{
+	json_t *o = refusal_new(NULL, NULL, message);
+	char *text = json_dumps(o, JSON_COMPACT);
+
+	json_decref(o);
+	if (text && !c->shutting && c->writes == 0) {
+		size_t n = strlen(text);
+		uv_buf_t b[2] = {uv_buf_init(text, (unsigned)n), uv_buf_init("\n", 1)};
+
+		uv_try_write(&c->h.stream, b, 2);
+	}
+	free(text);
+	conn__close(c, NULL);
+}
+
+bool conn__evict_unauth(struct server *s, const char *message)
+{
+	struct conn *c = s->unauth_head;
+
+	if (!c)
+		return false;
+	server__ratelog(s, &s->log_unauth, "tcp connection %lu closed: %s", c->serial, message);
+	conn_drop(c, message);
+	return true;
+}
+
+static void on_auth_deadline(uv_timer_t *t)
+{
+	struct server *s = container_of(t, struct server, auth_timer);
+	uint64_t now = uv_now(s->loop), limit = (uint64_t)s->cfg.auth_timeout_ms;
+	char m[96];
+
+	snprintf(m, sizeof m, "not authenticated within %.3g s", limit / 1000.0);
+	while (s->unauth_head && now - s->unauth_head->accepted_ms >= limit)
+		conn__evict_unauth(s, m);
+	conn__auth_timer_arm(s);
+}
+
+void conn__auth_timer_arm(struct server *s)
+{
+	struct conn *c = s->unauth_head;
+	uint64_t now = uv_now(s->loop), due;
+
+	if (!c || s->timers_closing) {
+		if (s->timers_open && !s->timers_closing)
+			uv_timer_stop(&s->auth_timer);
+		return;
+	}
+	due = c->accepted_ms + (uint64_t)s->cfg.auth_timeout_ms;
+	uv_timer_start(&s->auth_timer, on_auth_deadline, due > now ? due - now : 0, 0);
+}
+
 /* ---- refusal and authentication ---- */
 
 /* Whether a line looks like the start of an HTTP request: a method token
@@ -315,7 +416,13 @@ static void on_linger_shutdown(uv_shutdown_t *req, int status)
 static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 			      const char *message)
 {
-	fprintf(stderr, "quald: connection %lu refused: %s\n", c->serial, message);
+	/* Refusals before a TCP auth are whatever anyone on the host sends:
+	 * logged at a rate, not one line each. */
+	if (c->kind == CONN_TCP_UNAUTH)
+		server__ratelog(c->srv, &c->srv->log_unauth, "tcp connection %lu refused: %s",
+				c->serial, message);
+	else
+		fprintf(stderr, "quald: connection %lu refused: %s\n", c->serial, message);
 	conn__refuse(c, op, id, message);
 	if (c->closing || c->shutting)
 		return;
@@ -370,7 +477,13 @@ static void conn_authenticate(struct conn *c, const char *line, size_t len)
 	} else if (strlen(r.token) != strlen(s->token) ||
 		   CRYPTO_memcmp(r.token, s->token, strlen(s->token)) != 0) {
 		conn_refuse_close(c, "auth", r.id, "wrong token");
+	} else if (s->ntcp >= s->cfg.max_connections) {
+		char m[96];
+
+		snprintf(m, sizeof m, "too many connections: %d tcp connections open", s->ntcp);
+		conn_refuse_close(c, "auth", r.id, m);
 	} else {
+		conn_count(c, CONN_TCP);
 		c->authed = true;
 		conn__send_json(c, conn__reply_new("auth", r.id));
 	}
@@ -399,6 +512,7 @@ void conn__close(struct conn *c, const char *why)
 	if (c->closing)
 		return;
 	c->closing = true;
+	conn_count(c, CONN_NONE);
 	if (c->watching)
 		c->srv->nwatchers--;
 	if (c->linger_open) {
@@ -453,6 +567,17 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct conn *c = container_of(h, struct conn, h.handle);
 
 	(void)suggested;
+	if (c->is_tcp && !c->authed) {
+		/* Before its auth a TCP connection costs at most this buffer:
+		 * one byte over the cap tells conn__process the line is too
+		 * long. */
+		if (c->in_cap < SERVER_MAX_AUTH_BYTES + 1) {
+			c->in = xrealloc(c->in, SERVER_MAX_AUTH_BYTES + 1);
+			c->in_cap = SERVER_MAX_AUTH_BYTES + 1;
+		}
+		*buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+		return;
+	}
 	XGROW(c->in, c->in_len + READ_CHUNK, c->in_cap);
 	*buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
 }
@@ -509,15 +634,20 @@ void conn__process(struct conn *c)
 	while (!c->closing && !c->shutting && !s->stopping && !conn_blocked(c)) {
 		const char *line;
 		size_t used, len;
+		size_t max = c->authed ? REQUEST_MAX_LINE : SERVER_MAX_AUTH_BYTES;
 		enum frame_event ev = frame_next(&c->frame, c->in + c->in_pos,
 						 c->in_len - c->in_pos, c->eof,
-						 REQUEST_MAX_LINE, &used, &line, &len);
+						 max, &used, &line, &len);
 
 		c->in_pos += used;
 		if (ev == FRAME_OVERSIZE) {
-			char m[64];
+			char m[96];
 
-			snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
+			if (c->authed)
+				snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
+			else
+				snprintf(m, sizeof m, "authentication required: a first line of "
+					 "over %d bytes", SERVER_MAX_AUTH_BYTES);
 			if (c->authed) {
 				conn__refuse(c, NULL, NULL, m);
 			} else {
@@ -605,52 +735,66 @@ static bool peer_allowed(struct conn *c, char *why, size_t whylen)
 	return false;
 }
 
-void conn__on_connection(uv_stream_t *ls, int status)
+void conn__accepted(struct listener *l, int fd)
 {
-	struct listener *l = container_of(ls, struct listener, h.stream);
 	struct server *s = l->srv;
 	struct conn *c;
 	int rc;
 
-	if (status < 0) {
-		fprintf(stderr, "quald: cannot accept a connection: %s\n", uv_strerror(status));
-		return;
-	}
 	c = xcalloc(1, sizeof *c);
 	c->srv = s;
 	c->refs = 1;
 	c->serial = ++s->serial;
-	if (l->is_tcp)
+	c->is_tcp = l->is_tcp;
+	c->accepted_ms = uv_now(s->loop);
+	if (l->is_tcp) {
 		uv_tcp_init(s->loop, &c->h.tcp);
-	else
+		rc = uv_tcp_open(&c->h.tcp, fd);
+	} else {
 		uv_pipe_init(s->loop, &c->h.pipe, 0);
+		rc = uv_pipe_open(&c->h.pipe, fd);
+	}
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
 	s->nconns++;
-	rc = uv_accept(ls, &c->h.stream);
 	if (rc < 0) {
+		/* The handle did not take fd. */
+		close(fd);
 		conn__close(c, uv_strerror(rc));
 		return;
 	}
-	if (l->is_tcp)
+	if (l->is_tcp) {
 		uv_tcp_nodelay(&c->h.tcp, 1); /* lines go out as they come */
-	c->is_tcp = l->is_tcp;
-	if (s->nconns > s->cfg.max_connections) {
-		char m[96];
+		/* The oldest goes: an honest client authenticates in its first
+		 * milliseconds, so the oldest unauthenticated connection is the
+		 * one most likely never to, and refusing the newest instead would
+		 * let whoever holds max_unauth idle connections lock every new
+		 * TCP client out until the deadline. */
+		if (s->nunauth >= s->cfg.max_unauth) {
+			char m[96];
 
-		snprintf(m, sizeof m, "too many connections: %d open", s->cfg.max_connections);
-		conn_refuse_close(c, NULL, NULL, m);
-		return;
-	}
-	if (!l->is_tcp) {
+			snprintf(m, sizeof m, "%d unauthenticated tcp connections open: the "
+				 "oldest is closed", s->nunauth);
+			conn__evict_unauth(s, m);
+		}
+		conn_count(c, CONN_TCP_UNAUTH);
+		if (s->unauth_head == c)
+			conn__auth_timer_arm(s);
+	} else {
 		char why[256];
 
+		if (s->nunix >= s->cfg.max_connections) {
+			snprintf(why, sizeof why, "too many connections: %d open", s->nunix);
+			conn_refuse_close(c, NULL, NULL, why);
+			return;
+		}
 		if (!peer_allowed(c, why, sizeof why)) {
 			conn_refuse_close(c, NULL, NULL, why);
 			return;
 		}
+		conn_count(c, CONN_UNIX);
 		c->authed = true;
 	}
 	conn__process(c);

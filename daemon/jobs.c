@@ -620,8 +620,10 @@ static void jobs_free(struct jobs *j)
 	free(j->all);
 	free(j->slots);
 	free(j->devices);
+	free(j->no_gpu_because);
 	free(j->worker);
 	free(j->helper);
+	free(j->compile_user);
 	for (i = 0; i < j->nroots; i++)
 		free(j->roots[i]);
 	free(j->roots);
@@ -685,8 +687,11 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 		j->devices = xcalloc((size_t)cfg->nslots, sizeof *j->devices);
 		memcpy(j->devices, cfg->devices, (size_t)cfg->nslots * sizeof *j->devices);
 	}
+	j->no_gpu_because = xstrdup(cfg->no_gpu_because ? cfg->no_gpu_because :
+				    "quald runs compile-only slots");
 	j->worker = program(cfg->worker, "qual-run");
 	j->helper = program(cfg->compile_helper, "qual-compile");
+	j->compile_user = cfg->compile_user ? xstrdup(cfg->compile_user) : NULL;
 	j->job_timeout_s = cfg->job_timeout_s > 0 ? cfg->job_timeout_s :
 			   JOBS_DEFAULT_TIMEOUT_S;
 	j->check_timeout_s = cfg->submit_check_timeout_s > 0 ?

@@ -37,8 +37,16 @@ struct jobs_config {
 	const char *compile_helper; /* path of qual-compile (submit checks, and
 				     * the workers' $QUAL_COMPILE); NULL: beside
 				     * the running executable */
+	const char *compile_user; /* the workers' --compile-user (their compile
+				   * children run as that user); NULL: none */
 	int nslots;              /* worker slots */
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
+	const char *no_gpu_because; /* with devices NULL: why the slots are
+				     * compile-only, the not_timed_because of
+				     * the start lines of jobs that did not ask
+				     * for compile_only ("no GPU found:
+				     * compile-only slots"); NULL: "quald runs
+				     * compile-only slots" */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
 	double submit_check_timeout_s; /* identify children at submit (default 30) */
 	/* Library policy (policy.h): nallow_roots folders (resolved when
@@ -89,12 +97,17 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
  * directory, not a regular file or not a 64-bit ELF shared object, a library
  * the policy refuses (policy.h: outside the allowed roots, a symlink out of
- * them, a world-writable file or folder; the message names the reason), a
- * library whose SHA-256 is quarantined (see jobs_quarantine_json), and
+ * them, a world-writable file or folder; the message names the reason), and
  * shutdown in progress. Refused through the callback: a library the helper
- * cannot load or that has neither ABI, mismatched ABIs ("baseline is nvrtc
- * but candidate is hiprtc: both must use one abi"), a failure to store the
- * job, or shutdown ("quald is shutting down", from inside jobs_close). A
+ * cannot load or that has neither ABI, a library whose SHA-256 (as its
+ * identify child read it: quald hashes nothing) is quarantined (see
+ * jobs_quarantine_json), a file that changed between the policy check and
+ * the child's read ("compiler '/x' changed while it was checked"),
+ * mismatched ABIs ("baseline is nvrtc but candidate is hiprtc: both must use
+ * one abi"), a failure to store the job, or shutdown ("quald is shutting
+ * down", from inside jobs_close). An accepted job stores each library's real
+ * path and hash, and its worker loads those bytes or none (docs/quald.md,
+ * "Pinned libraries"). A
  * library that crashes or hangs while loading is accepted: as with qual-run,
  * that is a result about it, which the job's verdict reports. The callback
  * runs from a loop callback, or inside jobs_close. job and message are
@@ -159,7 +172,8 @@ json_t *jobs_list_json(struct jobs *j, int limit);
  * with arm "candidate" and code compile_crashed, whatever its message says;
  * or the worker itself died by a fault signal such as SIGSEGV or SIGABRT,
  * not SIGKILL/SIGTERM, that the daemon did not send) is one strike, at most
- * one a job, against the SHA-256 of the candidate file; after 3 a
+ * one a job, against the SHA-256 pinned for the candidate at submit (what
+ * ran, never the file at its path now); after 3 a
  * submit naming a file with that hash (either arm) is refused at once:
  * "compiler '/x' (sha256 H) is quarantined after 3 crashes; clear with:
  * qualctl quarantine clear H". List: {"quarantine":[{"sha256","strikes",
@@ -167,6 +181,17 @@ json_t *jobs_list_json(struct jobs *j, int limit);
  * strikes: 0, or QUAL_ENOENT when it has none. */
 json_t *jobs_quarantine_json(struct jobs *j);
 int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg);
+
+/* Finds the GPUs a quald with `--devices auto` (its default) gives one slot
+ * each, without loading a GPU runtime in the daemon: runs `worker --health
+ * --device N` (qual-run's health check, in a child of its own, as the slots'
+ * checks do) for N = 0, 1, ... until one reports no such device (its health
+ * line has device null). A GPU that is found but fails its check is left
+ * out, with a warning on stderr. Blocks, each check at most 60 s: call it
+ * before the loop runs. Puts at most max ordinals in devices and returns
+ * how many; when none, why says what the first check found ("no device:
+ * cuda: ..."). */
+int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t cap);
 
 /* Shutdown: stops accepting submits (a submit still being checked gets its
  * callback now, refused), stops running workers (SIGTERM, then SIGKILL),

@@ -84,8 +84,8 @@ struct job {
 
 /* The quarantine (quarantine.c): strikes by SHA-256. */
 struct quarantine {
-	json_t *map;               /* {sha256: {"strikes","size","library",
-				    * "last"}}, as in quarantine.json */
+	json_t *map;               /* {sha256: {"strikes","library","last"}},
+				    * as in quarantine.json */
 	char *path;                /* state_dir/quarantine.json */
 };
 
@@ -97,8 +97,10 @@ struct jobs {
 	struct children children;  /* every child of ours, watched */
 	char *worker;
 	char *helper;
+	char *compile_user;        /* NULL: none (jobs_config) */
 	int nslots;
 	int *devices;              /* NULL: compile-only slots */
+	char *no_gpu_because;      /* with devices NULL: why (jobs_config) */
 	double job_timeout_s;
 	double check_timeout_s;
 	char **roots;              /* resolved allowed roots; NULL: no policy */
@@ -244,12 +246,15 @@ void health__stop(struct health *hc);
 void quarantine__load(struct quarantine *q, const char *state_dir);
 void quarantine__release(struct quarantine *q);
 
-/* One strike against the library at path (the candidate of job). */
-void quarantine__strike(struct quarantine *q, const char *job, const char *path);
+/* One strike against the candidate of job (args: its stored arguments)
+ * by the hash pinned at submit (what ran); none without a pin (logged). */
+void quarantine__strike(struct quarantine *q, const char *job,
+			const struct submit_args *args);
 
-/* 0, or QUAL_EINVAL (msg: the refusal) when path's hash is quarantined, or
- * QUAL_EIO when it cannot be hashed. */
-int quarantine__check(struct quarantine *q, const char *path, struct qual_msg *msg);
+/* 0, or QUAL_EINVAL (msg: the refusal, naming path) when sha256 (a
+ * library's, as its identify child read it) is quarantined. Reads no file. */
+int quarantine__check(struct quarantine *q, const char *path, const char *sha256,
+		      struct qual_msg *msg);
 
 /* ---- submit.c --------------------------------------------------------------- */
 

@@ -15,7 +15,9 @@
 
 #include <uv.h>
 
+#include "common/confine.h"
 #include "common/exitcode.h"
+#include "compile/rtc.h"
 #include "daemon/jobs.h"
 #include "daemon/policy.h"
 #include "daemon/sd.h"
@@ -104,8 +106,13 @@ static void usage(FILE *f)
 		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
 		"  --worker PATH        qual-run (default: beside quald)\n"
 		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
-		"  --devices LIST       GPU ordinals, one slot each (e.g. 0,1)\n"
-		"  --slots N            compile-only slots when no --devices (default 1)\n"
+		"  --compile-user NAME  run the compile children, which load the libraries\n"
+		"                       under test, as this unprivileged user (quald must\n"
+		"                       run as root; docs/service.md, \"Trust model\")\n"
+		"  --devices LIST|auto  GPU ordinals, one slot each (e.g. 0,1); auto (the\n"
+		"                       default): every GPU that passes a health check at\n"
+		"                       start, or one compile-only slot when none is found\n"
+		"  --slots N            compile-only slots instead of GPUs (not with --devices)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
 		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
 		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
@@ -114,7 +121,11 @@ static void usage(FILE *f)
 		"                       it is dropped (default 8388608)\n"
 		"  --slow-grace-ms MS   how long a client may stay over --client-buffer\n"
 		"                       before it is dropped (default 2000)\n"
-		"  --max-connections N  connections at once (default 1024)\n"
+		"  --max-connections N  unix connections at once, and apart from them\n"
+		"                       authenticated tcp connections (default 1024)\n"
+		"  --max-unauthenticated N  tcp connections not yet authenticated at\n"
+		"                       once; a new one closes the oldest (default 64)\n"
+		"  --auth-timeout S     seconds a tcp client has to authenticate (default 10)\n"
 		"  --max-watchers N     watching connections at once (default 256)\n"
 		"  --max-queued N       jobs waiting in the queue (default 1000)\n"
 		"  --version            print the version and exit\n"
@@ -193,7 +204,7 @@ out:
 /* The daemon's state while the loop runs. */
 struct daemon {
 	uv_loop_t loop;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
 	struct server *srv;
 	struct sd_notifier sd;
 	bool ready, stopping;
@@ -227,6 +238,7 @@ static void on_server_closed(void *ctx)
 	d->srv = NULL;
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -255,8 +267,14 @@ enum {
 	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
-	OPT_MAX_QUEUED,
+	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER,
 };
+
+/* Descriptors quald holds besides its connections: per slot a running
+ * job's worker pipes and log and its slot's health check, and a margin for
+ * the store, the listeners, the submit checks' children and libuv. */
+#define FDS_PER_SLOT 16
+#define FDS_MARGIN 64
 
 /* An option that takes an integer: its range, and the int it sets. */
 struct int_option {
@@ -297,10 +315,13 @@ int main(int argc, char **argv)
 		{"client-buffer", required_argument, NULL, OPT_CLIENT_BUFFER},
 		{"tcp-token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"group", required_argument, NULL, OPT_GROUP},
+		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
 		{"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+		{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTH},
+		{"auth-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
@@ -314,6 +335,8 @@ int main(int argc, char **argv)
 	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
 	int slots = 0;
+	bool devices_auto = false; /* --devices auto given */
+	char no_gpu[PATH_MAX + 256] = ""; /* why detection found none */
 	long x;
 	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
 	struct daemon d = {0};
@@ -326,7 +349,13 @@ int main(int argc, char **argv)
 		{OPT_MAX_CONNECTIONS, "--max-connections", 1, 1000000, &scfg.max_connections},
 		{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000, &scfg.max_watchers},
 		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
+		{OPT_MAX_UNAUTH, "--max-unauthenticated", 1, 1000000, &scfg.max_unauth},
 	};
+
+	/* Nothing a compile child runs may reach our descriptors or memory
+	 * (confine.h). */
+	qual_confine_nondumpable("quald");
+	qual_confine_userns_probe("quald");
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
 	 * getopt sees it; the defaults apply with or without it. Static: kept
@@ -358,7 +387,8 @@ int main(int argc, char **argv)
 		}
 		switch (opt) {
 		case OPT_DEVICES:
-			ndevices = parse_devices(optarg, devices, MAX_SLOTS);
+			devices_auto = strcmp(optarg, "auto") == 0;
+			ndevices = devices_auto ? 0 : parse_devices(optarg, devices, MAX_SLOTS);
 			if (ndevices < 0)
 				goto usage;
 			break;
@@ -369,6 +399,16 @@ int main(int argc, char **argv)
 				goto usage;
 			}
 			break;
+		case OPT_AUTH_TIMEOUT: {
+			double t;
+
+			if (text_parse_double("--auth-timeout", optarg, 0.001, 3600, &t, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			scfg.auth_timeout_ms = t * 1000 < 1 ? 1 : (int)(t * 1000);
+			break;
+		}
 		case OPT_CLIENT_BUFFER:
 			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
 				       1L << 40, &x) < 0)
@@ -385,6 +425,19 @@ int main(int argc, char **argv)
 			}
 			group = optarg;
 			break;
+		case OPT_COMPILE_USER: {
+			uid_t uid;
+			gid_t gid;
+
+			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			/* Our own submit checks load the library too. */
+			rtc_set_compile_user(true, uid, gid);
+			jcfg.compile_user = optarg;
+			break;
+		}
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			status = QUAL_EXIT_PASS;
@@ -425,7 +478,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald: group '%s' does not exist: only root and quald's "
 			"user may use the socket\n", group);
 	}
-	if (slots && ndevices) {
+	if (slots && (ndevices || devices_auto)) {
 		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
 		goto usage;
 	}
@@ -471,6 +524,16 @@ int main(int argc, char **argv)
 		scfg.socket_path = socket_path;
 	}
 
+	/* --devices auto, the default unless --slots or a list says otherwise:
+	 * the GPUs are found by the worker's health check in children (quald
+	 * never loads a GPU runtime), before the loop runs. */
+	devices_auto |= !slots && !ndevices;
+	if (devices_auto) {
+		ndevices = jobs_find_gpus(worker, devices, MAX_SLOTS, no_gpu, sizeof no_gpu);
+		if (ndevices == 0)
+			fprintf(stderr, "quald: no GPU found (%s): compile-only slots\n", no_gpu);
+	}
+
 	/* A client that goes away mid-write is an EPIPE, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
 
@@ -479,11 +542,22 @@ int main(int argc, char **argv)
 	jcfg.compile_helper = helper;
 	jcfg.nslots = ndevices ? ndevices : (slots ? (int)slots : 1);
 	jcfg.devices = ndevices ? devices : NULL;
+	jcfg.no_gpu_because = devices_auto ? "no GPU found: compile-only slots" :
+			      "quald runs compile-only slots (--slots)";
 	jcfg.job_timeout_s = job_timeout;
 	jcfg.submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
 	scfg.jobs = &jcfg;
 	scfg.on_status = on_status;
 	scfg.status_ctx = &d;
+
+	/* Room for the connection limits in the open file limit (server.h). */
+	rc = server_fit_files(&scfg, jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN, &msg);
+	if (rc < 0) {
+		fprintf(stderr, "quald: %s\n", msg.text);
+		goto out;
+	}
+	if (rc > 0)
+		fprintf(stderr, "quald: %s\n", msg.text);
 
 	rc = uv_loop_init(&d.loop);
 	if (rc < 0) {
@@ -498,9 +572,14 @@ int main(int argc, char **argv)
 	}
 	uv_signal_init(&d.loop, &d.sigterm);
 	uv_signal_init(&d.loop, &d.sigint);
-	d.sigterm.data = d.sigint.data = &d;
+	uv_signal_init(&d.loop, &d.sighup);
+	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	/* SIGHUP (a closed terminal, a reload by hand) stops in order like
+	 * SIGTERM: quald has nothing to reload, and the default action would
+	 * leave the socket and a running job behind (docs/quald.md). */
+	uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
 	if (scfg.socket_path)
 		fprintf(stderr, "quald %s: listening on '%s'", QUAL_VERSION, scfg.socket_path);
@@ -508,8 +587,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald %s: listening", QUAL_VERSION);
 	if (server_tcp_port(d.srv) > 0)
 		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d.srv));
-	fprintf(stderr, "; state in '%s'; %d %s slot%s\n", state_dir, jcfg.nslots,
-		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s");
+	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", state_dir, jcfg.nslots,
+		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s",
+		!devices_auto ? "" : ndevices ? " (gpus found by --devices auto)" :
+		" (no GPU found: compile-only slots)");
 	{
 		char text[128];
 

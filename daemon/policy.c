@@ -75,7 +75,7 @@ static int policy_check_component(const char *lib, const char *comp, uid_t self,
 }
 
 int policy_check_library(const char *const *roots, int nroots, uid_t self,
-			 const char *path, char *real, size_t cap,
+			 const char *path, char *real, size_t cap, struct stat *st_out,
 			 struct qual_msg *msg)
 {
 	char buf[PATH_MAX], abs[PATH_MAX], *slash;
@@ -129,6 +129,8 @@ int policy_check_library(const char *const *roots, int nroots, uid_t self,
 		*slash = '\0';
 	}
 	snprintf(real, cap, "%s", buf);
+	if (st_out)
+		*st_out = st;
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #define QUAL_POLICY_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/err.h"
@@ -40,13 +41,15 @@ int policy_root_resolve(const char *dir, char *out, size_t cap,
 
 /* Checks path against the rules above. roots: nroots resolved roots (from
  * policy_root_resolve). self: the daemon's user (geteuid()). On success
- * writes the real path into real (cap >= POLICY_PATH_MAX) and returns 0; else
+ * writes the real path into real (cap >= POLICY_PATH_MAX) and the file's
+ * stat there into *st (may be NULL: quald's submit checks that the file its
+ * identify child reads is this one, by device and inode), and returns 0; else
  * a negative QUAL_E* code (QUAL_ENOENT: missing; QUAL_EINVAL: refused by a
  * rule) and msg names the library and the reason, e.g.
  * "compiler '/x/lib.so' resolves to '/tmp/lib.so', outside the allowed roots"
  * or "compiler '/srv/libs/lib.so' refused: '/srv/libs' is world-writable". */
 int policy_check_library(const char *const *roots, int nroots, uid_t self,
-			 const char *path, char *real, size_t cap,
+			 const char *path, char *real, size_t cap, struct stat *st,
 			 struct qual_msg *msg);
 
 /* True when path (a real path) is root itself or inside it, by whole

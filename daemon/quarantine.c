@@ -1,15 +1,15 @@
 /* The quarantine (jobs.h: jobs_quarantine_json): strikes against the
  * SHA-256 of a candidate library whose compiler or worker crashed, kept in
  * state_dir/quarantine.json (replaced atomically and durably), and the
- * refusal at submit of a library with JOBS_QUARANTINE_STRIKES of them. */
+ * refusal at submit of a library with JOBS_QUARANTINE_STRIKES of them.
+ * Nothing here reads a library: the hashes come from the submit's identify
+ * children (submit.c) and are stored with each job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
-#include "common/sha256.h"
 #include "daemon/jobs_internal.h"
 
 /* Crashes after which a library is quarantined (refused at submit until an
@@ -61,18 +61,20 @@ void quarantine__release(struct quarantine *q)
 	memset(q, 0, sizeof *q);
 }
 
-/* Hashes the file now: crashes are rare, and the hash is what a later
- * submit is checked by. */
-void quarantine__strike(struct quarantine *q, const char *job, const char *path)
+/* The hash charged is the one pinned at submit, which is what the worker
+ * ran (qual-run refuses other bytes): never the path's file now, which
+ * anyone who may write there could have swapped since. */
+void quarantine__strike(struct quarantine *q, const char *job,
+			const struct submit_args *args)
 {
-	char hex[SHA256_HEX_SIZE], when[32];
-	struct qual_msg m;
-	struct stat st;
+	const char *hex = args->candidate_sha256;
+	char when[32];
 	json_t *e;
 	long strikes;
 
-	if (stat(path, &st) != 0 || sha256_hash_file(path, hex, &m) != 0) {
-		oplog_warn("job '%s': cannot hash '%s' for its crash count", job, path);
+	if (!hex) {
+		oplog_warn("job '%s': no pinned hash of '%s' (stored by an older quald): "
+			   "its crash is not counted", job, args->candidate);
 		return;
 	}
 	e = json_object_get(q->map, hex);
@@ -80,44 +82,25 @@ void quarantine__strike(struct quarantine *q, const char *job, const char *path)
 	strikes++;
 	jobs__now(when);
 	json_object_set_new(q->map, hex,
-			    json_pack("{s:I,s:I,s:s,s:s}", "strikes", (json_int_t)strikes,
-				      "size", (json_int_t)st.st_size, "library", path,
-				      "last", when));
+			    json_pack("{s:I,s:s,s:s}", "strikes", (json_int_t)strikes,
+				      "library", args->candidate, "last", when));
 	quarantine_save(q);
 	if (strikes == JOBS_QUARANTINE_STRIKES)
-		oplog_warn("compiler '%s' (sha256 %s) quarantined after %ld crashes", path,
-			   hex, strikes);
+		oplog_warn("compiler '%s' (sha256 %s) quarantined after %ld crashes",
+			   args->candidate, hex, strikes);
 }
 
-/* Only a file the size of a quarantined one is hashed (a different size
- * cannot have its hash), so a submit hashes nothing while the quarantine is
- * empty. */
-int quarantine__check(struct quarantine *q, const char *path, struct qual_msg *msg)
+int quarantine__check(struct quarantine *q, const char *path, const char *sha256,
+		      struct qual_msg *msg)
 {
-	char hex[SHA256_HEX_SIZE];
-	const char *key;
-	struct stat st;
-	json_t *e, *hit;
-	bool same_size = false;
+	json_t *hit = json_object_get(q->map, sha256);
 
-	if (stat(path, &st) != 0)
-		return 0; /* the other checks report it */
-	json_object_foreach(q->map, key, e) {
-		if (json_integer_value(json_object_get(e, "strikes")) >= JOBS_QUARANTINE_STRIKES &&
-		    json_integer_value(json_object_get(e, "size")) == (json_int_t)st.st_size)
-			same_size = true;
-	}
-	if (!same_size)
-		return 0;
-	if (sha256_hash_file(path, hex, msg) != 0)
-		return QUAL_EIO;
-	hit = json_object_get(q->map, hex);
 	if (hit && json_integer_value(json_object_get(hit, "strikes")) >= JOBS_QUARANTINE_STRIKES)
 		return qual_fail(msg, QUAL_EINVAL,
 				 "compiler '%s' (sha256 %s) is quarantined after %d crashes; "
 				 "clear with: qualctl quarantine clear %s",
-				 path, hex, (int)json_integer_value(json_object_get(hit, "strikes")),
-				 hex);
+				 path, sha256, (int)json_integer_value(json_object_get(hit, "strikes")),
+				 sha256);
 	return 0;
 }
 

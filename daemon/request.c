@@ -282,6 +282,10 @@ static void submit_release(struct submit_args *s)
 	free_list(s->cases);
 	free_list(s->baseline_options);
 	free_list(s->candidate_options);
+	free(s->baseline_real);
+	free(s->candidate_real);
+	free(s->baseline_sha256);
+	free(s->candidate_sha256);
 	memset(s, 0, sizeof *s);
 }
 
@@ -638,7 +642,52 @@ json_t *request_submit_to_json(const struct submit_args *s)
 		json_object_set_new(o, "baseline_options", list_to_json(s->baseline_options));
 	if (s->candidate_options)
 		json_object_set_new(o, "candidate_options", list_to_json(s->candidate_options));
+	if (s->baseline_sha256)
+		request_submit_set_pin(o, 0, s->baseline_real, s->baseline_sha256);
+	if (s->candidate_sha256)
+		request_submit_set_pin(o, 1, s->candidate_real, s->candidate_sha256);
 	return o;
+}
+
+/* The stored keys of each arm's pin. */
+static const char *const pin_real_keys[2] = { "baseline_real_path", "candidate_real_path" };
+static const char *const pin_sha_keys[2] = { "baseline_sha256", "candidate_sha256" };
+
+void request_submit_set_pin(json_t *o, int arm, const char *real_path, const char *sha256)
+{
+	json_object_set_new(o, pin_real_keys[arm], json_string(real_path));
+	json_object_set_new(o, pin_sha_keys[arm], json_string(sha256));
+}
+
+/* The pins of a stored request: both keys of an arm or neither (a job of a
+ * quald before pins); an absolute path and a well-formed hash. */
+static int parse_pins(json_t *o, struct submit_args *s, struct qual_msg *msg)
+{
+	char **real[2] = { &s->baseline_real, &s->candidate_real };
+	char **sha[2] = { &s->baseline_sha256, &s->candidate_sha256 };
+	int arm, rc;
+
+	for (arm = 0; arm < 2; arm++) {
+		bool has_real = json_object_get(o, pin_real_keys[arm]) != NULL;
+		bool has_sha = json_object_get(o, pin_sha_keys[arm]) != NULL;
+
+		if (!has_real && !has_sha)
+			continue;
+		if (has_real != has_sha)
+			return qual_fail(msg, QUAL_EINVAL, "stored request has '%s' without '%s'",
+					 has_real ? pin_real_keys[arm] : pin_sha_keys[arm],
+					 has_real ? pin_sha_keys[arm] : pin_real_keys[arm]);
+		if ((rc = get_string(o, pin_real_keys[arm], REQUEST_MAX_PATH, real[arm], msg)) < 0 ||
+		    (rc = get_string(o, pin_sha_keys[arm], REQUEST_SHA256_HEX, sha[arm], msg)) < 0)
+			return rc;
+		if ((*real[arm])[0] != '/')
+			return qual_fail(msg, QUAL_EINVAL, "'%s' must be an absolute path",
+					 pin_real_keys[arm]);
+		if (!is_sha256(*sha[arm]))
+			return qual_fail(msg, QUAL_EINVAL, "'%s' must be 64 lower-case hex digits",
+					 pin_sha_keys[arm]);
+	}
+	return 0;
 }
 
 /* The stored form is read with the same checks as a request, so a file
@@ -652,6 +701,8 @@ int request_submit_from_json(json_t *o, struct submit_args *s, struct qual_msg *
 	if (!json_is_object(o))
 		return qual_fail(msg, QUAL_EINVAL, "stored request is not a json object");
 	rc = parse_submit(o, s, msg);
+	if (rc == 0)
+		rc = parse_pins(o, s, msg);
 	if (rc < 0)
 		submit_release(s);
 	return rc;

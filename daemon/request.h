@@ -48,6 +48,15 @@ struct submit_args {
 	char **cases;             /* NULL-terminated; NULL = all */
 	char **baseline_options;  /* NULL-terminated; may be NULL */
 	char **candidate_options;
+	/* Stored with a job only, never sent by a client: each arm's library
+	 * as submit checked it (docs/quald.md, "Pinned libraries"), its real
+	 * path and the sha256 of its bytes. NULL in a request, and in a job
+	 * stored by a quald before pins (its worker pins what it reads when it
+	 * starts). */
+	char *baseline_real;
+	char *candidate_real;
+	char *baseline_sha256;
+	char *candidate_sha256;
 };
 
 struct request {
@@ -77,5 +86,11 @@ void request_release(struct request *r);
 json_t *request_submit_to_json(const struct submit_args *s);
 int request_submit_from_json(json_t *o, struct submit_args *s,
 			     struct qual_msg *msg);
+
+/* Puts arm's pin (0 baseline, 1 candidate: the real path and the sha256 of
+ * what submit checked) into a stored request o (borrowed), as
+ * request_submit_from_json reads it back. */
+void request_submit_set_pin(json_t *o, int arm, const char *real_path,
+			    const char *sha256);
 
 #endif

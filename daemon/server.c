@@ -6,10 +6,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -343,13 +347,62 @@ void server__handle_line(struct conn *c, const char *line, size_t len)
 	request_release(&r);
 }
 
+/* ---- logging at a rate ---- */
+
+/* Says what rl held, if anything; the next interval starts at now. */
+static void ratelog_flush(struct ratelog *rl, uint64_t now)
+{
+	if (rl->held)
+		fprintf(stderr, "quald: and %lu more like it in the last %d s, the last: %s\n",
+			rl->held, SERVER_LOG_INTERVAL_MS / 1000, rl->last);
+	rl->held = 0;
+	rl->next_ms = now + SERVER_LOG_INTERVAL_MS;
+}
+
+static void on_log_interval(uv_timer_t *t)
+{
+	struct server *s = t->data;
+	uint64_t now = uv_now(s->loop);
+
+	/* Each held line's interval has ended; one that has not held any
+	 * keeps its own. */
+	if (s->log_accept.held)
+		ratelog_flush(&s->log_accept, now);
+	if (s->log_unauth.held)
+		ratelog_flush(&s->log_unauth, now);
+}
+
+void server__ratelog(struct server *s, struct ratelog *rl, const char *fmt, ...)
+{
+	uint64_t now = uv_now(s->loop);
+	char text[sizeof rl->last];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	if (now >= rl->next_ms) {
+		/* What the timer has not said yet comes first. */
+		ratelog_flush(rl, now);
+		fprintf(stderr, "quald: %s\n", text);
+		return;
+	}
+	memcpy(rl->last, text, sizeof text);
+	rl->held++;
+	if (!s->timers_closing && !uv_is_active((uv_handle_t *)&s->log_timer))
+		uv_timer_start(&s->log_timer, on_log_interval, rl->next_ms - now, 0);
+}
+
 /* ---- listeners ---- */
 
 static void on_listener_closed(uv_handle_t *h)
 {
-	struct listener *l = container_of(h, struct listener, h.handle);
+	struct listener *l = h->data;
 	struct server *s = l->srv;
 
+	if (--l->handles > 0)
+		return;
+	close(l->fd);
 	free(l);
 	s->nlisteners--;
 	server__maybe_done(s);
@@ -363,7 +416,8 @@ static void listeners_close(struct server *s)
 	while (l) {
 		struct listener *next = l->next;
 
-		uv_close(&l->h.handle, on_listener_closed);
+		uv_close((uv_handle_t *)&l->poll, on_listener_closed);
+		uv_close((uv_handle_t *)&l->pause, on_listener_closed);
 		l = next;
 	}
 	if (s->socket_path) {
@@ -373,20 +427,118 @@ static void listeners_close(struct server *s)
 	}
 }
 
-static struct listener *listener_add(struct server *s, bool is_tcp)
-{
-	struct listener *l = xcalloc(1, sizeof *l);
+static void on_listen_readable(uv_poll_t *p, int status, int events);
 
+static void on_pause_end(uv_timer_t *t)
+{
+	struct listener *l = t->data;
+
+	l->paused = false;
+	uv_poll_start(&l->poll, UV_READABLE, on_listen_readable);
+}
+
+/* What an accept error costs: it is logged (at a rate); on a Unix socket
+ * out of descriptors, the oldest unauthenticated TCP connection gives its
+ * descriptor to the Unix client (returns true: accept again); otherwise the
+ * pending connection is taken with the reserve descriptor and refused, and
+ * the listener pauses instead of spinning on the error. */
+static bool accept_failed(struct listener *l, int err)
+{
+	static const char refusal[] = "{\"type\":\"refused\",\"op\":null,\"id\":null,"
+		"\"message\":\"quald is out of file descriptors: try again later\"}\n";
+	struct server *s = l->srv;
+	bool nofile = err == EMFILE || err == ENFILE;
+	struct rlimit rl;
+
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		server__ratelog(s, &s->log_accept, "cannot accept a connection on %s: %s "
+				"(%llu open files at most)", l->name, strerror(err),
+				(unsigned long long)rl.rlim_cur);
+	else
+		server__ratelog(s, &s->log_accept, "cannot accept a connection on %s: %s",
+				l->name, strerror(err));
+	if (nofile && !l->is_tcp &&
+	    conn__evict_unauth(s, "made room for a local client: quald is out of "
+			       "file descriptors"))
+		return true;
+	if (nofile && s->reserve_fd >= 0) {
+		int fd;
+
+		close(s->reserve_fd);
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			if (send(fd, refusal, sizeof refusal - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+				/* Nothing more to do for a peer that cannot take it. */
+			}
+			close(fd);
+		}
+		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (!l->paused) {
+		l->paused = true;
+		uv_poll_stop(&l->poll);
+		uv_timer_start(&l->pause, on_pause_end, SERVER_ACCEPT_PAUSE_MS, 0);
+	}
+	return false;
+}
+
+/* Connections accepted per wakeup of one listener: a flood on one socket
+ * lets the loop turn to the others (and to the connections) in between. */
+#define ACCEPT_BATCH 32
+
+static void on_listen_readable(uv_poll_t *p, int status, int events)
+{
+	struct listener *l = p->data;
+	struct server *s = l->srv;
+
+	(void)events;
+	if (status < 0) {
+		accept_failed(l, -status);
+		return;
+	}
+	for (int i = 0; i < ACCEPT_BATCH && !s->stopping && !l->paused; i++) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			conn__accepted(l, fd);
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return;
+		/* A connection that went away before it was accepted. */
+		if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+			continue;
+		if (!accept_failed(l, errno))
+			return;
+	}
+}
+
+/* Listens on fd (a listening socket, taken on every path) for connections. */
+static int listener_add(struct server *s, int fd, bool is_tcp, const char *name,
+			struct qual_msg *msg)
+{
+	struct listener *l;
+	int rc;
+
+	l = xcalloc(1, sizeof *l);
+	rc = uv_poll_init_socket(s->loop, &l->poll, fd);
+	if (rc < 0) {
+		free(l);
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot listen on %s: %s", name, uv_strerror(rc));
+	}
+	uv_timer_init(s->loop, &l->pause);
+	l->poll.data = l->pause.data = l;
+	l->fd = fd;
+	l->handles = 2;
 	l->srv = s;
 	l->is_tcp = is_tcp;
-	if (is_tcp)
-		uv_tcp_init(s->loop, &l->h.tcp);
-	else
-		uv_pipe_init(s->loop, &l->h.pipe, 0);
+	snprintf(l->name, sizeof l->name, "%s", name);
 	l->next = s->listeners;
 	s->listeners = l;
 	s->nlisteners++;
-	return l;
+	uv_poll_start(&l->poll, UV_READABLE, on_listen_readable);
+	return 0;
 }
 
 /* Whether a live daemon answers on the socket at path. A connect to a Unix
@@ -408,10 +560,10 @@ static bool socket_answers(const char *path)
 
 static int listen_path(struct server *s, const char *path, struct qual_msg *msg)
 {
-	struct sockaddr_un a;
-	struct listener *l;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	char name[sizeof a.sun_path + 2];
 	struct stat st;
-	int rc;
+	int fd, rc;
 
 	if (strlen(path) >= sizeof a.sun_path)
 		return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': a socket path has at most %zu bytes",
@@ -427,40 +579,41 @@ static int listen_path(struct server *s, const char *path, struct qual_msg *msg)
 			return qual_fail(msg, QUAL_EIO, "cannot remove the stale socket '%s': %s",
 					 path, strerror(errno));
 	}
-	l = listener_add(s, false);
-	rc = uv_pipe_bind(&l->h.pipe, path);
-	if (rc < 0) {
-		/* libuv reports a missing directory as EACCES (for Windows'
-		 * sake): say which it was. */
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, strerror(errno));
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
 		char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+		int e = errno;
 
 		if (slash)
 			*slash = '\0';
-		if (slash && slash != dir && stat(dir, &st) < 0 && errno == ENOENT)
+		if (e == ENOENT && slash && slash != dir)
 			rc = qual_fail(msg, QUAL_ENOENT, "cannot listen on '%s': no directory '%s'",
 				       path, dir);
 		else
-			rc = qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path,
-				       uv_strerror(rc));
+			rc = qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, strerror(e));
 		free(dir);
+		close(fd);
 		return rc;
 	}
 	s->socket_path = xstrdup(path);
 	/* Before listen, so that nobody connects while the mode is wider. */
-	if (chmod(path, 0660) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot set the mode of '%s': %s", path,
-				 strerror(errno));
-	rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, conn__on_connection);
-	if (rc < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, uv_strerror(rc));
-	return 0;
+	if (chmod(path, 0660) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	snprintf(name, sizeof name, "'%s'", path);
+	return listener_add(s, fd, false, name, msg);
 }
 
 static int listen_fd(struct server *s, int fd, struct qual_msg *msg)
 {
-	int domain = 0, type = 0, acc = 0, rc;
+	int domain = 0, type = 0, acc = 0, flags;
 	socklen_t len = sizeof domain;
-	struct listener *l;
+	char name[32];
 
 	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
 	    (len = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) < 0 ||
@@ -471,35 +624,36 @@ static int listen_fd(struct server *s, int fd, struct qual_msg *msg)
 	    (domain != AF_UNIX && domain != AF_INET && domain != AF_INET6))
 		return qual_fail(msg, QUAL_EINVAL,
 				 "descriptor %d is not a listening unix or tcp stream socket", fd);
-	l = listener_add(s, domain != AF_UNIX);
-	rc = l->is_tcp ? uv_tcp_open(&l->h.tcp, fd) : uv_pipe_open(&l->h.pipe, fd);
-	if (rc == 0)
-		rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, conn__on_connection);
-	if (rc < 0)
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot listen on descriptor %d: %s", fd,
-				 uv_strerror(rc));
-	return 0;
+				 strerror(errno));
+	snprintf(name, sizeof name, "descriptor %d", fd);
+	return listener_add(s, fd, domain != AF_UNIX, name, msg);
 }
 
 static int listen_tcp(struct server *s, int port, struct qual_msg *msg)
 {
-	struct sockaddr_storage ss;
-	struct sockaddr_in a;
-	struct listener *l;
-	int len = sizeof ss, rc;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	char name[32];
+	int fd, one = 1, rc;
 
-	uv_ip4_addr("127.0.0.1", port, &a);
-	l = listener_add(s, true);
-	rc = uv_tcp_bind(&l->h.tcp, (const struct sockaddr *)&a, 0);
-	if (rc == 0)
-		rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, conn__on_connection);
-	if (rc == 0)
-		rc = uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len);
-	if (rc < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot listen on 127.0.0.1:%d: %s", port,
-				 uv_strerror(rc));
-	s->tcp_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	return 0;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot listen on 127.0.0.1:%d: %s", port,
+			       strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	s->tcp_port = ntohs(a.sin_port);
+	snprintf(name, sizeof name, "127.0.0.1:%d", s->tcp_port);
+	return listener_add(s, fd, true, name, msg);
 }
 
 /* ---- the server ---- */
@@ -507,7 +661,7 @@ static int listen_tcp(struct server *s, int port, struct qual_msg *msg)
 static void on_timer_closed(uv_handle_t *h);
 
 /* Everything: listeners, the jobs module, every connection, and last the
- * drain timer. */
+ * timers. */
 void server__maybe_done(struct server *s)
 {
 	void (*done)(void *ctx);
@@ -515,15 +669,21 @@ void server__maybe_done(struct server *s)
 
 	if (!s->stopping || !s->jobs_closed || s->nconns > 0)
 		return;
-	if (s->timer_state == TIMER_OPEN) {
-		s->timer_state = TIMER_CLOSING;
+	if (!s->timers_closing) {
+		s->timers_closing = true;
 		uv_close((uv_handle_t *)&s->drain_timer, on_timer_closed);
+		uv_close((uv_handle_t *)&s->auth_timer, on_timer_closed);
+		uv_close((uv_handle_t *)&s->log_timer, on_timer_closed);
+		ratelog_flush(&s->log_accept, 0);
+		ratelog_flush(&s->log_unauth, 0);
 		return;
 	}
-	if (s->timer_state != TIMER_CLOSED || s->nlisteners > 0)
+	if (s->timers_open > 0 || s->nlisteners > 0)
 		return;
 	done = s->done;
 	ctx = s->done_ctx;
+	if (s->reserve_fd >= 0)
+		close(s->reserve_fd);
 	free(s->socket_path);
 	free(s->token);
 	free(s->group_name);
@@ -534,9 +694,9 @@ void server__maybe_done(struct server *s)
 
 static void on_timer_closed(uv_handle_t *h)
 {
-	struct server *s = container_of((uv_timer_t *)h, struct server, drain_timer);
+	struct server *s = h->data;
 
-	s->timer_state = TIMER_CLOSED;
+	s->timers_open--;
 	server__maybe_done(s);
 }
 
@@ -594,6 +754,62 @@ int server_tcp_port(const struct server *s)
 	return s->tcp_port;
 }
 
+int server_fit_files(struct server_config *cfg, int other_fds, struct qual_msg *msg)
+{
+	/* TCP may come with handed-over sockets too: counted as if it did. */
+	bool tcp = cfg->tcp_port >= 0 || cfg->nlisten_fds > 0;
+	long conns, unauth, need, have, room;
+	struct rlimit rl;
+
+	if (cfg->max_connections <= 0)
+		cfg->max_connections = SERVER_MAX_CONNECTIONS;
+	if (cfg->max_unauth <= 0)
+		cfg->max_unauth = SERVER_DEFAULT_MAX_UNAUTH;
+	/* One descriptor per connection: the Unix ones, and with TCP the
+	 * authenticated and the unauthenticated ones. */
+	conns = (tcp ? 2L : 1L) * cfg->max_connections;
+	unauth = tcp ? cfg->max_unauth : 0;
+	need = conns + unauth + other_fds;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot read the open file limit: %s",
+				 strerror(errno));
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)need)
+		return 0;
+	have = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)need ? need
+	       : (long)rl.rlim_max;
+	rl.rlim_cur = (rlim_t)have;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot raise the open file limit to %ld: %s",
+				 have, strerror(errno));
+	if (have == need)
+		return 0;
+	/* Too few: the connection limits shrink in proportion to what is
+	 * left once everything else has its descriptors. */
+	room = have - other_fds;
+	if (room < (tcp ? 6 : 2))
+		return qual_fail(msg, QUAL_EINVAL, "the open file limit (%ld, hard) leaves no room "
+				 "for connections: quald needs %ld besides them (raise it with "
+				 "LimitNOFILE= or ulimit -Hn)", have, (long)other_fds);
+	{
+		int m = (int)(cfg->max_connections * room / (conns + unauth));
+		int u = (int)(cfg->max_unauth * room / (conns + unauth));
+		char also[96] = "";
+
+		m = m < 2 ? 2 : m;
+		u = u < 2 ? 2 : u;
+		if (tcp)
+			snprintf(also, sizeof also, ", --max-unauthenticated from %d to %d",
+				 cfg->max_unauth, u);
+		qual_fail(msg, 0, "the open file limit (%ld, hard) is below the %ld descriptors "
+			  "the connection limits need: --max-connections lowered from %d to %d%s",
+			  have, need, cfg->max_connections, m, also);
+		cfg->max_connections = m;
+		if (tcp)
+			cfg->max_unauth = u;
+	}
+	return 1;
+}
+
 int server_open(uv_loop_t *loop, const struct server_config *cfg,
 		struct server **out, struct qual_msg *msg)
 {
@@ -607,6 +823,10 @@ int server_open(uv_loop_t *loop, const struct server_config *cfg,
 		s->cfg.client_buffer = SERVER_DEFAULT_CLIENT_BUFFER;
 	if (s->cfg.max_connections <= 0)
 		s->cfg.max_connections = SERVER_MAX_CONNECTIONS;
+	if (s->cfg.max_unauth <= 0)
+		s->cfg.max_unauth = SERVER_DEFAULT_MAX_UNAUTH;
+	if (s->cfg.auth_timeout_ms <= 0)
+		s->cfg.auth_timeout_ms = SERVER_DEFAULT_AUTH_TIMEOUT_MS;
 	if (s->cfg.max_watchers <= 0)
 		s->cfg.max_watchers = SERVER_DEFAULT_MAX_WATCHERS;
 	if (s->cfg.max_queued <= 0)
@@ -620,7 +840,13 @@ int server_open(uv_loop_t *loop, const struct server_config *cfg,
 	s->tcp_port = -1;
 	s->last_queued = s->last_running = -1;
 	uv_timer_init(loop, &s->drain_timer);
-	s->timer_state = TIMER_OPEN;
+	uv_timer_init(loop, &s->auth_timer);
+	uv_timer_init(loop, &s->log_timer);
+	s->drain_timer.data = s->auth_timer.data = s->log_timer.data = s;
+	s->timers_open = 3;
+	/* Given up, when accept fails for want of descriptors, to take the
+	 * pending connection and refuse it (accept_failed). */
+	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	for (int i = 0; i < cfg->nlisten_fds && rc == 0; i++)
 		rc = listen_fd(s, cfg->listen_fds[i], msg);

@@ -17,7 +17,21 @@
  *   - job lines relayed live (follow, watch) are never held back for a slow
  *     client: a line that would take its pending output over
  *     client_buffer bytes closes the connection instead. The job is never
- *     affected by its clients. */
+ *     affected by its clients.
+ *
+ * Connections, by kind (docs/protocol.md, "Connections and limits"):
+ *   - Unix connections (their peer allowed by SO_PEERCRED) and TCP
+ *     connections that have authenticated are limited apart, each to
+ *     max_connections: TCP clients never take a Unix client's place;
+ *   - a TCP connection before its auth may send at most SERVER_MAX_AUTH_BYTES
+ *     without a newline (over it: refused and closed), must authenticate
+ *     within auth_timeout_ms (else it is closed with a refused line), and at
+ *     most max_unauth of them are open: a new one closes the oldest;
+ *   - the listeners accept by themselves (not uv_listen): when accept fails
+ *     (EMFILE, ENFILE) quald says so (rate-limited), closes the oldest
+ *     unauthenticated TCP connection to make room for a Unix client, else
+ *     takes the pending connection with a reserve descriptor and refuses it
+ *     with a line, and pauses that listener for SERVER_ACCEPT_PAUSE_MS. */
 #ifndef QUAL_SERVER_H
 #define QUAL_SERVER_H
 
@@ -39,6 +53,19 @@
 #define SERVER_DEFAULT_MAX_QUEUED 1000  /* default --max-queued */
 #define SERVER_DEFAULT_SLOW_GRACE_MS 2000 /* default --slow-grace-ms */
 #define SERVER_MAX_TOKEN 4096           /* bytes of a TCP token */
+/* Bytes a TCP connection may have sent before its auth without ending the
+ * line: room for the auth request with the longest token, escaped. */
+#define SERVER_MAX_AUTH_BYTES (2 * SERVER_MAX_TOKEN)
+#define SERVER_DEFAULT_MAX_UNAUTH 64        /* default --max-unauthenticated */
+#define SERVER_DEFAULT_AUTH_TIMEOUT_MS 10000 /* default --auth-timeout (10 s) */
+/* After an accept error, how long that listener waits before it accepts
+ * again: long enough not to spin on a full descriptor table, short enough
+ * that a waiting Unix client hardly notices. */
+#define SERVER_ACCEPT_PAUSE_MS 100
+/* At most one line per kind of event (accept errors, unauthenticated
+ * connections refused or closed) per this many ms; the rest are counted and
+ * said in one line when the interval ends. */
+#define SERVER_LOG_INTERVAL_MS 5000
 /* At shutdown, how long connections get to take their last lines (the
  * interrupted verdicts) before they are closed regardless. */
 #define SERVER_DRAIN_MS 2000
@@ -60,9 +87,12 @@ struct server_config {
 	 * before it is dropped; meanwhile it may reach 2 * client_buffer, never
 	 * more. 0: dropped as soon as it passes the cap. */
 	int slow_grace_ms;
-	/* Connections, watching connections, and jobs queued (including
-	 * submits still being checked) at once; 0 for the defaults. */
+	/* Unix connections, and apart from them authenticated TCP
+	 * connections, at once; TCP connections not yet authenticated at once
+	 * (the oldest is closed for a new one); watching connections; and jobs
+	 * queued (including submits still being checked). 0 for the defaults. */
 	int max_connections;
+	int max_unauth;
 	int max_watchers;
 	int max_queued;
 	/* Who may use the Unix socket (SO_PEERCRED): root, quald's own
@@ -75,6 +105,9 @@ struct server_config {
 	/* The token a TCP client must send first ({"op":"auth","token":...});
 	 * NULL: every TCP connection is refused. */
 	const char *tcp_token;
+	/* How long (ms) a TCP connection may take to authenticate; 0 for the
+	 * default. */
+	int auth_timeout_ms;
 	/* The jobs module's configuration (jobs_open). */
 	const struct jobs_config *jobs;
 	/* Called when the number of queued or running jobs changes (for
@@ -84,6 +117,15 @@ struct server_config {
 };
 
 struct server;
+
+/* Makes room in RLIMIT_NOFILE for cfg's connection limits (the defaults
+ * for those left 0, which it fills in) besides other_fds descriptors for
+ * everything else quald holds (jobs' pipes and logs, the store, libuv):
+ * raises the soft limit, up to the hard limit. When the hard limit is too
+ * low, lowers max_connections and max_unauth in proportion until they fit
+ * and returns 1 with the message saying so; QUAL_EINVAL and a message when
+ * not even 2 of each fit; 0 when they fit as asked. */
+int server_fit_files(struct server_config *cfg, int other_fds, struct qual_msg *msg);
 
 /* Listens and opens the jobs module. On failure returns a negative code and
  * a message; handles opened on the way are being closed, so the caller must

@@ -41,11 +41,37 @@ union stream_handle {
 	uv_tcp_t tcp;
 };
 
+/* A listening socket. It is polled for readability and accepted from here
+ * (server.c), not through uv_listen: libuv answers EMFILE by accepting and
+ * closing every pending connection without telling its callback, so a
+ * Unix client was dropped in silence while idle TCP clients held the
+ * descriptors. */
 struct listener {
-	union stream_handle h;
+	uv_poll_t poll;
+	uv_timer_t pause;          /* the pause after an accept error */
+	int fd;                    /* ours: closed once both handles are */
+	int handles;               /* open handles */
 	struct server *srv;
-	bool is_tcp;
+	bool is_tcp, paused;
+	char name[128];            /* for the log: '/path', 127.0.0.1:PORT, ... */
 	struct listener *next;
+};
+
+/* A log line at most every SERVER_LOG_INTERVAL_MS; the events in between
+ * are counted, and said in one line when the interval ends
+ * (server__ratelog). */
+struct ratelog {
+	uint64_t next_ms;          /* uv_now before which lines are held */
+	unsigned long held;        /* events held since the last line */
+	char last[256];            /* the last one held */
+};
+
+/* What a connection counts against (each kind has its own limit). */
+enum conn_kind {
+	CONN_NONE,                 /* not counted: being set up, refused, closing */
+	CONN_UNIX,                 /* an allowed Unix peer */
+	CONN_TCP_UNAUTH,           /* TCP before its auth: in srv's unauth list */
+	CONN_TCP,                  /* TCP after its auth */
 };
 
 /* Output shared by every connection it is written to (a broadcast line is
@@ -100,6 +126,9 @@ struct conn {
 	 * peer once its first line was an auth with the right token. */
 	bool authed;
 	bool is_tcp;
+	enum conn_kind kind;
+	uint64_t accepted_ms;      /* uv_now at accept: the auth deadline's start */
+	struct conn *uprev, *unext; /* in srv's unauth list, oldest first */
 	/* Refused: the refusal is written, the write side shut, and input is
 	 * discarded until the peer closes or the linger timer fires. */
 	bool refused, linger_open;
@@ -135,6 +164,12 @@ struct server {
 	int tcp_port;
 	struct conn *conns;
 	int nconns;                /* connection handles not yet closed */
+	int nunix, ntcp, nunauth;  /* connections of each counted kind */
+	struct conn *unauth_head, *unauth_tail; /* CONN_TCP_UNAUTH, oldest first */
+	uv_timer_t auth_timer;     /* the oldest unauthenticated one's deadline */
+	int reserve_fd;            /* /dev/null, given up to refuse past EMFILE */
+	struct ratelog log_accept, log_unauth;
+	uv_timer_t log_timer;      /* the end of an interval with events held */
 	unsigned long serial;
 	int nwatchers;             /* connections watching */
 	int submits_pending;       /* submits waiting for jobs_submit's answer */
@@ -142,7 +177,8 @@ struct server {
 	char *group_name;          /* the allowed group's name, for messages */
 	int last_queued, last_running;
 	bool stopping, jobs_closed;
-	enum { TIMER_OPEN, TIMER_CLOSING, TIMER_CLOSED } timer_state;
+	bool timers_closing;
+	int timers_open;           /* drain_timer, auth_timer, log_timer */
 	uv_timer_t drain_timer;
 	void (*done)(void *ctx);
 	void *done_ctx;
@@ -202,9 +238,18 @@ void conn__process(struct conn *c);
  * the connection. */
 void conn__unref(struct conn *c);
 
-/* The listeners' connection callback: accepts, applies the connection limit
- * and, on a Unix socket, the peer's credentials. */
-void conn__on_connection(uv_stream_t *ls, int status);
+/* A connection accepted on l (fd is taken on every path): a Unix peer's
+ * credentials and limit, or a TCP connection joining the unauthenticated
+ * ones (the oldest closed when there are max_unauth). */
+void conn__accepted(struct listener *l, int fd);
+
+/* Closes the oldest unauthenticated TCP connection with a refused line
+ * saying message; false when there is none. */
+bool conn__evict_unauth(struct server *s, const char *message);
+
+/* The auth deadline: closes the unauthenticated connections whose time is
+ * up and sets the timer for the next. */
+void conn__auth_timer_arm(struct server *s);
 
 /* ---- fanout.c -------------------------------------------------------- */
 
@@ -235,6 +280,12 @@ void server__handle_line(struct conn *c, const char *line, size_t len);
 
 /* Tells cfg.on_status when the number of queued or running jobs changed. */
 void server__status_update(struct server *s);
+
+/* Logs "quald: " and the formatted text, or holds it when a line of rl
+ * went out less than SERVER_LOG_INTERVAL_MS ago: at the end of the interval
+ * one line says how many were held, and the last of them. */
+void server__ratelog(struct server *s, struct ratelog *rl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Frees the server once everything it opened is closed. */
 void server__maybe_done(struct server *s);

@@ -2,12 +2,18 @@
  * N` loads, runs and checks a tiny kernel. It runs after a job whose worker
  * crashed, hung (a time limit) or reported "gpu":"faulted"|"hung", before the
  * slot's next job. A check that passes puts the slot back in service; one
- * that fails takes it out of service until quald restarts (jobs.h). */
+ * that fails takes it out of service until quald restarts (jobs.h). The
+ * same check, run at start for N = 0, 1, ... until a device is missing,
+ * finds the GPUs of --devices auto (jobs_find_gpus), so that quald itself
+ * never loads a GPU runtime. */
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "common/child.h"
 #include "common/lifetime.h"
@@ -16,6 +22,15 @@
 
 /* A GPU health check taking longer than this failed (a hung GPU). */
 #define HEALTH_TIMEOUT_MS 60000
+/* Bytes of a health check's stdout read: its one line is a few hundred. */
+#define HEALTH_OUT_CAP 65536
+
+/* What a health check must not inherit from quald: the systemd variables
+ * are quald's alone, and its die-with-parent variable names quald. */
+static const char *const health_env_drop[] = {
+	"QUAL_DIE_WITH_PARENT=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES=",
+	"NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", NULL
+};
 
 struct health {
 	struct jobs *j;
@@ -91,9 +106,6 @@ void health__start(struct jobs *j, int s)
 {
 	struct health *hc = xcalloc(1, sizeof *hc);
 	char dev[16], die[64], what[PATH_MAX + 64];
-	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "LISTEN_FDS=", "LISTEN_PID=",
-			       "LISTEN_FDNAMES=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=",
-			       "WATCHDOG_PID=", NULL };
 	const char *add[] = { die, NULL };
 	const char *argv[] = { j->worker, "--health", "--device", dev, NULL };
 	struct qual_msg m;
@@ -108,7 +120,7 @@ void health__start(struct jobs *j, int s)
 	j->nhealth++;
 	uv_timer_init(j->loop, &hc->timer);
 	hc->timer.data = hc;
-	env = child_env_with(drop, add);
+	env = child_env_with(health_env_drop, add);
 	child_init(&hc->child);
 	hc->child.argv = argv;
 	hc->child.env = (const char *const *)env;
@@ -132,4 +144,82 @@ void health__start(struct jobs *j, int s)
 	hc->watch.data = hc;
 	children_watch(&j->children, &hc->watch, &hc->child, health_exit);
 	uv_timer_start(&hc->timer, health_timer, HEALTH_TIMEOUT_MS, 0);
+}
+
+/* One `worker --health --device dev`, waited for: its health line (a new
+ * reference), or NULL with why when it printed none. */
+static json_t *health_probe(const char *worker, int dev, char *why, size_t cap)
+{
+	char ordinal[16], die[64], what[PATH_MAX + 64], how[64];
+	const char *add[] = { die, NULL };
+	const char *argv[] = { worker, "--health", "--device", ordinal, NULL };
+	struct child c;
+	struct child_exit ex = {0};
+	struct qual_msg m;
+	json_t *line = NULL;
+	char *out = NULL, **env;
+	size_t len = 0;
+	double deadline = child_now() + HEALTH_TIMEOUT_MS / 1000.0;
+	int rc;
+
+	snprintf(ordinal, sizeof ordinal, "%d", dev);
+	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
+	snprintf(what, sizeof what, "the gpu probe of device %d ('%s')", dev, worker);
+	env = child_env_with(health_env_drop, add);
+	child_init(&c);
+	c.argv = argv;
+	c.env = (const char *const *)env;
+	c.name = what;
+	c.out = CHILD_PIPE;
+	c.err = CHILD_NULL; /* "not healthy: no device" is the expected end */
+	c.group = CHILD_SESSION_NEW;
+	c.die_with_parent = true;
+	rc = child_start(&c, &m);
+	child_env_free(env);
+	if (rc < 0) {
+		snprintf(why, cap, "%s", m.text);
+		return NULL;
+	}
+	rc = child_read_capped(c.out_pipe, HEALTH_OUT_CAP, deadline, &out, &len, NULL);
+	close(c.out_pipe);
+	(void)child_wait(&c, deadline, &ex); /* a wait that fails leaves ex zero */
+	if (rc == 0 && out)
+		line = json_loadb(out, strcspn(out, "\n"), 0, NULL);
+	if (!json_is_object(line)) {
+		json_decref(line);
+		line = NULL;
+		snprintf(why, cap, "%s %s without a health line", what,
+			 ex.timed_out ? "did not finish in time" : child_exit_text(&ex, how, sizeof how));
+	}
+	free(out);
+	return line;
+}
+
+int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t cap)
+{
+	int n = 0;
+
+	why[0] = '\0';
+	for (int dev = 0; dev < max; dev++) {
+		char text[PATH_MAX + 256];
+		json_t *line = health_probe(worker, dev, text, sizeof text);
+		json_t *device = json_object_get(line, "device");
+		const char *message = json_string_value(json_object_get(line, "message"));
+
+		/* Decided from the fields, not the message: no line or a null
+		 * device is the end of the GPUs. */
+		if (!line || !json_is_object(device)) {
+			if (n == 0)
+				snprintf(why, cap, "%s", line ? (message ? message : "no device") : text);
+			json_decref(line);
+			break;
+		}
+		if (json_is_true(json_object_get(line, "ok")))
+			devices[n++] = dev;
+		else
+			fprintf(stderr, "quald: gpu %d failed its health check at start, no slot for "
+				"it: %s\n", dev, message ? message : "(no message)");
+		json_decref(line);
+	}
+	return n;
 }

@@ -1,9 +1,12 @@
 /* The submit checks (jobs.h: jobs_submit): cheap local checks at once (the
- * request, both library files, the policy, the quarantine), then one
- * identify child per arm, started and read by compile/rtc.h
- * (rtc_identify_start / _finish / _abort: the daemon never loads a
- * library) and watched on the loop by children.c; when both have reported,
- * the submit is refused or the job is stored and queued. */
+ * request, both library files, the policy), then one identify child per
+ * arm, started and read by compile/rtc.h (rtc_identify_start / _finish /
+ * _abort: the daemon never loads a library, and never reads one: the child
+ * hashes the file it opens) and watched on the loop by children.c; when
+ * both have reported, the quarantine is checked by the hashes they
+ * reported and the submit is refused, or the job is stored with each arm's
+ * pin (its real path and hash: what its worker must load) and queued. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,9 @@ struct check {
 	int status;                 /* 0 or QUAL_E*, once concluded */
 	char message[sizeof ((struct qual_msg *)0)->text];
 	char abi[8];                /* "nvrtc", "hiprtc" or "" */
+	char path[PATH_MAX];        /* the library as given */
+	char real_path[PATH_MAX];   /* the file its child read */
+	char sha256[65];            /* of what it read; "" = it read nothing */
 };
 
 struct submit {
@@ -99,6 +105,27 @@ static void submit_decide(struct submit *sub)
 		submit_call(sub, QUAL_EINVAL, NULL, -1, m.text);
 		return;
 	}
+	/* Each arm is pinned by what its child read: the quarantine is checked
+	 * by that hash, and the job stores it with the real path, so that its
+	 * worker loads those bytes or none. A child that ended before it read
+	 * the library leaves nothing to pin. */
+	for (arm = 0; arm < 2; arm++) {
+		struct check *x = &sub->c[arm];
+		if (!x->sha256[0]) {
+			snprintf(m.text, sizeof m.text, "cannot pin compiler '%s': its check "
+				 "ended before it read the library%s%s", x->path,
+				 x->message[0] ? ": " : "", x->message);
+			submit_call(sub, QUAL_EIO, NULL, -1, m.text);
+			return;
+		}
+		if ((rc = quarantine__check(&j->quarantine, x->path, x->sha256, &m)) < 0) {
+			submit_call(sub, rc, NULL, -1, m.text);
+			return;
+		}
+	}
+	for (arm = 0; arm < 2; arm++)
+		request_submit_set_pin(sub->request, arm, sub->c[arm].real_path,
+				       sub->c[arm].sha256);
 	/* The callback goes with the job: it runs once the job is on disk. */
 	if ((rc = jobs__enqueue(j, sub->request, sub->cb, sub->ctx, &m)) < 0) {
 		submit_call(sub, rc, NULL, -1, m.text);
@@ -137,6 +164,8 @@ static void check_exit(struct child_watch *cw, const struct child_exit *ex)
 					&id, &m);
 	snprintf(c->message, sizeof c->message, "%s", c->status ? m.text : "");
 	snprintf(c->abi, sizeof c->abi, "%s", c->status ? "" : id.abi_name);
+	snprintf(c->real_path, sizeof c->real_path, "%s", id.real_path);
+	snprintf(c->sha256, sizeof c->sha256, "%s", id.sha256);
 	check_concluded(c);
 }
 
@@ -163,14 +192,17 @@ static void check_abort(struct check *c)
 
 /* Starts the identify child of one arm (rtc.h: qual-compile identify, in a
  * private folder, with the library's folder first on LD_LIBRARY_PATH, in a
- * group of its own). On failure nothing is left open. */
+ * group of its own), for the file the policy check saw (checked, NULL
+ * without a policy): another file there now is refused. On failure nothing
+ * is left open. */
 static int check_start(struct jobs *j, struct check *c, const char *path,
-		       struct qual_msg *msg)
+		       const struct stat *checked, struct qual_msg *msg)
 {
 	struct submit *sub = c->sub;
 	int rc;
 
-	if ((rc = rtc_identify_start(path, j->helper, &c->pending, msg)))
+	snprintf(c->path, sizeof c->path, "%s", path);
+	if ((rc = rtc_identify_start(path, checked, j->helper, &c->pending, msg)))
 		return rc;
 	c->started = true;
 	sub->pending++;
@@ -200,10 +232,11 @@ static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 	return 0;
 }
 
-/* The checks that need no child: the request, both files, the policy, the
- * quarantine. */
+/* The checks that need no child: the request, both files, the policy
+ * (each file as it saw it into st[arm]). The quarantine waits for the
+ * hashes the identify children report. */
 static int submit_check_here(struct jobs *j, const struct submit_args *args,
-			     struct qual_msg *msg)
+			     struct stat st[2], struct qual_msg *msg)
 {
 	int arm, rc;
 
@@ -215,12 +248,9 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 		char real[POLICY_PATH_MAX];
 		if ((rc = policy_check_library((const char *const *)j->roots, j->nroots,
 					       geteuid(), arm ? args->candidate : args->baseline,
-					       real, sizeof real, msg)))
+					       real, sizeof real, &st[arm], msg)))
 			return rc;
 	}
-	if ((rc = quarantine__check(&j->quarantine, args->baseline, msg)) ||
-	    (rc = quarantine__check(&j->quarantine, args->candidate, msg)))
-		return rc;
 	return 0;
 }
 
@@ -228,11 +258,12 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 		jobs_submit_cb cb, void *ctx, struct qual_msg *msg)
 {
 	struct submit *sub;
+	struct stat st[2];
 	int arm, rc;
 
 	if (j->closing)
 		return qual_fail(msg, QUAL_EINVAL, "quald is shutting down");
-	if ((rc = submit_check_here(j, args, msg)))
+	if ((rc = submit_check_here(j, args, st, msg)))
 		return rc;
 	sub = xcalloc(1, sizeof *sub);
 	sub->j = j;
@@ -245,7 +276,8 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 	j->nsubmits++;
 	for (arm = 0; arm < 2; arm++) {
 		sub->c[arm].sub = sub;
-		rc = check_start(j, &sub->c[arm], arm ? args->candidate : args->baseline, msg);
+		rc = check_start(j, &sub->c[arm], arm ? args->candidate : args->baseline,
+				 j->roots ? &st[arm] : NULL, msg);
 		if (rc < 0) {
 			/* The callback never runs (sub->cb is not set yet): a
 			 * child already started is stopped, and sub goes once

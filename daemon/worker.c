@@ -23,6 +23,18 @@
  * an error line with code cut_off says so. Lines after the engine's verdict
  * line are dropped (every job ends with exactly one verdict line).
  *
+ * Lines that are not the engine's. An object that is not one of the output
+ * schema's lines (lines_check(): a known type with the fields it requires)
+ * was not written by qual-run: something else got hold of its stdout (a
+ * compile child that took it; docs/service.md, "Trust model"). It is
+ * refused: neither stored nor relayed. One error line (stage "setup", code
+ * foreign_line) says how many were refused and why the first was, just
+ * before the verdict line (the engine's, or the daemon's when there is
+ * none). Once a line of type "verdict" has been refused, no later verdict
+ * line is taken either (which of them was the engine's cannot be told): the
+ * daemon writes the verdict, error (or fail when a line already blamed the
+ * candidate), never a passing one.
+ *
  * Decisions read codes (lines.h), never a message's wording: a line blames
  * the candidate when it is an error line with arm "candidate" or a
  * case_verdict "fail" with failed_arm "candidate"; the candidate's compiler
@@ -37,7 +49,9 @@
  *                (QUAL_EXIT_FAIL) but no verdict line, or a line it had
  *                already relayed blamed the candidate, which makes the job a
  *                fail by the engine's own precedence (fail > error) whatever
- *                happened next
+ *                happened next (a job time limit during the candidate's
+ *                compile: qual-run, stopped by SIGTERM, names the arm in a
+ *                compile_timeout error line first)
  *   error        anything else: a crash (signal), the job time limit, a line
  *                over the limit, the job log size limit (max_log_bytes), a
  *                usage exit (4: always error, even when an error line named
@@ -53,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/child.h"
@@ -88,6 +103,10 @@ struct worker_lines {
 	long long bytes;           /* bytes of its lines in the log */
 	long dropped;              /* lines not relayed: after its verdict, or
 				    * past the log limit */
+	long refused;              /* objects that are not the engine's lines */
+	bool verdict_refused;      /* one of them was of type "verdict" */
+	bool refused_said;         /* the foreign_line error line is written */
+	char refused_why[160];     /* lines_check()'s reason for the first */
 };
 
 struct worker {
@@ -209,7 +228,7 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 			    !w->seen.candidate_crashed) {
 				w->seen.candidate_crashed = true;
 				quarantine__strike(&w->j->quarantine, w->job->id,
-						   w->job->args.candidate);
+						   &w->job->args);
 			}
 		}
 		break;
@@ -223,6 +242,38 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 	}
 }
 
+/* Counts a refused line (o: the object, borrowed; why: lines_check()'s). */
+static void worker_refuse(struct worker *w, json_t *o, const struct qual_msg *why)
+{
+	struct lines_info info;
+
+	lines_classify(o, &info);
+	if (info.type == LINES_VERDICT)
+		w->seen.verdict_refused = true;
+	if (w->seen.refused++ == 0) {
+		snprintf(w->seen.refused_why, sizeof w->seen.refused_why, "%.*s",
+			 (int)sizeof w->seen.refused_why - 1, why->text);
+		oplog_warn("job '%s': refused a worker line that is not the engine's: %s",
+			   w->job->id, why->text);
+	}
+}
+
+/* Writes the foreign_line error line, once, when lines were refused. */
+static void worker_say_refused(struct worker *w)
+{
+	char text[400];
+	long n = w->seen.refused;
+
+	if (!n || w->seen.refused_said)
+		return;
+	w->seen.refused_said = true;
+	snprintf(text, sizeof text, "worker printed %ld line%s that %s not the engine's, "
+		 "refused%s (the first: %s)", n, n == 1 ? "" : "s", n == 1 ? "is" : "are",
+		 w->seen.verdict_refused ? ", among them a verdict line" : "",
+		 w->seen.refused_why);
+	jobs__put_error(w->j, w->job, LINES_CODE_FOREIGN_LINE, text, true);
+}
+
 /* Relays one worker line (len bytes, no newline). */
 static int worker_relay(void *ctx, const char *line, size_t len)
 {
@@ -234,14 +285,43 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	size_t n;
 	json_t *o;
 	char *text;
+	int rc;
 
 	if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
 		w->seen.dropped++;
 		return 0;
 	}
-	(void)relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
+	rc = relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
 	if (!text)
 		return 0; /* a blank line */
+	/* An object of the worker's (not the error line relay_line() made of
+	 * a line that is no object) must be one of the engine's lines; after
+	 * a refused verdict line no verdict line is taken. */
+	if (rc == 0) {
+		int bad = lines_check(o, &m);
+
+		if (!bad && w->seen.verdict_refused) {
+			lines_classify(o, &info);
+			if (info.type == LINES_VERDICT)
+				bad = qual_fail(&m, QUAL_EINVAL,
+						"a verdict line after a refused one");
+		}
+		if (bad) {
+			worker_refuse(w, o, &m);
+			free(text);
+			json_decref(o);
+			return 0;
+		}
+		lines_classify(o, &info);
+		if (info.type == LINES_VERDICT && w->seen.refused && !w->seen.refused_said) {
+			/* The foreign_line error line goes before the verdict,
+			 * which then takes the next seq. */
+			worker_say_refused(w);
+			free(text);
+			json_decref(o);
+			(void)relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
+		}
+	}
 	if (w->seen.bytes + (long long)n + 1 > j->max_log_bytes) {
 		/* The line is not logged; the daemon's verdict line follows
 		 * (a few hundred bytes past the limit at most). */
@@ -323,6 +403,9 @@ static enum job_state worker_verdict(const struct worker *w, const char **verdic
 			*verdict = "error";
 			snprintf(message, cap, "worker refused the job%s%s",
 				 tail[0] ? ": " : "", tail);
+		} else if (w->seen.verdict_refused) {
+			snprintf(message, cap, "worker's verdict line was refused: it is "
+				 "not the engine's");
 		} else {
 			snprintf(message, cap,
 				 "worker exited with status %d without a verdict%s%s",
@@ -353,6 +436,7 @@ static void worker_conclude(struct worker *w)
 				   job->id, w->seen.dropped, w->seen.dropped == 1 ? "" : "s");
 	} else {
 		state = worker_verdict(w, &verdict, message, sizeof message);
+		worker_say_refused(w);
 		jobs__put_verdict(j, job, verdict, message, true);
 	}
 	jobs__log_close(j, job);
@@ -363,7 +447,7 @@ static void worker_conclude(struct worker *w)
 	 * did not send (cancel, shutdown, limits). */
 	if (!w->seen.candidate_crashed && w->stop == WORKER_CRASHED &&
 	    qual_fault_signal(child_exit_signal(&w->ex)))
-		quarantine__strike(&j->quarantine, job->id, job->args.candidate);
+		quarantine__strike(&j->quarantine, job->id, &job->args);
 	/* The GPU is checked before its next job after a fault or hang the
 	 * engine reported, a worker crash, or a time limit (a hang), but not
 	 * after a cancel or a shutdown. */
@@ -551,7 +635,7 @@ static void worker_timer(uv_timer_t *t)
 static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 {
 	const struct submit_args *a = &job->args;
-	size_t n = 16, k = 0, i;
+	size_t n = 20, k = 0, i;
 	char **argv;
 
 	for (i = 0; a->cases && a->cases[i]; i++)
@@ -580,10 +664,32 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	if (a->compile_timeout_s > 0 &&
 	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
 		abort();
-	if (!j->devices || a->compile_only)
+	/* A compile-only slot says why in the start line when the job did
+	 * not ask for it: that job is not timed, and qualctl exits 6. */
+	if (a->compile_only)
 		argv[k++] = xstrdup("--compile-only");
+	else if (!j->devices && asprintf(&argv[k++], "--compile-only-because=%s",
+					 j->no_gpu_because) < 0)
+		abort();
 	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)
 		abort();
+	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)
+		abort();
+	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
+	 * libraries"): the worker reads that file, not the path again, and
+	 * refuses bytes of another hash. A job stored before pins has none:
+	 * its worker pins what it reads when it starts. */
+	if (a->baseline_sha256 &&
+	    (asprintf(&argv[k++], "--baseline-real-path=%s", a->baseline_real) < 0 ||
+	     asprintf(&argv[k++], "--baseline-sha256=%s", a->baseline_sha256) < 0))
+		abort();
+	if (a->candidate_sha256 &&
+	    (asprintf(&argv[k++], "--candidate-real-path=%s", a->candidate_real) < 0 ||
+	     asprintf(&argv[k++], "--candidate-sha256=%s", a->candidate_sha256) < 0))
+		abort();
+	if (!a->baseline_sha256 || !a->candidate_sha256)
+		oplog_warn("job '%s' was stored without pinned libraries (by an older "
+			   "quald): its worker pins what it reads as it starts", job->id);
 	argv[k++] = xstrdup("--");
 	argv[k++] = xstrdup(a->baseline);
 	argv[k++] = xstrdup(a->candidate);
@@ -650,6 +756,11 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
 			   tmp, strerror(errno));
 		w->tmpdir[0] = '\0';
+	} else if (j->compile_user && chmod(w->tmpdir, 0711) < 0) {
+		/* Its compile children, of another uid, must pass through to
+		 * the folders qual-run gives them there (not list it). */
+		oplog_warn("job '%s': cannot open '%s' to the compile user: %s", job->id,
+			   w->tmpdir, strerror(errno));
 	}
 	argv = worker_argv(j, job, slot);
 	env = worker_env(j, w->tmpdir);

@@ -1,6 +1,7 @@
 /* qual-run: one qualification of a candidate compiler library against a
  * baseline, as JSON lines on stdout. See docs/qual-run.md. */
 #include <getopt.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "common/lines.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "compile/rtc.h"
 #include "fixtures/fixture.h"
 #include "gpu/health.h"
 #include "run/runner.h"
@@ -38,6 +40,8 @@ static void usage(FILE *f)
 		"  --baseline-opt OPT   extra compiler option for the baseline (repeatable)\n"
 		"  --candidate-opt OPT  extra compiler option for the candidate (repeatable)\n"
 		"  --compile-only       never use a GPU: static comparison only\n"
+		"  --compile-only-because WHY  the same, saying WHY in the start line\n"
+		"                       (quald's compile-only slots)\n"
 		"  --arch ARCH          target when nothing is timed (default sm_90 / gfx90a)\n"
 		"  --device N           GPU ordinal (default 0)\n"
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
@@ -51,7 +55,18 @@ static void usage(FILE *f)
 		"  --one-load           time every pair under one load and judge each pair\n"
 		"                       alone (the old way, to measure the instrument; its\n"
 		"                       intervals do not cover load-to-load variation)\n"
+		"  --baseline-sha256 H  the sha256 (64 lower-case hex digits) the baseline's\n"
+		"                       bytes must have; another is refused before it is\n"
+		"                       loaded (error); quald passes its submit's hash\n"
+		"  --candidate-sha256 H the same for the candidate (another: fail)\n"
+		"  --baseline-real-path P, --candidate-real-path P\n"
+		"                       the file to read for the arm instead of resolving\n"
+		"                       its path again (quald passes the path it checked);\n"
+		"                       each library is read once into a sealed memfd,\n"
+		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
+		"  --compile-user NAME  run the compile children, which load the libraries,\n"
+		"                       as this unprivileged user (qual-run must be root)\n"
 		"  --hang-floor-ms MS   least time a graph may take before it counts as hung\n"
 		"                       (default 2000)\n"
 		"  --hang-factor F      a graph may take F x the baseline's time if that is\n"
@@ -68,8 +83,20 @@ static void usage(FILE *f)
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
+	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
+	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
 };
+
+/* A sha256 as quald stores it: 64 lower-case hex digits. */
+static bool sha256_valid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == 64;
+}
 
 /* An option that takes a number: its name, its range, and where it goes
  * (an int, a uint64_t, a size_t given in MiB, or a double). */
@@ -106,6 +133,52 @@ static int number_parse(const struct number_opt *o, const char *s)
 	return 0;
 }
 
+/* The compile in flight, as the error line (lines_error's, with its newline)
+ * qual-run writes when it is stopped by SIGTERM before the compile ends:
+ * quald's job time limit (or a cancel or shutdown) while an arm's compile
+ * hangs within a longer --compile-timeout. The line names the arm by code
+ * (compile_timeout), so quald judges a candidate's hang fail, not error,
+ * from the line and not from prose. Written on the main thread before and
+ * after each compile (runner.h, on_compile); read by the handler, which
+ * only writes and exits. */
+static char term_line[2048];
+static volatile sig_atomic_t term_len;    /* 0: no compile in flight */
+static volatile sig_atomic_t term_status; /* the exit status that goes with it */
+
+static void on_compile(const char *case_name, const char *arm)
+{
+	FILE *f;
+	long n;
+
+	term_len = 0;
+	if (!case_name)
+		return;
+	f = fmemopen(term_line, sizeof term_line, "w");
+	if (!f)
+		return;
+	lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, arm, case_name,
+		    "the compile was still running when qual-run was stopped (SIGTERM: the "
+		    "job time limit, a cancel or a shutdown)");
+	n = ftell(f);
+	fclose(f);
+	if (n <= 0 || (size_t)n >= sizeof term_line || term_line[n - 1] != '\n')
+		return; /* cut short: better no line than half of one */
+	term_status = strcmp(arm, "candidate") == 0 ? QUAL_EXIT_FAIL : QUAL_EXIT_ERROR;
+	term_len = (sig_atomic_t)n;
+}
+
+static void on_term(int sig)
+{
+	if (term_len > 0) {
+		ssize_t w = write(STDOUT_FILENO, term_line, (size_t)term_len);
+
+		(void)w;
+		_exit(term_status);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
  * a hang the process ends with _exit at once (gpu.h, Deadlines). */
 static int run_health(int device)
@@ -135,6 +208,7 @@ int main(int argc, char **argv)
 		{"baseline-opt", required_argument, NULL, OPT_BOPT},
 		{"candidate-opt", required_argument, NULL, OPT_COPT},
 		{"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
+		{"compile-only-because", required_argument, NULL, OPT_COMPILE_ONLY_BECAUSE},
 		{"arch", required_argument, NULL, OPT_ARCH},
 		{"device", required_argument, NULL, OPT_DEVICE},
 		{"seed", required_argument, NULL, OPT_SEED},
@@ -143,6 +217,11 @@ int main(int argc, char **argv)
 		{"flush-mib", required_argument, NULL, OPT_FLUSH},
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
+		{"baseline-sha256", required_argument, NULL, OPT_BSHA},
+		{"candidate-sha256", required_argument, NULL, OPT_CSHA},
+		{"baseline-real-path", required_argument, NULL, OPT_BREAL},
+		{"candidate-real-path", required_argument, NULL, OPT_CREAL},
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
 		{"health", no_argument, NULL, OPT_HEALTH},
@@ -174,6 +253,10 @@ int main(int argc, char **argv)
 	int status = QUAL_EXIT_USAGE, opt;
 	bool health = false;
 
+	/* Our stdout is the job's verdict: no compile child may take it
+	 * (confine.h). */
+	qual_confine_nondumpable("qual-run");
+	qual_confine_userns_probe("qual-run");
 	/* A worker of quald dies with the daemon. */
 	if (!qual_die_with_parent())
 		return QUAL_EXIT_ERROR;
@@ -183,6 +266,13 @@ int main(int argc, char **argv)
 		qual_confine_worker(confined, sizeof confined);
 	}
 	runner_config_init(&cfg);
+	cfg.on_compile = on_compile;
+	{
+		struct sigaction sa = {.sa_handler = on_term};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;
 	cfg.candidate_opts = copts;
@@ -210,11 +300,48 @@ int main(int argc, char **argv)
 		case OPT_COMPILE_ONLY:
 			cfg.compile_only = true;
 			break;
+		case OPT_COMPILE_ONLY_BECAUSE:
+			cfg.compile_only = true;
+			cfg.compile_only_because = optarg;
+			break;
 		case OPT_ARCH:
 			cfg.arch = optarg;
 			break;
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;
+			break;
+		case OPT_COMPILE_USER: {
+			struct qual_msg msg;
+			uid_t uid;
+			gid_t gid;
+
+			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
+				fprintf(stderr, "qual-run: %s\n", msg.text);
+				lines_error(stdout, "setup", LINES_CODE_USAGE, NULL, NULL, msg.text);
+				goto out;
+			}
+			rtc_set_compile_user(true, uid, gid);
+			break;
+		}
+		case OPT_BSHA:
+		case OPT_CSHA:
+			if (!sha256_valid(optarg)) {
+				fprintf(stderr, "qual-run: --%s-sha256 must be 64 lower-case hex "
+					"digits, got '%s'\n", opt == OPT_BSHA ? "baseline" :
+					"candidate", optarg);
+				goto out;
+			}
+			cfg.sha256[opt == OPT_CSHA] = optarg;
+			break;
+		case OPT_BREAL:
+		case OPT_CREAL:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "qual-run: --%s-real-path must be an absolute "
+					"path, got '%s'\n", opt == OPT_BREAL ? "baseline" :
+					"candidate", optarg);
+				goto out;
+			}
+			cfg.real_path[opt == OPT_CREAL] = optarg;
 			break;
 		case OPT_HEALTH:
 			health = true;

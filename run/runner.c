@@ -268,7 +268,11 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		XGROW(run->cache, run->ncache + 1, run->capcache);
 		e = &run->cache[run->ncache];
 		memset(e, 0, sizeof *e);
+		if (run->cfg->on_compile)
+			run->cfg->on_compile(c->name, arm_names[arm]);
 		rc = rtc_compile(&req, &run->cfg->limits, &e->res, &msg);
+		if (run->cfg->on_compile)
+			run->cfg->on_compile(NULL, NULL);
 		if (rc < 0) {
 			free(src);
 			fail_arm(run, jc, arm, "compile", rc, msg.text);
@@ -878,12 +882,19 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 
 	for (int arm = 0; arm < 2; arm++) {
 		const char *path = arm ? cfg->candidate : cfg->baseline;
-		rc = rtc_identify(path, &cfg->limits, &run.id[arm], &msg);
-		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT) {
-			/* The library itself crashed or hung while loading: that is
+		rc = rtc_identify(path, cfg->real_path[arm], cfg->sha256[arm], &cfg->limits,
+				  &run.id[arm], &msg);
+		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT ||
+		    rc == QUAL_ECHECK) {
+			/* The library itself crashed or hung while loading, or
+			 * is not the library that was checked (never loaded):
 			 * a result about it, not a usage problem. */
 			fprintf(err, "qual-run: %s\n", msg.text);
-			fail_arm(&run, NULL, arm, "setup", rc, msg.text);
+			if (rc == QUAL_ECHECK)
+				fail_arm_as(&run, NULL, arm, "setup",
+					    LINES_CODE_LIBRARY_CHANGED, msg.text);
+			else
+				fail_arm(&run, NULL, arm, "setup", rc, msg.text);
 			v = arm ? RUN_FAIL : RUN_ERROR;
 			lines_emit(out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
 						   "verdict", stats_run_verdict_name(v),
@@ -912,7 +923,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		run.block_hi = blocks;
 	}
 	if (cfg->compile_only) {
-		snprintf(no_gpu, sizeof no_gpu, "compile-only run requested");
+		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
+			 cfg->compile_only_because : "compile-only run requested");
 	} else if (run.nsessions > 1) {
 		char why[1024];
 		if (runner__probe_device(&run, why, sizeof why) < 0)
@@ -980,6 +992,8 @@ out:
 	for (int i = 0; i < run.ncache; i++)
 		rtc_result_release(&run.cache[i].res);
 	free(run.cache);
+	rtc_identity_release(&run.id[0]);
+	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);
 	return status;
 }

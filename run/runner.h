@@ -86,6 +86,15 @@
 struct runner_config {
 	const char *baseline;   /* compiler library paths */
 	const char *candidate;
+	/* Per arm (baseline, candidate), may be NULL: the file to read in
+	 * place of the path's realpath (quald's resolved path at submit), and
+	 * the sha256 its bytes must have (quald's pin). Each arm's library is
+	 * read once into a sealed memfd, which every compile loads
+	 * (compile/rtc.h); bytes of another hash are never loaded: the arm
+	 * fails (library_changed; the candidate's is a fail, the baseline's
+	 * an error). */
+	const char *real_path[2];
+	const char *sha256[2];
 	int pairs;              /* >= RUNNER_MIN_PAIRS */
 	int pairs_per_block;    /* >= 1; the last block may be shorter */
 	/* Every pair under the first load and judged as a unit of its own:
@@ -105,6 +114,9 @@ struct runner_config {
 	const char *const *candidate_opts;
 	int ncandidate_opts;
 	bool compile_only;      /* never open a GPU */
+	const char *compile_only_because; /* with compile_only: the start
+					   * line's not_timed_because; NULL:
+					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
@@ -126,6 +138,11 @@ struct runner_config {
 	 * (quald counts it against the candidate and checks the GPU). A test
 	 * sets its own; if it returns, runner_run returns QUAL_EXIT_ERROR. */
 	void (*on_crash)(int sig);
+	/* Called just before an arm's compile child starts (the case's name
+	 * and "baseline" or "candidate"), and with NULLs once it has ended, so
+	 * that qual-run can say which compile was in flight if it is stopped
+	 * meanwhile (qual_run.c: SIGTERM). NULL: nothing. */
+	void (*on_compile)(const char *case_name, const char *arm);
 };
 
 /* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,

@@ -108,7 +108,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 {
 	struct stats_case *all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
 	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
-	bool any_timed = false;
+	bool any_timed = false, no_valid;
+	long npairs = 0, nvalid = 0;
 	enum run_verdict v;
 	json_t *line, *cases;
 	const char *name;
@@ -136,6 +137,17 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		lines_emit(out, case_verdict_line(&j->cases[i], s));
 	}
 	v = stats_run_verdict(all, j->ncases, cand_failed, base_failed);
+	/* Pairs were timed but not one of them is valid (every timing NaN,
+	 * infinite or <= 0): nothing was measured, and a run that measured
+	 * nothing must not pass as neutral. The machine's failure, not the
+	 * candidate's: an error, unless a case already failed. */
+	for (int i = 0; i < j->ncases; i++) {
+		npairs += j->cases[i].npairs;
+		nvalid += j->cases[i].st.n;
+	}
+	no_valid = j->no_valid_pair = npairs > 0 && nvalid == 0 && v != RUN_FAIL;
+	if (no_valid)
+		v = RUN_ERROR;
 	any_timed |= j->timed;
 	*not_timed = !any_timed;
 
@@ -159,9 +171,16 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	json_object_set_new(line, "cases", cases);
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
-	if (*not_timed)
+	if (no_valid) {
+		char text[160];
+
+		snprintf(text, sizeof text, "no valid pair: every one of the %ld timed pairs "
+			 "has a timing that is not finite and positive", npairs);
+		json_object_set_new(line, "message", json_string(text));
+	} else if (*not_timed) {
 		json_object_set_new(line, "message", json_string(
 			"nothing was timed: this is a static comparison of the compiled code only"));
+	}
 	lines_emit(out, line);
 	free(all);
 	return v;
@@ -181,16 +200,45 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 	name = json_string_value(json_object_get(line, "case"));
 	if (strcmp(type, "start") == 0) {
 		json_t *s = json_object_get(line, "settings");
-		json_t *a = json_object_get(s, "alpha"), *m = json_object_get(s, "margin");
-		json_t *cf = json_object_get(s, "conf");
+		/* The ranges qual-run and quald accept (docs/verdicts.md): a
+		 * file is outside input, and an alpha of 5 or a margin of -1
+		 * would judge anything the file's writer wanted. */
+		const struct {
+			const char *key;
+			double lo, hi;
+			bool lo_open, hi_open;
+			double *to;
+		} fields[] = {
+			{"alpha", 0, 0.5, true, false, &run_settings->alpha},
+			{"margin", 0, 0.5, false, false, &run_settings->margin},
+			{"conf", 0, 1, true, true, &run_settings->conf},
+		};
 		/* As qual-run sets it: the run had a GPU to time on. */
 		j->timed = json_is_true(json_object_get(line, "timed"));
-		if (json_is_number(a))
-			run_settings->alpha = json_number_value(a);
-		if (json_is_number(m))
-			run_settings->margin = json_number_value(m);
-		if (json_is_number(cf))
-			run_settings->conf = json_number_value(cf);
+		for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+			json_t *x = json_object_get(s, fields[i].key);
+			double v = json_number_value(x);
+
+			if (!x || json_is_null(x))
+				continue; /* not recorded: the default */
+			if (!json_is_number(x) || !isfinite(v) ||
+			    (fields[i].lo_open ? v <= fields[i].lo : v < fields[i].lo) ||
+			    (fields[i].hi_open ? v >= fields[i].hi : v > fields[i].hi)) {
+				char got[64];
+
+				if (json_is_number(x))
+					snprintf(got, sizeof got, "%g", v);
+				else
+					snprintf(got, sizeof got, "a %s", json_is_string(x) ? "string" :
+						 json_is_boolean(x) ? "boolean" : "non-number");
+				snprintf(why, whylen, "start line's settings.%s must be a number in "
+					 "%c%g, %g%c, got %s", fields[i].key,
+					 fields[i].lo_open ? '(' : '[', fields[i].lo, fields[i].hi,
+					 fields[i].hi_open ? ')' : ']', got);
+				return -1;
+			}
+			*fields[i].to = v;
+		}
 	} else if (strcmp(type, "case") == 0) {
 		if (!name) {
 			snprintf(why, whylen, "case line without \"case\"");

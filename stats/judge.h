@@ -34,6 +34,7 @@ struct judge {
 	bool timed;     /* the run had a GPU to time on (set by its owner) */
 	bool machine_error; /* an error outside any case (setup, device) */
 	bool candidate_error; /* a failure of the candidate outside any case */
+	bool no_valid_pair; /* set by judge_finish: pairs were timed, none valid */
 };
 
 void judge_init(struct judge *j);
@@ -52,15 +53,21 @@ void judge_case_fail(struct judge_case *c, enum judge_failure f);
 
 /* Computes every verdict and writes one case_verdict line per case and the
  * verdict line to out. Returns the run verdict; *not_timed is set when no case
- * was timed (compile-only), in which case the verdict line says so. */
+ * was timed (compile-only), in which case the verdict line says so. A run
+ * with pairs none of which is valid (stats.h: a timing NaN, infinite or
+ * <= 0) measured nothing: its verdict is error (fail still outranks it),
+ * its message says "no valid pair", and j->no_valid_pair is set. */
 enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			      FILE *out, bool *not_timed);
 
 /* Applies one qual line (as qual-run writes it) to the judge: a start line's
  * timed flag and alpha, margin and conf (into *run_settings), a case line's
  * identical_code, a pair, an error's failure; other lines are ignored.
- * Returns 0, or -1 with why for a line that is not a qual line. Shared by
- * qual-judge and by qual-run gathering its sessions' lines. */
+ * Returns 0, or -1 with why for a line that is not a qual line, or a start
+ * line whose settings are out of range: alpha in (0, 0.5], margin in
+ * [0, 0.5], conf in (0, 1), each finite (a missing or null one keeps the
+ * default); why names the field. Shared by qual-judge and by qual-run
+ * gathering its sessions' lines. */
 int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		    json_t *line, char *why, size_t whylen);
 

@@ -20,7 +20,7 @@ if [ $health = 1 ]; then
 fi
 for cand; do :; done
 if [ "$(basename "$(dirname "$cand")")" = gpuhung ]; then
-  echo '{"type":"start","schema_version":3,"tool":"fake"}'
+  echo '{"type":"start","schema_version":3,"tool":"fake","version":"0","time":"2026-01-01T00:00:00Z","device":null,"timed":true,"arch":"sm_90","baseline":{},"candidate":{},"settings":{}}'
   echo '{"type":"error","stage":"time","code":"gpu_hang","arm":null,"case":"gemm_f16-256x512x256","message":"kernel did not finish","gpu":"hung"}'
   echo '{"type":"verdict","verdict":"error","timed":false,"message":"gpu hung"}'
   exit 3

@@ -3,7 +3,7 @@
 # Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
 # as the name of the candidate's folder says: ok, slow, crash, hang, trap,
 # noverdict, fail2, candfail, compcrash, compnoreport, compfailmsg, usage, garbage,
-# longline, partial, cutoff, after, linger. Its lines are schema 3, as qual-run
+# longline, partial, cutoff, after, linger, foreign, forged. Its lines are schema 3, as qual-run
 # writes them: every error line has its "code".
 # $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
 # second job in the same slot is caught (it prints an error line and exits).
@@ -11,12 +11,17 @@ dev=none
 for a in "$@"; do
   case "$a" in
     --device=*) dev=${a#--device=} ;;
-    --compile-only) [ "$dev" = none ] && dev=cpu ;;
+    --compile-only|--compile-only-because=*) [ "$dev" = none ] && dev=cpu ;;
   esac
 done
 while [ $# -gt 2 ]; do
   [ "$1" = "--" ] && { shift; break; }
-  args="$args $1"
+  # The pins (quald's --*-real-path, --*-sha256) are not echoed: the start
+  # line's length is what the log limit tests measure.
+  case "$1" in
+    --baseline-real-path=*|--candidate-real-path=*|--baseline-sha256=*|--candidate-sha256=*) ;;
+    *) args="$args $1" ;;
+  esac
   shift
 done
 cand=$2
@@ -35,13 +40,15 @@ if [ -n "$FAKE_DIR" ]; then
   trap 'release; exit 143' TERM
 fi
 
+# Every line has the fields its type requires (quald refuses one that lacks
+# them: lines_check()); "device" is a plain string here, which the tests read.
 start() {
-  echo "{\"type\":\"start\",\"schema_version\":3,\"tool\":\"fake\",\"device\":\"$dev\",\"args\":\"$args\",\"p\":0.10000000000000000555}"
+  echo "{\"type\":\"start\",\"schema_version\":3,\"tool\":\"fake\",\"version\":\"0\",\"time\":\"2026-01-01T00:00:00Z\",\"timed\":false,\"arch\":\"sm_90\",\"baseline\":{},\"candidate\":{},\"settings\":{},\"device\":\"$dev\",\"args\":\"$args\",\"p\":0.10000000000000000555}"
 }
 body() {
-  echo '{"type":"case","case":"gemm_f16-256x512x256","timed":false}'
-  echo '{"type":"pair","case":"gemm_f16-256x512x256","pair":0,"baseline_ns":1.5,"candidate_ns":1.25}'
-  echo '{"type":"case_verdict","case":"gemm_f16-256x512x256","verdict":"equivalent"}'
+  echo '{"type":"case","case":"gemm_f16-256x512x256","family":"gemm_f16","kernel":"k","baseline":{},"candidate":{},"identical_code":false,"tolerance":0,"timed":false,"replays":32}'
+  echo '{"type":"pair","case":"gemm_f16-256x512x256","pair":0,"order":"baseline_first","baseline_ns":1.5,"candidate_ns":1.25}'
+  echo '{"type":"case_verdict","case":"gemm_f16-256x512x256","verdict":"equivalent","identical_code":false,"n":1}'
 }
 verdict() {
   echo '{"type":"verdict","verdict":"neutral","timed":true,"message":"fake"}'
@@ -84,6 +91,14 @@ longline) start; release; head -c 1100000 /dev/zero | tr '\0' 'a'; echo; verdict
 partial) start; printf '{"type":"verdict","verdict":"neutral","timed":false}' ;;
 cutoff) start; printf '{"type":"verdict","verdict":"neutral","timed":false,"cases":[' ;;
 linger) start; verdict; sleep 100 ;;
+# Objects that are not the engine's lines (a case without its fields; an
+# unknown type) among its own: refused; the job's verdict stands.
+foreign) start; echo '{"type":"case","case":"x"}'; echo '{"type":"bogus"}'; body; verdict ;;
+# A verdict line that is not the engine's, then a well-formed improvement
+# and a clean exit: neither verdict is taken, the job cannot pass.
+forged)
+  start; echo '{"type":"verdict","verdict":"improvement","timed":"yes"}'; body
+  echo '{"type":"verdict","verdict":"improvement","timed":true}'; exit 0 ;;
 after) start; verdict; echo '{"type":"pair","late":true}'; verdict ;;
 *) echo "fake_worker: unknown kind '$kind'" >&2; exit 9 ;;
 esac

@@ -21,7 +21,8 @@ import tempfile
 import threading
 import time
 
-EXIT_PASS, EXIT_REGRESSION, EXIT_FAIL, EXIT_ERROR, EXIT_USAGE, EXIT_NO_DAEMON = range(6)
+(EXIT_PASS, EXIT_REGRESSION, EXIT_FAIL, EXIT_ERROR, EXIT_USAGE, EXIT_NO_DAEMON,
+ EXIT_NOT_TIMED) = range(7)
 JOB = "j000042"
 
 
@@ -324,7 +325,7 @@ def submit_json_passthrough(ctx):
     for case_lines in (lines, odd):
         ctx.fresh()
         ctx.serve(lambda req, cl=case_lines: [submit_reply()] + cl)
-        code, out, err = ctx.run("submit", "/b.so", "/c.so", "--json")
+        code, out, err = ctx.run("submit", "/b.so", "/c.so", "--json", "--compile-only")
         expect_status((code,), EXIT_PASS, out, err)
         check(out == "".join(l + "\n" for l in case_lines), "byte-for-byte pass-through",
               out[:2000])
@@ -332,8 +333,9 @@ def submit_json_passthrough(ctx):
 
 @case
 def submit_verdict_exit(ctx):
-    """The exit status follows the run verdict, with and without --json."""
-    want = {"improvement": EXIT_PASS, "neutral": EXIT_PASS, "not_timed": EXIT_PASS,
+    """The exit status follows the run verdict, with and without --json; a
+    not_timed job that did not ask for --compile-only is no pass (6)."""
+    want = {"improvement": EXIT_PASS, "neutral": EXIT_PASS, "not_timed": EXIT_NOT_TIMED,
             "regression": EXIT_REGRESSION, "fail": EXIT_FAIL, "error": EXIT_ERROR,
             "cancelled": EXIT_ERROR, "interrupted": EXIT_ERROR, "no_such_verdict": EXIT_ERROR}
     for verdict, status in want.items():
@@ -345,6 +347,19 @@ def submit_verdict_exit(ctx):
                   % (verdict, extra, code, status), out, err)
             if not extra:
                 check("verdict: %s (" % verdict in out, "verdict line", out)
+            if status == EXIT_NOT_TIMED:
+                check("job %s was not timed" % JOB in err, "says why it is not a pass", err)
+    # Asked for: a compile-only pass is a pass.
+    ctx.fresh()
+    ctx.serve(lambda req: [submit_reply()] + compile_only_lines(ctx.data))
+    code, out, err = ctx.run("submit", "/b.so", "/c.so", "--compile-only")
+    check(code == EXIT_PASS and "not timed" not in err, "--compile-only: exit %d" % code,
+          out, err)
+    ctx.fresh()
+    ctx.serve(lambda req: [submit_reply()] + compile_only_lines(ctx.data))
+    code, out, err = ctx.run("submit", "/b.so", "/c.so")
+    check(code == EXIT_NOT_TIMED and "(compile-only run requested)" in err,
+          "compile-only lines without --compile-only: exit %d" % code, out, err)
 
 
 @case

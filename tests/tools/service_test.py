@@ -119,7 +119,9 @@ def alive(pid):
 class Quald:
     """One quald on ROOT/quald.sock with its state in ROOT/state."""
 
-    def __init__(self, args, root, slots=1):
+    def __init__(self, args, root, slots=1, extra=()):
+        """slots None: no --slots (quald's default, --devices auto); extra:
+        more options of quald's."""
         self.args = args
         self.root = root
         self.sock = os.path.join(root, "quald.sock")
@@ -128,6 +130,7 @@ class Quald:
         self.pidfile = os.path.join(root, "shim.pids")
         self.log = os.path.join(root, "quald.log")
         self.slots = slots
+        self.extra = list(extra)
         self.proc = None
         os.makedirs(self.tmp, exist_ok=True)
 
@@ -143,8 +146,9 @@ class Quald:
         with open(self.log, "ab") as errf:
             self.proc = subprocess.Popen(
                 [self.args.quald, "--socket", self.sock, "--state-dir", self.state,
-                 "--slots", str(self.slots), "--worker", self.args.worker,
-                 "--compile-helper", self.args.compile_helper],
+                 *(["--slots", str(self.slots)] if self.slots else []),
+                 "--worker", self.args.worker,
+                 "--compile-helper", self.args.compile_helper, *self.extra],
                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, env=env)
 
         def answers():

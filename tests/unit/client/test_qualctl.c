@@ -112,6 +112,56 @@ static void test_exit_status(void **state)
 	assert_int_equal(QUAL_EXIT_NO_DAEMON, 5);
 }
 
+/* Every control character in every string of a line, however deep, becomes
+ * a visible escape; other text (UTF-8 included) and the keys are kept. */
+static void test_clean_controls(void **state)
+{
+	json_t *o = json_loads("{\"path\":\"/a\\u001b[2J\\nb\\t\\r\\u007f\\u009bx \\u00e9\","
+			       "\"arms\":[{\"path\":\"\\u0007\"}],\"n\":3}", 0, NULL);
+
+	(void)state;
+	assert_non_null(o);
+	view_clean(o);
+	assert_string_equal(json_string_value(json_object_get(o, "path")),
+			    "/a\\x1b[2J\\nb\\t\\r\\x7f\\u009bx \xc3\xa9");
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(json_object_get(o, "arms"), 0), "path")), "\\x07");
+	assert_int_equal(json_integer_value(json_object_get(o, "n")), 3);
+	json_decref(o);
+}
+
+/* Not timed: the verdict line's timed false or its not_timed verdict; a
+ * verdict line without timed (quald's own) says nothing. */
+static void test_not_timed(void **state)
+{
+	static const struct {
+		const char *verdict;
+		bool not_timed;
+	} cases[] = {
+		{"{\"type\":\"verdict\",\"verdict\":\"not_timed\",\"timed\":false}", true},
+		{"{\"type\":\"verdict\",\"verdict\":\"not_timed\"}", true},
+		{"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"timed\":false}", true},
+		{"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"timed\":true}", false},
+		{"{\"type\":\"verdict\",\"verdict\":\"cancelled\"}", false},
+	};
+	struct view_job v;
+
+	(void)state;
+	view_job_init(&v, "j1");
+	assert_false(view_not_timed(&v));
+	view_job_release(&v);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_t *line = json_loads(cases[i].verdict, 0, NULL);
+
+		view_job_init(&v, "j1");
+		view_job_take(&v, line, NULL, 0);
+		assert_int_equal(view_not_timed(&v), cases[i].not_timed);
+		view_job_release(&v);
+		json_decref(line);
+	}
+	assert_int_equal(QUAL_EXIT_NOT_TIMED, 6);
+}
+
 /* ---- the progress line ---- */
 
 static void test_progress_states(void **state)
@@ -550,6 +600,8 @@ static void test_unreachable(void **state)
 
 QUAL_TESTS(
 	cmocka_unit_test(test_exit_status),
+	cmocka_unit_test(test_clean_controls),
+	cmocka_unit_test(test_not_timed),
 	cmocka_unit_test(test_progress_states),
 	cmocka_unit_test(test_progress_ties_and_width),
 	cmocka_unit_test(test_plain_lines),

@@ -1,7 +1,9 @@
-/* Worker confinement (engine/confine.c): with QUAL_CONFINE=1, no core dumps,
- * at most QUAL_CONFINE_NOFILE open files, and (where the kernel allows: as
+/* Confinement (common/confine.c): with QUAL_CONFINE=1, no core dumps, at
+ * most QUAL_CONFINE_NOFILE open files, and (where the kernel allows: as
  * root, as ctest runs here) a network namespace of its own, in which only
- * the loopback interface exists; without the variable, nothing changes.
+ * the loopback interface exists; without the variable, nothing changes. A
+ * non-dumpable process cannot be reached (ptrace, pidfd_getfd, /proc/PID/fd)
+ * by a child of its that entered a user namespace of its own, even as root.
  * Each test runs in a child process: confinement cannot be undone. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,11 +12,16 @@
 
 #include "tests/unit/test_main.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,7 +109,105 @@ static void test_unconfined(void **state)
 	assert_int_equal(run_child(unconfined_child), 0);
 }
 
+/* In a child of a non-dumpable process, after qual_confine_userns(): each
+ * way to its parent's stdout fails with EPERM or EACCES. Exit status 0, or
+ * which attempt got through (or failed otherwise). */
+static int reach_parent(void)
+{
+	pid_t parent = getppid();
+	char path[64];
+	int pidfd, fd;
+
+	if (!qual_confine_userns("test_confine"))
+		return 30;
+	if (ptrace(PTRACE_ATTACH, parent, NULL, NULL) == 0 || errno != EPERM)
+		return 31;
+	pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
+	if (pidfd < 0)
+		return 32;
+	fd = (int)syscall(SYS_pidfd_getfd, pidfd, 1, 0);
+	if (fd >= 0 || errno != EPERM)
+		return 33;
+	close(pidfd);
+	snprintf(path, sizeof path, "/proc/%ld/fd/1", (long)parent);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 || (errno != EACCES && errno != EPERM))
+		return 34;
+	return 0;
+}
+
+static int nondumpable_parent(void)
+{
+	pid_t pid;
+	int st;
+
+	qual_confine_nondumpable("test_confine");
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return 40;
+	pid = fork();
+	if (pid == 0)
+		_exit(reach_parent());
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 41;
+	return WEXITSTATUS(st);
+}
+
+static void test_userns(void **state)
+{
+	(void)state;
+	/* Needs user namespaces, which this machine and CI allow (a kernel
+	 * without them gets the warning and no protection: docs/service.md). */
+	assert_int_equal(run_child(nondumpable_parent), 0);
+}
+
+/* The probe finds user namespaces here and leaves the environment alone;
+ * after a parent found them refused ($QUAL_CONFINE_USERNS=0) neither the
+ * probe nor qual_confine_userns() tries. */
+static int probe_child(void)
+{
+	unsetenv(QUAL_CONFINE_USERNS_ENV);
+	if (!qual_confine_userns_probe("test_confine") || getenv(QUAL_CONFINE_USERNS_ENV))
+		return 50;
+	setenv(QUAL_CONFINE_USERNS_ENV, "0", 1);
+	if (qual_confine_userns_probe("test_confine") || qual_confine_userns("test_confine"))
+		return 51;
+	return 0;
+}
+
+static void test_userns_probe(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(probe_child), 0);
+}
+
+/* --compile-user's user: an unprivileged one (nobody here), never root, and
+ * only when we are root (as ctest runs here). */
+static void test_compile_user(void **state)
+{
+	struct qual_msg m;
+	uid_t uid = 0;
+	gid_t gid = 0;
+
+	(void)state;
+	if (geteuid() != 0) {
+		assert_int_equal(qual_confine_user("nobody", &uid, &gid, &m), QUAL_EINVAL);
+		assert_string_equal(m.text, "--compile-user 'nobody' needs root: only root may "
+				    "run children as another user");
+		return;
+	}
+	assert_int_equal(qual_confine_user("nobody", &uid, &gid, &m), 0);
+	assert_true(uid != 0);
+	assert_int_equal(qual_confine_user("root", &uid, &gid, &m), QUAL_EINVAL);
+	assert_string_equal(m.text, "--compile-user 'root' is root: it must be an "
+			    "unprivileged user");
+	assert_int_equal(qual_confine_user("no-such-user-h2", &uid, &gid, &m), QUAL_EINVAL);
+	assert_string_equal(m.text, "no user 'no-such-user-h2'");
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_confined),
 	cmocka_unit_test(test_unconfined),
+	cmocka_unit_test(test_userns),
+	cmocka_unit_test(test_userns_probe),
+	cmocka_unit_test(test_compile_user),
 )

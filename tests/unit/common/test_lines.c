@@ -28,6 +28,7 @@ static const struct {
 	{ LINES_CODE_COMPILE_LIMIT, "compile_limit" },
 	{ LINES_CODE_COMPILE_NO_REPORT, "compile_no_report" },
 	{ LINES_CODE_NO_ABI, "no_abi" },
+	{ LINES_CODE_LIBRARY_CHANGED, "library_changed" },
 	{ LINES_CODE_LOAD_FAILED, "load_failed" },
 	{ LINES_CODE_WRONG_OUTPUT, "wrong_output" },
 	{ LINES_CODE_GPU_FAULT, "gpu_fault" },
@@ -37,6 +38,7 @@ static const struct {
 	{ LINES_CODE_SESSION_FAILED, "session_failed" },
 	{ LINES_CODE_CUT_OFF, "cut_off" },
 	{ LINES_CODE_BAD_LINE, "bad_line" },
+	{ LINES_CODE_FOREIGN_LINE, "foreign_line" },
 	{ LINES_CODE_INTERRUPTED, "interrupted" },
 	{ LINES_CODE_INTERNAL, "internal" },
 };
@@ -506,6 +508,96 @@ static void test_split_finish(void **state)
 	assert_int_equal(got.n, 1);
 }
 
+/* ---- lines_check --------------------------------------------------------- */
+
+/* Every line of a real qual-run's output (tests/data/client/compile_only.jsonl,
+ * schema 1) is the engine's. */
+static void test_check_engine_lines(void **state)
+{
+	FILE *f = fopen(LINES_TEST_ENGINE_LINES, "r");
+	char buf[1 << 16];
+	struct qual_msg m = { "" };
+	int n = 0;
+
+	(void)state;
+	assert_non_null(f);
+	while (fgets(buf, sizeof buf, f)) {
+		json_t *o = json_loads(buf, 0, NULL);
+
+		assert_non_null(o);
+		if (lines_check(o, &m) != 0)
+			fail_msg("line %d refused: %s", n + 1, m.text);
+		json_decref(o);
+		n++;
+	}
+	fclose(f);
+	assert_int_equal(n, 20);
+}
+
+/* Objects that are not: each with lines_check()'s reason. */
+static void test_check_refusals(void **state)
+{
+	static const struct {
+		const char *line, *why;
+	} cases[] = {
+		{ "{}", "a line without a type" },
+		{ "{\"type\":7}", "a line without a type" },
+		{ "{\"type\":\"bogus\"}", "a line of unknown type 'bogus'" },
+		{ "{\"type\":\"verdict\",\"verdict\":\"improvement\"}",
+		  "a line of type 'verdict' without 'timed'" },
+		{ "{\"type\":\"verdict\",\"verdict\":\"improvement\",\"timed\":\"yes\"}",
+		  "a line of type 'verdict' whose 'timed' is of the wrong kind" },
+		{ "{\"type\":\"verdict\",\"verdict\":\"great\",\"timed\":true}",
+		  "a line of type 'verdict' with an unknown 'verdict'" },
+		{ "{\"type\":\"verdict\",\"verdict\":1,\"timed\":true}",
+		  "a line of type 'verdict' whose 'verdict' is of the wrong kind" },
+		{ "{\"type\":\"case_verdict\",\"case\":\"a-1\",\"verdict\":\"fail\","
+		  "\"identical_code\":false,\"n\":0}", "a line of type 'case_verdict' without 'failed_arm'" },
+		{ "{\"type\":\"case_verdict\",\"case\":\"a-1\",\"verdict\":\"fail\","
+		  "\"identical_code\":false,\"n\":0,\"failed_arm\":\"both\"}",
+		  "a line of type 'case_verdict' with an unknown 'failed_arm'" },
+		{ "{\"type\":\"case_verdict\",\"case\":\"a-1\",\"verdict\":\"faster\","
+		  "\"identical_code\":false,\"n\":1.5}",
+		  "a line of type 'case_verdict' whose 'n' is of the wrong kind" },
+		{ "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,\"case\":null}",
+		  "a line of type 'error' without 'message'" },
+		{ "{\"type\":\"error\",\"stage\":\"run\",\"arm\":null,\"case\":null,"
+		  "\"message\":\"x\"}", "a line of type 'error' with an unknown 'stage'" },
+		{ "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":\"both\",\"case\":null,"
+		  "\"message\":\"x\"}", "a line of type 'error' with an unknown 'arm'" },
+		{ "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,\"case\":null,"
+		  "\"message\":\"x\",\"code\":\"oops\"}", "a line of type 'error' with an unknown 'code'" },
+		{ "{\"type\":\"error\",\"stage\":\"setup\",\"arm\":null,\"case\":null,"
+		  "\"message\":\"x\",\"gpu\":\"fine\"}", "a line of type 'error' with an unknown 'gpu'" },
+		{ "{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":0,\"order\":\"baseline_first\","
+		  "\"baseline_ns\":1}", "a line of type 'pair' without 'candidate_ns'" },
+		{ "{\"type\":\"start\",\"schema_version\":4,\"tool\":\"t\",\"version\":\"v\","
+		  "\"time\":\"t\",\"device\":null,\"timed\":false,\"arch\":\"sm_90\","
+		  "\"baseline\":{},\"candidate\":{},\"settings\":{}}",
+		  "a line of type 'start' with schema_version 4" },
+	};
+	struct qual_msg m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_t *o = json_loads(cases[i].line, 0, NULL);
+
+		assert_non_null(o);
+		m.text[0] = '\0';
+		if (lines_check(o, &m) != QUAL_EINVAL)
+			fail_msg("'%s' was taken", cases[i].line);
+		assert_string_equal(m.text, cases[i].why);
+		json_decref(o);
+	}
+	/* Ours, as lines_error() writes it, passes. */
+	{
+		json_t *o = json_pack("{s:s,s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
+				      "setup", "code", "foreign_line", "arm", "case", "message", "x");
+		assert_int_equal(lines_check(o, &m), 0);
+		json_decref(o);
+	}
+}
+
 #define SPLIT(name) cmocka_unit_test_setup_teardown(test_##name, split_setup, split_teardown)
 
 QUAL_TESTS(
@@ -517,6 +609,8 @@ QUAL_TESTS(
 	cmocka_unit_test(test_error_line),
 	cmocka_unit_test(test_classify_types),
 	cmocka_unit_test(test_classify_fields),
+	cmocka_unit_test(test_check_engine_lines),
+	cmocka_unit_test(test_check_refusals),
 	SPLIT(split_across_chunks),
 	SPLIT(split_in_one_chunk),
 	SPLIT(split_cap),

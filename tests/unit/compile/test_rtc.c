@@ -79,7 +79,7 @@ static void sha256sum_buffer(const void *data, size_t size, char hex[65])
 static void identify_ok(const char *path, struct rtc_identity *id)
 {
 	struct qual_msg msg = { "" };
-	int rc = rtc_identify(path, NULL, id, &msg);
+	int rc = rtc_identify(path, NULL, NULL, NULL, id, &msg);
 
 	if (rc)
 		fail_msg("identify '%s': %s", path, msg.text);
@@ -612,7 +612,7 @@ static void expect_identify_error(const char *path, int code, const char *why)
 	struct qual_msg msg = { "" };
 	char want[PATH_MAX + 128];
 
-	assert_int_equal(rtc_identify(path, NULL, &id, &msg), code);
+	assert_int_equal(rtc_identify(path, NULL, NULL, NULL, &id, &msg), code);
 	snprintf(want, sizeof want, "cannot load compiler '%s': %s", path, why);
 	assert_string_equal(msg.text, want);
 	assert_int_equal(id.abi, RTC_ABI_NONE);
@@ -648,8 +648,10 @@ static bool folder_exists(const char *path)
 }
 
 /* Started, waited for and finished by the caller, the identify of the real
- * nvrtc says what rtc_identify() says, leaves the hash alone, runs the
- * helper it was given over rtc_set_helper()'s, and removes its folder. */
+ * nvrtc says what rtc_identify() says, with the hash of what its child read
+ * (the child hashes, not the caller) and that file's device and inode,
+ * runs the helper it was given over rtc_set_helper()'s, and removes its
+ * folder. */
 static void test_identify_pending_nvrtc(void **state)
 {
 	struct rtc_identity want, got;
@@ -661,7 +663,7 @@ static void test_identify_pending_nvrtc(void **state)
 	(void)state;
 	identify_ok(RTC_TEST_NVRTC, &want);
 	rtc_set_helper("/nonexistent/qual-compile");
-	if (rtc_identify_start(RTC_TEST_NVRTC, RTC_TEST_HELPER, &p, &msg))
+	if (rtc_identify_start(RTC_TEST_NVRTC, NULL, RTC_TEST_HELPER, &p, &msg))
 		fail_msg("start: %s", msg.text);
 	rtc_set_helper(RTC_TEST_HELPER);
 	assert_true(p.child.pid > 0);
@@ -680,15 +682,18 @@ static void test_identify_pending_nvrtc(void **state)
 	assert_string_equal(got.version, want.version);
 	assert_string_equal(got.path, want.path);
 	assert_string_equal(got.real_path, want.real_path);
-	assert_string_equal(got.sha256, "kept");
+	assert_string_equal(got.sha256, want.sha256);
+	assert_true(got.dev == want.dev && got.ino == want.ino && got.size == want.size);
+	assert_false(got.pinned);
 	assert_false(folder_exists(dir));
+	rtc_identity_release(&want);
 
 	/* What start refuses leaves nothing running and nothing behind (the
 	 * teardown checks TMPDIR), in rtc_identify()'s words. */
-	assert_int_equal(rtc_identify_start(RTC_TEST_DATA, NULL, &p, &msg), QUAL_EINVAL);
+	assert_int_equal(rtc_identify_start(RTC_TEST_DATA, NULL, NULL, &p, &msg), QUAL_EINVAL);
 	assert_string_equal(msg.text, "cannot load compiler '" RTC_TEST_DATA "': is a directory");
 	assert_int_equal(p.child.pid, -1);
-	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, "/nonexistent/qual-compile",
+	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, NULL, "/nonexistent/qual-compile",
 					    &p, &msg), QUAL_ENOENT);
 	assert_string_equal(msg.text, "cannot start compiler helper "
 			    "'/nonexistent/qual-compile': No such file or directory");
@@ -716,7 +721,7 @@ static void fake_start(struct fake *f, const char *kind)
 		snprintf(f->lib, sizeof f->lib, "%s/lib.so", f->dir);
 		assert_int_equal(symlink(RTC_SHIM_NOABI, f->lib), 0);
 	}
-	if (rtc_identify_start(f->lib, RTC_TEST_FAKE_HELPER, &f->p, &msg))
+	if (rtc_identify_start(f->lib, NULL, RTC_TEST_FAKE_HELPER, &f->p, &msg))
 		fail_msg("start: %s", msg.text);
 	snprintf(f->workdir, sizeof f->workdir, "%s", f->p.dir);
 	assert_true(folder_exists(f->workdir));
@@ -931,7 +936,7 @@ static void test_compile_bad_request(void **state)
 	assert_int_equal(rtc_compile(&req, NULL, &out, &msg), QUAL_ENOENT);
 	assert_string_equal(msg.text, "cannot start compiler helper "
 			    "'/nonexistent/qual-compile': No such file or directory");
-	assert_int_equal(rtc_identify(RTC_TEST_NVRTC, NULL, &id, &msg), QUAL_ENOENT);
+	assert_int_equal(rtc_identify(RTC_TEST_NVRTC, NULL, NULL, NULL, &id, &msg), QUAL_ENOENT);
 	rtc_set_helper(RTC_TEST_HELPER);
 }
 
@@ -1150,6 +1155,163 @@ static void test_shim_sibling(void **state)
 	rtc_result_release(&b);
 }
 
+/* ---- pins ------------------------------------------------------------------ */
+
+/* Copies the file at from to to (mode 0755), through a temporary name
+ * renamed into place, as someone replacing a library would. */
+static void file_copy(const char *from, const char *to)
+{
+	char tmp[PATH_MAX + 8], *data = NULL;
+	size_t n;
+
+	snprintf(tmp, sizeof tmp, "%s.new", to);
+	assert_int_equal(fs_read_capped(from, RTC_OUTPUT_LIMIT, &data, &n, NULL), 0);
+	assert_int_equal(fs_write_synced(tmp, data, n, 0755, NULL, NULL), 0);
+	assert_int_equal(rename(tmp, to), 0);
+	free(data);
+}
+
+/* A pin holds the bytes hashed, sealed: they cannot be written, grown,
+ * shrunk or unsealed, through its descriptor or a reopened one; a link is
+ * refused (the real path is what is read). */
+static void test_pin_sealed(void **state)
+{
+	char path[PATH_MAX + 16], link_path[PATH_MAX + 16], want[65], fd_path[64];
+	struct rtc_pin pin;
+	struct qual_msg msg;
+	int fd, seals;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
+	file_copy(RTC_SHIM_NOABI, path);
+	assert_int_equal(rtc_pin_library(path, &pin, &msg), 0);
+	sha256sum_file(RTC_SHIM_NOABI, want);
+	assert_string_equal(pin.sha256, want);
+	assert_int_equal(lseek(pin.fd, 0, SEEK_END), pin.size);
+	assert_true(pin.size > 0);
+	assert_int_equal(fcntl(pin.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	seals = fcntl(pin.fd, F_GET_SEALS);
+	assert_int_equal(seals, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+	assert_int_equal(pwrite(pin.fd, "x", 1, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(pin.fd, 1), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(fcntl(pin.fd, F_ADD_SEALS, 0), -1);
+	assert_int_equal(errno, EPERM);
+	/* What a compile child gets: the memfd reopened through /proc. */
+	snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", pin.fd);
+	fd = open(fd_path, O_RDWR);
+	if (fd >= 0) {
+		assert_int_equal(write(fd, "x", 1), -1);
+		assert_int_equal(errno, EPERM);
+		close(fd);
+	}
+	/* Changing the file changes nothing pinned. */
+	file_copy(RTC_SHIM_CRASH, path);
+	{
+		char hex[SHA256_HEX_SIZE];
+		assert_int_equal(lseek(pin.fd, 0, SEEK_SET), 0);
+		assert_int_equal(sha256_hash_fd(pin.fd, -1, "pin", hex, NULL, &msg), 0);
+		assert_string_equal(hex, want);
+	}
+	rtc_pin_release(&pin);
+	assert_int_equal(pin.fd, -1);
+
+	snprintf(link_path, sizeof link_path, "%s/link.so", test_tmp);
+	assert_int_equal(symlink(path, link_path), 0);
+	assert_int_equal(rtc_pin_library(link_path, &pin, &msg), QUAL_EIO);
+	assert_non_null(strstr(msg.text, "is a symbolic link now"));
+	assert_int_equal(pin.fd, -1);
+	unlink(link_path);
+	unlink(path);
+}
+
+/* An identify with an expected hash refuses other bytes before any child
+ * loads them (no helper is even looked for), naming both hashes; an
+ * identify's compiles load the pinned bytes, whatever the file holds by
+ * then (on main, the compile loaded the path again). */
+static void test_pin_identify(void **state)
+{
+	char path[PATH_MAX + 16], want[65], crash[65], text[2 * PATH_MAX + 400];
+	struct rtc_identity id;
+	struct rtc_result out;
+	struct qual_msg msg;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
+	file_copy(RTC_SHIM_OOB, path);
+	sha256sum_file(RTC_SHIM_OOB, want);
+	sha256sum_file(RTC_SHIM_CRASH, crash);
+	identify_ok(path, &id);
+	assert_true(id.pinned);
+	assert_string_equal(id.sha256, want);
+
+	/* The file is replaced by a crashing compiler: the pinned one runs. */
+	file_copy(RTC_SHIM_CRASH, path);
+	assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cu", "sm_90", NULL, &out), 0);
+	assert_int_equal(out.status, 0);
+	assert_true(out.code_size > 0);
+	rtc_result_release(&out);
+	rtc_identity_release(&id);
+	assert_false(id.pinned);
+
+	/* Expected the first, found the second: refused, nothing started. */
+	rtc_set_helper("/nonexistent/qual-compile");
+	assert_int_equal(rtc_identify(path, path, want, NULL, &id, &msg), QUAL_ECHECK);
+	rtc_set_helper(RTC_TEST_HELPER);
+	snprintf(text, sizeof text, "compiler '%s' is not the library that was checked: "
+		 "'%s' has sha256 %s now, %s expected", path, path, crash, want);
+	assert_string_equal(msg.text, text);
+	assert_string_equal(id.sha256, crash);
+	assert_false(id.pinned);
+	/* The right hash is accepted. */
+	if (rtc_identify(path, NULL, crash, NULL, &id, &msg))
+		fail_msg("identify: %s", msg.text);
+	rtc_identity_release(&id);
+	unlink(path);
+}
+
+/* The file the submit check's child reads must be the one the caller
+ * checked: another one at the real path when the child starts, or when it
+ * opened it (its report's device and inode), is refused, and the child's
+ * hash is of what it opened. */
+static void test_identify_changed(void **state)
+{
+	char path[PATH_MAX + 16], real[PATH_MAX], want[2 * PATH_MAX + 200], sha[65];
+	struct rtc_pending p;
+	struct rtc_identity id;
+	struct child_exit ex;
+	struct qual_msg msg;
+	struct stat other;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
+	file_copy(RTC_SHIM_OOB, path);
+	assert_non_null(realpath(path, real));
+	snprintf(want, sizeof want, "compiler '%s' changed while it was checked: '%s' is "
+		 "another file now", path, real);
+	assert_int_equal(stat(RTC_SHIM_NOABI, &other), 0);
+	assert_int_equal(rtc_identify_start(path, &other, RTC_TEST_HELPER, &p, &msg),
+			 QUAL_EINVAL);
+	assert_string_equal(msg.text, want);
+	assert_int_equal(p.child.pid, -1);
+	assert_string_equal(p.dir, "");
+
+	/* The check saw the file; the child opened another (as if it had been
+	 * swapped in between). */
+	assert_int_equal(stat(path, &other), 0);
+	if (rtc_identify_start(path, &other, RTC_TEST_HELPER, &p, &msg))
+		fail_msg("start: %s", msg.text);
+	assert_int_equal(child_wait(&p.child, child_now() + 120, &ex), 0);
+	p.ino++;
+	assert_int_equal(rtc_identify_finish(&p, &ex, 120, &id, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, want);
+	sha256sum_file(RTC_SHIM_OOB, sha);
+	assert_string_equal(id.sha256, sha);
+	assert_string_equal(p.dir, "");
+	unlink(path);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, tmp_setup, tmp_teardown)
 
 QUAL_TESTS(
@@ -1182,4 +1344,7 @@ QUAL_TESTS(
 	T(shim_sibling),
 	T(shim_oob),
 	T(shim_spin),
+	T(pin_sealed),
+	T(pin_identify),
+	T(identify_changed),
 )

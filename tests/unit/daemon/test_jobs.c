@@ -487,7 +487,7 @@ static void test_relay_and_log(void **state)
 	/* The worker's command line, for a compile-only slot. */
 	assert_non_null(strstr(l[0], "--pairs=30"));
 	assert_non_null(strstr(l[0], "--seed=0"));
-	assert_non_null(strstr(l[0], "--compile-only"));
+	assert_non_null(strstr(l[0], "--compile-only-because=quald runs compile-only slots"));
 	assert_null(strstr(l[0], "--device"));
 	assert_non_null(strstr(l[0], "\"device\":\"cpu\""));
 	assert_log_matches(id);
@@ -825,6 +825,48 @@ static void test_odd_lines(void **state)
 	assert_verdict(id, "neutral", NULL);
 	assert_log_matches(id);
 	assert_false(H.seq_gap);
+	finish();
+}
+
+/* Objects that are not the engine's lines (lines_check()) are refused: not
+ * stored, not relayed; one foreign_line error line before the verdict says
+ * how many. After a refused verdict line no verdict line is taken: the job
+ * ends with the daemon's error, whatever the worker printed next. */
+static void test_foreign_lines(void **state)
+{
+	const char *id, *l[16];
+	json_t *o;
+
+	(void)state;
+	open_jobs();
+	/* start, case, pair, case_verdict, the error line, the verdict. */
+	id = run_kind("foreign");
+	assert_int_equal(job_lines(id, l, 16), 6);
+	for (int i = 0; i < 6; i++) {
+		assert_null(strstr(l[i], "\"case\":\"x\""));
+		assert_null(strstr(l[i], "bogus"));
+	}
+	o = json_loads(l[4], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
+	assert_string_equal(json_string_value(json_object_get(o, "stage")), "setup");
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "foreign_line");
+	assert_true(json_is_null(json_object_get(o, "arm")));
+	assert_string_equal(json_string_value(json_object_get(o, "message")),
+			    "worker printed 2 lines that are not the engine's, refused (the "
+			    "first: a line of type 'case' without 'family')");
+	json_decref(o);
+	assert_verdict(id, "neutral", "fake");
+	assert_log_matches(id);
+
+	/* A malformed verdict, then a well-formed improvement and exit 0. */
+	id = run_kind("forged");
+	assert_int_equal(job_lines(id, l, 16), 6);
+	for (int i = 0; i < 6; i++)
+		assert_null(strstr(l[i], "improvement"));
+	assert_non_null(strstr(l[4], "\"code\":\"foreign_line\""));
+	assert_non_null(strstr(l[4], "worker printed 2 lines"));
+	assert_verdict(id, "error", "worker's verdict line was refused");
+	assert_log_matches(id);
 	finish();
 }
 
@@ -1326,18 +1368,18 @@ static void test_close_idle(void **state)
 
 /* The job log size limit: a worker whose next line would take the log past
  * it is killed, and the job ends with an error verdict naming the limit. The
- * fake "ok" worker writes five lines of about 100-250 bytes each. */
+ * fake "ok" worker writes five lines of about 100-350 bytes each. */
 static void test_log_limit(void **state)
 {
 	const char *id;
 	long lines;
 
 	(void)state;
-	H.cfg.max_log_bytes = 300;
+	H.cfg.max_log_bytes = 450;
 	open_jobs();
 	id = run_kind("ok");
 	assert_string_equal(state_of(id), "done");
-	assert_verdict(id, "error", "worker stopped: the job log reached its limit of 300 bytes");
+	assert_verdict(id, "error", "worker stopped: the job log reached its limit of 450 bytes");
 	assert_log_matches(id);
 	/* The start line fits, the rest do not: start + the daemon's verdict. */
 	lines = jobs_read_log(H.j, id, -1, NULL, NULL, &(const char *){NULL}, &(struct qual_msg){""});
@@ -1623,6 +1665,7 @@ QUAL_TESTS(
 	T(timeout),
 	T(exits),
 	T(odd_lines),
+	T(foreign_lines),
 	T(sigkill),
 	T(recovery),
 	T(recovery_damaged),

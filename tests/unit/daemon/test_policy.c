@@ -61,7 +61,7 @@ static int check(const char *rel)
 	path_of(p, sizeof p, rel);
 	memset(&msg, 0, sizeof msg);
 	real[0] = '\0';
-	return policy_check_library(roots, 1, geteuid(), p, real, sizeof real, &msg);
+	return policy_check_library(roots, 1, geteuid(), p, real, sizeof real, NULL, &msg);
 }
 
 static int setup(void **state)
@@ -258,7 +258,7 @@ static void test_other_owner(void **state)
 		 * someone else's. */
 		memset(&msg, 0, sizeof msg);
 		assert_int_equal(policy_check_library(roots, 1, geteuid() + 1, p, real,
-						      sizeof real, &msg), QUAL_EINVAL);
+						      sizeof real, NULL, &msg), QUAL_EINVAL);
 		assert_non_null(strstr(msg.text, "not root or quald's user"));
 	}
 }

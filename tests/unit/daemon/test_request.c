@@ -372,6 +372,68 @@ static void test_submit_round_trip(void **state)
 	request_release(&r);
 }
 
+/* Each library's pin (docs/quald.md, "Pinned libraries") is stored with a
+ * job and read back, checked like a request's fields; a client cannot send
+ * one; a job stored before pins loads without them. */
+static void test_submit_pins(void **state)
+{
+	static const char sha_b[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	static const char sha_c[] = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\"}";
+	const char *forged = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
+			     "\"candidate_sha256\":\"0123456789abcdef0123456789abcdef"
+			     "0123456789abcdef0123456789abcdef\"}";
+	struct submit_args back;
+	struct qual_msg msg;
+	const char *op;
+	struct request r, f;
+	json_t *stored, *again;
+
+	(void)state;
+	assert_int_equal(request_parse(forged, strlen(forged), &f, &op, &msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "candidate_sha256"));
+	request_release(&f);
+
+	assert_int_equal(request_parse(s, strlen(s), &r, &op, &msg), 0);
+	stored = request_submit_to_json(&r.submit);
+	/* Stored before pins: loads, unpinned. */
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), 0);
+	assert_null(back.baseline_sha256);
+	assert_null(back.candidate_real);
+	request_release(&(struct request){.submit = back});
+
+	request_submit_set_pin(stored, 0, "/opt/real/base.so", sha_b);
+	request_submit_set_pin(stored, 1, "/opt/real/cand.so", sha_c);
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), 0);
+	assert_string_equal(back.baseline_real, "/opt/real/base.so");
+	assert_string_equal(back.baseline_sha256, sha_b);
+	assert_string_equal(back.candidate_real, "/opt/real/cand.so");
+	assert_string_equal(back.candidate_sha256, sha_c);
+	/* And again from what it stores. */
+	again = request_submit_to_json(&back);
+	assert_true(json_equal(again, stored));
+	json_decref(again);
+	request_release(&(struct request){.submit = back});
+
+	json_object_set_new(stored, "candidate_sha256", json_string("ABC"));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "'candidate_sha256' must be 64 lower-case hex digits");
+	json_object_set_new(stored, "candidate_sha256", json_string(
+		"FEDCBA9876543210FEDCBA9876543210FEDCBA9876543210FEDCBA9876543210"));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "'candidate_sha256' must be 64 lower-case hex digits");
+	json_object_del(stored, "candidate_sha256");
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "stored request has 'candidate_real_path' without "
+			    "'candidate_sha256'");
+	json_object_set_new(stored, "candidate_sha256", json_string(sha_c));
+	json_object_set_new(stored, "candidate_real_path", json_string("rel/cand.so"));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "'candidate_real_path' must be an absolute path");
+	json_decref(stored);
+	request_release(&r);
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_bad_requests),
 	cmocka_unit_test(test_good_requests),
@@ -379,4 +441,5 @@ QUAL_TESTS(
 	cmocka_unit_test(test_nul_and_utf8),
 	cmocka_unit_test(test_refusal_keeps_id),
 	cmocka_unit_test(test_submit_round_trip),
+	cmocka_unit_test(test_submit_pins),
 )
