@@ -9,8 +9,11 @@
  * submit checks run qual-compile identify (the daemon never loads a compiler
  * library), and each job runs qual-run in a session of its own, so that a
  * cancel or a time limit can kill everything the worker started at once.
- * File I/O on the state directory is synchronous: small local files, plus
- * an fsync at each case verdict and verdict.
+ * Writes to the state directory go to the writer thread (writer.h), in
+ * order, so that a slow disk never stalls the loop; what is acknowledged
+ * waits for them: a submit's acceptance for its job's creation, a line's
+ * relay for its append (synced at case_verdict and verdict lines). Reads
+ * (show, watch, recovery) are synchronous.
  *
  * Every line goes to the job's log first (synced at case_verdict and
  * verdict lines), then to the line callback. The verdicts the daemon writes
@@ -123,7 +126,6 @@ struct job *jobs__job_new(long num)
 	store_id_format(num, job->id, sizeof job->id);
 	job->slot = -1;
 	job->device = -1;
-	job->log_fd = -1;
 	list_init(&job->qlink);
 	return job;
 }
@@ -132,16 +134,44 @@ void jobs__job_free(struct job *job)
 {
 	if (!job)
 		return;
-	if (job->log_fd >= 0)
-		close(job->log_fd);
 	args_release(&job->args);
 	free(job);
 }
 
-int jobs__enqueue(struct jobs *j, json_t *request, char id[JOB_ID_MAX],
-		  int *position, struct qual_msg *msg)
+/* A create in flight (jobs__enqueue): the job joins the table when it is
+ * on disk. */
+struct creating {
+	struct jobs *j;
+	struct job *job;
+	jobs_submit_cb cb;
+	void *ctx;
+};
+
+static void enqueue_done(void *ctx, const struct writer_done *d)
+{
+	struct creating *c = ctx;
+	struct jobs *j = c->j;
+	struct job *job = c->job;
+	int position = j->nqueued;
+
+	j->creating--;
+	if (d->status < 0) {
+		c->cb(c->ctx, d->status, NULL, -1, d->message);
+		jobs__job_free(job);
+	} else {
+		jobs__job_add(j, job);
+		c->cb(c->ctx, 0, job->id, position, NULL);
+		jobs__schedule_soon(j);
+	}
+	free(c);
+	jobs__close_check(j);
+}
+
+int jobs__enqueue(struct jobs *j, json_t *request, jobs_submit_cb cb, void *ctx,
+		  struct qual_msg *msg)
 {
 	struct job *job = jobs__job_new(j->next_num);
+	struct creating *c;
 	json_t *state;
 	int rc;
 
@@ -151,17 +181,15 @@ int jobs__enqueue(struct jobs *j, json_t *request, char id[JOB_ID_MAX],
 	}
 	job->state = JOB_QUEUED;
 	jobs__now(job->submitted);
-	state = jobs__state_json(job);
-	rc = store_job_create(j->store, job->id, request, state, msg);
-	json_decref(state);
-	if (rc < 0) {
-		jobs__job_free(job);
-		return rc;
-	}
+	/* The number is taken now: a failed create leaves a gap, never a
+	 * second job of one id. */
 	j->next_num++;
-	*position = j->nqueued;
-	jobs__job_add(j, job);
-	snprintf(id, JOB_ID_MAX, "%s", job->id);
+	c = xcalloc(1, sizeof *c);
+	*c = (struct creating){ j, job, cb, ctx };
+	j->creating++;
+	state = jobs__state_json(job);
+	writer_job_create(j->writer, job->id, request, state, enqueue_done, c);
+	json_decref(state);
 	return 0;
 }
 
@@ -174,47 +202,138 @@ static json_t *str_or_null(const char *s)
 
 json_t *jobs__state_json(const struct job *job)
 {
-	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
-			 "state", jobs__state_names[job->state],
-			 "verdict", str_or_null(job->verdict),
-			 "submitted", str_or_null(job->submitted),
-			 "started", str_or_null(job->started),
-			 "finished", str_or_null(job->finished),
-			 "slot", job->slot >= 0 ? json_integer(job->slot) : json_null(),
-			 "device", job->device >= 0 ? json_integer(job->device) : json_null());
+	json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
+			      "state", jobs__state_names[job->state],
+			      "verdict", str_or_null(job->verdict),
+			      "submitted", str_or_null(job->submitted),
+			      "started", str_or_null(job->started),
+			      "finished", str_or_null(job->finished),
+			      "slot", job->slot >= 0 ? json_integer(job->slot) : json_null(),
+			      "device", job->device >= 0 ? json_integer(job->device) :
+			      json_null());
+
+	/* Only for a damaged job: the usual state keeps its shape. */
+	if (job->damaged)
+		json_object_set_new(o, "damaged", json_true());
+	return o;
+}
+
+/* A line on its way to the log. */
+struct putting {
+	struct jobs *j;
+	struct job *job;
+	bool notify;
+	bool hold;                 /* a daemon's verdict: until the state after it */
+	char *line;                /* held: a copy */
+	size_t len;
+	long seq;
+};
+
+/* A written line may be read and relayed. */
+static void put_release(struct putting *p, const char *line, size_t len, long seq)
+{
+	struct jobs *j = p->j;
+	struct job *job = p->job;
+
+	job->logged_seq = seq + 1;
+	if (p->notify && j->cb)
+		j->cb(j->cb_ctx, job->id, seq, line, len);
+}
+
+/* The state after a daemon's verdict line is written: the line goes out. */
+static void state_done(void *ctx, const struct writer_done *d)
+{
+	struct job *job = ctx;
+	struct putting *p = job->held;
+
+	(void)d;
+	if (!p)
+		return;
+	job->held = NULL;
+	put_release(p, p->line, p->len, p->seq);
+	free(p->line);
+	free(p);
 }
 
 void jobs__state_save(struct jobs *j, struct job *job)
 {
-	struct qual_msg m;
 	json_t *st = jobs__state_json(job);
 
-	if (store_state_write(j->store, job->id, st, &m) < 0)
-		oplog_warn("job '%s': cannot record its state: %s", job->id, m.text);
+	/* A failure is fatal, raised from the writer's callback (writer.h). */
+	writer_state_write(j->writer, job->id, st, state_done, job);
 	json_decref(st);
+}
+
+/* A line is written (and synced where asked): it may be read
+ * (jobs_read_log) and relayed, in that order, so that reading a log and
+ * then following its lines neither misses nor repeats one. */
+static void put_done(void *ctx, const struct writer_done *d)
+{
+	struct putting *p = ctx;
+	struct job *job = p->job;
+
+	if (d->status < 0 && !job->log_warned) {
+		/* The line still goes out: a full disk should not also blind
+		 * the submitter. The log has a gap from here on. */
+		oplog_warn("job '%s': cannot write its log: %s", job->id, d->message);
+		job->log_warned = true;
+	}
+	if (p->hold) {
+		/* A daemon's verdict is followed by the job's final state
+		 * (jobs__end_here, worker.c): relayed once that is on disk
+		 * too, so whoever hears it finds the state file final. */
+		p->line = xmalloc(d->len + 1);
+		memcpy(p->line, d->line, d->len + 1);
+		p->len = d->len;
+		p->seq = d->tag;
+		job->held = p;
+		return;
+	}
+	put_release(p, d->line, d->len, d->tag);
+	free(p);
 }
 
 void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
 	       bool sync, bool notify)
 {
-	struct qual_msg m;
+	struct putting *p = xmalloc(sizeof *p);
 	long seq = job->next_seq++;
-	int fd = job->log_fd, rc = 0;
 
-	if (fd < 0)
-		rc = store_log_open(j->store, job->id, &fd, &m);
-	if (rc == 0)
-		rc = store_log_append(fd, text, len, sync, &m);
-	if (rc < 0 && !job->log_warned) {
-		/* The line still goes out: a full disk should not also blind
-		 * the submitter. The log has a gap from here on. */
-		oplog_warn("job '%s': cannot write its log: %s", job->id, m.text);
-		job->log_warned = true;
+	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0, 0 };
+	job->hold_next = false;
+	if (!job->log)
+		job->log = writer_log_new(j->writer, job->id);
+	writer_log_append(job->log, text, len, sync, seq, put_done, p);
+}
+
+void jobs__log_close(struct jobs *j, struct job *job)
+{
+	(void)j;
+	writer_log_close(job->log);
+	job->log = NULL;
+}
+
+long jobs__line_seq(const char *line, size_t len, long fallback)
+{
+	static const char key[] = "\"seq\":";
+	const char *p = NULL, *q = line, *end = line + len;
+	long v = 0;
+
+	while ((q = memmem(q, (size_t)(end - q), key, sizeof key - 1))) {
+		p = q;
+		q += sizeof key - 1;
 	}
-	if (fd >= 0 && fd != job->log_fd)
-		close(fd);
-	if (notify && j->cb)
-		j->cb(j->cb_ctx, job->id, seq, text, len);
+	if (!p)
+		return fallback;
+	p += sizeof key - 1;
+	if (p >= end || *p < '0' || *p > '9')
+		return fallback;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		if (v > (LONG_MAX - 9) / 10)
+			return fallback;
+		v = v * 10 + (*p - '0');
+	}
+	return v;
 }
 
 /* Adds job and seq to o (borrowed), serialises it and puts it. */
@@ -240,7 +359,9 @@ void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
 			      "timed", 0);
 
 	json_object_set_new(o, "message", text_json_str(message));
+	job->hold_next = true;
 	put_json(j, job, o, true, notify);
+	job->hold_next = false;
 	json_decref(o);
 	snprintf(job->verdict, sizeof job->verdict, "%s", verdict);
 }
@@ -260,6 +381,7 @@ void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
 		    const char *verdict, const char *message, bool notify)
 {
 	jobs__put_verdict(j, job, verdict, message, notify);
+	jobs__log_close(j, job);
 	job->state = state;
 	jobs__now(job->finished);
 	jobs__state_save(j, job);
@@ -300,6 +422,17 @@ void jobs__schedule_soon(struct jobs *j)
 		uv_timer_start(&j->tick, jobs_tick, 0, 0);
 }
 
+/* The state a job is reported in (show, watch, list): a finished job reads
+ * as it was (running, or queued) until its lines, its verdict line last,
+ * are written, so that no one is told it is done before its verdict can be
+ * read and has been relayed. */
+static const char *state_name(const struct job *job)
+{
+	if (job->state >= JOB_DONE && job->logged_seq < job->next_seq)
+		return jobs__state_names[job->started[0] ? JOB_RUNNING : JOB_QUEUED];
+	return jobs__state_names[job->state];
+}
+
 /* ---- cancel, logs, status --------------------------------------------------------- */
 
 int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
@@ -327,6 +460,7 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 
 struct read_ctx {
 	long after_seq;
+	long logged_seq;
 	long index;
 	long count;
 	jobs_each_cb fn;
@@ -336,10 +470,16 @@ struct read_ctx {
 static int read_one(void *ctx, const char *line, size_t len)
 {
 	struct read_ctx *r = ctx;
+	long seq = jobs__line_seq(line, len, r->index);
 
-	/* A log's line i has seq i: seqs start at 0, have no gaps, and every
-	 * line of a job is in its log in order. */
-	if (r->index++ > r->after_seq) {
+	/* Every line of a job is in its log in seq order; a line whose write
+	 * has not been called back yet is not handed out (it is relayed
+	 * once it is). Seqs have no gaps unless records were lost (recover.c),
+	 * so the line's own seq counts, not its place. */
+	r->index++;
+	if (seq >= r->logged_seq)
+		return 1;
+	if (seq > r->after_seq) {
 		r->count++;
 		if (r->fn)
 			r->fn(r->ctx, line, len);
@@ -352,7 +492,7 @@ int jobs_read_log(struct jobs *j, const char *id, long after_seq,
 		  struct qual_msg *msg)
 {
 	struct job *job = job_find(j, id);
-	struct read_ctx r = { after_seq, 0, 0, fn, ctx };
+	struct read_ctx r = { after_seq, 0, 0, 0, fn, ctx };
 	int rc;
 
 	if (state)
@@ -360,7 +500,8 @@ int jobs_read_log(struct jobs *j, const char *id, long after_seq,
 	if (!job)
 		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
 	if (state)
-		*state = jobs__state_names[job->state];
+		*state = state_name(job);
+	r.logged_seq = job->logged_seq;
 	if ((rc = store_log_read(j->store, job->id, read_one, &r, NULL, msg)) < 0)
 		return rc;
 	return (int)r.count;
@@ -390,6 +531,11 @@ void jobs_ids_free(char **ids, int n)
 	for (i = 0; ids && i < n; i++)
 		free(ids[i]);
 	free(ids);
+}
+
+long jobs_writes_pending(const struct jobs *j)
+{
+	return j->writer ? writer_pending(j->writer) : 0;
 }
 
 json_t *jobs_status_json(struct jobs *j)
@@ -434,13 +580,19 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 
 	for (i = j->njobs - 1; i >= 0 && (int)json_array_size(list) < limit; i--) {
 		struct job *job = j->all[i];
-		json_array_append_new(list, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
-			"job", job->id, "state", jobs__state_names[job->state],
-			"verdict", str_or_null(job->verdict),
+		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
+			"job", job->id, "state", state_name(job),
+			"verdict", state_name(job) == jobs__state_names[job->state] ?
+				   str_or_null(job->verdict) : json_null(),
 			"submitted", str_or_null(job->submitted),
 			"finished", str_or_null(job->finished),
 			"baseline", str_or_null(job->args.baseline),
-			"candidate", str_or_null(job->args.candidate)));
+			"candidate", str_or_null(job->args.candidate));
+
+		/* Only for a job whose stored log lost records (recover.c). */
+		if (job->damaged)
+			json_object_set_new(o, "damaged", json_true());
+		json_array_append_new(list, o);
 	}
 	return json_pack("{s:o}", "jobs", list);
 }
@@ -483,6 +635,11 @@ static void jobs_free(struct jobs *j)
 	quarantine__release(&j->quarantine);
 	store_free(j->store);
 	free(j);
+}
+
+static void jobs_free_cb(void *ctx)
+{
+	jobs_free(ctx);
 }
 
 /* Resolves the allowed roots (policy.h). A root that does not exist is
@@ -547,8 +704,17 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 		return rc;
 	}
 	quarantine__load(&j->quarantine, cfg->state_dir);
-	if ((rc = recover__jobs(j, msg))) {
+	/* Recovery's own writes (an interrupted job's verdict, a settled
+	 * state) go through the writer too. */
+	if ((rc = writer_start(loop, j->store, &j->writer, msg)) < 0) {
 		jobs_free(j);
+		return rc;
+	}
+	rc = recover__jobs(j, msg);
+	/* Settled on disk before anything is served (jobs.h). */
+	writer_wait(j->writer);
+	if (rc) {
+		writer_close(j->writer, jobs_free_cb, j);
 		return rc;
 	}
 	uv_timer_init(loop, &j->tick);
@@ -584,14 +750,25 @@ static void jobs_children_closed(struct children *set)
 	jobs_handles_gone(set->data);
 }
 
+static void jobs_writer_closed(void *ctx)
+{
+	struct jobs *j = ctx;
+
+	j->writer = NULL;
+	jobs_handles_gone(j);
+}
+
 void jobs__close_check(struct jobs *j)
 {
-	if (!j->closing || j->handles_closing || j->nworkers || j->nsubmits || j->nhealth)
+	if (!j->closing || j->handles_closing || j->nworkers || j->nsubmits ||
+	    j->nhealth || j->creating)
 		return;
 	j->handles_closing = true;
-	j->closing_handles = 2;
+	j->closing_handles = 3;
 	uv_close((uv_handle_t *)&j->tick, jobs_tick_closed);
 	children_close(&j->children, jobs_children_closed);
+	/* Last: the writes of the jobs that ended are drained first. */
+	writer_close(j->writer, jobs_writer_closed, j);
 }
 
 void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)

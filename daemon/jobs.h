@@ -13,6 +13,8 @@
  *                            "finished","slot"}, replaced atomically
  *   jobs/<id>/log.jsonl      the job's lines, append-only, synced at each
  *                            case_verdict and verdict line
+ * written by one writer thread (daemon/writer.h), never by the loop. A job
+ * reads as running (or queued) until its verdict line is written.
  * Job ids are "j" followed by 6+ decimal digits, increasing. */
 #ifndef QUAL_JOBS_H
 #define QUAL_JOBS_H
@@ -62,21 +64,24 @@ struct jobs_config {
 
 struct jobs;
 
-/* Called for every line of every job, after it is in the job's log.
- * line is the complete JSON text (with job and seq, no newline), valid during
- * the call only. It runs from loop callbacks (a worker's output or exit), and
- * synchronously inside jobs_cancel for a queued job's "cancelled" verdict
- * line; never inside jobs_open (lines written while recovering are only
+/* Called for every line of every job, after it is in the job's log (its
+ * write returned, synced where the line is synced: the writer thread's
+ * callback, daemon/writer.h), in seq order. line is the complete JSON text
+ * (with job and seq, no newline), valid during the call only. It runs from
+ * loop callbacks only (the writer's); never inside jobs_open (lines written while recovering are only
  * logged) and never for a job before its submit callback has returned. It may
  * run until jobs_close's done callback: a job stopped by shutdown ends with
  * its "interrupted" verdict line. */
 typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
 			     const char *line, size_t len);
 
-/* Opens the state directory, recovers (queued jobs are queued again; a job
- * that was running gets an "interrupted" verdict line and state; a log's
- * incomplete last line is cut off, with a warning on stderr), and starts
- * running queued jobs from the loop (not inside this call). */
+/* Opens the state directory (refused when another quald holds its lock:
+ * store.h), recovers (queued jobs are queued again; a job that was running
+ * gets an "interrupted" verdict line and state; a log's incomplete last line
+ * is cut off, with a warning on stderr; records lost from the middle of a
+ * log make its job damaged, and a finished job whose verdict line was lost
+ * gets an error verdict: recover.c), waits for recovery's writes, and
+ * starts running queued jobs from the loop (not inside this call). */
 int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
 
@@ -114,8 +119,8 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 
 /* Cancels a queued or running job (a running worker's process group gets
  * SIGTERM, then SIGKILL after 5 s); its log then ends with a "cancelled"
- * verdict line: at once for a queued job (the line callback runs inside this
- * call), when the worker has exited for a running one (unless the worker
+ * verdict line: at once for a queued job (the line callback runs once it is
+ * written, from the loop), when the worker has exited for a running one (unless the worker
  * wrote its own verdict first, which then stands). QUAL_ENOENT for an
  * unknown job, QUAL_EINVAL when it has already finished. */
 int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
@@ -124,9 +129,11 @@ int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
  * for each (line without newline, valid during the call only). Returns the
  * number of lines, or a negative code (QUAL_ENOENT for an unknown job).
  * *state receives the job's state name (static storage). Synchronous: job
- * logs are local files. A line reaches the log before the line callback
- * sees it, and both happen on the loop, so reading a job's log and then
- * following its live lines neither misses nor repeats one. */
+ * logs are local files. Only lines whose write has been called back are
+ * handed out (by their own seq, which may have gaps where a damaged log lost
+ * records), and the line callback runs in that same callback, so reading a
+ * job's log and then following its live lines neither misses nor repeats
+ * one. */
 typedef void (*jobs_each_cb)(void *ctx, const char *line, size_t len);
 int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
@@ -152,6 +159,11 @@ void jobs_ids_free(char **ids, int n);
  * "submitted","finished","baseline","candidate"}]}, newest first, at most
  * limit; verdict and finished are null until the job has them; times are UTC
  * "YYYY-MM-DDTHH:MM:SSZ". */
+/* Writes to the state directory asked for and not yet done (the writer
+ * thread's queue, daemon/writer.h): 0 once everything the jobs module has
+ * written is on disk. */
+long jobs_writes_pending(const struct jobs *j);
+
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
 

@@ -31,6 +31,7 @@
 #include "daemon/oplog.h"
 #include "daemon/request.h"
 #include "daemon/store.h"
+#include "daemon/writer.h"
 
 /* After SIGTERM, this long before SIGKILL (a cancel, a time limit, a
  * shutdown). */
@@ -53,6 +54,7 @@ int jobs__state_parse(const char *name);
 struct worker;
 struct health;
 struct submit;
+struct putting;
 
 struct job {
 	char id[JOB_ID_MAX];
@@ -65,9 +67,17 @@ struct job {
 	int slot;                  /* -1 unless it has run */
 	int device;                /* GPU ordinal it ran on, -1 = none */
 	struct submit_args args;   /* as request_submit_from_json gives it */
-	long next_seq;             /* seq of its next line = lines in its log */
-	int log_fd;                /* open while running, else -1 */
+	long next_seq;             /* seq of its next line */
+	long logged_seq;           /* lines below this seq are written (their
+				    * writer callbacks have run): what a read
+				    * of its log hands out */
+	struct writer_log *log;    /* while it writes its log, else NULL */
+	bool hold_next;            /* the next line is a daemon's verdict: held */
+	struct putting *held;      /* that verdict line, written, waiting for the
+				    * state after it (jobs.c: put_done) */
 	bool log_warned;           /* a log write failed (said once) */
+	bool damaged;              /* records of its stored log were lost
+				    * (recover.c); state.json says so */
 	struct worker *w;          /* while running */
 	struct list_link qlink;    /* in the queue while queued */
 };
@@ -82,6 +92,8 @@ struct quarantine {
 struct jobs {
 	uv_loop_t *loop;
 	struct store *store;
+	struct writer *writer;     /* every write of the store once open */
+	long creating;             /* jobs__enqueue's creates in flight */
 	struct children children;  /* every child of ours, watched */
 	char *worker;
 	char *helper;
@@ -111,7 +123,7 @@ struct jobs {
 	int nworkers;              /* worker structs alive */
 	int nsubmits;              /* submit structs alive */
 	uv_timer_t tick;           /* deferred scheduling */
-	int closing_handles;       /* tick and children, once closing */
+	int closing_handles;       /* tick, children and writer, once closing */
 	bool closing, handles_closing;
 	void (*done)(void *ctx);
 	void *done_ctx;
@@ -132,21 +144,35 @@ void jobs__job_free(struct job *job);
 void jobs__job_add(struct jobs *j, struct job *job);
 
 /* Makes a submitted request (borrowed; its checks passed) a stored, queued
- * job. Returns 0 with its id and queue position, or a negative code with
- * msg (nothing stored). */
-int jobs__enqueue(struct jobs *j, json_t *request, char id[JOB_ID_MAX],
-		  int *position, struct qual_msg *msg);
+ * job: the writer creates it, and once it is on disk (synced) it joins the
+ * table and the queue and cb runs (from the loop) with status 0, its id and
+ * queue position; or with a negative status and a message when it could not
+ * be stored. Returns a negative code with msg (cb never runs) when the
+ * request is unusable. */
+int jobs__enqueue(struct jobs *j, json_t *request, jobs_submit_cb cb, void *ctx,
+		  struct qual_msg *msg);
 
 /* state.json's content for job (new reference), and its replacement. */
 json_t *jobs__state_json(const struct job *job);
 void jobs__state_save(struct jobs *j, struct job *job);
 
 /* Puts one complete line (with job and seq already in it) into the job's
- * log, synced when sync, then hands it to the line callback when notify. */
+ * log through the writer, synced when sync; once it is written (and
+ * synced) the line callback gets it when notify. Lines of a job reach the
+ * callback in seq order. */
 void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
 	       bool sync, bool notify);
 
-/* A verdict line written by the daemon; the job's verdict becomes it. */
+/* Syncs and closes the job's log once its lines are written (its end). */
+void jobs__log_close(struct jobs *j, struct job *job);
+
+/* The seq of a stored line (its last "seq" member: relay.c and jobs.c put
+ * it last), or fallback when it has none. */
+long jobs__line_seq(const char *line, size_t len, long fallback);
+
+/* A verdict line written by the daemon; the job's verdict becomes it. The
+ * caller saves the job's state next (jobs__state_save): the line is read
+ * and relayed once that state is on disk too. */
 void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
 		       const char *message, bool notify);
 

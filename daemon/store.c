@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -34,6 +36,7 @@
 #define STORE_REQUEST "request.json"
 #define STORE_STATE "state.json"
 #define STORE_LOG "log.jsonl"
+#define STORE_LOCK "lock"
 /* A state or request file is a few hundred bytes; anything near this is not
  * ours. */
 #define STORE_JSON_MAX (4 << 20)
@@ -52,17 +55,30 @@
 struct store {
 	char *dir;
 	char *jobs;  /* <dir>/jobs */
+	int lock_fd; /* <dir>/lock, flock()ed exclusively while open */
 };
 
 /* ---- fatal failures --------------------------------------------------------- */
 
-/* Process-wide (store.h: store_fatal_hook). */
+/* Process-wide (store.h: store_fatal_hook). The writer thread records a
+ * failure here and the loop raises it (store_fatal_raise), so the state is
+ * behind a mutex; the hook itself is called without it. */
 static struct {
+	pthread_mutex_t lock;
 	store_fatal_fn fn;  /* NULL: fatal_default */
 	void *ctx;
 	bool failed;
+	bool raised;        /* the hook has been called for it */
 	char first[sizeof ((struct qual_msg *)0)->text];
-} fatal;
+} fatal = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Set in the writer's thread (store_fatal_defer_here): a fatal failure
+ * there is recorded, and raised later from the loop. */
+static __thread bool fatal_deferred;
+
+/* The job the calling thread writes for (store_fatal_subject), named first
+ * in a fatal failure's message. */
+static __thread char fatal_job[STORE_ID_MAX];
 
 static void fatal_default(void *ctx, const char *message)
 {
@@ -74,30 +90,79 @@ static void fatal_default(void *ctx, const char *message)
 
 void store_fatal_hook(store_fatal_fn fn, void *ctx)
 {
+	pthread_mutex_lock(&fatal.lock);
 	fatal.fn = fn;
 	fatal.ctx = ctx;
 	fatal.failed = false;
+	fatal.raised = false;
 	fatal.first[0] = '\0';
+	pthread_mutex_unlock(&fatal.lock);
 }
 
 bool store_fatal(void)
 {
-	return fatal.failed;
+	bool failed;
+
+	pthread_mutex_lock(&fatal.lock);
+	failed = fatal.failed;
+	pthread_mutex_unlock(&fatal.lock);
+	return failed;
+}
+
+void store_fatal_defer_here(void)
+{
+	fatal_deferred = true;
+}
+
+void store_fatal_subject(const char *job)
+{
+	snprintf(fatal_job, sizeof fatal_job, "%s", job ? job : "");
+}
+
+bool store_fatal_raise(void)
+{
+	char first[sizeof fatal.first];
+	store_fatal_fn fn;
+	void *ctx;
+	bool call;
+
+	pthread_mutex_lock(&fatal.lock);
+	call = fatal.failed && !fatal.raised;
+	fatal.raised = fatal.failed;
+	fn = fatal.fn ? fatal.fn : fatal_default;
+	ctx = fatal.ctx;
+	snprintf(first, sizeof first, "%s", fatal.first);
+	pthread_mutex_unlock(&fatal.lock);
+	if (call)
+		fn(ctx, first);
+	return call;
 }
 
 static int fail_v(bool is_fatal, struct qual_msg *msg, const char *fmt,
 		  va_list ap)
 {
 	struct qual_msg local;
+	bool first = false;
 
 	if (!msg)
 		msg = &local;
 	vsnprintf(msg->text, sizeof msg->text, fmt, ap);
-	if (is_fatal && !fatal.failed) {
-		fatal.failed = true;
-		snprintf(fatal.first, sizeof fatal.first, "%s", msg->text);
-		(fatal.fn ? fatal.fn : fatal_default)(fatal.ctx, msg->text);
+	if (is_fatal) {
+		pthread_mutex_lock(&fatal.lock);
+		if (!fatal.failed) {
+			first = true;
+			fatal.failed = true;
+			if (fatal_job[0])
+				snprintf(fatal.first, sizeof fatal.first, "job '%s': %.*s",
+					 fatal_job, (int)(sizeof fatal.first - STORE_ID_MAX - 8),
+					 msg->text);
+			else
+				snprintf(fatal.first, sizeof fatal.first, "%s", msg->text);
+		}
+		pthread_mutex_unlock(&fatal.lock);
 	}
+	if (first && !fatal_deferred)
+		store_fatal_raise();
 	return QUAL_EIO;
 }
 
@@ -121,8 +186,13 @@ static int fail_io(bool is_fatal, struct qual_msg *msg, const char *fmt, ...)
  * leaves nothing half written after it. */
 static int refuse_after_fatal(struct qual_msg *msg)
 {
-	return qual_fail(msg, QUAL_EIO, "the state directory failed earlier: %s",
-			 fatal.first);
+	int rc;
+
+	pthread_mutex_lock(&fatal.lock);
+	rc = qual_fail(msg, QUAL_EIO, "the state directory failed earlier: %s",
+		       fatal.first);
+	pthread_mutex_unlock(&fatal.lock);
+	return rc;
 }
 
 /* ---- paths and small helpers ---------------------------------------------- */
@@ -230,25 +300,73 @@ static int json_write_synced(const char *path, json_t *o, bool strict,
 
 /* ---- opening, ids, scanning ------------------------------------------------- */
 
+/* Takes <dir>/lock: an exclusive flock() held for as long as the store is
+ * open (the descriptor is close-on-exec, so no child keeps it), with our
+ * pid in the file for the message a second daemon gives. Refused, naming
+ * the holder, when another process holds it. */
+static int lock_take(const char *dir, int *out, struct qual_msg *msg)
+{
+	char path[PATH_MAX], pid[32];
+	ssize_t n;
+	int fd, rc;
+
+	*out = -1;
+	if ((rc = path_fmt(path, sizeof path, msg, "%s/%s", dir, STORE_LOCK)))
+		return rc;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot open '%s': %s", path,
+				 strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		n = e == EWOULDBLOCK ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e != EWOULDBLOCK)
+			return qual_fail(msg, QUAL_EIO, "cannot lock '%s': %s", path,
+					 strerror(e));
+		return qual_fail(msg, QUAL_EINVAL, "state directory '%s' is in use by "
+				 "another quald (pid %s): it holds '%s'", dir,
+				 pid[0] ? pid : "unknown", path);
+	}
+	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path,
+			       strerror(errno));
+		close(fd);
+		return rc;
+	}
+	*out = fd;
+	return 0;
+}
+
 int store_open(const char *dir, struct store **out, struct qual_msg *msg)
 {
 	struct store *s;
 	char jobs[PATH_MAX];
-	int rc;
+	int rc, lock_fd;
 
 	*out = NULL;
 	if (!dir || !*dir)
 		return qual_fail(msg, QUAL_EINVAL, "no state directory given");
 	/* The folders' own entries synced, in case they were just created (not
-	 * fatal: nothing runs yet, and the caller stops on the error). */
+	 * fatal: nothing runs yet, and the caller stops on the error). The
+	 * lock comes before anything is read or removed. */
 	if ((rc = path_fmt(jobs, sizeof jobs, msg, "%s/%s", dir, STORE_JOBS)) ||
 	    (rc = mkdir_p(jobs, 0750, msg)) ||
-	    (rc = sync_dir(jobs, false, msg)) ||
-	    (rc = sync_dir(dir, false, msg)))
+	    (rc = lock_take(dir, &lock_fd, msg)))
 		return rc;
+	if ((rc = sync_dir(jobs, false, msg)) ||
+	    (rc = sync_dir(dir, false, msg))) {
+		close(lock_fd);
+		return rc;
+	}
 	s = xcalloc(1, sizeof *s);
 	s->dir = xstrdup(dir);
 	s->jobs = xstrdup(jobs);
+	s->lock_fd = lock_fd;
 	*out = s;
 	return 0;
 }
@@ -257,6 +375,8 @@ void store_free(struct store *s)
 {
 	if (!s)
 		return;
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
 	free(s->dir);
 	free(s->jobs);
 	free(s);
@@ -339,7 +459,7 @@ int store_job_create(struct store *s, const char *id, json_t *request,
 	struct stat st;
 	int rc;
 
-	if (fatal.failed)
+	if (store_fatal())
 		return refuse_after_fatal(msg);
 	if (store_id_parse(id) < 0)
 		return qual_fail(msg, QUAL_EINVAL, "bad job id '%s'", id);
@@ -380,7 +500,7 @@ int store_state_write(struct store *s, const char *id, json_t *state,
 	struct qual_msg m;
 	int rc;
 
-	if (fatal.failed)
+	if (store_fatal())
 		return refuse_after_fatal(msg);
 	if ((rc = path_fmt(final, sizeof final, msg, "%s/%s/%s", s->jobs, id, STORE_STATE)))
 		return rc;
@@ -476,7 +596,7 @@ int store_log_open(struct store *s, const char *id, int *fd, struct qual_msg *ms
 	int rc;
 
 	*fd = -1;
-	if (fatal.failed)
+	if (store_fatal())
 		return refuse_after_fatal(msg);
 	if ((rc = path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
 		return rc;
@@ -503,14 +623,20 @@ static bool line_is_object(const char *line, size_t len)
 	return false;
 }
 
-int store_log_append(int fd, const char *line, size_t len, bool sync,
-		     struct qual_msg *msg)
+int store_log_path(struct store *s, const char *id, char *out, size_t cap,
+		   struct qual_msg *msg)
+{
+	return path_fmt(out, cap, msg, "%s/%s/%s", s->jobs, id, STORE_LOG);
+}
+
+int store_log_append(int fd, const char *path, const char *line, size_t len,
+		     bool sync, struct qual_msg *msg)
 {
 	char tail[CHECK_SUFFIX + 2], hex[CHECK_HEX + 1];
 	struct iovec iov[2];
 	size_t left;
 
-	if (fatal.failed)
+	if (store_fatal())
 		return refuse_after_fatal(msg);
 	if (!line_is_object(line, len))
 		return qual_fail(msg, QUAL_EINVAL,
@@ -532,10 +658,11 @@ int store_log_append(int fd, const char *line, size_t len, bool sync,
 		if (put < 0 && errno == EINTR)
 			continue;
 		if (put < 0)
-			return fail_io(true, msg, "cannot append to log: %s",
-				       strerror(errno));
+			return fail_io(true, msg, "cannot append to '%s': %s",
+				       path ? path : "log", strerror(errno));
 		if (put == 0)
-			return fail_io(true, msg, "cannot append to log: nothing written");
+			return fail_io(true, msg, "cannot append to '%s': nothing written",
+				       path ? path : "log");
 		left -= (size_t)put;
 		for (int i = 0; i < 2 && put > 0; i++) {
 			size_t take = (size_t)put < iov[i].iov_len ? (size_t)put
@@ -545,15 +672,16 @@ int store_log_append(int fd, const char *line, size_t len, bool sync,
 			put -= (ssize_t)take;
 		}
 	}
-	return sync ? store_log_sync(fd, msg) : 0;
+	return sync ? store_log_sync(fd, path, msg) : 0;
 }
 
-int store_log_sync(int fd, struct qual_msg *msg)
+int store_log_sync(int fd, const char *path, struct qual_msg *msg)
 {
-	if (fatal.failed)
+	if (store_fatal())
 		return refuse_after_fatal(msg);
 	if (fdatasync(fd) < 0)
-		return fail_io(true, msg, "cannot sync log: %s", strerror(errno));
+		return fail_io(true, msg, "cannot sync '%s': %s", path ? path : "log",
+			       strerror(errno));
 	return 0;
 }
 
@@ -612,79 +740,225 @@ static const char *record_open(char *rec, size_t n, bool seen_checked,
 	return object ? NULL : "record without a check that is not a json object";
 }
 
-/* store_log_read, with its warnings left out when quiet. */
+/* The most bytes of one record, its newline included: a line of LINES_MAX
+ * (the most a worker may print), what relay adds to it ("job" and "seq"),
+ * and the check member. A longer one is not ours: it is skipped without
+ * being held (a planted line of 150 MB costs this much memory, not that). */
+#define RECORD_MAX (LINES_MAX + 256 + CHECK_SUFFIX + 1)
+
+/* Reads a log record by record through one buffer of RECORD_MAX bytes. */
+struct rec_reader {
+	int fd;
+	char *buf;
+	size_t start, end;   /* the bytes in buf not yet handed out */
+	bool eof;
+};
+
+enum rec_kind {
+	REC_LINE,        /* a record: *rec, *n bytes without its newline */
+	REC_OVERLONG,    /* over RECORD_MAX, skipped through its newline */
+	REC_TAIL,        /* the file ends without a newline (*n bytes) */
+	REC_TAIL_LONG,   /* ... after more than RECORD_MAX bytes */
+	REC_EOF,
+};
+
+/* Refills buf after what is left; 0 or -errno. */
+static int rec_fill(struct rec_reader *r)
+{
+	ssize_t got;
+
+	if (r->start > 0) {
+		memmove(r->buf, r->buf + r->start, r->end - r->start);
+		r->end -= r->start;
+		r->start = 0;
+	}
+	while (!r->eof && r->end < RECORD_MAX) {
+		got = read(r->fd, r->buf + r->end, RECORD_MAX - r->end);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			r->eof = true;
+		r->end += (size_t)got;
+	}
+	return 0;
+}
+
+/* The next record; *size is its length in the file (its newline counted). */
+static int rec_next(struct rec_reader *r, enum rec_kind *kind, char **rec,
+		    size_t *n, off_t *size)
+{
+	char *nl;
+	off_t skipped = 0;
+	int rc;
+
+	nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+	if (!nl && (rc = rec_fill(r)) < 0)
+		return rc;
+	if (!nl)
+		nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+	if (nl) {
+		*rec = r->buf + r->start;
+		*n = (size_t)(nl - *rec);
+		*nl = '\0';
+		*size = (off_t)*n + 1;
+		r->start += *n + 1;
+		*kind = REC_LINE;
+		return 0;
+	}
+	if (r->end - r->start < RECORD_MAX) {
+		/* rec_fill read to the end of the file. */
+		*size = (off_t)(r->end - r->start);
+		*n = r->end - r->start;
+		r->start = r->end;
+		*kind = *n ? REC_TAIL : REC_EOF;
+		return 0;
+	}
+	/* Over RECORD_MAX without a newline: dropped a buffer at a time. */
+	for (;;) {
+		nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+		if (nl) {
+			skipped += nl - (r->buf + r->start) + 1;
+			r->start = (size_t)(nl - r->buf) + 1;
+			*size = skipped;
+			*kind = REC_OVERLONG;
+			return 0;
+		}
+		skipped += (off_t)(r->end - r->start);
+		r->start = r->end;
+		if (r->eof) {
+			*size = skipped;
+			*kind = REC_TAIL_LONG;
+			return 0;
+		}
+		if ((rc = rec_fill(r)) < 0)
+			return rc;
+	}
+}
+
+/* Adds a lost span to info (the first few are named in lost_where). */
+static void lost_add(struct store_log_info *info, off_t at, off_t bytes,
+		     long records, const char *why)
+{
+	size_t used = strlen(info->lost_where);
+	int n;
+
+	info->lost += records;
+	info->lost_bytes += bytes;
+	if (used + 64 >= sizeof info->lost_where)
+		return;
+	n = snprintf(info->lost_where + used, sizeof info->lost_where - used,
+		     "%sbytes %lld-%lld (%s)", used ? ", " : "", (long long)at,
+		     (long long)(at + bytes), why);
+	if (n < 0 || (size_t)n >= sizeof info->lost_where - used)
+		snprintf(info->lost_where + used, sizeof info->lost_where - used, "...");
+}
+
+/* store_log_read, with its warnings left out when quiet. Records that do
+ * not check out are collected in a run: a valid record after the run makes
+ * it lost (skipped, counted in info), the end of the file makes it the torn
+ * tail. */
 static int log_read(struct store *s, const char *id, store_line_fn fn, void *ctx,
 		    struct store_log_info *info, bool quiet, struct qual_msg *msg)
 {
 	struct store_log_info local;
+	struct rec_reader r = { .fd = -1 };
 	char path[PATH_MAX];
-	char *rec = NULL;
-	size_t cap = 0, len;
 	bool seen_checked = false, checked, stopped = false;
+	off_t pos = 0, run_at = -1, size;
+	long run_records = 0;
+	const char *why, *run_why = NULL;
+	enum rec_kind kind;
 	struct stat st;
-	ssize_t got;
-	FILE *f;
-	int rc;
+	size_t n, len;
+	char *rec;
+	int rc = 0;
 
 	if (!info)
 		info = &local;
 	memset(info, 0, sizeof *info);
 	if ((rc = path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
 		return rc;
-	f = fopen(path, "re");
-	if (!f)
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0)
 		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
 				 "cannot read '%s': %s", path, strerror(errno));
-	while ((got = getline(&rec, &cap, f)) > 0) {
-		if (rec[got - 1] != '\n') {
-			info->torn_why = "incomplete record";
+	r.buf = xmalloc(RECORD_MAX + 1);
+	for (;;) {
+		if ((rc = rec_next(&r, &kind, &rec, &n, &size)) < 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
+				       strerror(-rc));
+			goto out;
+		}
+		if (kind == REC_EOF)
+			break;
+		if (kind == REC_TAIL || kind == REC_TAIL_LONG) {
+			if (run_at < 0) {
+				run_at = pos;
+				run_why = kind == REC_TAIL ? "incomplete record" :
+					  "incomplete over-long record";
+			}
+			pos += size;
 			break;
 		}
-		rec[got - 1] = '\0';
-		info->torn_why = record_open(rec, (size_t)got - 1, seen_checked, &len,
-					     &checked);
-		if (info->torn_why)
-			break;
+		why = kind == REC_OVERLONG ? "over-long record" :
+		      record_open(rec, n, seen_checked, &len, &checked);
+		if (why) {
+			if (run_at < 0) {
+				run_at = pos;
+				run_why = why;
+			}
+			run_records++;
+			pos += size;
+			continue;
+		}
+		if (run_at >= 0) {
+			/* Bad records with a good one after them: lost, the rest
+			 * kept. */
+			lost_add(info, run_at, pos - run_at, run_records, run_why);
+			run_at = -1;
+			run_records = 0;
+		}
 		seen_checked |= checked;
 		info->unchecked += !checked;
 		info->lines++;
-		info->good_bytes += got;
+		pos += size;
+		info->good_bytes = pos;
 		if (fn && fn(ctx, rec, len)) {
 			stopped = true;
 			break;
 		}
 	}
-	if (ferror(f)) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
-			       strerror(errno));
-		goto out;
-	}
 	if (!stopped) {
-		if (fstat(fileno(f), &st) < 0) {
+		if (fstat(r.fd, &st) < 0) {
 			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
 				       strerror(errno));
 			goto out;
 		}
 		info->torn_bytes = st.st_size > info->good_bytes ?
 				   st.st_size - info->good_bytes : 0;
-		if (info->torn_bytes && !info->torn_why)
-			info->torn_why = "grew while read";
-		if (!info->torn_bytes)
-			info->torn_why = NULL;
+		info->torn_why = info->torn_bytes ? (run_why ? run_why : "grew while read")
+						  : NULL;
 	}
 	if (!quiet && info->torn_bytes)
 		oplog_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
 			   "the %lld bytes from there on are not read", id, path,
 			   (long long)info->good_bytes, info->torn_why,
 			   (long long)info->torn_bytes);
+	if (!quiet && info->lost)
+		oplog_warn("job '%s': its stored log '%s' has %ld record%s that do%s not "
+			   "check out, skipped: %s", id, path, info->lost,
+			   info->lost == 1 ? "" : "s", info->lost == 1 ? "es" : "",
+			   info->lost_where);
 	if (!quiet && info->unchecked)
 		oplog_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
 			   "(written before checks): read unchecked", id, info->unchecked,
 			   info->unchecked == 1 ? "" : "s", path,
 			   info->unchecked == 1 ? "has" : "have");
 out:
-	free(rec);
-	fclose(f);
+	free(r.buf);
+	close(r.fd);
 	return rc;
 }
 
@@ -715,6 +989,20 @@ static bool line_is_verdict(const char *line)
 	return verdict;
 }
 
+/* The seq after line's (its "seq" member), or fallback when line is NULL or
+ * has none: records may have been lost before it, so the count of records
+ * is not the next seq. */
+static long line_next_seq(const char *line, long fallback)
+{
+	json_t *o = line ? json_loads(line, 0, NULL) : NULL;
+	json_t *seq = json_object_get(o, "seq");
+	long next = json_is_integer(seq) && json_integer_value(seq) >= 0 ?
+		    (long)json_integer_value(seq) + 1 : fallback;
+
+	json_decref(o);
+	return next > fallback ? next : fallback;
+}
+
 int store_log_repair(struct store *s, const char *id,
 		     struct store_log_info *info, struct qual_msg *msg)
 {
@@ -726,7 +1014,7 @@ int store_log_repair(struct store *s, const char *id,
 
 	if (info->torn_bytes == 0)
 		return 0;
-	if (fatal.failed)
+	if (store_fatal())
 		return refuse_after_fatal(msg);
 	if ((rc = path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
 		return rc;
@@ -758,13 +1046,14 @@ int store_log_repair(struct store *s, const char *id,
 		goto out;
 	note = json_pack("{s:s,s:s,s:s,s:n,s:n,s:s,s:s,s:I}", "type", "error", "stage",
 			 "setup", "code", lines_code_name(LINES_CODE_INTERRUPTED), "arm",
-			 "case", "message", text, "job", id, "seq", (json_int_t)now.lines);
+			 "case", "message", text, "job", id, "seq",
+			 (json_int_t)line_next_seq(last, now.lines));
 	line = note ? json_dumps(note, JSON_COMPACT) : NULL;
 	if (!line) {
 		rc = fail_io(true, msg, "cannot encode the torn-log line of job '%s'", id);
 		goto out;
 	}
-	if ((rc = store_log_append(fd, line, strlen(line), true, msg)) < 0)
+	if ((rc = store_log_append(fd, path, line, strlen(line), true, msg)) < 0)
 		goto out;
 	info->lines++;
 	info->good_bytes += (off_t)(strlen(line) + CHECK_SUFFIX);

@@ -1,7 +1,10 @@
 /* The state directory: quald's jobs on disk, so that a restart loses nothing
  * that was acknowledged. Plain synchronous file I/O on small local files; the
- * caller (jobs.c) decides when. Layout:
+ * caller decides when and in which thread (a running daemon writes only from
+ * its writer thread: writer.h). Layout:
  *
+ *   <dir>/lock                    held (flock, exclusive) by the one quald
+ *                                 that has the directory open; holds its pid
  *   <dir>/jobs/<id>/request.json  the submit arguments
  *   <dir>/jobs/<id>/state.json    the job's state (replaced atomically)
  *   <dir>/jobs/<id>/log.jsonl     the job's lines, append-only, one record a
@@ -26,13 +29,20 @@
  * what show and watch send. (By hand: take the record without its newline,
  * cut the last 29 bytes, add '}', and compare sha256(that)[:16] with them.)
  *
- * A log's valid prefix ends at its first record that is incomplete (the file
- * ends without a newline: the daemon or the machine died while writing it),
- * whose check does not match or is malformed, or that has no check although
- * a record before it had one. Everything from there on is the torn tail: it
- * is never handed to a reader, it is reported on stderr each time a log is
- * read (the job, the byte offset, why, and how many bytes), and recovery cuts
- * it off (store_log_repair) and records the cut in the job's log. Records
+ * Records are checked one by one. A record is bad when it is over-long
+ * (more than LINES_MAX and a little: it is skipped in bounded chunks, never
+ * held whole), its check does not match or is malformed, or it has no check
+ * although a record before it had one. A run of bad records with a good
+ * record after it is lost: its bytes stay in the file (evidence; nothing
+ * rewrites a log), every read skips them, reports them in store_log_info
+ * (lost, lost_bytes, lost_where: byte offsets and why) and warns on stderr,
+ * and the records after it are read as usual (recover.c marks the job
+ * damaged). The valid prefix ends after the last good record: what follows
+ * it (bad records, or a last record without its newline: the daemon or the
+ * machine died while writing it) is the torn tail: it is never handed to a
+ * reader, it is reported on stderr each time a log is read (the job, the
+ * byte offset, why, and how many bytes), and recovery cuts it off
+ * (store_log_repair) and records the cut in the job's log. Records
  * without a check at the start of a log were written before checks existed:
  * they are accepted unchecked, with a warning, when each is a JSON object
  * that does not end like a checked record (a member with a 6-byte key and a
@@ -45,14 +55,28 @@
  * created job (store_job_create) and a replaced state (store_state_write)
  * are on disk when the call returns, so the caller may acknowledge them.
  * Log records are synced when the caller asks (jobs.c: each case verdict and
- * verdict line, and the job's end).
+ * verdict line, and the job's end). A running daemon makes these calls from
+ * its writer thread (writer.h), in order, and acknowledges only from their
+ * callbacks: a submit is accepted once its job's creation returned, a line
+ * is relayed once its append (and sync, where asked) returned, so what a
+ * client was told is on disk exactly as when the loop wrote; meanwhile the
+ * loop answers status and list from memory, whatever the disk does.
+ *
+ * Exclusive use. store_open takes <dir>/lock with flock(LOCK_EX | LOCK_NB)
+ * and holds it until store_free (the descriptor is close-on-exec: no child
+ * keeps it); a second daemon on the same directory is refused, the message
+ * naming the directory and the holder's pid, before it reads or writes
+ * anything.
  *
  * Failures. A failed sync, or a failed write of a job that exists (its
  * state, its log, the repair of its log), means the disk and the daemon's
  * memory may disagree from now on; the store then calls its fatal hook
  * (store_fatal_hook; by default the daemon stops at once, exit status 3) and
- * refuses every later write. Failing to create a job is not fatal (nothing
- * was acknowledged: the submit is refused), nor is a failed read. */
+ * refuses every later write. In the writer thread the hook is not called
+ * there: the failure is recorded and raised on the loop (store_fatal_raise)
+ * from the writer's callback. Messages name the file (and so the job).
+ * Failing to create a job is not fatal (nothing was acknowledged: the
+ * submit is refused), nor is a failed read. */
 #ifndef QUAL_STORE_H
 #define QUAL_STORE_H
 
@@ -69,9 +93,11 @@
 struct store;
 
 /* Opens (creating it and its jobs folder when missing, mode 0750, and
- * syncing both folders) the state directory dir. *out is freed with
- * store_free(). Failures are returned, never fatal: the daemon is not
- * running anything yet. */
+ * syncing both folders) the state directory dir, and takes its lock (see
+ * Exclusive use): QUAL_EINVAL, "state directory 'D' is in use by another
+ * quald (pid N): it holds 'D/lock'", when another process has it. *out is
+ * freed with store_free(), which lets the lock go. Failures are returned,
+ * never fatal: the daemon is not running anything yet. */
 int store_open(const char *dir, struct store **out, struct qual_msg *msg);
 void store_free(struct store *s);
 
@@ -111,20 +137,25 @@ int store_job_read(struct store *s, const char *id, json_t **request,
 int store_log_open(struct store *s, const char *id, int *fd,
 		   struct qual_msg *msg);
 
+/* The path of job id's log into out (for messages). */
+int store_log_path(struct store *s, const char *id, char *out, size_t cap,
+		   struct qual_msg *msg);
+
 /* Appends line (len bytes, a JSON object with at least one member, no
  * newline in it) as one record (its check member added, see above) in one
- * write, and syncs the file to disk when sync is set. QUAL_EINVAL (not
- * fatal, nothing written) when line is not such an object text; a failed
- * write or sync is fatal (a partial record may be left: the next start cuts
- * it off). */
-int store_log_append(int fd, const char *line, size_t len, bool sync,
-		     struct qual_msg *msg);
+ * write, and syncs the file to disk when sync is set. path names the log in
+ * messages (NULL: "log"). QUAL_EINVAL (not fatal, nothing written) when
+ * line is not such an object text; a failed write or sync is fatal (a
+ * partial record may be left: the next start cuts it off). */
+int store_log_append(int fd, const char *path, const char *line, size_t len,
+		     bool sync, struct qual_msg *msg);
 
-/* Syncs the log to disk. A failure is fatal. */
-int store_log_sync(int fd, struct qual_msg *msg);
+/* Syncs the log to disk (path as for store_log_append). A failure is
+ * fatal. */
+int store_log_sync(int fd, const char *path, struct qual_msg *msg);
 
 struct store_log_info {
-	long lines;        /* records in the valid prefix */
+	long lines;        /* good records in the valid prefix */
 	off_t good_bytes;  /* bytes of the valid prefix (up to the end of its
 			    * last record's newline): where the torn tail
 			    * begins */
@@ -134,11 +165,17 @@ struct store_log_info {
 			       * "check mismatch"), NULL when torn_bytes is 0 */
 	long unchecked;    /* records of the prefix without a check (written
 			    * before checks existed) */
+	long lost;         /* bad records inside the prefix, skipped (0: none) */
+	off_t lost_bytes;  /* their bytes */
+	char lost_where[256]; /* "bytes A-B (WHY), ..." for the first few runs,
+			       * "" when lost is 0 */
 };
 
-/* Calls fn for each record of the job's log's valid prefix (the line as it
- * was appended, without the check member and the newline, NUL-terminated,
- * valid during the call only), in order; stops early when fn returns
+/* Calls fn for each good record of the job's log's valid prefix (the line
+ * as it was appended, without the check member and the newline,
+ * NUL-terminated, valid during the call only), in order, skipping lost ones
+ * (with a warning on stderr naming them); memory stays bounded by one
+ * record of LINES_MAX whatever the file holds; stops early when fn returns
  * nonzero (info then describes the records read so far, torn_bytes 0). The
  * torn tail, if any, is not passed to fn: it is reported in info and in a
  * warning on stderr naming the job, the byte offset where it starts, why and
@@ -150,7 +187,8 @@ int store_log_read(struct store *s, const char *id, store_line_fn fn,
 /* Cuts the torn tail off the log (info as store_log_read reported it; does
  * nothing when torn_bytes is 0), syncing the file, and then, unless the
  * valid prefix ends with a verdict line, appends (synced) an error line that
- * records the cut, with seq info->lines:
+ * records the cut, with the seq after its last line's (info->lines when
+ * none says):
  *   {"type":"error","stage":"setup","code":"interrupted","arm":null,
  *    "case":null,"message":"stored log was torn at byte N (WHY): M bytes
  *    dropped","job":ID,"seq":K}
@@ -178,5 +216,20 @@ void store_fatal_hook(store_fatal_fn fn, void *ctx);
 
 /* Whether a fatal failure has happened (since the last store_fatal_hook). */
 bool store_fatal(void);
+
+/* Marks the calling thread as one that is not the loop's (the writer): a
+ * fatal failure in it is recorded (store_fatal() is true, later writes are
+ * refused) but the hook is not called there. */
+void store_fatal_defer_here(void);
+
+/* The job the calling thread's next store calls are for (NULL: none): a
+ * fatal failure's message then starts "job 'ID': ", before the file's path
+ * ("job 'j000004': cannot sync '/var/lib/qual/jobs/j000004/log.jsonl':
+ * Input/output error"). */
+void store_fatal_subject(const char *job);
+
+/* Calls the hook (in the calling thread) for a fatal failure recorded and
+ * not yet raised; true when it did. */
+bool store_fatal_raise(void);
 
 #endif

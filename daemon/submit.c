@@ -83,8 +83,7 @@ static void submit_decide(struct submit *sub)
 	struct jobs *j = sub->j;
 	struct check *b = &sub->c[0], *c = &sub->c[1];
 	struct qual_msg m;
-	char id[JOB_ID_MAX];
-	int arm, position, rc;
+	int arm, rc;
 
 	if (!sub->cb)
 		return;
@@ -127,12 +126,12 @@ static void submit_decide(struct submit *sub)
 	for (arm = 0; arm < 2; arm++)
 		request_submit_set_pin(sub->request, arm, sub->c[arm].real_path,
 				       sub->c[arm].sha256);
-	if ((rc = jobs__enqueue(j, sub->request, id, &position, &m)) < 0) {
+	/* The callback goes with the job: it runs once the job is on disk. */
+	if ((rc = jobs__enqueue(j, sub->request, sub->cb, sub->ctx, &m)) < 0) {
 		submit_call(sub, rc, NULL, -1, m.text);
 		return;
 	}
-	submit_call(sub, 0, id, position, NULL);
-	jobs__schedule_soon(j);
+	sub->cb = NULL;
 }
 
 /* One check fewer to wait for; its timer goes. */

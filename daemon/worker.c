@@ -439,13 +439,7 @@ static void worker_conclude(struct worker *w)
 		worker_say_refused(w);
 		jobs__put_verdict(j, job, verdict, message, true);
 	}
-	if (job->log_fd >= 0) {
-		struct qual_msg m;
-		if (store_log_sync(job->log_fd, &m) < 0)
-			oplog_warn("job '%s': %s", job->id, m.text);
-		close(job->log_fd);
-		job->log_fd = -1;
-	}
+	jobs__log_close(j, job);
 	/* A crash counts against the candidate, once a job: its compiler
 	 * child crashed (the engine's error line says so by its code; counted
 	 * when the line came), or the worker itself died by a fault signal
@@ -729,7 +723,6 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 {
 	struct worker *w = xcalloc(1, sizeof *w);
 	const char *tmp = getenv("TMPDIR");
-	struct qual_msg m;
 	char **argv, **env;
 	char what[PATH_MAX + 32];
 
@@ -744,8 +737,6 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	job->device = j->devices ? j->devices[slot] : -1;
 	jobs__now(job->started);
 	jobs__state_save(j, job);
-	if (store_log_open(j->store, job->id, &job->log_fd, &m) < 0)
-		oplog_warn("job '%s': %s", job->id, m.text);
 
 	lines_splitter_init(&w->split, LINES_MAX);
 	uv_pipe_init(j->loop, &w->out, 0);

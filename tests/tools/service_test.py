@@ -525,7 +525,10 @@ def scenario_concurrent(args, root):
         check(len(seen) == 2, f"expected two workers, saw {len(seen)}: {sorted(seen)}")
         check(most[0] == 1, f"{most[0]} workers ran at once on one slot")
         # One after the other in the stored state too (times in seconds).
-        st = sorted((d.stored_state(j) for j in jobs), key=lambda s: s["started"])
+        # (A worker's verdict line is relayed once written; the state
+        # after it follows from the writer thread a moment later.)
+        st = sorted((d.wait_job_state(j, ("done",), timeout=5) for j in jobs),
+                    key=lambda s: s["started"])
         check(all(s["state"] == "done" and s["slot"] == 0 for s in st), f"states: {st}")
         check(st[0]["finished"] <= st[1]["started"],
               f"the jobs overlap: {st[0]} and {st[1]}")

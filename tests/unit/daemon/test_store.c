@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -202,7 +203,7 @@ static void append(struct store *s, const char *line, bool sync)
 	int fd;
 
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
-	assert_int_equal(store_log_append(fd, line, strlen(line), sync, &m), 0);
+	assert_int_equal(store_log_append(fd, NULL, line, strlen(line), sync, &m), 0);
 	close(fd);
 }
 
@@ -230,9 +231,9 @@ static void test_log_append_read(void **state)
 	(void)state;
 	make_job(s, "j000001", "running");
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":0}", 9, false, &m), 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":1}", 9, true, &m), 0);
-	assert_int_equal(store_log_sync(fd, &m), 0);
+	assert_int_equal(store_log_append(fd, NULL, "{\"seq\":0}", 9, false, &m), 0);
+	assert_int_equal(store_log_append(fd, NULL, "{\"seq\":1}", 9, true, &m), 0);
+	assert_int_equal(store_log_sync(fd, NULL, &m), 0);
 	close(fd);
 	/* Appending again continues the file; nothing is overwritten. */
 	append(s, "{\"seq\":2, \"x\":\"a\\u00e9\"}", false);
@@ -334,17 +335,16 @@ static void test_log_torn_tail(void **state)
 	store_free(s);
 }
 
-/* One flipped byte in the middle of the log: the records before it are the
- * valid prefix, everything from its record on is the torn tail, even though
- * the records after it are intact (the log is append-only: a hole in it is
- * not papered over). */
+/* One flipped byte in the middle of the log: that record is lost (skipped,
+ * its bytes named), and the intact records after it are kept; nothing is
+ * torn, since the log's last record checks out. */
 static void test_log_flipped_byte(void **state)
 {
 	struct store *s = open_store();
 	struct qual_msg m = { "" };
 	struct store_log_info info;
-	char path[PATH_MAX + 64], got[1024] = "";
-	off_t one, size;
+	char path[PATH_MAX + 64], got[1024] = "", where[128];
+	off_t one, two, size;
 	FILE *f;
 	int c;
 
@@ -353,6 +353,7 @@ static void test_log_flipped_byte(void **state)
 	append(s, "{\"type\":\"start\",\"seq\":0}", false);
 	one = log_size();
 	append(s, "{\"type\":\"case\",\"seq\":1}", false);
+	two = log_size();
 	append(s, "{\"type\":\"case\",\"seq\":2}", false);
 	append(s, "{\"type\":\"case\",\"seq\":3}", false);
 	size = log_size();
@@ -365,11 +366,20 @@ static void test_log_flipped_byte(void **state)
 	fputc(c ^ 0x01, f);
 	fclose(f);
 	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_string_equal(got, "{\"type\":\"start\",\"seq\":0}|");
-	assert_int_equal(info.lines, 1);
-	assert_int_equal(info.good_bytes, one);
-	assert_int_equal(info.torn_bytes, size - one);
-	assert_string_equal(info.torn_why, "check mismatch");
+	assert_string_equal(got, "{\"type\":\"start\",\"seq\":0}|"
+			    "{\"type\":\"case\",\"seq\":2}|{\"type\":\"case\",\"seq\":3}|");
+	assert_int_equal(info.lines, 3);
+	assert_int_equal(info.good_bytes, size);
+	assert_int_equal(info.torn_bytes, 0);
+	assert_null(info.torn_why);
+	assert_int_equal(info.lost, 1);
+	assert_int_equal(info.lost_bytes, two - one);
+	snprintf(where, sizeof where, "bytes %lld-%lld (check mismatch)", (long long)one,
+		 (long long)two);
+	assert_string_equal(info.lost_where, where);
+	/* Nothing to repair: the bytes stay, and every read skips them. */
+	assert_int_equal(store_log_repair(s, "j000001", &info, &m), 0);
+	assert_int_equal(log_size(), size);
 
 	/* A flipped hex digit of a check is caught the same way. */
 	log_put("{\"a\":1,\"_check\":\"0b4a4b8d8ded3790\"}\n");
@@ -482,9 +492,16 @@ static void test_log_legacy(void **state)
 	log_put("{\"seq\":0}\n{\"seq\":1\n{\"seq\":2}\n");
 	got[0] = '\0';
 	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
-	assert_string_equal(got, "{\"seq\":0}|");
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":2}|");
+	assert_int_equal(info.lost, 1);
+	assert_string_equal(info.lost_where,
+			    "bytes 10-19 (record without a check that is not a json object)");
+	assert_int_equal(info.torn_bytes, 0);
+	/* ... and at the end, it is the torn tail. */
+	log_put("{\"seq\":0}\n{\"seq\":1\n");
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
 	assert_string_equal(info.torn_why, "record without a check that is not a json object");
-	assert_int_equal(info.torn_bytes, 9 + 10);
+	assert_int_equal(info.torn_bytes, 9);
 	store_free(s);
 }
 
@@ -503,7 +520,7 @@ static void test_log_line_shape(void **state)
 	make_job(s, "j000001", "running");
 	assert_int_equal(store_log_open(s, "j000001", &fd, &m), 0);
 	for (i = 0; i < sizeof bad / sizeof *bad; i++)
-		assert_int_equal(store_log_append(fd, bad[i], strlen(bad[i]), false, &m),
+		assert_int_equal(store_log_append(fd, NULL, bad[i], strlen(bad[i]), false, &m),
 				 QUAL_EINVAL);
 	close(fd);
 	assert_int_equal(log_size(), 0);
@@ -603,10 +620,12 @@ static void test_fatal_write(void **state)
 	(void)state;
 	make_job(s, "j000001", "running");
 	assert_true(fd >= 0);
-	assert_int_equal(store_log_append(fd, "{\"seq\":0}", 9, false, &m), QUAL_EIO);
+	/* The message names the file (and so the job). */
+	assert_int_equal(store_log_append(fd, "/dev/full", "{\"seq\":0}", 9, false, &m),
+			 QUAL_EIO);
 	close(fd);
-	assert_string_equal(m.text, "cannot append to log: No space left on device");
-	assert_fatal_once(s, "cannot append to log: No space left on device");
+	assert_string_equal(m.text, "cannot append to '/dev/full': No space left on device");
+	assert_fatal_once(s, "cannot append to '/dev/full': No space left on device");
 	store_free(s);
 }
 
@@ -621,14 +640,14 @@ static void test_fatal_sync(void **state)
 	(void)state;
 	make_job(s, "j000001", "running");
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(store_log_sync(p[1], &m), QUAL_EIO);
-	assert_non_null(strstr(m.text, "cannot sync log: "));
-	assert_fatal_once(s, "cannot sync log: ");
+	assert_int_equal(store_log_sync(p[1], "/x/jobs/j000001/log.jsonl", &m), QUAL_EIO);
+	assert_non_null(strstr(m.text, "cannot sync '/x/jobs/j000001/log.jsonl': "));
+	assert_fatal_once(s, "cannot sync '/x/jobs/j000001/log.jsonl': ");
 	/* The same through an append with sync: the record went in, its sync
 	 * failed. */
-	assert_int_equal(store_log_append(p[1], "{\"seq\":0}", 9, true, &m), QUAL_EIO);
+	assert_int_equal(store_log_append(p[1], NULL, "{\"seq\":0}", 9, true, &m), QUAL_EIO);
 	assert_int_equal(fatal_seen.calls, 2);
-	assert_non_null(strstr(fatal_seen.message, "cannot sync log: "));
+	assert_non_null(strstr(fatal_seen.message, "cannot sync 'log': "));
 	store_fatal_hook(fatal_record, NULL);
 	close(p[0]);
 	close(p[1]);
@@ -737,7 +756,7 @@ static void test_fatal_default(void **state)
 
 		dup2(p[1], 2);
 		store_fatal_hook(NULL, NULL);
-		store_log_append(fd, "{\"seq\":0}", 9, false, &m);
+		store_log_append(fd, "/dev/full", "{\"seq\":0}", 9, false, &m);
 		_exit(0); /* not reached when the hook works */
 	}
 	close(p[1]);
@@ -748,9 +767,96 @@ static void test_fatal_default(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 3);
-	assert_string_equal(err, "quald: fatal: cannot append to log: No space left on "
+	assert_string_equal(err, "quald: fatal: cannot append to '/dev/full': No space left on "
 			    "device; stopping: the state directory can no longer be "
 			    "trusted\n");
+}
+
+/* One quald a state directory: a second store_open is refused while the
+ * first holds the lock, naming the directory and the holder's pid; once the
+ * first is freed the directory opens again. (flock locks belong to the open
+ * file, so a second open in one process conflicts as a second daemon's
+ * would.) */
+static void test_lock(void **state)
+{
+	struct store *s = open_store(), *t = NULL;
+	struct qual_msg m = { "" };
+	char want[PATH_MAX * 2 + 128], text[64];
+	char path[PATH_MAX + 16];
+
+	(void)state;
+	assert_int_equal(store_open(dir, &t, &m), QUAL_EINVAL);
+	assert_null(t);
+	snprintf(want, sizeof want, "state directory '%s' is in use by another quald "
+		 "(pid %ld): it holds '%s/lock'", dir, (long)getpid(), dir);
+	assert_string_equal(m.text, want);
+	snprintf(path, sizeof path, "%s/lock", dir);
+	file_text(path, text, sizeof text);
+	snprintf(want, sizeof want, "%ld\n", (long)getpid());
+	assert_string_equal(text, want);
+	store_free(s);
+	t = open_store();
+	store_free(t);
+}
+
+static long max_rss_kb(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* A record over the bound is never held whole: one with a newline after it
+ * is lost and the records after it kept; a planted 150 MB line without a
+ * newline is the torn tail, and reading it costs about one record of
+ * memory, not 150 MB. */
+static void test_log_overlong(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	char path[PATH_MAX + 64], got[1024] = "";
+	off_t one, size;
+	long before;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	append(s, "{\"seq\":0}", false);
+	one = log_size();
+	log_path(path, sizeof path);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	for (int i = 0; i < (3 << 20) / 64; i++)
+		fputs("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", f);
+	fputc('\n', f);
+	fclose(f);
+	size = log_size();
+	append(s, "{\"seq\":2}", false);
+	assert_int_equal(store_log_read(s, "j000001", collect, got, &info, &m), 0);
+	assert_string_equal(got, "{\"seq\":0}|{\"seq\":2}|");
+	assert_int_equal(info.lost, 1);
+	assert_int_equal(info.lost_bytes, size - one);
+	assert_non_null(strstr(info.lost_where, "(over-long record)"));
+	assert_int_equal(info.torn_bytes, 0);
+
+	/* 150 MB without a newline (sparse: cheap to plant). */
+	size = log_size();
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size + (150 << 20)), 0);
+	close(fd);
+	before = max_rss_kb();
+	assert_int_equal(store_log_read(s, "j000001", NULL, NULL, &info, &m), 0);
+	assert_int_equal(info.lines, 2);
+	assert_int_equal(info.good_bytes, size);
+	assert_int_equal(info.torn_bytes, 150 << 20);
+	assert_string_equal(info.torn_why, "incomplete over-long record");
+	if (max_rss_kb() - before > 32 * 1024)
+		fail_msg("reading the log took %ld kB more memory", max_rss_kb() - before);
+	store_free(s);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
@@ -773,4 +879,6 @@ QUAL_TESTS(
 	T(fatal_default),
 	T(scan),
 	T(open_errors),
+	T(lock),
+	T(log_overlong),
 )

@@ -1,0 +1,144 @@
+/* A stalled state disk, for quald alone (tests/tools/store_test.py, the
+ * stall scenario): loaded with LD_PRELOAD, it makes fsync, fdatasync, and
+ * write, writev and pwrite to regular files under $QUAL_STALL_DIR sleep for
+ * as long as the file $QUAL_STALL_FLAG exists, as a frozen filesystem would
+ * (fsfreeze blocks writers and syncs the same way). The first call it holds
+ * creates $QUAL_STALL_FLAG.hit, so the test knows the stall was reached.
+ * With $QUAL_STALL_EIO set, nothing is held: a sync of a file under
+ * $QUAL_STALL_DIR fails with EIO instead (while the flag exists), as a
+ * dying disk's would.
+ *
+ * Only in a process named quald: the workers and compile children inherit
+ * LD_PRELOAD and run unhindered. Sockets and pipes are never held (the
+ * check is on the descriptor's file type and path, both cheap). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char *program_invocation_short_name;
+
+/* Prototypes for the interposed functions: they are the libc ones. */
+int fsync(int fd);
+int fdatasync(int fd);
+ssize_t write(int fd, const void *buf, size_t n);
+ssize_t writev(int fd, const struct iovec *iov, int n);
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off);
+
+static bool enabled(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("QUAL_STALL_FLAG") && program_invocation_short_name &&
+		     !strcmp(program_invocation_short_name, "quald");
+	return on;
+}
+
+/* Whether fd is a regular file under $QUAL_STALL_DIR (no dir: any). */
+static bool under_dir(int fd)
+{
+	const char *dir = getenv("QUAL_STALL_DIR");
+	char link[64], path[4096];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (!dir)
+		return true;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof path - 1);
+	if (n < 0)
+		return false;
+	path[n] = '\0';
+	return !strncmp(path, dir, strlen(dir));
+}
+
+static void stall(void)
+{
+	const char *flag = getenv("QUAL_STALL_FLAG");
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	bool said = false;
+	int saved = errno;
+
+	while (access(flag, F_OK) == 0) {
+		if (!said) {
+			char hit[4096];
+			int fd;
+
+			snprintf(hit, sizeof hit, "%s.hit", flag);
+			fd = open(hit, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+			if (fd >= 0)
+				close(fd);
+			said = true;
+		}
+		nanosleep(&ts, NULL);
+	}
+	errno = saved;
+}
+
+#define REAL(name) \
+	static __typeof__(&name) real_; \
+	if (!real_) \
+		real_ = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+
+/* A sync: held while the flag exists, or in EIO mode failed for a file
+ * under the folder. Returns -1 (errno EIO) to fail it, 0 to go on. */
+static int sync_held(int fd)
+{
+	if (!enabled())
+		return 0;
+	if (!getenv("QUAL_STALL_EIO")) {
+		stall();
+		return 0;
+	}
+	if (under_dir(fd) && access(getenv("QUAL_STALL_FLAG"), F_OK) == 0) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int fsync(int fd)
+{
+	REAL(fsync);
+	return sync_held(fd) < 0 ? -1 : real_(fd);
+}
+
+int fdatasync(int fd)
+{
+	REAL(fdatasync);
+	return sync_held(fd) < 0 ? -1 : real_(fd);
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	REAL(write);
+	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
+		stall();
+	return real_(fd, buf, n);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	REAL(writev);
+	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
+		stall();
+	return real_(fd, iov, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	REAL(pwrite);
+	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
+		stall();
+	return real_(fd, buf, n, off);
+}
