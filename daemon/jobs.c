@@ -710,6 +710,7 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 		jobs_free(j);
 		return rc;
 	}
+	j->quarantine.writer = j->writer;
 	rc = recover__jobs(j, msg);
 	/* Settled on disk before anything is served (jobs.h). */
 	writer_wait(j->writer);

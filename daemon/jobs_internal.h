@@ -87,6 +87,7 @@ struct quarantine {
 	json_t *map;               /* {sha256: {"strikes","library","last"}},
 				    * as in quarantine.json */
 	char *path;                /* state_dir/quarantine.json */
+	struct writer *writer;     /* replaces it once running; NULL: here */
 };
 
 struct jobs {

@@ -17,9 +17,18 @@
 #define JOBS_QUARANTINE_STRIKES 3
 #define JOBS_QUARANTINE_FILE "quarantine.json"
 
+static void quarantine_saved(void *ctx, const struct writer_done *d)
+{
+	const char *path = ctx;
+
+	if (d->status < 0)
+		oplog_warn("cannot replace '%s': %s", path, d->message);
+}
+
 /* Replaces quarantine.json (fs_write_atomic: a temporary file synced,
- * renamed over it, the folder synced). A failure is logged: the strikes
- * stay in memory. */
+ * renamed over it, the folder synced), in the writer's thread once it runs,
+ * so that a strike never waits on the disk. A failure is logged: the
+ * strikes stay in memory. */
 static void quarantine_save(struct quarantine *q)
 {
 	struct qual_msg m;
@@ -29,7 +38,10 @@ static void quarantine_save(struct quarantine *q)
 		oplog_warn("cannot encode '%s'", q->path);
 		return;
 	}
-	if (fs_write_atomic(q->path, text, strlen(text), 0640, NULL, &m) < 0)
+	if (q->writer)
+		writer_file_replace(q->writer, q->path, text, strlen(text), 0640,
+				    quarantine_saved, q->path);
+	else if (fs_write_atomic(q->path, text, strlen(text), 0640, NULL, &m) < 0)
 		oplog_warn("cannot replace '%s': %s", q->path, m.text);
 	free(text);
 }

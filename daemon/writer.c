@@ -11,10 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "daemon/oplog.h"
 
-enum op_kind { OP_CREATE, OP_STATE, OP_APPEND, OP_CLOSE };
+enum op_kind { OP_CREATE, OP_STATE, OP_APPEND, OP_CLOSE, OP_FILE };
 
 struct op {
 	struct op *next;
@@ -22,7 +23,9 @@ struct op {
 	char id[STORE_ID_MAX];
 	json_t *request, *state;   /* OP_CREATE, OP_STATE: our copies */
 	struct writer_log *log;    /* OP_APPEND, OP_CLOSE */
-	char *line;                /* OP_APPEND: a copy */
+	char *line;                /* OP_APPEND, OP_FILE: a copy */
+	char *path;                /* OP_FILE: the file replaced */
+	mode_t mode;               /* OP_FILE */
 	size_t len;
 	bool sync;
 	long tag;
@@ -79,6 +82,10 @@ static void op_run(struct writer *w, struct op *op)
 			op->status = store_log_append(l->fd, l->path, op->line, op->len,
 						      op->sync, &op->msg);
 		break;
+	case OP_FILE:
+		op->status = fs_write_atomic(op->path, op->line, op->len, op->mode, NULL,
+					     &op->msg);
+		break;
 	case OP_CLOSE:
 		if (l->fd >= 0) {
 			op->status = store_log_sync(l->fd, l->path, &op->msg);
@@ -132,6 +139,7 @@ static void op_free(struct op *op)
 	json_decref(op->request);
 	json_decref(op->state);
 	free(op->line);
+	free(op->path);
 	if (op->kind == OP_CLOSE)
 		free(op->log);
 	free(op);
@@ -267,6 +275,20 @@ void writer_state_write(struct writer *w, const char *id, json_t *state,
 	struct op *op = op_new(OP_STATE, id, cb, ctx);
 
 	op->state = copy(state);
+	op_push(w, op);
+}
+
+void writer_file_replace(struct writer *w, const char *path, const char *text, size_t len,
+			 mode_t mode, writer_done_fn cb, void *ctx)
+{
+	struct op *op = op_new(OP_FILE, "", cb, ctx);
+
+	op->path = xstrdup(path);
+	op->line = xmalloc(len + 1);
+	memcpy(op->line, text, len);
+	op->line[len] = '\0';
+	op->len = len;
+	op->mode = mode;
 	op_push(w, op);
 }
 

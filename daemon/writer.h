@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -59,6 +60,12 @@ void writer_job_create(struct writer *w, const char *id, json_t *request,
  * fatal (store.h). cb (may be NULL) runs once on the loop after it. */
 void writer_state_write(struct writer *w, const char *id, json_t *state,
 			writer_done_fn cb, void *ctx);
+
+/* fs_write_atomic(path, text, len, mode) in the thread (quald's own files
+ * beside the jobs: quarantine.json); copies both. A failure is not fatal:
+ * cb (may be NULL) gets the status and message, on the loop. */
+void writer_file_replace(struct writer *w, const char *path, const char *text, size_t len,
+			 mode_t mode, writer_done_fn cb, void *ctx);
 
 /* A job's log for appending (opened in the thread on its first append).
  * Ended with writer_log_close(), which takes it. */
