@@ -194,6 +194,24 @@ static int take_list(void *st, const struct command *cmd, int opt, const char *a
 	return ctl_parse_long(cmd, "--limit", arg, 1, st);
 }
 
+/* A job whose log lost records in a recovery (docs/quald.md) reads
+ * "done, damaged" in its state column: a person sees it without --json. */
+static void mark_damaged(json_t *jobs)
+{
+	size_t i;
+	json_t *job;
+
+	json_array_foreach(jobs, i, job) {
+		const char *state = json_string_value(json_object_get(job, "state"));
+		char text[64];
+
+		if (!state || !json_is_true(json_object_get(job, "damaged")))
+			continue;
+		snprintf(text, sizeof text, "%s, damaged", state);
+		json_object_set_new(job, "state", json_string(text));
+	}
+}
+
 int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
 	static const struct option own[] = {
@@ -220,6 +238,8 @@ int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 	rc = ctl_request(ctl, req, &r);
 	if (rc >= 0)
 		return rc;
+	if (!ctl->json)
+		mark_damaged(json_object_get(r.obj, "jobs"));
 	print_listing(ctl, &r, "jobs", "no jobs", keys, kinds, sizeof keys / sizeof keys[0]);
 	ctl_reply_release(&r);
 	return QUAL_EXIT_PASS;

@@ -199,6 +199,10 @@ def scenario_corrupt_middle(args, root):
         check(e["state"] == "done" and e["verdict"] == verdict,
               f"after the restart job {a} reads {e}, expected done with {verdict}")
         check(e.get("damaged") is True, f"qualctl list does not say job {a} is damaged: {e}")
+        plain = d.ctl("list")
+        row = [l for l in plain.stdout.splitlines() if l.startswith(a)]
+        check(row and "done, damaged" in row[0],
+              f"plain qualctl list does not say job {a} is damaged: {plain.stdout}")
         shown = d.ctl("show", a, "--json")
         texts = [t for t in shown.stdout.splitlines() if t.strip()]
         objs = [json.loads(t) for t in texts]
