@@ -1,15 +1,40 @@
 /* Children on the loop (children.h). */
 #include "daemon/children.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/xalloc.h"
+
 static void unlink_watch(struct child_watch *w)
 {
 	list_remove(&w->link);
 	w->set = NULL;
+}
+
+/* Kills and reaps every child that is not watched (children.h, Orphans);
+ * blocks only when deadline is set. */
+static void children_sweep(struct children *set, double deadline)
+{
+	pid_t *keep = NULL;
+	size_t n = 0, cap = 0;
+	struct list_link *l;
+
+	list_each(l, &set->watched) {
+		struct child_watch *w = list_item(l, struct child_watch, link);
+
+		if (w->child->pid <= 0)
+			continue;
+		XGROW(keep, n + 1, cap);
+		keep[n++] = w->child->pid;
+	}
+	if (child_kill_orphans(keep, n, deadline) < 0)
+		fprintf(stderr, "quald: cannot look for orphaned processes in /proc: %s\n",
+			strerror(errno));
+	free(keep);
 }
 
 /* Reaps every watched child that has exited and calls its callback. A
@@ -38,6 +63,8 @@ again:
 		w->cb(w, &ex);
 		goto again;
 	}
+	if (set->adopt)
+		children_sweep(set, 0);
 }
 
 static void on_sigchld(uv_signal_t *h, int sig)
@@ -91,10 +118,21 @@ static void on_closed(uv_handle_t *h)
 		set->closed(set);
 }
 
+int children_adopt_orphans(struct children *set, struct qual_msg *msg)
+{
+	int rc = child_become_subreaper(msg);
+
+	if (rc == 0)
+		set->adopt = true;
+	return rc;
+}
+
 void children_close(struct children *set, void (*closed)(struct children *set))
 {
 	if (!list_empty(&set->watched))
 		fprintf(stderr, "quald: closing while children are watched\n");
+	if (set->adopt)
+		children_sweep(set, child_now() + CHILD_REAP_GRACE_S);
 	set->closed = closed;
 	set->handles = 2;
 	uv_close((uv_handle_t *)&set->sigchld, on_closed);

@@ -60,6 +60,11 @@ struct jobs_config {
 	 * lines dropped, and the job ends with an error verdict naming the
 	 * limit (or fail, when a line already blamed the candidate). */
 	long long max_log_bytes;
+	/* Adopt what a worker leaves behind (children.h, Orphans): this
+	 * process becomes a child subreaper and kills every child of its own
+	 * that it did not start. quald's; false for a program whose other
+	 * children are its own business (a test). */
+	bool adopt_orphans;
 };
 
 struct jobs;

@@ -99,6 +99,7 @@ struct jobs {
 	char *worker;
 	char *helper;
 	char *compile_user;        /* NULL: none (jobs_config) */
+	char *scratch;             /* state_dir/tmp: the workers' folders */
 	int nslots;
 	int *devices;              /* NULL: compile-only slots */
 	char *no_gpu_because;      /* with devices NULL: why (jobs_config) */
@@ -231,6 +232,13 @@ bool worker__stop(struct worker *w, enum worker_stop why);
 /* The job the worker runs, or NULL once that job has ended (its handles may
  * still be closing). */
 struct job *worker__job(const struct worker *w);
+
+/* Empties state_dir/tmp, the folder that holds every worker's own $TMPDIR
+ * (created when missing, mode 0700), into j->scratch: what workers of an
+ * earlier daemon on this state directory left there when it died goes.
+ * Only the holder of the state directory may (jobs_open, after store_open).
+ * Returns 0 or QUAL_EIO with msg. */
+int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg);
 
 /* ---- slot_health.c ---------------------------------------------------------- */
 

@@ -6,10 +6,17 @@
  * cancel or a time limit reaches with one signal to its group everything it
  * started there, and whatever it left there is killed when it exits
  * (child_reap()). Its compile children have process groups of their own
- * (compile/rtc.c, so that a compile's timeout kills all of it): they die
- * with qual-run (QUAL_DIE_WITH_PARENT, common/lifetime.h), and qual-run
- * kills their groups when it ends them. Its stdout is cut into lines by
- * lines_splitter.
+ * (compile/rtc.c, so that a compile's timeout kills all of it), and what a
+ * candidate starts may leave both (setsid()). None outlives the job: qual-run
+ * is a child subreaper that kills everything below it on every way out
+ * (run/qual_run.c), and what it cannot (it was SIGKILLed) is adopted by
+ * quald, which kills it when it finds it (children.h, Orphans). Its stdout
+ * is cut into lines by lines_splitter.
+ *
+ * Scratch. Each worker's $TMPDIR is a folder of its own in the daemon's
+ * scratch folder, state_dir/tmp (jNNNNNN-XXXXXX), removed once the worker
+ * has exited; the scratch folder is emptied when the daemon starts, so
+ * that a worker or daemon that died leaves nothing behind for long.
  *
  * Relaying (relay.h). Each stdout line of a worker is parsed; an object is
  * relayed with its bytes unchanged and ,"job":ID,"seq":N spliced in before
@@ -719,10 +726,24 @@ static char **worker_env(const struct jobs *j, const char *tmpdir)
 	return child_env_with(drop, add);
 }
 
+int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if ((rc = fs_path_join(path, sizeof path, state_dir, "tmp", msg)))
+		return rc;
+	fs_rm_tree(path);
+	if (mkdir(path, 0700) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot create the scratch folder '%s': %s",
+				 path, strerror(errno));
+	j->scratch = xstrdup(path);
+	return 0;
+}
+
 void worker__start(struct jobs *j, struct job *job, int slot)
 {
 	struct worker *w = xcalloc(1, sizeof *w);
-	const char *tmp = getenv("TMPDIR");
 	char **argv, **env;
 	char what[PATH_MAX + 32];
 
@@ -749,12 +770,10 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	 * (worker_handle_closed): the engine removes its compile folders
 	 * itself, but not when a cancel, the time limit or a shutdown stops
 	 * it with a signal. Without one, it uses ours. */
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/quald-%s-XXXXXX", tmp,
+	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/%s-XXXXXX", j->scratch,
 			     job->id) >= sizeof w->tmpdir || !mkdtemp(w->tmpdir)) {
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
-			   tmp, strerror(errno));
+			   j->scratch, strerror(errno));
 		w->tmpdir[0] = '\0';
 	} else if (j->compile_user && chmod(w->tmpdir, 0711) < 0) {
 		/* Its compile children, of another uid, must pass through to

@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""Every descendant of a job dies with it, and its scratch folder goes: the
+real quald, qual-run and qual-compile (compile-only), with shim_orphan as the
+candidate (tests/shims/shim_orphan.c: its compile hangs after leaving behind
+a forked copy of itself in its process group and the leader of a session of
+its own, and writes the three pids to $QUAL_SHIM_PIDFILE).
+
+usage: orphans_test.py --quald Q --qualctl C --worker W --compile-helper H
+                       --shim-orphan LIB --nvrtc LIB --nvrtc-alt LIB SCENARIO
+
+Scenarios:
+  cancel       qualctl cancel of the running job
+  timeout      quald --job-timeout 3
+  stop         SIGTERM to quald, which must exit 0
+  worker_kill  SIGKILL to the worker (qual-run): quald adopts what it left
+      each: within ORPHAN_S seconds none of the job's processes is left (the
+      worker, the compile child, its copy, the session leader), not even as
+      a zombie of quald's, and quald has no child left at all
+  scratch      a stale folder in STATE/tmp ("a previous run") is removed when
+               quald starts, and so is the scratch folder of a job whose
+               quald was SIGKILLed, once quald starts again; a job that
+               finishes leaves nothing in STATE/tmp or $TMPDIR
+Exits 0 when every check holds, 1 with the first failed check otherwise."""
+import argparse
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import service_test as svc  # noqa: E402
+from service_test import FAST, Failure, check, wait_until  # noqa: E402
+
+# How long after the stop the job's processes may take to be gone: qual-run
+# kills what is below it on its way out (1 s at most), quald what is left.
+ORPHAN_S = 5.0
+JOB_TIMEOUT_S = 3
+SCENARIO_S = 60
+
+
+def shim_pids(d):
+    """shim_orphan's (compiling process, its copy, the session leader), once
+    written whole."""
+    try:
+        with open(d.pidfile) as f:
+            text = f.read()
+    except OSError:
+        return None
+    if not text.endswith("\n"):
+        return None
+    return tuple(int(x) for x in text.split())
+
+
+def stat(pid):
+    """(state, ppid) of pid, or None when it is gone (reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[1])
+
+
+def left(pids, quald):
+    """The (name, pid, state, ppid) of those of pids still there: running,
+    or a zombie that quald (pid quald, while it runs) has not reaped. A
+    zombie of someone else's is that one's to reap."""
+    out = []
+    for name, pid in pids.items():
+        st = stat(pid)
+        if st and (st[0] not in ("Z", "X") or st[1] == quald):
+            out.append((name, pid) + st)
+    return out
+
+
+def children_of(ppid):
+    """Every process whose parent is ppid, zombies included."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = stat(int(name))
+            if st and st[1] == ppid:
+                out.append(int(name))
+    return out
+
+
+class Job:
+    """A job of shim_orphan hanging in its compile, and its processes."""
+
+    def __init__(self, d, args):
+        self.d = d
+        r = d.ctl("submit", args.nvrtc, args.shim_orphan, "--case", FAST,
+                  "--compile-only", "--no-follow")
+        check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}")
+        self.id = r.stdout.strip()
+        pids = wait_until(lambda: shim_pids(d), 20, "the hanging compile to start")
+        check(len(pids) == 3 and all(p > 0 for p in pids),
+              f"the shim wrote {pids}, expected three pids")
+        workers = svc.children(d.pid(), "qual-run")
+        check(len(workers) == 1, f"expected one worker, found {workers}")
+        self.pids = {"worker": workers[0], "compile child": pids[0],
+                     "its copy": pids[1], "the session leader": pids[2]}
+        for name, pid in self.pids.items():
+            check(svc.alive(pid), f"{name} ({pid}) is not running before the stop")
+
+    def check_gone(self, what, quald):
+        """Within ORPHAN_S none of the job's processes is left."""
+        t0 = time.monotonic()
+        try:
+            wait_until(lambda: not left(self.pids, quald), ORPHAN_S, "")
+        except Failure:
+            raise Failure(f"after {what}, processes of the job are left after "
+                          f"{ORPHAN_S:g} s (name, pid, state, ppid): "
+                          f"{left(self.pids, quald)}")
+        svc.log(f"{what}: every process of the job gone after "
+                f"{time.monotonic() - t0:.2f} s")
+
+    def tidy(self):
+        """Whatever happened, nothing of the job outlives the test."""
+        for pid in self.pids.values():
+            if svc.alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def check_no_children(d):
+    """quald, idle, has no child left: none unreaped, none adopted."""
+    try:
+        wait_until(lambda: not children_of(d.pid()), ORPHAN_S, "")
+    except Failure:
+        raise Failure(f"quald still has children: {children_of(d.pid())}")
+
+
+def scratch(d):
+    return os.path.join(d.state, "tmp")
+
+
+def check_no_scratch(d, what):
+    """Nothing in STATE/tmp (the folder of a job goes once its worker's
+    handles are closed, just after its state is written) nor in $TMPDIR."""
+    try:
+        wait_until(lambda: not os.listdir(scratch(d)), ORPHAN_S, "")
+    except (Failure, OSError):
+        raise Failure(f"{what}: left in '{scratch(d)}': "
+                      f"{os.listdir(scratch(d)) if os.path.isdir(scratch(d)) else 'no such folder'}")
+    check(not os.listdir(d.tmp), f"{what}: left in $TMPDIR: {os.listdir(d.tmp)}")
+
+
+def stop_then_check(args, root, options, stop, what, state):
+    """Starts a hanging job, stops it with stop(d, job), and checks that
+    everything of it is gone and the job ends in state."""
+    d = svc.Quald(args, root, options=options)
+    job = None
+    try:
+        with svc.serving(d):
+            job = Job(d, args)
+            stop(d, job)
+            job.check_gone(what, d.pid())
+            d.wait_job_state(job.id, (state,), 20)
+            check_no_children(d)
+            check_no_scratch(d, what)
+    finally:
+        if job:
+            job.tidy()
+
+
+def scenario_cancel(args, root):
+    def cancel(d, job):
+        r = d.ctl("cancel", job.id)
+        check(r.returncode == 0, f"cancel: exit {r.returncode}: {r.stderr}")
+    stop_then_check(args, root, (), cancel, "a cancel", "cancelled")
+
+
+def scenario_timeout(args, root):
+    def time_limit(d, job):
+        # The limit counts from the worker's start, before the compile.
+        time.sleep(JOB_TIMEOUT_S)
+        wait_until(lambda: not svc.alive(job.pids["worker"]), ORPHAN_S,
+                   "the worker to be stopped at its time limit")
+    stop_then_check(args, root, ("--job-timeout", str(JOB_TIMEOUT_S)), time_limit,
+                    "the job time limit", "done")
+
+
+def scenario_worker_kill(args, root):
+    def kill(d, job):
+        os.kill(job.pids["worker"], signal.SIGKILL)
+    stop_then_check(args, root, (), kill, "SIGKILL of the worker", "done")
+
+
+def scenario_stop(args, root):
+    d = svc.Quald(args, root)
+    job = None
+    try:
+        d.start()
+        job = Job(d, args)
+        pid = d.pid()
+        d.stop()  # SIGTERM; exit 0, the socket removed
+        job.check_gone("SIGTERM to quald", pid)
+        check(not children_of(pid), f"quald's children outlived it: {children_of(pid)}")
+    finally:
+        if d.proc:
+            d.stop_quietly()
+        if job:
+            job.tidy()
+
+
+def scenario_scratch(args, root):
+    d = svc.Quald(args, root)
+    stale = os.path.join(scratch(d), "j000099-AbCdEf")
+    os.makedirs(os.path.join(stale, "qual-rtc-x"))
+    with open(os.path.join(stale, "qual-rtc-x", "out.cubin"), "w") as f:
+        f.write("left by a worker of a daemon that died\n")
+    job = None
+    try:
+        with svc.serving(d):
+            check(not os.path.exists(stale), f"the stale folder '{stale}' is still "
+                  "there after quald started")
+            r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST,
+                      "--compile-only")
+            check(r.returncode == 0, f"a passing job: exit {r.returncode}: {r.stderr}")
+            check_no_scratch(d, "a finished job")
+
+            # A job whose daemon dies under it leaves its folder; the next
+            # start removes it.
+            job = Job(d, args)
+            with open(f"/proc/{job.pids['worker']}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            tmpdir = env.get(b"TMPDIR", b"").decode()
+            check(os.path.dirname(tmpdir) == scratch(d) and
+                  os.path.basename(tmpdir).startswith(job.id + "-") and
+                  os.path.isdir(tmpdir),
+                  f"the worker's TMPDIR is '{tmpdir}', expected a folder "
+                  f"'{scratch(d)}/{job.id}-XXXXXX'")
+            d.kill()
+            job.tidy()
+            check(os.path.isdir(tmpdir), "the killed job's folder went with quald")
+            d.start()
+            check(not os.path.exists(tmpdir), f"'{tmpdir}' of the job whose quald was "
+                  "killed is still there after quald started again")
+            d.wait_job_state(job.id, ("interrupted",), 10)
+            check_no_scratch(d, "the restart")
+    finally:
+        if job:
+            job.tidy()
+
+
+SCENARIOS = {
+    "cancel": scenario_cancel,
+    "timeout": scenario_timeout,
+    "stop": scenario_stop,
+    "worker_kill": scenario_worker_kill,
+    "scratch": scenario_scratch,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--shim-orphan",
+              "--nvrtc", "--nvrtc-alt"):
+        ap.add_argument(o, required=True)
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    args = ap.parse_args()
+    root = tempfile.mkdtemp(prefix="qual-orphans-")
+    signal.signal(signal.SIGALRM, svc.on_alarm)
+    signal.alarm(SCENARIO_S)
+    t0 = time.monotonic()
+    try:
+        SCENARIOS[args.scenario](args, root)
+    except Failure as e:
+        signal.alarm(0)
+        print(f"FAIL: {args.scenario}: {e}", file=sys.stderr)
+        try:
+            with open(os.path.join(root, "quald.log"), errors="replace") as f:
+                print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
+        except OSError:
+            pass
+        return 1
+    finally:
+        signal.alarm(0)
+        if os.environ.get("QUAL_KEEP_TMP"):
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"ok: {args.scenario} in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
