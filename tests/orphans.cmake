@@ -12,6 +12,13 @@
 #       each: within 5 s no process of the job is left (the worker, the
 #       compile child, the copy, the session leader), none a zombie, and
 #       quald has no child left
+#   orphans_finished      the compile fails at once instead of hanging and the
+#                         job ends by itself (fail): the copy and the session
+#                         leader are gone with it
+#   orphans_run_exit      qual-run alone (no quald), the compile failing: when
+#                         it has exited nothing it started is left
+#   orphans_run_sigterm   qual-run alone, SIGTERM in the hanging compile: it
+#                         ends by SIGTERM, nothing it started is left
 #   orphans_scratch       a stale folder in STATE/tmp is removed at start, as
 #                         is the scratch folder of a job whose quald was
 #                         SIGKILLed; a finished job leaves none
@@ -33,7 +40,7 @@ target_compile_options(shim_orphan PRIVATE -fno-sanitize=all)
 set_target_properties(shim_orphan PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/shims)
 
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario cancel timeout stop worker_kill scratch)
+  foreach(scenario cancel timeout stop worker_kill finished run_exit run_sigterm scratch)
     add_test(NAME orphans_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/orphans_test.py
                      --quald $<TARGET_FILE:quald>

@@ -9,12 +9,15 @@
  * When $QUAL_SHIM_PIDFILE is set, the three process ids are written there
  * before the compile hangs: "<compiling process> <forked copy> <session
  * leader>\n", complete when the line has its newline (written under a
- * temporary name and renamed). */
+ * temporary name and renamed). With $QUAL_SHIM_ORPHAN_END=fail the compile
+ * fails at once instead of hanging (NVRTC_ERROR_COMPILATION), so that the
+ * job ends by itself with what it left behind still running. */
 #include "shim.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,8 +87,13 @@ static int orphan_compile(shim_program prog, int nopts, const char *const *opts)
 				rename(tmp, pidfile);
 		}
 	}
+	{
+		const char *end = getenv("QUAL_SHIM_ORPHAN_END");
+
+		if (end && !strcmp(end, "fail"))
+			return SHIM_NVRTC_ERROR_COMPILATION;
+	}
 	sleep_forever();
-	return SHIM_NVRTC_SUCCESS;
 }
 
 const struct shim_ops shim_ops = { .compile = orphan_compile };

@@ -16,6 +16,13 @@ Scenarios:
       each: within ORPHAN_S seconds none of the job's processes is left (the
       worker, the compile child, its copy, the session leader), not even as
       a zombie of quald's, and quald has no child left at all
+  finished     the compile fails at once ($QUAL_SHIM_ORPHAN_END=fail) and the
+               job ends by itself (fail, exit 2): the copy and the session
+               leader do not outlive it
+  run_exit     qual-run alone (no quald above it), the compile failing at
+               once: once it has exited (2), nothing it started is left
+  run_sigterm  qual-run alone, SIGTERM while the compile hangs: it ends by
+               SIGTERM and nothing it started is left
   scratch      a stale folder in STATE/tmp ("a previous run") is removed when
                quald starts, and so is the scratch folder of a job whose
                quald was SIGKILLed, once quald starts again; a job that
@@ -25,6 +32,7 @@ import argparse
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -87,27 +95,14 @@ def children_of(ppid):
     return out
 
 
-class Job:
-    """A job of shim_orphan hanging in its compile, and its processes."""
+class Family:
+    """The processes of one job, by name."""
 
-    def __init__(self, d, args):
-        self.d = d
-        r = d.ctl("submit", args.nvrtc, args.shim_orphan, "--case", FAST,
-                  "--compile-only", "--no-follow")
-        check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}")
-        self.id = r.stdout.strip()
-        pids = wait_until(lambda: shim_pids(d), 20, "the hanging compile to start")
-        check(len(pids) == 3 and all(p > 0 for p in pids),
-              f"the shim wrote {pids}, expected three pids")
-        workers = svc.children(d.pid(), "qual-run")
-        check(len(workers) == 1, f"expected one worker, found {workers}")
-        self.pids = {"worker": workers[0], "compile child": pids[0],
-                     "its copy": pids[1], "the session leader": pids[2]}
-        for name, pid in self.pids.items():
-            check(svc.alive(pid), f"{name} ({pid}) is not running before the stop")
+    def __init__(self, pids):
+        self.pids = pids
 
     def check_gone(self, what, quald):
-        """Within ORPHAN_S none of the job's processes is left."""
+        """Within ORPHAN_S none of them is left."""
         t0 = time.monotonic()
         try:
             wait_until(lambda: not left(self.pids, quald), ORPHAN_S, "")
@@ -126,6 +121,31 @@ class Job:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+
+
+def shim_family(d, extra=None):
+    """The Family of the shim's pids (and extra), once written."""
+    got = shim_pids(d)
+    check(got and len(got) == 3 and all(p > 0 for p in got),
+          f"the shim wrote {got}, expected three pids")
+    return Family({**(extra or {}), "compile child": got[0], "its copy": got[1],
+                   "the session leader": got[2]})
+
+
+class Job(Family):
+    """A job of shim_orphan hanging in its compile, and its processes."""
+
+    def __init__(self, d, args):
+        r = d.ctl("submit", args.nvrtc, args.shim_orphan, "--case", FAST,
+                  "--compile-only", "--no-follow")
+        check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}")
+        self.id = r.stdout.strip()
+        wait_until(lambda: shim_pids(d), 20, "the hanging compile to start")
+        workers = svc.children(d.pid(), "qual-run")
+        check(len(workers) == 1, f"expected one worker, found {workers}")
+        super().__init__(shim_family(d, {"worker": workers[0]}).pids)
+        for name, pid in self.pids.items():
+            check(svc.alive(pid), f"{name} ({pid}) is not running before the stop")
 
 
 def check_no_children(d):
@@ -192,6 +212,66 @@ def scenario_worker_kill(args, root):
     stop_then_check(args, root, (), kill, "SIGKILL of the worker", "done")
 
 
+def scenario_finished(args, root):
+    os.environ["QUAL_SHIM_ORPHAN_END"] = "fail"
+    d = svc.Quald(args, root)
+    family = None
+    try:
+        with svc.serving(d):
+            r = d.ctl("submit", args.nvrtc, args.shim_orphan, "--case", FAST,
+                      "--compile-only")
+            check(r.returncode == 2, f"a candidate that does not compile: exit "
+                  f"{r.returncode}, expected 2: {r.stdout[-2000:]}{r.stderr}")
+            family = shim_family(d)
+            family.check_gone("the end of the job", d.pid())
+            check_no_children(d)
+            check_no_scratch(d, "the end of the job")
+    finally:
+        if family:
+            family.tidy()
+
+
+def run_alone(args, root, end):
+    """qual-run on the shim, started here (no subreaper above it); end(p)
+    ends it and checks how. Then nothing it started may be left."""
+    d = svc.Quald(args, root)  # its folders and pidfile only; never started
+    env = dict(os.environ, TMPDIR=d.tmp, QUAL_SHIM_PIDFILE=d.pidfile,
+               QUAL_COMPILE=args.compile_helper)
+    for k in ("QUAL_DIE_WITH_PARENT", "QUAL_CONFINE"):
+        env.pop(k, None)
+    p = subprocess.Popen([args.worker, "--compile-only", "--case", FAST, "--",
+                          args.nvrtc, args.shim_orphan], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    family = None
+    try:
+        wait_until(lambda: shim_pids(d) or p.poll() is not None, 20,
+                   "the compile to start")
+        family = shim_family(d)
+        end(p)
+        family.check_gone("the end of qual-run", None)
+    finally:
+        svc.end(p)
+        if family:
+            family.tidy()
+
+
+def scenario_run_exit(args, root):
+    os.environ["QUAL_SHIM_ORPHAN_END"] = "fail"
+
+    def exits(p):
+        check(p.wait(20) == 2, f"qual-run exited with {p.returncode}, expected 2")
+    run_alone(args, root, exits)
+
+
+def scenario_run_sigterm(args, root):
+    def term(p):
+        p.send_signal(signal.SIGTERM)
+        check(p.wait(20) == -signal.SIGTERM,
+              f"qual-run ended with {p.returncode} after SIGTERM, expected -15")
+    run_alone(args, root, term)
+
+
 def scenario_stop(args, root):
     d = svc.Quald(args, root)
     job = None
@@ -254,6 +334,9 @@ SCENARIOS = {
     "timeout": scenario_timeout,
     "stop": scenario_stop,
     "worker_kill": scenario_worker_kill,
+    "finished": scenario_finished,
+    "run_exit": scenario_run_exit,
+    "run_sigterm": scenario_run_sigterm,
     "scratch": scenario_scratch,
 }
 
