@@ -30,11 +30,9 @@ Scenarios:
 Exits 0 when every check holds, 1 with the first failed check otherwise."""
 import argparse
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,26 +59,15 @@ def shim_pids(d):
     return tuple(int(x) for x in text.split())
 
 
-def stat(pid):
-    """(state, ppid) of pid, or None when it is gone (reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0], int(fields[1])
-
-
 def left(pids, quald):
     """The (name, pid, state, ppid) of those of pids still there: running,
     or a zombie that quald (pid quald, while it runs) has not reaped. A
     zombie of someone else's is that one's to reap."""
     out = []
     for name, pid in pids.items():
-        st = stat(pid)
+        st = svc.proc_stat(pid, zombies=True)
         if st and (st[0] not in ("Z", "X") or st[1] == quald):
-            out.append((name, pid) + st)
+            out.append((name, pid) + st[:2])
     return out
 
 
@@ -89,7 +76,7 @@ def children_of(ppid):
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
-            st = stat(int(name))
+            st = svc.proc_stat(int(name), zombies=True)
             if st and st[1] == ppid:
                 out.append(int(name))
     return out
@@ -348,29 +335,8 @@ def main():
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="qual-orphans-")
-    signal.signal(signal.SIGALRM, svc.on_alarm)
-    signal.alarm(SCENARIO_S)
-    t0 = time.monotonic()
-    try:
-        SCENARIOS[args.scenario](args, root)
-    except Failure as e:
-        signal.alarm(0)
-        print(f"FAIL: {args.scenario}: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
-        except OSError:
-            pass
-        return 1
-    finally:
-        signal.alarm(0)
-        if os.environ.get("QUAL_KEEP_TMP"):
-            print(f"kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    print(f"ok: {args.scenario} in {time.monotonic() - t0:.1f} s")
-    return 0
+    return svc.run_scenario(args.scenario, SCENARIOS[args.scenario], args,
+                            prefix="qual-orphans-", limit=SCENARIO_S)
 
 
 if __name__ == "__main__":

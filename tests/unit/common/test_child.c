@@ -638,10 +638,11 @@ static void test_group_kinds(void **state)
 }
 
 /* A shell that leaves a sleeping grandchild in its group and exits. */
-static pid_t start_leaver(struct child *c, enum child_group group)
+/* Starts c, a shell that runs script in group and exits: the process id
+ * the script prints, a grandchild left behind. */
+static pid_t start_script(struct child *c, enum child_group group, const char *script)
 {
-	static const char *argv[] = { "/bin/sh", "-c",
-				      "/bin/sleep " SLEEP_ARG " >/dev/null 2>&1 & echo $!", NULL };
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
 	char *out;
 	pid_t grandchild;
 
@@ -654,7 +655,13 @@ static pid_t start_leaver(struct child *c, enum child_group group)
 	grandchild = (pid_t)atoi(out);
 	free(out);
 	assert_true(grandchild > 0);
+	c->argv = NULL; /* on our stack */
 	return grandchild;
+}
+
+static pid_t start_leaver(struct child *c, enum child_group group)
+{
+	return start_script(c, group, "/bin/sleep " SLEEP_ARG " >/dev/null 2>&1 & echo $!");
 }
 
 /* The loop's way: child_exited, then child_reap kills what the child left
@@ -724,26 +731,16 @@ static bool gone(pid_t pid)
  * and reaps it (it waits: a deadline). */
 static void test_kill_orphans_adopted(void **state)
 {
-	/* The grandchild says its pid once it has left the group. */
-	static const char *argv[] = { "/bin/sh", "-c",
-				      "/usr/bin/setsid /bin/sh -c 'echo $$; exec /bin/sleep "
-				      SLEEP_ARG " >/dev/null 2>&1' &", NULL };
 	struct qual_msg msg = { { 0 } };
 	struct child c;
-	char *out;
 	pid_t g;
 
 	(void)state;
 	assert_int_equal(child_become_subreaper(&msg), 0);
-	child_init(&c);
-	c.argv = argv;
-	c.group = CHILD_GROUP_NEW;
-	c.out = CHILD_PIPE;
-	assert_int_equal(child_start(&c, NULL), 0);
-	out = read_all(c.out_pipe);
-	g = (pid_t)atoi(out);
-	free(out);
-	assert_true(g > 0);
+	/* The grandchild says its pid once it has left the group. */
+	g = start_script(&c, CHILD_GROUP_NEW,
+			 "/usr/bin/setsid /bin/sh -c 'echo $$; exec /bin/sleep " SLEEP_ARG
+			 " >/dev/null 2>&1' &");
 	(void)finish(&c);
 	/* Out of reach of the group kill, and ours now. */
 	assert_int_equal(waitpid(g, NULL, WNOHANG), 0);
