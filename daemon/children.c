@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "common/xalloc.h"
 
@@ -43,6 +45,8 @@ static void children_sweep(struct children *set, double deadline)
 static void children_look(struct children *set)
 {
 	struct list_link *l;
+	bool reaped = false;
+	siginfo_t si;
 
 again:
 	list_each(l, &set->watched) {
@@ -61,9 +65,20 @@ again:
 			ex.status = SIGKILL;
 		}
 		w->cb(w, &ex);
+		reaped = true;
 		goto again;
 	}
-	if (set->adopt)
+	if (!set->adopt)
+		return;
+	/* A scan reads the stat file of every process (1.5 ms for 130 of them
+	 * on the CI machine): only when something can have been orphaned,
+	 * which is when a child has ended: one of ours that was just reaped,
+	 * or one that is no one's (an orphan adopted earlier, whose own
+	 * children are adopted now). Every watched child that has exited was
+	 * reaped above, so an exited child left is such a one. */
+	memset(&si, 0, sizeof si);
+	if (reaped || (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		       si.si_pid > 0))
 		children_sweep(set, 0);
 }
 

@@ -15,13 +15,15 @@
  * quald's) makes this process a child subreaper: what a worker leaves
  * behind when it dies, however it dies (SIGKILL included), is reparented to
  * this process instead of init. Every child of this process that is not
- * watched is then such an orphan: after each look, every one of them is
- * killed (SIGKILL) with its process group and reaped, without blocking
- * (child_kill_orphans(): a killed one is reaped at its own SIGCHLD, and its
- * children, adopted in turn, are killed then), and children_close() makes
- * a last sweep that waits for them. Every child of such a process must
- * therefore be watched from its start (child_start() and children_watch()
- * in one callback): one that is not is killed. */
+ * watched is then such an orphan. Something can only have been orphaned
+ * when a process below ended, so after a look that reaped a child, or that
+ * finds an exited child that is not watched (an orphan, whose own children
+ * are adopted now), every orphan is killed (SIGKILL) with its process group
+ * and those that have exited are reaped, without blocking
+ * (child_kill_orphans(): one still dying is reaped at its own SIGCHLD);
+ * children_close() makes a last sweep that waits for them. Every child of
+ * such a process must therefore be watched from its start (child_start()
+ * and children_watch() in one callback): one that is not is killed. */
 #ifndef QUAL_DAEMON_CHILDREN_H
 #define QUAL_DAEMON_CHILDREN_H
 
