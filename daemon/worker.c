@@ -734,9 +734,17 @@ int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg 
 	if ((rc = fs_path_join(path, sizeof path, state_dir, "tmp", msg)))
 		return rc;
 	fs_rm_tree(path);
-	if (mkdir(path, 0700) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot create the scratch folder '%s': %s",
-				 path, strerror(errno));
+	if (mkdir(path, 0700) < 0) {
+		struct stat st;
+
+		/* What a candidate made unremovable (a folder of mode 0) must
+		 * not keep the daemon from starting: said, and left. */
+		if (errno != EEXIST || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			return qual_fail(msg, QUAL_EIO, "cannot create the scratch folder "
+					 "'%s': %s", path, strerror(errno));
+		oplog_warn("cannot empty the scratch folder '%s': what is left there stays",
+			   path);
+	}
 	j->scratch = xstrdup(path);
 	return 0;
 }
