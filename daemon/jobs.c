@@ -625,6 +625,7 @@ static void jobs_free(struct jobs *j)
 	free(j->helper);
 	free(j->compile_user);
 	free(j->scratch);
+	free(j->scratch_prefix);
 	for (i = 0; i < j->nroots; i++)
 		free(j->roots[i]);
 	free(j->roots);

@@ -99,7 +99,8 @@ struct jobs {
 	char *worker;
 	char *helper;
 	char *compile_user;        /* NULL: none (jobs_config) */
-	char *scratch;             /* state_dir/tmp: the workers' folders */
+	char *scratch;             /* where the workers' folders are: $TMPDIR */
+	char *scratch_prefix;      /* their names': "quald-<state>-" */
 	int nslots;
 	int *devices;              /* NULL: compile-only slots */
 	char *no_gpu_because;      /* with devices NULL: why (jobs_config) */
@@ -233,11 +234,11 @@ bool worker__stop(struct worker *w, enum worker_stop why);
  * still be closing). */
 struct job *worker__job(const struct worker *w);
 
-/* Empties state_dir/tmp, the folder that holds every worker's own $TMPDIR
- * (created when missing, mode 0700), into j->scratch: what workers of an
- * earlier daemon on this state directory left there when it died goes.
- * Only the holder of the state directory may (jobs_open, after store_open).
- * Returns 0 or QUAL_EIO with msg. */
+/* Sets j->scratch and j->scratch_prefix (worker.c, "Scratch") for the state
+ * directory state_dir, and removes every folder of this user with that
+ * prefix: what the workers of an earlier daemon on it left. Only the
+ * holder of the state directory may (jobs_open, after store_open). Returns
+ * 0, or a negative code with msg (state_dir cannot be resolved). */
 int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg);
 
 /* ---- slot_health.c ---------------------------------------------------------- */

@@ -14,9 +14,16 @@
  * is cut into lines by lines_splitter.
  *
  * Scratch. Each worker's $TMPDIR is a folder of its own in the daemon's
- * scratch folder, state_dir/tmp (jNNNNNN-XXXXXX), removed once the worker
- * has exited; the scratch folder is emptied when the daemon starts, so
- * that a worker or daemon that died leaves nothing behind for long.
+ * $TMPDIR, named after the state directory and the job,
+ * quald-<state>-<job>-XXXXXX (<state>: 16 hex digits of the SHA-256 of the
+ * state directory's real path), removed once the worker has exited. When
+ * the daemon starts, every folder of its user with its state directory's
+ * prefix goes: what the workers of an earlier daemon on that state
+ * directory left when it died (there is one daemon a state directory). The
+ * folders are not in the state directory: a compile child of another uid
+ * (--compile-user) must reach its own folder in there, and systemd keeps
+ * the state directory 0700; under systemd $TMPDIR is the unit's private
+ * /tmp.
  *
  * Relaying (relay.h). Each stdout line of a worker is parsed; an object is
  * relayed with its bytes unchanged and ,"job":ID,"seq":N spliced in before
@@ -68,7 +75,9 @@
  *                in qual-compile children, so a crash of the worker itself is
  *                the engine's, the driver's or the machine's (we cannot tell
  *                which arm a GPU fault came from). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +91,7 @@
 #include "common/exitcode.h"
 #include "common/fsutil.h"
 #include "common/lifetime.h"
+#include "common/sha256.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
@@ -728,24 +738,45 @@ static char **worker_env(const struct jobs *j, const char *tmpdir)
 
 int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg)
 {
-	char path[PATH_MAX];
-	int rc;
+	const char *tmp = getenv("TMPDIR");
+	char real[PATH_MAX], hex[SHA256_HEX_SIZE], path[PATH_MAX];
+	struct dirent *e;
+	int rc, removed = 0;
+	DIR *d;
 
-	if ((rc = fs_path_join(path, sizeof path, state_dir, "tmp", msg)))
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (!realpath(state_dir, real))
+		return qual_fail(msg, QUAL_EIO, "cannot resolve '%s': %s", state_dir,
+				 strerror(errno));
+	if ((rc = sha256_hash_buffer(real, strlen(real), hex, msg)))
 		return rc;
-	fs_rm_tree(path);
-	if (mkdir(path, 0700) < 0) {
+	j->scratch = xstrdup(tmp);
+	if (asprintf(&j->scratch_prefix, "quald-%.16s-", hex) < 0)
+		abort();
+	d = opendir(tmp);
+	if (!d) {
+		oplog_warn("cannot read '%s' for what earlier workers left: %s", tmp,
+			   strerror(errno));
+		return 0;
+	}
+	while ((e = readdir(d))) {
 		struct stat st;
 
-		/* What a candidate made unremovable (a folder of mode 0) must
-		 * not keep the daemon from starting: said, and left. */
-		if (errno != EEXIST || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-			return qual_fail(msg, QUAL_EIO, "cannot create the scratch folder "
-					 "'%s': %s", path, strerror(errno));
-		oplog_warn("cannot empty the scratch folder '%s': what is left there stays",
-			   path);
+		/* Only real folders of ours: never through a link, never what
+		 * another user put there under our name. */
+		if (strncmp(e->d_name, j->scratch_prefix, strlen(j->scratch_prefix)) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    fs_path_join(path, sizeof path, tmp, e->d_name, NULL))
+			continue;
+		fs_rm_tree(path);
+		removed++;
 	}
-	j->scratch = xstrdup(path);
+	closedir(d);
+	if (removed)
+		oplog_warn("removed %d temporary folder%s that workers of an earlier run left in "
+			   "'%s'", removed, removed == 1 ? "" : "s", tmp);
 	return 0;
 }
 
@@ -778,8 +809,9 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	 * (worker_handle_closed): the engine removes its compile folders
 	 * itself, but not when a cancel, the time limit or a shutdown stops
 	 * it with a signal. Without one, it uses ours. */
-	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/%s-XXXXXX", j->scratch,
-			     job->id) >= sizeof w->tmpdir || !mkdtemp(w->tmpdir)) {
+	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/%s%s-XXXXXX", j->scratch,
+			     j->scratch_prefix, job->id) >= sizeof w->tmpdir ||
+	    !mkdtemp(w->tmpdir)) {
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
 			   j->scratch, strerror(errno));
 		w->tmpdir[0] = '\0';

@@ -19,9 +19,10 @@
 #                         it has exited nothing it started is left
 #   orphans_run_sigterm   qual-run alone, SIGTERM in the hanging compile: it
 #                         ends by SIGTERM, nothing it started is left
-#   orphans_scratch       a stale folder in STATE/tmp is removed at start, as
-#                         is the scratch folder of a job whose quald was
-#                         SIGKILLed; a finished job leaves none
+#   orphans_scratch       a stale worker folder of this state directory's in
+#                         $TMPDIR is removed at start (not another state
+#                         directory's, nor a link), as is the folder of a job
+#                         whose quald was SIGKILLed; a finished job leaves none
 #
 # The cache entries of tests/rtc.cmake and tests/service.cmake, which are
 # included after this file (an entry that exists already stays as it is).

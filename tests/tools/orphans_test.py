@@ -23,12 +23,14 @@ Scenarios:
                once: once it has exited (2), nothing it started is left
   run_sigterm  qual-run alone, SIGTERM while the compile hangs: it ends by
                SIGTERM and nothing it started is left
-  scratch      a stale folder in STATE/tmp ("a previous run") is removed when
-               quald starts, and so is the scratch folder of a job whose
-               quald was SIGKILLed, once quald starts again; a job that
-               finishes leaves nothing in STATE/tmp or $TMPDIR
+  scratch      a stale worker folder of this state directory's ("a previous
+               run", $TMPDIR/quald-<state>-JOB-XXXXXX) is removed when quald
+               starts, one of another state directory's and a link under its
+               name are not; the folder of a job whose quald was SIGKILLed
+               goes when quald starts again; a finished job leaves none
 Exits 0 when every check holds, 1 with the first failed check otherwise."""
 import argparse
+import hashlib
 import os
 import signal
 import subprocess
@@ -143,19 +145,20 @@ def check_no_children(d):
         raise Failure(f"quald still has children: {children_of(d.pid())}")
 
 
-def scratch(d):
-    return os.path.join(d.state, "tmp")
+def prefix(state):
+    """The names of the workers' folders of the quald on state begin so
+    (daemon/worker.c, "Scratch")."""
+    real = os.path.realpath(state).encode()
+    return f"quald-{hashlib.sha256(real).hexdigest()[:16]}-"
 
 
-def check_no_scratch(d, what):
-    """Nothing in STATE/tmp (the folder of a job goes once its worker's
-    handles are closed, just after its state is written) nor in $TMPDIR."""
+def check_no_scratch(d, what, keep=()):
+    """Nothing in $TMPDIR but keep (a worker's folder goes once its handles
+    are closed, just after its job's state is written)."""
     try:
-        wait_until(lambda: not os.listdir(scratch(d)), ORPHAN_S, "")
-    except (Failure, OSError):
-        raise Failure(f"{what}: left in '{scratch(d)}': "
-                      f"{os.listdir(scratch(d)) if os.path.isdir(scratch(d)) else 'no such folder'}")
-    check(not os.listdir(d.tmp), f"{what}: left in $TMPDIR: {os.listdir(d.tmp)}")
+        wait_until(lambda: set(os.listdir(d.tmp)) <= set(keep), ORPHAN_S, "")
+    except Failure:
+        raise Failure(f"{what}: left in $TMPDIR: {sorted(os.listdir(d.tmp))}")
 
 
 def stop_then_check(args, root, options, stop, what, state):
@@ -278,19 +281,37 @@ def scenario_stop(args, root):
 
 def scenario_scratch(args, root):
     d = svc.Quald(args, root)
-    stale = os.path.join(scratch(d), "j000099-AbCdEf")
+    os.makedirs(d.state, mode=0o700)
+    ours = prefix(d.state)
+    # What a worker of a daemon that died on this state directory left; a
+    # folder of another state directory's daemon; a link under our name to
+    # a folder that is not ours to empty.
+    stale = os.path.join(d.tmp, ours + "j000099-AbCdEf")
     os.makedirs(os.path.join(stale, "qual-rtc-x"))
     with open(os.path.join(stale, "qual-rtc-x", "out.cubin"), "w") as f:
         f.write("left by a worker of a daemon that died\n")
+    other = prefix(os.path.join(root, "other")) + "j000001-GhIjKl"
+    os.makedirs(os.path.join(d.tmp, other))
+    victim = os.path.join(root, "victim")
+    os.makedirs(victim)
+    with open(os.path.join(victim, "keep"), "w") as f:
+        f.write("not quald's\n")
+    link = ours + "j000098-MnOpQr"
+    os.symlink(victim, os.path.join(d.tmp, link))
+    planted = (other, link)
     job = None
     try:
         with svc.serving(d):
             check(not os.path.exists(stale), f"the stale folder '{stale}' is still "
                   "there after quald started")
+            check(sorted(os.listdir(d.tmp)) == sorted(planted) and
+                  os.path.exists(os.path.join(victim, "keep")),
+                  f"quald removed what was not its own: $TMPDIR holds "
+                  f"{sorted(os.listdir(d.tmp))}, the victim {os.listdir(victim)}")
             r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST,
                       "--compile-only")
             check(r.returncode == 0, f"a passing job: exit {r.returncode}: {r.stderr}")
-            check_no_scratch(d, "a finished job")
+            check_no_scratch(d, "a finished job", planted)
 
             # A job whose daemon dies under it leaves its folder; the next
             # start removes it.
@@ -298,11 +319,11 @@ def scenario_scratch(args, root):
             with open(f"/proc/{job.pids['worker']}/environ", "rb") as f:
                 env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
             tmpdir = env.get(b"TMPDIR", b"").decode()
-            check(os.path.dirname(tmpdir) == scratch(d) and
-                  os.path.basename(tmpdir).startswith(job.id + "-") and
+            check(os.path.dirname(tmpdir) == d.tmp and
+                  os.path.basename(tmpdir).startswith(f"{ours}{job.id}-") and
                   os.path.isdir(tmpdir),
                   f"the worker's TMPDIR is '{tmpdir}', expected a folder "
-                  f"'{scratch(d)}/{job.id}-XXXXXX'")
+                  f"'{d.tmp}/{ours}{job.id}-XXXXXX'")
             d.kill()
             job.tidy()
             check(os.path.isdir(tmpdir), "the killed job's folder went with quald")
@@ -310,7 +331,7 @@ def scenario_scratch(args, root):
             check(not os.path.exists(tmpdir), f"'{tmpdir}' of the job whose quald was "
                   "killed is still there after quald started again")
             d.wait_job_state(job.id, ("interrupted",), 10)
-            check_no_scratch(d, "the restart")
+            check_no_scratch(d, "the restart", planted)
     finally:
         if job:
             job.tidy()
