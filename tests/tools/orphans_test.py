@@ -21,8 +21,8 @@ Scenarios:
                leader do not outlive it
   run_exit     qual-run alone (no quald above it), the compile failing at
                once: once it has exited (2), nothing it started is left
-  run_sigterm  qual-run alone, SIGTERM while the compile hangs: it ends by
-               SIGTERM and nothing it started is left
+  run_sigterm  qual-run alone, SIGTERM while the candidate's compile hangs:
+               it exits 2 (fail) and nothing it started is left
   scratch      a stale worker folder of this state directory's ("a previous
                run", $TMPDIR/quald-<state>-JOB-XXXXXX) is removed when quald
                starts, one of another state directory's and a link under its
@@ -164,7 +164,7 @@ def check_no_scratch(d, what, keep=()):
 def stop_then_check(args, root, options, stop, what, state):
     """Starts a hanging job, stops it with stop(d, job), and checks that
     everything of it is gone and the job ends in state."""
-    d = svc.Quald(args, root, options=options)
+    d = svc.Quald(args, root, extra=options)
     job = None
     try:
         with svc.serving(d):
@@ -256,9 +256,11 @@ def scenario_run_exit(args, root):
 
 def scenario_run_sigterm(args, root):
     def term(p):
+        # Stopped in the candidate's compile: it says so and exits 2 (fail).
         p.send_signal(signal.SIGTERM)
-        check(p.wait(20) == -signal.SIGTERM,
-              f"qual-run ended with {p.returncode} after SIGTERM, expected -15")
+        check(p.wait(20) == 2,
+              f"qual-run ended with {p.returncode} after SIGTERM in the candidate's "
+              "compile, expected 2")
     run_alone(args, root, term)
 
 

@@ -951,6 +951,10 @@ SCENARIOS = {
 }
 
 
+def on_alarm(signum, frame):
+    raise Failure(f"the scenario ran over {SCENARIO_S} s")
+
+
 def run_scenario(name, fn, args, prefix="qual-svc-", limit=SCENARIO_S):
     """Runs fn(args, root) in a fresh folder root within limit seconds; on
     a failed check prints it and quald's last stderr. Returns the exit
