@@ -181,7 +181,9 @@ static void worker_stop_for(struct worker *w, enum worker_stop why)
 		w->stop = why;
 }
 
-/* Stops it at once: SIGKILL to its session. */
+/* Stops it at once: SIGKILL to its session. What it started outside its
+ * session it cannot end then: quald adopts and kills that (children.h,
+ * Orphans). */
 static void worker_kill_for(struct worker *w, enum worker_stop why)
 {
 	worker_stop_for(w, why);
@@ -189,9 +191,9 @@ static void worker_kill_for(struct worker *w, enum worker_stop why)
 		child_kill(&w->child, SIGKILL);
 }
 
-/* Asks it to stop: SIGTERM to its session, SIGKILL JOBS_KILL_GRACE_MS later
- * (the timer). Only the first request signals; a later one may only change
- * the reason. */
+/* Asks it to stop: SIGTERM to its session (qual-run then kills everything
+ * below it and exits), SIGKILL JOBS_KILL_GRACE_MS later (the timer). Only
+ * the first request signals; a later one may only change the reason. */
 static void worker_term_for(struct worker *w, enum worker_stop why)
 {
 	bool first = w->stop == WORKER_RUNNING;
