@@ -89,12 +89,6 @@ typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
  * finished job whose verdict line was lost gets an error verdict:
  * recover.c), waits for recovery's writes, and starts running queued jobs
  * from the loop (not inside this call). */
- * queued again; a job that was running gets an "interrupted" verdict line
- * and state; a log's incomplete last line is cut off, with a warning on
- * stderr; records lost from the middle of a log make its job damaged, and a
- * finished job whose verdict line was lost gets an error verdict:
- * recover.c), waits for recovery's writes, and starts running queued jobs
- * from the loop (not inside this call). */
 int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
 

@@ -951,6 +951,12 @@ SCENARIOS = {
 }
 
 
+def on_alarm(signum, frame):
+    """SIGALRM's handler for a driver that sets its own alarm at SCENARIO_S
+    (run_scenario sets one itself)."""
+    raise Failure(f"the scenario ran over {SCENARIO_S} s")
+
+
 def run_scenario(name, fn, args, prefix="qual-svc-", limit=SCENARIO_S):
     """Runs fn(args, root) in a fresh folder root within limit seconds; on
     a failed check prints it and the end of every quald.log under root.
