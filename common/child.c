@@ -1,6 +1,7 @@
 /* Child processes (child.h). */
 #include "common/child.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,8 +9,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -366,6 +369,172 @@ int child_wait(struct child *c, double deadline, struct child_exit *ex)
 		ex->timed_out = timed_out;
 		return rc;
 	}
+}
+
+int child_become_subreaper(struct qual_msg *msg)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot adopt orphaned processes "
+				 "(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+	return 0;
+}
+
+/* The most children one pass of child_kill_orphans() waits for; more are
+ * killed all the same and reaped by the next pass. On the stack: the scan
+ * must not allocate (a signal handler calls it). */
+#define CHILD_ORPHANS_BATCH 256
+
+/* Parses the decimal number at *p (no sign), moving *p past it. */
+static long parse_decimal(const char **p, const char *end)
+{
+	long v = 0;
+
+	while (*p < end && **p >= '0' && **p <= '9')
+		v = v * 10 + (*(*p)++ - '0');
+	return v;
+}
+
+/* From /proc/<pid>/stat: its state letter, parent and process group. The
+ * name in parentheses may hold anything, ')' too: the fields start after
+ * the last ')'. False when it is gone or unreadable. */
+static bool proc_stat_read(pid_t pid, char *state, pid_t *ppid, pid_t *pgrp)
+{
+	char path[32] = "/proc/", digits[16], buf[512];
+	const char *p, *end;
+	size_t k = 6, nd = 0;
+	ssize_t n;
+	int fd;
+
+	do
+		digits[nd++] = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0 && nd < sizeof digits);
+	while (nd > 0)
+		path[k++] = digits[--nd];
+	memcpy(path + k, "/stat", sizeof "/stat");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR)
+		;
+	close(fd);
+	if (n <= 0)
+		return false;
+	end = buf + n;
+	p = memrchr(buf, ')', (size_t)n);
+	/* ") S 123 456": the state, the parent, the group. */
+	if (!p || end - p < 6)
+		return false;
+	p += 2;
+	*state = *p++;
+	if (p >= end || *p++ != ' ')
+		return false;
+	*ppid = (pid_t)parse_decimal(&p, end);
+	if (p >= end || *p++ != ' ')
+		return false;
+	*pgrp = (pid_t)parse_decimal(&p, end);
+	return true;
+}
+
+/* /proc's entries in the layout getdents64() fills in. */
+struct proc_dirent {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/* One pass: kills every child not in keep (a zombie's group only), and puts
+ * up to cap of the children seen into found. Returns 0, or -1 when /proc
+ * cannot be read; *seen counts every child seen. */
+static int orphans_pass(const pid_t *keep, size_t nkeep, pid_t *found, size_t cap,
+			size_t *nfound, size_t *seen)
+{
+	pid_t self = getpid(), own_group = getpgrp();
+	char buf[4096];
+	int fd;
+	ssize_t n;
+
+	*nfound = *seen = 0;
+	fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while ((n = getdents64(fd, buf, sizeof buf)) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			const struct proc_dirent *e = (const void *)(buf + off);
+			const char *name = e->name;
+			pid_t pid, ppid, pgrp;
+			bool kept = false;
+			char state;
+
+			off += e->reclen;
+			if (*name < '1' || *name > '9')
+				continue;
+			pid = (pid_t)parse_decimal(&name, name + 16);
+			if (*name || pid == self || !proc_stat_read(pid, &state, &ppid, &pgrp) ||
+			    ppid != self)
+				continue;
+			for (size_t i = 0; i < nkeep && !kept; i++)
+				kept = keep[i] == pid;
+			if (kept)
+				continue;
+			/* Its group first, while it still holds the group's id. */
+			if (pgrp > 1 && pgrp != own_group)
+				kill(-pgrp, SIGKILL);
+			if (state != 'Z' && state != 'X')
+				kill(pid, SIGKILL);
+			if (*nfound < cap)
+				found[(*nfound)++] = pid;
+			++*seen;
+		}
+	}
+	close(fd);
+	return n < 0 ? -1 : 0;
+}
+
+int child_kill_orphans(const pid_t *keep, size_t nkeep, double deadline)
+{
+	int saved = errno;
+	long step = CHILD_POLL_FIRST_NS;
+
+	for (;;) {
+		pid_t found[CHILD_ORPHANS_BATCH];
+		size_t nfound, seen, left = 0;
+		if (orphans_pass(keep, nkeep, found, CHILD_ORPHANS_BATCH, &nfound, &seen) < 0) {
+			errno = saved;
+			return QUAL_EIO;
+		}
+		/* Reap what has exited; with a deadline, wait for the rest of
+		 * this pass before looking again. */
+		for (;;) {
+			left = 0;
+			for (size_t i = 0; i < nfound; i++) {
+				pid_t r;
+
+				if (found[i] <= 0)
+					continue;
+				while ((r = waitpid(found[i], NULL, WNOHANG)) < 0 && errno == EINTR)
+					;
+				if (r == 0)
+					left++;
+				else
+					found[i] = -1; /* reaped, or not ours to wait for */
+			}
+			if (!left || deadline <= 0 || child_now() >= deadline)
+				break;
+			{
+				struct timespec ts = { 0, step };
+
+				while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+					;
+				step = step * 2 > CHILD_POLL_MAX_NS ? CHILD_POLL_MAX_NS : step * 2;
+			}
+		}
+		if (!seen || deadline <= 0 || child_now() >= deadline)
+			break;
+	}
+	errno = saved;
+	return 0;
 }
 
 int child_exit_signal(const struct child_exit *ex)

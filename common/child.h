@@ -111,6 +111,40 @@ int child_reap(struct child *c, struct child_exit *ex);
  * ex->timed_out is set. Then child_reap(). Returns 0, or QUAL_EIO. */
 int child_wait(struct child *c, double deadline, struct child_exit *ex);
 
+/* Orphans. A process that is a child subreaper (child_become_subreaper():
+ * PR_SET_CHILD_SUBREAPER) adopts whatever is orphaned below it: a process
+ * whose parent dies is reparented to its nearest living subreaper ancestor
+ * instead of init, including one that left its process group and session
+ * (setsid() after a double fork), which neither a group kill nor
+ * PR_SET_PDEATHSIG (not inherited across fork) reaches. qual-run and quald
+ * are subreapers, so that every descendant of a job can be found and killed
+ * (docs/quald.md, "Process lifetime").
+ *
+ * Returns 0, or QUAL_EIO with msg when the kernel refuses (before 3.4). */
+int child_become_subreaper(struct qual_msg *msg);
+
+/* Kills (SIGKILL) every child of this process whose pid is not one of the
+ * nkeep in keep (keep may be NULL), with its process group unless that group
+ * is this process's own, and reaps those that have exited; children are
+ * found by a scan of /proc (the ppid of /proc/PID/stat), so that adopted
+ * orphans, which no struct child describes, are found too. The group is
+ * killed before its member is reaped, so that its id cannot have been
+ * reused.
+ *
+ * deadline 0: one pass that never blocks; a killed child still exiting is
+ * reaped by a later call (its SIGCHLD says when). deadline > 0 (child_now()
+ * seconds): kills, reaps and looks again, since the children of a killed
+ * child are adopted in turn, until no such child is left or the deadline
+ * passes. Returns 0, or QUAL_EIO when /proc cannot be read.
+ * Async-signal-safe (system calls only): a signal handler may call it. */
+int child_kill_orphans(const pid_t *keep, size_t nkeep, double deadline);
+
+/* How long a process on its way out waits for what child_kill_orphans()
+ * killed to be reaped: SIGKILL ends a process within milliseconds unless it
+ * is stuck in the kernel (a GPU driver); a subreaper above takes over what
+ * is left then. */
+#define CHILD_REAP_GRACE_S 1.0
+
 /* Seconds on a monotonic clock, for deadlines. */
 double child_now(void);
 

@@ -9,7 +9,21 @@
  * loop.
  *
  * The watch and the child live in the owner's struct (its data gets back
- * to it, as a libuv handle's does); the set only links them. */
+ * to it, as a libuv handle's does); the set only links them.
+ *
+ * Orphans (common/child.h). A set that adopts (children_adopt_orphans():
+ * quald's) makes this process a child subreaper: what a worker leaves
+ * behind when it dies, however it dies (SIGKILL included), is reparented to
+ * this process instead of init. Every child of this process that is not
+ * watched is then such an orphan. Something can only have been orphaned
+ * when a process below ended, so after a look that reaped a child, or that
+ * finds an exited child that is not watched (an orphan, whose own children
+ * are adopted now), every orphan is killed (SIGKILL) with its process group
+ * and those that have exited are reaped, without blocking
+ * (child_kill_orphans(): one still dying is reaped at its own SIGCHLD);
+ * children_close() makes a last sweep that waits for them. Every child of
+ * such a process must therefore be watched from its start (child_start()
+ * and children_watch() in one callback): one that is not is killed. */
 #ifndef QUAL_DAEMON_CHILDREN_H
 #define QUAL_DAEMON_CHILDREN_H
 
@@ -38,6 +52,7 @@ struct children {
 	uv_signal_t sigchld;
 	uv_timer_t kick;          /* the look right after a watch */
 	struct list_link watched; /* struct child_watch.link */
+	bool adopt;               /* children_adopt_orphans() */
 	int handles;              /* open handles, while closing */
 	void (*closed)(struct children *set);
 };
@@ -53,9 +68,15 @@ void children_init(uv_loop_t *loop, struct children *set);
 void children_watch(struct children *set, struct child_watch *w, struct child *c,
 		    child_watch_cb cb);
 
+/* Makes this process a child subreaper and set the one that kills and reaps
+ * what is orphaned below it (above). Returns 0, or QUAL_EIO with msg. */
+int children_adopt_orphans(struct children *set, struct qual_msg *msg);
+
 /* Closes the handles; closed runs from their close callbacks, never inside
  * this call. The set must hold no watch by then: a child still watched is
- * left unreaped (a caller's bug; it is said on stderr). */
+ * left unreaped (a caller's bug; it is said on stderr). A set that adopts
+ * first kills and reaps every child left, waiting up to
+ * CHILD_REAP_GRACE_S for them (then what is left is init's). */
 void children_close(struct children *set, void (*closed)(struct children *set));
 
 #endif

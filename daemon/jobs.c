@@ -624,6 +624,8 @@ static void jobs_free(struct jobs *j)
 	free(j->worker);
 	free(j->helper);
 	free(j->compile_user);
+	free(j->scratch);
+	free(j->scratch_prefix);
 	for (i = 0; i < j->nroots; i++)
 		free(j->roots[i]);
 	free(j->roots);
@@ -699,7 +701,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->max_log_bytes = cfg->max_log_bytes > 0 ? cfg->max_log_bytes :
 			   JOBS_DEFAULT_MAX_LOG_BYTES;
 	if ((cfg->allow_roots && (rc = roots_resolve(j, cfg, msg))) ||
-	    (rc = store_open(cfg->state_dir, &j->store, msg))) {
+	    (rc = store_open(cfg->state_dir, &j->store, msg)) ||
+	    (rc = worker__scratch_open(j, cfg->state_dir, msg))) {
 		jobs_free(j);
 		return rc;
 	}
@@ -722,6 +725,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->tick.data = j;
 	children_init(loop, &j->children);
 	j->children.data = j;
+	if (cfg->adopt_orphans && children_adopt_orphans(&j->children, msg) < 0)
+		oplog_warn("%s: what a worker leaves behind may outlive its job", msg->text);
 	jobs__schedule_soon(j);
 	*out = j;
 	return 0;

@@ -60,6 +60,11 @@ struct jobs_config {
 	 * lines dropped, and the job ends with an error verdict naming the
 	 * limit (or fail, when a line already blamed the candidate). */
 	long long max_log_bytes;
+	/* Adopt what a worker leaves behind (children.h, Orphans): this
+	 * process becomes a child subreaper and kills every child of its own
+	 * that it did not start. quald's; false for a program whose other
+	 * children are its own business (a test). */
+	bool adopt_orphans;
 };
 
 struct jobs;
@@ -76,12 +81,14 @@ typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
 			     const char *line, size_t len);
 
 /* Opens the state directory (refused when another quald holds its lock:
- * store.h), recovers (queued jobs are queued again; a job that was running
- * gets an "interrupted" verdict line and state; a log's incomplete last line
- * is cut off, with a warning on stderr; records lost from the middle of a
- * log make its job damaged, and a finished job whose verdict line was lost
- * gets an error verdict: recover.c), waits for recovery's writes, and
- * starts running queued jobs from the loop (not inside this call). */
+ * store.h), removes the temporary folders that workers of an earlier daemon
+ * on it left in $TMPDIR (worker.c, "Scratch"), recovers (queued jobs are
+ * queued again; a job that was running gets an "interrupted" verdict line
+ * and state; a log's incomplete last line is cut off, with a warning on
+ * stderr; records lost from the middle of a log make its job damaged, and a
+ * finished job whose verdict line was lost gets an error verdict:
+ * recover.c), waits for recovery's writes, and starts running queued jobs
+ * from the loop (not inside this call). */
 int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
 

@@ -99,6 +99,8 @@ struct jobs {
 	char *worker;
 	char *helper;
 	char *compile_user;        /* NULL: none (jobs_config) */
+	char *scratch;             /* where the workers' folders are: $TMPDIR */
+	char *scratch_prefix;      /* their names': "quald-<state>-" */
 	int nslots;
 	int *devices;              /* NULL: compile-only slots */
 	char *no_gpu_because;      /* with devices NULL: why (jobs_config) */
@@ -231,6 +233,13 @@ bool worker__stop(struct worker *w, enum worker_stop why);
 /* The job the worker runs, or NULL once that job has ended (its handles may
  * still be closing). */
 struct job *worker__job(const struct worker *w);
+
+/* Sets j->scratch and j->scratch_prefix (worker.c, "Scratch") for the state
+ * directory state_dir, and removes every folder of this user with that
+ * prefix: what the workers of an earlier daemon on it left. Only the
+ * holder of the state directory may (jobs_open, after store_open). Returns
+ * 0, or a negative code with msg (state_dir cannot be resolved). */
+int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg);
 
 /* ---- slot_health.c ---------------------------------------------------------- */
 

@@ -546,6 +546,8 @@ int main(int argc, char **argv)
 			      "quald runs compile-only slots (--slots)";
 	jcfg.job_timeout_s = job_timeout;
 	jcfg.submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
+	/* What a worker leaves behind is quald's to kill (children.h). */
+	jcfg.adopt_orphans = true;
 	scfg.jobs = &jcfg;
 	scfg.on_status = on_status;
 	scfg.status_ctx = &d;

@@ -6,10 +6,24 @@
  * cancel or a time limit reaches with one signal to its group everything it
  * started there, and whatever it left there is killed when it exits
  * (child_reap()). Its compile children have process groups of their own
- * (compile/rtc.c, so that a compile's timeout kills all of it): they die
- * with qual-run (QUAL_DIE_WITH_PARENT, common/lifetime.h), and qual-run
- * kills their groups when it ends them. Its stdout is cut into lines by
- * lines_splitter.
+ * (compile/rtc.c, so that a compile's timeout kills all of it), and what a
+ * candidate starts may leave both (setsid()). None outlives the job: qual-run
+ * is a child subreaper that kills everything below it on every way out
+ * (run/qual_run.c), and what it cannot (it was SIGKILLed) is adopted by
+ * quald, which kills it when it finds it (children.h, Orphans). Its stdout
+ * is cut into lines by lines_splitter.
+ *
+ * Scratch. Each worker's $TMPDIR is a folder of its own in the daemon's
+ * $TMPDIR, named after the state directory and the job,
+ * quald-<state>-<job>-XXXXXX (<state>: 16 hex digits of the SHA-256 of the
+ * state directory's real path), removed once the worker has exited. When
+ * the daemon starts, every folder of its user with its state directory's
+ * prefix goes: what the workers of an earlier daemon on that state
+ * directory left when it died (there is one daemon a state directory). The
+ * folders are not in the state directory: a compile child of another uid
+ * (--compile-user) must reach its own folder in there, and systemd keeps
+ * the state directory 0700; under systemd $TMPDIR is the unit's private
+ * /tmp.
  *
  * Relaying (relay.h). Each stdout line of a worker is parsed; an object is
  * relayed with its bytes unchanged and ,"job":ID,"seq":N spliced in before
@@ -61,7 +75,9 @@
  *                in qual-compile children, so a crash of the worker itself is
  *                the engine's, the driver's or the machine's (we cannot tell
  *                which arm a GPU fault came from). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -75,6 +91,7 @@
 #include "common/exitcode.h"
 #include "common/fsutil.h"
 #include "common/lifetime.h"
+#include "common/sha256.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
@@ -164,7 +181,9 @@ static void worker_stop_for(struct worker *w, enum worker_stop why)
 		w->stop = why;
 }
 
-/* Stops it at once: SIGKILL to its session. */
+/* Stops it at once: SIGKILL to its session. What it started outside its
+ * session it cannot end then: quald adopts and kills that (children.h,
+ * Orphans). */
 static void worker_kill_for(struct worker *w, enum worker_stop why)
 {
 	worker_stop_for(w, why);
@@ -172,9 +191,9 @@ static void worker_kill_for(struct worker *w, enum worker_stop why)
 		child_kill(&w->child, SIGKILL);
 }
 
-/* Asks it to stop: SIGTERM to its session, SIGKILL JOBS_KILL_GRACE_MS later
- * (the timer). Only the first request signals; a later one may only change
- * the reason. */
+/* Asks it to stop: SIGTERM to its session (qual-run then kills everything
+ * below it and exits), SIGKILL JOBS_KILL_GRACE_MS later (the timer). Only
+ * the first request signals; a later one may only change the reason. */
 static void worker_term_for(struct worker *w, enum worker_stop why)
 {
 	bool first = w->stop == WORKER_RUNNING;
@@ -719,10 +738,53 @@ static char **worker_env(const struct jobs *j, const char *tmpdir)
 	return child_env_with(drop, add);
 }
 
+int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg)
+{
+	const char *tmp = getenv("TMPDIR");
+	char real[PATH_MAX], hex[SHA256_HEX_SIZE], path[PATH_MAX];
+	struct dirent *e;
+	int rc, removed = 0;
+	DIR *d;
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (!realpath(state_dir, real))
+		return qual_fail(msg, QUAL_EIO, "cannot resolve '%s': %s", state_dir,
+				 strerror(errno));
+	if ((rc = sha256_hash_buffer(real, strlen(real), hex, msg)))
+		return rc;
+	j->scratch = xstrdup(tmp);
+	if (asprintf(&j->scratch_prefix, "quald-%.16s-", hex) < 0)
+		abort();
+	d = opendir(tmp);
+	if (!d) {
+		oplog_warn("cannot read '%s' for what earlier workers left: %s", tmp,
+			   strerror(errno));
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		/* Only real folders of ours: never through a link, never what
+		 * another user put there under our name. */
+		if (strncmp(e->d_name, j->scratch_prefix, strlen(j->scratch_prefix)) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    fs_path_join(path, sizeof path, tmp, e->d_name, NULL))
+			continue;
+		fs_rm_tree(path);
+		removed++;
+	}
+	closedir(d);
+	if (removed)
+		oplog_warn("removed %d temporary folder%s that workers of an earlier run left in "
+			   "'%s'", removed, removed == 1 ? "" : "s", tmp);
+	return 0;
+}
+
 void worker__start(struct jobs *j, struct job *job, int slot)
 {
 	struct worker *w = xcalloc(1, sizeof *w);
-	const char *tmp = getenv("TMPDIR");
 	char **argv, **env;
 	char what[PATH_MAX + 32];
 
@@ -749,12 +811,11 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	 * (worker_handle_closed): the engine removes its compile folders
 	 * itself, but not when a cancel, the time limit or a shutdown stops
 	 * it with a signal. Without one, it uses ours. */
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/quald-%s-XXXXXX", tmp,
-			     job->id) >= sizeof w->tmpdir || !mkdtemp(w->tmpdir)) {
+	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/%s%s-XXXXXX", j->scratch,
+			     j->scratch_prefix, job->id) >= sizeof w->tmpdir ||
+	    !mkdtemp(w->tmpdir)) {
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
-			   tmp, strerror(errno));
+			   j->scratch, strerror(errno));
 		w->tmpdir[0] = '\0';
 	} else if (j->compile_user && chmod(w->tmpdir, 0711) < 0) {
 		/* Its compile children, of another uid, must pass through to

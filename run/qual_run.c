@@ -1,13 +1,14 @@
 /* qual-run: one qualification of a candidate compiler library against a
  * baseline, as JSON lines on stdout. See docs/qual-run.md. */
 #include <getopt.h>
-#include <signal.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/confine.h"
 #include "common/exitcode.h"
 #include "common/lifetime.h"
@@ -139,8 +140,8 @@ static int number_parse(const struct number_opt *o, const char *s)
  * hangs within a longer --compile-timeout. The line names the arm by code
  * (compile_timeout), so quald judges a candidate's hang fail, not error,
  * from the line and not from prose. Written on the main thread before and
- * after each compile (runner.h, on_compile); read by the handler, which
- * only writes and exits. */
+ * after each compile (runner.h, on_compile); read by the handler
+ * (on_fatal_signal), which only writes, ends what is below and exits. */
 static char term_line[2048];
 static volatile sig_atomic_t term_len;    /* 0: no compile in flight */
 static volatile sig_atomic_t term_status; /* the exit status that goes with it */
@@ -167,16 +168,67 @@ static void on_compile(const char *case_name, const char *arm)
 	term_len = (sig_atomic_t)n;
 }
 
-static void on_term(int sig)
+/* Kills and reaps every process below this one: its children (sessions, a
+ * compile child) with their process groups, and what they left behind,
+ * which is adopted by this process (a subreaper); quald (a subreaper too)
+ * takes over whatever outlasts CHILD_REAP_GRACE_S. Async-signal-safe. */
+static void end_below(void)
 {
-	if (term_len > 0) {
+	(void)child_kill_orphans(NULL, 0, child_now() + CHILD_REAP_GRACE_S);
+}
+
+/* A signal that ends this process (a stop from quald or a terminal, or a
+ * crash): everything below goes first, then the signal takes its default
+ * course, so that whoever waits for qual-run sees what ended it. A forked
+ * session runs it too, for its own children. */
+static void on_fatal_signal(int sig)
+{
+	struct sigaction dfl;
+
+	if (sig == SIGTERM && term_len > 0) {
+		/* Stopped in a compile: the line that says so, then the exit
+		 * status that goes with it (term_line). */
 		ssize_t w = write(STDOUT_FILENO, term_line, (size_t)term_len);
 
 		(void)w;
+		end_below();
 		_exit(term_status);
 	}
-	signal(sig, SIG_DFL);
+	end_below();
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	/* Blocked until this handler returns, then delivered (a fault
+	 * signal also recurs at the faulting instruction). */
 	raise(sig);
+}
+
+/* Every descendant dies with qual-run, whatever ends it (docs/quald.md,
+ * "Process lifetime"): it adopts what its children leave behind, kills all
+ * of it on exit() and on each signal that ends a process and can be caught.
+ * SIGKILL cannot be: quald, a subreaper too, then adopts the rest. */
+static void die_with_everything_below(void)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU,
+				    SIGXFSZ, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+				    SIGSYS, SIGTRAP };
+	struct qual_msg msg;
+	struct sigaction sa;
+
+	if (child_become_subreaper(&msg) < 0)
+		fprintf(stderr, "qual-run: %s\n", msg.text);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_fatal_signal;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old;
+
+		/* A signal ignored by whoever started us stays ignored. */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+	atexit(end_below);
 }
 
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
@@ -265,14 +317,10 @@ int main(int argc, char **argv)
 		char confined[128];
 		qual_confine_worker(confined, sizeof confined);
 	}
+	die_with_everything_below();
 	runner_config_init(&cfg);
+	/* SIGTERM in a compile writes its line (on_fatal_signal). */
 	cfg.on_compile = on_compile;
-	{
-		struct sigaction sa = {.sa_handler = on_term};
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGTERM, &sa, NULL);
-	}
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;
 	cfg.candidate_opts = copts;

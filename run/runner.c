@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "common/child.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
 #include "common/sha256.h"
@@ -832,6 +833,8 @@ static void end_hung(const struct runner_config *cfg, FILE *out, FILE *err, int 
 		return;
 	}
 	fflush(NULL);
+	/* Every way out of qual-run ends what is below it (qual_run.c). */
+	(void)child_kill_orphans(NULL, 0, child_now() + CHILD_REAP_GRACE_S);
 	_exit(status);
 }
 
@@ -969,6 +972,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			if (cfg->on_crash) {
 				cfg->on_crash(run.crash_signal);
 			} else {
+				(void)child_kill_orphans(NULL, 0,
+							 child_now() + CHILD_REAP_GRACE_S);
 				signal(run.crash_signal, SIG_DFL);
 				raise(run.crash_signal);
 			}

@@ -28,13 +28,12 @@ import errno
 import json
 import os
 import pwd
-import shutil
 import stat
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from service_test import FAST, Failure, Quald, check, check_job_lines, serving, submit_job_id  # noqa: E402
+from service_test import (FAST, Failure, Quald, check, check_job_lines, run_scenario,  # noqa: E402
+                          serving, submit_job_id)
 
 ATTEMPTS = {"ptrace_parent", "ptrace_grandparent", "pidfd_getfd", "proc_fd"}
 
@@ -107,24 +106,7 @@ def main():
     if args.compile_user and os.geteuid() != 0:
         print("skipped: --compile-user needs root", file=sys.stderr)
         return 77
-    root = tempfile.mkdtemp(prefix="qual-forge-")
-    try:
-        scenario(args, root)
-    except Failure as e:
-        print(f"FAIL: forge: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
-        except OSError:
-            pass
-        return 1
-    finally:
-        if os.environ.get("QUAL_KEEP_TMP"):
-            print(f"kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    print("ok: forge")
-    return 0
+    return run_scenario("forge", scenario, args, prefix="qual-forge-")
 
 
 if __name__ == "__main__":

@@ -322,28 +322,8 @@ def main():
     args = ap.parse_args()
     args.shim = lambda kind: getattr(args, f"shim_{kind}")
     os.makedirs(args.workdir, exist_ok=True)
-    root = tempfile.mkdtemp(prefix="qual-gate-")
-    signal.signal(signal.SIGALRM, st.on_alarm)
-    signal.alarm(st.SCENARIO_S)
-    t0 = time.monotonic()
-    try:
-        SCENARIOS[args.scenario](args, root)
-    except Failure as e:
-        signal.alarm(0)
-        print(f"FAIL: {args.scenario}: {e}", file=sys.stderr)
-        for dirpath, _, files in os.walk(root):
-            if "quald.log" in files:
-                with open(os.path.join(dirpath, "quald.log"), errors="replace") as f:
-                    print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
-        return 1
-    finally:
-        signal.alarm(0)
-        if os.environ.get("QUAL_KEEP_TMP"):
-            print(f"kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    print(f"ok: {args.scenario} in {time.monotonic() - t0:.1f} s")
-    return 0
+    return st.run_scenario(args.scenario, SCENARIOS[args.scenario], args,
+                           prefix="qual-gate-")
 
 
 if __name__ == "__main__":

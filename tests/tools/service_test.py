@@ -83,9 +83,10 @@ def wait_until(pred, timeout, what, step=0.02):
 
 # ---- processes ----------------------------------------------------------
 
-def proc_stat(pid):
+def proc_stat(pid, zombies=False):
     """(state, ppid, comm) of a live process, or None for one gone or a
-    zombie (a zombie has exited; only its reaping is pending)."""
+    zombie (a zombie has exited; only its reaping is pending) unless
+    zombies."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             text = f.read()
@@ -93,7 +94,7 @@ def proc_stat(pid):
         return None
     comm = text[text.index("(") + 1:text.rindex(")")]
     fields = text[text.rindex(")") + 2:].split()
-    if fields[0] in ("Z", "X"):
+    if fields[0] in ("Z", "X") and not zombies:
         return None
     return fields[0], int(fields[1]), comm
 
@@ -951,7 +952,41 @@ SCENARIOS = {
 
 
 def on_alarm(signum, frame):
+    """SIGALRM's handler for a driver that sets its own alarm at SCENARIO_S
+    (run_scenario sets one itself)."""
     raise Failure(f"the scenario ran over {SCENARIO_S} s")
+
+
+def run_scenario(name, fn, args, prefix="qual-svc-", limit=SCENARIO_S):
+    """Runs fn(args, root) in a fresh folder root within limit seconds; on
+    a failed check prints it and the end of every quald.log under root.
+    Returns the exit status: 0, or 1 after a failure. The folder is removed
+    at the end, kept when $QUAL_KEEP_TMP is set."""
+    root = tempfile.mkdtemp(prefix=prefix)
+
+    def over(signum, frame):
+        raise Failure(f"the scenario ran over {limit} s")
+    signal.signal(signal.SIGALRM, over)
+    signal.alarm(limit)
+    t0 = time.monotonic()
+    try:
+        fn(args, root)
+    except Failure as e:
+        signal.alarm(0)
+        print(f"FAIL: {name}: {e}", file=sys.stderr)
+        for dirpath, _, files in os.walk(root):
+            if "quald.log" in files:
+                with open(os.path.join(dirpath, "quald.log"), errors="replace") as f:
+                    print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
+        return 1
+    finally:
+        signal.alarm(0)
+        if os.environ.get("QUAL_KEEP_TMP"):
+            print(f"kept {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"ok: {name} in {time.monotonic() - t0:.1f} s")
+    return 0
 
 
 def main():
@@ -974,29 +1009,7 @@ def main():
         if not os.path.exists(p):
             sys.exit(f"FAIL: '{p}' does not exist: build it first")
 
-    root = tempfile.mkdtemp(prefix="qual-svc-")
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(SCENARIO_S)
-    t0 = time.monotonic()
-    try:
-        SCENARIOS[args.scenario](args, root)
-    except Failure as e:
-        signal.alarm(0)
-        print(f"FAIL: {args.scenario}: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
-        except OSError:
-            pass
-        return 1
-    finally:
-        signal.alarm(0)
-        if os.environ.get("QUAL_KEEP_TMP"):
-            print(f"kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    print(f"ok: {args.scenario} in {time.monotonic() - t0:.1f} s")
-    return 0
+    return run_scenario(args.scenario, SCENARIOS[args.scenario], args)
 
 
 if __name__ == "__main__":

@@ -30,11 +30,8 @@ import argparse
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -308,28 +305,8 @@ def main():
         ap.add_argument(opt, required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="qual-store-")
-    signal.signal(signal.SIGALRM, svc.on_alarm)
-    signal.alarm(svc.SCENARIO_S)
-    t0 = time.monotonic()
-    try:
-        SCENARIOS[args.scenario](args, root)
-    except Failure as e:
-        print(f"FAIL: {args.scenario}: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                print("quald's stderr:\n" + f.read()[-4000:], file=sys.stderr)
-        except OSError:
-            pass
-        return 1
-    finally:
-        signal.alarm(0)
-        if os.environ.get("QUAL_KEEP_TMP"):
-            print(f"kept {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    print(f"ok: {args.scenario} in {time.monotonic() - t0:.1f} s")
-    return 0
+    return svc.run_scenario(args.scenario, SCENARIOS[args.scenario], args,
+                            prefix="qual-store-")
 
 
 if __name__ == "__main__":

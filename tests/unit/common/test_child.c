@@ -638,10 +638,11 @@ static void test_group_kinds(void **state)
 }
 
 /* A shell that leaves a sleeping grandchild in its group and exits. */
-static pid_t start_leaver(struct child *c, enum child_group group)
+/* Starts c, a shell that runs script in group and exits: the process id
+ * the script prints, a grandchild left behind. */
+static pid_t start_script(struct child *c, enum child_group group, const char *script)
 {
-	static const char *argv[] = { "/bin/sh", "-c",
-				      "/bin/sleep " SLEEP_ARG " >/dev/null 2>&1 & echo $!", NULL };
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
 	char *out;
 	pid_t grandchild;
 
@@ -654,7 +655,13 @@ static pid_t start_leaver(struct child *c, enum child_group group)
 	grandchild = (pid_t)atoi(out);
 	free(out);
 	assert_true(grandchild > 0);
+	c->argv = NULL; /* on our stack */
 	return grandchild;
+}
+
+static pid_t start_leaver(struct child *c, enum child_group group)
+{
+	return start_script(c, group, "/bin/sleep " SLEEP_ARG " >/dev/null 2>&1 & echo $!");
 }
 
 /* The loop's way: child_exited, then child_reap kills what the child left
@@ -709,6 +716,105 @@ static void test_group_same_leaves_grandchild(void **state)
 	assert_int_equal(waitpid(g, &st, WNOHANG), 0);
 	kill(g, SIGKILL);
 	assert_int_equal(waitpid(g, &st, 0), g);
+}
+
+/* ---- orphans ------------------------------------------------------------- */
+
+/* True when pid is no process at all (not even a zombie of ours). */
+static bool gone(pid_t pid)
+{
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* A grandchild that left its group and session (setsid) survives the
+ * child's group kill; a subreaper adopts it, and child_kill_orphans() kills
+ * and reaps it (it waits: a deadline). */
+static void test_kill_orphans_adopted(void **state)
+{
+	struct qual_msg msg = { { 0 } };
+	struct child c;
+	pid_t g;
+
+	(void)state;
+	assert_int_equal(child_become_subreaper(&msg), 0);
+	/* The grandchild says its pid once it has left the group. */
+	g = start_script(&c, CHILD_GROUP_NEW,
+			 "/usr/bin/setsid /bin/sh -c 'echo $$; exec /bin/sleep " SLEEP_ARG
+			 " >/dev/null 2>&1' &");
+	(void)finish(&c);
+	/* Out of reach of the group kill, and ours now. */
+	assert_int_equal(waitpid(g, NULL, WNOHANG), 0);
+	assert_int_equal(child_kill_orphans(NULL, 0, child_now() + 5), 0);
+	assert_true(gone(g));
+}
+
+/* A child not kept is killed with its group (a grandchild there, not ours
+ * until adopted, dies too and is reaped); a kept one is left running. */
+static void test_kill_orphans_group_and_keep(void **state)
+{
+	static const char *argv[] = { "/bin/sh", "-c",
+				      "/bin/sleep " SLEEP_ARG " >/dev/null 2>&1 & echo $!; "
+				      "exec /bin/sleep " SLEEP_ARG " >/dev/null", NULL };
+	const char *sleeper[] = { "/bin/sleep", SLEEP_ARG, NULL };
+	struct qual_msg msg = { { 0 } };
+	struct child c, kept;
+	struct child_exit ex;
+	char buf[32] = "";
+	ssize_t n;
+	pid_t g, pid;
+
+	(void)state;
+	assert_int_equal(child_become_subreaper(&msg), 0);
+	child_init(&kept);
+	start(&kept, sleeper);
+	child_init(&c);
+	c.argv = argv;
+	c.group = CHILD_GROUP_NEW;
+	c.out = CHILD_PIPE;
+	assert_int_equal(child_start(&c, NULL), 0);
+	/* The first line only: the exec'd sleep keeps the pipe open. */
+	n = read(c.out_pipe, buf, sizeof buf - 1);
+	assert_true(n > 0);
+	close(c.out_pipe);
+	g = (pid_t)atoi(buf);
+	assert_true(g > 0);
+	pid = c.pid;
+	c.pid = -1; /* child_kill_orphans() reaps it */
+	assert_int_equal(child_kill_orphans(&kept.pid, 1, child_now() + 5), 0);
+	assert_true(gone(pid));
+	assert_true(gone(g));
+	assert_int_equal(waitpid(kept.pid, NULL, WNOHANG), 0);
+	child_kill(&kept, SIGKILL);
+	ex = finish(&kept);
+	assert_int_equal(child_exit_signal(&ex), SIGKILL);
+}
+
+/* Without a deadline it never waits: the child it killed is reaped by a
+ * later call once it has exited (its zombie). */
+static void test_kill_orphans_no_wait(void **state)
+{
+	const char *sleeper[] = { "/bin/sleep", SLEEP_ARG, NULL };
+	struct child c;
+	siginfo_t si;
+	pid_t pid;
+
+	(void)state;
+	child_init(&c);
+	start(&c, sleeper);
+	pid = c.pid;
+	c.pid = -1;
+	assert_int_equal(child_kill_orphans(NULL, 0, 0), 0);
+	/* Killed: a zombie now, unless the call reaped it already. */
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0) {
+		assert_int_equal(si.si_code, CLD_KILLED);
+		assert_int_equal(si.si_status, SIGKILL);
+		assert_false(gone(pid));
+		assert_int_equal(child_kill_orphans(NULL, 0, 0), 0);
+	} else {
+		assert_int_equal(errno, ECHILD);
+	}
+	assert_true(gone(pid));
 }
 
 /* ---- deadlines, kills, exits --------------------------------------------- */
@@ -1050,6 +1156,9 @@ QUAL_TESTS(
 	cmocka_unit_test(test_group_reap_kills_grandchild),
 	cmocka_unit_test(test_session_wait_kills_grandchild),
 	cmocka_unit_test(test_group_same_leaves_grandchild),
+	cmocka_unit_test(test_kill_orphans_adopted),
+	cmocka_unit_test(test_kill_orphans_group_and_keep),
+	cmocka_unit_test(test_kill_orphans_no_wait),
 	cmocka_unit_test(test_deadline_kills),
 	cmocka_unit_test(test_deadline_not_reached),
 	cmocka_unit_test(test_kill),
