@@ -3,6 +3,8 @@
 #ifndef QUAL_EXITCODE_H
 #define QUAL_EXITCODE_H
 
+#include <signal.h>
+
 enum qual_exit {
 	QUAL_EXIT_PASS = 0,       /* improvement, neutral, or compile-only with no failure */
 	QUAL_EXIT_REGRESSION = 1, /* some case slower, nothing failed */
@@ -14,5 +16,12 @@ enum qual_exit {
 				   * it did not ask for --compile-only: a gate must not pass
 				   * what was never measured */
 };
+
+/* The signal quald sends a worker (qual-run) whose job ran past its time
+ * limit, where a cancel or a shutdown sends SIGTERM: only the time limit
+ * makes qual-run name the compile in flight as timed out (and so blame its
+ * arm); a cancel or a shutdown blames no one. SIGKILL follows either after
+ * a grace. */
+#define QUAL_SIGNAL_TIME_LIMIT SIGUSR1
 
 #endif

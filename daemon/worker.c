@@ -64,8 +64,9 @@
  *                already relayed blamed the candidate, which makes the job a
  *                fail by the engine's own precedence (fail > error) whatever
  *                happened next (a job time limit during the candidate's
- *                compile: qual-run, stopped by SIGTERM, names the arm in a
- *                compile_timeout error line first)
+ *                compile: qual-run, stopped by QUAL_SIGNAL_TIME_LIMIT, names
+ *                the arm in a compile_timeout error line first; a cancel or
+ *                a shutdown, SIGTERM, blames no one)
  *   error        anything else: a crash (signal), the job time limit, a line
  *                over the limit, the job log size limit (max_log_bytes), a
  *                usage exit (4: always error, even when an error line named
@@ -191,8 +192,9 @@ static void worker_kill_for(struct worker *w, enum worker_stop why)
 		child_kill(&w->child, SIGKILL);
 }
 
-/* Asks it to stop: SIGTERM to its session (qual-run then kills everything
- * below it and exits), SIGKILL JOBS_KILL_GRACE_MS later (the timer). Only
+/* Asks it to stop: SIGTERM to its session (QUAL_SIGNAL_TIME_LIMIT for the
+ * job time limit; qual-run then kills everything below it and exits),
+ * SIGKILL JOBS_KILL_GRACE_MS later (the timer). Only
  * the first request signals; a later one may only change the reason. */
 static void worker_term_for(struct worker *w, enum worker_stop why)
 {
@@ -201,7 +203,7 @@ static void worker_term_for(struct worker *w, enum worker_stop why)
 	worker_stop_for(w, why);
 	if (!first || w->exited)
 		return;
-	child_kill(&w->child, SIGTERM);
+	child_kill(&w->child, why == WORKER_STOP_TIMEOUT ? QUAL_SIGNAL_TIME_LIMIT : SIGTERM);
 	uv_timer_start(&w->timer, worker_timer, JOBS_KILL_GRACE_MS, 0);
 }
 

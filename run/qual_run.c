@@ -135,37 +135,47 @@ static int number_parse(const struct number_opt *o, const char *s)
 }
 
 /* The compile in flight, as the error line (lines_error's, with its newline)
- * qual-run writes when it is stopped by SIGTERM before the compile ends:
- * quald's job time limit (or a cancel or shutdown) while an arm's compile
- * hangs within a longer --compile-timeout. The line names the arm by code
- * (compile_timeout), so quald judges a candidate's hang fail, not error,
- * from the line and not from prose. Written on the main thread before and
- * after each compile (runner.h, on_compile); read by the handler
- * (on_fatal_signal), which only writes, ends what is below and exits. */
-static char term_line[2048];
-static volatile sig_atomic_t term_len;    /* 0: no compile in flight */
-static volatile sig_atomic_t term_status; /* the exit status that goes with it */
+ * qual-run writes when quald stops it for the job time limit
+ * (QUAL_SIGNAL_TIME_LIMIT, common/exitcode.h) before the compile ends: an
+ * arm's compile that hangs within a longer --compile-timeout. The line names
+ * the arm by code (compile_timeout), so quald judges a candidate's hang
+ * fail, not error, from the line and not from prose. A cancel or a shutdown
+ * (SIGTERM) writes nothing: they blame no one.
+ *
+ * Written on the main thread before and after each compile (runner.h,
+ * on_compile), read by the handler (on_fatal_signal), which may run on any
+ * thread. Two buffers: on_compile fills the one not published and then
+ * publishes it (term_pub: its index and length in one sig_atomic_t), so a
+ * handler that read the last one keeps reading bytes nobody rewrites until
+ * the compile after next. */
+#define TERM_LINE_MAX 2048
+static char term_line[2][TERM_LINE_MAX];
+static volatile sig_atomic_t term_pub;    /* index * TERM_LINE_MAX + length; 0: none */
+static int term_status[2];                /* the exit status that goes with each */
+static int term_next;                     /* main thread: the buffer to fill next */
 
 static void on_compile(const char *case_name, const char *arm)
 {
+	char *buf = term_line[term_next];
 	FILE *f;
 	long n;
 
-	term_len = 0;
+	term_pub = 0;
 	if (!case_name)
 		return;
-	f = fmemopen(term_line, sizeof term_line, "w");
+	f = fmemopen(buf, TERM_LINE_MAX, "w");
 	if (!f)
 		return;
 	lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, arm, case_name,
-		    "the compile was still running when qual-run was stopped (SIGTERM: the "
-		    "job time limit, a cancel or a shutdown)");
+		    "the compile was still running when the job's time limit stopped "
+		    "qual-run");
 	n = ftell(f);
 	fclose(f);
-	if (n <= 0 || (size_t)n >= sizeof term_line || term_line[n - 1] != '\n')
+	if (n <= 0 || n >= TERM_LINE_MAX || buf[n - 1] != '\n')
 		return; /* cut short: better no line than half of one */
-	term_status = strcmp(arm, "candidate") == 0 ? QUAL_EXIT_FAIL : QUAL_EXIT_ERROR;
-	term_len = (sig_atomic_t)n;
+	term_status[term_next] = strcmp(arm, "candidate") == 0 ? QUAL_EXIT_FAIL : QUAL_EXIT_ERROR;
+	term_pub = (sig_atomic_t)(term_next * TERM_LINE_MAX + n);
+	term_next = 1 - term_next;
 }
 
 /* Kills and reaps every process below this one: its children (sessions, a
@@ -183,17 +193,21 @@ static void end_below(void)
  * session runs it too, for its own children. */
 static void on_fatal_signal(int sig)
 {
+	sig_atomic_t pub = term_pub;
 	struct sigaction dfl;
 
-	if (sig == SIGTERM && term_len > 0) {
-		/* Stopped in a compile: the line that says so, then the exit
-		 * status that goes with it (term_line). */
-		ssize_t w = write(STDOUT_FILENO, term_line, (size_t)term_len);
+	if (sig == QUAL_SIGNAL_TIME_LIMIT && pub > 0) {
+		/* Stopped by the time limit in a compile: the line that says
+		 * so, then the exit status that goes with it (term_line). */
+		ssize_t w = write(STDOUT_FILENO, term_line[pub / TERM_LINE_MAX],
+				  (size_t)(pub % TERM_LINE_MAX));
 
 		(void)w;
 		end_below();
-		_exit(term_status);
+		_exit(term_status[pub / TERM_LINE_MAX]);
 	}
+	if (sig == QUAL_SIGNAL_TIME_LIMIT)
+		sig = SIGTERM; /* outside a compile, the time limit is a stop */
 	end_below();
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
@@ -209,7 +223,8 @@ static void on_fatal_signal(int sig)
  * SIGKILL cannot be: quald, a subreaper too, then adopts the rest. */
 static void die_with_everything_below(void)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU,
+	static const int sigs[] = { SIGTERM, QUAL_SIGNAL_TIME_LIMIT, SIGINT, SIGHUP, SIGQUIT,
+				    SIGPIPE, SIGXCPU,
 				    SIGXFSZ, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
 				    SIGSYS, SIGTRAP };
 	struct qual_msg msg;
@@ -319,7 +334,7 @@ int main(int argc, char **argv)
 	}
 	die_with_everything_below();
 	runner_config_init(&cfg);
-	/* SIGTERM in a compile writes its line (on_fatal_signal). */
+	/* The time limit in a compile writes its line (on_fatal_signal). */
 	cfg.on_compile = on_compile;
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;

@@ -18,7 +18,8 @@
 #   orphans_run_exit      qual-run alone (no quald), the compile failing: when
 #                         it has exited nothing it started is left
 #   orphans_run_sigterm   qual-run alone, SIGTERM in the hanging compile: it
-#                         exits 2 (fail), nothing it started is left
+#                         ends by the signal, blaming no one, and nothing it
+#                         started is left
 #   orphans_scratch       a stale worker folder of this state directory's in
 #                         $TMPDIR is removed at start (not another state
 #                         directory's, nor a link), as is the folder of a job

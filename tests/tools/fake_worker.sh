@@ -38,6 +38,7 @@ if [ -n "$FAKE_DIR" ]; then
   # A kind that dies by a signal releases the slot first.
   trap release EXIT
   trap 'release; exit 143' TERM
+  trap 'release; exit 138' USR1 # the job time limit (QUAL_SIGNAL_TIME_LIMIT)
 fi
 
 # Every line has the fields its type requires (quald refuses one that lacks

@@ -301,6 +301,22 @@ def scenario_hang_job_limit(args, root):
                 wait_until(lambda: not st.alive(pids[0]), 5, "the hung compile to die")
                 os.unlink(d.pidfile)
             log(f"hanging {arm} compile under the job limit: {verdict} in {took:.1f} s")
+        # A cancel during the candidate's hanging compile blames no one: the
+        # job is cancelled and no compile_timeout line names the candidate.
+        r = d.ctl("submit", args.nvrtc, args.shim("hang"), "--case", FAST, "--compile-only",
+                  "--compile-timeout", "600", "--no-follow")
+        check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}")
+        job = r.stdout.strip()
+        wait_until(d.shim_pids, 20, "the hang shim to start compiling")
+        r = d.ctl("cancel", job)
+        check(r.returncode == 0, f"cancel: exit {r.returncode}: {r.stderr}")
+        d.wait_job_state(job, ("cancelled",))
+        stored = [json.loads(t) for t in d.stored_lines(job)]
+        check(stored and stored[-1].get("verdict") == "cancelled",
+              f"the cancelled job's last line: {stored[-1:]}")
+        blamed = [l for l in stored if l.get("code") == "compile_timeout"]
+        check(not blamed, f"a cancel blamed the compile in flight: {blamed}")
+        log("cancel during the candidate's hanging compile: cancelled, no compile_timeout")
 
 
 SCENARIOS = {
