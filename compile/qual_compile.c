@@ -559,9 +559,12 @@ int main(int argc, char **argv)
 	closefrom(3);
 	/* The library under test runs here: it must reach neither us (not
 	 * dumpable) nor, by any capability, our worker or quald (a user
-	 * namespace of our own; confine.h). Before any thread starts. */
-	qual_confine_nondumpable("qual-compile");
+	 * namespace of our own; confine.h). Before any thread starts, and in
+	 * this order: the namespace's maps are written through /proc/self,
+	 * which a non-dumpable process other than root may not write; nothing
+	 * of the library's is loaded yet. */
 	qual_confine_userns("qual-compile");
+	qual_confine_nondumpable("qual-compile");
 	/* A compile whose parent (worker or daemon) is gone is of no use. */
 	if (!qual_die_with_parent())
 		_exit(1);

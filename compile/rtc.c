@@ -64,14 +64,11 @@ void rtc_set_compile_user(bool set, uid_t uid, gid_t gid)
 	compile_user.gid = gid;
 }
 
-/* Gives path (in a private folder) to the compile user, when there is one,
- * so that its child can write there and read its source. */
-static int give_to_compile_user(const char *path, struct qual_msg *msg)
+/* Who owns what a child leaves in its folder's RTC__OUT_DIR: the compile
+ * user, or we. */
+static uid_t child_owner(void)
 {
-	if (compile_user.set && chown(path, compile_user.uid, compile_user.gid) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot give '%s' to the compile user: %s",
-				 path, strerror(errno));
-	return 0;
+	return compile_user.set ? compile_user.uid : geteuid();
 }
 
 /* The qual-compile to run, as a new string: helper when given, else
@@ -178,16 +175,70 @@ int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg
 
 /* ---- the private folder ---------------------------------------------------- */
 
+/* A compile folder, made by workdir_new():
+ *
+ *   qual-rtc-XXXXXX/   ours; 0700, or 0710 and group the compile user's
+ *                      with one: it may pass through, never add, remove or
+ *                      rename a name here, so no name we create, write or
+ *                      hand over can be a link of its
+ *     source.txt       ours, written once (O_EXCL); group-readable with a
+ *                      compile user (workdir_put)
+ *     stderr.txt       ours (O_EXCL), the child's stdout and stderr by
+ *                      descriptor (helper_start)
+ *     out/             the child's (--out): result, log, code, pin; read
+ *                      back with fs_read_capped_placed() as the child's
+ *     tmp/             the child's $TMPDIR
+ *
+ * Everything we make in it is made through the folder's descriptor with
+ * O_EXCL | O_NOFOLLOW and given away by descriptor (fchown), never by path.
+ * fs_rm_tree() removes it without following anything the child left. */
+#define RTC_TMP_DIR "tmp"
+
+/* Opens dir (ours) as a folder, not following a link. */
+static int workdir_open(const char *dir, struct qual_msg *msg)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot open '%s': %s", dir, strerror(errno));
+	return fd;
+}
+
+/* Makes the child's folder name in the open folder dfd (dir names it in
+ * messages), given to the compile user when there is one. */
+static int workdir_child_dir(int dfd, const char *dir, const char *name,
+			     struct qual_msg *msg)
+{
+	int fd, rc = 0;
+
+	if (mkdirat(dfd, name, 0700) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot create '%s/%s': %s", dir, name,
+				 strerror(errno));
+	if (!compile_user.set)
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, compile_user.uid, compile_user.gid) < 0)
+		rc = qual_fail(msg, QUAL_EIO, "cannot give '%s/%s' to the compile user: %s",
+			       dir, name, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Creates a new compile folder (above) in $TMPDIR into dir. On failure dir
+ * is "" and nothing is left behind. */
 static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 {
 	const char *tmp = getenv("TMPDIR");
 	char sub[PATH_MAX];
-	int rc;
+	int fd = -1, rc;
 
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
-	if ((size_t)snprintf(dir, cap, "%s/qual-rtc-XXXXXX", tmp) >= cap)
+	if ((size_t)snprintf(dir, cap, "%s/qual-rtc-XXXXXX", tmp) >= cap) {
+		dir[0] = '\0';
 		return qual_fail(msg, QUAL_EINVAL, "temporary folder name is too long");
+	}
 	if (!mkdtemp(dir)) {
 		int e = errno;
 		snprintf(sub, sizeof sub, "%s", dir);
@@ -195,16 +246,88 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 		return qual_fail(msg, QUAL_EIO, "cannot create temporary folder '%s': %s",
 				 sub, strerror(e));
 	}
+	if ((rc = fd = workdir_open(dir, msg)) < 0)
+		goto out;
+	/* The compile user may pass through to its own folders, and no one
+	 * else may (another user's process cannot reach them at all). */
+	if (compile_user.set &&
+	    (fchown(fd, (uid_t)-1, compile_user.gid) < 0 || fchmod(fd, 0710) < 0)) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot open '%s' to the compile user: %s",
+			       dir, strerror(errno));
+		goto out;
+	}
 	/* The child's own TMPDIR, so whatever the compiler leaves behind (comgr
 	 * writes its inputs to $TMPDIR/comgr-XXXXXX) goes when the folder does,
 	 * even when the child is killed. */
-	snprintf(sub, sizeof sub, "%s/tmp", dir);
-	if (mkdir(sub, 0700) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", sub,
+	if ((rc = workdir_child_dir(fd, dir, RTC_TMP_DIR, msg)) ||
+	    (rc = workdir_child_dir(fd, dir, RTC__OUT_DIR, msg)))
+		goto out;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		fs_rm_tree(dir);
+		dir[0] = '\0';
+	}
+	return rc;
+}
+
+/* Creates name in the compile folder dir, new (never one that exists, never
+ * through a link), for writing, mode 0600 (0640 and the compile user's
+ * group when readable and there is one). Returns the descriptor, or a
+ * negative code with msg. */
+static int workdir_create(const char *dir, const char *name, bool readable,
+			  struct qual_msg *msg)
+{
+	int dfd = workdir_open(dir, msg), fd;
+
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	close(dfd);
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot create '%s/%s': %s", dir, name,
 				 strerror(errno));
-	if ((rc = give_to_compile_user(dir, msg)))
+	if (readable && compile_user.set &&
+	    (fchown(fd, (uid_t)-1, compile_user.gid) < 0 || fchmod(fd, 0640) < 0)) {
+		int e = errno;
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot give '%s/%s' to the compile user: %s",
+				 dir, name, strerror(e));
+	}
+	return fd;
+}
+
+/* Writes data into name, a new file of the compile folder dir that the
+ * child may read (the source), and its path into path. */
+static int workdir_put(const char *dir, const char *name, const char *data, size_t len,
+		       char *path, size_t cap, struct qual_msg *msg)
+{
+	int rc, fd;
+
+	if ((rc = fs_path_join(path, cap, dir, name, msg)))
 		return rc;
-	return give_to_compile_user(sub, msg);
+	if ((fd = workdir_create(dir, name, true, msg)) < 0)
+		return fd;
+	rc = 0;
+	if (fs_write_all(fd, data, len) < 0)
+		rc = qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if (close(fd) < 0 && !rc)
+		rc = qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	return rc;
+}
+
+/* The path of what the child left as name in its folder's RTC__OUT_DIR. */
+static int workdir_out_path(char *path, size_t cap, const char *dir, const char *name,
+			    struct qual_msg *msg)
+{
+	char out[PATH_MAX];
+	int rc;
+
+	if ((rc = fs_path_join(out, sizeof out, dir, RTC__OUT_DIR, msg)))
+		return rc;
+	return fs_path_join(path, cap, out, name, msg);
 }
 
 /* ---- running the child ----------------------------------------------------- */
@@ -265,18 +388,16 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
 static int helper_start(struct child *c, const char *const *argv, const char *libdir,
 			const char *dir, int lib_fd, struct qual_msg *msg)
 {
-	char out_path[PATH_MAX], tmp_path[PATH_MAX], name[PATH_MAX + 32];
+	char tmp_path[PATH_MAX], name[PATH_MAX + 32];
 	char **env = NULL;
 	int out = -1, rc;
 
 	child_init(c);
-	if ((rc = fs_path_join(out_path, sizeof out_path, dir, RTC__STDERR_FILE, msg)) ||
-	    (rc = fs_path_join(tmp_path, sizeof tmp_path, dir, "tmp", msg)))
+	if ((rc = fs_path_join(tmp_path, sizeof tmp_path, dir, RTC_TMP_DIR, msg)))
 		return rc;
-	out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", out_path,
-				 strerror(errno));
+	/* Ours, new: the child writes it through the descriptor only. */
+	if ((out = workdir_create(dir, RTC__STDERR_FILE, false, msg)) < 0)
+		return out;
 	env = child_env_for(libdir, tmp_path);
 	c->argv = argv;
 	c->env = (const char *const *)env;
@@ -307,8 +428,8 @@ static void report_read(const char *dir, struct child_report *rep)
 	size_t size;
 
 	memset(rep, 0, sizeof *rep);
-	if (fs_path_join(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
-	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
+	if (workdir_out_path(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
+	    fs_read_capped_placed(path, child_owner(), RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -353,7 +474,7 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 
 	out[0] = '\0';
 	if (fs_path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
-	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
+	    fs_read_capped_placed(path, geteuid(), RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	text_last_line(text, size, out, cap);
 	free(text);
@@ -496,19 +617,20 @@ static int identify_check(const char *path, const char *real, const struct stat 
  * bytes; else it pins p->real_path itself. */
 static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual_msg *msg)
 {
-	char libdir[PATH_MAX];
+	char libdir[PATH_MAX], out_dir[PATH_MAX];
 	char *exe = NULL;
 	int rc;
 
 	if ((rc = helper_find(helper, &exe, msg)) ||
-	    (rc = workdir_new(p->dir, sizeof p->dir, msg)))
+	    (rc = workdir_new(p->dir, sizeof p->dir, msg)) ||
+	    (rc = fs_path_join(out_dir, sizeof out_dir, p->dir, RTC__OUT_DIR, msg)))
 		goto out;
 	dir_of(p->real_path, libdir, sizeof libdir);
 	{
 		const char *argv[] = { exe, "identify",
 				       p->lib_fd >= 0 ? "--lib-fd" : "--lib",
 				       p->lib_fd >= 0 ? "0" : p->real_path, "--out",
-				       p->dir, "--label", p->path, NULL };
+				       out_dir, "--label", p->path, NULL };
 		rc = helper_start(&p->child, argv, libdir, p->dir, p->lib_fd, msg);
 	}
 out:
@@ -538,8 +660,8 @@ static bool pin_report_read(const char *dir, struct rtc_identity *id)
 	bool complete = false;
 	size_t n;
 
-	if (fs_path_join(path, sizeof path, dir, RTC__PIN_FILE, NULL) ||
-	    fs_read_capped(path, RTC_REPORT_CAP, &text, &n, NULL))
+	if (workdir_out_path(path, sizeof path, dir, RTC__PIN_FILE, NULL) ||
+	    fs_read_capped_placed(path, child_owner(), RTC_REPORT_CAP, &text, &n, NULL))
 		return false;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -753,9 +875,9 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	size_t got;
 	int rc;
 
-	if ((rc = fs_path_join(path, sizeof path, dir, RTC__LOG_FILE, msg)))
+	if ((rc = workdir_out_path(path, sizeof path, dir, RTC__LOG_FILE, msg)))
 		return rc;
-	if (fs_read_capped_placed(path, log_cap, &out->log, &got, NULL) == 0) {
+	if (fs_read_capped_placed(path, child_owner(), log_cap, &out->log, &got, NULL) == 0) {
 		out->log_size = rep->log_size > got ? rep->log_size : got;
 		out->log_truncated = out->log_size > got;
 	}
@@ -772,8 +894,9 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	if (rep->code_size > RTC_OUTPUT_LIMIT)
 		return qual_fail(msg, QUAL_ELIMIT, "code object of %zu bytes is over the "
 				 "limit", rep->code_size);
-	if ((rc = fs_path_join(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
-	    (rc = fs_read_capped_placed(path, rep->code_size, (char **)&out->code, &got, msg)))
+	if ((rc = workdir_out_path(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
+	    (rc = fs_read_capped_placed(path, child_owner(), rep->code_size,
+					(char **)&out->code, &got, msg)))
 		return rc;
 	if (got != rep->code_size)
 		return qual_fail(msg, QUAL_EIO, "code file holds %zu bytes, %zu reported",
@@ -791,7 +914,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	struct child child;
 	const struct rtc_identity *c;
 	char dir[PATH_MAX] = "", libdir[PATH_MAX];
-	char src_path[PATH_MAX], cap_text[32], doing[PATH_MAX + 64];
+	char src_path[PATH_MAX], out_dir[PATH_MAX], cap_text[32], doing[PATH_MAX + 64];
 	const char **argv = NULL;
 	char *exe = NULL;
 	int rc, i, k = 0;
@@ -807,10 +930,9 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	c = req->compiler;
 	if ((rc = helper_find(NULL, &exe, msg)) ||
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
-	    (rc = fs_path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
-	    (rc = fs_write_synced(src_path, req->source, strlen(req->source), 0600,
-				     NULL, msg)) ||
-	    (rc = give_to_compile_user(src_path, msg)))
+	    (rc = fs_path_join(out_dir, sizeof out_dir, dir, RTC__OUT_DIR, msg)) ||
+	    (rc = workdir_put(dir, RTC__SOURCE_FILE, req->source, strlen(req->source),
+			      src_path, sizeof src_path, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);
@@ -830,7 +952,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	argv[k++] = "--name";
 	argv[k++] = req->program_name;
 	argv[k++] = "--out";
-	argv[k++] = dir;
+	argv[k++] = out_dir;
 	argv[k++] = "--label";
 	argv[k++] = c->path;
 	argv[k++] = "--log-cap";

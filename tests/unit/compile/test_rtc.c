@@ -507,11 +507,13 @@ static void test_child_report(void **state)
 {
 	struct child_report rep;
 	struct child_exit oc;
-	char dir[PATH_MAX], message[512];
+	char dir[PATH_MAX], out[PATH_MAX + 8], message[512];
 
 	(void)state;
 	assert_int_equal(workdir_new(dir, sizeof dir, NULL), 0);
-	write_text(dir, RTC__RESULT_FILE, "status=-7\nmessage=compiler 'x' rejected 'k.cu'\n"
+	/* The child reports in its own folder; its stderr is ours. */
+	snprintf(out, sizeof out, "%s/" RTC__OUT_DIR, dir);
+	write_text(out, RTC__RESULT_FILE, "status=-7\nmessage=compiler 'x' rejected 'k.cu'\n"
 		   "abi=nvrtc\nversion=13.0\ncompile_ms=12.5\nlog_size=300\n"
 		   "log_kept=200\ncode_size=0\nend=1\n");
 	report_read(dir, &rep);
@@ -537,7 +539,7 @@ static void test_child_report(void **state)
 					message, sizeof message), QUAL_ECOMPILE);
 
 	/* Without the end line the report is not trusted. */
-	write_text(dir, RTC__RESULT_FILE, "status=0\nmessage=\ncode_size=10\n");
+	write_text(out, RTC__RESULT_FILE, "status=0\nmessage=\ncode_size=10\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
 	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
@@ -558,7 +560,7 @@ static void test_child_report(void **state)
 			    "space left on device");
 
 	/* A status outside the error space is garbage. */
-	write_text(dir, RTC__RESULT_FILE, "status=5\nend=1\n");
+	write_text(out, RTC__RESULT_FILE, "status=5\nend=1\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
 	fs_rm_tree(dir);
