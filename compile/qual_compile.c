@@ -22,6 +22,12 @@
  * (RTC__PIN_FILE: the hash, the file's device, inode and size) before it
  * loads anything, and loads that open file as /proc/self/fd/N.
  *
+ * --out and --src may be given in the environment instead ($QUAL_COMPILE_OUT,
+ * $QUAL_COMPILE_SRC; an argument wins), as rtc.c does: the arguments of a
+ * process are readable by every other (/proc/PID/cmdline), its environment
+ * only by one that may trace it, so another compile child of the same uid
+ * does not learn where this one reports.
+ *
  * Every failure of the library is reported as a status in the result file;
  * the exit status is 0 when a result file was written, 2 for a usage error and
  * 3 when the result could not be written. */
@@ -539,6 +545,10 @@ static int args_parse(int argc, char **argv, struct args *a)
 		else return -1;
 		i++;
 	}
+	if (!a->out && (a->out = getenv(RTC__OUT_ENV)) && !*a->out)
+		a->out = NULL;
+	if (!a->src && (a->src = getenv(RTC__SRC_ENV)) && !*a->src)
+		a->src = NULL;
 	if ((a->lib != NULL) == (a->lib_fd >= 0) || !a->out)
 		return -1;
 	if (!a->label)

@@ -348,20 +348,24 @@ struct child_report {
 /* The environment for the child: ours, with the library's own folder first
  * on LD_LIBRARY_PATH (its sibling libraries, e.g. libnvrtc-builtins, must win
  * over any other copy with the same soname), TMPDIR inside the private
- * folder, CUDA_CACHE_DISABLE=1, and QUAL_DIE_WITH_PARENT naming us. nvrtc
+ * folder dir, CUDA_CACHE_DISABLE=1, QUAL_DIE_WITH_PARENT naming us, and
+ * where the child reports and what it compiles (RTC__OUT_ENV and
+ * RTC__SRC_ENV: in the environment, never in its arguments, so that the
+ * folder's name is not in /proc/PID/cmdline, which every process may read;
+ * only a process that may trace the child reads its environment). nvrtc
  * 12.9 and later keep compiled code in the driver's disk cache when a driver
  * is present: on the H200 a second compile of the same source returned in
  * 32 ms instead of 472 ms with no ptxas report, and a cache shared by two
  * nvrtc builds would hand the candidate the baseline's code. Every compile
  * must be the compiler's own. Returns a new array; child_env_free() frees
  * it. */
-static char **child_env_for(const char *libdir, const char *tmpdir)
+static char **child_env_for(const char *libdir, const char *dir)
 {
 	static const char *const drop[] = { "LD_LIBRARY_PATH=", "TMPDIR=",
 					    "CUDA_CACHE_DISABLE=", QUAL_PARENT_ENV "=",
-					    NULL };
+					    RTC__OUT_ENV "=", RTC__SRC_ENV "=", NULL };
 	const char *old = getenv("LD_LIBRARY_PATH");
-	char *add[5] = { NULL };
+	char *add[7] = { NULL };
 	char **env;
 
 	if (old && *old) {
@@ -369,9 +373,11 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
 			abort();
 	} else if (asprintf(&add[0], "LD_LIBRARY_PATH=%s", libdir) < 0)
 		abort();
-	if (asprintf(&add[1], "TMPDIR=%s", tmpdir) < 0 ||
+	if (asprintf(&add[1], "TMPDIR=%s/" RTC_TMP_DIR, dir) < 0 ||
 	    asprintf(&add[2], "CUDA_CACHE_DISABLE=1") < 0 ||
-	    asprintf(&add[3], "%s=%ld", QUAL_PARENT_ENV, (long)getpid()) < 0)
+	    asprintf(&add[3], "%s=%ld", QUAL_PARENT_ENV, (long)getpid()) < 0 ||
+	    asprintf(&add[4], RTC__OUT_ENV "=%s/" RTC__OUT_DIR, dir) < 0 ||
+	    asprintf(&add[5], RTC__SRC_ENV "=%s/" RTC__SOURCE_FILE, dir) < 0)
 		abort();
 	env = child_env_with(drop, (const char *const *)add);
 	for (int i = 0; add[i]; i++)
@@ -383,22 +389,21 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
  * folder dir: its own process group, stdin from lib_fd (a pin's memfd, which
  * it loads as /proc/self/fd/0: a descriptor of ours the child gets without
  * any other; -1: /dev/null), stdout and stderr into the folder's
- * RTC__STDERR_FILE. Returns 0 with c running, or a negative code; then
- * nothing runs. */
+ * RTC__STDERR_FILE (made new here, handed over by descriptor), its --out
+ * and --src in its environment (child_env_for). Returns 0 with c running,
+ * or a negative code; then nothing runs. */
 static int helper_start(struct child *c, const char *const *argv, const char *libdir,
 			const char *dir, int lib_fd, struct qual_msg *msg)
 {
-	char tmp_path[PATH_MAX], name[PATH_MAX + 32];
+	char name[PATH_MAX + 32];
 	char **env = NULL;
 	int out = -1, rc;
 
 	child_init(c);
-	if ((rc = fs_path_join(tmp_path, sizeof tmp_path, dir, RTC_TMP_DIR, msg)))
-		return rc;
 	/* Ours, new: the child writes it through the descriptor only. */
 	if ((out = workdir_create(dir, RTC__STDERR_FILE, false, msg)) < 0)
 		return out;
-	env = child_env_for(libdir, tmp_path);
+	env = child_env_for(libdir, dir);
 	c->argv = argv;
 	c->env = (const char *const *)env;
 	c->in = lib_fd >= 0 ? lib_fd : CHILD_NULL;
@@ -617,20 +622,19 @@ static int identify_check(const char *path, const char *real, const struct stat 
  * bytes; else it pins p->real_path itself. */
 static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual_msg *msg)
 {
-	char libdir[PATH_MAX], out_dir[PATH_MAX];
+	char libdir[PATH_MAX];
 	char *exe = NULL;
 	int rc;
 
 	if ((rc = helper_find(helper, &exe, msg)) ||
-	    (rc = workdir_new(p->dir, sizeof p->dir, msg)) ||
-	    (rc = fs_path_join(out_dir, sizeof out_dir, p->dir, RTC__OUT_DIR, msg)))
+	    (rc = workdir_new(p->dir, sizeof p->dir, msg)))
 		goto out;
 	dir_of(p->real_path, libdir, sizeof libdir);
 	{
 		const char *argv[] = { exe, "identify",
 				       p->lib_fd >= 0 ? "--lib-fd" : "--lib",
-				       p->lib_fd >= 0 ? "0" : p->real_path, "--out",
-				       out_dir, "--label", p->path, NULL };
+				       p->lib_fd >= 0 ? "0" : p->real_path,
+				       "--label", p->path, NULL };
 		rc = helper_start(&p->child, argv, libdir, p->dir, p->lib_fd, msg);
 	}
 out:
@@ -914,7 +918,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	struct child child;
 	const struct rtc_identity *c;
 	char dir[PATH_MAX] = "", libdir[PATH_MAX];
-	char src_path[PATH_MAX], out_dir[PATH_MAX], cap_text[32], doing[PATH_MAX + 64];
+	char src_path[PATH_MAX], cap_text[32], doing[PATH_MAX + 64];
 	const char **argv = NULL;
 	char *exe = NULL;
 	int rc, i, k = 0;
@@ -930,7 +934,6 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	c = req->compiler;
 	if ((rc = helper_find(NULL, &exe, msg)) ||
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
-	    (rc = fs_path_join(out_dir, sizeof out_dir, dir, RTC__OUT_DIR, msg)) ||
 	    (rc = workdir_put(dir, RTC__SOURCE_FILE, req->source, strlen(req->source),
 			      src_path, sizeof src_path, msg)))
 		goto out;
@@ -947,12 +950,9 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	argv[k++] = c->abi_name;
 	argv[k++] = "--arch";
 	argv[k++] = req->arch;
-	argv[k++] = "--src";
-	argv[k++] = src_path;
+	/* --src and --out are in its environment (child_env_for). */
 	argv[k++] = "--name";
 	argv[k++] = req->program_name;
-	argv[k++] = "--out";
-	argv[k++] = out_dir;
 	argv[k++] = "--label";
 	argv[k++] = c->path;
 	argv[k++] = "--log-cap";

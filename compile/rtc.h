@@ -287,6 +287,10 @@ void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
  * status (a QUAL_E* code), message, abi, version, compile_ms, log_size,
  * log_kept, code_size, and the line "end=1" last. */
 #define RTC__OUT_DIR "out"
+/* The --out folder and the --src file of a child that rtc.c starts, given
+ * in its environment instead (rtc.c's child_env_for() says why). */
+#define RTC__OUT_ENV "QUAL_COMPILE_OUT"
+#define RTC__SRC_ENV "QUAL_COMPILE_SRC"
 #define RTC__RESULT_FILE "result.txt"
 #define RTC__LOG_FILE "log.txt"
 #define RTC__CODE_FILE "code.bin"

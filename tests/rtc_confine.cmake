@@ -9,8 +9,10 @@
 #   rtc_confine_compile_as_user identify and compile of shim_confine (which
 #                               forwards to the real nvrtc) as nobody: the
 #                               child ran as nobody in a user namespace of
-#                               its own, non-dumpable, could not plant in its
-#                               compile folder, and its links in its own
+#                               its own (its uid mapped), non-dumpable, could
+#                               not plant in its compile folder, found that
+#                               folder's name in no argument list (it is in
+#                               the environment), and its links in its own
 #                               folders were not followed on removal
 #
 # Both skip (77) when not run as root. The probe's order as a non-root user

@@ -10,6 +10,8 @@
  *             empty: a namespace whose maps could not be written, in which
  *             the process is the overflow uid)
  *   dumpable  prctl(PR_GET_DUMPABLE): 0 once qual-compile is confined
+ *   argv      1 when its own /proc/self/cmdline, which every process may
+ *             read, names its compile folder, else 0
  *   plant     0 when a link named "planted" to $SHIM_CONFINE_VICTIM could
  *             be made in its compile folder (the folder above $TMPDIR),
  *             else the errno value: EACCES when that folder is not its own
@@ -17,7 +19,7 @@
  * and, in the folders that are its own ($TMPDIR and the compile folder's
  * out/), links to $SHIM_CONFINE_VICTIM at two depths, which the removal of
  * the folder must not follow. One line "uid=U userns=NS map=M dumpable=D
- * plant=E"
+ * argv=A plant=E"
  * is appended to $SHIM_CONFINE_RECORD per load. Used by
  * tests/unit/compile/test_rtc_confine.c. */
 #include "shim.h"
@@ -49,6 +51,24 @@ static void uid_map(char *out, size_t cap)
 	fclose(f);
 }
 
+/* Whether /proc/self/cmdline holds text. */
+static int cmdline_has(const char *text)
+{
+	char buf[16384];
+	size_t n, i;
+	FILE *f = fopen("/proc/self/cmdline", "r");
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	for (i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = '\n';
+	buf[n] = '\0';
+	return strstr(buf, text) != NULL;
+}
+
 /* "dir/name" into out, or "" when it does not fit. */
 static void join(char *out, size_t cap, const char *dir, const char *name)
 {
@@ -63,7 +83,7 @@ __attribute__((constructor)) static void confine_look(void)
 	const char *tmp = getenv("TMPDIR");
 	char ns[128] = "", map[96], folder[PATH_MAX], p[PATH_MAX + 32], *slash;
 	ssize_t n;
-	int plant = EINVAL;
+	int plant = EINVAL, argv = -1;
 	FILE *f;
 
 	if (!record || !victim || !tmp)
@@ -74,6 +94,7 @@ __attribute__((constructor)) static void confine_look(void)
 	snprintf(folder, sizeof folder, "%s", tmp);
 	if ((slash = strrchr(folder, '/')) && slash != folder) {
 		*slash = '\0';
+		argv = cmdline_has(folder);
 		join(p, sizeof p, folder, "planted");
 		plant = symlink(victim, p) == 0 ? 0 : errno;
 		join(p, sizeof p, folder, "out/escape");
@@ -87,7 +108,7 @@ __attribute__((constructor)) static void confine_look(void)
 	(void)symlink(victim, p);
 	if (!(f = fopen(record, "a")))
 		return;
-	fprintf(f, "uid=%ld userns=%s map=%s dumpable=%d plant=%d\n", (long)getuid(), ns,
-		map, prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), plant);
+	fprintf(f, "uid=%ld userns=%s map=%s dumpable=%d argv=%d plant=%d\n",
+		(long)getuid(), ns, map, prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), argv, plant);
 	fclose(f);
 }

@@ -472,7 +472,7 @@ static void test_child_env(void **state)
 	(void)state;
 	setenv("LD_LIBRARY_PATH", "/a:/b", 1);
 	setenv("CUDA_CACHE_DISABLE", "0", 1);
-	env = child_env_for("/opt/cand/lib", "/tmp/q/tmp");
+	env = child_env_for("/opt/cand/lib", "/tmp/q");
 	/* nvrtc's disk cache is off in every compile child, whatever we had. */
 	assert_int_equal(env_count(env, "CUDA_CACHE_DISABLE=", &v), 1);
 	assert_string_equal(v, "CUDA_CACHE_DISABLE=1");
@@ -481,13 +481,18 @@ static void test_child_env(void **state)
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib:/a:/b");
 	assert_int_equal(env_count(env, "TMPDIR=", &v), 1);
 	assert_string_equal(v, "TMPDIR=/tmp/q/tmp");
+	/* Where it reports and what it compiles: not in its arguments. */
+	assert_int_equal(env_count(env, RTC__OUT_ENV "=", &v), 1);
+	assert_string_equal(v, RTC__OUT_ENV "=/tmp/q/" RTC__OUT_DIR);
+	assert_int_equal(env_count(env, RTC__SRC_ENV "=", &v), 1);
+	assert_string_equal(v, RTC__SRC_ENV "=/tmp/q/" RTC__SOURCE_FILE);
 	assert_int_equal(env_count(env, "PATH=", &v), getenv("PATH") ? 1 : 0);
 	/* qual-compile dies with us. */
 	assert_int_equal(env_count(env, QUAL_PARENT_ENV "=", &v), 1);
 	assert_int_equal(atol(v + strlen(QUAL_PARENT_ENV "=")), (long)getpid());
 	child_env_free(env);
 	unsetenv("LD_LIBRARY_PATH");
-	env = child_env_for("/opt/cand/lib", "/tmp/q/tmp");
+	env = child_env_for("/opt/cand/lib", "/tmp/q");
 	assert_int_equal(env_count(env, "LD_LIBRARY_PATH=", &v), 1);
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib");
 	child_env_free(env);

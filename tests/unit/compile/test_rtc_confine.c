@@ -11,8 +11,8 @@
  *   non-dumpable (the order
  *   qual-compile confines itself in: a non-dumpable process other than root
  *   cannot write its uid map), could not plant a link in its compile
- *   folder, and the links it left in its own folders were not followed when
- *   the folder was removed.
+ *   folder, found its folder's name in no argument list, and the links it
+ *   left in its own folders were not followed when the folder was removed.
  *
  * Every test skips (77) unless run as root, and fails if a compile folder
  * is left in its TMPDIR. */
@@ -239,6 +239,7 @@ struct look {
 	char userns[128];
 	char map[96];
 	int dumpable;
+	int argv;
 	int plant;
 };
 
@@ -251,8 +252,9 @@ static int records_read(const char *path, struct look *out, int max)
 	assert_non_null(f);
 	while (n < max && fgets(line, sizeof line, f)) {
 		assert_int_equal(sscanf(line, "uid=%ld userns=%127s map=%95s dumpable=%d "
-					"plant=%d", &out[n].uid, out[n].userns, out[n].map,
-					&out[n].dumpable, &out[n].plant), 5);
+					"argv=%d plant=%d", &out[n].uid, out[n].userns,
+					out[n].map, &out[n].dumpable, &out[n].argv,
+					&out[n].plant), 6);
 		n++;
 	}
 	fclose(f);
@@ -311,6 +313,9 @@ static void test_compile_as_user(void **state)
 			fail_msg("load %d: the compile child is in our user namespace %s", k, ours);
 		assert_string_equal(looks[k].map, map);
 		assert_int_equal(looks[k].dumpable, 0);
+		/* Its folder's name is in no argument list, which any other
+		 * compile child could read. */
+		assert_int_equal(looks[k].argv, 0);
 		assert_int_equal(looks[k].plant, EACCES);
 	}
 	/* The links it left in its own folders went with them; what they
