@@ -177,21 +177,28 @@ int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg
 
 /* A compile folder, made by workdir_new():
  *
- *   qual-rtc-XXXXXX/   ours; 0700, or 0710 and group the compile user's
- *                      with one: it may pass through, never add, remove or
- *                      rename a name here, so no name we create, write or
- *                      hand over can be a link of its
- *     source.txt       ours, written once (O_EXCL); group-readable with a
+ *   qual-rtc-XXXXXX/   ours; 0700, or 0711 with a compile user: its name
+ *                      may be seen in $TMPDIR, what is in it may not
+ *     c-XXXXXX/        the compile folder proper ("dir"); ours, 0700, or
+ *                      0710 and group the compile user's: it may pass
+ *                      through, never add, remove or rename a name here,
+ *                      so no name we create, write or hand over can be a
+ *                      link of its
+ *       source.txt     ours, written once (O_EXCL); group-readable with a
  *                      compile user (workdir_put)
- *     stderr.txt       ours (O_EXCL), the child's stdout and stderr by
+ *       stderr.txt     ours (O_EXCL), the child's stdout and stderr by
  *                      descriptor (helper_start)
- *     out/             the child's (--out): result, log, code, pin; read
- *                      back with fs_read_capped_placed() as the child's
- *     tmp/             the child's $TMPDIR
+ *       out/           the child's (RTC__OUT_ENV): result, log, code, pin;
+ *                      read back with fs_read_capped_placed() as the
+ *                      child's
+ *       tmp/           the child's $TMPDIR
  *
+ * Two levels, so that another process of the compile user (another job's
+ * compile child) that lists $TMPDIR does not learn where this child
+ * writes: it would have to guess c-XXXXXX while the compile runs.
  * Everything we make in it is made through the folder's descriptor with
  * O_EXCL | O_NOFOLLOW and given away by descriptor (fchown), never by path.
- * fs_rm_tree() removes it without following anything the child left. */
+ * workdir_remove() removes it without following anything the child left. */
 #define RTC_TMP_DIR "tmp"
 
 /* Opens dir (ours) as a folder, not following a link. */
@@ -225,27 +232,73 @@ static int workdir_child_dir(int dfd, const char *dir, const char *name,
 	return rc;
 }
 
-/* Creates a new compile folder (above) in $TMPDIR into dir. On failure dir
- * is "" and nothing is left behind. */
+/* mkdtemp() of template (PATH_MAX bytes) with mode: 0 or a negative code
+ * with msg; on failure template is "". */
+static int workdir_mkdtemp(char *template, mode_t mode, struct qual_msg *msg)
+{
+	char name[PATH_MAX];
+	int fd;
+
+	snprintf(name, sizeof name, "%s", template);
+	if (!mkdtemp(template)) {
+		template[0] = '\0';
+		return qual_fail(msg, QUAL_EIO, "cannot create temporary folder '%s': %s",
+				 name, strerror(errno));
+	}
+	if (mode == 0700)
+		return 0;
+	/* chmod by descriptor: the folder is new and ours, in a folder that
+	 * no compile user may write (its parent, or $TMPDIR). */
+	if ((fd = workdir_open(template, msg)) < 0 || fchmod(fd, mode) < 0) {
+		if (fd >= 0) {
+			qual_fail(msg, QUAL_EIO, "cannot open '%s' to the compile user: %s",
+				  template, strerror(errno));
+			close(fd);
+		}
+		rmdir(template);
+		template[0] = '\0';
+		return QUAL_EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Removes a compile folder of workdir_new(), both levels; "" is none. */
+static void workdir_remove(const char *dir)
+{
+	char outer[PATH_MAX], *slash;
+
+	if (!dir || !dir[0])
+		return;
+	fs_rm_tree(dir);
+	snprintf(outer, sizeof outer, "%s", dir);
+	if ((slash = strrchr(outer, '/')) && slash != outer) {
+		*slash = '\0';
+		rmdir(outer);
+	}
+}
+
+/* Creates a new compile folder (above) in $TMPDIR into dir (cap at least
+ * PATH_MAX). On failure dir is "" and nothing is left behind. */
 static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 {
 	const char *tmp = getenv("TMPDIR");
-	char sub[PATH_MAX];
+	char outer[PATH_MAX];
 	int fd = -1, rc;
 
+	dir[0] = '\0';
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
-	if ((size_t)snprintf(dir, cap, "%s/qual-rtc-XXXXXX", tmp) >= cap) {
-		dir[0] = '\0';
+	if (cap < PATH_MAX ||
+	    (size_t)snprintf(outer, sizeof outer, "%s/qual-rtc-XXXXXX/c-XXXXXX", tmp) >=
+	    sizeof outer)
 		return qual_fail(msg, QUAL_EINVAL, "temporary folder name is too long");
-	}
-	if (!mkdtemp(dir)) {
-		int e = errno;
-		snprintf(sub, sizeof sub, "%s", dir);
-		dir[0] = '\0';
-		return qual_fail(msg, QUAL_EIO, "cannot create temporary folder '%s': %s",
-				 sub, strerror(e));
-	}
+	outer[strlen(outer) - strlen("/c-XXXXXX")] = '\0';
+	if ((rc = workdir_mkdtemp(outer, compile_user.set ? 0711 : 0700, msg)))
+		return rc;
+	snprintf(dir, cap, "%s/c-XXXXXX", outer);
+	if ((rc = workdir_mkdtemp(dir, 0700, msg)))
+		goto out;
 	if ((rc = fd = workdir_open(dir, msg)) < 0)
 		goto out;
 	/* The compile user may pass through to its own folders, and no one
@@ -267,7 +320,9 @@ out:
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		fs_rm_tree(dir);
+		if (dir[0])
+			fs_rm_tree(dir);
+		rmdir(outer);
 		dir[0] = '\0';
 	}
 	return rc;
@@ -640,7 +695,7 @@ static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual
 out:
 	free(exe);
 	if (rc) {
-		fs_rm_tree(p->dir);
+		workdir_remove(p->dir);
 		p->dir[0] = '\0';
 	}
 	return rc;
@@ -739,7 +794,7 @@ int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
 	strcpy(id->abi_name, id->abi == RTC_ABI_NVRTC ? "nvrtc" : "hiprtc");
 	snprintf(id->version, sizeof id->version, "%s", rep.version);
 out:
-	fs_rm_tree(p->dir);
+	workdir_remove(p->dir);
 	p->dir[0] = '\0';
 	return rc;
 }
@@ -750,7 +805,7 @@ void rtc_identify_abort(struct rtc_pending *p)
 		child_kill(&p->child, SIGKILL);
 		(void)child_wait(&p->child, 0, NULL);
 	}
-	fs_rm_tree(p->dir);
+	workdir_remove(p->dir);
 	p->dir[0] = '\0';
 }
 
@@ -990,7 +1045,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 out:
 	free(argv);
 	free(exe);
-	fs_rm_tree(dir);
+	workdir_remove(dir);
 	if (rc)
 		rtc_result_release(out);
 	return rc;

@@ -568,7 +568,7 @@ static void test_child_report(void **state)
 	write_text(out, RTC__RESULT_FILE, "status=5\nend=1\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
-	fs_rm_tree(dir);
+	workdir_remove(dir);
 }
 
 /* ---- identify -------------------------------------------------------------- */

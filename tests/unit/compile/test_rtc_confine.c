@@ -197,8 +197,12 @@ static void test_folder_closed(void **state)
 	 * use (the race the reviewer won on a folder given to nobody). */
 	assert_int_equal(as_nobody(plant_in, dir), 0);
 
-	/* The folder is root's, passable by nobody's group only; its two
+	/* The folder is root's, passable by nobody's group only, in a folder
+	 * of root's that nobody may pass through but not list; its two
 	 * folders are nobody's. */
+	snprintf(p, sizeof p, "%s/..", dir);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(st.st_uid == 0 && (st.st_mode & 07777) == 0711);
 	assert_int_equal(lstat(dir, &st), 0);
 	assert_int_equal(st.st_uid, 0);
 	assert_int_equal(st.st_gid, nobody_gid);
@@ -221,7 +225,7 @@ static void test_folder_closed(void **state)
 	assert_int_equal(helper_start(&c, argv, "/", dir, -1, &msg), QUAL_EIO);
 	assert_non_null(strstr(msg.text, "File exists"));
 	assert_int_equal(c.pid, -1);
-	fs_rm_tree(dir);
+	workdir_remove(dir);
 	victim_intact(src_victim, "root's source\n", 0600);
 	victim_intact(err_victim, "root's errors\n", 0600);
 
@@ -230,7 +234,7 @@ static void test_folder_closed(void **state)
 	assert_int_equal(workdir_put(dir, RTC__SOURCE_FILE, "x", 1, p, sizeof p, &msg), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_true(st.st_uid == 0 && st.st_gid == nobody_gid && (st.st_mode & 0777) == 0640);
-	fs_rm_tree(dir);
+	workdir_remove(dir);
 }
 
 /* One line of the shim's record. */
