@@ -503,7 +503,9 @@ static int usage(const char *why)
 		"usage: qual-compile identify --lib PATH|--lib-fd N --out DIR [--label NAME]\n"
 		"       qual-compile compile --lib PATH|--lib-fd N --abi nvrtc|hiprtc "
 		"--arch ARCH --src FILE --name NAME --out DIR [--log-cap N] [--label NAME] "
-		"-- OPTIONS...\n", why);
+		"-- OPTIONS...\n"
+		"(--out and --src may be given as $" RTC__OUT_ENV " and $" RTC__SRC_ENV ")\n",
+		why);
 	return 2;
 }
 
