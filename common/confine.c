@@ -77,15 +77,18 @@ static int proc_self_write(const char *name, const char *text)
 	return e;
 }
 
-/* Enters the namespace: 0, or an errno value with *step saying what
- * failed. */
+/* Enters the namespace: 0, or an errno value with *step (may be NULL)
+ * saying what failed. */
 static int userns_enter(const char **step)
 {
+	const char *ignored;
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	char map[64];
 	int e;
 
+	if (!step)
+		step = &ignored;
 	*step = "unshare(CLONE_NEWUSER)";
 	if (unshare(CLONE_NEWUSER) != 0)
 		return errno;
@@ -128,13 +131,27 @@ bool qual_confine_userns(const char *prog)
 	return false;
 }
 
-/* The probe's child: its exit status is 0 or the errno value. */
+/* The probe's child: its exit status is 0 or the errno value. It tries
+ * what qual-compile does, in qual-compile's order: a forked copy of quald or
+ * qual-run is non-dumpable as they are, where qual-compile starts dumpable
+ * (execve resets it), and for a non-dumpable process /proc/self/uid_map
+ * belongs to root, so a probe that kept it would fail where qual-compile
+ * succeeds. It holds none of its parent's descriptors while it is dumpable
+ * (closed first: stdin, stdout and stderr are /dev/null), and ends
+ * non-dumpable before it exits. */
 static int userns_try(void *arg)
 {
-	const char *step;
+	int e;
 
 	(void)arg;
-	return userns_enter(&step) & 0xff;
+	closefrom(3);
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+		return errno & 0xff;
+	e = userns_enter(NULL);
+	qual_confine_nondumpable("the user namespace probe");
+	if (!e && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+		e = EPERM;
+	return e & 0xff;
 }
 
 bool qual_confine_userns_probe(const char *prog)
@@ -148,6 +165,8 @@ bool qual_confine_userns_probe(const char *prog)
 		return false;
 	child_init(&c);
 	c.fn = userns_try;
+	c.out = CHILD_NULL;
+	c.err = CHILD_NULL;
 	c.name = "the user namespace probe";
 	if (child_start(&c, &m) < 0) {
 		fprintf(stderr, "%s: %s\n", prog, m.text);

@@ -51,7 +51,12 @@ void qual_confine_nondumpable(const char *prog);
  * kernel asks for CAP_SYS_PTRACE in the target's namespace), nor override
  * the permissions of files whose owner is not mapped. qual-compile does it
  * before it loads the library under test. Must run before any thread
- * starts. Where the kernel refuses (user.max_user_namespaces 0,
+ * starts, and before qual_confine_nondumpable(): the maps are written
+ * through /proc/self, whose files belong to root while the process is
+ * non-dumpable, so that a process other than root could not write them
+ * (EACCES) and would stay outside any namespace. qual-compile therefore
+ * enters the namespace first, while it holds nothing but its arguments
+ * (the library is not loaded yet), then becomes non-dumpable. Where the kernel refuses (user.max_user_namespaces 0,
  * kernel.unprivileged_userns_clone 0, systemd's RestrictNamespaces=yes, an
  * LSM) the reason is said on stderr, prefixed by prog, unless
  * $QUAL_CONFINE_USERNS is "0" (a parent has said it already), and the
@@ -59,7 +64,10 @@ void qual_confine_nondumpable(const char *prog);
 bool qual_confine_userns(const char *prog);
 
 /* Whether qual_confine_userns() works here: tried in a child process
- * (child.h), unless $QUAL_CONFINE_USERNS is "0" already. When it does not,
+ * (child.h), unless $QUAL_CONFINE_USERNS is "0" already, in qual-compile's
+ * order (dumpable, as a program just started is, then the namespace, then
+ * non-dumpable), so that a non-dumpable caller (quald, qual-run) as any
+ * user finds what its compile children will find. When it does not,
  * says so once on stderr (prefixed by prog; the compile children will run
  * without a namespace of their own) and sets $QUAL_CONFINE_USERNS to "0" for
  * our children. quald and qual-run call it at their start, so a machine

@@ -3,7 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -137,9 +137,10 @@ static size_t first_room(off_t st_size, size_t cap)
 }
 
 /* fs_read_capped() and fs_read_capped_placed(): placed refuses a link as
- * the last component and anything but a regular file. */
-static int read_capped(const char *path, bool placed, size_t cap, char **out,
-		       size_t *size, struct qual_msg *msg)
+ * the last component, anything but a regular file, another owner than owner
+ * and a file of more than one name. */
+static int read_capped(const char *path, bool placed, uid_t owner, size_t cap,
+		       char **out, size_t *size, struct qual_msg *msg)
 {
 	struct stat st;
 	size_t room, got = 0;
@@ -157,9 +158,12 @@ static int read_capped(const char *path, bool placed, size_t cap, char **out,
 		close(fd);
 		return qual_fail(msg, QUAL_EIO, "cannot stat '%s': %s", path, strerror(e));
 	}
-	if (placed && !S_ISREG(st.st_mode)) {
+	if (placed && (!S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1)) {
 		close(fd);
-		return qual_fail(msg, QUAL_EIO, "cannot read '%s': not a regular file", path);
+		return qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
+				 !S_ISREG(st.st_mode) ? "not a regular file" :
+				 st.st_uid != owner ? "not the owner's" :
+				 "a file of more than one name");
 	}
 	room = first_room(st.st_size, cap);
 	buf = xmalloc(room + 1);
@@ -188,13 +192,13 @@ static int read_capped(const char *path, bool placed, size_t cap, char **out,
 int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		   struct qual_msg *msg)
 {
-	return read_capped(path, false, cap, out, size, msg);
+	return read_capped(path, false, 0, cap, out, size, msg);
 }
 
-int fs_read_capped_placed(const char *path, size_t cap, char **out, size_t *size,
-			  struct qual_msg *msg)
+int fs_read_capped_placed(const char *path, uid_t owner, size_t cap, char **out,
+			  size_t *size, struct qual_msg *msg)
 {
-	return read_capped(path, true, cap, out, size, msg);
+	return read_capped(path, true, owner, cap, out, size, msg);
 }
 
 int fs_path_join(char *out, size_t cap, const char *dir, const char *name,
@@ -205,22 +209,62 @@ int fs_path_join(char *out, size_t cap, const char *dir, const char *name,
 	return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
+/* The deepest folder fs_rm_tree() descends to: each level holds one
+ * descriptor, and a worker may hold QUAL_CONFINE_NOFILE (1024). */
+#define FS_RM_DEPTH 256
+
+/* Removes everything in the open folder fd (which it closes), depth levels
+ * deep at most. Each name is unlinked as what it is now: a name that is no
+ * folder (a link, a file, a FIFO) is unlinked at once, never followed; a
+ * folder is opened by name relative to fd with O_NOFOLLOW, so a folder
+ * swapped for a link meanwhile fails to open as one (ELOOP, ENOTDIR) and is
+ * unlinked in turn. */
+static void remove_in(int fd, int depth)
 {
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+		int sub;
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (unlinkat(fd, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+			continue;
+		if (depth <= 0)
+			continue;
+		sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0) {
+			if (errno == ELOOP || errno == ENOTDIR)
+				unlinkat(fd, name, 0);
+			continue;
+		}
+		remove_in(sub, depth - 1);
+		unlinkat(fd, name, AT_REMOVEDIR);
+	}
+	closedir(d);
 }
 
 void fs_rm_tree(const char *path)
 {
-	if (path && path[0])
-		nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	int fd;
+
+	if (!path || !path[0])
+		return;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		/* A link or a file: the name goes, what it names stays. */
+		if (errno == ELOOP || errno == ENOTDIR)
+			unlink(path);
+		return;
+	}
+	remove_in(fd, FS_RM_DEPTH);
+	rmdir(path);
 }
 
 char *fs_beside_self(const char *name)

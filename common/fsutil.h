@@ -49,20 +49,32 @@ int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		   struct qual_msg *msg);
 
 /* fs_read_capped() for a file that a process of another uid may have put
- * there (a compile child run as --compile-user, in the compile folder it
- * owns): a symbolic link as its last component, or anything but a regular
- * file (a FIFO), is refused (QUAL_EIO) without being followed or blocking,
- * so that such a child cannot have us read a file only we may read. */
-int fs_read_capped_placed(const char *path, size_t cap, char **out, size_t *size,
-			  struct qual_msg *msg);
+ * there (a compile child, in the folder of its own that it writes): a
+ * symbolic link as its last component, anything but a regular file (a
+ * FIFO), a file whose owner is not owner (one only we may read, linked in
+ * by a hole elsewhere) and a file with more than one name (st_nlink > 1: a
+ * hard link to a file of its that it may rewrite through the other name, or
+ * to one of ours) are refused (QUAL_EIO) without being followed or blocking,
+ * so that such a child cannot have us read a file only we may read. The
+ * folders above the last component must be ones that child cannot change
+ * (rtc.c: the compile folder is ours, not writable by it). */
+int fs_read_capped_placed(const char *path, uid_t owner, size_t cap, char **out,
+			  size_t *size, struct qual_msg *msg);
 
 /* "dir/name" into out (cap bytes). Returns 0 or QUAL_EINVAL when it does
  * not fit. */
 int fs_path_join(char *out, size_t cap, const char *dir, const char *name,
 		 struct qual_msg *msg);
 
-/* Removes path and everything under it, not following links; "" or a path
- * that does not exist is nothing to remove. */
+/* Removes path and everything under it, never following a link: safe in a
+ * tree that a process of another uid can change while we remove it (a
+ * compile child's own folders). It works through folder descriptors
+ * (openat(O_NOFOLLOW | O_DIRECTORY), unlinkat()), so a folder swapped for a
+ * link between the listing and the descent is unlinked, not entered, and
+ * nothing outside the tree is ever removed. Only path's own last component
+ * is looked up by name, so the folders above it must be ones that no such
+ * process can change. "" or a path that does not exist is nothing to
+ * remove; what cannot be removed (a tree deeper than 256 folders) stays. */
 void fs_rm_tree(const char *path);
 
 /* The path of name in the folder of our own executable (a new string), or

@@ -22,6 +22,12 @@
  * (RTC__PIN_FILE: the hash, the file's device, inode and size) before it
  * loads anything, and loads that open file as /proc/self/fd/N.
  *
+ * --out and --src may be given in the environment instead ($QUAL_COMPILE_OUT,
+ * $QUAL_COMPILE_SRC; an argument wins), as rtc.c does: the arguments of a
+ * process are readable by every other (/proc/PID/cmdline), its environment
+ * only by one that may trace it, so another compile child of the same uid
+ * does not learn where this one reports.
+ *
  * Every failure of the library is reported as a status in the result file;
  * the exit status is 0 when a result file was written, 2 for a usage error and
  * 3 when the result could not be written. */
@@ -497,7 +503,9 @@ static int usage(const char *why)
 		"usage: qual-compile identify --lib PATH|--lib-fd N --out DIR [--label NAME]\n"
 		"       qual-compile compile --lib PATH|--lib-fd N --abi nvrtc|hiprtc "
 		"--arch ARCH --src FILE --name NAME --out DIR [--log-cap N] [--label NAME] "
-		"-- OPTIONS...\n", why);
+		"-- OPTIONS...\n"
+		"(--out and --src may be given as $" RTC__OUT_ENV " and $" RTC__SRC_ENV ")\n",
+		why);
 	return 2;
 }
 
@@ -539,6 +547,10 @@ static int args_parse(int argc, char **argv, struct args *a)
 		else return -1;
 		i++;
 	}
+	if (!a->out && (a->out = getenv(RTC__OUT_ENV)) && !*a->out)
+		a->out = NULL;
+	if (!a->src && (a->src = getenv(RTC__SRC_ENV)) && !*a->src)
+		a->src = NULL;
 	if ((a->lib != NULL) == (a->lib_fd >= 0) || !a->out)
 		return -1;
 	if (!a->label)
@@ -559,9 +571,12 @@ int main(int argc, char **argv)
 	closefrom(3);
 	/* The library under test runs here: it must reach neither us (not
 	 * dumpable) nor, by any capability, our worker or quald (a user
-	 * namespace of our own; confine.h). Before any thread starts. */
-	qual_confine_nondumpable("qual-compile");
+	 * namespace of our own; confine.h). Before any thread starts, and in
+	 * this order: the namespace's maps are written through /proc/self,
+	 * which a non-dumpable process other than root may not write; nothing
+	 * of the library's is loaded yet. */
 	qual_confine_userns("qual-compile");
+	qual_confine_nondumpable("qual-compile");
 	/* A compile whose parent (worker or daemon) is gone is of no use. */
 	if (!qual_die_with_parent())
 		_exit(1);

@@ -64,14 +64,11 @@ void rtc_set_compile_user(bool set, uid_t uid, gid_t gid)
 	compile_user.gid = gid;
 }
 
-/* Gives path (in a private folder) to the compile user, when there is one,
- * so that its child can write there and read its source. */
-static int give_to_compile_user(const char *path, struct qual_msg *msg)
+/* Who owns what a child leaves in its folder's RTC__OUT_DIR: the compile
+ * user, or we. */
+static uid_t child_owner(void)
 {
-	if (compile_user.set && chown(path, compile_user.uid, compile_user.gid) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot give '%s' to the compile user: %s",
-				 path, strerror(errno));
-	return 0;
+	return compile_user.set ? compile_user.uid : geteuid();
 }
 
 /* The qual-compile to run, as a new string: helper when given, else
@@ -178,33 +175,214 @@ int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg
 
 /* ---- the private folder ---------------------------------------------------- */
 
+/* A compile folder, made by workdir_new():
+ *
+ *   qual-rtc-XXXXXX/   ours; 0700, or 0711 with a compile user: its name
+ *                      may be seen in $TMPDIR, what is in it may not
+ *     c-XXXXXX/        the compile folder proper ("dir"); ours, 0700, or
+ *                      0710 and group the compile user's: it may pass
+ *                      through, never add, remove or rename a name here,
+ *                      so no name we create, write or hand over can be a
+ *                      link of its
+ *       source.txt     ours, written once (O_EXCL); group-readable with a
+ *                      compile user (workdir_put)
+ *       stderr.txt     ours (O_EXCL), the child's stdout and stderr by
+ *                      descriptor (helper_start)
+ *       out/           the child's (RTC__OUT_ENV): result, log, code, pin;
+ *                      read back with fs_read_capped_placed() as the
+ *                      child's
+ *       tmp/           the child's $TMPDIR
+ *
+ * Two levels, so that another process of the compile user (another job's
+ * compile child) that lists $TMPDIR does not learn where this child
+ * writes: it would have to guess c-XXXXXX while the compile runs.
+ * Everything we make in it is made through the folder's descriptor with
+ * O_EXCL | O_NOFOLLOW and given away by descriptor (fchown), never by path.
+ * workdir_remove() removes it without following anything the child left. */
+#define RTC_TMP_DIR "tmp"
+
+/* Opens dir (ours) as a folder, not following a link. */
+static int workdir_open(const char *dir, struct qual_msg *msg)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot open '%s': %s", dir, strerror(errno));
+	return fd;
+}
+
+/* Makes the child's folder name in the open folder dfd (dir names it in
+ * messages), given to the compile user when there is one. */
+static int workdir_child_dir(int dfd, const char *dir, const char *name,
+			     struct qual_msg *msg)
+{
+	int fd, rc = 0;
+
+	if (mkdirat(dfd, name, 0700) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot create '%s/%s': %s", dir, name,
+				 strerror(errno));
+	if (!compile_user.set)
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, compile_user.uid, compile_user.gid) < 0)
+		rc = qual_fail(msg, QUAL_EIO, "cannot give '%s/%s' to the compile user: %s",
+			       dir, name, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* mkdtemp() of template (PATH_MAX bytes) with mode: 0 or a negative code
+ * with msg; on failure template is "". */
+static int workdir_mkdtemp(char *template, mode_t mode, struct qual_msg *msg)
+{
+	char name[PATH_MAX];
+	int fd;
+
+	snprintf(name, sizeof name, "%s", template);
+	if (!mkdtemp(template)) {
+		template[0] = '\0';
+		return qual_fail(msg, QUAL_EIO, "cannot create temporary folder '%s': %s",
+				 name, strerror(errno));
+	}
+	if (mode == 0700)
+		return 0;
+	/* chmod by descriptor: the folder is new and ours, in a folder that
+	 * no compile user may write (its parent, or $TMPDIR). */
+	if ((fd = workdir_open(template, msg)) < 0 || fchmod(fd, mode) < 0) {
+		if (fd >= 0) {
+			qual_fail(msg, QUAL_EIO, "cannot open '%s' to the compile user: %s",
+				  template, strerror(errno));
+			close(fd);
+		}
+		rmdir(template);
+		template[0] = '\0';
+		return QUAL_EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Removes a compile folder of workdir_new(), both levels; "" is none. */
+static void workdir_remove(const char *dir)
+{
+	char outer[PATH_MAX], *slash;
+
+	if (!dir || !dir[0])
+		return;
+	fs_rm_tree(dir);
+	snprintf(outer, sizeof outer, "%s", dir);
+	if ((slash = strrchr(outer, '/')) && slash != outer) {
+		*slash = '\0';
+		rmdir(outer);
+	}
+}
+
+/* Creates a new compile folder (above) in $TMPDIR into dir (cap at least
+ * PATH_MAX). On failure dir is "" and nothing is left behind. */
 static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 {
 	const char *tmp = getenv("TMPDIR");
-	char sub[PATH_MAX];
-	int rc;
+	char outer[PATH_MAX];
+	int fd = -1, rc;
 
+	dir[0] = '\0';
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
-	if ((size_t)snprintf(dir, cap, "%s/qual-rtc-XXXXXX", tmp) >= cap)
+	if (cap < PATH_MAX ||
+	    (size_t)snprintf(outer, sizeof outer, "%s/qual-rtc-XXXXXX/c-XXXXXX", tmp) >=
+	    sizeof outer)
 		return qual_fail(msg, QUAL_EINVAL, "temporary folder name is too long");
-	if (!mkdtemp(dir)) {
-		int e = errno;
-		snprintf(sub, sizeof sub, "%s", dir);
-		dir[0] = '\0';
-		return qual_fail(msg, QUAL_EIO, "cannot create temporary folder '%s': %s",
-				 sub, strerror(e));
+	outer[strlen(outer) - strlen("/c-XXXXXX")] = '\0';
+	if ((rc = workdir_mkdtemp(outer, compile_user.set ? 0711 : 0700, msg)))
+		return rc;
+	snprintf(dir, cap, "%s/c-XXXXXX", outer);
+	if ((rc = workdir_mkdtemp(dir, 0700, msg)))
+		goto out;
+	if ((rc = fd = workdir_open(dir, msg)) < 0)
+		goto out;
+	/* The compile user may pass through to its own folders, and no one
+	 * else may (another user's process cannot reach them at all). */
+	if (compile_user.set &&
+	    (fchown(fd, (uid_t)-1, compile_user.gid) < 0 || fchmod(fd, 0710) < 0)) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot open '%s' to the compile user: %s",
+			       dir, strerror(errno));
+		goto out;
 	}
 	/* The child's own TMPDIR, so whatever the compiler leaves behind (comgr
 	 * writes its inputs to $TMPDIR/comgr-XXXXXX) goes when the folder does,
 	 * even when the child is killed. */
-	snprintf(sub, sizeof sub, "%s/tmp", dir);
-	if (mkdir(sub, 0700) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", sub,
+	if ((rc = workdir_child_dir(fd, dir, RTC_TMP_DIR, msg)) ||
+	    (rc = workdir_child_dir(fd, dir, RTC__OUT_DIR, msg)))
+		goto out;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		if (dir[0])
+			fs_rm_tree(dir);
+		rmdir(outer);
+		dir[0] = '\0';
+	}
+	return rc;
+}
+
+/* Creates name in the compile folder dir, new (never one that exists, never
+ * through a link), for writing, mode 0600 (0640 and the compile user's
+ * group when readable and there is one). Returns the descriptor, or a
+ * negative code with msg. */
+static int workdir_create(const char *dir, const char *name, bool readable,
+			  struct qual_msg *msg)
+{
+	int dfd = workdir_open(dir, msg), fd;
+
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	close(dfd);
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot create '%s/%s': %s", dir, name,
 				 strerror(errno));
-	if ((rc = give_to_compile_user(dir, msg)))
+	if (readable && compile_user.set &&
+	    (fchown(fd, (uid_t)-1, compile_user.gid) < 0 || fchmod(fd, 0640) < 0)) {
+		int e = errno;
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot give '%s/%s' to the compile user: %s",
+				 dir, name, strerror(e));
+	}
+	return fd;
+}
+
+/* Writes data into name, a new file of the compile folder dir that the
+ * child may read (the source), and its path into path. */
+static int workdir_put(const char *dir, const char *name, const char *data, size_t len,
+		       char *path, size_t cap, struct qual_msg *msg)
+{
+	int rc, fd;
+
+	if ((rc = fs_path_join(path, cap, dir, name, msg)))
 		return rc;
-	return give_to_compile_user(sub, msg);
+	if ((fd = workdir_create(dir, name, true, msg)) < 0)
+		return fd;
+	rc = 0;
+	if (fs_write_all(fd, data, len) < 0)
+		rc = qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if (close(fd) < 0 && !rc)
+		rc = qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(errno));
+	return rc;
+}
+
+/* The path of what the child left as name in its folder's RTC__OUT_DIR. */
+static int workdir_out_path(char *path, size_t cap, const char *dir, const char *name,
+			    struct qual_msg *msg)
+{
+	char out[PATH_MAX];
+	int rc;
+
+	if ((rc = fs_path_join(out, sizeof out, dir, RTC__OUT_DIR, msg)))
+		return rc;
+	return fs_path_join(path, cap, out, name, msg);
 }
 
 /* ---- running the child ----------------------------------------------------- */
@@ -225,20 +403,24 @@ struct child_report {
 /* The environment for the child: ours, with the library's own folder first
  * on LD_LIBRARY_PATH (its sibling libraries, e.g. libnvrtc-builtins, must win
  * over any other copy with the same soname), TMPDIR inside the private
- * folder, CUDA_CACHE_DISABLE=1, and QUAL_DIE_WITH_PARENT naming us. nvrtc
+ * folder dir, CUDA_CACHE_DISABLE=1, QUAL_DIE_WITH_PARENT naming us, and
+ * where the child reports and what it compiles (RTC__OUT_ENV and
+ * RTC__SRC_ENV: in the environment, never in its arguments, so that the
+ * folder's name is not in /proc/PID/cmdline, which every process may read;
+ * only a process that may trace the child reads its environment). nvrtc
  * 12.9 and later keep compiled code in the driver's disk cache when a driver
  * is present: on the H200 a second compile of the same source returned in
  * 32 ms instead of 472 ms with no ptxas report, and a cache shared by two
  * nvrtc builds would hand the candidate the baseline's code. Every compile
  * must be the compiler's own. Returns a new array; child_env_free() frees
  * it. */
-static char **child_env_for(const char *libdir, const char *tmpdir)
+static char **child_env_for(const char *libdir, const char *dir)
 {
 	static const char *const drop[] = { "LD_LIBRARY_PATH=", "TMPDIR=",
 					    "CUDA_CACHE_DISABLE=", QUAL_PARENT_ENV "=",
-					    NULL };
+					    RTC__OUT_ENV "=", RTC__SRC_ENV "=", NULL };
 	const char *old = getenv("LD_LIBRARY_PATH");
-	char *add[5] = { NULL };
+	char *add[7] = { NULL };
 	char **env;
 
 	if (old && *old) {
@@ -246,9 +428,11 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
 			abort();
 	} else if (asprintf(&add[0], "LD_LIBRARY_PATH=%s", libdir) < 0)
 		abort();
-	if (asprintf(&add[1], "TMPDIR=%s", tmpdir) < 0 ||
+	if (asprintf(&add[1], "TMPDIR=%s/" RTC_TMP_DIR, dir) < 0 ||
 	    asprintf(&add[2], "CUDA_CACHE_DISABLE=1") < 0 ||
-	    asprintf(&add[3], "%s=%ld", QUAL_PARENT_ENV, (long)getpid()) < 0)
+	    asprintf(&add[3], "%s=%ld", QUAL_PARENT_ENV, (long)getpid()) < 0 ||
+	    asprintf(&add[4], RTC__OUT_ENV "=%s/" RTC__OUT_DIR, dir) < 0 ||
+	    asprintf(&add[5], RTC__SRC_ENV "=%s/" RTC__SOURCE_FILE, dir) < 0)
 		abort();
 	env = child_env_with(drop, (const char *const *)add);
 	for (int i = 0; add[i]; i++)
@@ -260,24 +444,21 @@ static char **child_env_for(const char *libdir, const char *tmpdir)
  * folder dir: its own process group, stdin from lib_fd (a pin's memfd, which
  * it loads as /proc/self/fd/0: a descriptor of ours the child gets without
  * any other; -1: /dev/null), stdout and stderr into the folder's
- * RTC__STDERR_FILE. Returns 0 with c running, or a negative code; then
- * nothing runs. */
+ * RTC__STDERR_FILE (made new here, handed over by descriptor), its --out
+ * and --src in its environment (child_env_for). Returns 0 with c running,
+ * or a negative code; then nothing runs. */
 static int helper_start(struct child *c, const char *const *argv, const char *libdir,
 			const char *dir, int lib_fd, struct qual_msg *msg)
 {
-	char out_path[PATH_MAX], tmp_path[PATH_MAX], name[PATH_MAX + 32];
+	char name[PATH_MAX + 32];
 	char **env = NULL;
 	int out = -1, rc;
 
 	child_init(c);
-	if ((rc = fs_path_join(out_path, sizeof out_path, dir, RTC__STDERR_FILE, msg)) ||
-	    (rc = fs_path_join(tmp_path, sizeof tmp_path, dir, "tmp", msg)))
-		return rc;
-	out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", out_path,
-				 strerror(errno));
-	env = child_env_for(libdir, tmp_path);
+	/* Ours, new: the child writes it through the descriptor only. */
+	if ((out = workdir_create(dir, RTC__STDERR_FILE, false, msg)) < 0)
+		return out;
+	env = child_env_for(libdir, dir);
 	c->argv = argv;
 	c->env = (const char *const *)env;
 	c->in = lib_fd >= 0 ? lib_fd : CHILD_NULL;
@@ -307,8 +488,8 @@ static void report_read(const char *dir, struct child_report *rep)
 	size_t size;
 
 	memset(rep, 0, sizeof *rep);
-	if (fs_path_join(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
-	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
+	if (workdir_out_path(path, sizeof path, dir, RTC__RESULT_FILE, NULL) ||
+	    fs_read_capped_placed(path, child_owner(), RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -353,7 +534,7 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 
 	out[0] = '\0';
 	if (fs_path_join(path, sizeof path, dir, RTC__STDERR_FILE, NULL) ||
-	    fs_read_capped_placed(path, RTC_REPORT_CAP, &text, &size, NULL))
+	    fs_read_capped_placed(path, geteuid(), RTC_REPORT_CAP, &text, &size, NULL))
 		return;
 	text_last_line(text, size, out, cap);
 	free(text);
@@ -507,14 +688,14 @@ static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual
 	{
 		const char *argv[] = { exe, "identify",
 				       p->lib_fd >= 0 ? "--lib-fd" : "--lib",
-				       p->lib_fd >= 0 ? "0" : p->real_path, "--out",
-				       p->dir, "--label", p->path, NULL };
+				       p->lib_fd >= 0 ? "0" : p->real_path,
+				       "--label", p->path, NULL };
 		rc = helper_start(&p->child, argv, libdir, p->dir, p->lib_fd, msg);
 	}
 out:
 	free(exe);
 	if (rc) {
-		fs_rm_tree(p->dir);
+		workdir_remove(p->dir);
 		p->dir[0] = '\0';
 	}
 	return rc;
@@ -538,8 +719,8 @@ static bool pin_report_read(const char *dir, struct rtc_identity *id)
 	bool complete = false;
 	size_t n;
 
-	if (fs_path_join(path, sizeof path, dir, RTC__PIN_FILE, NULL) ||
-	    fs_read_capped(path, RTC_REPORT_CAP, &text, &n, NULL))
+	if (workdir_out_path(path, sizeof path, dir, RTC__PIN_FILE, NULL) ||
+	    fs_read_capped_placed(path, child_owner(), RTC_REPORT_CAP, &text, &n, NULL))
 		return false;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -613,7 +794,7 @@ int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
 	strcpy(id->abi_name, id->abi == RTC_ABI_NVRTC ? "nvrtc" : "hiprtc");
 	snprintf(id->version, sizeof id->version, "%s", rep.version);
 out:
-	fs_rm_tree(p->dir);
+	workdir_remove(p->dir);
 	p->dir[0] = '\0';
 	return rc;
 }
@@ -624,7 +805,7 @@ void rtc_identify_abort(struct rtc_pending *p)
 		child_kill(&p->child, SIGKILL);
 		(void)child_wait(&p->child, 0, NULL);
 	}
-	fs_rm_tree(p->dir);
+	workdir_remove(p->dir);
 	p->dir[0] = '\0';
 }
 
@@ -753,9 +934,9 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	size_t got;
 	int rc;
 
-	if ((rc = fs_path_join(path, sizeof path, dir, RTC__LOG_FILE, msg)))
+	if ((rc = workdir_out_path(path, sizeof path, dir, RTC__LOG_FILE, msg)))
 		return rc;
-	if (fs_read_capped_placed(path, log_cap, &out->log, &got, NULL) == 0) {
+	if (fs_read_capped_placed(path, child_owner(), log_cap, &out->log, &got, NULL) == 0) {
 		out->log_size = rep->log_size > got ? rep->log_size : got;
 		out->log_truncated = out->log_size > got;
 	}
@@ -772,8 +953,9 @@ static int outputs_read(const char *dir, const struct child_report *rep,
 	if (rep->code_size > RTC_OUTPUT_LIMIT)
 		return qual_fail(msg, QUAL_ELIMIT, "code object of %zu bytes is over the "
 				 "limit", rep->code_size);
-	if ((rc = fs_path_join(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
-	    (rc = fs_read_capped_placed(path, rep->code_size, (char **)&out->code, &got, msg)))
+	if ((rc = workdir_out_path(path, sizeof path, dir, RTC__CODE_FILE, msg)) ||
+	    (rc = fs_read_capped_placed(path, child_owner(), rep->code_size,
+					(char **)&out->code, &got, msg)))
 		return rc;
 	if (got != rep->code_size)
 		return qual_fail(msg, QUAL_EIO, "code file holds %zu bytes, %zu reported",
@@ -807,10 +989,8 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	c = req->compiler;
 	if ((rc = helper_find(NULL, &exe, msg)) ||
 	    (rc = workdir_new(dir, sizeof dir, msg)) ||
-	    (rc = fs_path_join(src_path, sizeof src_path, dir, RTC__SOURCE_FILE, msg)) ||
-	    (rc = fs_write_synced(src_path, req->source, strlen(req->source), 0600,
-				     NULL, msg)) ||
-	    (rc = give_to_compile_user(src_path, msg)))
+	    (rc = workdir_put(dir, RTC__SOURCE_FILE, req->source, strlen(req->source),
+			      src_path, sizeof src_path, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);
@@ -825,12 +1005,9 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	argv[k++] = c->abi_name;
 	argv[k++] = "--arch";
 	argv[k++] = req->arch;
-	argv[k++] = "--src";
-	argv[k++] = src_path;
+	/* --src and --out are in its environment (child_env_for). */
 	argv[k++] = "--name";
 	argv[k++] = req->program_name;
-	argv[k++] = "--out";
-	argv[k++] = dir;
 	argv[k++] = "--label";
 	argv[k++] = c->path;
 	argv[k++] = "--log-cap";
@@ -868,7 +1045,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 out:
 	free(argv);
 	free(exe);
-	fs_rm_tree(dir);
+	workdir_remove(dir);
 	if (rc)
 		rtc_result_release(out);
 	return rc;

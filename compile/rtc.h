@@ -267,18 +267,30 @@ int rtc_check_code(enum rtc_abi abi, const char *arch, const void *code,
 void rtc_set_helper(const char *path);
 
 /* With set, every qual-compile child runs as uid and gid (gid its only
- * group; child.h's set_ids), and its private folder and source are given to
- * that user; the files it leaves there are read without following links
- * (fs_read_capped_placed()). Only a root process may (qual-run and quald's
- * --compile-user, confine.h's qual_confine_user()). */
+ * group; child.h's set_ids). Its private folder stays ours, and that user
+ * may neither add nor replace a name in it (mode 0710, group gid): it gets
+ * a folder of its own for its results (RTC__OUT_DIR) and one as $TMPDIR,
+ * may read its source, and writes its stdout and stderr through a
+ * descriptor. Every file we make there is new (O_EXCL | O_NOFOLLOW, through
+ * the folder's descriptor), what it leaves is read as its, without
+ * following links (fs_read_capped_placed()), and the folder is removed
+ * without following any (fs_rm_tree()). Only a root process may (qual-run
+ * and quald's --compile-user, confine.h's qual_confine_user()). */
 void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
 
 /* Internal: the files through which the qual-compile child reports to
- * rtc.c, in the folder given by --out. The child writes the log and the code
+ * rtc.c, in the folder given by --out (RTC__OUT_DIR of its private folder;
+ * RTC__SOURCE_FILE and RTC__STDERR_FILE are in the private folder itself,
+ * made by rtc.c). The child writes the log and the code
  * first, then the result file under a temporary name and renames it, so a
  * result file that exists is complete. The result file holds key=value lines:
  * status (a QUAL_E* code), message, abi, version, compile_ms, log_size,
  * log_kept, code_size, and the line "end=1" last. */
+#define RTC__OUT_DIR "out"
+/* The --out folder and the --src file of a child that rtc.c starts, given
+ * in its environment instead (rtc.c's child_env_for() says why). */
+#define RTC__OUT_ENV "QUAL_COMPILE_OUT"
+#define RTC__SRC_ENV "QUAL_COMPILE_SRC"
 #define RTC__RESULT_FILE "result.txt"
 #define RTC__LOG_FILE "log.txt"
 #define RTC__CODE_FILE "code.bin"

@@ -14,6 +14,8 @@ while [ $# -gt 1 ]; do
   esac
   shift 2
 done
+# rtc.c gives the --out folder in the environment (rtc.h: RTC__OUT_ENV).
+[ -n "$out" ] || out=$QUAL_COMPILE_OUT
 [ -n "$label" ] || label=$lib
 kind=$(basename "$(dirname "$label")")
 # The pin report (rtc.h: RTC__PIN_FILE), before anything else, as

@@ -14,7 +14,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +183,71 @@ static void test_userns_probe(void **state)
 	assert_int_equal(run_child(probe_child), 0);
 }
 
+/* Whether this kernel lets an unprivileged process have a user namespace:
+ * user.max_user_namespaces above 0, and Debian's
+ * kernel.unprivileged_userns_clone not 0 where it exists. */
+static bool userns_unprivileged_allowed(void)
+{
+	static const char *const knobs[] = { "/proc/sys/user/max_user_namespaces",
+					     "/proc/sys/kernel/unprivileged_userns_clone" };
+
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f = fopen(knobs[i], "r");
+		long v = 1;
+
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &v) != 1)
+			v = 1;
+		fclose(f);
+		if (v <= 0)
+			return false;
+	}
+	return true;
+}
+
+/* Becomes nobody, as a compile child or a quald of its own user is: its
+ * only group nogroup. 0 or an exit status. */
+static int become_nobody(void)
+{
+	struct passwd *pw = getpwnam("nobody");
+
+	if (!pw || setgroups(0, NULL) != 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
+		return 60;
+	return 0;
+}
+
+/* As a user other than root, non-dumpable first thing as quald and
+ * qual-run are: the probe still finds the namespace that qual-compile
+ * (dumpable when it starts) will get, and leaves $QUAL_CONFINE_USERNS
+ * alone. A probe that kept its parent's non-dumpable state could not write
+ * its uid map (/proc/self belongs to root then) and said "refused". */
+static int probe_as_user(void)
+{
+	int rc;
+
+	unsetenv(QUAL_CONFINE_USERNS_ENV);
+	if ((rc = become_nobody()))
+		return rc;
+	qual_confine_nondumpable("test_confine");
+	if (!qual_confine_userns_probe("test_confine"))
+		return 61;
+	if (getenv(QUAL_CONFINE_USERNS_ENV))
+		return 62;
+	return 0;
+}
+
+static void test_userns_probe_user(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		qual_test_skip("needs root, to become another user");
+	if (!userns_unprivileged_allowed())
+		qual_test_skip("user namespaces are refused to unprivileged users here");
+	assert_int_equal(run_child(probe_as_user), 0);
+}
+
 /* --compile-user's user: an unprivileged one (nobody here), never root, and
  * only when we are root (as ctest runs here). */
 static void test_compile_user(void **state)
@@ -209,5 +277,6 @@ QUAL_TESTS(
 	cmocka_unit_test(test_unconfined),
 	cmocka_unit_test(test_userns),
 	cmocka_unit_test(test_userns_probe),
+	cmocka_unit_test(test_userns_probe_user),
 	cmocka_unit_test(test_compile_user),
 )

@@ -328,6 +328,106 @@ static void test_read_capped_unsized(void **state)
 	}
 }
 
+/* What a process of another uid leaves for us to read: its own regular
+ * file of one name is read; a link (even to a file of its), a FIFO (without
+ * blocking), a file of another owner and a file of two names (a hard link)
+ * are refused, in those words. */
+static void test_read_capped_placed(void **state)
+{
+	char path[PATH_MAX], other[PATH_MAX], want[PATH_MAX + 64];
+	struct qual_msg msg = { { 0 } };
+	uid_t me = geteuid();
+	char *out = NULL;
+	size_t size = 0;
+
+	(void)state;
+	in_dir(path, sizeof path, "mine");
+	write_file(path, "mine");
+	assert_int_equal(fs_read_capped_placed(path, me, 64, &out, &size, &msg), 0);
+	assert_string_equal(out, "mine");
+	free(out);
+
+	/* Another owner: as root the file is given away; otherwise the owner
+	 * expected is another. Either way it is not the expected one's. */
+	if (me == 0)
+		assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(fs_read_capped_placed(path, me == 0 ? 0 : me + 1, 64, &out, &size,
+					       &msg), QUAL_EIO);
+	snprintf(want, sizeof want, "cannot read '%s': not the owner's", path);
+	assert_string_equal(msg.text, want);
+	assert_null(out);
+	if (me == 0)
+		assert_int_equal(chown(path, 0, 0), 0);
+
+	/* A second name for it: refused under both names. */
+	in_dir(other, sizeof other, "second");
+	assert_int_equal(link(path, other), 0);
+	assert_int_equal(fs_read_capped_placed(other, me, 64, &out, &size, &msg), QUAL_EIO);
+	snprintf(want, sizeof want, "cannot read '%s': a file of more than one name", other);
+	assert_string_equal(msg.text, want);
+	assert_int_equal(fs_read_capped_placed(path, me, 64, &out, &size, &msg), QUAL_EIO);
+	assert_int_equal(unlink(other), 0);
+
+	/* A link to it. */
+	assert_int_equal(symlink(path, other), 0);
+	assert_int_equal(fs_read_capped_placed(other, me, 64, &out, &size, &msg), QUAL_EIO);
+	snprintf(want, sizeof want, "cannot open '%s': Too many levels of symbolic links",
+		 other);
+	assert_string_equal(msg.text, want);
+	assert_int_equal(unlink(other), 0);
+
+	/* A FIFO with no writer: refused at once. */
+	assert_int_equal(mkfifo(other, 0600), 0);
+	assert_int_equal(fs_read_capped_placed(other, me, 64, &out, &size, &msg), QUAL_EIO);
+	snprintf(want, sizeof want, "cannot read '%s': not a regular file", other);
+	assert_string_equal(msg.text, want);
+	assert_null(out);
+}
+
+/* A tree of nested folders, links in it at every depth to a folder
+ * outside and to folders of the tree itself: removed whole, through folder
+ * descriptors, while the folder outside keeps every file. A tree whose
+ * folders we may not list (mode 0) goes too when we are root. */
+static void test_rm_tree_no_follow(void **state)
+{
+	char top[PATH_MAX], p[PATH_MAX + 16], outside[PATH_MAX], kept[PATH_MAX];
+	char deep[PATH_MAX], *text;
+
+	(void)state;
+	in_dir(outside, sizeof outside, "outside");
+	assert_int_equal(mkdir(outside, 0700), 0);
+	assert_int_equal(fs_path_join(kept, sizeof kept, outside, "kept", NULL), 0);
+	write_file(kept, "kept");
+	in_dir(top, sizeof top, "top");
+	assert_int_equal(mkdir(top, 0700), 0);
+	snprintf(deep, sizeof deep, "%s", top);
+	for (int i = 0; i < 8; i++) {
+		char name[32];
+
+		snprintf(p, sizeof p, "%s/to_outside", deep);
+		assert_int_equal(symlink(outside, p), 0);
+		snprintf(p, sizeof p, "%s/to_top", deep);
+		assert_int_equal(symlink(top, p), 0);
+		snprintf(p, sizeof p, "%s/file", deep);
+		write_file(p, "x");
+		snprintf(name, sizeof name, "/d%d", i);
+		assert_true(strlen(deep) + strlen(name) < sizeof deep);
+		strcat(deep, name);
+		assert_int_equal(mkdir(deep, 0700), 0);
+	}
+	snprintf(p, sizeof p, "%s/fifo", deep);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	if (geteuid() == 0)
+		assert_int_equal(chmod(deep, 0), 0);
+	fs_rm_tree(top);
+	assert_int_equal(access(top, F_OK), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(access(kept, F_OK), 0);
+	text = slurp(kept);
+	assert_string_equal(text, "kept");
+	free(text);
+}
+
 /* ---- trees --------------------------------------------------------------- */
 
 static void test_rm_tree(void **state)
@@ -419,7 +519,9 @@ QUAL_TESTS(
 	T(write_all_read_full),
 	T(read_capped),
 	T(read_capped_unsized),
+	T(read_capped_placed),
 	T(rm_tree),
+	T(rm_tree_no_follow),
 	T(path_join),
 	T(beside_self),
 )

@@ -472,7 +472,7 @@ static void test_child_env(void **state)
 	(void)state;
 	setenv("LD_LIBRARY_PATH", "/a:/b", 1);
 	setenv("CUDA_CACHE_DISABLE", "0", 1);
-	env = child_env_for("/opt/cand/lib", "/tmp/q/tmp");
+	env = child_env_for("/opt/cand/lib", "/tmp/q");
 	/* nvrtc's disk cache is off in every compile child, whatever we had. */
 	assert_int_equal(env_count(env, "CUDA_CACHE_DISABLE=", &v), 1);
 	assert_string_equal(v, "CUDA_CACHE_DISABLE=1");
@@ -481,13 +481,18 @@ static void test_child_env(void **state)
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib:/a:/b");
 	assert_int_equal(env_count(env, "TMPDIR=", &v), 1);
 	assert_string_equal(v, "TMPDIR=/tmp/q/tmp");
+	/* Where it reports and what it compiles: not in its arguments. */
+	assert_int_equal(env_count(env, RTC__OUT_ENV "=", &v), 1);
+	assert_string_equal(v, RTC__OUT_ENV "=/tmp/q/" RTC__OUT_DIR);
+	assert_int_equal(env_count(env, RTC__SRC_ENV "=", &v), 1);
+	assert_string_equal(v, RTC__SRC_ENV "=/tmp/q/" RTC__SOURCE_FILE);
 	assert_int_equal(env_count(env, "PATH=", &v), getenv("PATH") ? 1 : 0);
 	/* qual-compile dies with us. */
 	assert_int_equal(env_count(env, QUAL_PARENT_ENV "=", &v), 1);
 	assert_int_equal(atol(v + strlen(QUAL_PARENT_ENV "=")), (long)getpid());
 	child_env_free(env);
 	unsetenv("LD_LIBRARY_PATH");
-	env = child_env_for("/opt/cand/lib", "/tmp/q/tmp");
+	env = child_env_for("/opt/cand/lib", "/tmp/q");
 	assert_int_equal(env_count(env, "LD_LIBRARY_PATH=", &v), 1);
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib");
 	child_env_free(env);
@@ -507,11 +512,13 @@ static void test_child_report(void **state)
 {
 	struct child_report rep;
 	struct child_exit oc;
-	char dir[PATH_MAX], message[512];
+	char dir[PATH_MAX], out[PATH_MAX + 8], message[512];
 
 	(void)state;
 	assert_int_equal(workdir_new(dir, sizeof dir, NULL), 0);
-	write_text(dir, RTC__RESULT_FILE, "status=-7\nmessage=compiler 'x' rejected 'k.cu'\n"
+	/* The child reports in its own folder; its stderr is ours. */
+	snprintf(out, sizeof out, "%s/" RTC__OUT_DIR, dir);
+	write_text(out, RTC__RESULT_FILE, "status=-7\nmessage=compiler 'x' rejected 'k.cu'\n"
 		   "abi=nvrtc\nversion=13.0\ncompile_ms=12.5\nlog_size=300\n"
 		   "log_kept=200\ncode_size=0\nend=1\n");
 	report_read(dir, &rep);
@@ -537,7 +544,7 @@ static void test_child_report(void **state)
 					message, sizeof message), QUAL_ECOMPILE);
 
 	/* Without the end line the report is not trusted. */
-	write_text(dir, RTC__RESULT_FILE, "status=0\nmessage=\ncode_size=10\n");
+	write_text(out, RTC__RESULT_FILE, "status=0\nmessage=\ncode_size=10\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
 	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
@@ -558,10 +565,10 @@ static void test_child_report(void **state)
 			    "space left on device");
 
 	/* A status outside the error space is garbage. */
-	write_text(dir, RTC__RESULT_FILE, "status=5\nend=1\n");
+	write_text(out, RTC__RESULT_FILE, "status=5\nend=1\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
-	fs_rm_tree(dir);
+	workdir_remove(dir);
 }
 
 /* ---- identify -------------------------------------------------------------- */
