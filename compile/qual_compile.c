@@ -14,13 +14,13 @@
  * after the results are written may change them. --label is the library's
  * name as the user gave it, for messages (default: --lib).
  *
- * --lib-fd N: the library is the bytes of descriptor N (rtc.c passes a
- * pinned, sealed memfd as stdin: N = 0), loaded as /proc/self/fd/N, so that
- * what runs is exactly what the parent hashed; its siblings still come from
- * LD_LIBRARY_PATH. identify --lib PATH (quald's submit check) opens the
- * file once and hashes it (rtc_hash_library), writes the pin report
- * (RTC__PIN_FILE: the hash, the file's device, inode and size) before it
- * loads anything, and loads that open file as /proc/self/fd/N.
+ * --lib-fd N: the library is the bytes of descriptor N (rtc.c passes it as
+ * stdin, N = 0: qual-run's pinned, sealed memfd, or the file quald opened
+ * and hashed for its submit check), loaded as /proc/self/fd/N, so that what
+ * runs is exactly what the parent hashed; its siblings still come from
+ * LD_LIBRARY_PATH. The child reports no hash: the parent knows what it gave,
+ * and the library, which runs here, could rewrite anything this process
+ * writes. --lib PATH loads the path (by hand; rtc.c never passes it).
  *
  * --out and --src may be given in the environment instead ($QUAL_COMPILE_OUT,
  * $QUAL_COMPILE_SRC; an argument wins), as rtc.c does: the arguments of a
@@ -221,31 +221,6 @@ static void api_fill(struct compiler_api *api, enum rtc_abi abi, const char *nam
 	api->errstr = (rtc_errstr_fn)fns[API_ERRSTR];
 }
 
-/* identify --lib PATH: opens and hashes the file (rtc.h) and writes the pin
- * report before anything is loaded. Returns the open file, or -1 with r
- * failed. */
-static int library_pin(const struct args *a, struct report *r)
-{
-	struct rtc_pin pin;
-	struct qual_msg msg;
-	char path[4096], text[256];
-	int rc, n;
-
-	if ((rc = rtc_hash_library(a->lib, &pin, &msg))) {
-		fail(r, rc, "%s", msg.text);
-		return -1;
-	}
-	n = snprintf(text, sizeof text, "sha256=%s\ndev=%llu\nino=%llu\nsize=%lld\nend=1\n",
-		     pin.sha256, (unsigned long long)pin.dev,
-		     (unsigned long long)pin.ino, (long long)pin.size);
-	snprintf(path, sizeof path, "%s/%s", a->out, RTC__PIN_FILE);
-	if (fs_write_atomic(path, text, (size_t)n, 0600, NULL, &msg) < 0) {
-		fprintf(stderr, "qual-compile: %s\n", msg.text);
-		_exit(3);
-	}
-	return pin.fd;
-}
-
 /* Loads the library and finds which ABI it exposes. Returns 0 or a status
  * with r->message set. */
 static int compiler_load(const struct args *a, struct compiler_api *api,
@@ -257,8 +232,6 @@ static int compiler_load(const struct args *a, struct compiler_api *api,
 	char fd_path[64];
 	void *lib;
 
-	if (fd < 0 && !strcmp(a->cmd, "identify") && (fd = library_pin(a, r)) < 0)
-		return r->status;
 	if (fd >= 0) {
 		/* The descriptor stays open for the life of the process: the
 		 * loader maps it, and nothing else may take its number. */

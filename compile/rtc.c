@@ -3,9 +3,9 @@
  * helper program qual-compile (qual_compile.c) through child.h in a private
  * temporary folder and a process group of its own, wait for it under a time
  * limit, and read back the files it wrote. No compiler library is ever loaded
- * here. The reading of a library is here too: rtc_pin_library (qual-run's
- * pin, a sealed copy) and rtc_hash_library (qual-compile's identify of a
- * path, quald's submit check). */
+ * here. The opening of a library is here too: rtc_pin_library (qual-run's
+ * pin, a sealed copy) and rtc_library_open (quald's submit check, which
+ * hashes the open file itself, off its loop). */
 #include "compile/rtc.h"
 
 #include <elf.h>
@@ -104,17 +104,17 @@ void rtc_pin_release(struct rtc_pin *pin)
 	pin->fd = -1;
 }
 
-/* Opens path once (O_NOFOLLOW) and hashes what it reads: into a new sealed
- * memfd when copy (pin->fd is the memfd), else pin->fd is the open file. */
-static int library_read(const char *path, bool copy, struct rtc_pin *pin,
-			struct qual_msg *msg)
+/* Opens real once (O_NOFOLLOW: a link there now is refused; O_NONBLOCK:
+ * a FIFO swapped in never blocks the open) and checks that it is a regular
+ * file and, with checked, the file checked. path names the library in
+ * messages. Returns the open file (close-on-exec, blocking again), or a
+ * negative code with msg. */
+static int library_open(const char *path, const char *real, const struct stat *checked,
+			struct stat *st, struct qual_msg *msg)
 {
-	struct stat st;
-	size_t got = 0;
-	int fd, rc;
+	int fd, flags;
 
-	rtc_pin_init(pin);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
 		return qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
@@ -122,27 +122,46 @@ static int library_read(const char *path, bool copy, struct rtc_pin *pin,
 				 e == ENOENT ? "no such file" : e == ELOOP ?
 				 "is a symbolic link now" : strerror(e));
 	}
-	if (fstat(fd, &st) < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
-			       strerror(errno));
-		goto out;
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+		close(fd);
+		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
+				 strerror(e));
 	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': not a regular "
-			       "file", path);
-		goto out;
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': not a regular "
+				 "file", path);
 	}
-	if (copy) {
-		pin->fd = memfd_create("qual-compiler", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (pin->fd < 0) {
-			rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': memfd: %s",
-				       path, strerror(errno));
-			goto out;
-		}
+	if (checked && (checked->st_dev != st->st_dev || checked->st_ino != st->st_ino)) {
+		close(fd);
+		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' changed while it was "
+				 "checked: '%s' is another file now", path, real);
+	}
+	/* A regular file: reads of it never wait for a writer. */
+	if ((flags = fcntl(fd, F_GETFL)) >= 0)
+		(void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd, rc;
+
+	rtc_pin_init(pin);
+	if ((fd = library_open(path, path, NULL, &st, msg)) < 0)
+		return fd;
+	pin->fd = memfd_create("qual-compiler", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (pin->fd < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': memfd: %s",
+			       path, strerror(errno));
+		goto out;
 	}
 	if ((rc = sha256_hash_fd(fd, pin->fd, path, pin->sha256, &got, msg)))
 		goto out;
-	if (copy && fcntl(pin->fd, F_ADD_SEALS, RTC_PIN_SEALS) < 0) {
+	if (fcntl(pin->fd, F_ADD_SEALS, RTC_PIN_SEALS) < 0) {
 		rc = qual_fail(msg, QUAL_EIO, "cannot pin compiler '%s': seal: %s", path,
 			       strerror(errno));
 		goto out;
@@ -150,27 +169,28 @@ static int library_read(const char *path, bool copy, struct rtc_pin *pin,
 	pin->dev = st.st_dev;
 	pin->ino = st.st_ino;
 	pin->size = (off_t)got;
-	if (!copy) {
-		pin->fd = fd;
-		fd = -1;
-	}
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	if (rc)
 		rtc_pin_release(pin);
 	return rc;
 }
 
-int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
+int rtc_library_open(const char *path, const char *real_path, const struct stat *checked,
+		     struct rtc_pin *pin, struct qual_msg *msg)
 {
-	return library_read(path, true, pin, msg);
-}
+	struct stat st;
+	int fd;
 
-int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg)
-{
-	return library_read(path, false, pin, msg);
+	rtc_pin_init(pin);
+	if ((fd = library_open(path, real_path, checked, &st, msg)) < 0)
+		return fd;
+	pin->fd = fd;
+	pin->dev = st.st_dev;
+	pin->ino = st.st_ino;
+	pin->size = st.st_size;
+	return 0;
 }
 
 /* ---- the private folder ---------------------------------------------------- */
@@ -188,7 +208,7 @@ int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg
  *                      compile user (workdir_put)
  *       stderr.txt     ours (O_EXCL), the child's stdout and stderr by
  *                      descriptor (helper_start)
- *       out/           the child's (RTC__OUT_ENV): result, log, code, pin;
+ *       out/           the child's (RTC__OUT_ENV): result, log, code;
  *                      read back with fs_read_capped_placed() as the
  *                      child's
  *       tmp/           the child's $TMPDIR
@@ -586,22 +606,37 @@ int rtc_check_library(const char *path, struct qual_msg *msg)
 	ssize_t got;
 	int fd;
 
+	/* Looked at before it is opened (a device is never opened), and again
+	 * once open: a FIFO swapped in after the stat would block quald's loop
+	 * in open or read. O_NONBLOCK makes that open return, and fstat
+	 * refuses what it is. */
 	if (stat(path, &st) < 0) {
 		int e = errno;
 		return qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
 				 "cannot load compiler '%s': %s", path,
 				 e == ENOENT ? "no such file" : strerror(e));
 	}
-	if (S_ISDIR(st.st_mode))
-		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': is a directory",
-				 path);
 	if (!S_ISREG(st.st_mode))
-		return qual_fail(msg, QUAL_EINVAL,
-				 "cannot load compiler '%s': not a regular file", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': %s", path,
+				 S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+		return qual_fail(msg, e == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot load compiler '%s': %s", path,
+				 e == ENOENT ? "no such file" : strerror(e));
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
 		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
-				 strerror(errno));
+				 strerror(e));
+	}
+	if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': %s", path,
+				 S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+	}
 	got = read(fd, &eh, sizeof eh);
 	close(fd);
 	if (got != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
@@ -630,16 +665,10 @@ static void dir_of(const char *path, char *out, size_t cap)
 		snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
-/* The checks of an identify, before any child: p->path, p->real_path (real:
- * the one given, else realpath(path)) and the file's identity there, which
- * must be checked's when given. Only the real path is looked at: path may
- * name something else by now. */
-static int identify_check(const char *path, const char *real, const struct stat *checked,
-			  struct rtc_pending *p, struct qual_msg *msg)
+/* p's names: path (as given) and real (the file). */
+static int pending_init(struct rtc_pending *p, const char *path, const char *real,
+			struct qual_msg *msg)
 {
-	struct stat st;
-	int rc;
-
 	memset(p, 0, sizeof *p);
 	child_init(&p->child);
 	p->lib_fd = -1;
@@ -653,28 +682,32 @@ static int identify_check(const char *path, const char *real, const struct stat 
 			return qual_fail(msg, QUAL_EINVAL, "compiler path '%s' is too long",
 					 real);
 		strcpy(p->real_path, real);
-		if ((rc = rtc_check_library(real, msg)))
-			return rc;
-	} else {
-		if ((rc = rtc_check_library(path, msg)))
-			return rc;
-		if (!realpath(path, p->real_path))
-			return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
-					 strerror(errno));
 	}
-	if (stat(p->real_path, &st) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
-				 strerror(errno));
-	if (checked && (checked->st_dev != st.st_dev || checked->st_ino != st.st_ino))
-		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' changed while it was "
-				 "checked: '%s' is another file now", path, p->real_path);
-	p->dev = st.st_dev;
-	p->ino = st.st_ino;
 	return 0;
 }
 
-/* Starts the identify child of a checked p: with p->lib_fd, it loads those
- * bytes; else it pins p->real_path itself. */
+/* rtc_identify's checks, before any child: p->path, p->real_path (real:
+ * the one given, else realpath(path)). Only the real path is looked at:
+ * path may name something else by now. */
+static int identify_check(const char *path, const char *real, struct rtc_pending *p,
+			  struct qual_msg *msg)
+{
+	int rc;
+
+	if ((rc = pending_init(p, path, real, msg)))
+		return rc;
+	if (real)
+		return rtc_check_library(real, msg);
+	if ((rc = rtc_check_library(path, msg)))
+		return rc;
+	if (!realpath(path, p->real_path))
+		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
+				 strerror(errno));
+	return 0;
+}
+
+/* Starts the identify child of p, which loads p->lib_fd (its stdin, as
+ * /proc/self/fd/0): the bytes its caller hashed. */
 static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual_msg *msg)
 {
 	char libdir[PATH_MAX];
@@ -686,9 +719,7 @@ static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual
 		goto out;
 	dir_of(p->real_path, libdir, sizeof libdir);
 	{
-		const char *argv[] = { exe, "identify",
-				       p->lib_fd >= 0 ? "--lib-fd" : "--lib",
-				       p->lib_fd >= 0 ? "0" : p->real_path,
+		const char *argv[] = { exe, "identify", "--lib-fd", "0",
 				       "--label", p->path, NULL };
 		rc = helper_start(&p->child, argv, libdir, p->dir, p->lib_fd, msg);
 	}
@@ -701,52 +732,17 @@ out:
 	return rc;
 }
 
-int rtc_identify_start(const char *path, const struct stat *checked, const char *helper,
-		       struct rtc_pending *p, struct qual_msg *msg)
+int rtc_identify_start(const char *path, const char *real_path, int lib_fd,
+		       const char *helper, struct rtc_pending *p, struct qual_msg *msg)
 {
-	int rc = identify_check(path, NULL, checked, p, msg);
+	int rc = pending_init(p, path, real_path, msg);
 
-	return rc ? rc : identify_spawn(p, helper, msg);
-}
-
-/* The identify child's pin report (RTC__PIN_FILE) into id; false when
- * there is none, or it is incomplete. */
-static bool pin_report_read(const char *dir, struct rtc_identity *id)
-{
-	char path[PATH_MAX], sha[SHA256_HEX_SIZE] = "";
-	char *text = NULL, *line, *save = NULL;
-	unsigned long long dev = 0, ino = 0, size = 0;
-	bool complete = false;
-	size_t n;
-
-	if (workdir_out_path(path, sizeof path, dir, RTC__PIN_FILE, NULL) ||
-	    fs_read_capped_placed(path, child_owner(), RTC_REPORT_CAP, &text, &n, NULL))
-		return false;
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		if (!strcmp(line, "sha256") && strlen(eq + 1) == SHA256_HEX_SIZE - 1)
-			snprintf(sha, sizeof sha, "%s", eq + 1);
-		else if (!strcmp(line, "dev"))
-			dev = strtoull(eq + 1, NULL, 10);
-		else if (!strcmp(line, "ino"))
-			ino = strtoull(eq + 1, NULL, 10);
-		else if (!strcmp(line, "size"))
-			size = strtoull(eq + 1, NULL, 10);
-		else if (!strcmp(line, "end"))
-			complete = true;
-	}
-	free(text);
-	if (!complete || !sha[0])
-		return false;
-	snprintf(id->sha256, sizeof id->sha256, "%s", sha);
-	id->dev = (dev_t)dev;
-	id->ino = (ino_t)ino;
-	id->size = (off_t)size;
-	return true;
+	if (!rc && (!real_path || lib_fd < 0))
+		rc = qual_fail(msg, QUAL_EINVAL, "compiler '%s' is not open", p->path);
+	if (rc)
+		return rc;
+	p->lib_fd = lib_fd;
+	return identify_spawn(p, helper, msg);
 }
 
 int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
@@ -767,14 +763,6 @@ int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
 	id->lib_fd = -1;
 	snprintf(id->path, sizeof id->path, "%s", p->path);
 	snprintf(id->real_path, sizeof id->real_path, "%s", p->real_path);
-	/* What the child read must be the file checked, whatever became of
-	 * the child: a swap between the check and the open is refused. */
-	if (pin_report_read(p->dir, id) &&
-	    (id->dev != p->dev || id->ino != p->ino)) {
-		rc = qual_fail(msg, QUAL_EINVAL, "compiler '%s' changed while it was "
-			       "checked: '%s' is another file now", p->path, p->real_path);
-		goto out;
-	}
 	report_read(p->dir, &rep);
 	rc = outcome_status(ex, &rep, p->path, "while loading", timeout_s, p->dir,
 			    message, sizeof message);
@@ -834,7 +822,7 @@ int rtc_identify(const char *path, const char *real_path, const char *expect_sha
 		rtc_limits_init(&defaults);
 		lim = &defaults;
 	}
-	rc = identify_check(path, real_path, NULL, &p, msg);
+	rc = identify_check(path, real_path, &p, msg);
 	snprintf(id->path, sizeof id->path, "%s", p.path);
 	snprintf(id->real_path, sizeof id->real_path, "%s", p.real_path);
 	if (rc || (rc = rtc_pin_library(p.real_path, &pin, msg)))
@@ -858,7 +846,7 @@ int rtc_identify(const char *path, const char *real_path, const char *expect_sha
 		goto out;
 	}
 	rc = rtc_identify_finish(&p, &ex, lim->timeout_s, id, msg);
-	/* The child loaded our pin, which it does not report on. */
+	/* The child loaded our pin: its hash is ours. */
 	snprintf(id->sha256, sizeof id->sha256, "%s", pin.sha256);
 	id->dev = pin.dev;
 	id->ino = pin.ino;

@@ -15,9 +15,10 @@
  * library is read once, hashed while it is copied into a sealed memfd
  * (rtc_pin_library), and every child loads exactly those bytes
  * (dlopen("/proc/self/fd/N") of the memfd it inherits), never the path
- * again. quald's submit check has its identify child open the file once,
- * hash it, report the hash with the file's device and inode, and load what
- * it opened. */
+ * again. quald's submit check opens the file once (rtc_library_open),
+ * hashes that open file itself, off its loop, and has its identify child
+ * load that same open file: nothing the child reports decides which bytes
+ * were checked. */
 #ifndef QUAL_RTC_H
 #define QUAL_RTC_H
 
@@ -44,15 +45,18 @@ struct rtc_limits {
 /* Fills the defaults above. */
 void rtc_limits_init(struct rtc_limits *l);
 
-/* A library pinned: the bytes of its file, read once. */
+/* A library pinned: the bytes of its file, read once (rtc_pin_library), or
+ * its file opened once for a caller that hashes it (rtc_library_open). */
 struct rtc_pin {
 	int fd;               /* a memfd holding them, sealed against every
 			       * change (F_SEAL_WRITE, _GROW, _SHRINK, _SEAL),
-			       * close-on-exec; -1 = none */
-	char sha256[65];      /* of those bytes, lower-case hex */
+			       * or the open file; close-on-exec; -1 = none */
+	char sha256[65];      /* of those bytes, lower-case hex ("" until the
+			       * caller of rtc_library_open hashed them) */
 	dev_t dev;            /* the file they were read from */
 	ino_t ino;
-	off_t size;           /* bytes read */
+	off_t size;           /* bytes read (rtc_library_open: the file's
+			       * size when opened) */
 };
 
 /* Sets pin to none (fd -1). */
@@ -66,13 +70,26 @@ void rtc_pin_init(struct rtc_pin *pin);
  * bytes are those hashed: no one, the library included, can change them. */
 int rtc_pin_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg);
 
-/* rtc_pin_library() without the copy, for quald's submit check, which may
- * run many at once (a copy is 100 MiB and more of memory each): the file is
- * opened once and hashed, and pin->fd is that open file, not sealed. Its
+/* rtc_pin_library() without the copy and without the hash, for quald's
+ * submit check, which may run many at once (a copy is 100 MiB and more of
+ * memory each) and must not read a library on its loop: opens real_path
+ * (the caller's resolved path; O_NOFOLLOW, and O_NONBLOCK while it opens,
+ * so that neither a link nor a FIFO there now is followed or waited for),
+ * checks that it is a regular file and, with checked (may be NULL: the
+ * caller's own stat, quald's policy check), the same file (device and
+ * inode; else QUAL_EINVAL "compiler '/x' changed while it was checked: '/y'
+ * is another file now"). path names it in messages. Returns 0 with pin->fd
+ * that open file (blocking, close-on-exec, not sealed; the caller owns it:
+ * rtc_pin_release()), its device, inode and st_size, and pin->sha256 "":
+ * the caller hashes pin->fd (sha256_hash_fd, from its offset 0) where it
+ * may block, and hands the same descriptor to rtc_identify_start(). Its
  * bytes are what a child that loads /proc/self/fd/N of it loads as long as
- * nobody writes the file, which the policy (daemon/policy.h) leaves to root
- * and quald's user; the worker pins by this hash and refuses other bytes. */
-int rtc_hash_library(const char *path, struct rtc_pin *pin, struct qual_msg *msg);
+ * nobody writes the file, which the policy (daemon/policy.h) leaves to
+ * root and quald's user; the worker pins by the hash and refuses other
+ * bytes. Otherwise a negative code with msg ("cannot load compiler '/x':
+ * is a symbolic link now"), and pin->fd is -1. */
+int rtc_library_open(const char *path, const char *real_path, const struct stat *checked,
+		     struct rtc_pin *pin, struct qual_msg *msg);
 
 /* Closes a pin's descriptor (none: nothing). */
 void rtc_pin_release(struct rtc_pin *pin);
@@ -84,8 +101,8 @@ struct rtc_identity {
 	char path[PATH_MAX];  /* the path as given */
 	char real_path[PATH_MAX]; /* the file that was read */
 	char sha256[65];      /* of the bytes loaded, lower-case hex; "" when
-			       * unknown (an identify child that ended before
-			       * it read the file) */
+			       * unknown (rtc_identify_finish's: the caller
+			       * hashed what it gave the child) */
 	dev_t dev;            /* the file read (device, inode, bytes); 0 when
 			       * unknown */
 	ino_t ino;
@@ -128,32 +145,31 @@ struct rtc_pending {
 	char dir[PATH_MAX];      /* its private folder */
 	char path[PATH_MAX];     /* the library as given */
 	char real_path[PATH_MAX];
-	dev_t dev;               /* real_path's file when it was checked */
-	ino_t ino;
-	int lib_fd;              /* rtc_identify's pin, the child's stdin; -1:
-				  * the child pins real_path itself */
+	int lib_fd;              /* the library the child loads, its stdin
+				  * (borrowed: rtc_identify's pin, or the
+				  * caller's rtc_library_open file, which must
+				  * stay open until the child is reaped) */
 };
 
-/* Checks path (rtc_check_library(), then its real path) and starts the
- * qual-compile child that identifies it: helper is the qual-compile to run
- * (NULL: rtc_set_helper()'s, $QUAL_COMPILE, or the one beside us). checked
- * (may be NULL) is the caller's own stat of the file (quald's policy
- * check): a real path that is another file now (another device or inode)
- * is refused, QUAL_EINVAL "compiler '/x' changed while it was checked".
- * The child opens the real path once and hashes it (rtc_hash_library),
- * reports the hash with the file's device, inode and size before it loads
- * anything, then loads that open file. Returns 0 with p->child
- * running, or a negative code with msg; then nothing runs and nothing is
- * left behind. Hashes nothing here: the loop never reads a library. */
-int rtc_identify_start(const char *path, const struct stat *checked, const char *helper,
-		       struct rtc_pending *p, struct qual_msg *msg);
+/* Starts the qual-compile child that identifies the library path (as
+ * given, for messages) at real_path, whose open file is lib_fd (borrowed:
+ * rtc_library_open()'s, already checked and hashed by the caller): the
+ * child gets lib_fd as its stdin and loads it (`--lib-fd 0`,
+ * dlopen("/proc/self/fd/0")), so what it loads is the file the caller
+ * hashed, never the path again. helper is the qual-compile to run (NULL:
+ * rtc_set_helper()'s, $QUAL_COMPILE, or the one beside us). Returns 0 with
+ * p->child running, or a negative code with msg ("cannot start compiler
+ * helper '/x': ..."); then nothing runs and nothing is left behind. Reads
+ * nothing: the loop never reads a library. */
+int rtc_identify_start(const char *path, const char *real_path, int lib_fd,
+		       const char *helper, struct rtc_pending *p, struct qual_msg *msg);
 
 /* For a started identify whose child has been reaped into ex: reads its
- * report into id (abi, version, path and real path, and the child's sha256,
- * dev, ino and size of what it read: "" and 0 when it read nothing), removes
- * its folder. id is unpinned. A file the child opened that is not the one
- * checked at start (device or inode) is QUAL_EINVAL, "compiler '/x' changed
- * while it was checked", whatever else happened. Returns 0; QUAL_ECRASH,
+ * result (abi and version; its result file only, read as the child's:
+ * fs_read_capped_placed()) into id, with path and real path, and removes
+ * its folder. id is unpinned, and its sha256 "" and dev, ino and size 0:
+ * the caller hashed what it gave the child, and nothing the child says
+ * changes that. Returns 0; QUAL_ECRASH,
  * QUAL_ETIMEOUT or
  * QUAL_EEXIT (the library crashed, hung or exited while loading: a result
  * about it, not a usage problem; ex->timed_out says the caller's deadline of
@@ -296,10 +312,5 @@ void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
 #define RTC__CODE_FILE "code.bin"
 #define RTC__SOURCE_FILE "source.txt"
 #define RTC__STDERR_FILE "stderr.txt"
-/* The identify child's pin report, written (renamed into place) after it
- * read the library and before it loads it, so that a library that crashes
- * its loader is still known by hash: key=value lines sha256, dev, ino,
- * size, and "end=1" last. */
-#define RTC__PIN_FILE "pin.txt"
 
 #endif

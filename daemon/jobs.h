@@ -92,8 +92,10 @@ typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
 int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	      void *cb_ctx, struct jobs **out, struct qual_msg *msg);
 
-/* Submits: checks both libraries in a child (qual-compile identify; the
- * daemon never loads them), then stores the request and queues the job. The
+/* Submits: opens both libraries once, hashes them off the loop (libuv's
+ * thread pool), checks the quarantine by those hashes, then has a child load
+ * each opened file (qual-compile identify; the daemon never loads them),
+ * then stores the request and queues the job. The
  * callback runs exactly once (libuv's contract: if jobs_submit returns an
  * error the callback never runs): with status 0, the job id and its queue
  * position, or a negative status and a message naming the problem (e.g.
@@ -104,17 +106,22 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
  * directory, not a regular file or not a 64-bit ELF shared object, a library
  * the policy refuses (policy.h: outside the allowed roots, a symlink out of
- * them, a world-writable file or folder; the message names the reason), and
- * shutdown in progress. Refused through the callback: a library the helper
- * cannot load or that has neither ABI, a library whose SHA-256 (as its
- * identify child read it: quald hashes nothing) is quarantined (see
- * jobs_quarantine_json), a file that changed between the policy check and
- * the child's read ("compiler '/x' changed while it was checked"),
+ * them, a world-writable file or folder; the message names the reason), a
+ * real path that is another file than the policy saw, or a link or no
+ * regular file when opened ("compiler '/x' changed while it was checked:
+ * '/y' is another file now"; the open is O_NOFOLLOW and never waits), and
+ * shutdown in progress. Refused through the callback: a library quald cannot
+ * read to its end; a library whose SHA-256 (quald's own, of the file it
+ * opened) is quarantined (see jobs_quarantine_json), refused as soon as it
+ * is hashed, before any child is started: a quarantined library is never
+ * loaded; a library the helper cannot load or that has neither ABI;
  * mismatched ABIs ("baseline is nvrtc but candidate is hiprtc: both must use
- * one abi"), a failure to store the job, or shutdown ("quald is shutting
- * down", from inside jobs_close). An accepted job stores each library's real
- * path and hash, and its worker loads those bytes or none (docs/quald.md,
- * "Pinned libraries"). A
+ * one abi"); a failure to start the helper or to store the job; or shutdown
+ * ("quald is shutting down", from inside jobs_close, also while a hash is
+ * running: the submit goes once its hash is called back). Nothing an
+ * identify child writes decides the hash. An accepted job stores each
+ * library's real path and quald's hash, and its worker loads those bytes or
+ * none (docs/quald.md, "Pinned libraries"). A
  * library that crashes or hangs while loading is accepted: as with qual-run,
  * that is a result about it, which the job's verdict reports. The callback
  * runs from a loop callback, or inside jobs_close. job and message are
@@ -181,7 +188,8 @@ json_t *jobs_list_json(struct jobs *j, int limit);
  * not SIGKILL/SIGTERM, that the daemon did not send) is one strike, at most
  * one a job, against the SHA-256 pinned for the candidate at submit (what
  * ran, never the file at its path now); after 3 a
- * submit naming a file with that hash (either arm) is refused at once:
+ * submit naming a file with that hash (either arm) is refused once quald
+ * has hashed it, before anything loads it (jobs_submit):
  * "compiler '/x' (sha256 H) is quarantined after 3 crashes; clear with:
  * qualctl quarantine clear H". List: {"quarantine":[{"sha256","strikes",
  * "quarantined","library","last"}]} (new reference). Clear forgets a hash's

@@ -262,13 +262,16 @@ void quarantine__strike(struct quarantine *q, const char *job,
 			const struct submit_args *args);
 
 /* 0, or QUAL_EINVAL (msg: the refusal, naming path) when sha256 (a
- * library's, as its identify child read it) is quarantined. Reads no file. */
+ * library's, as quald hashed the file it opened at submit: submit.c) is
+ * quarantined. Reads no file. */
 int quarantine__check(struct quarantine *q, const char *path, const char *sha256,
 		      struct qual_msg *msg);
 
 /* ---- submit.c --------------------------------------------------------------- */
 
-/* Shutdown: every submit still being checked gets its callback, refused,
+/* Shutdown: every submit still being checked gets its callback, refused;
+ * its hashes not yet started are cancelled (one running cannot be: the
+ * submit, and its open libraries, go once its after-work callback has run)
  * and its children are stopped. */
 void submit__close_all(struct jobs *j);
 

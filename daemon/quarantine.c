@@ -2,8 +2,9 @@
  * SHA-256 of a candidate library whose compiler or worker crashed, kept in
  * state_dir/quarantine.json (replaced atomically and durably), and the
  * refusal at submit of a library with JOBS_QUARANTINE_STRIKES of them.
- * Nothing here reads a library: the hashes come from the submit's identify
- * children (submit.c) and are stored with each job. */
+ * Nothing here reads a library: the hashes are quald's own, of the file
+ * each submit opened (submit.c, in libuv's thread pool), and are stored with
+ * each job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,11 +1,16 @@
 /* The submit checks (jobs.h: jobs_submit): cheap local checks at once (the
- * request, both library files, the policy), then one identify child per
- * arm, started and read by compile/rtc.h (rtc_identify_start / _finish /
- * _abort: the daemon never loads a library, and never reads one: the child
- * hashes the file it opens) and watched on the loop by children.c; when
- * both have reported, the quarantine is checked by the hashes they
- * reported and the submit is refused, or the job is stored with each arm's
- * pin (its real path and hash: what its worker must load) and queued. */
+ * request, both library files, the policy), and each library opened once
+ * (compile/rtc.h: rtc_library_open, on the real path the policy saw, the
+ * file it saw); then quald hashes each open file in libuv's thread pool, so
+ * that the loop never reads a library, and checks the quarantine by those
+ * hashes before anything loads either library; then one identify child per
+ * arm, which loads the very file quald hashed (its stdin, rtc.h:
+ * rtc_identify_start / _finish / _abort: the daemon never loads a library),
+ * watched on the loop by children.c. When both have reported, the submit is
+ * refused, or the job is stored with each arm's pin (its real path and
+ * quald's hash: what its worker must load) and queued. Nothing a child
+ * writes decides which bytes were checked. */
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,15 +19,24 @@
 #include <unistd.h>
 
 #include "common/child.h"
+#include "common/sha256.h"
 #include "common/xalloc.h"
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/policy.h"
 #include "fixtures/fixture.h"
 
-/* One identify child of a submit check. */
+/* One arm of a submit check: its library, its hash, its identify child. */
 struct check {
 	struct submit *sub;
+	struct rtc_pin pin;         /* the library, opened once: hashed by
+				    * hash_work, loaded by the child; open until
+				    * the submit goes (submit_free) */
+	uv_work_t work;             /* its hash, in libuv's thread pool */
+	bool hashing;               /* work queued, its after-work callback
+				    * not run yet */
+	int hash_status;            /* hash_work's: 0 or QUAL_E*, hash_msg */
+	struct qual_msg hash_msg;
 	struct rtc_pending pending; /* its child until reaped */
 	struct child_watch watch;
 	uv_timer_t timer;           /* check_timeout_s; open once started */
@@ -32,8 +46,7 @@ struct check {
 	char message[sizeof ((struct qual_msg *)0)->text];
 	char abi[8];                /* "nvrtc", "hiprtc" or "" */
 	char path[PATH_MAX];        /* the library as given */
-	char real_path[PATH_MAX];   /* the file its child read */
-	char sha256[65];            /* of what it read; "" = it read nothing */
+	char real_path[PATH_MAX];   /* the file opened */
 };
 
 struct submit {
@@ -42,20 +55,53 @@ struct submit {
 	jobs_submit_cb cb;          /* NULL once called (or silenced) */
 	void *ctx;
 	struct check c[2];          /* baseline, candidate */
+	int hashing;                /* hashes whose after-work has not run */
 	int pending;                /* checks started and not concluded */
 	int handles;                /* open timers */
 	struct list_link link;      /* in j->submits */
 };
 
+/* A new submit in no list, its libraries not open. */
+static struct submit *submit_new(struct jobs *j)
+{
+	struct submit *sub = xcalloc(1, sizeof *sub);
+	int arm;
+
+	sub->j = j;
+	list_init(&sub->link);
+	for (arm = 0; arm < 2; arm++) {
+		sub->c[arm].sub = sub;
+		rtc_pin_init(&sub->c[arm].pin);
+	}
+	return sub;
+}
+
+/* Frees sub; one that was in j->submits leaves it. Its libraries are
+ * closed only here: a hash still running in the thread pool (its
+ * after-work callback not run) or a child still loading one keeps it. */
 static void submit_free(struct submit *sub)
 {
 	struct jobs *j = sub->j;
+	bool listed = sub->request != NULL;
 
-	list_remove(&sub->link);
-	json_decref(sub->request);
+	rtc_pin_release(&sub->c[0].pin);
+	rtc_pin_release(&sub->c[1].pin);
+	if (listed) {
+		list_remove(&sub->link);
+		json_decref(sub->request);
+	}
 	free(sub);
-	j->nsubmits--;
-	jobs__close_check(j);
+	if (listed) {
+		j->nsubmits--;
+		jobs__close_check(j);
+	}
+}
+
+/* Frees sub once nothing of it runs: no hash, no child, no timer. */
+static void submit_maybe_free(struct submit *sub)
+{
+	if (sub->hashing == 0 && sub->pending == 0 && sub->handles == 0)
+		submit_free(sub);
 }
 
 static void check_timer_closed(uv_handle_t *h)
@@ -63,8 +109,8 @@ static void check_timer_closed(uv_handle_t *h)
 	struct check *c = h->data;
 	struct submit *sub = c->sub;
 
-	if (--sub->handles == 0 && sub->pending == 0)
-		submit_free(sub);
+	sub->handles--;
+	submit_maybe_free(sub);
 }
 
 static void submit_call(struct submit *sub, int status, const char *job,
@@ -105,27 +151,12 @@ static void submit_decide(struct submit *sub)
 		submit_call(sub, QUAL_EINVAL, NULL, -1, m.text);
 		return;
 	}
-	/* Each arm is pinned by what its child read: the quarantine is checked
-	 * by that hash, and the job stores it with the real path, so that its
-	 * worker loads those bytes or none. A child that ended before it read
-	 * the library leaves nothing to pin. */
-	for (arm = 0; arm < 2; arm++) {
-		struct check *x = &sub->c[arm];
-		if (!x->sha256[0]) {
-			snprintf(m.text, sizeof m.text, "cannot pin compiler '%s': its check "
-				 "ended before it read the library%s%s", x->path,
-				 x->message[0] ? ": " : "", x->message);
-			submit_call(sub, QUAL_EIO, NULL, -1, m.text);
-			return;
-		}
-		if ((rc = quarantine__check(&j->quarantine, x->path, x->sha256, &m)) < 0) {
-			submit_call(sub, rc, NULL, -1, m.text);
-			return;
-		}
-	}
+	/* Each arm is pinned by what quald hashed (the file the child loaded,
+	 * and the quarantine was checked by it before): the job stores it with
+	 * the real path, so that its worker loads those bytes or none. */
 	for (arm = 0; arm < 2; arm++)
 		request_submit_set_pin(sub->request, arm, sub->c[arm].real_path,
-				       sub->c[arm].sha256);
+				       sub->c[arm].pin.sha256);
 	/* The callback goes with the job: it runs once the job is on disk. */
 	if ((rc = jobs__enqueue(j, sub->request, sub->cb, sub->ctx, &m)) < 0) {
 		submit_call(sub, rc, NULL, -1, m.text);
@@ -164,8 +195,6 @@ static void check_exit(struct child_watch *cw, const struct child_exit *ex)
 					&id, &m);
 	snprintf(c->message, sizeof c->message, "%s", c->status ? m.text : "");
 	snprintf(c->abi, sizeof c->abi, "%s", c->status ? "" : id.abi_name);
-	snprintf(c->real_path, sizeof c->real_path, "%s", id.real_path);
-	snprintf(c->sha256, sizeof c->sha256, "%s", id.sha256);
 	check_concluded(c);
 }
 
@@ -192,17 +221,15 @@ static void check_abort(struct check *c)
 
 /* Starts the identify child of one arm (rtc.h: qual-compile identify, in a
  * private folder, with the library's folder first on LD_LIBRARY_PATH, in a
- * group of its own), for the file the policy check saw (checked, NULL
- * without a policy): another file there now is refused. On failure nothing
- * is left open. */
-static int check_start(struct jobs *j, struct check *c, const char *path,
-		       const struct stat *checked, struct qual_msg *msg)
+ * group of its own), which loads c->pin.fd, the file quald hashed. On
+ * failure nothing is left open but the library. */
+static int check_start(struct jobs *j, struct check *c, struct qual_msg *msg)
 {
 	struct submit *sub = c->sub;
 	int rc;
 
-	snprintf(c->path, sizeof c->path, "%s", path);
-	if ((rc = rtc_identify_start(path, checked, j->helper, &c->pending, msg)))
+	if ((rc = rtc_identify_start(c->path, c->real_path, c->pin.fd, j->helper,
+				     &c->pending, msg)))
 		return rc;
 	c->started = true;
 	sub->pending++;
@@ -213,6 +240,72 @@ static int check_start(struct jobs *j, struct check *c, const char *path,
 	c->watch.data = c;
 	children_watch(&j->children, &c->watch, &c->pending.child, check_exit);
 	return 0;
+}
+
+/* Both libraries are hashed: refuse (a hash that failed, a quarantined
+ * library: before anything loads either), or start both identify
+ * children. */
+static void submit_hashed(struct submit *sub)
+{
+	struct jobs *j = sub->j;
+	struct qual_msg m;
+	int arm, rc;
+
+	if (!sub->cb) {             /* refused meanwhile: shutdown */
+		submit_maybe_free(sub);
+		return;
+	}
+	for (arm = 0; arm < 2; arm++) {
+		struct check *x = &sub->c[arm];
+		if (x->hash_status) {
+			submit_call(sub, x->hash_status, NULL, -1, x->hash_msg.text);
+			submit_maybe_free(sub);
+			return;
+		}
+	}
+	for (arm = 0; arm < 2; arm++) {
+		struct check *x = &sub->c[arm];
+		if ((rc = quarantine__check(&j->quarantine, x->path, x->pin.sha256, &m)) < 0) {
+			submit_call(sub, rc, NULL, -1, m.text);
+			submit_maybe_free(sub);
+			return;
+		}
+	}
+	for (arm = 0; arm < 2; arm++) {
+		if ((rc = check_start(j, &sub->c[arm], &m)) < 0) {
+			/* One callback, now; a child already started is stopped,
+			 * and sub goes once it is reaped and its timer closed. */
+			submit_call(sub, rc, NULL, -1, m.text);
+			check_abort(&sub->c[0]);
+			submit_maybe_free(sub);
+			return;
+		}
+	}
+}
+
+/* libuv's thread pool: the library's SHA-256, from the open file's start.
+ * Touches nothing but c's hash fields, which the loop reads only once
+ * hash_done runs. */
+static void hash_work(uv_work_t *w)
+{
+	struct check *c = w->data;
+
+	c->hash_status = sha256_hash_fd(c->pin.fd, -1, c->path, c->pin.sha256, NULL,
+					&c->hash_msg);
+}
+
+/* The loop, always once per queued hash (libuv's contract, also for a
+ * hash cancelled before it started: status UV_ECANCELED). */
+static void hash_done(uv_work_t *w, int status)
+{
+	struct check *c = w->data;
+	struct submit *sub = c->sub;
+
+	c->hashing = false;
+	if (status == UV_ECANCELED)
+		c->hash_status = qual_fail(&c->hash_msg, QUAL_EINVAL, "quald is shutting down");
+	if (--sub->hashing == 0)
+		submit_hashed(sub);
 }
 
 static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
@@ -232,11 +325,12 @@ static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 	return 0;
 }
 
-/* The checks that need no child: the request, both files, the policy
- * (each file as it saw it into st[arm]). The quarantine waits for the
- * hashes the identify children report. */
+/* The checks that need no child and read no library: the request, both
+ * files, the policy (each file as it saw it), and each library opened once
+ * on its real path (rtc_library_open: the file the policy saw, or without
+ * a policy the file realpath() names now) into sub's checks. */
 static int submit_check_here(struct jobs *j, const struct submit_args *args,
-			     struct stat st[2], struct qual_msg *msg)
+			     struct submit *sub, struct qual_msg *msg)
 {
 	int arm, rc;
 
@@ -244,11 +338,27 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 	    (rc = rtc_check_library(args->baseline, msg)) ||
 	    (rc = rtc_check_library(args->candidate, msg)))
 		return rc;
-	for (arm = 0; j->roots && arm < 2; arm++) {
-		char real[POLICY_PATH_MAX];
-		if ((rc = policy_check_library((const char *const *)j->roots, j->nroots,
-					       geteuid(), arm ? args->candidate : args->baseline,
-					       real, sizeof real, &st[arm], msg)))
+	for (arm = 0; arm < 2; arm++) {
+		struct check *c = &sub->c[arm];
+		const char *path = arm ? args->candidate : args->baseline;
+		struct stat st;
+
+		if (strlen(path) >= sizeof c->path)
+			return qual_fail(msg, QUAL_EINVAL, "compiler path '%s' is too long",
+					 path);
+		strcpy(c->path, path);
+		if (j->roots) {
+			if ((rc = policy_check_library((const char *const *)j->roots,
+						       j->nroots, geteuid(), path,
+						       c->real_path, sizeof c->real_path,
+						       &st, msg)))
+				return rc;
+		} else if (!realpath(path, c->real_path)) {
+			return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
+					 strerror(errno));
+		}
+		if ((rc = rtc_library_open(path, c->real_path, j->roots ? &st : NULL,
+					   &c->pin, msg)))
 			return rc;
 	}
 	return 0;
@@ -258,35 +368,32 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 		jobs_submit_cb cb, void *ctx, struct qual_msg *msg)
 {
 	struct submit *sub;
-	struct stat st[2];
 	int arm, rc;
 
 	if (j->closing)
 		return qual_fail(msg, QUAL_EINVAL, "quald is shutting down");
-	if ((rc = submit_check_here(j, args, st, msg)))
+	sub = submit_new(j);
+	if ((rc = submit_check_here(j, args, sub, msg))) {
+		submit_free(sub);
 		return rc;
-	sub = xcalloc(1, sizeof *sub);
-	sub->j = j;
+	}
 	sub->request = request_submit_to_json(args);
 	if (!sub->request) {
-		free(sub);
+		submit_free(sub);
 		return qual_fail(msg, QUAL_EINVAL, "cannot encode the request");
 	}
 	list_append(&j->submits, &sub->link);
 	j->nsubmits++;
+	/* From here the callback runs exactly once: hash_done runs for each
+	 * hash queued, whatever happens (uv_queue_work fails only without a
+	 * work callback). */
 	for (arm = 0; arm < 2; arm++) {
-		sub->c[arm].sub = sub;
-		rc = check_start(j, &sub->c[arm], arm ? args->candidate : args->baseline,
-				 j->roots ? &st[arm] : NULL, msg);
-		if (rc < 0) {
-			/* The callback never runs (sub->cb is not set yet): a
-			 * child already started is stopped, and sub goes once
-			 * it is reaped and its timer closed. */
-			check_abort(&sub->c[0]);
-			if (sub->handles == 0 && sub->pending == 0)
-				submit_free(sub);
-			return rc;
-		}
+		struct check *c = &sub->c[arm];
+		c->work.data = c;
+		if (uv_queue_work(j->loop, &c->work, hash_work, hash_done))
+			abort();
+		c->hashing = true;
+		sub->hashing++;
 	}
 	sub->cb = cb;
 	sub->ctx = ctx;
@@ -297,13 +404,17 @@ void submit__close_all(struct jobs *j)
 {
 	struct list_link *l;
 
-	/* Nothing is freed here: a submit goes from its timers' close
-	 * callbacks. */
+	/* Nothing is freed here: a submit goes once its hashes' after-work
+	 * callbacks have run (a hash already running cannot be stopped: its
+	 * library stays open until then) and its timers are closed. */
 	list_each(l, &j->submits) {
 		struct submit *sub = list_item(l, struct submit, link);
 
 		submit_call(sub, QUAL_EINVAL, NULL, -1, "quald is shutting down");
-		check_abort(&sub->c[0]);
-		check_abort(&sub->c[1]);
+		for (int arm = 0; arm < 2; arm++) {
+			if (sub->c[arm].hashing)
+				(void)uv_cancel((uv_req_t *)&sub->c[arm].work);
+			check_abort(&sub->c[arm]);
+		}
 	}
 }

@@ -9,6 +9,7 @@ shift
 while [ $# -gt 1 ]; do
   case "$1" in
     --lib) lib=$2 ;;
+    --lib-fd) lib=/proc/self/fd/$2 ;;
     --out) out=$2 ;;
     --label) label=$2 ;;
   esac
@@ -18,12 +19,6 @@ done
 [ -n "$out" ] || out=$QUAL_COMPILE_OUT
 [ -n "$label" ] || label=$lib
 kind=$(basename "$(dirname "$label")")
-# The pin report (rtc.h: RTC__PIN_FILE), before anything else, as
-# qual-compile writes it after it read the library.
-set -- $(stat -L -c '%d %i %s' "$lib")
-printf 'sha256=%s\ndev=%s\nino=%s\nsize=%s\nend=1\n' \
-  "$(sha256sum <"$lib" | cut -d' ' -f1)" "$1" "$2" "$3" >"$out/pin.tmp"
-mv "$out/pin.tmp" "$out/pin.txt"
 case "$kind" in
 helpernoabi)
   printf 'status=-6\nmessage=cannot load compiler '"'"'%s'"'"': no nvrtc or hiprtc entry points\n' "$label" >"$out/result.tmp" ;;

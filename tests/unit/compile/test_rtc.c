@@ -655,22 +655,29 @@ static bool folder_exists(const char *path)
 }
 
 /* Started, waited for and finished by the caller, the identify of the real
- * nvrtc says what rtc_identify() says, with the hash of what its child read
- * (the child hashes, not the caller) and that file's device and inode,
- * runs the helper it was given over rtc_set_helper()'s, and removes its
+ * nvrtc, opened by the caller (rtc_library_open), says what rtc_identify()
+ * says but no hash (the caller hashes what it opened, not the child), runs
+ * the helper it was given over rtc_set_helper()'s, and removes its
  * folder. */
 static void test_identify_pending_nvrtc(void **state)
 {
 	struct rtc_identity want, got;
 	struct rtc_pending p;
+	struct rtc_pin pin;
 	struct child_exit ex;
 	struct qual_msg msg = { "" };
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], sha[SHA256_HEX_SIZE];
 
 	(void)state;
 	identify_ok(RTC_TEST_NVRTC, &want);
+	if (rtc_library_open(RTC_TEST_NVRTC, want.real_path, NULL, &pin, &msg))
+		fail_msg("open: %s", msg.text);
+	assert_true(pin.fd >= 0);
+	assert_string_equal(pin.sha256, "");
+	assert_true(pin.dev == want.dev && pin.ino == want.ino && pin.size == want.size);
 	rtc_set_helper("/nonexistent/qual-compile");
-	if (rtc_identify_start(RTC_TEST_NVRTC, NULL, RTC_TEST_HELPER, &p, &msg))
+	if (rtc_identify_start(RTC_TEST_NVRTC, want.real_path, pin.fd, RTC_TEST_HELPER,
+			       &p, &msg))
 		fail_msg("start: %s", msg.text);
 	rtc_set_helper(RTC_TEST_HELPER);
 	assert_true(p.child.pid > 0);
@@ -689,19 +696,29 @@ static void test_identify_pending_nvrtc(void **state)
 	assert_string_equal(got.version, want.version);
 	assert_string_equal(got.path, want.path);
 	assert_string_equal(got.real_path, want.real_path);
-	assert_string_equal(got.sha256, want.sha256);
-	assert_true(got.dev == want.dev && got.ino == want.ino && got.size == want.size);
+	assert_string_equal(got.sha256, "");
+	assert_true(got.dev == 0 && got.ino == 0 && got.size == 0);
 	assert_false(got.pinned);
 	assert_false(folder_exists(dir));
+	/* The caller's hash of what it opened is the identity's. */
+	assert_int_equal(sha256_hash_fd(pin.fd, -1, "nvrtc", sha, NULL, &msg), 0);
+	assert_string_equal(sha, want.sha256);
 	rtc_identity_release(&want);
 
 	/* What start refuses leaves nothing running and nothing behind (the
 	 * teardown checks TMPDIR), in rtc_identify()'s words. */
-	assert_int_equal(rtc_identify_start(RTC_TEST_DATA, NULL, NULL, &p, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, "cannot load compiler '" RTC_TEST_DATA "': is a directory");
+	assert_int_equal(rtc_library_open(RTC_TEST_DATA, RTC_TEST_DATA, NULL, &pin, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "cannot load compiler '" RTC_TEST_DATA "': not a "
+			    "regular file");
+	assert_int_equal(pin.fd, -1);
+	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, want.real_path, -1,
+					    RTC_TEST_HELPER, &p, &msg), QUAL_EINVAL);
 	assert_int_equal(p.child.pid, -1);
-	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, NULL, "/nonexistent/qual-compile",
-					    &p, &msg), QUAL_ENOENT);
+	if (rtc_library_open(RTC_TEST_NVRTC, want.real_path, NULL, &pin, &msg))
+		fail_msg("open: %s", msg.text);
+	assert_int_equal(rtc_identify_start(RTC_TEST_NVRTC, want.real_path, pin.fd,
+					    "/nonexistent/qual-compile", &p, &msg), QUAL_ENOENT);
+	rtc_pin_release(&pin);
 	assert_string_equal(msg.text, "cannot start compiler helper "
 			    "'/nonexistent/qual-compile': No such file or directory");
 	assert_int_equal(p.child.pid, -1);
@@ -716,11 +733,13 @@ struct fake {
 	char lib[PATH_MAX + 64];  /* dir/lib.so */
 	char workdir[PATH_MAX];   /* the identify's private folder */
 	struct rtc_pending p;
+	struct rtc_pin pin;       /* f->lib, open */
 };
 
 static void fake_start(struct fake *f, const char *kind)
 {
 	struct qual_msg msg = { "" };
+	char real[PATH_MAX];
 
 	snprintf(f->dir, sizeof f->dir, "%s/%s", test_tmp, kind);
 	if (!folder_exists(f->dir)) {
@@ -728,7 +747,10 @@ static void fake_start(struct fake *f, const char *kind)
 		snprintf(f->lib, sizeof f->lib, "%s/lib.so", f->dir);
 		assert_int_equal(symlink(RTC_SHIM_NOABI, f->lib), 0);
 	}
-	if (rtc_identify_start(f->lib, NULL, RTC_TEST_FAKE_HELPER, &f->p, &msg))
+	assert_non_null(realpath(f->lib, real));
+	if (rtc_library_open(f->lib, real, NULL, &f->pin, &msg))
+		fail_msg("open: %s", msg.text);
+	if (rtc_identify_start(f->lib, real, f->pin.fd, RTC_TEST_FAKE_HELPER, &f->p, &msg))
 		fail_msg("start: %s", msg.text);
 	snprintf(f->workdir, sizeof f->workdir, "%s", f->p.dir);
 	assert_true(folder_exists(f->workdir));
@@ -748,6 +770,7 @@ static struct child_exit fake_finish(struct fake *f, const char *kind, double wa
 	fake_start(f, kind);
 	assert_int_equal(child_wait(&f->p.child, child_now() + wait_s, &ex), 0);
 	assert_int_equal(rtc_identify_finish(&f->p, &ex, wait_s, &id, &msg), want_rc);
+	rtc_pin_release(&f->pin);
 	snprintf(want, sizeof want, "compiler '%s' %s", f->lib, what);
 	assert_string_equal(msg.text, want);
 	assert_int_equal(id.abi, RTC_ABI_NONE);
@@ -795,6 +818,7 @@ static void test_identify_pending_hang(void **state)
 	usleep(100000);
 	assert_true(group_alive(pid));
 	rtc_identify_abort(&f.p);
+	rtc_pin_release(&f.pin);
 	assert_int_equal(f.p.child.pid, -1);
 	assert_true(process_gone(pid));
 	for (tries = 0; tries < 200 && group_alive(pid); tries++)
@@ -1278,18 +1302,17 @@ static void test_pin_identify(void **state)
 	unlink(path);
 }
 
-/* The file the submit check's child reads must be the one the caller
- * checked: another one at the real path when the child starts, or when it
- * opened it (its report's device and inode), is refused, and the child's
- * hash is of what it opened. */
+/* The file the submit check opens must be the one the caller checked:
+ * another one at the real path is refused, and so is a link there now or
+ * a FIFO (without waiting for a writer); the file opened is the one whose
+ * hash the caller computes. */
 static void test_identify_changed(void **state)
 {
-	char path[PATH_MAX + 16], real[PATH_MAX], want[2 * PATH_MAX + 200], sha[65];
-	struct rtc_pending p;
-	struct rtc_identity id;
-	struct child_exit ex;
+	char path[PATH_MAX + 16], real[PATH_MAX], want[2 * PATH_MAX + 200], sha[65], got[65];
+	struct rtc_pin pin;
 	struct qual_msg msg;
-	struct stat other;
+	struct stat other, st;
+	double t0;
 
 	(void)state;
 	snprintf(path, sizeof path, "%s/lib.so", test_tmp);
@@ -1298,24 +1321,32 @@ static void test_identify_changed(void **state)
 	snprintf(want, sizeof want, "compiler '%s' changed while it was checked: '%s' is "
 		 "another file now", path, real);
 	assert_int_equal(stat(RTC_SHIM_NOABI, &other), 0);
-	assert_int_equal(rtc_identify_start(path, &other, RTC_TEST_HELPER, &p, &msg),
-			 QUAL_EINVAL);
+	assert_int_equal(rtc_library_open(path, real, &other, &pin, &msg), QUAL_EINVAL);
 	assert_string_equal(msg.text, want);
-	assert_int_equal(p.child.pid, -1);
-	assert_string_equal(p.dir, "");
+	assert_int_equal(pin.fd, -1);
 
-	/* The check saw the file; the child opened another (as if it had been
-	 * swapped in between). */
-	assert_int_equal(stat(path, &other), 0);
-	if (rtc_identify_start(path, &other, RTC_TEST_HELPER, &p, &msg))
-		fail_msg("start: %s", msg.text);
-	assert_int_equal(child_wait(&p.child, child_now() + 120, &ex), 0);
-	p.ino++;
-	assert_int_equal(rtc_identify_finish(&p, &ex, 120, &id, &msg), QUAL_EINVAL);
-	assert_string_equal(msg.text, want);
+	assert_int_equal(stat(path, &st), 0);
+	if (rtc_library_open(path, real, &st, &pin, &msg))
+		fail_msg("open: %s", msg.text);
+	assert_int_equal(sha256_hash_fd(pin.fd, -1, path, got, NULL, &msg), 0);
 	sha256sum_file(RTC_SHIM_OOB, sha);
-	assert_string_equal(id.sha256, sha);
-	assert_string_equal(p.dir, "");
+	assert_string_equal(got, sha);
+	assert_true(pin.ino == st.st_ino && pin.size == st.st_size);
+	rtc_pin_release(&pin);
+
+	/* A link at the real path now: not followed. */
+	unlink(path);
+	assert_int_equal(symlink(RTC_SHIM_OOB, path), 0);
+	assert_int_equal(rtc_library_open(path, path, NULL, &pin, &msg), QUAL_EIO);
+	assert_non_null(strstr(msg.text, "is a symbolic link now"));
+	assert_int_equal(pin.fd, -1);
+	/* A FIFO: refused at once, nobody writes it. */
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	t0 = child_now();
+	assert_int_equal(rtc_library_open(path, path, NULL, &pin, &msg), QUAL_EINVAL);
+	assert_true(child_now() - t0 < 1.0);
+	assert_non_null(strstr(msg.text, "not a regular file"));
 	unlink(path);
 }
 

@@ -1282,6 +1282,33 @@ static void test_close_running(void **state)
 	finish();
 }
 
+/* A shutdown while the submits' libraries are being hashed (in libuv's
+ * thread pool; the loop has not run since the submits, so no hash has been
+ * called back): each submit gets exactly one callback, refused, none
+ * starts an identify child, and the close ends with every hash called
+ * back (finish: uv_loop_close is 0). */
+static void test_close_during_hash(void **state)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+	int i;
+
+	(void)state;
+	open_jobs();
+	for (i = 0; i < 8; i++) {
+		args_init(&a, lib("base"), lib("ok"));
+		assert_int_equal(jobs_submit(H.j, &a, on_submit, NULL, &m), 0);
+	}
+	assert_int_equal(H.sub_calls, 0);
+	close_jobs();
+	assert_int_equal(H.sub_calls, 8);
+	assert_true(H.sub_status < 0);
+	assert_string_equal(H.sub_message, "quald is shutting down");
+	assert_true(dir_empty(H.tmp));
+	finish();
+	assert_int_equal(H.sub_calls, 8);
+}
+
 static void test_close_during_check(void **state)
 {
 	struct submit_args a;
@@ -1321,8 +1348,9 @@ static void test_spawn_failure(void **state)
 	assert_log_matches(a);
 	finish();
 
-	/* Without its compile helper a submit is refused at once, in rtc.h's
-	 * words (rtc_identify_start), and nothing of the check is left. */
+	/* Without its compile helper a submit is refused once its libraries
+	 * are hashed (through the callback), in rtc.h's words
+	 * (rtc_identify_start), and nothing of the check is left. */
 	uv_timer_start(&H.watchdog, on_watchdog, 50, 50);
 	H.cfg.compile_helper = "/nonexistent/qual-compile";
 	open_jobs();
@@ -1673,6 +1701,7 @@ QUAL_TESTS(
 	T(submit_real_helper),
 	T(close_running),
 	T(close_during_check),
+	T(close_during_hash),
 	T(spawn_failure),
 	T(close_idle),
 	T(log_limit),
