@@ -1,96 +1,48 @@
 #!/usr/bin/env python3
-"""A job stored by a quald before pinned libraries is never run (issue 10,
-finding 1 after an upgrade; docs/quald.md, "Pinned libraries"): the real
-quald, qual-run and qual-compile, compile-only (no GPU), one slot.
+"""What an older quald stored and what a candidate leaves behind (issue 10):
+the real quald, qual-run and qual-compile, compile-only (no GPU), one slot
+(tests/leftover.cmake says what each scenario asserts).
 
-usage: unpinned_test.py --quald Q --qualctl C --worker W --compile-helper H
-                        --nvrtc-alt L --shim-crash L
+usage: leftover_test.py --quald Q --qualctl C --worker W --compile-helper H
+                        --nvrtc L --nvrtc-alt L --shim-crash L --shim-leaver L
+                        SCENARIO
 
-A job runs normally (its candidate a link to nvrtc.alt in an allowed root);
-quald stops; the driver builds from that job's files a second one, queued,
-whose request.json lacks the pin fields (as an older quald stored it), and
-retargets the candidate's link to a crashing library in a world-writable
-folder, which submit refuses directly. At the next start that job must be
-done with the daemon's error ("stored without pinned libraries by an older
-quald: submit it again"), with no start line (no worker ran it), no strike,
-and a warning in quald's log. Exits 0 when every check holds, 1 with the
-first failed check."""
+unpinned: a job runs normally (its candidate a link to nvrtc.alt in an
+allowed root); quald stops; the driver builds from that job's files a second
+one, queued, whose request.json lacks the pin fields (as an older quald
+stored it), and retargets the candidate's link to a crashing library in a
+world-writable folder, which submit refuses directly. At the next start that
+job must be done with the daemon's error ("stored without pinned libraries
+by an older quald: submit it again"), with no start line (no worker ran it),
+nothing struck, and a warning in quald's log (docs/quald.md, "Pinned
+libraries").
+
+leaver: the candidate is shim_leaver, whose constructor, in quald's identify
+child, leaves an orphan in that child's process group
+(tests/shims/shim_leaver.c). The submit must be accepted, the identify child
+must have lived through the sweep that killed the orphan (the shim records
+that it got past its wait), the job must end with the engine's verdict, and
+nothing may be left running below quald (docs/quald.md, "Process lifetime").
+
+Exits 0 when every check holds, 1 with the first failed check."""
 import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
-FAST = "gemm_i8-256x512x256"
+# The harness of pin_test.py: quald on a private socket and state folder,
+# qualctl, and the one failed check.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pin_test import FAST, Failure, Quald, check, of_type  # noqa: E402
+
 WHY = "stored without pinned libraries by an older quald: submit it again"
 PINS = ("baseline_real_path", "baseline_sha256", "candidate_real_path", "candidate_sha256")
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-class Quald:
-    def __init__(self, args, root):
-        self.args = args
-        self.sock = os.path.join(root, "quald.sock")
-        env = dict(os.environ)
-        env["TMPDIR"] = os.path.join(root, "tmp")
-        os.makedirs(env["TMPDIR"], exist_ok=True)
-        for k in ("QUAL_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "NOTIFY_SOCKET",
-                  "LISTEN_PID", "LISTEN_FDS"):
-            env.pop(k, None)
-        self.log = open(os.path.join(root, "quald.log"), "ab")
-        self.proc = subprocess.Popen(
-            [args.quald, "--socket", self.sock, "--state-dir", os.path.join(root, "state"),
-             "--worker", args.worker, "--compile-helper", args.compile_helper,
-             "--slots", "1"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=env)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            check(self.proc.poll() is None, f"quald exited with {self.proc.returncode}")
-            if self.ctl("status").returncode == 0:
-                return
-            time.sleep(0.05)
-        raise Failure("quald did not answer within 10 s")
-
-    def ctl(self, *argv, timeout=60):
-        return subprocess.run([self.args.qualctl, "--socket", self.sock, *argv],
-                              capture_output=True, text=True, timeout=timeout)
-
-    def lines(self, job, wait_s=90):
-        """The job's stored lines once it has its verdict."""
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            r = self.ctl("show", job, "--json")
-            if r.returncode == 0:
-                lines = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
-                if any(l.get("type") == "verdict" for l in lines):
-                    return lines
-            time.sleep(0.2)
-        raise Failure(f"job {job} has no verdict after {wait_s} s")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        check(self.proc.wait(30) == 0, f"quald exited with {self.proc.returncode} after "
-              "SIGTERM")
-        self.log.close()
-
-
-def of_type(lines, kind):
-    return [l for l in lines if l.get("type") == kind]
-
-
-def run(args, root):
+def unpinned(args, root):
     libs = os.path.join(root, "libs")
     ww = os.path.join(root, "ww")
     os.mkdir(libs, 0o755)
@@ -157,18 +109,64 @@ def run(args, root):
     check(f"job '{old}': {WHY}" in text, "quald's log has no warning for the unpinned job")
 
 
+def children_of(pid):
+    """The pids whose parent is pid."""
+    out = []
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open(f"/proc/{e}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(e))
+    return out
+
+
+def leaver(args, root):
+    record = os.path.join(root, "leaver.record")
+    os.environ["SHIM_LEAVER_RECORD"] = record
+    q = Quald(args, root)
+    r = q.ctl("submit", args.nvrtc, args.shim_leaver, "--case", FAST, "--compile-only",
+              "--no-follow")
+    check(r.returncode == 0, f"submit of a candidate that leaves an orphan in its "
+          f"identify child's group: exit {r.returncode}: {r.stdout}{r.stderr}")
+    job = r.stdout.split()[-1]
+    try:
+        with open(record) as f:
+            survived = f.read().count("survived")
+    except FileNotFoundError:
+        survived = 0
+    check(survived == 1, "the candidate's identify child was killed by the sweep that "
+          f"killed its orphan ({survived} of 1 survived)")
+    lines = q.lines(job)
+    verdicts = [l for l in lines if l.get("type") == "verdict"]
+    check(len(verdicts) == 1 and verdicts[0].get("verdict") not in ("error", "interrupted"),
+          f"{job} did not end with the engine's verdict: {verdicts}")
+    # The sleeping orphan (60 s) was killed by a sweep, not left running.
+    deadline = time.monotonic() + 5
+    while children_of(q.proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = children_of(q.proc.pid)
+    check(not left, f"processes left below quald: {left}")
+    q.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--nvrtc-alt",
-              "--shim-crash"):
+    for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--nvrtc",
+              "--nvrtc-alt", "--shim-crash", "--shim-leaver"):
         ap.add_argument(o, required=True)
+    ap.add_argument("scenario", choices=["unpinned", "leaver"])
     args = ap.parse_args()
     # In the tree quald runs from (an allowed root), owned by us, not /tmp.
     tree = os.path.dirname(os.path.dirname(os.path.realpath(args.quald)))
-    root = tempfile.mkdtemp(prefix="qual-unpinned-", dir=tree)
+    root = tempfile.mkdtemp(prefix="qual-leftover-", dir=tree)
     os.chmod(root, 0o755)
     try:
-        run(args, root)
+        {"unpinned": unpinned, "leaver": leaver}[args.scenario](args, root)
     except Failure as e:
         print(f"FAIL: {e}", file=sys.stderr)
         try:
@@ -178,7 +176,7 @@ def main():
             pass
         return 1
     shutil.rmtree(root, ignore_errors=True)
-    print("unpinned: ok")
+    print(f"leftover {args.scenario}: ok")
     return 0
 
 
