@@ -444,18 +444,46 @@ struct proc_dirent {
 	char name[];
 };
 
-/* One pass: kills every child not in keep (a zombie's group only), and puts
- * up to cap of the children seen into found. Returns 0, or -1 when /proc
- * cannot be read; *seen counts every child seen. */
+/* The most kept children whose groups one pass reads up front; the groups
+ * of any more are read as each orphan is looked at. On the stack, as above. */
+#define CHILD_KEPT_GROUPS 64
+
+/* True when group is the group of one of the nkeep kept children: the first
+ * ngroups of them read into groups, the rest read now. */
+static bool group_kept(pid_t group, const pid_t *keep, size_t nkeep, const pid_t *groups,
+		       size_t ngroups)
+{
+	for (size_t i = 0; i < nkeep; i++)
+		if ((i < ngroups ? groups[i] : getpgid(keep[i])) == group)
+			return true;
+	return false;
+}
+
+/* One pass: kills every child not in keep, and puts up to cap of the
+ * children seen into found. Returns 0, or -1 when /proc cannot be read;
+ * *seen counts every child seen.
+ *
+ * A group is killed only when the orphan leads it (its pgrp is its pid) and
+ * it is neither ours nor a kept child's: an orphan's group may be one it
+ * was left in (a kept child's grandchild, adopted, stays in the kept
+ * child's group) or one it joined (setpgid() into any group of our
+ * session), and a kill of such a group would kill what it holds for the
+ * orphan. Then only the orphan is killed; what it started is adopted in
+ * turn once it dies, and killed by a later pass. A zombie leader's group
+ * is killed while it still holds the group's id. */
 static int orphans_pass(const pid_t *keep, size_t nkeep, pid_t *found, size_t cap,
 			size_t *nfound, size_t *seen)
 {
 	pid_t self = getpid(), own_group = getpgrp();
+	pid_t groups[CHILD_KEPT_GROUPS];
+	size_t ngroups = nkeep < CHILD_KEPT_GROUPS ? nkeep : CHILD_KEPT_GROUPS;
 	char buf[4096];
 	int fd;
 	ssize_t n;
 
 	*nfound = *seen = 0;
+	for (size_t i = 0; i < ngroups; i++)
+		groups[i] = getpgid(keep[i]);
 	fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -479,7 +507,8 @@ static int orphans_pass(const pid_t *keep, size_t nkeep, pid_t *found, size_t ca
 			if (kept)
 				continue;
 			/* Its group first, while it still holds the group's id. */
-			if (pgrp > 1 && pgrp != own_group)
+			if (pgrp == pid && pgrp > 1 && pgrp != own_group &&
+			    !group_kept(pgrp, keep, nkeep, groups, ngroups))
 				kill(-pgrp, SIGKILL);
 			if (state != 'Z' && state != 'X')
 				kill(pid, SIGKILL);

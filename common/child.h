@@ -124,12 +124,15 @@ int child_wait(struct child *c, double deadline, struct child_exit *ex);
 int child_become_subreaper(struct qual_msg *msg);
 
 /* Kills (SIGKILL) every child of this process whose pid is not one of the
- * nkeep in keep (keep may be NULL), with its process group unless that group
- * is this process's own, and reaps those that have exited; children are
- * found by a scan of /proc (the ppid of /proc/PID/stat), so that adopted
- * orphans, which no struct child describes, are found too. The group is
- * killed before its member is reaped, so that its id cannot have been
- * reused.
+ * nkeep in keep (keep may be NULL), and reaps those that have exited;
+ * children are found by a scan of /proc (the ppid of /proc/PID/stat), so
+ * that adopted orphans, which no struct child describes, are found too.
+ * A child that leads its own process group is killed with that group,
+ * before it is reaped (so that the id cannot have been reused); one in a
+ * group it does not lead is killed alone, since that group is not its own
+ * to end: a kept child's (a grandchild left in it), this process's, or one
+ * it joined (setpgid). No kill ever reaches this process's group or the
+ * group of a kept child (read with getpgid() at the start of each pass).
  *
  * deadline 0: one pass that never blocks; a killed child still exiting is
  * reaped by a later call (its SIGCHLD says when). deadline > 0 (child_now()

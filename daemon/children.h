@@ -18,8 +18,9 @@
  * watched is then such an orphan. Something can only have been orphaned
  * when a process below ended, so after a look that reaped a child, or that
  * finds an exited child that is not watched (an orphan, whose own children
- * are adopted now), every orphan is killed (SIGKILL) with its process group
- * and those that have exited are reaped, without blocking
+ * are adopted now), every orphan is killed (SIGKILL), with the process group
+ * it leads when that is no watched child's, and those that have exited are
+ * reaped, without blocking
  * (child_kill_orphans(): one still dying is reaped at its own SIGCHLD);
  * children_close() makes a last sweep that waits for them. Every child of
  * such a process must therefore be watched from its start (child_start()

@@ -83,7 +83,9 @@ typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
 /* Opens the state directory (refused when another quald holds its lock:
  * store.h), removes the temporary folders that workers of an earlier daemon
  * on it left in $TMPDIR (worker.c, "Scratch"), recovers (queued jobs are
- * queued again; a job that was running gets an "interrupted" verdict line
+ * queued again, but one stored without pinned libraries by an older quald
+ * ends with an error verdict; a job that was running gets an "interrupted"
+ * verdict line, or the state of the verdict line its log holds
  * and state; a log's incomplete last line is cut off, with a warning on
  * stderr; records lost from the middle of a log make its job damaged, and a
  * finished job whose verdict line was lost gets an error verdict:

@@ -8,11 +8,20 @@
  * read (store.h: the bytes stay, as evidence); the records after them are
  * kept. Such a job is damaged: its state says so ("damaged": true, and list
  * shows it), and an error line (code internal) at the end of its log says
- * how many records were lost and at which bytes. A finished job whose log
- * no longer ends with a verdict line (its verdict record was lost, in the
- * middle or in a torn tail) gets a daemon-written error verdict saying so,
- * so that no job is left without one. Nothing is relayed: no one is
- * listening yet. */
+ * how many records were lost and at which bytes, once: a note already in
+ * the log (a start that died before the state said "damaged") is not
+ * written again. A job that was running or queued and whose log holds a
+ * verdict line anywhere (not only as its last line: the note may follow
+ * it) ended with that verdict. A finished job whose log holds no verdict
+ * line (its verdict record was lost, in the middle or in a torn tail) gets
+ * a daemon-written error verdict saying so, so that no job is left without
+ * one, and never a second one.
+ *
+ * A queued job stored by a quald before pinned libraries (request.json
+ * without baseline_sha256 and candidate_sha256) is never run: its worker
+ * would resolve the paths again, which is what pins prevent (docs/quald.md,
+ * "Pinned libraries"). It ends with a daemon-written error. Nothing is
+ * relayed: no one is listening yet. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +29,48 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 
+/* The start of the note recovery writes for records lost in the middle. */
+#define LOST_NOTE_PREFIX "stored log lost "
+
+/* Why a queued job of an older quald is not run (its error and verdict). */
+#define RECOVER_UNPINNED "stored without pinned libraries by an older quald: " \
+	"submit it again"
+
 struct last_line {
 	char *text;
-	bool verdict;   /* a verdict line was among the lines */
+	json_t *verdict; /* the first verdict line, or NULL */
+	char *note;      /* the message of the last lost-records note, or NULL */
 };
+
+static void last_line_release(struct last_line *l)
+{
+	free(l->text);
+	json_decref(l->verdict);
+	free(l->note);
+	*l = (struct last_line){ NULL, NULL, NULL };
+}
 
 static int keep_last(void *ctx, const char *line, size_t len)
 {
 	struct last_line *l = ctx;
 
-	/* The cheap test first: most lines are not verdicts. */
-	if (!l->verdict && memmem(line, len, "\"verdict\"", 9)) {
+	/* The cheap tests first: most lines are neither. */
+	if ((!l->verdict && memmem(line, len, "\"verdict\"", 9)) ||
+	    memmem(line, len, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
 		json_t *o = json_loadb(line, len, 0, NULL);
 		const char *type = json_string_value(json_object_get(o, "type"));
+		const char *code = json_string_value(json_object_get(o, "code"));
+		const char *message = json_string_value(json_object_get(o, "message"));
 
-		l->verdict = type && !strcmp(type, "verdict");
+		if (!l->verdict && type && !strcmp(type, "verdict")) {
+			l->verdict = o;
+			o = NULL;
+		} else if (type && !strcmp(type, "error") && code &&
+			   lines_code_parse(code) == LINES_CODE_INTERNAL && message &&
+			   !strncmp(message, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
+			free(l->note);
+			l->note = xstrdup(message);
+		}
 		json_decref(o);
 	}
 	free(l->text);
@@ -70,15 +106,23 @@ static int state_take(struct job *job, json_t *state, struct qual_msg *msg)
 	return 0;
 }
 
-/* Settles what a stop left open, from the log's last line (NULL: none);
- * lost describes records lost from the middle of the log (NULL: none). */
-static void job_settle(struct jobs *j, struct job *job, json_t *last,
-		       bool has_verdict, const char *lost)
+/* True when the stored request pins both arms (request.h): a job stored
+ * by a quald before pins has neither. */
+static bool job_pinned(const struct job *job)
+{
+	return job->args.baseline_sha256 && job->args.candidate_sha256 &&
+	       job->args.baseline_real && job->args.candidate_real;
+}
+
+/* Settles what a stop left open, from the log's first verdict line (NULL:
+ * none); lost describes records lost from the middle of the log (NULL:
+ * none, or its note is in the log already). */
+static void job_settle(struct jobs *j, struct job *job, json_t *verdict, const char *lost)
 {
 	struct lines_info info;
 	char message[1024];
 
-	lines_classify(last, &info);
+	lines_classify(verdict, &info);
 	if (lost) {
 		job->damaged = true;
 		jobs__put_error(j, job, LINES_CODE_INTERNAL, lost, false);
@@ -98,7 +142,12 @@ static void job_settle(struct jobs *j, struct job *job, json_t *last,
 	} else if (job->state == JOB_RUNNING) {
 		jobs__end_here(j, job, JOB_INTERRUPTED, "interrupted",
 			       "the daemon stopped while this job ran", false);
-	} else if (job->state != JOB_QUEUED && !has_verdict) {
+	} else if (job->state == JOB_QUEUED && !job_pinned(job)) {
+		/* Its worker would resolve the paths again: never run it. */
+		oplog_warn("job '%s': %s: ended with an error", job->id, RECOVER_UNPINNED);
+		jobs__put_error(j, job, LINES_CODE_USAGE, RECOVER_UNPINNED, false);
+		jobs__end_here(j, job, JOB_DONE, "error", RECOVER_UNPINNED, false);
+	} else if (job->state != JOB_QUEUED && info.type != LINES_VERDICT) {
 		/* Finished, but its verdict line is gone: one from the daemon
 		 * says so, keeping the state it finished in. */
 		snprintf(message, sizeof message, "the verdict record of this job was "
@@ -122,10 +171,11 @@ static struct job *job_recover(struct jobs *j, long num)
 {
 	struct job *job = jobs__job_new(num);
 	struct store_log_info info;
-	struct last_line last = { NULL, false };
-	json_t *request = NULL, *state = NULL, *lastj = NULL;
+	struct last_line last = { NULL, NULL, NULL };
+	json_t *request = NULL, *state = NULL;
 	char lost[512];
 	struct qual_msg m;
+	bool note;
 
 	if (store_job_read(j->store, job->id, &request, &state, &m) < 0 ||
 	    request_submit_from_json(request, &job->args, &m) < 0 ||
@@ -142,8 +192,7 @@ static struct job *job_recover(struct jobs *j, long num)
 		if (store_log_repair(j->store, job->id, &info, &m) < 0)
 			oplog_warn("job '%s': %s", job->id, m.text);
 		/* Its last line may be the repair's note now. */
-		free(last.text);
-		last = (struct last_line){ NULL, false };
+		last_line_release(&last);
 		if (store_log_read(j->store, job->id, keep_last, &last, &info, &m) < 0)
 			oplog_warn("job '%s': %s", job->id, m.text);
 	}
@@ -161,12 +210,15 @@ static struct job *job_recover(struct jobs *j, long num)
 			 info.lost_where);
 	if (json_is_true(json_object_get(state, "damaged")))
 		job->damaged = true;
-	if (last.text)
-		lastj = json_loads(last.text, 0, NULL);
-	job_settle(j, job, lastj, last.verdict, info.lost && !job->damaged ? lost : NULL);
+	/* The note once: not when the state says damaged already, nor when
+	 * the log's last such note is this one (a start that died between
+	 * writing it and saving the state; that state is saved now). */
+	note = info.lost && !job->damaged && !(last.note && !strcmp(last.note, lost));
+	if (info.lost)
+		job->damaged = true;
+	job_settle(j, job, last.verdict, note ? lost : NULL);
 out:
-	free(last.text);
-	json_decref(lastj);
+	last_line_release(&last);
 	json_decref(request);
 	json_decref(state);
 	return job;

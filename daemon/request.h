@@ -51,8 +51,7 @@ struct submit_args {
 	/* Stored with a job only, never sent by a client: each arm's library
 	 * as submit checked it (docs/quald.md, "Pinned libraries"), its real
 	 * path and the sha256 of its bytes. NULL in a request, and in a job
-	 * stored by a quald before pins (its worker pins what it reads when it
-	 * starts). */
+	 * stored by a quald before pins (recovery ends such a job unrun). */
 	char *baseline_real;
 	char *candidate_real;
 	char *baseline_sha256;

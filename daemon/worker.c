@@ -698,19 +698,20 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		abort();
 	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
 	 * libraries"): the worker reads that file, not the path again, and
-	 * refuses bytes of another hash. A job stored before pins has none:
-	 * its worker pins what it reads when it starts. */
-	if (a->baseline_sha256 &&
-	    (asprintf(&argv[k++], "--baseline-real-path=%s", a->baseline_real) < 0 ||
-	     asprintf(&argv[k++], "--baseline-sha256=%s", a->baseline_sha256) < 0))
+	 * refuses bytes of another hash. Every job that runs has both pins:
+	 * submit stores them, and recovery ends a job stored without them
+	 * (recover.c) instead of queueing it. */
+	if (!a->baseline_sha256 || !a->candidate_sha256 || !a->baseline_real ||
+	    !a->candidate_real) {
+		fprintf(stderr, "quald: bug: job '%s' reached its worker without pinned "
+			"libraries\n", job->id);
 		abort();
-	if (a->candidate_sha256 &&
-	    (asprintf(&argv[k++], "--candidate-real-path=%s", a->candidate_real) < 0 ||
-	     asprintf(&argv[k++], "--candidate-sha256=%s", a->candidate_sha256) < 0))
+	}
+	if (asprintf(&argv[k++], "--baseline-real-path=%s", a->baseline_real) < 0 ||
+	    asprintf(&argv[k++], "--baseline-sha256=%s", a->baseline_sha256) < 0 ||
+	    asprintf(&argv[k++], "--candidate-real-path=%s", a->candidate_real) < 0 ||
+	    asprintf(&argv[k++], "--candidate-sha256=%s", a->candidate_sha256) < 0)
 		abort();
-	if (!a->baseline_sha256 || !a->candidate_sha256)
-		oplog_warn("job '%s' was stored without pinned libraries (by an older "
-			   "quald): its worker pins what it reads as it starts", job->id);
 	argv[k++] = xstrdup("--");
 	argv[k++] = xstrdup(a->baseline);
 	argv[k++] = xstrdup(a->candidate);

@@ -789,6 +789,88 @@ static void test_kill_orphans_group_and_keep(void **state)
 	assert_int_equal(child_exit_signal(&ex), SIGKILL);
 }
 
+/* A kept child K leads its own group; its child leaves a grandchild in K's
+ * group and exits, so the grandchild is adopted here while still in K's
+ * group (a library's constructor double-forking in quald's identify
+ * child). The sweep kills the grandchild alone: K, kept, lives. */
+static void test_kill_orphans_kept_group(void **state)
+{
+	static const char *argv[] = { "/bin/sh", "-c",
+				      "/bin/sh -c '/bin/sleep " SLEEP_ARG " >/dev/null 2>&1 & "
+				      "echo $!'; exec /bin/sleep " SLEEP_ARG " >/dev/null", NULL };
+	struct qual_msg msg = { { 0 } };
+	struct child k;
+	struct child_exit ex;
+	char *out;
+	pid_t g;
+
+	(void)state;
+	assert_int_equal(child_become_subreaper(&msg), 0);
+	child_init(&k);
+	k.argv = argv;
+	k.group = CHILD_GROUP_NEW;
+	k.out = CHILD_PIPE;
+	assert_int_equal(child_start(&k, NULL), 0);
+	/* End of file once the inner shell has exited and K has exec'd. */
+	out = read_all(k.out_pipe);
+	g = (pid_t)atoi(out);
+	free(out);
+	assert_true(g > 0);
+	/* Adopted (ours to wait for) and still in K's group. */
+	for (double until = child_now() + READ_SECONDS; waitpid(g, NULL, WNOHANG) < 0;) {
+		struct timespec ms = { 0, 1000000 };
+		assert_true(child_now() < until);
+		nanosleep(&ms, NULL);
+	}
+	assert_int_equal(getpgid(g), k.pid);
+	assert_int_equal(child_kill_orphans(&k.pid, 1, child_now() + 5), 0);
+	assert_true(gone(g));
+	assert_int_equal(waitpid(k.pid, NULL, WNOHANG), 0);
+	child_kill(&k, SIGKILL);
+	ex = finish(&k);
+	assert_int_equal(child_exit_signal(&ex), SIGKILL);
+}
+
+static int fn_pause(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* An orphan that joined a kept child's group (setpgid into any group of
+ * the session) is killed alone: it cannot have the sweep kill that group
+ * for it. */
+static void test_kill_orphans_joined_group(void **state)
+{
+	const char *sleeper[] = { "/bin/sleep", SLEEP_ARG, NULL };
+	struct qual_msg msg = { { 0 } };
+	struct child k, o;
+	struct child_exit ex;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(child_become_subreaper(&msg), 0);
+	child_init(&k);
+	k.group = CHILD_GROUP_NEW;
+	start(&k, sleeper);
+	child_init(&o);
+	o.fn = fn_pause;
+	assert_int_equal(child_start(&o, NULL), 0);
+	/* It has not exec'd: its parent may move it. */
+	assert_int_equal(setpgid(o.pid, k.pid), 0);
+	assert_int_equal(getpgid(o.pid), k.pid);
+	pid = o.pid;
+	o.pid = -1; /* child_kill_orphans() reaps it */
+	assert_int_equal(child_kill_orphans(&k.pid, 1, child_now() + 5), 0);
+	assert_true(gone(pid));
+	assert_int_equal(waitpid(k.pid, NULL, WNOHANG), 0);
+	child_kill(&k, SIGKILL);
+	ex = finish(&k);
+	assert_int_equal(child_exit_signal(&ex), SIGKILL);
+}
+
 /* Without a deadline it never waits: the child it killed is reaped by a
  * later call once it has exited (its zombie). */
 static void test_kill_orphans_no_wait(void **state)
@@ -1158,6 +1240,8 @@ QUAL_TESTS(
 	cmocka_unit_test(test_group_same_leaves_grandchild),
 	cmocka_unit_test(test_kill_orphans_adopted),
 	cmocka_unit_test(test_kill_orphans_group_and_keep),
+	cmocka_unit_test(test_kill_orphans_kept_group),
+	cmocka_unit_test(test_kill_orphans_joined_group),
 	cmocka_unit_test(test_kill_orphans_no_wait),
 	cmocka_unit_test(test_deadline_kills),
 	cmocka_unit_test(test_deadline_not_reached),

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/sha256.h"
 #include "daemon/jobs.h"
 #include "daemon/store.h"
 #include "tests/unit/test_main.h"
@@ -890,18 +891,25 @@ static void test_sigkill(void **state)
 }
 
 /* Writes a job into the state directory the way a daemon that died would
- * have left it. */
-static void plant_job(struct store *s, const char *id, const char *kind,
-		      const char *state, const char *log)
+ * have left it; pinned as submit pins (both arms: the test ELF's real path
+ * and hash), or not, as a quald before pins stored it. */
+static void plant_job_pinned(struct store *s, const char *id, const char *kind,
+			     const char *state, const char *log, bool pinned)
 {
 	struct submit_args a;
 	struct qual_msg m = { "" };
 	json_t *req, *st;
-	char path[PATH_MAX + 64];
+	char path[PATH_MAX + 64], real[PATH_MAX], hex[SHA256_HEX_SIZE];
 	FILE *f;
 
 	args_init(&a, lib("base"), lib(kind));
 	req = request_submit_to_json(&a);
+	if (pinned) {
+		assert_non_null(realpath(JOBS_TEST_ELF, real));
+		assert_int_equal(sha256_hash_file(real, hex, &m), 0);
+		request_submit_set_pin(req, 0, real, hex);
+		request_submit_set_pin(req, 1, real, hex);
+	}
 	st = json_pack("{s:s,s:s}", "state", state, "submitted", "2026-11-29T10:00:00Z");
 	if (store_job_create(s, id, req, st, &m))
 		fail_msg("plant '%s': %s", id, m.text);
@@ -912,6 +920,12 @@ static void plant_job(struct store *s, const char *id, const char *kind,
 	assert_non_null(f);
 	fputs(log, f);
 	fclose(f);
+}
+
+static void plant_job(struct store *s, const char *id, const char *kind,
+		      const char *state, const char *log)
+{
+	plant_job_pinned(s, id, kind, state, log, true);
 }
 
 static void test_recovery(void **state)
@@ -1161,6 +1175,137 @@ static void test_recovery_damaged(void **state)
 	o = list_entry("j000001");
 	assert_true(json_is_true(json_object_get(o, "damaged")));
 	json_decref(o);
+	finish();
+}
+
+/* The lines of a job's stored log (what recovery left): how many are
+ * verdicts, and how many are notes of lost records. */
+static void count_log(const char *id, int *lines, int *verdicts, int *notes)
+{
+	struct collected c = { .n = 0 };
+	struct qual_msg m = { "" };
+
+	*lines = jobs_read_log(H.j, id, -1, collect, &c, NULL, &m);
+	*verdicts = *notes = 0;
+	for (int i = 0; i < c.n; i++) {
+		json_t *o = json_loads(c.lines[i], 0, NULL);
+		const char *type = json_string_value(json_object_get(o, "type"));
+		const char *msg = json_string_value(json_object_get(o, "message"));
+
+		assert_non_null(type);
+		*verdicts += !strcmp(type, "verdict");
+		*notes += !strcmp(type, "error") && msg && !strncmp(msg, "stored log lost ", 16);
+		json_decref(o);
+	}
+	collected_free(&c);
+}
+
+/* A running job whose worker's verdict was logged, then a start that found
+ * a lost middle record wrote its note after the verdict and died before
+ * the state said done: the verdict line is found though it is not the last
+ * line, the note is not written again, and no second ("interrupted")
+ * verdict follows. */
+static void test_recovery_noted(void **state)
+{
+	const char *a[] = {
+		"{\"type\":\"start\",\"job\":\"j000001\",\"seq\":0}",
+		"{\"type\":\"case\",\"job\":\"j000001\",\"seq\":1}",
+		"{\"type\":\"verdict\",\"verdict\":\"improvement\",\"job\":\"j000001\","
+		"\"seq\":2}",
+	};
+	struct store *s = NULL;
+	struct qual_msg m = { "" };
+	char note[512], where[256], *dumped;
+	int lines, verdicts, notes;
+	off_t one, two;
+	json_t *o, *st;
+
+	(void)state;
+	assert_int_equal(store_open(H.state, &s, &m), 0);
+	plant_job(s, "j000001", "ok", "running", "");
+	one = plant_lines(s, "j000001", (const char *[]){ a[0], NULL });
+	two = plant_lines(s, "j000001", (const char *[]){ a[1], NULL });
+	plant_lines(s, "j000001", (const char *[]){ a[2], NULL });
+	snprintf(where, sizeof where, "stored log lost 1 record (%lld bytes) that did not "
+		 "check out, skipped: bytes %lld-%lld (check mismatch)",
+		 (long long)(two - one), (long long)one, (long long)two);
+	o = json_pack("{s:s,s:s,s:s,s:n,s:n,s:s,s:s,s:i}", "type", "error", "stage", "setup",
+		      "code", "internal", "arm", "case", "message", where, "job", "j000001",
+		      "seq", 3);
+	dumped = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	snprintf(note, sizeof note, "%s", dumped);
+	free(dumped);
+	json_decref(o);
+	plant_lines(s, "j000001", (const char *[]){ note, NULL });
+	flip_byte("j000001", one + 10);
+	store_free(s);
+
+	open_jobs();
+	assert_string_equal(state_of("j000001"), "done");
+	count_log("j000001", &lines, &verdicts, &notes);
+	assert_int_equal(lines, 3);
+	assert_int_equal(verdicts, 1);
+	assert_int_equal(notes, 1);
+	o = list_entry("j000001");
+	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "improvement");
+	assert_true(json_is_true(json_object_get(o, "damaged")));
+	json_decref(o);
+	st = state_file("j000001");
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "done");
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "improvement");
+	json_decref(st);
+	/* And the next start adds nothing either. */
+	close_jobs();
+	open_jobs();
+	count_log("j000001", &lines, &verdicts, &notes);
+	assert_int_equal(lines, 3);
+	finish();
+}
+
+/* A queued job stored by a quald before pins (request.json without the
+ * pin fields) would have its worker resolve the library paths again: it is
+ * ended at start with the daemon's error, never run; a pinned job queued
+ * after it runs. */
+static void test_recovery_unpinned(void **state)
+{
+	const char *why = "stored without pinned libraries by an older quald: "
+			  "submit it again";
+	struct store *s = NULL;
+	struct qual_msg m = { "" };
+	struct collected c = { .n = 0 };
+	const char *l[16];
+	json_t *o, *st;
+
+	(void)state;
+	assert_int_equal(store_open(H.state, &s, &m), 0);
+	plant_job_pinned(s, "j000001", "ok", "queued", "", false);
+	plant_job(s, "j000002", "ok", "queued", "");
+	store_free(s);
+
+	open_jobs();
+	assert_string_equal(state_of("j000001"), "done");
+	RUN_UNTIL(finished("j000002"), 10);
+	assert_verdict("j000002", "neutral", NULL);
+	/* No worker ran it: nothing relayed, no start line, only the
+	 * daemon's error and verdict. */
+	assert_int_equal(job_lines("j000001", l, 16), 0);
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 2);
+	o = json_loads(c.lines[0], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "usage");
+	assert_string_equal(json_string_value(json_object_get(o, "message")), why);
+	json_decref(o);
+	o = json_loads(c.lines[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "verdict");
+	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "error");
+	assert_string_equal(json_string_value(json_object_get(o, "message")), why);
+	json_decref(o);
+	collected_free(&c);
+	st = state_file("j000001");
+	assert_string_equal(json_string_value(json_object_get(st, "state")), "done");
+	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "error");
+	assert_true(json_is_null(json_object_get(st, "started")));
+	json_decref(st);
 	finish();
 }
 
@@ -1697,6 +1842,8 @@ QUAL_TESTS(
 	T(sigkill),
 	T(recovery),
 	T(recovery_damaged),
+	T(recovery_noted),
+	T(recovery_unpinned),
 	T(submit_refusals),
 	T(submit_real_helper),
 	T(close_running),
