@@ -19,6 +19,7 @@ if(QUAL_VALGRIND AND NOT QUAL_SANITIZE AND EXISTS ${QUAL_VALGRIND_NVRTC}
                    --worker $<TARGET_FILE:qual-run>
                    --compile-helper $<TARGET_FILE:qual-compile>
                    --shim-noabi $<TARGET_FILE:shim_noabi>
+                   --shim-hang $<TARGET_FILE:shim_hang>
                    --nvrtc ${QUAL_VALGRIND_NVRTC}
                    --nvrtc-alt ${QUAL_VALGRIND_NVRTC_ALT})
   set_tests_properties(quald_valgrind PROPERTIES LABELS valgrind TIMEOUT 600)

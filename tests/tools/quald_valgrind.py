@@ -2,8 +2,8 @@
 """The real quald under valgrind memcheck, driven through its socket.
 
 usage: quald_valgrind.py --valgrind V --quald Q --qualctl C --worker W
-                         --compile-helper H --shim-noabi LIB --nvrtc LIB
-                         --nvrtc-alt LIB
+                         --compile-helper H --shim-noabi LIB --shim-hang LIB
+                         --nvrtc LIB --nvrtc-alt LIB
 
 quald runs under `valgrind --error-exitcode=99 --leak-check=full
 --errors-for-leak-kinds=definite,indirect --track-fds=no` on a socket and a
@@ -20,7 +20,10 @@ does not follow them). While it serves:
     through qualctl, followed to its verdict: exit 0;
   - status, list, show and a watch resuming after the job; a second job
     cancelled while it runs; a third left running and a watcher left
-    connected when SIGTERM comes.
+    connected when SIGTERM comes (both with a candidate whose compile hangs,
+    so that each is still running when the driver looks: quald hashes every
+    submitted library itself, which valgrind makes slow enough for a normal
+    job to end before the next submit is answered).
 
 Then quald must exit 0 (it exits nonzero when uv_loop_close() does not
 return 0: daemon/main.c) and valgrind must report no error: no invalid
@@ -150,7 +153,7 @@ def bad_requests(sock):
 def main():
     ap = argparse.ArgumentParser()
     for opt in ("valgrind", "quald", "qualctl", "worker", "compile-helper",
-                "shim-noabi", "nvrtc", "nvrtc-alt"):
+                "shim-noabi", "shim-hang", "nvrtc", "nvrtc-alt"):
         ap.add_argument("--" + opt, required=True)
     args = ap.parse_args()
 
@@ -235,7 +238,8 @@ def main():
         check(watcher.line().get("op") == "watch", "watch: no reply")
         jobs = []
         for _ in range(2):
-            r = ctl("submit", args.nvrtc, args.nvrtc_alt, "--compile-only", "--no-follow")
+            r = ctl("submit", args.nvrtc, args.shim_hang, "--compile-only", "--no-follow",
+                    "--compile-timeout", "600")
             check(r.returncode == 0, f"submit --no-follow: exit {r.returncode}: {r.stderr}")
             jobs.append(r.stdout.strip())
         wait_until(lambda: job_state(jobs[0]) == "running", JOB_S, f"{jobs[0]} to run")
