@@ -271,7 +271,7 @@ static int workdir_mkdtemp(char *template, mode_t mode, struct qual_msg *msg)
 	 * no compile user may write (its parent, or $TMPDIR). */
 	if ((fd = workdir_open(template, msg)) < 0 || fchmod(fd, mode) < 0) {
 		if (fd >= 0) {
-			qual_fail(msg, QUAL_EIO, "cannot open '%s' to the compile user: %s",
+			qual_fail(msg, QUAL_EIO, "cannot let the compile user into '%s': %s",
 				  template, strerror(errno));
 			close(fd);
 		}
@@ -325,7 +325,7 @@ static int workdir_new(char *dir, size_t cap, struct qual_msg *msg)
 	 * else may (another user's process cannot reach them at all). */
 	if (compile_user.set &&
 	    (fchown(fd, (uid_t)-1, compile_user.gid) < 0 || fchmod(fd, 0710) < 0)) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot open '%s' to the compile user: %s",
+		rc = qual_fail(msg, QUAL_EIO, "cannot let the compile user into '%s': %s",
 			       dir, strerror(errno));
 		goto out;
 	}

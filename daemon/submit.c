@@ -56,6 +56,9 @@ struct submit {
 	void *ctx;
 	struct check c[2];          /* baseline, candidate */
 	int hashing;                /* hashes whose after-work has not run */
+	uv_timer_t hash_timer;      /* check_timeout_s for the hashes; open
+				    * from the queueing until both are in */
+	bool hash_timer_open;
 	int pending;                /* checks started and not concluded */
 	int handles;                /* open timers */
 	struct list_link link;      /* in j->submits */
@@ -102,6 +105,22 @@ static void submit_maybe_free(struct submit *sub)
 {
 	if (sub->hashing == 0 && sub->pending == 0 && sub->handles == 0)
 		submit_free(sub);
+}
+
+static void hash_timer_closed(uv_handle_t *h)
+{
+	struct submit *sub = h->data;
+
+	sub->handles--;
+	submit_maybe_free(sub);
+}
+
+static void hash_timer_close(struct submit *sub)
+{
+	if (!sub->hash_timer_open)
+		return;
+	sub->hash_timer_open = false;
+	uv_close((uv_handle_t *)&sub->hash_timer, hash_timer_closed);
 }
 
 static void check_timer_closed(uv_handle_t *h)
@@ -251,7 +270,8 @@ static void submit_hashed(struct submit *sub)
 	struct qual_msg m;
 	int arm, rc;
 
-	if (!sub->cb) {             /* refused meanwhile: shutdown */
+	hash_timer_close(sub);
+	if (!sub->cb) {             /* refused meanwhile: shutdown, time limit */
 		submit_maybe_free(sub);
 		return;
 	}
@@ -308,6 +328,23 @@ static void hash_done(uv_work_t *w, int status)
 		submit_hashed(sub);
 }
 
+/* The hashes took longer than check_timeout_s (a stalled filesystem): the
+ * submit is refused now; it goes once the hash that still reads returns
+ * (a read in the thread pool cannot be stopped). */
+static void hash_timer_fired(uv_timer_t *t)
+{
+	struct submit *sub = t->data;
+	char text[PATH_MAX + 96];
+	int arm;
+
+	for (arm = 0; arm < 2 && !sub->c[arm].hashing; arm++)
+		;
+	snprintf(text, sizeof text, "cannot hash compiler '%s': no answer within %g s",
+		 sub->c[arm < 2 ? arm : 0].path, sub->j->check_timeout_s);
+	submit_call(sub, QUAL_ETIMEOUT, NULL, -1, text);
+	hash_timer_close(sub);
+}
+
 static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 {
 	size_t i;
@@ -324,6 +361,11 @@ static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 			return qual_fail(msg, QUAL_EINVAL, "unknown case '%s'", a->cases[i]);
 	return 0;
 }
+
+/* The largest library a submit hashes: a real nvrtc is about 110 MB, a
+ * hiprtc with its device libraries under 1 GB; anything larger is not a
+ * compiler, and hashing it would hold a thread of the pool. */
+#define SUBMIT_LIBRARY_MAX (4LL << 30)
 
 /* The checks that need no child and read no library: the request, both
  * files, the policy (each file as it saw it), and each library opened once
@@ -360,6 +402,10 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 		if ((rc = rtc_library_open(path, c->real_path, j->roots ? &st : NULL,
 					   &c->pin, msg)))
 			return rc;
+		if (c->pin.size > SUBMIT_LIBRARY_MAX)
+			return qual_fail(msg, QUAL_ELIMIT, "compiler '%s' is %lld bytes, over the "
+					 "%lld a library may have", path, (long long)c->pin.size,
+					 (long long)SUBMIT_LIBRARY_MAX);
 	}
 	return 0;
 }
@@ -395,6 +441,12 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 		c->hashing = true;
 		sub->hashing++;
 	}
+	uv_timer_init(j->loop, &sub->hash_timer);
+	sub->hash_timer.data = sub;
+	sub->hash_timer_open = true;
+	sub->handles++;
+	uv_timer_start(&sub->hash_timer, hash_timer_fired,
+		       (uint64_t)(j->check_timeout_s * 1000.0), 0);
 	sub->cb = cb;
 	sub->ctx = ctx;
 	return 0;
@@ -411,6 +463,7 @@ void submit__close_all(struct jobs *j)
 		struct submit *sub = list_item(l, struct submit, link);
 
 		submit_call(sub, QUAL_EINVAL, NULL, -1, "quald is shutting down");
+		hash_timer_close(sub);
 		for (int arm = 0; arm < 2; arm++) {
 			if (sub->c[arm].hashing)
 				(void)uv_cancel((uv_req_t *)&sub->c[arm].work);

@@ -1432,6 +1432,31 @@ static void test_close_running(void **state)
  * called back): each submit gets exactly one callback, refused, none
  * starts an identify child, and the close ends with every hash called
  * back (finish: uv_loop_close is 0). */
+/* The hashes of a submit have the check's time limit too (a stalled
+ * filesystem): a limit that is up before they are in refuses the submit,
+ * names the library, and the submit still goes cleanly. */
+static void test_hash_time_limit(void **state)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+
+	(void)state;
+	H.cfg.submit_check_timeout_s = 0.0001; /* a 0 ms timer: it runs before
+						* the pool's answer is taken */
+	open_jobs();
+	args_init(&a, lib("base"), lib("ok"));
+	assert_int_equal(jobs_submit(H.j, &a, on_submit, NULL, &m), 0);
+	RUN_UNTIL(H.sub_calls == 1, 5);
+	assert_int_equal(H.sub_status, QUAL_ETIMEOUT);
+	if (!strstr(H.sub_message, "cannot hash compiler '") ||
+	    !strstr(H.sub_message, "': no answer within 0.0001 s"))
+		fail_msg("submit refused with '%s'", H.sub_message);
+	close_jobs();
+	assert_int_equal(H.sub_calls, 1);
+	assert_true(dir_empty(H.tmp));
+	finish();
+}
+
 static void test_close_during_hash(void **state)
 {
 	struct submit_args a;
@@ -1848,6 +1873,7 @@ QUAL_TESTS(
 	T(submit_real_helper),
 	T(close_running),
 	T(close_during_check),
+	T(hash_time_limit),
 	T(close_during_hash),
 	T(spawn_failure),
 	T(close_idle),
