@@ -48,7 +48,8 @@ struct jobs_config {
 				     * compile-only slots"); NULL: "quald runs
 				     * compile-only slots" */
 	double job_timeout_s;    /* a worker running longer is killed (default 7200) */
-	double submit_check_timeout_s; /* identify children at submit (default 30) */
+	double submit_check_timeout_s; /* hashes and identify children at submit
+					 * (default 30) */
 	/* Library policy (policy.h): nallow_roots folders (resolved when
 	 * jobs_open runs) a library must lie in, with no component writable by
 	 * others than root and this user. allow_roots NULL: no policy (every
