@@ -218,7 +218,7 @@ int rtc_library_open(const char *path, const char *real_path, const struct stat 
  * writes: it would have to guess c-XXXXXX while the compile runs.
  * Everything we make in it is made through the folder's descriptor with
  * O_EXCL | O_NOFOLLOW and given away by descriptor (fchown), never by path.
- * workdir_remove() removes it without following anything the child left. */
+ * rtc_workdir_remove() removes it without following anything the child left. */
 #define RTC_TMP_DIR "tmp"
 
 /* Opens dir (ours) as a folder, not following a link. */
@@ -283,8 +283,7 @@ static int workdir_mkdtemp(char *template, mode_t mode, struct qual_msg *msg)
 	return 0;
 }
 
-/* Removes a compile folder of workdir_new(), both levels; "" is none. */
-static void workdir_remove(const char *dir)
+void rtc_workdir_remove(const char *dir)
 {
 	char outer[PATH_MAX], *slash;
 
@@ -726,7 +725,7 @@ static int identify_spawn(struct rtc_pending *p, const char *helper, struct qual
 out:
 	free(exe);
 	if (rc) {
-		workdir_remove(p->dir);
+		rtc_workdir_remove(p->dir);
 		p->dir[0] = '\0';
 	}
 	return rc;
@@ -782,8 +781,10 @@ int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
 	strcpy(id->abi_name, id->abi == RTC_ABI_NVRTC ? "nvrtc" : "hiprtc");
 	snprintf(id->version, sizeof id->version, "%s", rep.version);
 out:
-	workdir_remove(p->dir);
-	p->dir[0] = '\0';
+	if (!p->keep_dir) {
+		rtc_workdir_remove(p->dir);
+		p->dir[0] = '\0';
+	}
 	return rc;
 }
 
@@ -793,8 +794,10 @@ void rtc_identify_abort(struct rtc_pending *p)
 		child_kill(&p->child, SIGKILL);
 		(void)child_wait(&p->child, 0, NULL);
 	}
-	workdir_remove(p->dir);
-	p->dir[0] = '\0';
+	if (!p->keep_dir) {
+		rtc_workdir_remove(p->dir);
+		p->dir[0] = '\0';
+	}
 }
 
 void rtc_identity_release(struct rtc_identity *id)
@@ -1033,7 +1036,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 out:
 	free(argv);
 	free(exe);
-	workdir_remove(dir);
+	rtc_workdir_remove(dir);
 	if (rc)
 		rtc_result_release(out);
 	return rc;

@@ -149,7 +149,17 @@ struct rtc_pending {
 				  * (borrowed: rtc_identify's pin, or the
 				  * caller's rtc_library_open file, which must
 				  * stay open until the child is reaped) */
+	bool keep_dir;           /* set by the caller once started: finish and
+				  * abort leave dir for it to remove
+				  * (rtc_workdir_remove), e.g. off its event
+				  * loop: what the child left there may be
+				  * many files */
 };
+
+/* Removes a compile folder (an identify's dir, both of its levels) without
+ * following anything the child left in it; "" or NULL is none. Blocks for
+ * as long as the removal takes. */
+void rtc_workdir_remove(const char *dir);
 
 /* Starts the qual-compile child that identifies the library path (as
  * given, for messages) at real_path, whose open file is lib_fd (borrowed:

@@ -32,6 +32,7 @@
 #include "common/fsutil.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/policy.h"
 
@@ -56,6 +57,47 @@ int jobs__state_parse(const char *s)
 }
 
 /* ---- small helpers ---------------------------------------------------------- */
+
+/* A folder being removed in libuv's thread pool (jobs__remove_later). It
+ * holds nothing of the jobs table: a removal may end after jobs_close's
+ * callback (the loop runs until it has). */
+struct removal {
+	uv_work_t work;
+	bool compile_folder;
+	char dir[PATH_MAX];
+};
+
+static void removal_work(uv_work_t *w)
+{
+	struct removal *r = w->data;
+
+	if (r->compile_folder)
+		rtc_workdir_remove(r->dir);
+	else
+		fs_rm_tree(r->dir);
+}
+
+static void removal_done(uv_work_t *w, int status)
+{
+	(void)status;
+	free(w->data);
+}
+
+void jobs__remove_later(struct jobs *j, const char *dir, bool compile_folder)
+{
+	struct removal *r;
+
+	if (!dir || !dir[0])
+		return;
+	r = xcalloc(1, sizeof *r);
+	r->work.data = r;
+	r->compile_folder = compile_folder;
+	snprintf(r->dir, sizeof r->dir, "%s", dir);
+	if (uv_queue_work(j->loop, &r->work, removal_work, removal_done) < 0) {
+		removal_work(&r->work); /* only without a work callback: never */
+		free(r);
+	}
+}
 
 void jobs__now(char out[32])
 {

@@ -187,6 +187,12 @@ void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
 		    const char *verdict, const char *message, bool notify);
 
+/* Removes dir (a compile folder of rtc.h when compile_folder: both its
+ * levels) in libuv's thread pool, without following anything in it: what a
+ * child left there may be many files, and removing them must not stall the
+ * loop. dir is copied. */
+void jobs__remove_later(struct jobs *j, const char *dir, bool compile_folder);
+
 /* Scheduling runs from the loop, never inside an API call: so a submit's
  * callback always runs before the first line of its job. */
 void jobs__schedule_soon(struct jobs *j);

@@ -204,7 +204,8 @@ static void check_exit(struct child_watch *cw, const struct child_exit *ex)
 
 	uv_timer_stop(&c->timer);
 	if (c->aborted) {
-		rtc_identify_abort(&c->pending); /* reaped already: the folder goes */
+		rtc_identify_abort(&c->pending); /* reaped already */
+		jobs__remove_later(c->sub->j, c->pending.dir, true);
 		c->status = QUAL_EINVAL;
 		check_concluded(c);
 		return;
@@ -212,6 +213,10 @@ static void check_exit(struct child_watch *cw, const struct child_exit *ex)
 	how.timed_out = c->timed_out;
 	c->status = rtc_identify_finish(&c->pending, &how, c->sub->j->check_timeout_s,
 					&id, &m);
+	/* The library ran there: its folder may hold any number of files,
+	 * removed off the loop (what it left running is adopted by quald and
+	 * killed: children.h). */
+	jobs__remove_later(c->sub->j, c->pending.dir, true);
 	snprintf(c->message, sizeof c->message, "%s", c->status ? m.text : "");
 	snprintf(c->abi, sizeof c->abi, "%s", c->status ? "" : id.abi_name);
 	check_concluded(c);
@@ -250,6 +255,7 @@ static int check_start(struct jobs *j, struct check *c, struct qual_msg *msg)
 	if ((rc = rtc_identify_start(c->path, c->real_path, c->pin.fd, j->helper,
 				     &c->pending, msg)))
 		return rc;
+	c->pending.keep_dir = true; /* check_exit removes it, off the loop */
 	c->started = true;
 	sub->pending++;
 	sub->handles++;

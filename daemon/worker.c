@@ -165,8 +165,9 @@ static void worker_handle_closed(uv_handle_t *h)
 	if (--w->handles > 0)
 		return;
 	/* The worker has exited: what a worker stopped by a signal left in
-	 * its $TMPDIR (its compile folders) goes now. */
-	fs_rm_tree(w->tmpdir);
+	 * its $TMPDIR (its compile folders, what a library wrote there) goes
+	 * now, off the loop. */
+	jobs__remove_later(j, w->tmpdir, false);
 	j->slots[w->slot] = NULL;
 	j->nworkers--;
 	lines_splitter_release(&w->split);

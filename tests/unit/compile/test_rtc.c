@@ -568,7 +568,7 @@ static void test_child_report(void **state)
 	write_text(out, RTC__RESULT_FILE, "status=5\nend=1\n");
 	report_read(dir, &rep);
 	assert_false(rep.complete);
-	workdir_remove(dir);
+	rtc_workdir_remove(dir);
 }
 
 /* ---- identify -------------------------------------------------------------- */

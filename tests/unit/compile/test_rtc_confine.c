@@ -225,7 +225,7 @@ static void test_folder_closed(void **state)
 	assert_int_equal(helper_start(&c, argv, "/", dir, -1, &msg), QUAL_EIO);
 	assert_non_null(strstr(msg.text, "File exists"));
 	assert_int_equal(c.pid, -1);
-	workdir_remove(dir);
+	rtc_workdir_remove(dir);
 	victim_intact(src_victim, "root's source\n", 0600);
 	victim_intact(err_victim, "root's errors\n", 0600);
 
@@ -234,7 +234,7 @@ static void test_folder_closed(void **state)
 	assert_int_equal(workdir_put(dir, RTC__SOURCE_FILE, "x", 1, p, sizeof p, &msg), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_true(st.st_uid == 0 && st.st_gid == nobody_gid && (st.st_mode & 0777) == 0640);
-	workdir_remove(dir);
+	rtc_workdir_remove(dir);
 }
 
 /* One line of the shim's record. */
