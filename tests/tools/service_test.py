@@ -528,8 +528,9 @@ def scenario_concurrent(args, root):
         # One after the other in the stored state too (times in seconds).
         # (A worker's verdict line is relayed once written; the state
         # after it follows from the writer thread a moment later.)
+        # Sorted by start, then end: within one second both may read the same.
         st = sorted((d.wait_job_state(j, ("done",), timeout=5) for j in jobs),
-                    key=lambda s: s["started"])
+                    key=lambda s: (s["started"], s["finished"]))
         check(all(s["state"] == "done" and s["slot"] == 0 for s in st), f"states: {st}")
         check(st[0]["finished"] <= st[1]["started"],
               f"the jobs overlap: {st[0]} and {st[1]}")
