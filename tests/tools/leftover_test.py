@@ -30,13 +30,12 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 # The harness of pin_test.py: quald on a private socket and state folder,
 # qualctl, and the one failed check.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pin_test import FAST, Failure, Quald, check, of_type  # noqa: E402
+from pin_test import FAST, Quald, check, of_type, run_in_tree  # noqa: E402
 
 WHY = "stored without pinned libraries by an older quald: submit it again"
 PINS = ("baseline_real_path", "baseline_sha256", "candidate_real_path", "candidate_sha256")
@@ -161,23 +160,12 @@ def main():
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=["unpinned", "leaver"])
     args = ap.parse_args()
-    # In the tree quald runs from (an allowed root), owned by us, not /tmp.
-    tree = os.path.dirname(os.path.dirname(os.path.realpath(args.quald)))
-    root = tempfile.mkdtemp(prefix="qual-leftover-", dir=tree)
-    os.chmod(root, 0o755)
-    try:
-        {"unpinned": unpinned, "leaver": leaver}[args.scenario](args, root)
-    except Failure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                sys.stderr.write(f.read()[-4000:])
-        except OSError:
-            pass
-        return 1
-    shutil.rmtree(root, ignore_errors=True)
-    print(f"leftover {args.scenario}: ok")
-    return 0
+    scenario = {"unpinned": unpinned, "leaver": leaver}[args.scenario]
+
+    def run(a, root):
+        os.chmod(root, 0o755)
+        scenario(a, root)
+    return run_in_tree(args, args.scenario, run, "qual-leftover-")
 
 
 if __name__ == "__main__":

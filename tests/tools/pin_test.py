@@ -17,22 +17,15 @@ import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
-import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import service_test as st  # noqa: E402
+from service_test import Failure, check  # noqa: E402
+
 FAST = "gemm_i8-256x512x256"
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def sha256_of(path):
@@ -228,6 +221,28 @@ def strike_swap(args, q, root):
           f"the crashing library (sha256 {want}) has no strike: {qu}")
 
 
+def run_with_quald(args, root, scenario, *extra):
+    """scenario(args, q, root, *extra) against a quald started in root
+    (made 0755, as a folder of the tree), which is stopped after it (and
+    killed when the scenario failed)."""
+    os.chmod(root, 0o755)
+    q = Quald(args, root)
+    try:
+        scenario(args, q, root, *extra)
+        q.stop()
+    finally:
+        if q.proc.poll() is None:
+            q.proc.kill()
+            q.proc.wait()
+
+
+def run_in_tree(args, name, fn, prefix):
+    """st.run_scenario for fn(args, root), root a fresh folder of the tree
+    quald runs from (an allowed root, owned by us; /tmp is refused)."""
+    tree = os.path.dirname(os.path.dirname(os.path.realpath(args.quald)))
+    return st.run_scenario(name, fn, args, prefix=prefix, parent=tree)
+
+
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--shim-crash",
@@ -235,31 +250,9 @@ def main():
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=["link_swap", "strike_swap"])
     args = ap.parse_args()
-    # In the tree quald runs from (an allowed root), owned by us, not /tmp.
-    tree = os.path.dirname(os.path.dirname(os.path.realpath(args.quald)))
-    root = tempfile.mkdtemp(prefix="qual-pin-", dir=tree)
-    os.chmod(root, 0o755)
-    q = None
-    try:
-        q = Quald(args, root)
-        {"link_swap": link_swap, "strike_swap": strike_swap}[args.scenario](args, q, root)
-        q.stop()
-        q = None
-    except Failure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                sys.stderr.write(f.read()[-4000:])
-        except OSError:
-            pass
-        return 1
-    finally:
-        if q is not None and q.proc.poll() is None:
-            q.proc.kill()
-            q.proc.wait()
-    shutil.rmtree(root, ignore_errors=True)
-    print(f"pin {args.scenario}: ok")
-    return 0
+    scenario = {"link_swap": link_swap, "strike_swap": strike_swap}[args.scenario]
+    return run_in_tree(args, args.scenario,
+                       lambda a, root: run_with_quald(a, root, scenario), "qual-pin-")
 
 
 if __name__ == "__main__":

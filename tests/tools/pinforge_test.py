@@ -15,14 +15,13 @@ report. Exits 0 when every check holds, 1 with the first failed check."""
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pin_test import FAST, Failure, Quald, check, copy_into, sha256_of  # noqa: E402
+from pin_test import (FAST, Failure, check, copy_into, run_in_tree,  # noqa: E402
+                      run_with_quald, sha256_of)
 
 
 def record_of(path):
@@ -103,6 +102,26 @@ def quarantined(args, q, root, lib, rec):
     check(r.returncode == 0 and not jobs, f"a job was made: {r.stdout}")
 
 
+def prepared(scenario):
+    """fn(args, root) for run_in_tree: the candidate copied into root/libs,
+    the shim's record file named, quarantine.json planted for
+    "quarantined", then scenario against a quald in root."""
+    def run(args, root):
+        libs = os.path.join(root, "libs")
+        os.mkdir(libs, 0o755)
+        lib = os.path.join(libs, "libcand.so")
+        copy_into(args.shim_fifo if args.scenario == "fifo" else args.shim_hash, lib)
+        rec = os.path.join(root, "record")
+        os.environ["SHIM_PINFORGE_RECORD"] = rec
+        if args.scenario == "quarantined":
+            os.mkdir(os.path.join(root, "state"), 0o700)
+            with open(os.path.join(root, "state", "quarantine.json"), "w") as f:
+                json.dump({sha256_of(lib): {"strikes": 3, "library": lib,
+                                            "last": "2026-01-01T00:00:00Z"}}, f)
+        run_with_quald(args, root, scenario, lib, rec)
+    return run
+
+
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--shim-fifo",
@@ -110,42 +129,8 @@ def main():
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=["fifo", "hash", "quarantined"])
     args = ap.parse_args()
-    tree = os.path.dirname(os.path.dirname(os.path.realpath(args.quald)))
-    root = tempfile.mkdtemp(prefix="qual-pinforge-", dir=tree)
-    os.chmod(root, 0o755)
-    libs = os.path.join(root, "libs")
-    os.mkdir(libs, 0o755)
-    lib = os.path.join(libs, "libcand.so")
-    copy_into(args.shim_fifo if args.scenario == "fifo" else args.shim_hash, lib)
-    rec = os.path.join(root, "record")
-    os.environ["SHIM_PINFORGE_RECORD"] = rec
-    if args.scenario == "quarantined":
-        os.mkdir(os.path.join(root, "state"), 0o700)
-        with open(os.path.join(root, "state", "quarantine.json"), "w") as f:
-            json.dump({sha256_of(lib): {"strikes": 3, "library": lib,
-                                        "last": "2026-01-01T00:00:00Z"}}, f)
-    q = None
-    try:
-        q = Quald(args, root)
-        {"fifo": fifo, "hash": forged, "quarantined": quarantined}[args.scenario](
-            args, q, root, lib, rec)
-        q.stop()
-        q = None
-    except (Failure, subprocess.TimeoutExpired) as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        try:
-            with open(os.path.join(root, "quald.log"), errors="replace") as f:
-                sys.stderr.write(f.read()[-4000:])
-        except OSError:
-            pass
-        return 1
-    finally:
-        if q is not None and q.proc.poll() is None:
-            q.proc.kill()
-            q.proc.wait()
-    shutil.rmtree(root, ignore_errors=True)
-    print(f"pinforge {args.scenario}: ok")
-    return 0
+    scenario = {"fifo": fifo, "hash": forged, "quarantined": quarantined}[args.scenario]
+    return run_in_tree(args, args.scenario, prepared(scenario), "qual-pinforge-")
 
 
 if __name__ == "__main__":

@@ -958,12 +958,13 @@ def on_alarm(signum, frame):
     raise Failure(f"the scenario ran over {SCENARIO_S} s")
 
 
-def run_scenario(name, fn, args, prefix="qual-svc-", limit=SCENARIO_S):
-    """Runs fn(args, root) in a fresh folder root within limit seconds; on
-    a failed check prints it and the end of every quald.log under root.
-    Returns the exit status: 0, or 1 after a failure. The folder is removed
-    at the end, kept when $QUAL_KEEP_TMP is set."""
-    root = tempfile.mkdtemp(prefix=prefix)
+def run_scenario(name, fn, args, prefix="qual-svc-", limit=SCENARIO_S, parent=None):
+    """Runs fn(args, root) in a fresh folder root (in parent, default the
+    temporary folder) within limit seconds; on a failed check, or a command
+    that ran past its timeout, prints it and the end of every quald.log
+    under root. Returns the exit status: 0, or 1 after a failure. The folder
+    is removed at the end, kept when $QUAL_KEEP_TMP is set."""
+    root = tempfile.mkdtemp(prefix=prefix, dir=parent)
 
     def over(signum, frame):
         raise Failure(f"the scenario ran over {limit} s")
@@ -972,7 +973,7 @@ def run_scenario(name, fn, args, prefix="qual-svc-", limit=SCENARIO_S):
     t0 = time.monotonic()
     try:
         fn(args, root)
-    except Failure as e:
+    except (Failure, subprocess.TimeoutExpired) as e:
         signal.alarm(0)
         print(f"FAIL: {name}: {e}", file=sys.stderr)
         for dirpath, _, files in os.walk(root):
