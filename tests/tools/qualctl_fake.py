@@ -133,14 +133,19 @@ class Fake:
             t.listen(8)
             self.port = t.getsockname()[1]
             self.socks.append(t)
-        for s in self.socks:
-            threading.Thread(target=self.accept, args=(s,), daemon=True).start()
+        self.acceptors = [threading.Thread(target=self.accept, args=(s,), daemon=True)
+                          for s in self.socks]
+        for t in self.acceptors:
+            t.start()
 
     def accept(self, s):
         while not self.stop.is_set():
             try:
                 c, _ = s.accept()
             except OSError:
+                return
+            if self.stop.is_set():
+                c.close()
                 return
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
 
@@ -169,7 +174,17 @@ class Fake:
         c.close()
 
     def close(self):
+        # shutdown wakes an accept blocked on the socket; the acceptors are
+        # joined before the sockets are closed, so no acceptor can reach
+        # the next fake's socket through a reused descriptor number.
         self.stop.set()
+        for s in self.socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self.acceptors:
+            t.join(10)
         for s in self.socks:
             s.close()
 
