@@ -32,6 +32,7 @@ const char *qual_strerror(int code)
 	case QUAL_ELIMIT: return "limit exceeded";
 	case QUAL_EHANG: return "gpu hang";
 	case QUAL_EEXIT: return "exited without reporting";
+	case QUAL_EORACLE: return "oracle failed";
 	}
 	return "unknown error";
 }

@@ -23,6 +23,7 @@ enum qual_err {
 	QUAL_ELIMIT = -12,    /* a size limit was exceeded */
 	QUAL_EHANG = -13,     /* the GPU did not finish within its deadline */
 	QUAL_EEXIT = -14,     /* a child process exited without its report */
+	QUAL_EORACLE = -15,   /* a fixture's oracle failed: no expected values */
 };
 
 /* A message buffer filled by functions that fail, so that the caller can

@@ -55,6 +55,8 @@ static const char *const code_names[LINES_CODE_COUNT] = {
 	[LINES_CODE_FOREIGN_LINE] = "foreign_line",
 	[LINES_CODE_INTERRUPTED] = "interrupted",
 	[LINES_CODE_INTERNAL] = "internal",
+	[LINES_CODE_ORACLE_FAILED] = "oracle_failed",
+	[LINES_CODE_BAD_FIXTURE] = "bad_fixture",
 };
 
 const char *lines_code_name(enum lines_code code)
@@ -89,6 +91,8 @@ enum lines_code lines_code_of(const char *stage, int err)
 		return LINES_CODE_COMPILE_LIMIT;
 	case QUAL_EEXIT:
 		return LINES_CODE_COMPILE_NO_REPORT;
+	case QUAL_EORACLE:
+		return LINES_CODE_ORACLE_FAILED;
 	case QUAL_EABI:
 		return LINES_CODE_NO_ABI;
 	case QUAL_ECHECK:

@@ -17,8 +17,11 @@
 
 /* Version of the line format; in every start line as "schema_version".
  * Incremented only by incompatible changes; fields may be added freely.
- * Readers accept 1 to QUAL_SCHEMA_VERSION. 3: error lines carry "code". */
-#define QUAL_SCHEMA_VERSION 3
+ * Readers accept 1 to QUAL_SCHEMA_VERSION. 3: error lines carry "code".
+ * 4: case lines carry "specialization", "target" and "oracle", and may say
+ * "applicable": false (case verdict "not_applicable"); fixtures of the
+ * user's own (family: their name). */
+#define QUAL_SCHEMA_VERSION 4
 
 /* The longest line a reader takes (newline not counted). A line from the
  * engine is a few kilobytes; a longer one is a bug, or not the engine. */
@@ -73,6 +76,8 @@ enum lines_code {
 				     * engine's lines (lines_check()): refused */
 	LINES_CODE_INTERRUPTED,     /* the job's worker was lost (quald restart) */
 	LINES_CODE_INTERNAL,        /* qual's own trouble (i/o, memory, a bug) */
+	LINES_CODE_ORACLE_FAILED,   /* a case's oracle gave no expected values */
+	LINES_CODE_BAD_FIXTURE,     /* a case could not be built from its description */
 	LINES_CODE_COUNT
 };
 

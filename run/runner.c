@@ -229,15 +229,15 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 
 /* The cache key of a compile: source, target and the arm's options. */
 static void compile_key(const struct run *run, int arm, const char *src,
-			char key[65])
+			const char *target, char key[65])
 {
-	size_t n = strlen(src) + strlen(run->arch) + 2;
+	size_t n = strlen(src) + strlen(target) + 2;
 	char *text, *p;
 
 	for (int i = 0; i < run->nopts[arm]; i++)
 		n += strlen(run->opts[arm][i]) + 1;
 	p = text = xmalloc(n);
-	p += sprintf(p, "%s%c%s", run->arch, 0, src) + 1;
+	p += sprintf(p, "%s%c%s", target, 0, src) + 1;
 	for (int i = 0; i < run->nopts[arm]; i++)
 		p += sprintf(p, "%s", run->opts[arm][i]) + 1;
 	sha256_hash_buffer(text, (size_t)(p - text), key, NULL);
@@ -250,11 +250,12 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 	struct rtc_request req = {0};
 	struct qual_msg msg = {{0}};
 	struct compiled *e = NULL;
-	char program[96], key[65];
+	char program[96], key[65], target[40];
 	char *src = fixture_source(c, run->platform);
 	int rc;
 
-	compile_key(run, arm, src, key);
+	fixture_target(c, run->arch, target, sizeof target);
+	compile_key(run, arm, src, target, key);
 	for (int i = 0; i < run->ncache && !e; i++)
 		if (run->cache[i].arm == arm && strcmp(run->cache[i].key, key) == 0)
 			e = &run->cache[i];
@@ -263,7 +264,7 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		req.compiler = &run->id[arm];
 		req.source = src;
 		req.program_name = program;
-		req.arch = run->arch;
+		req.arch = target;
 		req.options = run->opts[arm];
 		req.noptions = run->nopts[arm];
 		XGROW(run->cache, run->ncache + 1, run->capcache);
@@ -658,7 +659,7 @@ void runner__run_case(struct run *run, int index)
 	memset(arms, 0, sizeof arms);
 	memset(&bufs, 0, sizeof bufs);
 	jc = judge_case_get(&run->judge, fixture_name(index));
-	rc = fixture_build(index, run->cfg->seed, &c);
+	rc = fixture_build(index, run->cfg->seed, &c, &msg);
 	if (rc < 0) {
 		fail_arm(run, jc, 0, "setup", rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
@@ -695,11 +696,13 @@ void runner__compile_case(struct run *run, int index)
 	struct fixture_case c;
 	struct arm arms[2];
 	struct judge_case *jc = judge_case_get(&run->judge, fixture_name(index));
+	struct qual_msg msg = {{0}};
+	int rc;
 
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
-	if (fixture_build(index, run->cfg->seed, &c) < 0) {
-		fail_arm(run, jc, 0, "setup", QUAL_EINVAL, "cannot build fixture");
+	if ((rc = fixture_build(index, run->cfg->seed, &c, &msg)) < 0) {
+		fail_arm(run, jc, 0, "setup", rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
 	compile_both(run, &c, arms, jc);

@@ -26,7 +26,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no fixture case '%s'\n", argv[1]);
 		return 2;
 	}
-	if (fixture_build(index, 0, &c) < 0) {
+	if (fixture_build(index, 0, &c, NULL) < 0) {
 		fprintf(stderr, "cannot build case '%s'\n", argv[1]);
 		return 1;
 	}

@@ -41,6 +41,8 @@ static const struct {
 	{ LINES_CODE_FOREIGN_LINE, "foreign_line" },
 	{ LINES_CODE_INTERRUPTED, "interrupted" },
 	{ LINES_CODE_INTERNAL, "internal" },
+	{ LINES_CODE_ORACLE_FAILED, "oracle_failed" },
+	{ LINES_CODE_BAD_FIXTURE, "bad_fixture" },
 };
 
 static void test_code_names(void **state)
@@ -571,10 +573,10 @@ static void test_check_refusals(void **state)
 		  "\"message\":\"x\",\"gpu\":\"fine\"}", "a line of type 'error' with an unknown 'gpu'" },
 		{ "{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":0,\"order\":\"baseline_first\","
 		  "\"baseline_ns\":1}", "a line of type 'pair' without 'candidate_ns'" },
-		{ "{\"type\":\"start\",\"schema_version\":4,\"tool\":\"t\",\"version\":\"v\","
+		{ "{\"type\":\"start\",\"schema_version\":5,\"tool\":\"t\",\"version\":\"v\","
 		  "\"time\":\"t\",\"device\":null,\"timed\":false,\"arch\":\"sm_90\","
 		  "\"baseline\":{},\"candidate\":{},\"settings\":{}}",
-		  "a line of type 'start' with schema_version 4" },
+		  "a line of type 'start' with schema_version 5" },
 	};
 	struct qual_msg m;
 

@@ -812,7 +812,7 @@ static void fake_add_case(const char *name)
 	int index = fixture_find(name);
 
 	assert_true(index >= 0);
-	assert_int_equal(fixture_build(index, 0, &fc->c), 0);
+	assert_int_equal(fixture_build(index, 0, &fc->c, NULL), 0);
 	assert_int_equal(fc->c.elem, FIXTURE_F16);
 	fc->want = xmalloc(fc->c.count * sizeof *fc->want);
 	for (size_t i = 0; i < fc->c.count; i++)
