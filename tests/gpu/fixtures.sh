@@ -96,7 +96,7 @@ else
       "$fsrc" "$c" cuda "$work/$c.cu" 2>>"$dir/errors.txt" || { echo "$c: no source" >>"$dir/errors.txt"; continue; }
       case $c in *_wgmma*) targets="sm_90a" ;; *) targets="sm_90 sm_90a" ;; esac
       for t in $targets; do
-        rm -rf "$work/$c" && mkdir -p "$work/$c"
+        rm -rf "${work:?}/$c" && mkdir -p "$work/$c"
         LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
           "$compile" compile --lib "$lib" --abi nvrtc --arch "$t" --src "$work/$c.cu" \
           --name "$c.cu" --out "$work/$c" >/dev/null 2>&1
