@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark, on the GPU machine, from the repository root with the build
 # carried: an A/A qualification (nvrtc against itself, 60 pairs) and the
-# library reference timings, then the table (bench/report.py).
+# library timings (bench/library.py), then the table (bench/report.py).
 #
 #     bash bench/run.sh OUTDIR [BUILD]
 set -u
@@ -11,5 +11,6 @@ mkdir -p "$out"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 "$build/bin/qual-run" "$nvrtc" "$nvrtc" --pairs 60 >"$out/bench_aa.jsonl" 2>"$out/bench_aa.err"
 echo "a/a run exit $?"
-python3 bench/reference.py >"$out/reference.jsonl" 2>"$out/reference.err" || echo "reference failed: $(tail -n 3 "$out/reference.err")"
-python3 bench/report.py "$out/bench_aa.jsonl" "$out/reference.jsonl" | tee "$out/bench.txt"
+python3 bench/library.py --cases "$out/bench_aa.jsonl" >"$out/library.jsonl" 2>"$out/library.err" ||
+  echo "library timings failed: $(tail -n 3 "$out/library.err")"
+python3 bench/report.py "$out/bench_aa.jsonl" "$out/library.jsonl" | tee "$out/bench.txt"
