@@ -156,6 +156,12 @@ int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
 		  struct qual_msg *msg);
 
+/* What a show reply says of job besides its state and lines (new
+ * reference): an object whose members go into the reply as they are,
+ * {"fixtures":[REAL_PATH...]} for a job with fixture directories (the real
+ * paths submit checked), {} for one without; NULL for an unknown job. */
+json_t *jobs_show_json(struct jobs *j, const char *job);
+
 /* The ids of all jobs after job (in id order; NULL = all), for watch resume.
  * job need not exist (ids with a larger number follow it). *ids is a new
  * array of *n new strings: free it with jobs_ids_free(). Returns 0, or
@@ -173,7 +179,8 @@ void jobs_ids_free(char **ids, int n);
  * being checked has "health_check":true, one whose check failed is out of
  * service until restart and has "out_of_service":REASON, and with no slot in
  * service while jobs are queued the object has "waiting":REASON. List: {"jobs":[{"job","state","verdict",
- * "submitted","finished","baseline","candidate"}]}, newest first, at most
+ * "submitted","finished","baseline","candidate"}]} (and "fixtures", as in
+ * jobs_show_json, for a job with fixture directories), newest first, at most
  * limit; verdict and finished are null until the job has them; times are UTC
  * "YYYY-MM-DDTHH:MM:SSZ". */
 /* Writes to the state directory asked for and not yet done (the writer

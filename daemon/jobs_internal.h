@@ -281,6 +281,13 @@ int quarantine__check(struct quarantine *q, const char *path, const char *sha256
  * and its children are stopped. */
 void submit__close_all(struct jobs *j);
 
+/* Checks each of the fixture directories dirs (NULL-terminated) against the
+ * policy (policy.h: policy_check_fixture_dir, with j's roots) and that no
+ * two are one directory. Returns a new NULL-terminated list of their real
+ * paths, in order, or NULL with msg naming the directory and the reason.
+ * Submit stores those; a worker's start checks them again. */
+char **submit__check_fixtures(const struct jobs *j, char *const *dirs, struct qual_msg *msg);
+
 /* ---- recover.c -------------------------------------------------------------- */
 
 /* Reads every job of the state directory into the table and settles what

@@ -662,6 +662,8 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 
 	for (i = 0; a->cases && a->cases[i]; i++)
 		n += 2;
+	for (i = 0; a->fixtures && a->fixtures[i]; i++)
+		n += 2;
 	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
 		n++;
 	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
@@ -676,6 +678,12 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	for (i = 0; a->cases && a->cases[i]; i++) {
 		argv[k++] = xstrdup("--case");
 		argv[k++] = xstrdup(a->cases[i]);
+	}
+	/* The fixture directories' real paths, as submit checked them and
+	 * worker_fixtures_allowed checked them again. */
+	for (i = 0; a->fixtures && a->fixtures[i]; i++) {
+		argv[k++] = xstrdup("--fixtures");
+		argv[k++] = xstrdup(a->fixtures[i]);
 	}
 	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
 		if (asprintf(&argv[k++], "--baseline-opt=%s", a->baseline_options[i]) < 0)
@@ -786,6 +794,33 @@ int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg 
 	return 0;
 }
 
+/* A fixture directory is not pinned by its content (docs/quald.md, "Fixture
+ * directories"): the worker reads it when it starts. So each is checked
+ * against the policy again now, and must still be the directory submit
+ * checked (its real path unchanged). Returns 0, or fails naming it. */
+static int worker_fixtures_allowed(const struct jobs *j, const struct job *job,
+				   struct qual_msg *msg)
+{
+	char *const *stored = job->args.fixtures;
+	struct qual_msg why;
+	char **now;
+	int rc = 0;
+
+	if (!stored)
+		return 0;
+	if (!(now = submit__check_fixtures(j, stored, &why)))
+		return qual_fail(msg, QUAL_EINVAL, "not started: %s", why.text);
+	for (size_t i = 0; now[i]; i++)
+		if (strcmp(now[i], stored[i]) != 0) {
+			rc = qual_fail(msg, QUAL_EINVAL, "not started: fixture directory '%s' "
+				       "now resolves to '%s', not the directory submit checked",
+				       stored[i], now[i]);
+			break;
+		}
+	child_env_free(now);
+	return rc;
+}
+
 void worker__start(struct jobs *j, struct job *job, int slot)
 {
 	struct worker *w = xcalloc(1, sizeof *w);
@@ -810,6 +845,19 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	uv_timer_init(j->loop, &w->timer);
 	w->out.data = w->err.data = w->timer.data = w;
 	w->handles = 3;
+	child_init(&w->child);
+
+	/* A fixture directory the policy no longer allows ends the job here,
+	 * before any worker reads it: an error line saying why, then the
+	 * verdict (error). */
+	if (worker_fixtures_allowed(j, job, &w->start_error) < 0) {
+		jobs__put_error(j, job, LINES_CODE_USAGE, w->start_error.text, true);
+		w->stop = WORKER_STOP_UNSTARTED;
+		w->exited = w->out_done = w->err_done = true;
+		worker_conclude(w);
+		worker_close(w);
+		return;
+	}
 
 	/* A $TMPDIR of the worker's own, removed once it has exited
 	 * (worker_handle_closed): the engine removes its compile folders
@@ -829,7 +877,6 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	}
 	argv = worker_argv(j, job, slot);
 	env = worker_env(j, w->tmpdir);
-	child_init(&w->child);
 	w->child.argv = (const char *const *)argv;
 	w->child.env = (const char *const *)env;
 	w->child.out = CHILD_PIPE;
