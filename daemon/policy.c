@@ -108,6 +108,7 @@ static int policy_check_path(const struct subject *what, const char *const *root
 	if (!realpath(path, buf))
 		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
 				 "cannot %s %s '%s': %s", what->verb, what->noun, path,
+				 errno == ENOENT && what->directory ? "no such directory" :
 				 strerror(errno));
 	if (strlen(buf) >= cap)
 		return qual_fail(msg, QUAL_EINVAL, "cannot %s %s '%s': path too long",
