@@ -106,10 +106,13 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * ownership of args (copies what it keeps).
  *
  * Refused at once (negative return, msg set; cheap local checks): an unknown
- * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
+ * case (a name not built in, when the request has no fixture directories,
+ * whose cases only the worker reads), a seed over 2^31-1, pairs over 10^6, a path that is missing, a
  * directory, not a regular file or not a 64-bit ELF shared object, a library
  * the policy refuses (policy.h: outside the allowed roots, a symlink out of
  * them, a world-writable file or folder; the message names the reason), a
+ * fixture directory the policy refuses (policy_check_fixture_dir: the same
+ * rules, a directory holding a regular fixture.json) or one given twice, a
  * real path that is another file than the policy saw, or a link or no
  * regular file when opened ("compiler '/x' changed while it was checked:
  * '/y' is another file now"; the open is O_NOFOLLOW and never waits), and
@@ -128,7 +131,11 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * library that crashes or hangs while loading is accepted: as with qual-run,
  * that is a result about it, which the job's verdict reports. The callback
  * runs from a loop callback, or inside jobs_close. job and message are
- * valid during the call only. */
+ * valid during the call only. The job stores its fixture directories' real
+ * paths; they are checked again when its worker would start, and one the
+ * policy no longer allows (or that resolves elsewhere now) ends the job
+ * there with an error line and an error verdict (docs/quald.md, "Fixture
+ * directories"). */
 typedef void (*jobs_submit_cb)(void *ctx, int status, const char *job,
 			       int position, const char *message);
 int jobs_submit(struct jobs *j, const struct submit_args *args,
