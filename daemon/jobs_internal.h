@@ -228,7 +228,9 @@ enum worker_stop {
 
 /* Starts job in slot. On failure to start, the job ends at once with an
  * error verdict; either way the slot stays taken until the worker's
- * handles are closed. */
+ * handles are closed. A job whose fixture directories the policy no longer
+ * allows (submit__check_fixtures) ends before any worker: an error line and
+ * an error verdict, the slot left free. */
 void worker__start(struct jobs *j, struct job *job, int slot);
 
 /* Stops the worker for why (WORKER_STOP_CANCELLED or _SHUTDOWN): SIGTERM to

@@ -823,10 +823,23 @@ static int worker_fixtures_allowed(const struct jobs *j, const struct job *job,
 
 void worker__start(struct jobs *j, struct job *job, int slot)
 {
-	struct worker *w = xcalloc(1, sizeof *w);
+	struct worker *w;
 	char **argv, **env;
 	char what[PATH_MAX + 32];
+	struct qual_msg why;
 
+	/* A fixture directory the policy no longer allows ends the job here,
+	 * before any worker reads it, as recovery ends an unpinned one: an
+	 * error line saying why, then the verdict (error). The slot stays
+	 * free for the next job. */
+	if (worker_fixtures_allowed(j, job, &why) < 0) {
+		oplog_warn("job '%s': %s: ended with an error", job->id, why.text);
+		jobs__put_error(j, job, LINES_CODE_USAGE, why.text, true);
+		jobs__end_here(j, job, JOB_DONE, "error", why.text, true);
+		jobs__schedule_soon(j);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
 	w->j = j;
 	w->job = job;
 	w->slot = slot;
@@ -845,19 +858,6 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	uv_timer_init(j->loop, &w->timer);
 	w->out.data = w->err.data = w->timer.data = w;
 	w->handles = 3;
-	child_init(&w->child);
-
-	/* A fixture directory the policy no longer allows ends the job here,
-	 * before any worker reads it: an error line saying why, then the
-	 * verdict (error). */
-	if (worker_fixtures_allowed(j, job, &w->start_error) < 0) {
-		jobs__put_error(j, job, LINES_CODE_USAGE, w->start_error.text, true);
-		w->stop = WORKER_STOP_UNSTARTED;
-		w->exited = w->out_done = w->err_done = true;
-		worker_conclude(w);
-		worker_close(w);
-		return;
-	}
 
 	/* A $TMPDIR of the worker's own, removed once it has exited
 	 * (worker_handle_closed): the engine removes its compile folders
@@ -877,6 +877,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	}
 	argv = worker_argv(j, job, slot);
 	env = worker_env(j, w->tmpdir);
+	child_init(&w->child);
 	w->child.argv = (const char *const *)argv;
 	w->child.env = (const char *const *)env;
 	w->child.out = CHILD_PIPE;
