@@ -49,6 +49,9 @@ def worker_args(line):
 
 
 def quald_in(args, root):
+    """quald with ROOT/allowed as an allowed root. root is a real path (the
+    messages name real paths of the folders above a directory)."""
+    check(root == os.path.realpath(root), f"'{root}' is not a real path")
     allowed = os.path.join(root, "allowed")
     os.makedirs(allowed)
     return st.Quald(args, root, extra=["--allow-root", allowed]), allowed
@@ -159,17 +162,24 @@ def scenario_recheck(args, root):
         check(r.returncode == 0, f"the hanging job: exit {r.returncode}: {r.stderr}")
         first = r.stdout.strip()
         d.wait_job_state(first, ("running",))
-        r = d.ctl("submit", args.nvrtc, candidate_as(args, root, "ok"), "--compile-only",
-                  "--no-follow", "--fixtures", fx)
-        check(r.returncode == 0, f"the queued job: exit {r.returncode}: {r.stderr}")
-        second = r.stdout.strip()
-        os.chmod(fx, 0o777)
-        r = d.ctl("cancel", first)
-        check(r.returncode == 0, f"cancel: exit {r.returncode}: {r.stderr}")
+        ok = candidate_as(args, root, "ok")
+        # Followed: its submitter sees the end as it comes.
+        follower = d.spawn_ctl("submit", args.nvrtc, ok, "--compile-only", "--fixtures", fx)
+        with st.cleanup(lambda: st.end(follower)):
+            st.wait_until(lambda: len(d.job_ids()) == 2, st.JOB_S, "the second job")
+            second = d.job_ids()[1]
+            d.wait_job_state(second, ("queued",))
+            os.chmod(fx, 0o777)
+            r = d.ctl("cancel", first)
+            check(r.returncode == 0, f"cancel: exit {r.returncode}: {r.stderr}")
+            out, err = st.communicate(follower, st.JOB_S, "the follower")
         d.wait_job_state(second, ("done",))
+        want = f"fixture directory '{fx}' refused: '{fx}' is world-writable"
+        check(follower.returncode == 3 and want in out,
+              f"the follower exited {follower.returncode}, want 3 (error), and said "
+              f"{out!r} {err!r}")
         lines = [json.loads(x) for x in d.stored_lines(second)]
         log(f"{second}: {lines}")
-        want = f"fixture directory '{fx}' refused: '{fx}' is world-writable"
         check([x["type"] for x in lines] == ["error", "verdict"],
               f"the job's lines are {[x['type'] for x in lines]}, want an error line and "
               f"the verdict, no worker's")
@@ -180,6 +190,11 @@ def scenario_recheck(args, root):
               f"verdict line: {verdict}")
         r = d.ctl("show", second)
         check(want in r.stdout, f"qualctl show does not say why: {r.stdout}")
+        # The slot was left free: once allowed again, the next job runs.
+        os.chmod(fx, 0o755)
+        r = d.ctl("submit", args.nvrtc, ok, "--compile-only", "--json", "--fixtures", fx)
+        check(r.returncode == 0 and f"--fixtures {fx}" in r.stdout,
+              f"the next job: exit {r.returncode}: {r.stdout}{r.stderr}")
 
 
 SCENARIOS = {"argv": scenario_argv, "refused": scenario_refused, "recheck": scenario_recheck}
@@ -191,7 +206,9 @@ def main():
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
-    return st.run_scenario(args.scenario, SCENARIOS[args.scenario], args, prefix="qual-fxd-")
+    fn = SCENARIOS[args.scenario]
+    return st.run_scenario(args.scenario, lambda a, root: fn(a, os.path.realpath(root)), args,
+                           prefix="qual-fxd-")
 
 
 if __name__ == "__main__":
