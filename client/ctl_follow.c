@@ -217,42 +217,7 @@ static void append_string(json_t *obj, const char *key, const char *s)
 	json_array_append_new(a, json_string(s));
 }
 
-/* The working directory as the shell names it ($PWD, symbolic links kept)
- * when that names the same directory, else getcwd()'s. New string or NULL. */
-static char *working_directory(void)
-{
-	const char *pwd = getenv("PWD");
-	struct stat a, b;
-
-	if (pwd && pwd[0] == '/' && stat(pwd, &a) == 0 && stat(".", &b) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		return xstrdup(pwd);
-	return getcwd(NULL, 0);
-}
-
-/* path made absolute against our working directory, since quald's is
- * another. Symbolic links are kept, not resolved: the run records the name
- * the user gave ("path") and the engine adds the file it reached
- * ("real_path"). Returns a new string, or NULL with errno set. */
-static char *absolute_path(const char *path)
-{
-	char *cwd, *abs;
-
-	if (path[0] == '/')
-		return xstrdup(path);
-	while (path[0] == '.' && path[1] == '/') {
-		path += 2;
-		while (path[0] == '/')
-			path++;
-	}
-	cwd = working_directory();
-	if (!cwd)
-		return NULL;
-	if (asprintf(&abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", path) < 0)
-		abs = NULL;
-	free(cwd);
-	return abs;
-}
+static char *absolute_path(const char *path);
 
 /* submit_options[i] is the option CTL_OPT_OWN + i. */
 static int take_submit(void *st, const struct command *cmd, int opt, const char *arg)
@@ -300,6 +265,43 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		break;
 	}
 	return 0;
+}
+
+/* The working directory as the shell names it ($PWD, symbolic links kept)
+ * when that names the same directory, else getcwd()'s. New string or NULL. */
+static char *working_directory(void)
+{
+	const char *pwd = getenv("PWD");
+	struct stat a, b;
+
+	if (pwd && pwd[0] == '/' && stat(pwd, &a) == 0 && stat(".", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return xstrdup(pwd);
+	return getcwd(NULL, 0);
+}
+
+/* path made absolute against our working directory, since quald's is
+ * another. Symbolic links are kept, not resolved: the run records the name
+ * the user gave ("path") and the engine adds the file it reached
+ * ("real_path"). Returns a new string, or NULL with errno set. */
+static char *absolute_path(const char *path)
+{
+	char *cwd, *abs;
+
+	if (path[0] == '/')
+		return xstrdup(path);
+	while (path[0] == '.' && path[1] == '/') {
+		path += 2;
+		while (path[0] == '/')
+			path++;
+	}
+	cwd = working_directory();
+	if (!cwd)
+		return NULL;
+	if (asprintf(&abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", path) < 0)
+		abs = NULL;
+	free(cwd);
+	return abs;
 }
 
 int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv)

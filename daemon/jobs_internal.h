@@ -285,10 +285,12 @@ void submit__close_all(struct jobs *j);
 
 /* Checks each of the fixture directories dirs (NULL-terminated) against the
  * policy (policy.h: policy_check_fixture_dir, with j's roots) and that no
- * two are one directory. Returns a new NULL-terminated list of their real
- * paths, in order, or NULL with msg naming the directory and the reason.
- * Submit stores those; a worker's start checks them again. */
-char **submit__check_fixtures(const struct jobs *j, char *const *dirs, struct qual_msg *msg);
+ * two are one directory. Returns 0 with *out a new NULL-terminated list of
+ * their real paths, in order (child_env_free frees it), or a negative code
+ * with *out NULL and msg naming the directory and the reason. Submit stores
+ * those; a worker's start checks them again. */
+int submit__check_fixtures(const struct jobs *j, char *const *dirs, char ***out,
+			   struct qual_msg *msg);
 
 /* ---- recover.c -------------------------------------------------------------- */
 

@@ -91,7 +91,7 @@ static void submit_free(struct submit *sub)
 
 	rtc_pin_release(&sub->c[0].pin);
 	rtc_pin_release(&sub->c[1].pin);
-	child_env_free(sub->fixtures); /* a NULL-terminated list, as an argv */
+	child_env_free(sub->fixtures);
 	if (listed) {
 		list_remove(&sub->link);
 		json_decref(sub->request);
@@ -374,32 +374,37 @@ static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 	return 0;
 }
 
-char **submit__check_fixtures(const struct jobs *j, char *const *dirs, struct qual_msg *msg)
+int submit__check_fixtures(const struct jobs *j, char *const *dirs, char ***out,
+			   struct qual_msg *msg)
 {
 	char **real;
 	size_t n = 0, i, k;
+	int rc = 0;
 
+	*out = NULL;
 	while (dirs && dirs[n])
 		n++;
 	real = xcalloc(n + 1, sizeof *real);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && rc == 0; i++) {
 		char buf[POLICY_PATH_MAX];
 
-		if (policy_check_fixture_dir((const char *const *)j->roots, j->nroots, geteuid(),
-					     dirs[i], buf, sizeof buf, msg) < 0)
-			goto refused;
-		for (k = 0; k < i; k++)
-			if (strcmp(real[k], buf) == 0) {
-				qual_fail(msg, QUAL_EINVAL, "fixture directory '%s' is given twice "
-					  "(also as '%s'; both are '%s')", dirs[i], dirs[k], buf);
-				goto refused;
-			}
-		real[i] = xstrdup(buf);
+		if ((rc = policy_check_fixture_dir((const char *const *)j->roots, j->nroots,
+						   geteuid(), dirs[i], buf, sizeof buf, msg)))
+			break;
+		for (k = 0; k < i && rc == 0; k++)
+			if (strcmp(real[k], buf) == 0)
+				rc = qual_fail(msg, QUAL_EINVAL, "fixture directory '%s' is given "
+					       "twice (also as '%s'; both are '%s')", dirs[i],
+					       dirs[k], buf);
+		if (rc == 0)
+			real[i] = xstrdup(buf);
 	}
-	return real;
-refused:
-	child_env_free(real);
-	return NULL;
+	if (rc < 0) {
+		child_env_free(real); /* a NULL-terminated list, as an argv */
+		return rc;
+	}
+	*out = real;
+	return 0;
 }
 
 /* The largest library a submit hashes: a real nvrtc is about 110 MB, a
@@ -447,8 +452,8 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 					 "%lld a library may have", path, (long long)c->pin.size,
 					 (long long)SUBMIT_LIBRARY_MAX);
 	}
-	if (args->fixtures && !(sub->fixtures = submit__check_fixtures(j, args->fixtures, msg)))
-		return QUAL_EINVAL;
+	if (args->fixtures)
+		return submit__check_fixtures(j, args->fixtures, &sub->fixtures, msg);
 	return 0;
 }
 

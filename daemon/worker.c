@@ -808,8 +808,8 @@ static int worker_fixtures_allowed(const struct jobs *j, const struct job *job,
 
 	if (!stored)
 		return 0;
-	if (!(now = submit__check_fixtures(j, stored, &why)))
-		return qual_fail(msg, QUAL_EINVAL, "not started: %s", why.text);
+	if ((rc = submit__check_fixtures(j, stored, &now, &why)))
+		return qual_fail(msg, rc, "not started: %s", why.text);
 	for (size_t i = 0; now[i]; i++)
 		if (strcmp(now[i], stored[i]) != 0) {
 			rc = qual_fail(msg, QUAL_EINVAL, "not started: fixture directory '%s' "
