@@ -176,6 +176,7 @@ enum submit_how {
 	SET_INTEGER,  /* an integer >= 0 */
 	SET_NUMBER,   /* a number */
 	APPEND,       /* one more string of a list */
+	APPEND_PATH,  /* one more path of a list, made absolute here */
 	SET_TRUE,     /* true; the option takes no value */
 	NO_FOLLOW,    /* no field: the submit is not followed */
 };
@@ -195,6 +196,7 @@ static const struct submit_option {
 	{"compile-only", SET_TRUE, "compile_only"},
 	{"compile-timeout", SET_NUMBER, "compile_timeout"},
 	{"seed", SET_INTEGER, "seed"},
+	{"fixtures", APPEND_PATH, "fixtures"},
 	{"no-follow", NO_FOLLOW, NULL},
 };
 #define NSUBMIT (sizeof submit_options / sizeof submit_options[0])
@@ -215,12 +217,14 @@ static void append_string(json_t *obj, const char *key, const char *s)
 	json_array_append_new(a, json_string(s));
 }
 
+static char *absolute_path(const char *path);
+
 /* submit_options[i] is the option CTL_OPT_OWN + i. */
 static int take_submit(void *st, const struct command *cmd, int opt, const char *arg)
 {
 	struct submit_state *s = st;
 	const struct submit_option *o;
-	char name[32];
+	char name[32], *path;
 	long n;
 	double x;
 
@@ -241,6 +245,17 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		break;
 	case APPEND:
 		append_string(s->req, o->field, arg);
+		break;
+	case APPEND_PATH:
+		if (!arg[0])
+			return ctl_usage_error(cmd, "%s needs a path, got an empty one", name);
+		if (!(path = absolute_path(arg))) {
+			fprintf(stderr, "qualctl %s: cannot make '%s' absolute: %s\n", cmd->name,
+				arg, strerror(errno));
+			return QUAL_EXIT_USAGE;
+		}
+		append_string(s->req, o->field, path);
+		free(path);
 		break;
 	case SET_TRUE:
 		json_object_set_new(s->req, o->field, json_true());

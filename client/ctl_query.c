@@ -281,8 +281,16 @@ int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		return rc;
 	n = json_integer_value(json_object_get(r.obj, "lines"));
 	view_job_init(&v, job);
-	if (!ctl->json)
+	if (!ctl->json) {
+		json_t *fixtures = json_object_get(r.obj, "fixtures");
+		size_t i;
+		json_t *d;
+
 		printf("job %s: %s, %lld lines\n", v.job, state ? state : "?", (long long)n);
+		json_array_foreach(fixtures, i, d)
+			if (json_is_string(d))
+				printf("fixtures: '%s'\n", json_string_value(d));
+	}
 	for (json_int_t i = 0; i < n; i++) {
 		rc = ctl_read_reply(ctl, &line);
 		if (rc >= 0) {

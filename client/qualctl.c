@@ -51,6 +51,10 @@ static const struct command commands[] = {
 	 "  --compile-timeout S   seconds each compile may take before it is killed\n"
 	 "                        (default 120)\n"
 	 "  --seed S              seed of the input data\n"
+	 "  --fixtures DIR        also the cases of the fixture directory DIR\n"
+	 "                        (DIR/fixture.json: docs/fixtures.md); repeatable,\n"
+	 "                        at most 8; quald checks each against its allowed\n"
+	 "                        roots, as it checks the libraries\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 CTL_COMMON_HELP
 	 "\nExit status (the job's verdict): 0 improvement, neutral, or not timed\n"

@@ -549,6 +549,32 @@ int jobs_read_log(struct jobs *j, const char *id, long after_seq,
 	return (int)r.count;
 }
 
+/* The request's settings a person looks for in show and list that no line
+ * of the engine's holds: what the start line cannot say before it comes.
+ * Members only when set, so that replies keep their shape otherwise. */
+static void job_settings_into(const struct job *job, json_t *o)
+{
+	if (job->args.fixtures) {
+		json_t *a = json_array();
+
+		for (char **p = job->args.fixtures; *p; p++)
+			json_array_append_new(a, json_string(*p));
+		json_object_set_new(o, "fixtures", a);
+	}
+}
+
+json_t *jobs_show_json(struct jobs *j, const char *id)
+{
+	struct job *job = job_find(j, id);
+	json_t *o;
+
+	if (!job)
+		return NULL;
+	o = json_object();
+	job_settings_into(job, o);
+	return o;
+}
+
 int jobs_ids_after(struct jobs *j, const char *id, char ***ids, int *n)
 {
 	long after = 0;
@@ -631,6 +657,7 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 			"baseline", str_or_null(job->args.baseline),
 			"candidate", str_or_null(job->args.candidate));
 
+		job_settings_into(job, o);
 		/* Only for a job whose stored log lost records (recover.c). */
 		if (job->damaged)
 			json_object_set_new(o, "damaged", json_true());

@@ -106,10 +106,13 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * ownership of args (copies what it keeps).
  *
  * Refused at once (negative return, msg set; cheap local checks): an unknown
- * case, a seed over 2^31-1, pairs over 10^6, a path that is missing, a
+ * case (a name not built in, when the request has no fixture directories,
+ * whose cases only the worker reads), a seed over 2^31-1, pairs over 10^6, a path that is missing, a
  * directory, not a regular file or not a 64-bit ELF shared object, a library
  * the policy refuses (policy.h: outside the allowed roots, a symlink out of
  * them, a world-writable file or folder; the message names the reason), a
+ * fixture directory the policy refuses (policy_check_fixture_dir: the same
+ * rules, a directory holding a regular fixture.json) or one given twice, a
  * real path that is another file than the policy saw, or a link or no
  * regular file when opened ("compiler '/x' changed while it was checked:
  * '/y' is another file now"; the open is O_NOFOLLOW and never waits), and
@@ -128,7 +131,11 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
  * library that crashes or hangs while loading is accepted: as with qual-run,
  * that is a result about it, which the job's verdict reports. The callback
  * runs from a loop callback, or inside jobs_close. job and message are
- * valid during the call only. */
+ * valid during the call only. The job stores its fixture directories' real
+ * paths; they are checked again when its worker would start, and one the
+ * policy no longer allows (or that resolves elsewhere now) ends the job
+ * there with an error line and an error verdict (docs/quald.md, "Fixture
+ * directories"). */
 typedef void (*jobs_submit_cb)(void *ctx, int status, const char *job,
 			       int position, const char *message);
 int jobs_submit(struct jobs *j, const struct submit_args *args,
@@ -156,6 +163,12 @@ int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
 		  struct qual_msg *msg);
 
+/* What a show reply says of job besides its state and lines (new
+ * reference): an object whose members go into the reply as they are,
+ * {"fixtures":[REAL_PATH...]} for a job with fixture directories (the real
+ * paths submit checked), {} for one without; NULL for an unknown job. */
+json_t *jobs_show_json(struct jobs *j, const char *job);
+
 /* The ids of all jobs after job (in id order; NULL = all), for watch resume.
  * job need not exist (ids with a larger number follow it). *ids is a new
  * array of *n new strings: free it with jobs_ids_free(). Returns 0, or
@@ -173,7 +186,8 @@ void jobs_ids_free(char **ids, int n);
  * being checked has "health_check":true, one whose check failed is out of
  * service until restart and has "out_of_service":REASON, and with no slot in
  * service while jobs are queued the object has "waiting":REASON. List: {"jobs":[{"job","state","verdict",
- * "submitted","finished","baseline","candidate"}]}, newest first, at most
+ * "submitted","finished","baseline","candidate"}]} (and "fixtures", as in
+ * jobs_show_json, for a job with fixture directories), newest first, at most
  * limit; verdict and finished are null until the job has them; times are UTC
  * "YYYY-MM-DDTHH:MM:SSZ". */
 /* Writes to the state directory asked for and not yet done (the writer

@@ -228,7 +228,9 @@ enum worker_stop {
 
 /* Starts job in slot. On failure to start, the job ends at once with an
  * error verdict; either way the slot stays taken until the worker's
- * handles are closed. */
+ * handles are closed. A job whose fixture directories the policy no longer
+ * allows (submit__check_fixtures) ends before any worker: an error line and
+ * an error verdict, the slot left free. */
 void worker__start(struct jobs *j, struct job *job, int slot);
 
 /* Stops the worker for why (WORKER_STOP_CANCELLED or _SHUTDOWN): SIGTERM to
@@ -280,6 +282,15 @@ int quarantine__check(struct quarantine *q, const char *path, const char *sha256
  * submit, and its open libraries, go once its after-work callback has run)
  * and its children are stopped. */
 void submit__close_all(struct jobs *j);
+
+/* Checks each of the fixture directories dirs (NULL-terminated) against the
+ * policy (policy.h: policy_check_fixture_dir, with j's roots) and that no
+ * two are one directory. Returns 0 with *out a new NULL-terminated list of
+ * their real paths, in order (child_env_free frees it), or a negative code
+ * with *out NULL and msg naming the directory and the reason. Submit stores
+ * those; a worker's start checks them again. */
+int submit__check_fixtures(const struct jobs *j, char *const *dirs, char ***out,
+			   struct qual_msg *msg);
 
 /* ---- recover.c -------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* Library policy (policy.h). */
+/* Library and fixture directory policy (policy.h). */
 #include "daemon/policy.h"
 
 #include <errno.h>
@@ -42,41 +42,64 @@ int policy_root_resolve(const char *dir, char *out, size_t cap,
 	return 0;
 }
 
+/* What is being checked, for the rules and the messages: a compiler
+ * library ("cannot load compiler '/x': ...", "compiler '/x' refused: ...")
+ * or a fixture directory ("cannot use fixture directory '/d': ..."). */
+struct subject {
+	const char *noun;     /* "compiler", "fixture directory" */
+	const char *verb;     /* "load", "use" */
+	bool directory;       /* it must be a directory, else a regular file */
+	int sticky_depth;     /* components this far above it may be sticky
+			       * world-writable folders (policy_check_component) */
+};
+
+/* A library and its own folder (where the loader finds its siblings) never
+ * sit in a sticky folder; the folders above may. */
+static const struct subject library_subject = { "compiler", "load", false, 2 };
+/* A fixture directory is the folder whose files are read (the manifest,
+ * the sources, the oracle program): it is never a sticky folder; the folder
+ * holding it may be. */
+static const struct subject fixture_subject = { "fixture directory", "use", true, 1 };
+
 /* Checks one component (a real path: no symlinks left) for writers other
  * than root and self. Returns 0, or fails naming it. sticky_ok admits a
- * world-writable folder with the sticky bit (like /tmp) above the library's
- * own folder: there others cannot rename or remove an entry they do not own,
- * and the entry below it is checked to be root's or ours, so the path cannot
- * be swapped; the library's own folder and the file never get this. */
-static int policy_check_component(const char *lib, const char *comp, uid_t self,
-				  bool sticky_ok, struct qual_msg *msg)
+ * world-writable folder with the sticky bit (like /tmp) above what is
+ * checked (struct subject's sticky_depth): there others cannot rename or
+ * remove an entry they do not own, and the entry below it is checked to be
+ * root's or ours, so the path cannot be swapped. */
+static int policy_check_component(const struct subject *what, const char *given,
+				  const char *comp, uid_t self, bool sticky_ok,
+				  struct qual_msg *msg)
 {
 	struct stat st;
 
 	if (lstat(comp, &st) != 0)
-		return qual_fail(msg, QUAL_EIO, "compiler '%s' refused: cannot inspect '%s': %s",
-				 lib, comp, strerror(errno));
+		return qual_fail(msg, QUAL_EIO, "%s '%s' refused: cannot inspect '%s': %s",
+				 what->noun, given, comp, strerror(errno));
 	if ((st.st_mode & S_IWOTH) &&
 	    !(sticky_ok && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) &&
 	      (st.st_uid == 0 || st.st_uid == self)))
-		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' refused: '%s' is world-writable",
-				 lib, comp);
+		return qual_fail(msg, QUAL_EINVAL, "%s '%s' refused: '%s' is world-writable",
+				 what->noun, given, comp);
 	if (st.st_mode & S_IWOTH)
 		return 0; /* a sticky folder of root's or ours, as above */
 	if ((st.st_mode & S_IWGRP) && st.st_gid != 0)
 		return qual_fail(msg, QUAL_EINVAL,
-				 "compiler '%s' refused: '%s' is writable by group %lu",
-				 lib, comp, (unsigned long)st.st_gid);
+				 "%s '%s' refused: '%s' is writable by group %lu",
+				 what->noun, given, comp, (unsigned long)st.st_gid);
 	if (st.st_uid != 0 && st.st_uid != self)
 		return qual_fail(msg, QUAL_EINVAL,
-				 "compiler '%s' refused: '%s' is owned by uid %lu, not root or quald's user",
-				 lib, comp, (unsigned long)st.st_uid);
+				 "%s '%s' refused: '%s' is owned by uid %lu, not root or quald's user",
+				 what->noun, given, comp, (unsigned long)st.st_uid);
 	return 0;
 }
 
-int policy_check_library(const char *const *roots, int nroots, uid_t self,
-			 const char *path, char *real, size_t cap, struct stat *st_out,
-			 struct qual_msg *msg)
+/* The rules of policy.h for what (a library or a fixture directory) at
+ * path: its real path into real, its stat into *st_out (may be NULL).
+ * roots NULL: no policy (the real path and the kind of file only). */
+static int policy_check_path(const struct subject *what, const char *const *roots,
+			     int nroots, uid_t self, const char *path, char *real,
+			     size_t cap, struct stat *st_out, struct qual_msg *msg)
 {
 	char buf[PATH_MAX], abs[PATH_MAX], *slash;
 	struct stat st;
@@ -84,12 +107,15 @@ int policy_check_library(const char *const *roots, int nroots, uid_t self,
 
 	if (!realpath(path, buf))
 		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-				 "cannot load compiler '%s': %s", path, strerror(errno));
+				 "cannot %s %s '%s': %s", what->verb, what->noun, path,
+				 errno == ENOENT && what->directory ? "no such directory" :
+				 strerror(errno));
 	if (strlen(buf) >= cap)
-		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': path too long", path);
-	for (i = 0; i < nroots; i++)
+		return qual_fail(msg, QUAL_EINVAL, "cannot %s %s '%s': path too long",
+				 what->verb, what->noun, path);
+	for (i = 0; roots && i < nroots; i++)
 		under |= policy_path_under(buf, roots[i]);
-	if (!under) {
+	if (roots && !under) {
 		/* Say "resolves to" when the name given sits in a root (its
 		 * folder resolved) but a symlink leads out; else plainly
 		 * outside. */
@@ -104,22 +130,22 @@ int policy_check_library(const char *const *roots, int nroots, uid_t self,
 		}
 		if (named_under || strcmp(buf, path) != 0)
 			return qual_fail(msg, QUAL_EINVAL,
-					 "compiler '%s' resolves to '%s', outside the allowed roots",
-					 path, buf);
-		return qual_fail(msg, QUAL_EINVAL, "compiler '%s' is outside the allowed roots",
-				 path);
+					 "%s '%s' resolves to '%s', outside the allowed roots",
+					 what->noun, path, buf);
+		return qual_fail(msg, QUAL_EINVAL, "%s '%s' is outside the allowed roots",
+				 what->noun, path);
 	}
 	if (stat(buf, &st) != 0)
-		return qual_fail(msg, QUAL_EIO, "cannot load compiler '%s': %s", path,
-				 strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return qual_fail(msg, QUAL_EINVAL, "cannot load compiler '%s': not a regular file",
-				 path);
-	/* The file, then each parent up to "/". */
+		return qual_fail(msg, QUAL_EIO, "cannot %s %s '%s': %s", what->verb, what->noun,
+				 path, strerror(errno));
+	if (what->directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return qual_fail(msg, QUAL_EINVAL, "cannot %s %s '%s': not a %s", what->verb,
+				 what->noun, path, what->directory ? "directory" : "regular file");
+	/* It, then each parent up to "/". */
 	snprintf(abs, sizeof abs, "%s", buf);
-	for (int depth = 0;; depth++) {
-		if ((rc = policy_check_component(path, abs[0] ? abs : "/", self,
-						 depth >= 2, msg)))
+	for (int depth = 0; roots; depth++) {
+		if ((rc = policy_check_component(what, path, abs[0] ? abs : "/", self,
+						 depth >= what->sticky_depth, msg)))
 			return rc;
 		if (!abs[0] || strcmp(abs, "/") == 0)
 			break;
@@ -131,6 +157,44 @@ int policy_check_library(const char *const *roots, int nroots, uid_t self,
 	snprintf(real, cap, "%s", buf);
 	if (st_out)
 		*st_out = st;
+	return 0;
+}
+
+int policy_check_library(const char *const *roots, int nroots, uid_t self,
+			 const char *path, char *real, size_t cap, struct stat *st_out,
+			 struct qual_msg *msg)
+{
+	return policy_check_path(&library_subject, roots, nroots, self, path, real, cap,
+				 st_out, msg);
+}
+
+int policy_check_fixture_dir(const char *const *roots, int nroots, uid_t self,
+			     const char *path, char *real, size_t cap, struct qual_msg *msg)
+{
+	char manifest[PATH_MAX + sizeof "/" POLICY_FIXTURE_MANIFEST];
+	struct stat st;
+	int rc;
+
+	if ((rc = policy_check_path(&fixture_subject, roots, nroots, self, path, real, cap,
+				    NULL, msg)))
+		return rc;
+	/* The manifest itself, not through a link: a link could lead out of
+	 * the directory that was checked. */
+	snprintf(manifest, sizeof manifest, "%s/" POLICY_FIXTURE_MANIFEST, real);
+	if (lstat(manifest, &st) != 0) {
+		if (errno == ENOENT)
+			return qual_fail(msg, QUAL_ENOENT, "cannot use fixture directory '%s': "
+					 "it holds no " POLICY_FIXTURE_MANIFEST, path);
+		return qual_fail(msg, QUAL_EIO, "cannot use fixture directory '%s': cannot "
+				 "inspect '%s': %s", path, manifest, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return qual_fail(msg, QUAL_EINVAL,
+				 "cannot use fixture directory '%s': '%s' is not a regular file%s",
+				 path, manifest, S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
+	if (roots && (rc = policy_check_component(&fixture_subject, path, manifest, self,
+						  false, msg)))
+		return rc;
 	return 0;
 }
 

@@ -1,5 +1,7 @@
 /* Library policy: which compiler libraries quald agrees to have loaded (in
- * its workers and submit-check children; the daemon itself never loads one).
+ * its workers and submit-check children; the daemon itself never loads one),
+ * and which fixture directories its workers may read (and whose oracle
+ * programs they may run).
  *
  * A library is accepted only when all of these hold, checked in this order:
  *   1. its real path (realpath(3): every symlink resolved) lies under one of
@@ -14,6 +16,14 @@
  *        - not group-writable (S_IWGRP) unless the group is root's (gid 0);
  *        - owned by root (uid 0) or the daemon's user.
  * The roots themselves are resolved with realpath when configured.
+ *
+ * A fixture directory (docs/fixtures.md) gets the same rules, with "a
+ * directory" for 2; the sticky exception of 3 starts at the folder holding
+ * it (the directory itself is where the manifest, the sources and the oracle
+ * are read: no one else may add or rename files there). Then its
+ * POLICY_FIXTURE_MANIFEST must be a regular file in it (not a symlink),
+ * checked as a component by 3. The other files it names are read by the
+ * worker and not checked here.
  *
  * Pure apart from realpath/lstat/stat: no global state, so that it can be
  * unit-tested with temporary folders. */
@@ -51,6 +61,21 @@ int policy_root_resolve(const char *dir, char *out, size_t cap,
 int policy_check_library(const char *const *roots, int nroots, uid_t self,
 			 const char *path, char *real, size_t cap, struct stat *st,
 			 struct qual_msg *msg);
+
+/* The manifest a fixture directory holds. */
+#define POLICY_FIXTURE_MANIFEST "fixture.json"
+
+/* Checks the fixture directory at path against the rules above (roots,
+ * nroots, self as for policy_check_library; roots NULL: no policy, only
+ * the real path, that it is a directory and its manifest a regular file).
+ * On success writes its real path into real (cap >= POLICY_PATH_MAX) and
+ * returns 0; else a negative QUAL_E* code (QUAL_ENOENT: it or its manifest
+ * is missing; QUAL_EINVAL: refused by a rule) and msg names the directory
+ * as given and the reason, e.g. "fixture directory '/srv/fx' refused:
+ * '/srv/fx' is world-writable" or "cannot use fixture directory '/srv/fx':
+ * it holds no fixture.json". */
+int policy_check_fixture_dir(const char *const *roots, int nroots, uid_t self,
+			     const char *path, char *real, size_t cap, struct qual_msg *msg);
 
 /* True when path (a real path) is root itself or inside it, by whole
  * components. Both absolute, without trailing slash (except "/"). */

@@ -51,7 +51,7 @@ static const char *const op_names[] = {
 static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
-	"compile_timeout", "follow", NULL,
+	"compile_timeout", "follow", "fixtures", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
@@ -233,9 +233,9 @@ static void free_list(char **list)
 }
 
 /* An array of non-empty strings of at most max bytes each, at most
- * REQUEST_MAX_LIST of them, as a NULL-terminated copy; absent leaves *out
- * alone. An empty array is NULL when allow_empty, refused otherwise. */
-static int get_list(json_t *o, const char *key, size_t max, bool allow_empty,
+ * max_n of them, as a NULL-terminated copy; absent leaves *out alone. An
+ * empty array is NULL when allow_empty, refused otherwise. */
+static int get_list(json_t *o, const char *key, size_t max, size_t max_n, bool allow_empty,
 		    char ***out, struct qual_msg *msg)
 {
 	json_t *v = json_object_get(o, key);
@@ -255,9 +255,9 @@ static int get_list(json_t *o, const char *key, size_t max, bool allow_empty,
 		*out = NULL;
 		return 0;
 	}
-	if (n > REQUEST_MAX_LIST)
-		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %d are allowed",
-				 key, n, REQUEST_MAX_LIST);
+	if (n > max_n)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %zu are allowed",
+				 key, n, max_n);
 	json_array_foreach(v, i, e) {
 		if (!json_is_string(e))
 			return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
@@ -282,6 +282,7 @@ static void submit_release(struct submit_args *s)
 	free_list(s->cases);
 	free_list(s->baseline_options);
 	free_list(s->candidate_options);
+	free_list(s->fixtures);
 	free(s->baseline_real);
 	free(s->candidate_real);
 	free(s->baseline_sha256);
@@ -366,12 +367,21 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
 		return rc;
 
-	if ((rc = get_list(o, "cases", REQUEST_MAX_CASE, false, &s->cases, msg)) < 0 ||
-	    (rc = get_list(o, "baseline_options", REQUEST_MAX_OPTION, true,
+	if ((rc = get_list(o, "cases", REQUEST_MAX_CASE, REQUEST_MAX_LIST, false, &s->cases,
+			   msg)) < 0 ||
+	    (rc = get_list(o, "baseline_options", REQUEST_MAX_OPTION, REQUEST_MAX_LIST, true,
 			   &s->baseline_options, msg)) < 0 ||
-	    (rc = get_list(o, "candidate_options", REQUEST_MAX_OPTION, true,
-			   &s->candidate_options, msg)) < 0)
+	    (rc = get_list(o, "candidate_options", REQUEST_MAX_OPTION, REQUEST_MAX_LIST, true,
+			   &s->candidate_options, msg)) < 0 ||
+	    (rc = get_list(o, "fixtures", REQUEST_MAX_PATH, REQUEST_MAX_FIXTURES, false,
+			   &s->fixtures, msg)) < 0)
 		return rc;
+	/* quald's working directory is not the client's: a relative path
+	 * would name another folder (qualctl makes them absolute). */
+	for (size_t i = 0; s->fixtures && s->fixtures[i]; i++)
+		if (s->fixtures[i][0] != '/')
+			return qual_fail(msg, QUAL_EINVAL,
+					 "'fixtures' entry %zu must be an absolute path", i);
 	return 0;
 }
 
@@ -614,11 +624,11 @@ void request_release(struct request *r)
 	memset(r, 0, sizeof *r);
 }
 
-static json_t *list_to_json(char **list)
+static json_t *list_to_json(char *const *list)
 {
 	json_t *a = json_array();
 
-	for (char **p = list; *p; p++)
+	for (char *const *p = list; *p; p++)
 		json_array_append_new(a, json_string(*p));
 	return a;
 }
@@ -642,6 +652,8 @@ json_t *request_submit_to_json(const struct submit_args *s)
 		json_object_set_new(o, "baseline_options", list_to_json(s->baseline_options));
 	if (s->candidate_options)
 		json_object_set_new(o, "candidate_options", list_to_json(s->candidate_options));
+	if (s->fixtures)
+		json_object_set_new(o, "fixtures", list_to_json(s->fixtures));
 	if (s->baseline_sha256)
 		request_submit_set_pin(o, 0, s->baseline_real, s->baseline_sha256);
 	if (s->candidate_sha256)
@@ -657,6 +669,11 @@ void request_submit_set_pin(json_t *o, int arm, const char *real_path, const cha
 {
 	json_object_set_new(o, pin_real_keys[arm], json_string(real_path));
 	json_object_set_new(o, pin_sha_keys[arm], json_string(sha256));
+}
+
+void request_submit_set_fixtures(json_t *o, char *const *real)
+{
+	json_object_set_new(o, "fixtures", list_to_json(real));
 }
 
 /* The pins of a stored request: both keys of an arm or neither (a job of a

@@ -15,6 +15,7 @@
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
 #define REQUEST_MAX_LIST 64            /* cases or options per list */
 #define REQUEST_MAX_TOKEN 4096         /* bytes of an auth token */
+#define REQUEST_MAX_FIXTURES 8         /* fixture directories per submit */
 
 enum request_op {
 	OP_SUBMIT,
@@ -48,6 +49,11 @@ struct submit_args {
 	char **cases;             /* NULL-terminated; NULL = all */
 	char **baseline_options;  /* NULL-terminated; may be NULL */
 	char **candidate_options;
+	/* The user's fixture directories (docs/fixtures.md), each an absolute
+	 * path, at most REQUEST_MAX_FIXTURES; NULL-terminated, NULL = none. In
+	 * a stored job, the real paths submit checked (request_submit_set_
+	 * fixtures): what the worker is given as --fixtures. */
+	char **fixtures;
 	/* Stored with a job only, never sent by a client: each arm's library
 	 * as submit checked it (docs/quald.md, "Pinned libraries"), its real
 	 * path and the sha256 of its bytes. NULL in a request, and in a job
@@ -91,5 +97,10 @@ int request_submit_from_json(json_t *o, struct submit_args *s,
  * request_submit_from_json reads it back. */
 void request_submit_set_pin(json_t *o, int arm, const char *real_path,
 			    const char *sha256);
+
+/* Replaces the fixture directories of a stored request o (borrowed) by
+ * real, a NULL-terminated list of the real paths submit checked (borrowed),
+ * in the order given. */
+void request_submit_set_fixtures(json_t *o, char *const *real);
 
 #endif

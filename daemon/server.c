@@ -201,7 +201,7 @@ static void do_show(struct conn *c, struct request *r)
 	struct qual_msg msg = {{0}};
 	const char *state = NULL;
 	struct obuf *b[2];
-	json_t *o;
+	json_t *o, *settings;
 	char *text;
 	int rc;
 
@@ -219,6 +219,12 @@ static void do_show(struct conn *c, struct request *r)
 	json_object_set_new(o, "job", json_string(r->job));
 	json_object_set_new(o, "state", state ? json_string(state) : json_null());
 	json_object_set_new(o, "lines", json_integer(rc));
+	/* The request's settings that no line holds (fixture directories);
+	 * the reply's own fields win. */
+	settings = jobs_show_json(c->srv->jobs, r->job);
+	if (json_is_object(settings))
+		json_object_update_missing(o, settings);
+	json_decref(settings);
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	b[0] = conn__line_new(text, strlen(text));

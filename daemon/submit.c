@@ -61,6 +61,8 @@ struct submit {
 	bool hash_timer_open;
 	int pending;                /* checks started and not concluded */
 	int handles;                /* open timers */
+	char **fixtures;            /* the fixture directories' real paths
+				    * (NULL-terminated), or NULL: none */
 	struct list_link link;      /* in j->submits */
 };
 
@@ -89,6 +91,7 @@ static void submit_free(struct submit *sub)
 
 	rtc_pin_release(&sub->c[0].pin);
 	rtc_pin_release(&sub->c[1].pin);
+	child_env_free(sub->fixtures);
 	if (listed) {
 		list_remove(&sub->link);
 		json_decref(sub->request);
@@ -362,9 +365,45 @@ static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 		return qual_fail(msg, QUAL_EINVAL,
 				 "'seed' must be an integer in [0, 2147483647], got %lld",
 				 (long long)a->seed);
-	for (i = 0; a->cases && a->cases[i]; i++)
+	/* With fixture directories, a name that is not built in may be one of
+	 * their cases: their manifests are the worker's to read, and it
+	 * refuses a name that is neither (the job ends with an error). */
+	for (i = 0; a->cases && a->cases[i] && !a->fixtures; i++)
 		if (fixture_find(a->cases[i]) < 0)
 			return qual_fail(msg, QUAL_EINVAL, "unknown case '%s'", a->cases[i]);
+	return 0;
+}
+
+int submit__check_fixtures(const struct jobs *j, char *const *dirs, char ***out,
+			   struct qual_msg *msg)
+{
+	char **real;
+	size_t n = 0, i, k;
+	int rc = 0;
+
+	*out = NULL;
+	while (dirs && dirs[n])
+		n++;
+	real = xcalloc(n + 1, sizeof *real);
+	for (i = 0; i < n && rc == 0; i++) {
+		char buf[POLICY_PATH_MAX];
+
+		if ((rc = policy_check_fixture_dir((const char *const *)j->roots, j->nroots,
+						   geteuid(), dirs[i], buf, sizeof buf, msg)))
+			break;
+		for (k = 0; k < i && rc == 0; k++)
+			if (strcmp(real[k], buf) == 0)
+				rc = qual_fail(msg, QUAL_EINVAL, "fixture directory '%s' is given "
+					       "twice (also as '%s'; both are '%s')", dirs[i],
+					       dirs[k], buf);
+		if (rc == 0)
+			real[i] = xstrdup(buf);
+	}
+	if (rc < 0) {
+		child_env_free(real); /* a NULL-terminated list, as an argv */
+		return rc;
+	}
+	*out = real;
 	return 0;
 }
 
@@ -413,6 +452,8 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 					 "%lld a library may have", path, (long long)c->pin.size,
 					 (long long)SUBMIT_LIBRARY_MAX);
 	}
+	if (args->fixtures)
+		return submit__check_fixtures(j, args->fixtures, &sub->fixtures, msg);
 	return 0;
 }
 
@@ -434,6 +475,9 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 		submit_free(sub);
 		return qual_fail(msg, QUAL_EINVAL, "cannot encode the request");
 	}
+	/* The job keeps the directories as checked: their real paths. */
+	if (sub->fixtures)
+		request_submit_set_fixtures(sub->request, sub->fixtures);
 	list_append(&j->submits, &sub->link);
 	j->nsubmits++;
 	/* From here the callback runs exactly once: hash_done runs for each

@@ -662,6 +662,8 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 
 	for (i = 0; a->cases && a->cases[i]; i++)
 		n += 2;
+	for (i = 0; a->fixtures && a->fixtures[i]; i++)
+		n += 2;
 	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
 		n++;
 	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
@@ -676,6 +678,12 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	for (i = 0; a->cases && a->cases[i]; i++) {
 		argv[k++] = xstrdup("--case");
 		argv[k++] = xstrdup(a->cases[i]);
+	}
+	/* The fixture directories' real paths, as submit checked them and
+	 * worker_fixtures_allowed checked them again. */
+	for (i = 0; a->fixtures && a->fixtures[i]; i++) {
+		argv[k++] = xstrdup("--fixtures");
+		argv[k++] = xstrdup(a->fixtures[i]);
 	}
 	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
 		if (asprintf(&argv[k++], "--baseline-opt=%s", a->baseline_options[i]) < 0)
@@ -786,12 +794,52 @@ int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg 
 	return 0;
 }
 
+/* A fixture directory is not pinned by its content (docs/quald.md, "Fixture
+ * directories"): the worker reads it when it starts. So each is checked
+ * against the policy again now, and must still be the directory submit
+ * checked (its real path unchanged). Returns 0, or fails naming it. */
+static int worker_fixtures_allowed(const struct jobs *j, const struct job *job,
+				   struct qual_msg *msg)
+{
+	char *const *stored = job->args.fixtures;
+	struct qual_msg why;
+	char **now;
+	int rc = 0;
+
+	if (!stored)
+		return 0;
+	if ((rc = submit__check_fixtures(j, stored, &now, &why)))
+		return qual_fail(msg, rc, "not started: %s", why.text);
+	for (size_t i = 0; now[i]; i++)
+		if (strcmp(now[i], stored[i]) != 0) {
+			rc = qual_fail(msg, QUAL_EINVAL, "not started: fixture directory '%s' "
+				       "now resolves to '%s', not the directory submit checked",
+				       stored[i], now[i]);
+			break;
+		}
+	child_env_free(now);
+	return rc;
+}
+
 void worker__start(struct jobs *j, struct job *job, int slot)
 {
-	struct worker *w = xcalloc(1, sizeof *w);
+	struct worker *w;
 	char **argv, **env;
 	char what[PATH_MAX + 32];
+	struct qual_msg why;
 
+	/* A fixture directory the policy no longer allows ends the job here,
+	 * before any worker reads it, as recovery ends an unpinned one: an
+	 * error line saying why, then the verdict (error). The slot stays
+	 * free for the next job. */
+	if (worker_fixtures_allowed(j, job, &why) < 0) {
+		oplog_warn("job '%s': %s: ended with an error", job->id, why.text);
+		jobs__put_error(j, job, LINES_CODE_USAGE, why.text, true);
+		jobs__end_here(j, job, JOB_DONE, "error", why.text, true);
+		jobs__schedule_soon(j);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
 	w->j = j;
 	w->job = job;
 	w->slot = slot;

@@ -275,7 +275,8 @@ def submit_request(ctx):
                 "--case", "gemm_f16-256x512x256", "--case", "conv3x3_f16-7x7x512x512",
                 "--alpha", "0.01", "--margin", "0.02", "--baseline-opt", "-O2",
                 "--candidate-opt", "-O3", "--candidate-opt", "--use_fast_math",
-                "--compile-only", "--seed", "7")
+                "--compile-only", "--seed", "7", "--fixtures", "fx/rmsnorm",
+                "--fixtures", "/srv/fx", "--fixtures=./fx/b")
     expect_status(r, EXIT_PASS, *r[1:])
     req = fake.requests[0]
     real_tmp = os.path.realpath(ctx.tmp)
@@ -284,7 +285,8 @@ def submit_request(ctx):
             "cases": ["gemm_f16-256x512x256", "conv3x3_f16-7x7x512x512"],
             "alpha": 0.01, "margin": 0.02, "baseline_options": ["-O2"],
             "candidate_options": ["-O3", "--use_fast_math"], "compile_only": True,
-            "seed": 7, "follow": True}
+            "seed": 7, "follow": True,
+            "fixtures": [real_tmp + "/fx/rmsnorm", "/srv/fx", real_tmp + "/fx/b"]}
     for k, v in want.items():
         check(req.get(k) == v, "request %s = %r, expected %r" % (k, req.get(k), v), req)
     check(set(req) - set(want) <= {"id"}, "unexpected request fields", req)
@@ -299,6 +301,10 @@ def submit_request(ctx):
         ctx.run("submit", "base.so", "cand.so", cwd=link, env={"PWD": pwd})
         req = fake.requests[0]
         check(req["baseline"] == base + "/base.so", "PWD %s: baseline %s" % (pwd, base), req)
+        fake.requests.clear()
+        ctx.run("submit", "/b.so", "/c.so", "--fixtures", "fx", cwd=link, env={"PWD": pwd})
+        req = fake.requests[0]
+        check(req["fixtures"] == [base + "/fx"], "PWD %s: fixtures %s" % (pwd, base), req)
     # Defaults are quald's: nothing qualctl was not told is sent.
     fake.requests.clear()
     r = ctx.run("submit", "/abs/base.so", "/abs/cand.so")
@@ -597,6 +603,9 @@ def show_cancel(ctx):
     def handler(req):
         if req["op"] == "show" and req["job"] == JOB:
             return [reply("show", job=JOB, state="done", lines=len(lines))] + lines
+        if req["op"] == "show" and req["job"] == "j000043":
+            return [reply("show", job="j000043", state="done", lines=len(lines),
+                          fixtures=["/srv/fx/a", "/srv/fx/b"])] + lines
         if req["op"] == "show":
             return [json.dumps({"type": "refused", "op": "show", "id": 1,
                                 "message": "no job '%s'" % req["job"]})]
@@ -608,6 +617,12 @@ def show_cancel(ctx):
     rows = [l.split()[:2] for l in out.splitlines()]
     check(["gemm_i8-256x512x256", "slower"] in rows and "verdict: regression (" in out,
           "show's table", out)
+    check("fixtures:" not in out, "show without fixture directories", out)
+    # A job with fixture directories: each under the header line.
+    code, out, err = ctx.run("show", "j000043")
+    check(code == 0 and out.startswith("job j000043: done, %d lines\nfixtures: '/srv/fx/a'\n"
+                                       "fixtures: '/srv/fx/b'\n" % len(lines)),
+          "show's fixture directories", out)
     code, out, err = ctx.run("show", JOB, "--json")
     check(out == "".join(l + "\n" for l in lines), "show --json: the stored lines", out[:500])
     code, out, err = ctx.run("show", "j999")
@@ -660,6 +675,8 @@ def usage_errors(ctx):
         (["submit", "/b.so"], "needs the baseline and the candidate"),
         (["submit", "/b.so", "/c.so", "--pairs", "many"], "--pairs must be an integer"),
         (["submit", "/b.so", "/c.so", "--alpha"], "option '--alpha' needs a value"),
+        (["submit", "/b.so", "/c.so", "--fixtures", ""], "--fixtures needs a path"),
+        (["submit", "/b.so", "/c.so", "--fixtures"], "option '--fixtures' needs a value"),
         (["status", "--limit", "3"], "unknown option '--limit'"),
         (["--bogus", "status"], "unknown option '--bogus'"),
         (["nonsense"], "unknown command 'nonsense'"),

@@ -4,6 +4,11 @@
  * world-writable folder (sticky or not), a group-writable one, a component
  * owned by someone else; then good paths (directly, through a symlink inside
  * a root), the root resolution and quald's --allow-root argument handling.
+ * Then fixture directories: a good one (also through a symlink: the real
+ * path), one that is not a directory, one outside the roots, one writable
+ * by others (itself, or its manifest), one without a fixture.json or with
+ * one that is no regular file, and the sticky rule one level higher than a
+ * library's.
  *
  * Each test works in a fresh folder under POLICY_TEST_DIR (the build folder:
  * not under /tmp, which is world-writable and so refused by the policy
@@ -273,6 +278,159 @@ static void test_not_regular(void **state)
 	assert_non_null(strstr(msg.text, "missing.so"));
 }
 
+/* ---- fixture directories ---- */
+
+static int check_fixture_dir(const char *rel)
+{
+	char p[PATH_MAX];
+
+	path_of(p, sizeof p, rel);
+	memset(&msg, 0, sizeof msg);
+	real[0] = '\0';
+	return policy_check_fixture_dir(roots, 1, geteuid(), p, real, sizeof real, &msg);
+}
+
+/* A fixture directory rel with its manifest (mode 0644). */
+static void make_fixture_dir(const char *rel, mode_t mode)
+{
+	char manifest[PATH_MAX];
+
+	make_dir(rel, mode);
+	snprintf(manifest, sizeof manifest, "%s/fixture.json", rel);
+	make_file(manifest, 0644);
+}
+
+static void test_fixture_dir_good(void **state)
+{
+	char want[PATH_MAX], link[PATH_MAX];
+
+	(void)state;
+	make_fixture_dir("allowed/fx", 0755);
+	assert_int_equal(check_fixture_dir("allowed/fx"), 0);
+	path_of(want, sizeof want, "allowed/fx");
+	assert_string_equal(real, want);
+	/* Through a symlink (inside the root): the real path. */
+	path_of(link, sizeof link, "allowed/fxlink");
+	assert_int_equal(symlink("fx", link), 0);
+	assert_int_equal(check_fixture_dir("allowed/fxlink"), 0);
+	assert_string_equal(real, want);
+	/* Without a policy: only its kind and its manifest. */
+	make_fixture_dir("other/fx", 0777);
+	path_of(link, sizeof link, "other/fx");
+	assert_int_equal(policy_check_fixture_dir(NULL, 0, geteuid(), link, real, sizeof real,
+						  &msg), 0);
+	assert_string_equal(real, link);
+}
+
+static void test_fixture_dir_not_dir(void **state)
+{
+	char want[PATH_MAX + 96];
+
+	(void)state;
+	make_file("allowed/fixture.json", 0644);
+	assert_int_equal(check_fixture_dir("allowed/fixture.json"), QUAL_EINVAL);
+	snprintf(want, sizeof want, "cannot use fixture directory '%s/allowed/fixture.json': "
+		 "not a directory", dir);
+	assert_string_equal(msg.text, want);
+	assert_int_equal(check_fixture_dir("allowed/missing"), QUAL_ENOENT);
+	assert_non_null(strstr(msg.text, "cannot use fixture directory '"));
+	assert_non_null(strstr(msg.text, "allowed/missing': no such directory"));
+}
+
+static void test_fixture_dir_outside(void **state)
+{
+	char target[PATH_MAX], link[PATH_MAX], want[2 * PATH_MAX + 96];
+
+	(void)state;
+	make_fixture_dir("other/fx", 0755);
+	path_of(target, sizeof target, "other/fx");
+	assert_int_equal(check_fixture_dir("other/fx"), QUAL_EINVAL);
+	snprintf(want, sizeof want, "fixture directory '%s' is outside the allowed roots",
+		 target);
+	assert_string_equal(msg.text, want);
+	/* A symlink in the root that leads out of it. */
+	path_of(link, sizeof link, "allowed/out");
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(check_fixture_dir("allowed/out"), QUAL_EINVAL);
+	snprintf(want, sizeof want, "fixture directory '%s' resolves to '%s', outside the "
+		 "allowed roots", link, target);
+	assert_string_equal(msg.text, want);
+}
+
+static void test_fixture_dir_writable(void **state)
+{
+	char p[PATH_MAX], want[2 * PATH_MAX + 96];
+
+	(void)state;
+	/* The directory itself, sticky or not: others could add or rename its
+	 * files. */
+	make_fixture_dir("allowed/ww", 0777);
+	path_of(p, sizeof p, "allowed/ww");
+	assert_int_equal(check_fixture_dir("allowed/ww"), QUAL_EINVAL);
+	snprintf(want, sizeof want, "fixture directory '%s' refused: '%s' is world-writable",
+		 p, p);
+	assert_string_equal(msg.text, want);
+	make_fixture_dir("allowed/sticky", 01777);
+	assert_int_equal(check_fixture_dir("allowed/sticky"), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "/allowed/sticky' is world-writable"));
+	/* The folder holding it may be a sticky one of ours (like /tmp). */
+	make_fixture_dir("allowed/sticky/fx", 0755);
+	assert_int_equal(check_fixture_dir("allowed/sticky/fx"), 0);
+	/* A folder above it writable by others without the sticky bit. */
+	make_fixture_dir("allowed/ww/fx", 0755);
+	assert_int_equal(check_fixture_dir("allowed/ww/fx"), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "/allowed/ww' is world-writable"));
+	/* Its manifest writable by others. */
+	make_fixture_dir("allowed/fx", 0755);
+	path_of(p, sizeof p, "allowed/fx/fixture.json");
+	assert_int_equal(chmod(p, 0666), 0);
+	assert_int_equal(check_fixture_dir("allowed/fx"), QUAL_EINVAL);
+	snprintf(want, sizeof want, "'%s' is world-writable", p);
+	assert_non_null(strstr(msg.text, want));
+	/* Owned by someone else (as root: chown; else as if the daemon ran as
+	 * another user). */
+	assert_int_equal(chmod(p, 0644), 0);
+	path_of(p, sizeof p, "allowed/fx");
+	memset(&msg, 0, sizeof msg);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(p, 12345, (gid_t)-1), 0);
+		assert_int_equal(check_fixture_dir("allowed/fx"), QUAL_EINVAL);
+		assert_non_null(strstr(msg.text, "is owned by uid 12345, not root or quald's user"));
+	} else {
+		assert_int_equal(policy_check_fixture_dir(roots, 1, geteuid() + 1, p, real,
+							  sizeof real, &msg), QUAL_EINVAL);
+		assert_non_null(strstr(msg.text, "not root or quald's user"));
+	}
+	assert_non_null(strstr(msg.text, "fixture directory '"));
+}
+
+static void test_fixture_dir_no_manifest(void **state)
+{
+	char p[PATH_MAX], target[PATH_MAX], want[2 * PATH_MAX + 96];
+
+	(void)state;
+	make_dir("allowed/empty", 0755);
+	path_of(p, sizeof p, "allowed/empty");
+	assert_int_equal(check_fixture_dir("allowed/empty"), QUAL_ENOENT);
+	snprintf(want, sizeof want, "cannot use fixture directory '%s': it holds no "
+		 "fixture.json", p);
+	assert_string_equal(msg.text, want);
+	/* A folder named fixture.json. */
+	make_dir("allowed/empty/fixture.json", 0755);
+	assert_int_equal(check_fixture_dir("allowed/empty"), QUAL_EINVAL);
+	snprintf(want, sizeof want, "cannot use fixture directory '%s': '%s/fixture.json' is "
+		 "not a regular file", p, p);
+	assert_string_equal(msg.text, want);
+	/* A symlink to a manifest elsewhere. */
+	make_dir("allowed/linked", 0755);
+	make_file("other/fixture.json", 0644);
+	path_of(target, sizeof target, "other/fixture.json");
+	path_of(p, sizeof p, "allowed/linked/fixture.json");
+	assert_int_equal(symlink(target, p), 0);
+	assert_int_equal(check_fixture_dir("allowed/linked"), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "is not a regular file (a symbolic link)"));
+}
+
 static void test_root_resolve(void **state)
 {
 	char out[POLICY_PATH_MAX], p[PATH_MAX], link[PATH_MAX];
@@ -335,6 +493,11 @@ QUAL_TESTS(
 	T(group_writable),
 	T(other_owner),
 	T(not_regular),
+	T(fixture_dir_good),
+	T(fixture_dir_not_dir),
+	T(fixture_dir_outside),
+	T(fixture_dir_writable),
+	T(fixture_dir_no_manifest),
 	T(root_resolve),
 	T(args_take),
 )

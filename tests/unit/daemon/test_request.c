@@ -123,6 +123,9 @@ static json_t *dump_request(const struct request *r)
 		json_object_set_new(o, "cases", list_json(s->cases));
 		json_object_set_new(o, "baseline_options", list_json(s->baseline_options));
 		json_object_set_new(o, "candidate_options", list_json(s->candidate_options));
+		/* Only when given: the cases without it need not spell it. */
+		if (s->fixtures)
+			json_object_set_new(o, "fixtures", list_json(s->fixtures));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
@@ -335,7 +338,7 @@ static void test_submit_round_trip(void **state)
 	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
 			"\"pairs\":64,\"alpha\":0.01,\"margin\":0.02,\"seed\":9,"
 			"\"compile_only\":true,\"follow\":false,\"cases\":[\"c1\",\"c2\"],"
-			"\"candidate_options\":[\"-G\"]}";
+			"\"candidate_options\":[\"-G\"],\"fixtures\":[\"/srv/fx\",\"/srv/fy\"]}";
 	struct submit_args back;
 	struct qual_msg msg;
 	const char *op;
@@ -434,6 +437,48 @@ static void test_submit_pins(void **state)
 	request_release(&r);
 }
 
+/* A stored job's fixture directories are the real paths submit checked
+ * (request_submit_set_fixtures replaces those given), read back with the
+ * request's checks. */
+static void test_submit_fixtures(void **state)
+{
+	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
+			"\"fixtures\":[\"/home/u/link\",\"/srv/fy\"]}";
+	char *real[] = {"/srv/real/fx", "/srv/fy", NULL};
+	struct submit_args back;
+	struct qual_msg msg;
+	const char *op;
+	struct request r;
+	json_t *stored, *want;
+
+	(void)state;
+	assert_int_equal(request_parse(s, strlen(s), &r, &op, &msg), 0);
+	stored = request_submit_to_json(&r.submit);
+	request_submit_set_fixtures(stored, real);
+	want = json_pack("[s,s]", "/srv/real/fx", "/srv/fy");
+	assert_true(json_equal(json_object_get(stored, "fixtures"), want));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), 0);
+	assert_non_null(back.fixtures);
+	assert_string_equal(back.fixtures[0], "/srv/real/fx");
+	assert_string_equal(back.fixtures[1], "/srv/fy");
+	assert_null(back.fixtures[2]);
+	request_release(&(struct request){.submit = back});
+	/* Without fixtures nothing is stored for them. */
+	request_release(&r);
+	s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\"}";
+	assert_int_equal(request_parse(s, strlen(s), &r, &op, &msg), 0);
+	json_decref(stored);
+	stored = request_submit_to_json(&r.submit);
+	assert_null(json_object_get(stored, "fixtures"));
+	/* A stored file gets the request's checks. */
+	json_object_set_new(stored, "fixtures", json_pack("[s]", "rel/fx"));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_string_equal(msg.text, "'fixtures' entry 0 must be an absolute path");
+	json_decref(want);
+	json_decref(stored);
+	request_release(&r);
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_bad_requests),
 	cmocka_unit_test(test_good_requests),
@@ -442,4 +487,5 @@ QUAL_TESTS(
 	cmocka_unit_test(test_refusal_keeps_id),
 	cmocka_unit_test(test_submit_round_trip),
 	cmocka_unit_test(test_submit_pins),
+	cmocka_unit_test(test_submit_fixtures),
 )

@@ -224,6 +224,12 @@ int jobs_read_log(struct jobs *j, const char *id, long after_seq, jobs_each_cb f
 	return count;
 }
 
+json_t *jobs_show_json(struct jobs *j, const char *id)
+{
+	(void)j;
+	return stub_find(id) ? json_object() : NULL;
+}
+
 int jobs_ids_after(struct jobs *j, const char *id, char ***ids, int *n)
 {
 	*ids = calloc((size_t)j->njobs + 1, sizeof **ids);
