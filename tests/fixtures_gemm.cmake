@@ -6,6 +6,13 @@ qual_unit_tests(test_half ${CMAKE_CURRENT_SOURCE_DIR}/unit/oracles/test_half.c
                 LABEL unit TIMEOUT 300 LIBS qual_oracles m)
 qual_unit_tests(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_gemm.c
                 LABEL unit TIMEOUT 300 LIBS qual_fixtures m)
+# fixture_spec runs no oracle and makes no inputs: the oracles and the input
+# generator wrapped at link time, to count the calls.
+qual_unit_tests(test_fixture_spec ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_spec.c
+                LABEL unit PREFIX fixtures_spec TIMEOUT 300 LIBS qual_fixtures m)
+target_link_options(test_fixture_spec PRIVATE
+  -Wl,--wrap=oracle_attention_compute -Wl,--wrap=oracle_conv3x3_compute
+  -Wl,--wrap=oracle_gemm_f16 -Wl,--wrap=oracle_gemm_i8 -Wl,--wrap=rng_init_buffer)
 
 # fixture-source CASE cuda|hip OUT [bare]: a case's full source as
 # fixture_source() assembles it (bare: without its constant block), for
