@@ -2,9 +2,11 @@
 """Every built-in case is its own program: a compile-only qualification of two
 compiler libraries, checked case by case.
 
-usage: specialization_test.py QUAL_RUN FIXTURE_SOURCE VALIDATE SCHEMA OUT LIB LIB
+usage: specialization_test.py QUAL_RUN FIXTURE_SOURCE VALIDATE SCHEMA OUT
+                              cuda|hip LIB LIB [qual-run options...]
 
-Runs `QUAL_RUN --compile-only LIB LIB` with stdout to OUT, validates every
+Runs `QUAL_RUN --compile-only LIB LIB [options]` with stdout to OUT (the
+libraries nvrtc builds for cuda, hiprtc for hip), validates every
 line against SCHEMA with VALIDATE (tests/tools/validate_lines.py), then
 asserts, for the nine built-in cases:
   - one case line each, both arms compiled;
@@ -14,8 +16,8 @@ asserts, for the nine built-in cases:
   - a "specialization" object of strings whose constants carry the family's
     prefix and agree with the shape in the case's name;
   - the same constants, in the same order, are the constant block of the
-    source the case compiles (FIXTURE_SOURCE CASE cuda FILE: the source as
-    fixture_source() assembles it);
+    source the case compiles (FIXTURE_SOURCE CASE PLATFORM FILE: the source
+    as fixture_source() assembles it);
   - a "target": the start line's arch (no built-in case has a suffix).
 Exits 0 when all hold, 1 with the reason otherwise."""
 import json
@@ -51,11 +53,11 @@ def shape_constants(case):
                    "CV_K": 9 * d[2]}
 
 
-def constant_block(fixture_source, case):
-    """The (name, value) pairs of the constant block of case's CUDA source."""
+def constant_block(fixture_source, case, platform):
+    """The (name, value) pairs of the constant block of case's source."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.cu")
-        subprocess.run([fixture_source, case, "cuda", path], check=True)
+        subprocess.run([fixture_source, case, platform, path], check=True)
         with open(path) as f:
             text = f.read()
     marker = "/* qual: case %s, specialized */\n" % case
@@ -72,12 +74,13 @@ def constant_block(fixture_source, case):
 
 
 def main(argv):
-    if len(argv) != 8:
+    if len(argv) < 9 or argv[6] not in ("cuda", "hip"):
         sys.stderr.write(__doc__)
         return 2
-    qual_run, fixture_source, validate, schema, out, lib_a, lib_b = argv[1:]
+    qual_run, fixture_source, validate, schema, out, platform, lib_a, lib_b = argv[1:9]
     with open(out, "w") as f:
-        rc = subprocess.run([qual_run, "--compile-only", lib_a, lib_b], stdout=f).returncode
+        rc = subprocess.run([qual_run, "--compile-only", lib_a, lib_b] + argv[9:],
+                            stdout=f).returncode
     if rc != 0:
         fail("qual-run exited %d" % rc)
     subprocess.run([sys.executable, validate, schema, out, "--expect-verdict", "not_timed"],
@@ -110,7 +113,7 @@ def main(argv):
         for k, v in want.items():
             if spec.get(k) != str(v):
                 fail("%s: %s is %r, the shape says %d" % (name, k, spec.get(k), v))
-        block = constant_block(fixture_source, name)
+        block = constant_block(fixture_source, name, platform)
         if block != list(spec.items()):
             fail("%s: the case line lists %s, the source defines %s" %
                  (name, list(spec.items()), block))
