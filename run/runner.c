@@ -149,10 +149,19 @@ static void emit_case(struct run *run, const struct fixture_case *c,
 		      struct arm arms[2], bool identical, bool timed)
 {
 	json_t *line = lines_new("case");
+	json_t *spec = json_object();
+	char target[40];
 
 	json_object_set_new(line, "case", json_string(c->name));
 	json_object_set_new(line, "family", json_string(c->family));
 	json_object_set_new(line, "kernel", json_string(c->kernel));
+	/* The constants the case was compiled with, in the order of its
+	 * constant block, and the target it was compiled for. */
+	for (int i = 0; i < c->ndefines; i++)
+		json_object_set_new(spec, c->defines[i].name, lines_text(c->defines[i].value));
+	json_object_set_new(line, "specialization", spec);
+	fixture_target(c, run->arch, target, sizeof target);
+	json_object_set_new(line, "target", json_string(target));
 	json_object_set_new(line, "baseline", arm_json(&arms[0], timed));
 	json_object_set_new(line, "candidate", arm_json(&arms[1], timed));
 	json_object_set_new(line, "identical_code", json_boolean(identical));

@@ -1,44 +1,35 @@
 # Fixtures: the f16 / bf16 conversions, the GEMM oracles and fixtures, the
-# shared fixture code (case table, source assembly, checking), and compiles of
-# the GEMM kernels with real compiler libraries.
+# shared fixture code (case table, specialization, source assembly,
+# checking), and compiles of the GEMM cases with real compiler libraries.
 
 qual_unit_tests(test_half ${CMAKE_CURRENT_SOURCE_DIR}/unit/oracles/test_half.c
                 LABEL unit TIMEOUT 300 LIBS qual_oracles m)
 qual_unit_tests(test_fixtures_gemm ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_gemm.c
                 LABEL unit TIMEOUT 300 LIBS qual_fixtures m)
+# fixture_spec runs no oracle and makes no inputs: the oracles and the input
+# generator wrapped at link time, to count the calls.
+qual_unit_tests(test_fixture_spec ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_spec.c
+                LABEL unit PREFIX fixtures_spec TIMEOUT 300 LIBS qual_fixtures m)
+target_link_options(test_fixture_spec PRIVATE
+  -Wl,--wrap=oracle_attention_compute -Wl,--wrap=oracle_conv3x3_compute
+  -Wl,--wrap=oracle_gemm_f16 -Wl,--wrap=oracle_gemm_i8 -Wl,--wrap=rng_init_buffer)
 
-# fixture-source CASE cuda|hip OUT: a case's full source as fixture_source()
-# assembles it, for compiling with rtc_check.py.
+# fixture-source CASE cuda|hip OUT [bare]: a case's full source as
+# fixture_source() assembles it (bare: without its constant block), for
+# compiling with rtc_check.py.
 add_executable(fixture-source ${CMAKE_CURRENT_SOURCE_DIR}/tools/fixture_source.c)
 target_link_libraries(fixture-source PRIVATE qual_fixtures)
 
-# qual_fixture_rtc_test(NAME CASE PLATFORM LIB ARCH ENTRY): compiles CASE's
-# source with compiler library LIB for ARCH via tests/tools/rtc_check.py; the
-# code object must contain the symbol ENTRY, and an nvrtc compile must show
-# a ptxas report without spills.
-function(qual_fixture_rtc_test name case platform lib arch entry)
-  set(src ${CMAKE_CURRENT_BINARY_DIR}/rtc_${name}.cu)
-  add_test(NAME ${name}
-    COMMAND sh -c "\"$0\" \"$1\" \"$2\" \"$3\" && RTC_CHECK_NO_SPILLS=1 RTC_CHECK_ENTRY=\"$4\" \"$5\" \"$6\" \"$7\" \"$8\" \"$3\""
-            $<TARGET_FILE:fixture-source> ${case} ${platform} ${src} ${entry}
-            ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/rtc_check.py
-            ${lib} ${arch})
-  set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 300)
-endfunction()
-
-find_file(QUAL_TEST_NVRTC libnvrtc.so.13 PATHS /usr/local/cuda/lib64 NO_DEFAULT_PATH)
-find_file(QUAL_TEST_HIPRTC libamdhip64.so.5
-          PATHS /usr/lib/x86_64-linux-gnu /opt/rocm/lib NO_DEFAULT_PATH)
+# Every GEMM case compiled by nvrtc (sm_90) and hiprtc (gfx90a, gfx1030),
+# each its own program; and a kernel without its constants refuses to
+# compile (cmake/fixture_rtc.cmake).
+include(${PROJECT_SOURCE_DIR}/cmake/fixture_rtc.cmake)
 foreach(family gemm_f16 gemm_i8)
-  set(case ${family}-256x1024x1024)
-  if(QUAL_TEST_NVRTC)
-    qual_fixture_rtc_test(fixtures_rtc_${family}_sm_90 ${case} cuda
-                          ${QUAL_TEST_NVRTC} sm_90 ${family})
-  endif()
-  if(QUAL_TEST_HIPRTC)
-    foreach(arch gfx90a gfx1030)
-      qual_fixture_rtc_test(fixtures_rtc_${family}_${arch} ${case} hip
-                            ${QUAL_TEST_HIPRTC} ${arch} ${family})
-    endforeach()
-  endif()
+  foreach(shape 256x512x256 256x1024x1024)
+    qual_fixture_rtc_tests(${family}-${shape} ${family})
+  endforeach()
 endforeach()
+qual_fixture_bare_test(gemm_f16-256x512x256 GF_M GF_N GF_K GF_ROW_BYTES GF_OUT_ROW_BYTES
+                       GF_KTILES)
+qual_fixture_bare_test(gemm_i8-256x512x256 GI_M GI_N GI_K GI_ROW_BYTES GI_OUT_ROW_BYTES
+                       GI_KTILES)

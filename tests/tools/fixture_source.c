@@ -1,6 +1,8 @@
-/* fixture-source CASE cuda|hip OUT: writes the full source of a fixture case
- * (platform prelude + kernel, as fixture_source() assembles it) to OUT, so
- * that tests can compile it with a real compiler library (rtc_check.py).
+/* fixture-source CASE cuda|hip OUT [bare]: writes the full source of a
+ * fixture case (platform prelude, the case's constant block, kernel, as
+ * fixture_source() assembles it) to OUT, so that tests can compile it with a
+ * real compiler library (rtc_check.py). "bare" leaves the constant block
+ * out, to check that a kernel refuses to compile without its constants.
  * Exits 0 on success, 1 on failure, 2 on usage errors. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,9 @@ int main(int argc, char **argv)
 	FILE *f;
 	int index, rc = 1;
 
-	if (argc != 4 || (strcmp(argv[2], "cuda") != 0 && strcmp(argv[2], "hip") != 0)) {
-		fprintf(stderr, "usage: fixture-source CASE cuda|hip OUT\n");
+	if (argc < 4 || argc > 5 || (argc == 5 && strcmp(argv[4], "bare") != 0) ||
+	    (strcmp(argv[2], "cuda") != 0 && strcmp(argv[2], "hip") != 0)) {
+		fprintf(stderr, "usage: fixture-source CASE cuda|hip OUT [bare]\n");
 		return 2;
 	}
 	p = strcmp(argv[2], "hip") == 0 ? FIXTURE_HIP : FIXTURE_CUDA;
@@ -26,10 +29,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no fixture case '%s'\n", argv[1]);
 		return 2;
 	}
-	if (fixture_build(index, 0, &c, NULL) < 0) {
-		fprintf(stderr, "cannot build case '%s'\n", argv[1]);
+	if (fixture_spec(index, &c, NULL) < 0) {
+		fprintf(stderr, "cannot describe case '%s'\n", argv[1]);
 		return 1;
 	}
+	if (argc == 5)
+		c.ndefines = 0;
 	src = fixture_source(&c, p);
 	if (!src) {
 		fprintf(stderr, "cannot assemble the source of case '%s'\n", argv[1]);

@@ -1142,6 +1142,32 @@ static void assert_fresh_starts(int graphs)
 	assert_int_equal(fk.first_fresh, graphs);
 }
 
+/* Case line l of case_name names the constants the case was compiled with,
+ * as fixture_spec() gives them, in their order, and the target: the fake
+ * device's sm_90 (no built-in case has an arch suffix). The kernel takes
+ * only its buffers. */
+static void assert_specialization(json_t *l, const char *case_name)
+{
+	json_t *spec = json_object_get(l, "specialization");
+	struct fixture_case c;
+	const char *key;
+	json_t *v;
+	int i = 0;
+
+	assert_int_equal(fixture_spec(fixture_find(case_name), &c, NULL), 0);
+	assert_true(json_is_object(spec));
+	assert_true(c.ndefines > 0);
+	assert_int_equal(json_object_size(spec), (size_t)c.ndefines);
+	json_object_foreach(spec, key, v) {
+		assert_string_equal(key, c.defines[i].name);
+		assert_string_equal(json_string_value(v), c.defines[i].value);
+		i++;
+	}
+	assert_int_equal(c.nscalars, 0);
+	assert_string_equal(str(l, "target"), "sm_90");
+	fixture_release(&c);
+}
+
 /* ---- the tests ----------------------------------------------------------- */
 
 /* Both arms right, the same compiler and code, equal timings up to noise:
@@ -1174,6 +1200,7 @@ static void test_correct_identical(void **state)
 		assert_true(max_abs_error(&o, s.cases[i], "candidate") == 0);
 		assert_pairs(&o, s.cases[i], 30);
 		assert_string_equal(case_verdict(&o, s.cases[i]), "identical");
+		assert_specialization(c, s.cases[i]);
 	}
 	assert_int_equal(count_lines(&o, "error", NULL), 0);
 	/* Loaded in order: baseline then candidate, case by case. */
