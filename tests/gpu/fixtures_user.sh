@@ -34,15 +34,20 @@ run="$build/bin/qual-run"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 shim="$build/shims/libshim_miscompile.so"
 example="$root/examples/fixtures/rmsnorm_f16"
-export PATH="/usr/bin:$PATH"
 status=0
 
 note() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 
+# The oracle is `#!/usr/bin/env python3`: the first python3 on PATH must have
+# numpy (the H200's is a virtual environment's; Debian's is /usr/bin's).
 if ! python3 -c 'import numpy' 2>/dev/null; then
-  note "python3 on PATH has no numpy: the example's oracle cannot run"
-  exit 1
+  export PATH="/usr/bin:$PATH"
+  if ! python3 -c 'import numpy' 2>/dev/null; then
+    note "no python3 with numpy on PATH or in /usr/bin: the example's oracle cannot run"
+    exit 1
+  fi
 fi
+note "oracle python: $(command -v python3) (numpy $(python3 -c 'import numpy; print(numpy.__version__)'))"
 
 # The differential variant: the example with "oracle": "baseline".
 diff_dir="$out/rmsnorm_f16_baseline"

@@ -97,6 +97,9 @@ BROKEN = [
     ("bad case label", set_(C1 + ["name"], "big"), "cases[1].name", "digits and 'x'"),
     ("duplicate case", set_(C1 + ["name"], "4096x1024"), "cases[1].name",
      "is cases[0] too"),
+    ("a built-in case's name", lambda m: (set_(["name"], "gemm_f16")(m),
+                                          set_(C1 + ["name"], "256x512x256")(m)),
+     "cases[1].name", "case 'gemm_f16-256x512x256' exists already"),
     ("bad elem type", set_(C1 + ["buffers", 0, "type"], "f64"), "cases[1].buffers[0].type",
      "'f64' is not one of f16, bf16, f32, i32, i8, u8"),
     ("buffer too big", set_(C1 + ["buffers", 0, "count"], 600000000),
@@ -268,9 +271,7 @@ def test_example():
         if cases[0]["baseline"]["artifact_sha256"] == cases[1]["baseline"]["artifact_sha256"]:
             fail("%s: one artifact for both shapes" % arch)
         print("ok: %s %s: %s" % (arch, lib, names))
-    # With the built-in cases too, selectable by --case.
-    rc, lines, err = qual_run("--fixtures", EXAMPLE, "--list")
-    names = lines and [] or err
+    # With the built-in cases first; --list after every --fixtures.
     out = subprocess.run([QUAL_RUN, "--list", "--fixtures", EXAMPLE], capture_output=True,
                          text=True).stdout.split()
     if "gemm_f16-256x512x256" not in out or out[-2:] != ["rmsnorm_f16-4096x1024",
@@ -331,12 +332,12 @@ def test_oracle():
 def test_schema():
     schema = json.load(open(FIXTURE_SCHEMA))
     jsonschema.Draft202012Validator.check_schema(schema)
-    for d in (EXAMPLE, MODES):
+    for d in (EXAMPLE, MODES, os.path.join(SRC, "tests", "data", "fixtures", "differential")):
         jsonschema.validate(json.load(open(os.path.join(d, "fixture.json"))), schema)
     base = json.load(open(os.path.join(EXAMPLE, "fixture.json")))
     # Each broken manifest that the schema can see is refused by it too.
     for what, edit, field, phrase in BROKEN:
-        if what in ("duplicate case", "buffer too big", "block too large", "input file missing",
+        if what in ("duplicate case", "a built-in case's name", "buffer too big", "block too large", "input file missing",
                     "source missing", "oracle missing", "check of an input", "random range",
                     "source outside", "oracle outside", "constant with a comment"):
             continue  # needs the files or cross-field checks: qual-run's own
