@@ -67,7 +67,8 @@ static void usage(FILE *f)
 		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
 		"  --compile-user NAME  run the compile children, which load the libraries,\n"
-		"                       as this unprivileged user (qual-run must be root)\n"
+		"                       and the fixtures' oracle programs as this\n"
+		"                       unprivileged user (qual-run must be root)\n"
 		"  --hang-floor-ms MS   least time a graph may take before it counts as hung\n"
 		"                       (default 2000)\n"
 		"  --hang-factor F      a graph may take F x the baseline's time if that is\n"
@@ -397,6 +398,7 @@ int main(int argc, char **argv)
 				goto out;
 			}
 			rtc_set_compile_user(true, uid, gid);
+			fixture_set_oracle_user(true, uid, gid);
 			break;
 		}
 		case OPT_BSHA:

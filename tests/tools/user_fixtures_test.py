@@ -351,5 +351,31 @@ def test_schema():
     print("ok: schema")
 
 
-{"manifest": test_manifest, "oracles": test_oracles, "example": test_example,
+def test_oracle_user():
+    """The oracle runs in DIR, as qual-run's user, or as --compile-user's
+    (root only: skipped, 77, otherwise)."""
+    if os.geteuid() != 0:
+        print("skipped: --compile-user needs root")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp()
+    try:
+        os.chmod(tmp, 0o755)
+        d = os.path.join(tmp, "probe")
+        shutil.copytree(MODES, d)
+        with open(os.path.join(d, "oracle.py"), "w") as f:
+            f.write('#!/bin/sh\necho "ran as $(id -un) in $(pwd)" >&2\nexit 1\n')
+        os.chmod(os.path.join(d, "oracle.py"), 0o755)
+        for extra, user in (([], "root"), (["--compile-user", "nobody"], "nobody")):
+            rc, lines, err = qual_run(*(["--compile-only"] + extra + [NVRTC, NVRTC, "--fixtures",
+                                      d, "--case", "oracle_modes-1"]))
+            e = [l for l in lines if l["type"] == "error"]
+            want = "exited with status 1: ran as %s in %s" % (user, os.path.realpath(d))
+            if rc != 3 or len(e) != 1 or want not in e[0]["message"]:
+                fail("%s: exit %d, %r (want %r)" % (user, rc, e, want))
+            print("ok: %s" % e[0]["message"])
+    finally:
+        shutil.rmtree(tmp)
+
+
+{"oracle_user": test_oracle_user, "manifest": test_manifest, "oracles": test_oracles, "example": test_example,
  "oracle": test_oracle, "schema": test_schema}[TEST]()
