@@ -8,6 +8,11 @@
 qual_unit_tests(test_fixtures_check ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_check.c
                 LABEL unit LIBS qual_fixtures m)
 
+qual_unit_tests(test_fixtures_user ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_user.c
+                LABEL unit LIBS qual_fixtures m)
+target_compile_definitions(test_fixtures_user PRIVATE
+  USER_TEST_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/data/fixtures")
+
 find_file(QUAL_USER_NVRTC libnvrtc.so.13 PATHS /usr/local/cuda/lib64 NO_DEFAULT_PATH)
 find_file(QUAL_USER_HIPRTC libamdhip64.so.5
           PATHS /usr/lib/x86_64-linux-gnu /opt/rocm/lib NO_DEFAULT_PATH)
