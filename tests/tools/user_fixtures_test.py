@@ -100,6 +100,10 @@ BROKEN = [
     ("a built-in case's name", lambda m: (set_(["name"], "gemm_f16")(m),
                                           set_(C1 + ["name"], "256x512x256")(m)),
      "cases[1].name", "case 'gemm_f16-256x512x256' exists already"),
+    ("reserved buffer name", set_(C1 + ["buffers", 1, "name"], "expected"),
+     "cases[1].buffers[1].name", "reserved"),
+    ("duplicate buffer name", set_(C1 + ["buffers", 1, "name"], "x"),
+     "cases[1].buffers[1].name", "names buffers[0] too"),
     ("bad elem type", set_(C1 + ["buffers", 0, "type"], "f64"), "cases[1].buffers[0].type",
      "'f64' is not one of f16, bf16, f32, i32, i8, u8"),
     ("buffer too big", set_(C1 + ["buffers", 0, "count"], 600000000),
@@ -337,7 +341,8 @@ def test_schema():
     base = json.load(open(os.path.join(EXAMPLE, "fixture.json")))
     # Each broken manifest that the schema can see is refused by it too.
     for what, edit, field, phrase in BROKEN:
-        if what in ("duplicate case", "a built-in case's name", "buffer too big", "block too large", "input file missing",
+        if what in ("duplicate case", "a built-in case's name", "buffer too big",
+                    "duplicate buffer name", "block too large", "input file missing",
                     "source missing", "oracle missing", "check of an input", "random range",
                     "source outside", "oracle outside", "constant with a comment"):
             continue  # needs the files or cross-field checks: qual-run's own
