@@ -153,6 +153,8 @@ child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 		_exit(127);
 	if (lift_sources(c, ends, src, &report) < 0)
 		goto fail;
+	if (c->cwd && chdir(c->cwd) < 0)
+		goto fail;
 	for (int i = 0; i < 3; i++)
 		if (stream_to(asked[i], i, src[i]) < 0)
 			goto fail;

@@ -61,6 +61,8 @@ struct child {
 	int in, out, err;        /* a descriptor or CHILD_* [CHILD_NULL; out and
 				  * err CHILD_INHERIT] */
 	enum child_group group;  /* [CHILD_GROUP_SAME] */
+	const char *cwd;         /* the folder it starts in [NULL: the
+				  * caller's] */
 	bool die_with_parent;    /* killed (SIGKILL) when the caller's thread
 				  * that started it ends (PR_SET_PDEATHSIG) */
 	bool set_ids;            /* runs as uid and gid, with gid its only

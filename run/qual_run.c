@@ -67,13 +67,20 @@ static void usage(FILE *f)
 		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
 		"  --compile-user NAME  run the compile children, which load the libraries,\n"
-		"                       as this unprivileged user (qual-run must be root)\n"
+		"                       and the fixtures' oracle programs as this\n"
+		"                       unprivileged user (qual-run must be root)\n"
 		"  --hang-floor-ms MS   least time a graph may take before it counts as hung\n"
 		"                       (default 2000)\n"
 		"  --hang-factor F      a graph may take F x the baseline's time if that is\n"
 		"                       longer than the floor (default 100)\n"
 		"  --health             check the GPU (--device) with a tiny kernel of qual's\n"
 		"                       own and print one JSON line; exit 0 when healthy, 3 not\n"
+		"  --fixtures DIR       also run the cases of the fixture directory DIR\n"
+		"                       (DIR/fixture.json, docs/fixtures.md; repeatable);\n"
+		"                       a bad manifest is a usage error\n"
+		"  --only-fixtures      run only the cases of the --fixtures directories\n"
+		"  --oracle-timeout S   seconds a fixture's oracle program may run per case\n"
+		"                       (default 300; a manifest may ask for less)\n"
 		"  --list               print the case names and exit\n"
 		"\n"
 		"exit status: 0 improvement, neutral or compile-only pass; 1 regression;\n"
@@ -86,6 +93,7 @@ enum {
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
 	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
+	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -292,11 +300,15 @@ int main(int argc, char **argv)
 		{"hang-floor-ms", required_argument, NULL, OPT_HANG_FLOOR},
 		{"hang-factor", required_argument, NULL, OPT_HANG_FACTOR},
 		{"health", no_argument, NULL, OPT_HEALTH},
+		{"fixtures", required_argument, NULL, OPT_FIXTURES},
+		{"only-fixtures", no_argument, NULL, OPT_ONLY_FIXTURES},
+		{"oracle-timeout", required_argument, NULL, OPT_ORACLE_TIMEOUT},
 		{"list", no_argument, NULL, OPT_LIST},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
 	struct runner_config cfg;
+	double oracle_timeout = 300;
 	/* 1 ms to a day for the hang floor: a floor under a millisecond would
 	 * call a fixture's honest graph hung. */
 	const struct number_opt numbers[] = {
@@ -313,12 +325,14 @@ int main(int argc, char **argv)
 		 &cfg.limits.timeout_s},
 		{OPT_HANG_FLOOR, "--hang-floor-ms", NUM_DOUBLE, 0, 0, 1, 86400e3, &cfg.hang_floor_ms},
 		{OPT_HANG_FACTOR, "--hang-factor", NUM_DOUBLE, 0, 0, 1, 1e6, &cfg.hang_factor},
+		{OPT_ORACLE_TIMEOUT, "--oracle-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
+		 &oracle_timeout},
 	};
 	const char **cases = xcalloc((size_t)argc, sizeof *cases);
 	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);
 	const char **copts = xcalloc((size_t)argc, sizeof *copts);
 	int status = QUAL_EXIT_USAGE, opt;
-	bool health = false;
+	bool health = false, list = false;
 
 	/* Our stdout is the job's verdict: no compile child may take it
 	 * (confine.h). */
@@ -384,6 +398,7 @@ int main(int argc, char **argv)
 				goto out;
 			}
 			rtc_set_compile_user(true, uid, gid);
+			fixture_set_oracle_user(true, uid, gid);
 			break;
 		}
 		case OPT_BSHA:
@@ -406,14 +421,27 @@ int main(int argc, char **argv)
 			}
 			cfg.real_path[opt == OPT_CREAL] = optarg;
 			break;
+		case OPT_FIXTURES: {
+			/* Loaded here, so that --list and --case see its cases. */
+			struct qual_msg msg;
+
+			if (fixture_load_dir(optarg, &msg) < 0) {
+				fprintf(stderr, "qual-run: %s\n", msg.text);
+				lines_error(stdout, "setup", LINES_CODE_BAD_FIXTURE, NULL, NULL,
+					    msg.text);
+				goto out;
+			}
+			break;
+		}
+		case OPT_ONLY_FIXTURES:
+			cfg.only_fixtures = true;
+			break;
 		case OPT_HEALTH:
 			health = true;
 			break;
 		case OPT_LIST:
-			for (int i = 0; i < fixture_count(); i++)
-				printf("%s\n", fixture_name(i));
-			status = QUAL_EXIT_PASS;
-			goto out;
+			list = true;
+			break;
 		case OPT_HELP:
 		case 'h':
 			usage(stdout);
@@ -423,6 +451,19 @@ int main(int argc, char **argv)
 			usage(stderr);
 			goto out;
 		}
+	}
+	fixture_set_oracle_timeout(oracle_timeout);
+	if (cfg.only_fixtures && fixture_user_count() == 0) {
+		fprintf(stderr, "qual-run: --only-fixtures without a --fixtures directory of "
+			"cases\n");
+		goto out;
+	}
+	if (list) {
+		/* After every --fixtures, wherever --list stood. */
+		for (int i = 0; i < fixture_count(); i++)
+			printf("%s\n", fixture_name(i));
+		status = QUAL_EXIT_PASS;
+		goto out;
 	}
 	if (health) {
 		if (argc - optind != 0) {
@@ -456,6 +497,7 @@ int main(int argc, char **argv)
 	cfg.candidate = argv[optind + 1];
 	status = runner_run(&cfg, stdout, stderr);
 out:
+	fixture_unload_all();
 	free(cases);
 	free(bopts);
 	free(copts);

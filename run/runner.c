@@ -176,6 +176,12 @@ static void emit_case(struct run *run, const struct fixture_case *c,
 			"spill_loads_delta", delta(b->spill_loads, k->spill_loads),
 			"stack_bytes_delta", delta(b->stack_bytes, k->stack_bytes)));
 	}
+	json_object_set_new(line, "oracle", json_pack("{s:s,s:o}", "kind",
+		c->oracle == FIXTURE_ORACLE_BASELINE ? "baseline" : "host", "what",
+		lines_text(c->oracle_what)));
+	json_object_set_new(line, "tolerance_kind", json_string(
+		c->tolerance_kind == FIXTURE_TOL_REL ? "rel" :
+		c->tolerance_kind == FIXTURE_TOL_ULPS ? "ulps" : "abs"));
 	json_object_set_new(line, "tolerance", json_real(c->tolerance));
 	json_object_set_new(line, "tolerance_why", json_string(c->tolerance_why));
 	json_object_set_new(line, "timed", json_boolean(timed));
@@ -507,6 +513,21 @@ static int run_and_check(struct run *run, const struct fixture_case *c, int arm,
 		if (fastest_ns && (i == 0 || dt < *fastest_ns))
 			*fastest_ns = dt;
 	}
+	if (c->oracle == FIXTURE_ORACLE_BASELINE && arm == 0 && !c->reference) {
+		/* The differential check (fixture.h): the baseline's output after
+		 * its warm-up is what the candidate is compared with, and what
+		 * the baseline's later runs must repeat. The case is run_case's
+		 * own (struct fixture_case c there), lent here as const. */
+		struct fixture_case *own = (struct fixture_case *)c;
+		size_t bytes = c->buffers[c->output].bytes;
+
+		own->reference = xmalloc(bytes);
+		if ((rc = gpu_download(run->gpu, own->reference, b->dev[c->output], bytes,
+				       &msg)) < 0) {
+			gpu_fault(run, jc, arm, "check", &msg);
+			return rc;
+		}
+	}
 	return check_arm(run, c, arm, a, b, jc, when);
 }
 
@@ -654,6 +675,23 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	return run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing", NULL);
 }
 
+/* A case that could not be built: a user fixture's oracle that failed
+ * (oracle_failed) or a description that could not be made into inputs
+ * (bad_fixture) is neither arm's doing (arm null, the run an error); any
+ * other failure is the machine's, charged like the baseline's. */
+static void fail_build(struct run *run, struct judge_case *jc, int index, int rc,
+		       const char *text)
+{
+	if (rc == QUAL_EORACLE ||
+	    index >= fixture_count() - fixture_user_count()) {
+		lines_error(run->out, "setup", rc == QUAL_EORACLE ? LINES_CODE_ORACLE_FAILED :
+			    LINES_CODE_BAD_FIXTURE, NULL, jc->name, text);
+		judge_case_fail(jc, JUDGE_FAIL_BASELINE);
+		return;
+	}
+	fail_arm(run, jc, 0, "setup", rc, text);
+}
+
 void runner__run_case(struct run *run, int index)
 {
 	struct fixture_case c;
@@ -670,7 +708,7 @@ void runner__run_case(struct run *run, int index)
 	jc = judge_case_get(&run->judge, fixture_name(index));
 	rc = fixture_build(index, run->cfg->seed, &c, &msg);
 	if (rc < 0) {
-		fail_arm(run, jc, 0, "setup", rc, msg.text[0] ? msg.text : "cannot build fixture");
+		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
 	identical = compile_both(run, &c, arms, jc);
@@ -711,7 +749,7 @@ void runner__compile_case(struct run *run, int index)
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	if ((rc = fixture_build(index, run->cfg->seed, &c, &msg)) < 0) {
-		fail_arm(run, jc, 0, "setup", rc, msg.text[0] ? msg.text : "cannot build fixture");
+		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
 	compile_both(run, &c, arms, jc);
@@ -854,7 +892,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 {
 	struct run run;
 	struct qual_msg msg = {{0}};
-	int sel[64], nsel = 0, status, rc;
+	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
+	int nsel = 0, status, rc;
 	char no_gpu[1100] = "";
 	bool not_timed;
 	enum run_verdict v;
@@ -881,10 +920,12 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		run.block_seed &= INT64_MAX;
 	}
 	if (cfg->ncases == 0) {
-		for (int i = 0; i < fixture_count(); i++)
+		/* only_fixtures: the cases of the fixture directories alone. */
+		for (int i = cfg->only_fixtures ? fixture_count() - fixture_user_count() : 0;
+		     i < fixture_count(); i++)
 			sel[nsel++] = i;
 	} else {
-		for (int i = 0; i < cfg->ncases && nsel < 64; i++) {
+		for (int i = 0; i < cfg->ncases; i++) {
 			int k = fixture_find(cfg->cases[i]);
 			if (k < 0) {
 				status = refuse(&run, err, LINES_CODE_USAGE, NULL,
@@ -1012,5 +1053,6 @@ out:
 	rtc_identity_release(&run.id[0]);
 	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);
+	free(sel);
 	return status;
 }

@@ -109,6 +109,9 @@ struct runner_config {
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
 	int ncases;
+	bool only_fixtures;     /* with no cases named: only those of the
+				 * fixture directories loaded (fixture.h,
+				 * fixture_load_dir), not the built-in ones */
 	const char *const *baseline_opts; /* extra compiler options per arm */
 	int nbaseline_opts;
 	const char *const *candidate_opts;

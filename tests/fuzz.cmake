@@ -4,6 +4,7 @@
 #   fuzz_request  a client's bytes: framing (daemon/frame.c) and request
 #                 parsing (daemon/request.c)
 #   fuzz_relay    a worker's stdout: the relay of its lines (daemon/relay.c)
+#   fuzz_manifest a user fixture's DIR/fixture.json (fixtures/manifest.c)
 #
 # With -DQUAL_FUZZ=ON (clang only) each target is a libFuzzer binary with
 # ASan and UBSan, and ctest runs it for QUAL_FUZZ_SECONDS on its seed corpus
@@ -27,12 +28,15 @@ set(QUAL_FUZZ_DRIVES_request ${PROJECT_SOURCE_DIR}/daemon/frame.c
     ${PROJECT_SOURCE_DIR}/daemon/request.c)
 set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c
     ${PROJECT_SOURCE_DIR}/common/lines.c ${PROJECT_SOURCE_DIR}/common/text.c)
+set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c
+    ${PROJECT_SOURCE_DIR}/fixtures/check.c ${PROJECT_SOURCE_DIR}/oracles/half.c
+    ${PROJECT_SOURCE_DIR}/common/fsutil.c)
 
 if(QUAL_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "QUAL_FUZZ needs clang (libFuzzer): configure with CC=clang")
 endif()
 
-foreach(name request relay)
+foreach(name request relay manifest)
   if(QUAL_FUZZ)
     set(exe fuzz_${name})
     add_executable(${exe} ${QUAL_FUZZ_SRC}/fuzz_${name}.c

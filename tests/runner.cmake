@@ -35,7 +35,8 @@ if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
     RUNNER_TEST_OUT="${RO}"
     RUNNER_TEST_PYTHON="${runner_python}"
     RUNNER_TEST_VALIDATE="${CMAKE_CURRENT_SOURCE_DIR}/tools/validate_lines.py"
-    RUNNER_TEST_SCHEMA="${PROJECT_SOURCE_DIR}/docs/schema/lines.schema.json")
+    RUNNER_TEST_SCHEMA="${PROJECT_SOURCE_DIR}/docs/schema/lines.schema.json"
+    RUNNER_TEST_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/data/fixtures")
 else()
   message(STATUS "${QUAL_RUNNER_TEST_NVRTC} not found: test_runner is not built")
 endif()

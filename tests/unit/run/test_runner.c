@@ -43,6 +43,9 @@
  * (gemm_i8's output is its last buffer, conv3x3's the fourth of six). */
 #define CASE_GEMM "gemm_i8-256x512x256"
 #define CASE_CONV "conv3x3_f16-7x7x512x512"
+/* A user fixture with "oracle": "baseline" (tests/data/fixtures/differential):
+ * no expected values; the fake's "kernel" writes a pattern of its own. */
+#define CASE_DIFF "diff_f16-1024"
 
 /* A made-up graph time: 32 launches of 10 us, in ns. */
 #define FAKE_GRAPH_NS 320000.0
@@ -650,7 +653,8 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 		count -= SKIP_COUNT;
 	memcpy(o, gr->fc->want, count * sizeof *o);
 	if (misbehave && plan->wrong_from >= 0 && n >= plan->wrong_from) {
-		double want = c->expected[WRONG_ELEM];
+		double want = c->expected ? c->expected[WRONG_ELEM] :
+					    half_to_double(gr->fc->want[WRONG_ELEM]);
 		o[WRONG_ELEM] = half_from_double(want + 1 + (want < 0 ? -want : want));
 	}
 	if (misbehave && plan->corrupt_from >= 0 && n >= plan->corrupt_from) {
@@ -815,8 +819,11 @@ static void fake_add_case(const char *name)
 	assert_int_equal(fixture_build(index, 0, &fc->c, NULL), 0);
 	assert_int_equal(fc->c.elem, FIXTURE_F16);
 	fc->want = xmalloc(fc->c.count * sizeof *fc->want);
+	/* A differential case has no expected values: any finite output that
+	 * both arms write is right. */
 	for (size_t i = 0; i < fc->c.count; i++)
-		fc->want[i] = half_from_double(fc->c.expected[i]);
+		fc->want[i] = half_from_double(fc->c.expected ? fc->c.expected[i] :
+					       (double)(i % 13) * 0.25 - 1);
 	fk.ncases++;
 }
 
@@ -2373,7 +2380,119 @@ static int setup(void **state)
 
 #define T(name) cmocka_unit_test_setup(test_##name, setup)
 
+/* ---- "oracle": "baseline": the differential check ----------------------- */
+
+static void load_differential(void)
+{
+	struct qual_msg msg = {{0}};
+
+	if (fixture_find(CASE_DIFF) < 0)
+		assert_int_equal(fixture_load_dir(RUNNER_TEST_FIXTURES "/differential", &msg), 0);
+}
+
+/* Both arms write the same output: the candidate matches the baseline's, and
+ * the case line says the check was the differential one. */
+static void test_differential_pass(void **state)
+{
+	struct scenario s = {
+		.name = "runner_differential_pass", .cases = {CASE_DIFF}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict neutral --expect-case-verdict " CASE_DIFF "=identical",
+	};
+	struct outcome o = {0};
+	json_t *c, *oracle;
+
+	(void)state;
+	load_differential();
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	c = find_line(&o, "case", CASE_DIFF);
+	assert_non_null(c);
+	oracle = json_object_get(c, "oracle");
+	assert_string_equal(str(oracle, "kind"), "baseline");
+	assert_string_equal(str(oracle, "what"), "baseline");
+	assert_string_equal(str(c, "family"), "diff_f16");
+	assert_true(max_abs_error(&o, CASE_DIFF, "candidate") == 0);
+	assert_pairs(&o, CASE_DIFF, 30);
+	outcome_release(&o);
+}
+
+/* The candidate's output differs from the baseline's: a fail of the
+ * candidate, wrong_output, the message saying what it was compared with. */
+static void test_differential_candidate_wrong(void **state)
+{
+	static const char *const want[] = {"wrong output after warm-up",
+					   "element 5 (row 0, col 5)", "the baseline's output",
+					   NULL};
+	struct scenario s = {
+		.name = "runner_differential_wrong", .cases = {CASE_DIFF}, .ncases = 1,
+		.arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict fail --expect-case-verdict " CASE_DIFF "=fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	load_differential();
+	s.arm[1].wrong_from = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_code(assert_error(&o, "check", "candidate", CASE_DIFF, want), "wrong_output");
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	assert_case_failed(&o, CASE_DIFF, "candidate");
+	outcome_release(&o);
+}
+
+/* The candidate goes wrong only in the timed replays: the check after timing
+ * still compares with the baseline's warm-up output. */
+static void test_differential_wrong_in_timing(void **state)
+{
+	static const char *const want[] = {"the baseline's output", NULL};
+	struct scenario s = {
+		.name = "runner_differential_wrong_in_timing", .cases = {CASE_DIFF},
+		.ncases = 1, .arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict fail --expect-case-verdict " CASE_DIFF "=fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	load_differential();
+	s.arm[1].wrong_from = RUNNER_WARMUP;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	assert_code(assert_error(&o, "check", "candidate", CASE_DIFF, want), "wrong_output");
+	assert_int_equal(count_errors(&o, "baseline"), 0);
+	outcome_release(&o);
+}
+
+/* A baseline that leaves part of its output unwritten (still poisoned, NaN):
+ * its output is no reference; the baseline is blamed, the run an error. */
+static void test_differential_baseline_skips(void **state)
+{
+	static const char *const want[] = {"wrong output after warm-up", "element 1007 ",
+					   "(bits 0xffff), the baseline's output", NULL};
+	struct scenario s = {
+		.name = "runner_differential_baseline_skips", .cases = {CASE_DIFF},
+		.ncases = 1, .arm = {arm_ok, arm_ok},
+		.validate = "--expect-verdict error --expect-case-verdict " CASE_DIFF "=fail",
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	load_differential();
+	s.arm[0].skip_from = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_code(assert_error(&o, "check", "baseline", CASE_DIFF, want), "wrong_output");
+	assert_int_equal(count_errors(&o, "candidate"), 0);
+	outcome_release(&o);
+}
+
 QUAL_TESTS(
+	T(differential_pass),
+	T(differential_candidate_wrong),
+	T(differential_wrong_in_timing),
+	T(differential_baseline_skips),
 	T(correct_identical),
 	T(correct_equivalent),
 	T(candidate_slower),
