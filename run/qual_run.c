@@ -152,9 +152,9 @@ static int number_parse(const struct number_opt *o, const char *s)
  * fail, not error, from the line and not from prose. A cancel or a shutdown
  * (SIGTERM) writes nothing: they blame no one.
  *
- * Written on the main thread before and after each compile (runner.h,
- * on_compile), read by the handler (on_fatal_signal), which may run on any
- * thread. Two buffers: on_compile fills the one not published and then
+ * Written whenever the first compile in flight changes (runner.h,
+ * on_compile: from the compile threads, one call at a time), read by the
+ * handler (on_fatal_signal), which may run on any thread. Two buffers: on_compile fills the one not published and then
  * publishes it (term_pub: its index and length in one sig_atomic_t), so a
  * handler that read the last one keeps reading bytes nobody rewrites until
  * the compile after next. */
@@ -162,7 +162,7 @@ static int number_parse(const struct number_opt *o, const char *s)
 static char term_line[2][TERM_LINE_MAX];
 static volatile sig_atomic_t term_pub;    /* index * TERM_LINE_MAX + length; 0: none */
 static int term_status[2];                /* the exit status that goes with each */
-static int term_next;                     /* main thread: the buffer to fill next */
+static int term_next;                     /* on_compile's: the buffer to fill next */
 
 static void on_compile(const char *case_name, const char *arm)
 {

@@ -18,7 +18,6 @@
 #include "common/child.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
-#include "common/sha256.h"
 #include "common/xalloc.h"
 #include "fixtures/fixture.h"
 #include "fixtures/rng.h"

@@ -2,6 +2,7 @@
 """The compile phase and the artifact cache of qual-run, end to end.
 
 usage: cache_test.py --run QUAL_RUN --nvrtc LIB --nvrtc-alt LIB --out DIR
+                     [--shim-hang LIB]
 
 Compile-only runs of the real nvrtc against its alt build, in a fresh
 folder under DIR:
@@ -17,16 +18,23 @@ folder under DIR:
     the start line's cache is null; without --cache, $XDG_CACHE_HOME/qual/
     artifacts is the cache; with neither XDG_CACHE_HOME nor HOME, none;
   - --compile-jobs 1 and --compile-jobs 4 print the same lines apart from
-    times (time, compile_ms, block_seed) and the compile_jobs setting.
+    times (time, compile_ms, block_seed) and the compile_jobs setting;
+  - with --shim-hang (a candidate whose every compile hangs) and
+    --compile-jobs 4: once four candidate compiles hang at once, the job's
+    time limit (QUAL_SIGNAL_TIME_LIMIT, SIGUSR1) gets exactly one
+    compile_timeout line, naming the candidate of the first case, and exit
+    status 2 (fail).
 
 Exits 0 when every check holds, 1 with the failed check otherwise."""
 import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 TWO_CASES = ["--case", "attention_f16-128", "--case", "gemm_i8-256x512x256"]
 
@@ -78,12 +86,57 @@ def without_times(lines):
     return out
 
 
+def hanging_children(pid, lib):
+    """The compile children of pid whose library is lib."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and lib.encode() in argv:
+            found.append(int(d))
+    return found
+
+
+def time_limit_in_flight(args, env):
+    """Four candidate compiles hang at once: the time limit blames the first."""
+    p = subprocess.Popen([args.run, args.nvrtc, args.shim_hang, "--compile-only",
+                          "--no-cache", "--compile-jobs", "4", "--compile-timeout", "600"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    try:
+        while len(hanging_children(p.pid, args.shim_hang)) < 4:
+            check(p.poll() is None, f"qual-run ended early: {p.returncode}")
+            check(time.monotonic() < deadline, "four hanging compiles never ran at once")
+            time.sleep(0.1)
+        p.send_signal(signal.SIGUSR1)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = [json.loads(l) for l in out.splitlines()]
+    blamed = [l for l in lines if l["type"] == "error" and l.get("code") == "compile_timeout"]
+    first = lines[0]["settings"]["cases"][0]
+    check(len(blamed) == 1 and blamed[0]["arm"] == "candidate" and blamed[0]["case"] == first,
+          f"compile_timeout lines {blamed}, expected one for the candidate of {first}")
+    check(p.returncode == 2, f"exit {p.returncode}, expected 2: {err}")
+    print(f"time limit with four compiles in flight: the candidate of {first} blamed, exit 2")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--run", required=True)
     p.add_argument("--nvrtc", required=True)
     p.add_argument("--nvrtc-alt", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--shim-hang")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     root = tempfile.mkdtemp(prefix="cache-", dir=args.out)
@@ -165,6 +218,8 @@ def main():
     for x, y in zip(s, q):
         check(x == y, f"serial and parallel differ:\n{x}\n{y}")
     print(f"--compile-jobs 1 and 4: the same {len(s)} lines")
+    if args.shim_hang:
+        time_limit_in_flight(args, base_env)
     shutil.rmtree(root)
 
 
