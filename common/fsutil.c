@@ -283,3 +283,26 @@ char *fs_beside_self(const char *name)
 		abort();
 	return out;
 }
+
+int fs_mkdir_p(const char *path, mode_t mode, struct qual_msg *msg)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (strlen(path) >= sizeof buf)
+		return qual_fail(msg, QUAL_EINVAL, "path '%s' is too long", path);
+	strcpy(buf, path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", buf,
+					 strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", buf,
+				 strerror(errno));
+	return 0;
+}

@@ -61,6 +61,11 @@ int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 int fs_read_capped_placed(const char *path, uid_t owner, size_t cap, char **out,
 			  size_t *size, struct qual_msg *msg);
 
+/* Creates path and every missing folder above it with mode (an existing
+ * one is fine). Returns 0, QUAL_EINVAL (too long) or QUAL_EIO with msg
+ * naming the folder that cannot be made. */
+int fs_mkdir_p(const char *path, mode_t mode, struct qual_msg *msg);
+
 /* "dir/name" into out (cap bytes). Returns 0 or QUAL_EINVAL when it does
  * not fit. */
 int fs_path_join(char *out, size_t cap, const char *dir, const char *name,

@@ -693,6 +693,7 @@ static void jobs_free(struct jobs *j)
 	free(j->worker);
 	free(j->helper);
 	free(j->compile_user);
+	free(j->cache_dir);
 	free(j->scratch);
 	free(j->scratch_prefix);
 	for (i = 0; i < j->nroots; i++)
@@ -763,6 +764,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->worker = program(cfg->worker, "qual-run");
 	j->helper = program(cfg->compile_helper, "qual-compile");
 	j->compile_user = cfg->compile_user ? xstrdup(cfg->compile_user) : NULL;
+	if (!cfg->no_cache && asprintf(&j->cache_dir, "%s/cache", cfg->state_dir) < 0)
+		abort();
 	j->job_timeout_s = cfg->job_timeout_s > 0 ? cfg->job_timeout_s :
 			   JOBS_DEFAULT_TIMEOUT_S;
 	j->check_timeout_s = cfg->submit_check_timeout_s > 0 ?

@@ -39,6 +39,9 @@ struct jobs_config {
 				     * the running executable */
 	const char *compile_user; /* the workers' --compile-user (their compile
 				   * children run as that user); NULL: none */
+	bool no_cache;           /* the workers run without the artifact cache
+				  * (quald --no-cache); otherwise theirs is
+				  * state_dir/cache (run/cache.h) */
 	int nslots;              /* worker slots */
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
 	const char *no_gpu_because; /* with devices NULL: why the slots are

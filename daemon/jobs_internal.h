@@ -99,6 +99,7 @@ struct jobs {
 	char *worker;
 	char *helper;
 	char *compile_user;        /* NULL: none (jobs_config) */
+	char *cache_dir;           /* the workers' --cache; NULL: --no-cache */
 	char *scratch;             /* where the workers' folders are: $TMPDIR */
 	char *scratch_prefix;      /* their names': "quald-<state>-" */
 	int nslots;

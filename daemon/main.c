@@ -109,6 +109,8 @@ static void usage(FILE *f)
 		"  --compile-user NAME  run the compile children, which load the libraries\n"
 		"                       under test, as this unprivileged user (quald must\n"
 		"                       run as root; docs/service.md, \"Trust model\")\n"
+		"  --no-cache           workers compile everything (default: they share\n"
+		"                       the artifact cache STATE_DIR/cache)\n"
 		"  --devices LIST|auto  GPU ordinals, one slot each (e.g. 0,1); auto (the\n"
 		"                       default): every GPU that passes a health check at\n"
 		"                       start, or one compile-only slot when none is found\n"
@@ -267,7 +269,7 @@ enum {
 	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
-	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER,
+	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER, OPT_NO_CACHE,
 };
 
 /* Descriptors quald holds besides its connections: per slot a running
@@ -316,6 +318,7 @@ int main(int argc, char **argv)
 		{"tcp-token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"group", required_argument, NULL, OPT_GROUP},
 		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
@@ -438,6 +441,9 @@ int main(int argc, char **argv)
 			jcfg.compile_user = optarg;
 			break;
 		}
+		case OPT_NO_CACHE:
+			jcfg.no_cache = true;
+			break;
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			status = QUAL_EXIT_PASS;

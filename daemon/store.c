@@ -214,29 +214,6 @@ static int path_fmt(char *out, size_t cap, struct qual_msg *msg,
 	return 0;
 }
 
-static int mkdir_p(const char *path, mode_t mode, struct qual_msg *msg)
-{
-	char buf[PATH_MAX];
-	char *p;
-
-	if (strlen(path) >= sizeof buf)
-		return qual_fail(msg, QUAL_EINVAL, "path '%s' is too long", path);
-	strcpy(buf, path);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", buf,
-					 strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return qual_fail(msg, QUAL_EIO, "cannot create '%s': %s", buf,
-				 strerror(errno));
-	return 0;
-}
-
 /* A failure an fsutil call described in m: QUAL_EIO with m's text in msg,
  * and the fatal hook's call when is_fatal (the first time). */
 static int fail_fs(bool is_fatal, const struct qual_msg *m, struct qual_msg *msg)
@@ -355,7 +332,7 @@ int store_open(const char *dir, struct store **out, struct qual_msg *msg)
 	 * fatal: nothing runs yet, and the caller stops on the error). The
 	 * lock comes before anything is read or removed. */
 	if ((rc = path_fmt(jobs, sizeof jobs, msg, "%s/%s", dir, STORE_JOBS)) ||
-	    (rc = mkdir_p(jobs, 0750, msg)) ||
+	    (rc = fs_mkdir_p(jobs, 0750, msg)) ||
 	    (rc = lock_take(dir, &lock_fd, msg)))
 		return rc;
 	if ((rc = sync_dir(jobs, false, msg)) ||

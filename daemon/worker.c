@@ -705,6 +705,12 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		abort();
 	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)
 		abort();
+	/* The artifact cache of the state directory, shared by every worker
+	 * (run/cache.h: entries appear whole, and each is checked on use). */
+	if (j->cache_dir && asprintf(&argv[k++], "--cache=%s", j->cache_dir) < 0)
+		abort();
+	if (!j->cache_dir)
+		argv[k++] = xstrdup("--no-cache");
 	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
 	 * libraries"): the worker reads that file, not the path again, and
 	 * refuses bytes of another hash. Every job that runs has both pins:

@@ -18,6 +18,7 @@
 #include "compile/rtc.h"
 #include "fixtures/fixture.h"
 #include "gpu/health.h"
+#include "run/cache.h"
 #include "run/runner.h"
 #include "stats/stats.h"
 
@@ -66,6 +67,14 @@ static void usage(FILE *f)
 		"                       each library is read once into a sealed memfd,\n"
 		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
+		"  --compile-jobs N     compiles at once, each its own child (default: the\n"
+		"                       online CPUs, at most 16; 1: one after the other)\n"
+		"  --cache DIR          artifact cache: successful compiles kept by content\n"
+		"                       (default $XDG_CACHE_HOME/qual/artifacts, else\n"
+		"                       $HOME/.cache/qual/artifacts)\n"
+		"  --no-cache           compile everything, read and write no cache\n"
+		"  --cache-max-mib N    bound on the cache's size; the least recently used\n"
+		"                       entries go beyond it (default 4096)\n"
 		"  --compile-user NAME  run the compile children, which load the libraries,\n"
 		"                       and the fixtures' oracle programs as this\n"
 		"                       unprivileged user (qual-run must be root)\n"
@@ -93,7 +102,8 @@ enum {
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
 	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
-	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT,
+	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
+	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -150,9 +160,9 @@ static int number_parse(const struct number_opt *o, const char *s)
  * fail, not error, from the line and not from prose. A cancel or a shutdown
  * (SIGTERM) writes nothing: they blame no one.
  *
- * Written on the main thread before and after each compile (runner.h,
- * on_compile), read by the handler (on_fatal_signal), which may run on any
- * thread. Two buffers: on_compile fills the one not published and then
+ * Written whenever the first compile in flight changes (runner.h,
+ * on_compile: from the compile threads, one call at a time), read by the
+ * handler (on_fatal_signal), which may run on any thread. Two buffers: on_compile fills the one not published and then
  * publishes it (term_pub: its index and length in one sig_atomic_t), so a
  * handler that read the last one keeps reading bytes nobody rewrites until
  * the compile after next. */
@@ -160,7 +170,7 @@ static int number_parse(const struct number_opt *o, const char *s)
 static char term_line[2][TERM_LINE_MAX];
 static volatile sig_atomic_t term_pub;    /* index * TERM_LINE_MAX + length; 0: none */
 static int term_status[2];                /* the exit status that goes with each */
-static int term_next;                     /* main thread: the buffer to fill next */
+static int term_next;                     /* on_compile's: the buffer to fill next */
 
 static void on_compile(const char *case_name, const char *arm)
 {
@@ -293,6 +303,10 @@ int main(int argc, char **argv)
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
+		{"compile-jobs", required_argument, NULL, OPT_COMPILE_JOBS},
+		{"cache", required_argument, NULL, OPT_CACHE},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"cache-max-mib", required_argument, NULL, OPT_CACHE_MAX},
 		{"baseline-sha256", required_argument, NULL, OPT_BSHA},
 		{"candidate-sha256", required_argument, NULL, OPT_CSHA},
 		{"baseline-real-path", required_argument, NULL, OPT_BREAL},
@@ -321,6 +335,8 @@ int main(int argc, char **argv)
 		{OPT_BLOCK_SEED, "--block-seed", NUM_U64, 1, LONG_MAX, 0, 0, &cfg.block_seed},
 		{OPT_SESSIONS, "--sessions", NUM_INT, 1, 64, 0, 0, &cfg.sessions},
 		{OPT_FLUSH, "--flush-mib", NUM_MIB, 0, 65536, 0, 0, &cfg.flush_bytes},
+		{OPT_COMPILE_JOBS, "--compile-jobs", NUM_INT, 1, 1024, 0, 0, &cfg.compile_jobs},
+		{OPT_CACHE_MAX, "--cache-max-mib", NUM_MIB, 1, 16L << 20, 0, 0, &cfg.cache_max_bytes},
 		{OPT_TIMEOUT, "--compile-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
 		 &cfg.limits.timeout_s},
 		{OPT_HANG_FLOOR, "--hang-floor-ms", NUM_DOUBLE, 0, 0, 1, 86400e3, &cfg.hang_floor_ms},
@@ -332,7 +348,8 @@ int main(int argc, char **argv)
 	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);
 	const char **copts = xcalloc((size_t)argc, sizeof *copts);
 	int status = QUAL_EXIT_USAGE, opt;
-	bool health = false, list = false;
+	bool health = false, list = false, no_cache = false;
+	char cache_dir[PATH_MAX];
 
 	/* Our stdout is the job's verdict: no compile child may take it
 	 * (confine.h). */
@@ -386,6 +403,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;
+			break;
+		case OPT_CACHE:
+			cfg.cache_dir = optarg;
+			break;
+		case OPT_NO_CACHE:
+			no_cache = true;
 			break;
 		case OPT_COMPILE_USER: {
 			struct qual_msg msg;
@@ -493,6 +516,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (no_cache)
+		cfg.cache_dir = NULL;
+	else if (!cfg.cache_dir && cache_default_dir(cache_dir, sizeof cache_dir))
+		cfg.cache_dir = cache_dir;
 	cfg.baseline = argv[optind];
 	cfg.candidate = argv[optind + 1];
 	status = runner_run(&cfg, stdout, stderr);

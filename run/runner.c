@@ -18,11 +18,11 @@
 #include "common/child.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
-#include "common/sha256.h"
 #include "common/xalloc.h"
 #include "fixtures/fixture.h"
 #include "fixtures/rng.h"
 #include "gpu/gpu.h"
+#include "run/cache.h"
 #include "stats/judge.h"
 
 static const char *const arm_names[2] = {"baseline", "candidate"};
@@ -37,6 +37,7 @@ static const char *const arm_names[2] = {"baseline", "candidate"};
 struct arm {
 	const struct rtc_result *code; /* in run->cache */
 	bool compiled;
+	bool cached;    /* code is from the artifact cache */
 	struct gpu_module *module;
 	struct gpu_graph *graph;
 	double max_err;
@@ -121,6 +122,7 @@ static json_t *arm_json(const struct arm *a, bool timed)
 	json_t *o = json_object();
 
 	json_object_set_new(o, "compiled", json_boolean(a->compiled));
+	json_object_set_new(o, "cached", json_boolean(a->cached));
 	if (!a->compiled)
 		return o;
 	json_object_set_new(o, "artifact_sha256", json_string(r->code_sha256));
@@ -242,65 +244,13 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 		 stage, msg->text);
 }
 
-/* The cache key of a compile: source, target and the arm's options. */
-static void compile_key(const struct run *run, int arm, const char *src,
-			const char *target, char key[65])
-{
-	size_t n = strlen(src) + strlen(target) + 2;
-	char *text, *p;
-
-	for (int i = 0; i < run->nopts[arm]; i++)
-		n += strlen(run->opts[arm][i]) + 1;
-	p = text = xmalloc(n);
-	p += sprintf(p, "%s%c%s", target, 0, src) + 1;
-	for (int i = 0; i < run->nopts[arm]; i++)
-		p += sprintf(p, "%s", run->opts[arm][i]) + 1;
-	sha256_hash_buffer(text, (size_t)(p - text), key, NULL);
-	free(text);
-}
-
 static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		       struct arm *a, struct judge_case *jc)
 {
-	struct rtc_request req = {0};
-	struct qual_msg msg = {{0}};
-	struct compiled *e = NULL;
-	char program[96], key[65], target[40];
-	char *src = fixture_source(c, run->platform);
-	int rc;
+	const struct compiled *e = runner__compile(run, c, arm);
 
-	fixture_target(c, run->arch, target, sizeof target);
-	compile_key(run, arm, src, target, key);
-	for (int i = 0; i < run->ncache && !e; i++)
-		if (run->cache[i].arm == arm && strcmp(run->cache[i].key, key) == 0)
-			e = &run->cache[i];
-	if (!e) {
-		snprintf(program, sizeof program, "%s.cu", c->kernel);
-		req.compiler = &run->id[arm];
-		req.source = src;
-		req.program_name = program;
-		req.arch = target;
-		req.options = run->opts[arm];
-		req.noptions = run->nopts[arm];
-		XGROW(run->cache, run->ncache + 1, run->capcache);
-		e = &run->cache[run->ncache];
-		memset(e, 0, sizeof *e);
-		if (run->cfg->on_compile)
-			run->cfg->on_compile(c->name, arm_names[arm]);
-		rc = rtc_compile(&req, &run->cfg->limits, &e->res, &msg);
-		if (run->cfg->on_compile)
-			run->cfg->on_compile(NULL, NULL);
-		if (rc < 0) {
-			free(src);
-			fail_arm(run, jc, arm, "compile", rc, msg.text);
-			return rc;
-		}
-		e->arm = arm;
-		memcpy(e->key, key, sizeof e->key);
-		run->ncache++;
-	}
-	free(src);
 	a->code = &e->res;
+	a->cached = e->cached;
 	if (e->res.status != 0) {
 		fail_arm(run, jc, arm, "compile", e->res.status, e->res.message);
 		return e->res.status;
@@ -802,6 +752,10 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 		"cases", cases));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
+	json_object_set_new(json_object_get(line, "settings"), "compile_jobs",
+			    json_integer(run->compile_jobs));
+	json_object_set_new(json_object_get(line, "settings"), "cache", run->artifacts ?
+			    lines_text(run->artifacts->dir) : json_null());
 	lines_emit(run->out, line);
 }
 
@@ -901,6 +855,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	memset(&run, 0, sizeof run);
 	run.cfg = cfg;
 	run.out = out;
+	run.err = err;
 	run.opts[0] = cfg->baseline_opts;
 	run.nopts[0] = cfg->nbaseline_opts;
 	run.opts[1] = cfg->candidate_opts;
@@ -1016,7 +971,9 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		 cfg->arch ? cfg->arch : default_arch(run.id[0].abi));
 
 	run.judge.timed = run.device != NULL;
+	runner__compile_setup(&run);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
+	runner__compile_all(&run, sel, nsel);
 	if (run.device && !run.gpu) {
 		runner__run_sessions(&run, sel, nsel);
 		if (run.crash_signal) {
@@ -1047,9 +1004,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 out:
 	if (run.gpu)
 		gpu_close(run.gpu);
-	for (int i = 0; i < run.ncache; i++)
-		rtc_result_release(&run.cache[i].res);
-	free(run.cache);
+	runner__compile_release(&run);
 	rtc_identity_release(&run.id[0]);
 	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);

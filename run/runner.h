@@ -83,6 +83,10 @@
 #define RUNNER_HANG_FACTOR 100.0
 #define RUNNER_BASELINE_ALLOWANCE 10.0
 
+/* The most compiles at once by default: a compile child takes one core for
+ * the second or so it runs, and the largest machine qual runs on has 16. */
+#define RUNNER_MAX_COMPILE_JOBS 16
+
 struct runner_config {
 	const char *baseline;   /* compiler library paths */
 	const char *candidate;
@@ -141,11 +145,22 @@ struct runner_config {
 	 * (quald counts it against the candidate and checks the GPU). A test
 	 * sets its own; if it returns, runner_run returns QUAL_EXIT_ERROR. */
 	void (*on_crash)(int sig);
-	/* Called just before an arm's compile child starts (the case's name
-	 * and "baseline" or "candidate"), and with NULLs once it has ended, so
-	 * that qual-run can say which compile was in flight if it is stopped
-	 * meanwhile (qual_run.c: SIGTERM). NULL: nothing. */
+	/* Called whenever the compile in flight changes: with the case's name
+	 * and "baseline" or "candidate" of the first compile (in case order,
+	 * baseline before candidate) whose child is running, and with NULLs
+	 * once none is, so that qual-run can say which compile was in flight
+	 * if it is stopped meanwhile (qual_run.c: SIGTERM). With several
+	 * compiles at once it is called from the compile threads, one call at
+	 * a time. NULL: nothing. */
 	void (*on_compile)(const char *case_name, const char *arm);
+	/* Compiles at once in the compile phase, each its own child (qual-run
+	 * --compile-jobs); 0: the online CPUs, at most RUNNER_MAX_COMPILE_JOBS;
+	 * 1: one after the other. */
+	int compile_jobs;
+	/* The artifact cache's folder (run/cache.h; qual-run --cache), NULL:
+	 * none; and its bound in bytes (0: CACHE_DEFAULT_MAX_MIB). */
+	const char *cache_dir;
+	size_t cache_max_bytes;
 };
 
 /* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,

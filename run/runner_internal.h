@@ -29,15 +29,21 @@ struct run {
 	bool hung;              /* ... and it was a hang: the process must end */
 	/* How the wait limit now in force was chosen, for messages. */
 	char limit_why[200];
-	/* Compile results by (arm, SHA-256 of source, target and options): cases
-	 * that share a kernel source (the shape is a kernel parameter) compile
-	 * once per arm. */
+	/* Compile results by (arm, artifact key: cache.h's cache_key()), each
+	 * allocated on its own so that a pointer to one stays valid: cases that
+	 * share a kernel source compile once per arm. Filled by
+	 * runner__compile_all() before any case runs. */
 	struct compiled {
 		int arm;
 		char key[65];
-		struct rtc_result res;
-	} *cache;
+		struct rtc_result res; /* status < 0: qual's own trouble (rtc_compile's
+					* return), message saying what */
+		bool cached;           /* from the artifact cache, not compiled */
+	} **cache;
 	int ncache, capcache;
+	struct cache *artifacts; /* the artifact cache; NULL: none */
+	int compile_jobs;        /* compiles at once, in force (>= 1) */
+	FILE *err;               /* warnings */
 	char stop_reason[1400];
 	uint64_t block_seed;    /* the one in use: cfg's or drawn */
 	/* The device: run->gpu's info, or the probe's when sessions hold the
@@ -67,6 +73,32 @@ void runner__run_case(struct run *run, int index);
 /* The error line outside any case that says why GPU work stopped (from
  * run->stop_reason), with its "gpu" field. */
 void runner__emit_stop(struct run *run);
+
+/* ---- compile_all.c ---------------------------------------------------- */
+
+/* Sets run->compile_jobs from cfg (0: the online CPUs, at most
+ * RUNNER_MAX_COMPILE_JOBS) and opens the artifact cache cfg->cache_dir
+ * (NULL: none) into run->artifacts; a cache that cannot be used is a
+ * warning on run->err, and the run goes on without one. */
+void runner__compile_setup(struct run *run);
+
+/* The compile phase, before any case runs: every arm of every selected case
+ * that applies to the target, each (arm, key) once, taken from the artifact
+ * cache where it is there and otherwise compiled, up to run->compile_jobs
+ * qual-compile children at once; results into run->cache in case order,
+ * whatever order the compiles end in. Successful compiles go into the
+ * artifact cache, which is then trimmed to its bound. Writes no lines: the
+ * cases report their compiles when they run (runner__compile()). */
+void runner__compile_all(struct run *run, const int *sel, int nsel);
+
+/* The result of compiling case c with arm: run->cache's, or compiled now
+ * (one child, on this thread) when the compile phase did not do it. Never
+ * NULL. */
+const struct compiled *runner__compile(struct run *run, const struct fixture_case *c,
+				       int arm);
+
+/* Frees run->cache and closes the artifact cache. */
+void runner__compile_release(struct run *run);
 
 /* ---- sessions.c ------------------------------------------------------- */
 

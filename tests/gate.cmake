@@ -12,8 +12,11 @@
 #                        escaped by submit, list, show, status and watch
 #   gate_hang_job_limit  a compile hanging past --job-timeout: candidate fail
 #                        (2), baseline error (3)
+#   gate_artifact_cache  workers share STATE/cache: a job run again is all
+#                        cached; quald --no-cache: none
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario untimed devices_auto sighup control_chars hang_job_limit)
+  foreach(scenario untimed devices_auto sighup control_chars hang_job_limit
+                   artifact_cache)
     add_test(NAME gate_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/gate_test.py
                      --quald $<TARGET_FILE:quald>

@@ -14,9 +14,11 @@ set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
 # this library.
 set(S ${PROJECT_SOURCE_DIR})
 add_library(qual_runner_test_lib STATIC
-  ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/run/runner.c)
+  ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/run/runner.c
+  ${S}/run/compile_all.c ${S}/run/cache.c)
+find_package(Threads REQUIRED)
 target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_judge
-                      ${CMAKE_DL_LIBS} m)
+                      Threads::Threads ${CMAKE_DL_LIBS} m)
 
 if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
   set(RO ${CMAKE_CURRENT_BINARY_DIR}/runner_out)

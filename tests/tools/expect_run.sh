@@ -21,6 +21,10 @@ done
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 errfile=$out.stderr
+# Each run with an artifact cache of its own, new: every compile it asks
+# for is made, and nothing is written under the user's home.
+rm -rf "$out.cache"
+export XDG_CACHE_HOME=$out.cache
 "$@" >"$out" 2>"$errfile"
 got=$?
 cat "$errfile" >&2

@@ -16,10 +16,13 @@ for a in "$@"; do
 done
 while [ $# -gt 2 ]; do
   [ "$1" = "--" ] && { shift; break; }
-  # The pins (quald's --*-real-path, --*-sha256) are not echoed: the start
-  # line's length is what the log limit tests measure.
+  # The pins (quald's --*-real-path, --*-sha256) and the artifact cache
+  # (--cache=STATE/cache, --no-cache: gate_artifact_cache checks it with the
+  # real qual-run) are not echoed: the start line's length is what the log
+  # limit tests measure.
   case "$1" in
     --baseline-real-path=*|--candidate-real-path=*|--baseline-sha256=*|--candidate-sha256=*) ;;
+    --cache=*|--no-cache) ;;
     *) args="$args $1" ;;
   esac
   shift

@@ -319,8 +319,41 @@ def scenario_hang_job_limit(args, root):
         log("cancel during the candidate's hanging compile: cancelled, no compile_timeout")
 
 
+def scenario_artifact_cache(args, root):
+    """The workers share the artifact cache STATE/cache: a job run again takes
+    every arm's code from it; quald --no-cache gives them none."""
+    def submit(d):
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only",
+                  "--json")
+        check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}")
+        lines = [json.loads(l) for l in r.stdout.splitlines()]
+        case = [l for l in lines if l["type"] == "case"]
+        check(len(case) == 1, f"one case line: {r.stdout}")
+        return lines[0]["settings"], [case[0][a] for a in ("baseline", "candidate")]
+
+    with serving(Quald(args, os.path.join(root, "on"))) as d:
+        want = os.path.join(d.state, "cache")
+        settings, first = submit(d)
+        check(settings["cache"] == want, f"the worker's cache: {settings.get('cache')!r}, "
+              f"expected {want!r}")
+        check(all(a["cached"] is False for a in first), f"first job cached: {first}")
+        settings, again = submit(d)
+        check(all(a["cached"] is True for a in again), f"second job compiled: {again}")
+        check([a["artifact_sha256"] for a in again] == [a["artifact_sha256"] for a in first],
+              "cached artifacts differ")
+        log("artifact cache: the second job's arms come from STATE/cache")
+    with serving(Quald(args, os.path.join(root, "off"), extra=["--no-cache"])) as d:
+        for _ in range(2):
+            settings, arms = submit(d)
+            check(settings["cache"] is None and all(a["cached"] is False for a in arms),
+                  f"--no-cache: {settings.get('cache')!r} {arms}")
+        check(not os.path.exists(os.path.join(d.state, "cache")), "--no-cache made a cache")
+        log("quald --no-cache: no cache, every arm compiled")
+
+
 SCENARIOS = {
     "untimed": scenario_untimed,
+    "artifact_cache": scenario_artifact_cache,
     "devices_auto": scenario_devices_auto,
     "sighup": scenario_sighup,
     "control_chars": scenario_control_chars,

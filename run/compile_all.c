@@ -1,0 +1,332 @@
+/* The compile phase (runner_internal.h): every arm of every case compiled
+ * before any case runs, up to run->compile_jobs at once, and the artifact
+ * cache (cache.h) in front of the compiler.
+ *
+ * Compiles at once are threads of this process, each blocked in
+ * rtc_compile() for its own qual-compile child: rtc_compile() is safe to
+ * call from several threads. child_start() forks and the child makes only
+ * async-signal-safe calls (raw system calls, dup2, sigaction, execve) until
+ * it execs, with every descriptor close-on-exec, so a child forked by one
+ * thread carries none of another's past its exec; child_wait() waits for its
+ * own pid only (waitid(P_PID)); each compile has its own folder (mkdtemp),
+ * and rtc.c's process-wide settings (helper, compile user) are only read
+ * while compiles run. The threads are joined before anything else runs, so
+ * the sessions, forked later, are forked from a process of one thread. */
+#include "run/runner_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+#include "run/cache.h"
+
+static const char *const arm_name[2] = {"baseline", "candidate"};
+
+/* One compile of the phase. */
+struct job {
+	int arm;
+	char case_name[64];
+	char key[SHA256_HEX_SIZE];
+	char *src;
+	char target[40];
+	char program[96];
+	struct compiled *e;     /* its result, appended to run->cache after */
+	struct qual_msg store;  /* why it could not be cached ("": it was, or
+				 * it was not to be) */
+	bool running;
+};
+
+/* The compiles of the phase and the threads that share them out. */
+struct pool {
+	struct run *run;
+	struct job *jobs;
+	int njobs, next;
+	int reported;           /* the job on_compile last named; -1: none */
+	pthread_mutex_t mu;
+};
+
+void runner__compile_setup(struct run *run)
+{
+	const struct runner_config *cfg = run->cfg;
+	struct qual_msg msg = {{0}};
+	long cpus;
+
+	run->compile_jobs = cfg->compile_jobs;
+	if (run->compile_jobs <= 0) {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		run->compile_jobs = cpus < 1 ? 1 : cpus > RUNNER_MAX_COMPILE_JOBS ?
+				    RUNNER_MAX_COMPILE_JOBS : (int)cpus;
+	}
+	if (!cfg->cache_dir)
+		return;
+	run->artifacts = xmalloc(sizeof *run->artifacts);
+	if (cache_open(run->artifacts, cfg->cache_dir, cfg->cache_max_bytes ?
+		       cfg->cache_max_bytes : (size_t)CACHE_DEFAULT_MAX_MIB << 20,
+		       cfg->limits.log_cap, run->err, &msg) < 0) {
+		if (run->err)
+			fprintf(run->err, "qual-run: warning: %s: running without a cache\n",
+				msg.text);
+		free(run->artifacts);
+		run->artifacts = NULL;
+	}
+}
+
+/* What compiling c with arm takes: its source (new), target, program name
+ * and key, into j. */
+static void job_init(const struct run *run, const struct fixture_case *c, int arm,
+		     struct job *j)
+{
+	struct cache_key_in in;
+
+	memset(j, 0, sizeof *j);
+	j->arm = arm;
+	snprintf(j->case_name, sizeof j->case_name, "%s", c->name);
+	j->src = fixture_source(c, run->platform);
+	fixture_target(c, run->arch, j->target, sizeof j->target);
+	snprintf(j->program, sizeof j->program, "%s.cu", c->kernel);
+	in.compiler_sha256 = run->id[arm].sha256;
+	in.abi = run->id[arm].abi_name;
+	in.arch = j->target;
+	in.program_name = j->program;
+	in.source = j->src;
+	in.options = run->opts[arm];
+	in.noptions = run->nopts[arm];
+	cache_key(&in, j->key);
+}
+
+static struct compiled *find(const struct run *run, int arm, const char *key)
+{
+	for (int i = 0; i < run->ncache; i++)
+		if (run->cache[i]->arm == arm && strcmp(run->cache[i]->key, key) == 0)
+			return run->cache[i];
+	return NULL;
+}
+
+static struct compiled *entry_new(const struct job *j)
+{
+	struct compiled *e = xcalloc(1, sizeof *e);
+
+	e->arm = j->arm;
+	memcpy(e->key, j->key, sizeof e->key);
+	return e;
+}
+
+static void append(struct run *run, struct compiled *e)
+{
+	XGROW(run->cache, run->ncache + 1, run->capcache);
+	run->cache[run->ncache++] = e;
+}
+
+/* The artifact cache can be used for the key of arm: a library known by
+ * its hash. */
+static bool cacheable(const struct run *run, const struct job *j)
+{
+	return run->artifacts && j->key[0] && run->id[j->arm].sha256[0];
+}
+
+/* Runs j's compile into j->e (a result even when rtc_compile() could not
+ * run its child: that status and message), and caches a success. */
+static void job_run(const struct run *run, struct job *j)
+{
+	struct rtc_request req = {0};
+	struct qual_msg msg = {{0}};
+	int rc;
+
+	req.compiler = &run->id[j->arm];
+	req.source = j->src;
+	req.program_name = j->program;
+	req.arch = j->target;
+	req.options = run->opts[j->arm];
+	req.noptions = run->nopts[j->arm];
+	rc = rtc_compile(&req, &run->cfg->limits, &j->e->res, &msg);
+	if (rc < 0) {
+		memset(&j->e->res, 0, sizeof j->e->res);
+		j->e->res.status = rc;
+		/* Cut to the result's room, as a compiler's message is. */
+		memcpy(j->e->res.message, msg.text, sizeof j->e->res.message - 1);
+		return;
+	}
+	if (j->e->res.status == 0 && cacheable(run, j) &&
+	    cache_store(run->artifacts, j->key, &j->e->res, &j->store) == 0)
+		j->store.text[0] = '\0';
+}
+
+/* Tells on_compile which compile is now the first in flight, if that
+ * changed. With p->mu held. */
+static void report(struct pool *p)
+{
+	void (*cb)(const char *, const char *) = p->run->cfg->on_compile;
+	int first = -1;
+
+	for (int i = 0; i < p->njobs && first < 0; i++)
+		if (p->jobs[i].running)
+			first = i;
+	if (!cb || first == p->reported)
+		return;
+	p->reported = first;
+	if (first < 0)
+		cb(NULL, NULL);
+	else
+		cb(p->jobs[first].case_name, arm_name[p->jobs[first].arm]);
+}
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->next < p->njobs) {
+		struct job *j = &p->jobs[p->next++];
+
+		j->running = true;
+		report(p);
+		pthread_mutex_unlock(&p->mu);
+		job_run(p->run, j);
+		pthread_mutex_lock(&p->mu);
+		j->running = false;
+		report(p);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Runs every job of p, up to run->compile_jobs at once: on this thread
+ * alone for one, else on that many threads (fewer when there are fewer
+ * jobs). A thread that cannot be started leaves its share to the others. */
+static void pool_run(struct pool *p)
+{
+	int n = p->run->compile_jobs < p->njobs ? p->run->compile_jobs : p->njobs;
+	pthread_t *threads;
+	int started = 0;
+
+	pthread_mutex_init(&p->mu, NULL);
+	p->reported = -1;
+	if (n <= 1) {
+		worker(p);
+	} else {
+		threads = xcalloc((size_t)n, sizeof *threads);
+		for (int i = 0; i < n; i++)
+			if (pthread_create(&threads[started], NULL, worker, p) == 0)
+				started++;
+		if (started == 0)
+			worker(p);
+		for (int i = 0; i < started; i++)
+			pthread_join(threads[i], NULL);
+		free(threads);
+	}
+	pthread_mutex_destroy(&p->mu);
+}
+
+void runner__compile_all(struct run *run, const int *sel, int nsel)
+{
+	struct pool p = { .run = run, .reported = -1 };
+	int cap = 0;
+	bool store_warned = false;
+
+	for (int i = 0; i < nsel; i++) {
+		struct fixture_case c;
+		struct qual_msg msg = {{0}};
+		char why[200];
+
+		memset(&c, 0, sizeof c);
+		/* A case that cannot be described, or does not apply, is left
+		 * for the case to report when it runs. */
+		if (fixture_spec(sel[i], &c, &msg) < 0)
+			continue;
+		if (!fixture_applies(&c, run->platform, run->arch, why, sizeof why)) {
+			fixture_release(&c);
+			continue;
+		}
+		for (int arm = 0; arm < 2; arm++) {
+			struct job j;
+			bool queued = false;
+
+			job_init(run, &c, arm, &j);
+			for (int k = 0; k < p.njobs && !queued; k++)
+				queued = p.jobs[k].arm == arm && !strcmp(p.jobs[k].key, j.key);
+			if (queued || find(run, arm, j.key)) {
+				free(j.src);
+				continue;
+			}
+			if (cacheable(run, &j)) {
+				struct compiled *e = entry_new(&j);
+
+				if (cache_lookup(run->artifacts, j.key, &e->res)) {
+					e->cached = true;
+					append(run, e);
+					free(j.src);
+					continue;
+				}
+				free(e);
+			}
+			j.e = entry_new(&j);
+			XGROW(p.jobs, p.njobs + 1, cap);
+			p.jobs[p.njobs++] = j;
+		}
+		fixture_release(&c);
+	}
+	pool_run(&p);
+	for (int k = 0; k < p.njobs; k++) {
+		struct job *j = &p.jobs[k];
+
+		append(run, j->e);
+		free(j->src);
+		if (j->store.text[0] && !store_warned && run->err) {
+			fprintf(run->err, "qual-run: warning: cannot write to the artifact cache: "
+				"%s\n", j->store.text);
+			store_warned = true;
+		}
+	}
+	free(p.jobs);
+	if (run->artifacts && p.njobs > 0)
+		cache_trim(run->artifacts);
+}
+
+const struct compiled *runner__compile(struct run *run, const struct fixture_case *c,
+				       int arm)
+{
+	struct pool p = { .run = run, .njobs = 1, .reported = -1 };
+	struct compiled *e;
+	struct job j;
+
+	job_init(run, c, arm, &j);
+	if ((e = find(run, arm, j.key))) {
+		free(j.src);
+		return e;
+	}
+	e = entry_new(&j);
+	if (cacheable(run, &j) && cache_lookup(run->artifacts, j.key, &e->res)) {
+		e->cached = true;
+		free(j.src);
+		append(run, e);
+		return e;
+	}
+	j.e = e;
+	p.jobs = &j;
+	{
+		/* One compile, on this thread, reported as the phase's are. */
+		int jobs = run->compile_jobs;
+
+		run->compile_jobs = 1;
+		pool_run(&p);
+		run->compile_jobs = jobs;
+	}
+	free(j.src);
+	append(run, e);
+	return e;
+}
+
+void runner__compile_release(struct run *run)
+{
+	for (int i = 0; i < run->ncache; i++) {
+		rtc_result_release(&run->cache[i]->res);
+		free(run->cache[i]);
+	}
+	free(run->cache);
+	run->cache = NULL;
+	run->ncache = run->capcache = 0;
+	free(run->artifacts);
+	run->artifacts = NULL;
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""The compile phase and the artifact cache of qual-run, end to end.
+
+usage: cache_test.py --run QUAL_RUN --nvrtc LIB --nvrtc-alt LIB --out DIR
+                     [--shim-hang LIB]
+
+Compile-only runs of the real nvrtc against its alt build, in a fresh
+folder under DIR:
+
+  - a first run with --cache C compiles every arm (cached false) and leaves
+    entries in C; its start line names C and the compile jobs in force;
+  - a second run with the same cache compiles nothing: every arm of every
+    case line says cached true, with the first run's artifact_sha256;
+  - an entry whose code was changed is a miss: warned about on stderr,
+    recompiled (cached false for the arms that used it, the same
+    artifact), and stored again (a third run hits everywhere);
+  - --no-cache writes nothing (not in $XDG_CACHE_HOME, not in $HOME) and
+    the start line's cache is null; without --cache, $XDG_CACHE_HOME/qual/
+    artifacts is the cache; with neither XDG_CACHE_HOME nor HOME, none;
+  - --compile-jobs 1 and --compile-jobs 4 print the same lines apart from
+    times (time, compile_ms, block_seed) and the compile_jobs setting;
+  - with --shim-hang (a candidate whose every compile hangs) and
+    --compile-jobs 4: once four candidate compiles hang at once, the job's
+    time limit (QUAL_SIGNAL_TIME_LIMIT, SIGUSR1) gets exactly one
+    compile_timeout line, naming the candidate of the first case, and exit
+    status 2 (fail).
+
+Exits 0 when every check holds, 1 with the failed check otherwise."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TWO_CASES = ["--case", "attention_f16-128", "--case", "gemm_i8-256x512x256"]
+
+
+def check(cond, what):
+    if not cond:
+        print(f"FAIL: {what}", file=sys.stderr)
+        sys.exit(1)
+
+
+def run(args, extra, env=None):
+    e = dict(os.environ if env is None else env)
+    r = subprocess.run([args.run, args.nvrtc, args.nvrtc_alt, "--compile-only", *extra],
+                       capture_output=True, text=True, env=e, timeout=600)
+    check(r.returncode == 0, f"qual-run {' '.join(extra)}: exit {r.returncode}: {r.stderr}")
+    return [json.loads(l) for l in r.stdout.splitlines()], r.stderr
+
+
+def cases(lines):
+    return [l for l in lines if l["type"] == "case"]
+
+
+def arms(lines):
+    """(case, arm) -> the arm's object, for every case line."""
+    return {(c["case"], a): c[a] for c in cases(lines) for a in ("baseline", "candidate")}
+
+
+def settings(lines):
+    return lines[0]["settings"]
+
+
+def files_under(path):
+    return [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
+
+
+def without_times(lines):
+    out = []
+    for l in lines:
+        l = json.loads(json.dumps(l))
+        l.pop("time", None)
+        s = l.get("settings")
+        if s:
+            s.pop("block_seed", None)
+            s.pop("compile_jobs", None)
+        for a in ("baseline", "candidate"):
+            if isinstance(l.get(a), dict):
+                l[a].pop("compile_ms", None)
+        out.append(l)
+    return out
+
+
+def hanging_children(pid, lib):
+    """The compile children of pid whose library is lib."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and lib.encode() in argv:
+            found.append(int(d))
+    return found
+
+
+def time_limit_in_flight(args, env):
+    """Four candidate compiles hang at once: the time limit blames the first."""
+    p = subprocess.Popen([args.run, args.nvrtc, args.shim_hang, "--compile-only",
+                          "--no-cache", "--compile-jobs", "4", "--compile-timeout", "600"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    try:
+        while len(hanging_children(p.pid, args.shim_hang)) < 4:
+            check(p.poll() is None, f"qual-run ended early: {p.returncode}")
+            check(time.monotonic() < deadline, "four hanging compiles never ran at once")
+            time.sleep(0.1)
+        p.send_signal(signal.SIGUSR1)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = [json.loads(l) for l in out.splitlines()]
+    blamed = [l for l in lines if l["type"] == "error" and l.get("code") == "compile_timeout"]
+    first = lines[0]["settings"]["cases"][0]
+    check(len(blamed) == 1 and blamed[0]["arm"] == "candidate" and blamed[0]["case"] == first,
+          f"compile_timeout lines {blamed}, expected one for the candidate of {first}")
+    check(p.returncode == 2, f"exit {p.returncode}, expected 2: {err}")
+    print(f"time limit with four compiles in flight: the candidate of {first} blamed, exit 2")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--run", required=True)
+    p.add_argument("--nvrtc", required=True)
+    p.add_argument("--nvrtc-alt", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--shim-hang")
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="cache-", dir=args.out)
+    cache = os.path.join(root, "artifacts")
+    home = os.path.join(root, "home")
+    xdg = os.path.join(root, "xdg")
+    os.makedirs(home)
+    base_env = dict(os.environ, HOME=home, XDG_CACHE_HOME=xdg)
+
+    # A cold cache: everything compiled, then stored.
+    first, _ = run(args, ["--cache", cache], base_env)
+    check(settings(first)["cache"] == cache, f"start line's cache: {settings(first)}")
+    check(isinstance(settings(first)["compile_jobs"], int) and
+          1 <= settings(first)["compile_jobs"] <= 16, f"compile_jobs: {settings(first)}")
+    a1 = arms(first)
+    check(len(a1) == 2 * len(settings(first)["cases"]), "a case line for every case")
+    check(all(a["compiled"] and a["cached"] is False for a in a1.values()),
+          f"a cold cache gave cached arms: {a1}")
+    entries = [f for f in files_under(cache) if f.endswith("/code")]
+    digests = {a["artifact_sha256"] for a in a1.values()}
+    check(len(entries) >= len(digests),
+          f"entries {entries} for artifacts {digests}")
+    print(f"cold cache: {len(a1)} arms compiled, {len(entries)} entries")
+
+    # Warm: nothing compiled, the same artifacts.
+    second, _ = run(args, ["--cache", cache], base_env)
+    a2 = arms(second)
+    check(a2.keys() == a1.keys(), "the same case lines")
+    for k, a in a2.items():
+        check(a["cached"] is True, f"{k} not from the cache: {a}")
+        check(a["artifact_sha256"] == a1[k]["artifact_sha256"],
+              f"{k}: cached artifact {a['artifact_sha256']}, compiled {a1[k]['artifact_sha256']}")
+    print("warm cache: every arm cached, the same artifacts")
+
+    # A corrupted entry: a miss, recompiled, stored again.
+    victim = sorted(entries)[0]
+    with open(victim, "r+b") as f:
+        f.seek(64)
+        b = f.read(1)
+        f.seek(64)
+        f.write(bytes([b[0] ^ 0xff]))
+    third, err = run(args, ["--cache", cache], base_env)
+    check("artifact cache entry" in err and "is bad" in err,
+          f"no warning about the bad entry: {err!r}")
+    check(err.count("is bad") == 1, f"more than one warning: {err!r}")
+    a3 = arms(third)
+    recompiled = [k for k, a in a3.items() if a["cached"] is False]
+    check(recompiled, "the corrupted entry was used")
+    check(all(a3[k]["artifact_sha256"] == a1[k]["artifact_sha256"] for k in a3),
+          "recompiled artifacts differ")
+    fourth, err = run(args, ["--cache", cache], base_env)
+    check(all(a["cached"] is True for a in arms(fourth).values()) and "is bad" not in err,
+          f"the recompiled entry was not stored again: {err!r}")
+    print(f"corrupted entry: {len(recompiled)} arms recompiled, then cached again")
+
+    # --no-cache writes nothing; the default cache is $XDG_CACHE_HOME's.
+    lines, _ = run(args, ["--no-cache", *TWO_CASES], base_env)
+    check(settings(lines)["cache"] is None, f"--no-cache start line: {settings(lines)}")
+    check(all(a["cached"] is False for a in arms(lines).values()), "--no-cache hit")
+    check(not os.path.exists(xdg) and not files_under(home),
+          f"--no-cache wrote {files_under(xdg) + files_under(home)}")
+    lines, _ = run(args, TWO_CASES, base_env)
+    want = os.path.join(xdg, "qual", "artifacts")
+    check(settings(lines)["cache"] == want, f"default cache {settings(lines)['cache']}")
+    check(any(f.endswith("/code") for f in files_under(want)), "default cache empty")
+    env = {k: v for k, v in base_env.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    lines, _ = run(args, TWO_CASES, env)
+    check(settings(lines)["cache"] is None, "a cache with neither HOME nor XDG_CACHE_HOME")
+    print("--no-cache wrote nothing; default $XDG_CACHE_HOME/qual/artifacts; none without")
+
+    # Serial and parallel compiles print the same lines.
+    serial, _ = run(args, ["--no-cache", "--compile-jobs", "1", "--block-seed", "7"], base_env)
+    parallel, _ = run(args, ["--no-cache", "--compile-jobs", "4", "--block-seed", "7"],
+                      base_env)
+    check(settings(serial)["compile_jobs"] == 1 and settings(parallel)["compile_jobs"] == 4,
+          "compile_jobs settings")
+    s, q = without_times(serial), without_times(parallel)
+    check(len(s) == len(q), f"{len(s)} lines serial, {len(q)} parallel")
+    for x, y in zip(s, q):
+        check(x == y, f"serial and parallel differ:\n{x}\n{y}")
+    print(f"--compile-jobs 1 and 4: the same {len(s)} lines")
+    if args.shim_hang:
+        time_limit_in_flight(args, base_env)
+    shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    main()
