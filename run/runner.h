@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "compile/rtc.h"
+#include "run/mode.h"
 #include "stats/stats.h"
 
 #define RUNNER_MIN_PAIRS 30
@@ -118,6 +119,7 @@ struct runner_config {
 					   * line's not_timed_because; NULL:
 					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
+	enum runner_mode mode;  /* RUNNER_MODE_DEFAULT unless set */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
 	uint64_t block_seed;    /* load orders and shifts of the blocks; 0 =
@@ -156,7 +158,8 @@ double runner_hang_limit_ms(double floor_ms, double factor, double baseline_grap
 
 /* Runs the qualification and writes its JSON lines to out. Returns the exit
  * status (common/exitcode.h): usage problems found before the run starts
- * (a missing or unloadable library, mismatched ABIs, an unknown case) print
+ * (a missing or unloadable library, mismatched ABIs, an unknown case, a
+ * mode the target does not have) print
  * to err and return QUAL_EXIT_USAGE, as well as an error line on out. A
  * kernel that does not finish within its deadline fails its arm (the
  * candidate: fail; the baseline: error), ends GPU work, and after the
