@@ -175,6 +175,7 @@ out:
 enum submit_how {
 	SET_INTEGER,  /* an integer >= 0 */
 	SET_NUMBER,   /* a number */
+	SET_STRING,   /* a string (quald checks it) */
 	APPEND,       /* one more string of a list */
 	SET_TRUE,     /* true; the option takes no value */
 	NO_FOLLOW,    /* no field: the submit is not followed */
@@ -195,6 +196,7 @@ static const struct submit_option {
 	{"compile-only", SET_TRUE, "compile_only"},
 	{"compile-timeout", SET_NUMBER, "compile_timeout"},
 	{"seed", SET_INTEGER, "seed"},
+	{"mode", SET_STRING, "mode"},
 	{"no-follow", NO_FOLLOW, NULL},
 };
 #define NSUBMIT (sizeof submit_options / sizeof submit_options[0])
@@ -238,6 +240,9 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		if (ctl_parse_double(cmd, name, arg, &x) != 0)
 			return QUAL_EXIT_USAGE;
 		json_object_set_new(s->req, o->field, json_real(x));
+		break;
+	case SET_STRING:
+		json_object_set_new(s->req, o->field, json_string(arg));
 		break;
 	case APPEND:
 		append_string(s->req, o->field, arg);

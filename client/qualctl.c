@@ -51,6 +51,8 @@ static const struct command commands[] = {
 	 "  --compile-timeout S   seconds each compile may take before it is killed\n"
 	 "                        (default 120)\n"
 	 "  --seed S              seed of the input data\n"
+	 "  --mode M              processor mode: default, cu or wgp (hiprtc targets\n"
+	 "                        with workgroup processors, gfx10 and later)\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 CTL_COMMON_HELP
 	 "\nExit status (the job's verdict): 0 improvement, neutral, or not timed\n"

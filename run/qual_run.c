@@ -375,7 +375,7 @@ int main(int argc, char **argv)
 			cfg.arch = optarg;
 			break;
 		case OPT_MODE:
-			if (runner_mode_parse(optarg, &cfg.mode) < 0) {
+			if (rtc_mode_parse(optarg, &cfg.mode) < 0) {
 				fprintf(stderr, "qual-run: --mode must be default, cu or wgp, "
 					"got '%s'\n", optarg);
 				goto out;

@@ -754,7 +754,7 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 		"hang_floor_ms", cfg->hang_floor_ms, "hang_factor", cfg->hang_factor,
 		"cases", cases));
 	json_object_set_new(json_object_get(line, "settings"), "mode",
-			    json_string(runner_mode_name(cfg->mode)));
+			    json_string(rtc_mode_name(cfg->mode)));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
 	lines_emit(run->out, line);
@@ -799,7 +799,7 @@ static int settings_refused(struct run *run, FILE *err)
 	return 0;
 }
 
-/* The processor mode's option (run/mode.h) for run->arch, appended to both
+/* The processor mode's option (compile/rtc_mode.h) for run->arch, appended to both
  * arms' options: each arm's list is copied into withmode[arm] (the caller
  * frees both) and run->opts[arm] points there. A mode the target does not
  * have is refused: QUAL_EXIT_USAGE after refuse(), else 0. */
@@ -808,7 +808,7 @@ static int mode_options(struct run *run, FILE *err, const char **withmode[2])
 	const char *opt;
 	char why[200];
 
-	if (runner_mode_option(run->cfg->mode, run->id[0].abi, run->arch, &opt, why,
+	if (rtc_mode_option(run->cfg->mode, run->id[0].abi, run->arch, &opt, why,
 			       sizeof why) < 0)
 		return refuse(run, err, LINES_CODE_USAGE, NULL, "%s", why);
 	if (!opt)

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "compile/rtc.h"
-#include "run/mode.h"
+#include "compile/rtc_mode.h"
 #include "stats/stats.h"
 
 #define RUNNER_MIN_PAIRS 30
@@ -119,7 +119,7 @@ struct runner_config {
 					   * line's not_timed_because; NULL:
 					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
-	enum runner_mode mode;  /* RUNNER_MODE_DEFAULT unless set */
+	enum rtc_mode mode;  /* RTC_MODE_DEFAULT unless set */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
 	uint64_t block_seed;    /* load orders and shifts of the blocks; 0 =

@@ -4,7 +4,7 @@
 # mma.sync fragments to MFMA operands and back (fixtures/mfma_layout.h),
 # simulated on a 64-lane wavefront against models of v_mfma_f32_16x16x16f16 /
 # v_mfma_i32_16x16x16i8 and of NVIDIA's m16n8k16 / m16n8k32.
-# run_mode_* (unit): the processor mode's options and refusals (run/mode.c).
+# rtc_mode_* (unit): the processor mode's options and refusals (compile/rtc_mode.c).
 # fixtures_mfma_<family>: every built-in case of the family compiled by the
 # real hiprtc for gfx90a (its code must contain v_mfma) and gfx1030 (none),
 # disassembled with llvm-objdump (Debian's llvm).
@@ -12,8 +12,8 @@
 
 qual_unit_tests(test_mfma_layout ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_mfma_layout.c
                 LABEL unit PREFIX fixtures_mfma_layout)
-qual_unit_tests(test_mode ${CMAKE_CURRENT_SOURCE_DIR}/unit/run/test_mode.c
-                LABEL unit PREFIX run_mode SOURCES ${PROJECT_SOURCE_DIR}/run/mode.c)
+qual_unit_tests(test_rtc_mode ${CMAKE_CURRENT_SOURCE_DIR}/unit/compile/test_rtc_mode.c
+                LABEL unit LIBS qual_compile)
 
 find_program(QUAL_LLVM_OBJDUMP NAMES llvm-objdump llvm-objdump-14 llvm-objdump-15
              llvm-objdump-16)

@@ -123,6 +123,8 @@ static json_t *dump_request(const struct request *r)
 		json_object_set_new(o, "cases", list_json(s->cases));
 		json_object_set_new(o, "baseline_options", list_json(s->baseline_options));
 		json_object_set_new(o, "candidate_options", list_json(s->candidate_options));
+		if (s->mode != RTC_MODE_DEFAULT) /* only then, as request_submit_to_json */
+			json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
@@ -335,7 +337,7 @@ static void test_submit_round_trip(void **state)
 	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
 			"\"pairs\":64,\"alpha\":0.01,\"margin\":0.02,\"seed\":9,"
 			"\"compile_only\":true,\"follow\":false,\"cases\":[\"c1\",\"c2\"],"
-			"\"candidate_options\":[\"-G\"]}";
+			"\"candidate_options\":[\"-G\"],\"mode\":\"wgp\"}";
 	struct submit_args back;
 	struct qual_msg msg;
 	const char *op;

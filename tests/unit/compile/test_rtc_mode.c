@@ -1,4 +1,4 @@
-/* The processor mode (run/mode.c): names, and which option each mode adds
+/* The processor mode (compile/rtc_mode.c): names, and which option each mode adds
  * for which compiler and target, or why it is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,22 +9,22 @@
 
 #include <string.h>
 
-#include "run/mode.h"
+#include "compile/rtc_mode.h"
 
 static void test_names_round_trip(void **state)
 {
 	static const char *const names[] = {"default", "cu", "wgp"};
-	enum runner_mode m;
+	enum rtc_mode m;
 
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(runner_mode_parse(names[i], &m), 0);
+		assert_int_equal(rtc_mode_parse(names[i], &m), 0);
 		assert_int_equal(m, i);
-		assert_string_equal(runner_mode_name(m), names[i]);
+		assert_string_equal(rtc_mode_name(m), names[i]);
 	}
-	assert_int_equal(runner_mode_parse("CU", &m), -1);
-	assert_int_equal(runner_mode_parse("", &m), -1);
-	assert_int_equal(runner_mode_parse("wgp ", &m), -1);
+	assert_int_equal(rtc_mode_parse("CU", &m), -1);
+	assert_int_equal(rtc_mode_parse("", &m), -1);
+	assert_int_equal(rtc_mode_parse("wgp ", &m), -1);
 }
 
 /* Targets with workgroup processors (gfx10 and later, target features
@@ -38,17 +38,17 @@ static void test_option_where_the_target_has_wgps(void **state)
 
 	(void)state;
 	for (int i = 0; i < 4; i++) {
-		assert_int_equal(runner_mode_option(RUNNER_MODE_CU, RTC_ABI_HIPRTC, archs[i],
+		assert_int_equal(rtc_mode_option(RTC_MODE_CU, RTC_ABI_HIPRTC, archs[i],
 						    &opt, why, sizeof why), 0);
 		assert_string_equal(opt, "-mcumode");
-		assert_int_equal(runner_mode_option(RUNNER_MODE_WGP, RTC_ABI_HIPRTC, archs[i],
+		assert_int_equal(rtc_mode_option(RTC_MODE_WGP, RTC_ABI_HIPRTC, archs[i],
 						    &opt, why, sizeof why), 0);
 		assert_string_equal(opt, "-mno-cumode");
-		assert_int_equal(runner_mode_option(RUNNER_MODE_DEFAULT, RTC_ABI_HIPRTC,
+		assert_int_equal(rtc_mode_option(RTC_MODE_DEFAULT, RTC_ABI_HIPRTC,
 						    archs[i], &opt, why, sizeof why), 0);
 		assert_null(opt);
 	}
-	assert_int_equal(runner_mode_option(RUNNER_MODE_DEFAULT, RTC_ABI_NVRTC, "sm_90", &opt,
+	assert_int_equal(rtc_mode_option(RTC_MODE_DEFAULT, RTC_ABI_NVRTC, "sm_90", &opt,
 					    why, sizeof why), 0);
 	assert_null(opt);
 }
@@ -64,22 +64,22 @@ static void test_refusals_name_the_problem(void **state)
 
 	(void)state;
 	for (int i = 0; i < 5; i++)
-		for (int m = RUNNER_MODE_CU; m <= RUNNER_MODE_WGP; m++) {
+		for (int m = RTC_MODE_CU; m <= RTC_MODE_WGP; m++) {
 			why[0] = '\0';
-			assert_int_equal(runner_mode_option((enum runner_mode)m, RTC_ABI_HIPRTC,
+			assert_int_equal(rtc_mode_option((enum rtc_mode)m, RTC_ABI_HIPRTC,
 							    gfx9[i], &opt, why, sizeof why), -1);
 			assert_null(opt);
 			assert_non_null(strstr(why, gfx9[i]));
 			assert_non_null(strstr(why, "workgroup processors"));
 		}
-	assert_int_equal(runner_mode_option(RUNNER_MODE_WGP, RTC_ABI_NVRTC, "sm_90", &opt, why,
+	assert_int_equal(rtc_mode_option(RTC_MODE_WGP, RTC_ABI_NVRTC, "sm_90", &opt, why,
 					    sizeof why), -1);
 	assert_non_null(strstr(why, "nvrtc"));
 	assert_non_null(strstr(why, "'wgp'"));
-	assert_int_equal(runner_mode_option(RUNNER_MODE_CU, RTC_ABI_HIPRTC, "gfx", &opt, why,
+	assert_int_equal(rtc_mode_option(RTC_MODE_CU, RTC_ABI_HIPRTC, "gfx", &opt, why,
 					    sizeof why), -1);
 	assert_non_null(strstr(why, "'gfx'"));
-	assert_int_equal(runner_mode_option(RUNNER_MODE_CU, RTC_ABI_HIPRTC, "sm_90", &opt, why,
+	assert_int_equal(rtc_mode_option(RTC_MODE_CU, RTC_ABI_HIPRTC, "sm_90", &opt, why,
 					    sizeof why), -1);
 }
 

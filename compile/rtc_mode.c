@@ -1,27 +1,27 @@
-/* The processor mode of a run's compiles (mode.h). */
-#include "run/mode.h"
+/* The processor mode of compiles (rtc_mode.h). */
+#include "compile/rtc_mode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const mode_names[] = {
-	[RUNNER_MODE_DEFAULT] = "default",
-	[RUNNER_MODE_CU] = "cu",
-	[RUNNER_MODE_WGP] = "wgp",
+	[RTC_MODE_DEFAULT] = "default",
+	[RTC_MODE_CU] = "cu",
+	[RTC_MODE_WGP] = "wgp",
 };
 
-const char *runner_mode_name(enum runner_mode mode)
+const char *rtc_mode_name(enum rtc_mode mode)
 {
 	return (unsigned)mode < sizeof mode_names / sizeof mode_names[0] ?
 	       mode_names[mode] : "?";
 }
 
-int runner_mode_parse(const char *s, enum runner_mode *mode)
+int rtc_mode_parse(const char *s, enum rtc_mode *mode)
 {
 	for (size_t i = 0; i < sizeof mode_names / sizeof mode_names[0]; i++)
 		if (strcmp(s, mode_names[i]) == 0) {
-			*mode = (enum runner_mode)i;
+			*mode = (enum rtc_mode)i;
 			return 0;
 		}
 	return -1;
@@ -48,30 +48,30 @@ static int gfx_major(const char *arch)
 	return atoi(digits);
 }
 
-int runner_mode_option(enum runner_mode mode, enum rtc_abi abi, const char *arch,
+int rtc_mode_option(enum rtc_mode mode, enum rtc_abi abi, const char *arch,
 		       const char **opt, char *why, size_t whylen)
 {
 	int major;
 
 	*opt = NULL;
-	if (mode == RUNNER_MODE_DEFAULT)
+	if (mode == RTC_MODE_DEFAULT)
 		return 0;
 	if (abi != RTC_ABI_HIPRTC) {
 		snprintf(why, whylen, "mode '%s' applies to hiprtc targets only: the "
-			 "compilers are nvrtc", runner_mode_name(mode));
+			 "compilers are nvrtc", rtc_mode_name(mode));
 		return -1;
 	}
 	major = gfx_major(arch);
 	if (major < 0) {
 		snprintf(why, whylen, "mode '%s': cannot tell whether target '%s' has "
-			 "workgroup processors", runner_mode_name(mode), arch);
+			 "workgroup processors", rtc_mode_name(mode), arch);
 		return -1;
 	}
 	if (major < 10) {
 		snprintf(why, whylen, "mode '%s' needs a target with workgroup processors "
-			 "(gfx10 or later): '%s' has none", runner_mode_name(mode), arch);
+			 "(gfx10 or later): '%s' has none", rtc_mode_name(mode), arch);
 		return -1;
 	}
-	*opt = mode == RUNNER_MODE_CU ? "-mcumode" : "-mno-cumode";
+	*opt = mode == RTC_MODE_CU ? "-mcumode" : "-mno-cumode";
 	return 0;
 }
