@@ -799,10 +799,10 @@ static int settings_refused(struct run *run, FILE *err)
 	return 0;
 }
 
-/* The processor mode's option (compile/rtc_mode.h) for run->arch, appended to both
- * arms' options: each arm's list is copied into withmode[arm] (the caller
- * frees both) and run->opts[arm] points there. A mode the target does not
- * have is refused: QUAL_EXIT_USAGE after refuse(), else 0. */
+/* The processor mode's option (compile/rtc_mode.h) for run->arch, appended
+ * to both arms' options: each arm's list is copied into withmode[arm] (the
+ * caller frees both) and run->opts[arm] points there. A mode the target
+ * does not have is refused: QUAL_EXIT_USAGE after refuse(), else 0. */
 static int mode_options(struct run *run, FILE *err, const char **withmode[2])
 {
 	const char *opt;

@@ -119,7 +119,7 @@ struct runner_config {
 					   * line's not_timed_because; NULL:
 					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
-	enum rtc_mode mode;  /* RTC_MODE_DEFAULT unless set */
+	enum rtc_mode mode;     /* processor mode (compile/rtc_mode.h) */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
 	uint64_t block_seed;    /* load orders and shifts of the blocks; 0 =
@@ -159,8 +159,8 @@ double runner_hang_limit_ms(double floor_ms, double factor, double baseline_grap
 /* Runs the qualification and writes its JSON lines to out. Returns the exit
  * status (common/exitcode.h): usage problems found before the run starts
  * (a missing or unloadable library, mismatched ABIs, an unknown case, a
- * mode the target does not have) print
- * to err and return QUAL_EXIT_USAGE, as well as an error line on out. A
+ * processor mode the target does not have) print to err and return
+ * QUAL_EXIT_USAGE, as well as an error line on out. A
  * kernel that does not finish within its deadline fails its arm (the
  * candidate: fail; the baseline: error), ends GPU work, and after the
  * verdict line ends the process through cfg->on_hang. */
