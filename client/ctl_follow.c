@@ -175,6 +175,7 @@ out:
 enum submit_how {
 	SET_INTEGER,  /* an integer >= 0 */
 	SET_NUMBER,   /* a number */
+	SET_STRING,   /* a string (quald checks it) */
 	APPEND,       /* one more string of a list */
 	APPEND_PATH,  /* one more path of a list, made absolute here */
 	SET_TRUE,     /* true; the option takes no value */
@@ -197,6 +198,7 @@ static const struct submit_option {
 	{"compile-timeout", SET_NUMBER, "compile_timeout"},
 	{"seed", SET_INTEGER, "seed"},
 	{"fixtures", APPEND_PATH, "fixtures"},
+	{"mode", SET_STRING, "mode"},
 	{"no-follow", NO_FOLLOW, NULL},
 };
 #define NSUBMIT (sizeof submit_options / sizeof submit_options[0])
@@ -242,6 +244,9 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		if (ctl_parse_double(cmd, name, arg, &x) != 0)
 			return QUAL_EXIT_USAGE;
 		json_object_set_new(s->req, o->field, json_real(x));
+		break;
+	case SET_STRING:
+		json_object_set_new(s->req, o->field, json_string(arg));
 		break;
 	case APPEND:
 		append_string(s->req, o->field, arg);

@@ -55,6 +55,8 @@ static const struct command commands[] = {
 	 "                        (DIR/fixture.json: docs/fixtures.md); repeatable,\n"
 	 "                        at most 8; quald checks each against its allowed\n"
 	 "                        roots, as it checks the libraries\n"
+	 "  --mode M              processor mode: default, cu or wgp (hiprtc targets\n"
+	 "                        with workgroup processors, gfx10 and later)\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 CTL_COMMON_HELP
 	 "\nExit status (the job's verdict): 0 improvement, neutral, or not timed\n"

@@ -51,7 +51,7 @@ static const char *const op_names[] = {
 static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
-	"compile_timeout", "follow", "fixtures", NULL,
+	"compile_timeout", "follow", "fixtures", "mode", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
@@ -363,6 +363,17 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 		s->compile_timeout_s = t;
 	}
 
+	if ((v = json_object_get(o, "mode"))) {
+		char clipped[CLIP_BUF];
+
+		if (!json_is_string(v))
+			return qual_fail(msg, QUAL_EINVAL, "'mode' must be a string, got %s",
+					 describe(v, got, sizeof got));
+		if (rtc_mode_parse(json_string_value(v), &s->mode) < 0)
+			return qual_fail(msg, QUAL_EINVAL, "'mode' must be default, cu or wgp, "
+					 "got '%s'", clip(json_string_value(v), clipped, CLIP_MAX));
+	}
+
 	if ((rc = get_bool(o, "compile_only", &s->compile_only, msg)) < 0 ||
 	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
 		return rc;
@@ -644,6 +655,8 @@ json_t *request_submit_to_json(const struct submit_args *s)
 	json_object_set_new(o, "margin", json_real(s->margin));
 	json_object_set_new(o, "seed", json_integer(s->seed));
 	json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
+	if (s->mode != RTC_MODE_DEFAULT)
+		json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
 	if (s->compile_timeout_s > 0)
 		json_object_set_new(o, "compile_timeout", json_real(s->compile_timeout_s));
 	if (s->cases)

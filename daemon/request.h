@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "compile/rtc_mode.h"
 
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
 #define REQUEST_MAX_LIST 64            /* cases or options per list */
@@ -42,6 +43,7 @@ struct submit_args {
 	double alpha;             /* (0, 0.5] */
 	double margin;            /* [0, 0.5] */
 	int64_t seed;             /* >= 0 */
+	enum rtc_mode mode;       /* RTC_MODE_DEFAULT unless given */
 	bool compile_only;
 	double compile_timeout_s; /* seconds per compile; 0: the engine's
 				   * default (qual-run --compile-timeout) */

@@ -694,6 +694,9 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	if (a->compile_timeout_s > 0 &&
 	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
 		abort();
+	if (a->mode != RTC_MODE_DEFAULT &&
+	    asprintf(&argv[k++], "--mode=%s", rtc_mode_name(a->mode)) < 0)
+		abort();
 	/* A compile-only slot says why in the start line when the job did
 	 * not ask for it: that job is not timed, and qualctl exits 6. */
 	if (a->compile_only)

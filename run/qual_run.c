@@ -45,6 +45,9 @@ static void usage(FILE *f)
 		"  --compile-only-because WHY  the same, saying WHY in the start line\n"
 		"                       (quald's compile-only slots)\n"
 		"  --arch ARCH          target when nothing is timed (default sm_90 / gfx90a)\n"
+		"  --mode M             processor mode, default, cu or wgp (default: default);\n"
+		"                       cu / wgp add -mcumode / -mno-cumode to both arms on\n"
+		"                       hiprtc targets with workgroup processors (gfx10+)\n"
 		"  --device N           GPU ordinal (default 0)\n"
 		"  --seed S             fixture input seed (default 0: the fixed default)\n"
 		"  --block-seed S       seed of the blocks' load orders and buffer shifts\n"
@@ -103,7 +106,7 @@ enum {
 	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
 	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
-	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX,
+	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -295,6 +298,7 @@ int main(int argc, char **argv)
 		{"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
 		{"compile-only-because", required_argument, NULL, OPT_COMPILE_ONLY_BECAUSE},
 		{"arch", required_argument, NULL, OPT_ARCH},
+		{"mode", required_argument, NULL, OPT_MODE},
 		{"device", required_argument, NULL, OPT_DEVICE},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"block-seed", required_argument, NULL, OPT_BLOCK_SEED},
@@ -400,6 +404,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ARCH:
 			cfg.arch = optarg;
+			break;
+		case OPT_MODE:
+			if (rtc_mode_parse(optarg, &cfg.mode) < 0) {
+				fprintf(stderr, "qual-run: --mode must be default, cu or wgp, "
+					"got '%s'\n", optarg);
+				goto out;
+			}
 			break;
 		case OPT_ONE_LOAD:
 			cfg.one_load = true;

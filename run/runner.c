@@ -750,6 +750,8 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 		"seed", (json_int_t)cfg->seed, "compile_timeout_s", cfg->limits.timeout_s,
 		"hang_floor_ms", cfg->hang_floor_ms, "hang_factor", cfg->hang_factor,
 		"cases", cases));
+	json_object_set_new(json_object_get(line, "settings"), "mode",
+			    json_string(rtc_mode_name(cfg->mode)));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
 	json_object_set_new(json_object_get(line, "settings"), "compile_jobs",
@@ -795,6 +797,33 @@ static int settings_refused(struct run *run, FILE *err)
 	if (!(cfg->hang_floor_ms > 0) || !(cfg->hang_factor > 0))
 		return refuse(run, err, LINES_CODE_USAGE, NULL, "hang floor and factor must be "
 			      "positive, got %g ms and %g", cfg->hang_floor_ms, cfg->hang_factor);
+	return 0;
+}
+
+/* The processor mode's option (compile/rtc_mode.h) for run->arch, appended
+ * to both arms' options: each arm's list is copied into withmode[arm] (the
+ * caller frees both) and run->opts[arm] points there. A mode the target
+ * does not have is refused: QUAL_EXIT_USAGE after refuse(), else 0. */
+static int mode_options(struct run *run, FILE *err, const char **withmode[2])
+{
+	const char *opt;
+	char why[200];
+
+	if (rtc_mode_option(run->cfg->mode, run->id[0].abi, run->arch, &opt, why,
+			       sizeof why) < 0)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "%s", why);
+	if (!opt)
+		return 0;
+	for (int arm = 0; arm < 2; arm++) {
+		int n = run->nopts[arm];
+
+		withmode[arm] = xcalloc((size_t)n + 1, sizeof *withmode[arm]);
+		for (int i = 0; i < n; i++)
+			withmode[arm][i] = run->opts[arm][i];
+		withmode[arm][n] = opt;
+		run->opts[arm] = withmode[arm];
+		run->nopts[arm] = n + 1;
+	}
 	return 0;
 }
 
@@ -851,6 +880,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	char no_gpu[1100] = "";
 	bool not_timed;
 	enum run_verdict v;
+	const char **mode_opts[2] = {NULL, NULL};
 
 	memset(&run, 0, sizeof run);
 	run.cfg = cfg;
@@ -970,6 +1000,9 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		 run.device ? run.device->arch :
 		 cfg->arch ? cfg->arch : default_arch(run.id[0].abi));
 
+	if ((status = mode_options(&run, err, mode_opts)))
+		goto out;
+
 	run.judge.timed = run.device != NULL;
 	runner__compile_setup(&run);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
@@ -1009,5 +1042,7 @@ out:
 	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);
 	free(sel);
+	free(mode_opts[0]);
+	free(mode_opts[1]);
 	return status;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "compile/rtc.h"
+#include "compile/rtc_mode.h"
 #include "stats/stats.h"
 
 #define RUNNER_MIN_PAIRS 30
@@ -125,6 +126,7 @@ struct runner_config {
 					   * line's not_timed_because; NULL:
 					   * "compile-only run requested" */
 	const char *arch;       /* target when nothing is timed; NULL = default */
+	enum rtc_mode mode;     /* processor mode (compile/rtc_mode.h) */
 	int device;             /* GPU ordinal */
 	uint64_t seed;          /* fixture inputs; 0 = default */
 	uint64_t block_seed;    /* load orders and shifts of the blocks; 0 =
@@ -174,8 +176,9 @@ double runner_hang_limit_ms(double floor_ms, double factor, double baseline_grap
 
 /* Runs the qualification and writes its JSON lines to out. Returns the exit
  * status (common/exitcode.h): usage problems found before the run starts
- * (a missing or unloadable library, mismatched ABIs, an unknown case) print
- * to err and return QUAL_EXIT_USAGE, as well as an error line on out. A
+ * (a missing or unloadable library, mismatched ABIs, an unknown case, a
+ * processor mode the target does not have) print to err and return
+ * QUAL_EXIT_USAGE, as well as an error line on out. A
  * kernel that does not finish within its deadline fails its arm (the
  * candidate: fail; the baseline: error), ends GPU work, and after the
  * verdict line ends the process through cfg->on_hang. */

@@ -12,6 +12,7 @@ packages=(
   systemd                  # systemd-analyze, systemd-sysusers: tests/systemd.cmake
   valgrind                 # quald under memcheck: tests/valgrind.cmake
   clang                    # libFuzzer targets: tests/fuzz.cmake (and below)
+  llvm                     # llvm-objdump: the v_mfma checks of tests/fixtures_amd.cmake
 )
 
 sudo=""

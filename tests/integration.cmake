@@ -54,6 +54,12 @@ if(EXISTS ${HIPRTC})
   # Debian's hiprtc (ROCm 5.2) for gfx90a, the same sources as for nvrtc.
   qual_expect(run_static_hiprtc_self 0 --expect-verdict not_timed --expect-identical all
               -- ${RUN} ${HIPRTC} ${HIPRTC} --compile-only --arch gfx90a)
+  # The processor mode: WGP mode on gfx1030 (RDNA2); none on gfx90a.
+  qual_expect(run_static_hiprtc_wgp 0 --expect-verdict not_timed --expect-identical all
+              -- ${RUN} ${HIPRTC} ${HIPRTC} --compile-only --arch gfx1030 --mode wgp)
+  qual_expect(run_usage_mode_gfx90a 4 --no-verdict --expect-error-code usage
+              --expect-error-substring "'gfx90a' has none"
+              -- ${RUN} ${HIPRTC} ${HIPRTC} --compile-only --arch gfx90a --mode cu)
   if(EXISTS ${NVRTC})
     qual_expect(run_usage_abi_mismatch 4 --no-verdict --expect-error-code usage --expect-error-substring "both must use one abi" -- ${RUN} ${NVRTC} ${HIPRTC})
   endif()

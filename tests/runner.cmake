@@ -15,7 +15,8 @@ set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
 set(S ${PROJECT_SOURCE_DIR})
 add_library(qual_runner_test_lib STATIC
   ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/run/runner.c
-  ${S}/run/compile_all.c ${S}/run/cache.c)
+  ${S}/run/compile_all.c ${S}/run/cache.c
+  ${S}/compile/rtc_mode.c)
 find_package(Threads REQUIRED)
 target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_judge
                       Threads::Threads ${CMAKE_DL_LIBS} m)

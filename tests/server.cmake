@@ -7,6 +7,7 @@ set(QUAL_DAEMON_DIR ${PROJECT_SOURCE_DIR}/daemon)
 
 qual_unit_tests(test_request ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_request.c
                 LABEL unit SOURCES ${QUAL_DAEMON_DIR}/request.c
+                        ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c
                 LIBS qual_common PkgConfig::JANSSON)
 target_compile_definitions(test_request PRIVATE
   REQUEST_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/requests")
@@ -19,6 +20,7 @@ qual_unit_tests(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_server.
                 SOURCES ${QUAL_DAEMON_DIR}/server.c ${QUAL_DAEMON_DIR}/conn.c
                         ${QUAL_DAEMON_DIR}/fanout.c
                         ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/frame.c
+                        ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c
                         ${QUAL_DAEMON_DIR}/sd.c
                 LIBS qual_common OpenSSL::Crypto PkgConfig::LIBUV PkgConfig::JANSSON)
 add_dependencies(test_server quald)

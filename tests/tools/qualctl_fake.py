@@ -275,7 +275,7 @@ def submit_request(ctx):
                 "--case", "gemm_f16-256x512x256", "--case", "conv3x3_f16-7x7x512x512",
                 "--alpha", "0.01", "--margin", "0.02", "--baseline-opt", "-O2",
                 "--candidate-opt", "-O3", "--candidate-opt", "--use_fast_math",
-                "--compile-only", "--seed", "7", "--fixtures", "fx/rmsnorm",
+                "--compile-only", "--seed", "7", "--mode", "wgp", "--fixtures", "fx/rmsnorm",
                 "--fixtures", "/srv/fx", "--fixtures=./fx/b")
     expect_status(r, EXIT_PASS, *r[1:])
     req = fake.requests[0]
@@ -285,7 +285,7 @@ def submit_request(ctx):
             "cases": ["gemm_f16-256x512x256", "conv3x3_f16-7x7x512x512"],
             "alpha": 0.01, "margin": 0.02, "baseline_options": ["-O2"],
             "candidate_options": ["-O3", "--use_fast_math"], "compile_only": True,
-            "seed": 7, "follow": True,
+            "seed": 7, "mode": "wgp", "follow": True,
             "fixtures": [real_tmp + "/fx/rmsnorm", "/srv/fx", real_tmp + "/fx/b"]}
     for k, v in want.items():
         check(req.get(k) == v, "request %s = %r, expected %r" % (k, req.get(k), v), req)

@@ -878,6 +878,7 @@ def scenario_bad_requests(args, root):
         ("compile_timeout too small", submit(compile_timeout=0.01), 7,
          "'compile_timeout' must be a number of seconds in [0.1, 86400], got 0.01"),
         ("compile_timeout a string", submit(compile_timeout="2"), 7, "'compile_timeout'"),
+        ("mode unknown", submit(mode="WGP"), 7, "'mode' must be default, cu or wgp, got 'WGP'"),
         ("job not a string", '{"op":"cancel","id":7,"job":5}', 7, "'job' must be a string"),
         ("unknown job", '{"op":"show","id":7,"job":"j999999"}', 7, "no job 'j999999'"),
         ("missing path", submit(candidate="/nonexistent/libnvrtc.so"), 7,
@@ -938,6 +939,13 @@ def scenario_bad_requests(args, root):
         r = d.ctl("submit", nv, args.nvrtc_alt, "--case", FAST, "--compile-only")
         check(r.returncode == 0, f"a good submit after the bad ones: exit {r.returncode}: "
               f"{r.stderr}")
+        # A mode reaches the worker: qual-run refuses cu for nvrtc, and
+        # the job says so.
+        r = d.ctl("submit", nv, args.nvrtc_alt, "--case", FAST, "--compile-only",
+                  "--mode", "cu", "--json")
+        check("mode 'cu' applies to hiprtc targets only" in r.stdout,
+              f"a submit with --mode cu for nvrtc: exit {r.returncode}, lines {r.stdout!r}")
+        log(f"ok: --mode cu for nvrtc: exit {r.returncode}")
 
 
 SCENARIOS = {

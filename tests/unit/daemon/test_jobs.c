@@ -549,15 +549,18 @@ static void test_worker_args(void **state)
 			       "--baseline-opt=-O3 --candidate-opt=--use_fast_math "
 			       "--candidate-opt=-lineinfo --device=3\""));
 	assert_null(strstr(l[0], "--compile-only"));
+	assert_null(strstr(l[0], "--mode"));
 	assert_non_null(strstr(l[0], "\"device\":\"3\""));
 
-	/* compile_only on a GPU slot still says which device. */
+	/* compile_only on a GPU slot still says which device; a mode other
+	 * than default is passed on. */
 	args_init(&a, lib("base"), lib("ok"));
 	a.compile_only = true;
+	a.mode = RTC_MODE_WGP;
 	assert_int_equal(submit_args_wait(&a), 0);
 	RUN_UNTIL(finished(H.sub_job), 10);
 	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
-	assert_non_null(strstr(l[0], "--compile-only --device=3\""));
+	assert_non_null(strstr(l[0], "--mode=wgp --compile-only --device=3\""));
 	finish();
 }
 

@@ -126,6 +126,8 @@ static json_t *dump_request(const struct request *r)
 		/* Only when given: the cases without it need not spell it. */
 		if (s->fixtures)
 			json_object_set_new(o, "fixtures", list_json(s->fixtures));
+		if (s->mode != RTC_MODE_DEFAULT) /* only then, as request_submit_to_json */
+			json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
@@ -338,7 +340,7 @@ static void test_submit_round_trip(void **state)
 	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
 			"\"pairs\":64,\"alpha\":0.01,\"margin\":0.02,\"seed\":9,"
 			"\"compile_only\":true,\"follow\":false,\"cases\":[\"c1\",\"c2\"],"
-			"\"candidate_options\":[\"-G\"],\"fixtures\":[\"/srv/fx\",\"/srv/fy\"]}";
+			"\"candidate_options\":[\"-G\"],\"mode\":\"wgp\",\"fixtures\":[\"/srv/fx\",\"/srv/fy\"]}";
 	struct submit_args back;
 	struct qual_msg msg;
 	const char *op;
