@@ -382,14 +382,39 @@ static int reset_bufs(struct run *run, const struct fixture_case *c,
 	return 0;
 }
 
+/* Encodes c's tensor maps over the buffers where they are now (b->dev:
+ * every block moves them, and prepare_arm, which builds every graph, calls
+ * this first). A map the driver refuses is the machine's failure. */
+static int tensor_maps(struct run *run, const struct fixture_case *c, struct bufs *b,
+		       struct gpu_tensor_map *maps, struct judge_case *jc)
+{
+	struct qual_msg msg = {{0}};
+	int rc;
+
+	for (int i = 0; i < c->ntensor_maps; i++) {
+		const struct fixture_tensor_map *t = &c->tensor_maps[i];
+		rc = gpu_tensor_map_2d(run->gpu, &maps[i], b->dev[t->buffer], t->elem_bytes,
+				       t->dims, t->row_bytes, t->box, &msg);
+		if (rc < 0) {
+			fail_arm(run, jc, 0, "load", rc, msg.text);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* Loads the arm's code and builds its graph over the shared buffers. */
 static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 		       struct arm *a, struct bufs *b, struct judge_case *jc)
 {
 	struct qual_msg msg = {{0}};
-	void *params[FIXTURE_MAX_BUFFERS + FIXTURE_MAX_SCALARS];
+	void *params[FIXTURE_MAX_BUFFERS + FIXTURE_MAX_SCALARS + FIXTURE_MAX_TENSOR_MAPS];
 	uint32_t scalars[FIXTURE_MAX_SCALARS];
+	struct gpu_tensor_map maps[FIXTURE_MAX_TENSOR_MAPS];
 	int rc, np = 0;
+
+	if ((rc = tensor_maps(run, c, b, maps, jc)) < 0)
+		return rc;
 
 	rc = gpu_module_load(run->gpu, a->code->code, a->code->code_size, c->kernel,
 			     &a->module, &msg);
@@ -404,6 +429,8 @@ static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 		scalars[i] = c->scalars[i];
 		params[np++] = &scalars[i];
 	}
+	for (int i = 0; i < c->ntensor_maps; i++)
+		params[np++] = &maps[i];
 	rc = gpu_graph_new(run->gpu, a->module, c->grid, c->block, c->shared_bytes,
 			   params, RUNNER_REPLAYS, &a->graph, &msg);
 	if (rc < 0) {
