@@ -672,6 +672,54 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	return run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing", NULL);
 }
 
+/* The case line of a case that cannot run on the run's target: never
+ * compiled, so both arms say only that. */
+static void emit_not_applicable(struct run *run, const struct fixture_case *c, const char *why)
+{
+	json_t *line = lines_new("case");
+	const char *arm_key[2] = { "baseline", "candidate" };
+
+	json_object_set_new(line, "case", json_string(c->name));
+	json_object_set_new(line, "family", json_string(c->family));
+	json_object_set_new(line, "kernel", json_string(c->kernel));
+	json_object_set_new(line, "applicable", json_false());
+	json_object_set_new(line, "not_applicable_because", json_string(why));
+	for (int arm = 0; arm < 2; arm++)
+		json_object_set_new(line, arm_key[arm], json_pack("{s:b}", "compiled", 0));
+	json_object_set_new(line, "identical_code", json_false());
+	json_object_set_new(line, "tolerance", json_real(c->tolerance));
+	json_object_set_new(line, "tolerance_why", json_string(c->tolerance_why));
+	json_object_set_new(line, "timed", json_false());
+	json_object_set_new(line, "replays", json_integer(RUNNER_REPLAYS));
+	lines_emit(run->out, line);
+}
+
+/* True when case index cannot run on the run's target (fixture_applies):
+ * then it is never built or compiled, and the first call for it (before the
+ * sessions, or in the one process) writes its case line and records it as
+ * not applicable; later calls (the sessions') only return true. A case
+ * whose description cannot be made is left to the build that follows. */
+static bool not_applicable(struct run *run, int index)
+{
+	struct judge_case *jc = judge_case_get(&run->judge, fixture_name(index));
+	struct fixture_case c;
+	struct qual_msg msg = {{0}};
+	char why[256];
+	bool applies;
+
+	if (jc->not_applicable)
+		return true;
+	if (fixture_spec(index, &c, &msg) < 0)
+		return false;
+	applies = fixture_applies(&c, run->platform, run->arch, why, sizeof why);
+	if (!applies) {
+		judge_case_not_applicable(jc, why);
+		emit_not_applicable(run, &c, why);
+	}
+	fixture_release(&c);
+	return !applies;
+}
+
 void runner__run_case(struct run *run, int index)
 {
 	struct fixture_case c;
@@ -682,6 +730,8 @@ void runner__run_case(struct run *run, int index)
 	bool identical, timed = run->gpu && !run->gpu_dead;
 	int rc;
 
+	if (not_applicable(run, index))
+		return;
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	memset(&bufs, 0, sizeof bufs);
@@ -726,6 +776,8 @@ void runner__compile_case(struct run *run, int index)
 	struct qual_msg msg = {{0}};
 	int rc;
 
+	if (not_applicable(run, index))
+		return;
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	if ((rc = fixture_build(index, run->cfg->seed, &c, &msg)) < 0) {

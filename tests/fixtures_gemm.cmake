@@ -42,3 +42,14 @@ foreach(family gemm_f16 gemm_i8)
     endforeach()
   endif()
 endforeach()
+
+# The Hopper cases compile for sm_90a only (wgmma), without spills.
+if(QUAL_TEST_NVRTC)
+  foreach(case gemm_f16_wgmma-256x1024x1024 gemm_f16_wgmma-256x512x256
+               gemm_i8_wgmma-256x1024x1024)
+    string(REGEX REPLACE "-.*" "" family ${case})
+    string(REGEX REPLACE "[^a-z0-9_]" "_" tag ${case})
+    qual_fixture_rtc_test(fixtures_rtc_${tag}_sm_90a ${case} cuda
+                          ${QUAL_TEST_NVRTC} sm_90a ${family})
+  endforeach()
+endif()
