@@ -43,7 +43,8 @@ foreach(family gemm_f16 gemm_i8)
   endif()
 endforeach()
 
-# The Hopper cases compile for sm_90a only (wgmma), without spills.
+# The Hopper cases (the GEMMs and the attention) compile for sm_90a only
+# (wgmma), without spills.
 if(QUAL_TEST_NVRTC)
   foreach(case gemm_f16_wgmma-256x1024x1024 gemm_f16_wgmma-256x512x256
                gemm_i8_wgmma-256x1024x1024)
@@ -52,4 +53,6 @@ if(QUAL_TEST_NVRTC)
     qual_fixture_rtc_test(fixtures_rtc_${tag}_sm_90a ${case} cuda
                           ${QUAL_TEST_NVRTC} sm_90a ${family})
   endforeach()
+  qual_fixture_rtc_test(fixtures_rtc_attention_f16_wgmma_512_sm_90a attention_f16_wgmma-512
+                        cuda ${QUAL_TEST_NVRTC} sm_90a attention_gqa_f16_wgmma)
 endif()

@@ -17,7 +17,7 @@ for f in "$C"/cubins/*.cubin; do
   done | tee -a "$OUT/sass.txt"
   grep -E 'GMMA|UTMALDG' "/tmp/$n.sass" | head -12 >> "$OUT/sass.txt"
 done
-for c in ${CASES:-gemm_f16_wgmma-256x1024x1024 gemm_f16_wgmma-256x512x256 gemm_i8_wgmma-256x1024x1024 gemm_f16-256x1024x1024 gemm_i8-256x1024x1024}; do
+for c in ${CASES:-gemm_f16_wgmma-256x1024x1024 gemm_f16_wgmma-256x512x256 gemm_i8_wgmma-256x1024x1024 attention_f16_wgmma-512 gemm_f16-256x1024x1024 gemm_f16-256x512x256 gemm_i8-256x1024x1024 attention_f16-512}; do
   echo "== qual-run $c"
   timeout 200 "$C/bin/qual-run" --case "$c" "$L/libnvrtc.so.13" "$L/libnvrtc.alt.so.13" \
     >> "$OUT/run.jsonl" 2>> "$OUT/run.stderr"
