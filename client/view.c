@@ -166,7 +166,10 @@ static void take_case(struct view_job *v, const struct lines_info *info, json_t 
 		return;
 	line_start(v, out, flags);
 	fprintf(out, "case %s: ", v->case_name);
-	if (b && c && json_is_true(json_object_get(line, "identical_code"))) {
+	if (json_is_false(json_object_get(line, "applicable"))) {
+		const char *why = str_field(line, "not_applicable_because");
+		fprintf(out, "not applicable%s%s", why ? ": " : "", why ? why : "");
+	} else if (b && c && json_is_true(json_object_get(line, "identical_code"))) {
 		fputs("compiled (identical code)", out);
 	} else if (b && c) {
 		fputs("compiled (code differs", out);

@@ -347,6 +347,9 @@ static void test_verdict_tally_all_cases(void **state)
 static void test_not_applicable(void **state)
 {
 	static const char *const lines[] = {
+		"{\"type\":\"case\",\"case\":\"w-2\",\"applicable\":false,\"not_applicable_because\":"
+		"\"case 'w-2' runs on sm_90a only, the target is sm_80\",\"identical_code\":false,"
+		"\"baseline\":{\"compiled\":false},\"candidate\":{\"compiled\":false}}",
 		"{\"type\":\"case_verdict\",\"case\":\"a-1\",\"verdict\":\"equivalent\",\"n\":30,"
 		"\"identical_code\":false,\"ratio_median\":1.0,\"ratio_lo\":0.999,\"ratio_hi\":1.001,"
 		"\"p_holm\":1}",
@@ -361,6 +364,7 @@ static void test_not_applicable(void **state)
 	(void)state;
 	out = plain("j5", VIEW_VERDICTS, lines);
 	assert_string_equal(out,
+		"case w-2: not applicable: case 'w-2' runs on sm_90a only, the target is sm_80\n"
 		"case a-1: 30 pairs, verdict equivalent, ratio 1.0000 [0.9990, 1.0010], p_holm 1 (code differs)\n"
 		"case w-2: verdict not_applicable: case 'w-2' runs on sm_90a only, the target is sm_80\n"
 		"verdict: neutral (1 equivalent, 1 not_applicable)\n");
