@@ -166,7 +166,10 @@ static void take_case(struct view_job *v, const struct lines_info *info, json_t 
 		return;
 	line_start(v, out, flags);
 	fprintf(out, "case %s: ", v->case_name);
-	if (b && c && json_is_true(json_object_get(line, "identical_code"))) {
+	if (json_is_false(json_object_get(line, "applicable"))) {
+		const char *why = str_field(line, "not_applicable_because");
+		fprintf(out, "not applicable%s%s", why ? ": " : "", why ? why : "");
+	} else if (b && c && json_is_true(json_object_get(line, "identical_code"))) {
 		fputs("compiled (identical code)", out);
 	} else if (b && c) {
 		fputs("compiled (code differs", out);
@@ -260,6 +263,15 @@ static void ratio_cell(json_t *cv, char *buf, size_t len)
 		snprintf(buf, len, "%s", m);
 }
 
+/* A case that could not run on the target: never compiled, so its
+ * identical_code says nothing. */
+static bool is_not_applicable(json_t *cv)
+{
+	const char *verdict = str_field(cv, "verdict");
+
+	return verdict && strcmp(verdict, "not_applicable") == 0;
+}
+
 static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 			      json_t *line, FILE *out, unsigned flags)
 {
@@ -273,8 +285,11 @@ static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 	verdict_cell(line, verdict, sizeof verdict);
 	line_start(v, out, flags);
 	fprintf(out, "case %s: ", info->case_name ? info->case_name : "?");
-	if (verdict_name && (strcmp(verdict_name, "fail") == 0 ||
-			     strcmp(verdict_name, "not_timed") == 0)) {
+	if (is_not_applicable(line)) {
+		const char *why = str_field(line, "not_applicable_because");
+		fprintf(out, "verdict %s%s%s", verdict, why ? ": " : "", why ? why : "");
+	} else if (verdict_name && (strcmp(verdict_name, "fail") == 0 ||
+				    strcmp(verdict_name, "not_timed") == 0)) {
 		fprintf(out, "verdict %s", verdict);
 	} else {
 		ratio_cell(line, ratio, sizeof ratio);
@@ -282,7 +297,7 @@ static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 			int_field(line, "n", 0), verdict, ratio,
 			num_text(json_object_get(line, "p_holm"), "%.3g", p, sizeof p));
 	}
-	if (json_is_boolean(json_object_get(line, "identical_code")))
+	if (json_is_boolean(json_object_get(line, "identical_code")) && !is_not_applicable(line))
 		fputs(json_is_true(json_object_get(line, "identical_code")) ?
 		      " (identical code)" : " (code differs)", out);
 	fputc('\n', out);
@@ -480,7 +495,8 @@ void view_summary(FILE *out, const struct view_job *v)
 			 str_field(cv, "case") ? str_field(cv, "case") : "?");
 		verdict_cell(cv, cells[i][1], sizeof cells[i][1]);
 		snprintf(cells[i][2], sizeof cells[i][2], "%s",
-			 !json_is_boolean(ident) ? "-" : json_is_true(ident) ? "identical" : "differs");
+			 !json_is_boolean(ident) || is_not_applicable(cv) ? "-" :
+			 json_is_true(ident) ? "identical" : "differs");
 		ratio_cell(cv, cells[i][3], sizeof cells[i][3]);
 		snprintf(cells[i][4], sizeof cells[i][4], "%s",
 			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));

@@ -344,6 +344,30 @@ int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 	return note(g, g->backend->memset(g, dptr, value, bytes, msg));
 }
 
+int gpu_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_t dptr,
+		      unsigned elem_bytes, const uint64_t dims[2], uint64_t row_bytes,
+		      const uint32_t box[2], struct qual_msg *msg)
+{
+	if (!g || !map || !dims || !box)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_tensor_map_2d: null argument");
+	if (!g->backend->tensor_map_2d)
+		return qual_fail(msg, QUAL_ENODEV, "tensor maps not supported by the %s backend",
+				 g->backend->name);
+	if ((elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4) || dptr % 16 ||
+	    row_bytes % 16 || dims[0] == 0 || dims[1] == 0 ||
+	    row_bytes < dims[0] * elem_bytes || box[0] == 0 || box[1] == 0 ||
+	    box[0] * elem_bytes > 128 || box[1] > 256 || box[0] > dims[0] || box[1] > dims[1])
+		return qual_fail(msg, QUAL_EINVAL,
+				 "bad tensor map: %u-byte elements, %llu x %llu, rows %llu bytes "
+				 "apart, box %u x %u, address 0x%llx",
+				 elem_bytes, (unsigned long long)dims[0],
+				 (unsigned long long)dims[1], (unsigned long long)row_bytes,
+				 box[0], box[1], (unsigned long long)dptr);
+	if (g->hung)
+		return hung_fail(g, msg);
+	return g->backend->tensor_map_2d(g, map, dptr, elem_bytes, dims, row_bytes, box, msg);
+}
+
 int gpu_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
 		  const unsigned block[3], unsigned shared_bytes, void **params,
 		  int nlaunch, struct gpu_graph **out, struct qual_msg *msg)

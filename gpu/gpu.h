@@ -119,6 +119,25 @@ int gpu_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 int gpu_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 	       struct qual_msg *msg);
 
+/* A TMA tensor map (CUtensorMap) as a kernel parameter value: 128 opaque
+ * bytes, 64-byte aligned. */
+#define GPU_TENSOR_MAP_BYTES 128
+struct gpu_tensor_map {
+	_Alignas(64) unsigned char bytes[GPU_TENSOR_MAP_BYTES];
+};
+
+/* Encodes into *map a 2-D tiled tensor map over the device memory at dptr
+ * (16-byte aligned): elements of elem_bytes (1, 2 or 4), dims[0] contiguous
+ * elements per row and dims[1] rows, row_bytes apart (a multiple of 16);
+ * one copy moves a box of box[0] x box[1] elements (box[0] * elem_bytes <=
+ * 128, box[1] <= 256) into shared memory with a 128-byte swizzle. On CUDA
+ * cuTensorMapEncodeTiled; the HIP backend has no tensor maps (QUAL_ENODEV).
+ * A map names dptr itself: build it again whenever the buffer moves. Calls
+ * no device work, so it cannot hang. */
+int gpu_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_t dptr,
+		      unsigned elem_bytes, const uint64_t dims[2], uint64_t row_bytes,
+		      const uint32_t box[2], struct qual_msg *msg);
+
 /* Builds and instantiates a graph of nlaunch dependent launches of the
  * module's kernel (each launch starts after the previous one ends). params is
  * the kernel parameter array (each entry points at one argument value), as for

@@ -83,6 +83,12 @@ struct gpu_backend {
 	int (*memset)(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 		      struct qual_msg *msg);
 
+	/* gpu_tensor_map_2d, arguments checked; NULL when the backend has no
+	 * tensor maps. */
+	int (*tensor_map_2d)(struct gpu *g, struct gpu_tensor_map *map, uint64_t dptr,
+			     unsigned elem_bytes, const uint64_t dims[2], uint64_t row_bytes,
+			     const uint32_t box[2], struct qual_msg *msg);
+
 	int (*graph_new)(struct gpu *g, struct gpu_module *m,
 			 const unsigned grid[3], const unsigned block[3],
 			 unsigned shared_bytes, void **params, int nlaunch,

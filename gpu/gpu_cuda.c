@@ -75,7 +75,8 @@
 	X(cuGraphUpload)                                                       \
 	X(cuGraphLaunch)                                                       \
 	X(cuGraphExecDestroy)                                                  \
-	X(cuGraphDestroy)
+	X(cuGraphDestroy)                                                      \
+	X(cuTensorMapEncodeTiled)
 
 #define CUDA_FIELD(name) __typeof__(name) *name##_fn;
 
@@ -465,6 +466,28 @@ static int cuda_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 	return rc < 0 ? rc : gpu__wait(&cg->base, t0, "memset", msg);
 }
 
+static int cuda_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_t dptr,
+			      unsigned elem_bytes, const uint64_t dims[2], uint64_t row_bytes,
+			      const uint32_t box[2], struct qual_msg *msg)
+{
+	/* The type only names the element size for a tile copy (no
+	 * out-of-bounds fill is ever read: boxes tile the tensor). */
+	CUtensorMapDataType type = elem_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 :
+				   elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 :
+						     CU_TENSOR_MAP_DATA_TYPE_UINT32;
+	cuuint64_t size[2] = { dims[0], dims[1] }, stride[1] = { row_bytes };
+	cuuint32_t boxdim[2] = { box[0], box[1] }, estride[2] = { 1, 1 };
+
+	_Static_assert(sizeof(CUtensorMap) == sizeof map->bytes, "CUtensorMap is 128 bytes");
+	(void)g;
+	return cuda_check(drv.cuTensorMapEncodeTiled_fn(
+				  (CUtensorMap *)map->bytes, type, 2, (void *)(uintptr_t)dptr,
+				  size, stride, boxdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+				  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+				  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+			  "cuTensorMapEncodeTiled", msg);
+}
+
 static void cuda_graph_free(struct gpu_graph *gr)
 {
 	struct cuda_graph *cgr = (struct cuda_graph *)gr;
@@ -617,6 +640,7 @@ const struct gpu_backend gpu__cuda_backend = {
 	.upload = cuda_upload,
 	.download = cuda_download,
 	.memset = cuda_memset,
+	.tensor_map_2d = cuda_tensor_map_2d,
 	.graph_new = cuda_graph_new,
 	.graph_free = cuda_graph_free,
 	.graph_run = cuda_graph_run,

@@ -347,14 +347,39 @@ static int reset_bufs(struct run *run, const struct fixture_case *c,
 	return 0;
 }
 
+/* Encodes c's tensor maps over the buffers where they are now (b->dev:
+ * every block moves them, and prepare_arm, which builds every graph, calls
+ * this first). A map the driver refuses is the machine's failure. */
+static int tensor_maps(struct run *run, const struct fixture_case *c, struct bufs *b,
+		       struct gpu_tensor_map *maps, struct judge_case *jc)
+{
+	struct qual_msg msg = {{0}};
+	int rc;
+
+	for (int i = 0; i < c->ntensor_maps; i++) {
+		const struct fixture_tensor_map *t = &c->tensor_maps[i];
+		rc = gpu_tensor_map_2d(run->gpu, &maps[i], b->dev[t->buffer], t->elem_bytes,
+				       t->dims, t->row_bytes, t->box, &msg);
+		if (rc < 0) {
+			fail_arm(run, jc, 0, "load", rc, msg.text);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* Loads the arm's code and builds its graph over the shared buffers. */
 static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 		       struct arm *a, struct bufs *b, struct judge_case *jc)
 {
 	struct qual_msg msg = {{0}};
-	void *params[FIXTURE_MAX_BUFFERS + FIXTURE_MAX_SCALARS];
+	void *params[FIXTURE_MAX_BUFFERS + FIXTURE_MAX_SCALARS + FIXTURE_MAX_TENSOR_MAPS];
 	uint32_t scalars[FIXTURE_MAX_SCALARS];
+	struct gpu_tensor_map maps[FIXTURE_MAX_TENSOR_MAPS];
 	int rc, np = 0;
+
+	if ((rc = tensor_maps(run, c, b, maps, jc)) < 0)
+		return rc;
 
 	rc = gpu_module_load(run->gpu, a->code->code, a->code->code_size, c->kernel,
 			     &a->module, &msg);
@@ -369,6 +394,8 @@ static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 		scalars[i] = c->scalars[i];
 		params[np++] = &scalars[i];
 	}
+	for (int i = 0; i < c->ntensor_maps; i++)
+		params[np++] = &maps[i];
 	rc = gpu_graph_new(run->gpu, a->module, c->grid, c->block, c->shared_bytes,
 			   params, RUNNER_REPLAYS, &a->graph, &msg);
 	if (rc < 0) {
@@ -642,6 +669,54 @@ static void fail_build(struct run *run, struct judge_case *jc, int index, int rc
 	fail_arm(run, jc, 0, "setup", rc, text);
 }
 
+/* The case line of a case that cannot run on the run's target: never
+ * compiled, so both arms say only that. */
+static void emit_not_applicable(struct run *run, const struct fixture_case *c, const char *why)
+{
+	json_t *line = lines_new("case");
+	const char *arm_key[2] = { "baseline", "candidate" };
+
+	json_object_set_new(line, "case", json_string(c->name));
+	json_object_set_new(line, "family", json_string(c->family));
+	json_object_set_new(line, "kernel", json_string(c->kernel));
+	json_object_set_new(line, "applicable", json_false());
+	json_object_set_new(line, "not_applicable_because", json_string(why));
+	for (int arm = 0; arm < 2; arm++)
+		json_object_set_new(line, arm_key[arm], json_pack("{s:b}", "compiled", 0));
+	json_object_set_new(line, "identical_code", json_false());
+	json_object_set_new(line, "tolerance", json_real(c->tolerance));
+	json_object_set_new(line, "tolerance_why", json_string(c->tolerance_why));
+	json_object_set_new(line, "timed", json_false());
+	json_object_set_new(line, "replays", json_integer(RUNNER_REPLAYS));
+	lines_emit(run->out, line);
+}
+
+/* True when case index cannot run on the run's target (fixture_applies):
+ * then it is never built or compiled, and the first call for it (before the
+ * sessions, or in the one process) writes its case line and records it as
+ * not applicable; later calls (the sessions') only return true. A case
+ * whose description cannot be made is left to the build that follows. */
+static bool not_applicable(struct run *run, int index)
+{
+	struct judge_case *jc = judge_case_get(&run->judge, fixture_name(index));
+	struct fixture_case c;
+	struct qual_msg msg = {{0}};
+	char why[256];
+	bool applies;
+
+	if (jc->not_applicable)
+		return true;
+	if (fixture_spec(index, &c, &msg) < 0)
+		return false;
+	applies = fixture_applies(&c, run->platform, run->arch, why, sizeof why);
+	if (!applies) {
+		judge_case_not_applicable(jc, why);
+		emit_not_applicable(run, &c, why);
+	}
+	fixture_release(&c);
+	return !applies;
+}
+
 void runner__run_case(struct run *run, int index)
 {
 	struct fixture_case c;
@@ -652,6 +727,8 @@ void runner__run_case(struct run *run, int index)
 	bool identical, timed = run->gpu && !run->gpu_dead;
 	int rc;
 
+	if (not_applicable(run, index))
+		return;
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	memset(&bufs, 0, sizeof bufs);
@@ -696,6 +773,8 @@ void runner__compile_case(struct run *run, int index)
 	struct qual_msg msg = {{0}};
 	int rc;
 
+	if (not_applicable(run, index))
+		return;
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	if ((rc = fixture_build(index, run->cfg->seed, &c, &msg)) < 0) {

@@ -57,6 +57,19 @@ void judge_case_fail(struct judge_case *c, enum judge_failure f)
 		c->failure = f;
 }
 
+void judge_case_not_applicable(struct judge_case *c, const char *why)
+{
+	c->not_applicable = true;
+	snprintf(c->not_applicable_because, sizeof c->not_applicable_because, "%s",
+		 why ? why : "");
+}
+
+/* Verdicts without statistics: nothing was timed. */
+static bool verdict_untimed(enum stats_verdict v)
+{
+	return v == VERDICT_FAIL || v == VERDICT_NOT_TIMED || v == VERDICT_NOT_APPLICABLE;
+}
+
 static json_t *case_verdict_line(const struct judge_case *c,
 				 const struct stats_settings *s)
 {
@@ -71,7 +84,10 @@ static json_t *case_verdict_line(const struct judge_case *c,
 						"candidate" : "baseline"));
 	json_object_set_new(line, "identical_code", json_boolean(c->identical_code));
 	json_object_set_new(line, "n", json_integer(st->n));
-	if (st->verdict == VERDICT_FAIL || st->verdict == VERDICT_NOT_TIMED)
+	if (st->verdict == VERDICT_NOT_APPLICABLE)
+		json_object_set_new(line, "not_applicable_because",
+				    json_string(c->not_applicable_because));
+	if (verdict_untimed(st->verdict))
 		return line;
 	json_object_set_new(line, "candidate_faster", json_integer(st->faster));
 	json_object_set_new(line, "candidate_slower", json_integer(st->slower));
@@ -109,7 +125,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	struct stats_case *all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
 	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
 	bool any_timed = false, no_valid;
-	long npairs = 0, nvalid = 0;
+	long npairs = 0, nvalid = 0, n_not_applicable = 0;
 	enum run_verdict v;
 	json_t *line, *cases;
 	const char *name;
@@ -122,6 +138,9 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			c->st.verdict = VERDICT_FAIL;
 			cand_failed |= c->failure == JUDGE_FAIL_CANDIDATE;
 			base_failed |= c->failure == JUDGE_FAIL_BASELINE;
+		} else if (c->not_applicable) {
+			c->st.verdict = VERDICT_NOT_APPLICABLE;
+			n_not_applicable++;
 		} else if (!c->timed || c->npairs == 0) {
 			c->st.verdict = VERDICT_NOT_TIMED;
 		} else {
@@ -162,13 +181,15 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		const struct judge_case *c = &j->cases[i];
 		json_t *e = json_pack("{s:s,s:s}", "case", c->name, "verdict",
 				      stats_verdict_name(c->st.verdict));
-		if (c->st.verdict != VERDICT_FAIL && c->st.verdict != VERDICT_NOT_TIMED) {
+		if (!verdict_untimed(c->st.verdict)) {
 			json_object_set_new(e, "ratio_median", lines_real(c->st.ratio_median));
 			json_object_set_new(e, "p_holm", lines_real(c->st.p_holm));
 		}
 		json_array_append_new(cases, e);
 	}
 	json_object_set_new(line, "cases", cases);
+	if (n_not_applicable > 0)
+		json_object_set_new(line, "not_applicable", json_integer(n_not_applicable));
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
 	if (no_valid) {
@@ -246,6 +267,9 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		}
 		c = judge_case_get(j, name);
 		c->identical_code = json_is_true(json_object_get(line, "identical_code"));
+		if (json_is_false(json_object_get(line, "applicable")))
+			judge_case_not_applicable(c, json_string_value(json_object_get(
+							     line, "not_applicable_because")));
 	} else if (strcmp(type, "pair") == 0) {
 		json_t *b = json_object_get(line, "baseline_ns");
 		json_t *k = json_object_get(line, "candidate_ns");

@@ -23,6 +23,8 @@ struct judge_case {
 	bool identical_code;
 	bool timed;               /* pairs are expected (a GPU was used) */
 	enum judge_failure failure;
+	bool not_applicable;      /* judge_case_not_applicable */
+	char not_applicable_because[256];
 	struct stats_pair *pairs;
 	int npairs, cap;
 	struct stats_case st;
@@ -51,6 +53,13 @@ void judge_case_add_pair(struct judge_case *c, double baseline_ns,
 /* Records a failure; a candidate failure outranks a baseline one. */
 void judge_case_fail(struct judge_case *c, enum judge_failure f);
 
+/* Marks a case that cannot run on the run's target (fixture_applies said
+ * no; why says what it needs): its verdict is not_applicable, it is left
+ * out of Holm's correction and of the run verdict, and it does not by
+ * itself make a timed run not_timed. A failure recorded against the case
+ * still outranks it. */
+void judge_case_not_applicable(struct judge_case *c, const char *why);
+
 /* Computes every verdict and writes one case_verdict line per case and the
  * verdict line to out. Returns the run verdict; *not_timed is set when no case
  * was timed (compile-only), in which case the verdict line says so. A run
@@ -62,7 +71,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 
 /* Applies one qual line (as qual-run writes it) to the judge: a start line's
  * timed flag and alpha, margin and conf (into *run_settings), a case line's
- * identical_code, a pair, an error's failure; other lines are ignored.
+ * identical_code (and "applicable": false, with its not_applicable_because),
+ * a pair, an error's failure; other lines are ignored.
  * Returns 0, or -1 with why for a line that is not a qual line, or a start
  * line whose settings are out of range: alpha in (0, 0.5], margin in
  * [0, 0.5], conf in (0, 1), each finite (a missing or null one keeps the

@@ -665,11 +665,12 @@ double stats_sign_test_mde(int n, double sd, double alpha, double power)
 /* The names of enum stats_verdict and enum run_verdict, in their order. */
 static const char *const verdict_names[] = {
 	"equivalent", "faster", "slower", "inconclusive", "identical", "fail", "not_timed",
+	"not_applicable",
 };
 static const char *const run_verdict_names[] = {
 	"improvement", "neutral", "regression", "fail", "error",
 };
-_Static_assert(sizeof verdict_names / sizeof verdict_names[0] == VERDICT_NOT_TIMED + 1,
+_Static_assert(sizeof verdict_names / sizeof verdict_names[0] == VERDICT_NOT_APPLICABLE + 1,
 	       "a name for every stats_verdict");
 _Static_assert(sizeof run_verdict_names / sizeof run_verdict_names[0] == RUN_ERROR + 1,
 	       "a name for every run_verdict");
@@ -830,7 +831,8 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 
 static bool case_is_timed(const struct stats_case *c)
 {
-	return c->verdict != VERDICT_FAIL && c->verdict != VERDICT_NOT_TIMED;
+	return c->verdict != VERDICT_FAIL && c->verdict != VERDICT_NOT_TIMED &&
+	       c->verdict != VERDICT_NOT_APPLICABLE;
 }
 
 void stats_judge_run(struct stats_case *cases, int ncases,

@@ -111,9 +111,11 @@ enum stats_verdict {
 	VERDICT_IDENTICAL,
 	VERDICT_FAIL,
 	VERDICT_NOT_TIMED,
+	VERDICT_NOT_APPLICABLE, /* the case cannot run on the target: never
+				 * compiled, never timed (a wgmma case off sm_90) */
 };
 /* "equivalent", "faster", "slower", "inconclusive", "identical", "fail",
- * "not_timed"; "unknown" for a value outside the enum. */
+ * "not_timed", "not_applicable"; "unknown" for a value outside the enum. */
 const char *stats_verdict_name(enum stats_verdict v);
 
 struct stats_settings {
@@ -161,8 +163,8 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 			  const struct stats_settings *s, struct stats_case *out);
 
 /* Holm-adjusts the p of every timed case of a run and assigns each its
- * verdict. Cases whose verdict is already VERDICT_FAIL or VERDICT_NOT_TIMED are
- * left as they are (p_holm NaN) and excluded from the correction. Then, in
+ * verdict. Cases whose verdict is already VERDICT_FAIL, VERDICT_NOT_TIMED or
+ * VERDICT_NOT_APPLICABLE are left as they are (p_holm NaN) and excluded from the correction. Then, in
  * order: IDENTICAL when identical_code (the timing is still reported: a free
  * A/A control); EQUIVALENT when [ratio_lo, ratio_hi] lies inside
  * [1 - margin, 1 + margin], whatever the p-value (a NaN interval is never
@@ -188,8 +190,8 @@ const char *stats_run_verdict_name(enum run_verdict v);
  * neither flag is set (a VERDICT_FAIL does not say which arm failed, so the
  * caller attributes it with the flags; unattributed, it must not pass);
  * RUN_REGRESSION when any case is SLOWER; RUN_IMPROVEMENT when some case is
- * FASTER; RUN_NEUTRAL otherwise (equivalent, identical, inconclusive and
- * not-timed cases are neutral). */
+ * FASTER; RUN_NEUTRAL otherwise (equivalent, identical, inconclusive,
+ * not-timed and not-applicable cases are neutral). */
 enum run_verdict stats_run_verdict(const struct stats_case *cases, int n,
 				   bool candidate_failed,
 				   bool baseline_or_machine_failed);

@@ -33,3 +33,23 @@ qual_fixture_bare_test(gemm_f16-256x512x256 GF_M GF_N GF_K GF_ROW_BYTES GF_OUT_R
                        GF_KTILES)
 qual_fixture_bare_test(gemm_i8-256x512x256 GI_M GI_N GI_K GI_ROW_BYTES GI_OUT_ROW_BYTES
                        GI_KTILES)
+
+# The Hopper cases (the GEMMs and the attention) compile for sm_90a only
+# (wgmma), without spills.
+if(EXISTS ${QUAL_FIXTURE_NVRTC})
+  foreach(pair gemm_f16_wgmma-256x1024x1024:gemm_f16_wgmma
+               gemm_f16_wgmma-256x512x256:gemm_f16_wgmma
+               gemm_i8_wgmma-256x1024x1024:gemm_i8_wgmma
+               attention_f16_wgmma-512:attention_gqa_f16_wgmma)
+    string(REPLACE ":" ";" pair ${pair})
+    list(GET pair 0 case)
+    list(GET pair 1 entry)
+    set(src ${CMAKE_CURRENT_BINARY_DIR}/rtc_${case}_sm_90a.cu)
+    add_test(NAME fixtures_rtc_${case}_sm_90a
+      COMMAND sh -c "\"$0\" \"$1\" \"$2\" \"$3\" && RTC_CHECK_NO_SPILLS=1 RTC_CHECK_ENTRY=\"$4\" \"$5\" \"$6\" \"$7\" \"$8\" \"$3\""
+              $<TARGET_FILE:fixture-source> ${case} cuda ${src} ${entry}
+              ${SYSTEM_PYTHON} ${PROJECT_SOURCE_DIR}/tests/tools/rtc_check.py
+              ${QUAL_FIXTURE_NVRTC} sm_90a)
+    set_tests_properties(fixtures_rtc_${case}_sm_90a PROPERTIES LABELS unit TIMEOUT 300)
+  endforeach()
+endif()

@@ -48,11 +48,30 @@ if(EXISTS ${NVRTC} AND EXISTS ${NVRTC_ALT})
               -- ${RUN} ${NVRTC} ${QO}/helperhang/libnvrtc.so --compile-only --compile-timeout 1)
   set_tests_properties(run_identify_crash run_identify_hang PROPERTIES
                        ENVIRONMENT QUAL_COMPILE=${QT}/fake_compile.sh)
+  # Off sm_90 the wgmma cases are not applicable: reported, never compiled,
+  # counted in the verdict line; the other cases compile for sm_80.
+  set(wgmma_cases gemm_f16_wgmma-256x1024x1024,gemm_f16_wgmma-256x512x256,gemm_i8_wgmma-256x1024x1024,attention_f16_wgmma-512)
+  qual_expect(run_static_nvrtc_sm80 0 --expect-verdict not_timed --expect-identical all
+              --expect-not-applicable ${wgmma_cases}
+              --expect-case-verdict gemm_f16-256x512x256=not_timed
+              -- ${RUN} ${NVRTC} ${NVRTC} --compile-only --arch sm_80
+              --case gemm_f16-256x512x256 --case gemm_f16_wgmma-256x1024x1024
+              --case gemm_f16_wgmma-256x512x256 --case gemm_i8_wgmma-256x1024x1024
+              --case attention_f16_wgmma-512)
+  # At the default sm_90 they compile (for sm_90a), like every other case.
+  qual_expect(run_static_nvrtc_sm90_wgmma 0 --expect-verdict not_timed --expect-identical all
+              --expect-not-applicable=
+              --expect-case-verdict *=not_timed
+              -- ${RUN} ${NVRTC} ${NVRTC_ALT} --compile-only
+              --case gemm_f16_wgmma-256x1024x1024 --case gemm_f16_wgmma-256x512x256
+              --case gemm_i8_wgmma-256x1024x1024 --case attention_f16_wgmma-512)
   qual_expect(run_usage_case 4 --no-verdict --expect-error-code usage --expect-error-substring "unknown case" -- ${RUN} ${NVRTC} ${NVRTC} --case no_such_case-1)
 endif()
 if(EXISTS ${HIPRTC})
   # Debian's hiprtc (ROCm 5.2) for gfx90a, the same sources as for nvrtc.
+  # The CUDA-only wgmma cases are not applicable there.
   qual_expect(run_static_hiprtc_self 0 --expect-verdict not_timed --expect-identical all
+              --expect-not-applicable gemm_f16_wgmma-256x1024x1024,gemm_f16_wgmma-256x512x256,gemm_i8_wgmma-256x1024x1024,attention_f16_wgmma-512
               -- ${RUN} ${HIPRTC} ${HIPRTC} --compile-only --arch gfx90a)
   # The processor mode: WGP mode on gfx1030 (RDNA2); none on gfx90a.
   qual_expect(run_static_hiprtc_wgp 0 --expect-verdict not_timed --expect-identical all

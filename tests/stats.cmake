@@ -16,3 +16,7 @@ set(stats_ref_tests ${stats_tests})
 list(FILTER stats_ref_tests INCLUDE REGEX "^stats_ref_")
 set_tests_properties(${stats_ref_tests} PROPERTIES
                      FIXTURES_REQUIRED stats_reference ENVIRONMENT STATS_REF=${STATS_REF})
+
+# stats/judge.c: the not_applicable verdict (tests/unit/stats/test_judge.c).
+qual_unit_tests(test_judge ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_judge.c
+                LABEL unit TIMEOUT 60 LIBS qual_judge)

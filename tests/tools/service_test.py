@@ -14,7 +14,7 @@ the end, kept when $QUAL_KEEP_TMP is set. Compile-only: no GPU is needed.
 
 Scenarios (docs/protocol.md, docs/quald.md, docs/qualctl.md say what each
 behaviour should be):
-  full          all nine cases, nvrtc against nvrtc.alt, with --json and plain
+  full          all the built-in cases, nvrtc against nvrtc.alt, with --json and plain
   concurrent    two submits at once on one slot: both pass, one after the other
   watch         a watcher sees both jobs' lines, in order, seq without gaps
   cancel        cancel a queued and a running job; the next job still passes
@@ -48,7 +48,7 @@ VALIDATE = os.path.join(HERE, "validate_lines.py")
 # second one, where a job needs a little more length.
 FAST = "gemm_i8-256x512x256"
 SECOND = "gemm_f16-256x512x256"
-NINE = 9          # the fixture cases (docs/fixtures.md)
+BUILTIN_CASES = 13  # the built-in cases: nine, and four for sm_90 (docs/fixtures.md)
 # Bounds on waits. A whole scenario must stay well under a minute; these
 # only turn a hang into a clear failure.
 START_S = 10.0    # quald answering `qualctl status`
@@ -439,7 +439,7 @@ def check_tmp_empty(d):
 # ---- scenarios --------------------------------------------------------------
 
 def scenario_full(args, root):
-    """A compile-only qualification of nvrtc against nvrtc.alt, all nine cases:
+    """A compile-only qualification of nvrtc against nvrtc.alt, all the built-in cases:
     exit 0, every line valid with job and seq, verdict not_timed; the plain
     output ends with the summary table; show --json gives the same lines."""
     with serving(Quald(args, root)) as d:
@@ -453,8 +453,8 @@ def scenario_full(args, root):
                         "--expect-types", "start,case,case_verdict",
                         "--expect-case-verdict", "*=not_timed")
         cases = [o["case"] for o in objs if o["type"] == "case_verdict"]
-        check(len(cases) == NINE and len(set(cases)) == NINE,
-              f"expected {NINE} case verdicts, got {cases}")
+        check(len(cases) == BUILTIN_CASES and len(set(cases)) == BUILTIN_CASES,
+              f"expected {BUILTIN_CASES} case verdicts, got {cases}")
         start = objs[0]
         check(start["type"] == "start" and start["baseline"]["path"] == args.nvrtc and
               start["candidate"]["path"] == args.nvrtc_alt,
@@ -471,15 +471,15 @@ def scenario_full(args, root):
         out = p.stdout.splitlines()
         check(re.fullmatch(r"job j\d{6,}: queued, position 0", out[0]),
               f"plain submit's first line: {out[0]!r}")
-        check(out[1].startswith(f"start: {NINE} cases, not timed"),
+        check(out[1].startswith(f"start: {BUILTIN_CASES} cases, not timed"),
               f"plain submit's start line: {out[1]!r}")
         head = [i for i, l in enumerate(out) if re.match(r"case\s+verdict\s+code\s+ratio", l)]
         check(len(head) == 1, f"no summary table header in the plain output:\n{p.stdout}")
-        rows = out[head[0] + 1:head[0] + 1 + NINE]
+        rows = out[head[0] + 1:head[0] + 1 + BUILTIN_CASES]
         for c, row in zip(cases, rows):
             check(re.match(rf"{re.escape(c)}\s+not_timed\s+(identical|differs)\s+-\s+-$", row),
                   f"summary row for {c}: {row!r}")
-        check(f"verdict: not_timed ({NINE} not_timed)" in out[head[0] + 1 + NINE:],
+        check(f"verdict: not_timed ({BUILTIN_CASES} not_timed)" in out[head[0] + 1 + BUILTIN_CASES:],
               f"no run verdict line after the table:\n{p.stdout}")
         # A job's state is written when its worker exits, just after its
         # verdict line went out: wait for both, then compare.
@@ -694,7 +694,7 @@ def scenario_sigkill(args, root):
         check(r.returncode == 0, f"submit hang: exit {r.returncode}: {r.stderr}")
         hang = r.stdout.strip()
         wait_until(d.shim_pids, 10, "the hanging compile to start")
-        # The streaming job: all nine cases, killed once some are through.
+        # The streaming job: all the built-in cases, killed once some are through.
         r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--compile-only", "--no-follow")
         check(r.returncode == 0, f"submit full: exit {r.returncode}: {r.stderr}")
         stream = r.stdout.strip()

@@ -18,7 +18,7 @@ asserts, for the nine built-in cases:
   - the same constants, in the same order, are the constant block of the
     source the case compiles (FIXTURE_SOURCE CASE PLATFORM FILE: the source
     as fixture_source() assembles it);
-  - a "target": the start line's arch (no built-in case has a suffix).
+  - a "target": the start line's arch, with "a" for the wgmma cases (sm_90a).
 Exits 0 when all hold, 1 with the reason otherwise."""
 import json
 import os
@@ -34,6 +34,11 @@ CASES = [
     "conv3x3_f16-56x56x64x64", "conv3x3_f16-14x14x256x256",
     "conv3x3_f16-7x7x512x512",
 ]
+# Hopper's own (sm_90a): compiled on cuda targets, not applicable on hip.
+WGMMA_CASES = [
+    "gemm_f16_wgmma-256x1024x1024", "gemm_f16_wgmma-256x512x256",
+    "gemm_i8_wgmma-256x1024x1024", "attention_f16_wgmma-512",
+]
 
 
 def fail(why):
@@ -44,6 +49,10 @@ def shape_constants(case):
     """The constants a case's name fixes: family prefix and name -> value."""
     family, dims = case.split("-")
     d = [int(x) for x in dims.split("x")]
+    if family == "attention_f16_wgmma":
+        return "GA_", {"GA_TOKENS": d[0]}
+    if family in ("gemm_f16_wgmma", "gemm_i8_wgmma"):
+        return "GW_", {"GW_M": d[0], "GW_N": d[1], "GW_K": d[2]}
     if family == "attention_f16":
         return "AT_", {"AT_TOKENS": d[0], "AT_KV_TILES": d[0] // 64}
     if family in ("gemm_f16", "gemm_i8"):
@@ -88,10 +97,16 @@ def main(argv):
     with open(out) as f:
         lines = [json.loads(l) for l in f]
     start = lines[0]
-    cases = {l["case"]: l for l in lines if l["type"] == "case"}
-    if sorted(cases) != sorted(CASES) or len(cases) != sum(
+    every = {l["case"]: l for l in lines if l["type"] == "case"}
+    if sorted(every) != sorted(CASES + WGMMA_CASES) or len(every) != sum(
             l["type"] == "case" for l in lines):
-        fail("expected one case line for each of %s, got %s" % (CASES, sorted(cases)))
+        fail("expected one case line for each of %s, got %s" % (CASES + WGMMA_CASES,
+                                                                sorted(every)))
+    names = CASES + WGMMA_CASES if platform == "cuda" else CASES
+    for name in WGMMA_CASES:
+        if platform == "hip" and every[name].get("applicable") is not False:
+            fail("%s: applicable on a hip target" % name)
+    cases = {name: every[name] for name in names}
     for arm in ("baseline", "candidate"):
         shas = {}
         for name, l in cases.items():
@@ -101,7 +116,7 @@ def main(argv):
         shared = [names for names in shas.values() if len(names) > 1]
         if shared:
             fail("%s arm: cases share an artifact: %s" % (arm, shared))
-    for name in CASES:
+    for name in names:
         l = cases[name]
         spec = l.get("specialization")
         if not isinstance(spec, dict) or not spec:
@@ -117,7 +132,8 @@ def main(argv):
         if block != list(spec.items()):
             fail("%s: the case line lists %s, the source defines %s" %
                  (name, list(spec.items()), block))
-        if l.get("target") != start["arch"]:
+        want_target = start["arch"] + ("a" if name in WGMMA_CASES else "")
+        if l.get("target") != want_target:
             fail("%s: target %r, the run's arch is %r" % (name, l.get("target"),
                                                           start["arch"]))
     print("ok: %d cases, %d distinct artifacts per arm, each with its constants"

@@ -30,7 +30,13 @@ def main():
                     help="some error line carries this code")
     ap.add_argument("--expect-case-verdict", action="append", default=[])
     ap.add_argument("--expect-pairs", type=int)
-    ap.add_argument("--expect-identical", choices=["all", "none"])
+    ap.add_argument("--expect-identical", choices=["all", "none"],
+                    help="identical_code of every case line that was compiled "
+                         "(applicable cases)")
+    ap.add_argument("--expect-not-applicable", default=None,
+                    help="comma-separated names: exactly these cases are not "
+                         "applicable, in their case lines, case verdicts and "
+                         "the verdict line (empty: none)")
     ap.add_argument("--no-verdict", action="store_true",
                     help="a run refused before it started: error lines only")
     ap.add_argument("--crashed", action="store_true",
@@ -108,10 +114,22 @@ def main():
             if sorted(idx) != list(range(a.expect_pairs)):
                 sys.exit(f"case {c}: pairs {sorted(idx)[:5]}... expected 0..{a.expect_pairs-1}")
     if a.expect_identical:
-        ident = [l["identical_code"] for l in lines if l["type"] == "case"]
+        ident = [l["identical_code"] for l in lines
+                 if l["type"] == "case" and l.get("applicable", True)]
         want = a.expect_identical == "all"
         if not ident or any(i != want for i in ident):
             sys.exit(f"expected identical_code {want} in every case line, got {ident}")
+    if a.expect_not_applicable is not None:
+        want = sorted(filter(None, a.expect_not_applicable.split(",")))
+        na_lines = sorted(l["case"] for l in lines
+                          if l["type"] == "case" and l.get("applicable") is False)
+        na_cv = sorted(c for c, v in cv.items() if v == "not_applicable")
+        na_run = sorted(c["case"] for c in lines[-1].get("cases", [])
+                        if c["verdict"] == "not_applicable")
+        count = lines[-1].get("not_applicable", 0)
+        if not (na_lines == na_cv == na_run == want) or count != len(want):
+            sys.exit(f"expected not applicable {want}; case lines {na_lines}, case "
+                     f"verdicts {na_cv}, verdict line {na_run} counting {count}")
     print(f"ok: {len(lines)} lines valid, verdict {verdict}")
 
 

@@ -342,6 +342,42 @@ static void test_verdict_tally_all_cases(void **state)
 	free(out);
 }
 
+/* A case the target cannot run: its reason, no code comparison (it was
+ * never compiled), "-" for its code in the table, and the tally counts it. */
+static void test_not_applicable(void **state)
+{
+	static const char *const lines[] = {
+		"{\"type\":\"case\",\"case\":\"w-2\",\"applicable\":false,\"not_applicable_because\":"
+		"\"case 'w-2' runs on sm_90a only, the target is sm_80\",\"identical_code\":false,"
+		"\"baseline\":{\"compiled\":false},\"candidate\":{\"compiled\":false}}",
+		"{\"type\":\"case_verdict\",\"case\":\"a-1\",\"verdict\":\"equivalent\",\"n\":30,"
+		"\"identical_code\":false,\"ratio_median\":1.0,\"ratio_lo\":0.999,\"ratio_hi\":1.001,"
+		"\"p_holm\":1}",
+		"{\"type\":\"case_verdict\",\"case\":\"w-2\",\"verdict\":\"not_applicable\",\"n\":0,"
+		"\"identical_code\":false,\"not_applicable_because\":\"case 'w-2' runs on sm_90a only, "
+		"the target is sm_80\"}",
+		"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"not_applicable\":1}",
+		NULL,
+	};
+	char *out;
+
+	(void)state;
+	out = plain("j5", VIEW_VERDICTS, lines);
+	assert_string_equal(out,
+		"case w-2: not applicable: case 'w-2' runs on sm_90a only, the target is sm_80\n"
+		"case a-1: 30 pairs, verdict equivalent, ratio 1.0000 [0.9990, 1.0010], p_holm 1 (code differs)\n"
+		"case w-2: verdict not_applicable: case 'w-2' runs on sm_90a only, the target is sm_80\n"
+		"verdict: neutral (1 equivalent, 1 not_applicable)\n");
+	free(out);
+	out = summary_of("j5", lines);
+	assert_string_equal(out,
+		"case  verdict         code     ratio [lo, hi]           p_holm\n"
+		"a-1   equivalent      differs  1.0000 [0.9990, 1.0010]  1\n"
+		"w-2   not_applicable  -        -                        -\n"
+		"verdict: neutral (1 equivalent, 1 not_applicable)\n");
+	free(out);
+}
+
 /* ---- the summary table ---- */
 
 static void test_summary_table(void **state)
@@ -610,6 +646,7 @@ QUAL_TESTS(
 	cmocka_unit_test(test_plain_verdicts_prefixed),
 	cmocka_unit_test(test_verdict_tally_all_cases),
 	cmocka_unit_test(test_summary_table),
+	cmocka_unit_test(test_not_applicable),
 	cmocka_unit_test(test_summary_from_verdict_line),
 	cmocka_unit_test(test_table),
 	cmocka_unit_test(test_read_lines),

@@ -176,6 +176,29 @@ static int fake_graph_time(struct gpu_graph *gr, double *device_ns, double *host
 	return 0;
 }
 
+/* The CUDA fake's tensor maps: what the last call asked for. */
+static struct {
+	int calls;
+	uint64_t dptr;
+	unsigned elem_bytes;
+} tmap;
+
+static int fake_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_t dptr,
+			      unsigned elem_bytes, const uint64_t dims[2], uint64_t row_bytes,
+			      const uint32_t box[2], struct qual_msg *msg)
+{
+	(void)g;
+	(void)dims;
+	(void)row_bytes;
+	(void)box;
+	(void)msg;
+	memset(map->bytes, 0xab, sizeof map->bytes);
+	tmap.calls++;
+	tmap.dptr = dptr;
+	tmap.elem_bytes = elem_bytes;
+	return 0;
+}
+
 #define FAKE_OPS                                                               \
 	.close = fake_close, .module_load = fake_module_load,                  \
 	.module_free = fake_module_free, .alloc = fake_alloc,                  \
@@ -185,7 +208,8 @@ static int fake_graph_time(struct gpu_graph *gr, double *device_ns, double *host
 	.graph_time = fake_graph_time
 
 const struct gpu_backend gpu__cuda_backend = {
-	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS
+	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS,
+	.tensor_map_2d = fake_tensor_map_2d,
 };
 const struct gpu_backend gpu__hip_backend = {
 	.name = "hip", .built = false, .open = fake_hip_open, FAKE_OPS
@@ -357,6 +381,53 @@ static void test_graph_arguments(void **state)
 	gpu_close(g);
 }
 
+/* Tensor maps: the arguments the hardware refuses are refused before the
+ * backend is called, naming them; a backend without tensor maps (the HIP
+ * one) says so. */
+static void test_tensor_map_arguments(void **state)
+{
+	struct qual_msg msg = { { 0 } };
+	struct gpu *g = NULL, *g2 = NULL;
+	struct gpu_tensor_map map;
+	const uint64_t dims[2] = { 1024, 256 };
+	const uint32_t box[2] = { 64, 64 }, wide[2] = { 128, 64 }, tall[2] = { 64, 512 };
+
+	(void)state;
+	memset(&tmap, 0, sizeof tmap);
+	assert_int_equal(gpu_open_backend("cuda", 0, &g, &msg), 0);
+	assert_int_equal(gpu_open_backend("hip", 0, &g2, &msg), 0);
+	assert_int_equal(_Alignof(struct gpu_tensor_map), 64);
+	assert_int_equal(sizeof map, 128);
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 2, dims, 2048, box, &msg), 0);
+	assert_int_equal(tmap.calls, 1);
+	assert_true(tmap.dptr == 0x10000 && tmap.elem_bytes == 2);
+	assert_int_equal(map.bytes[0], 0xab);
+	/* 128 bytes of 1-byte elements are one swizzle span too. */
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 1, dims, 1024, wide, &msg), 0);
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10008, 2, dims, 2048, box, &msg),
+			 QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "bad tensor map"));
+	assert_non_null(strstr(msg.text, "0x10008"));
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 3, dims, 3072, box, &msg),
+			 QUAL_EINVAL);
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 2, dims, 2040, box, &msg),
+			 QUAL_EINVAL);
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 2, dims, 1024, box, &msg),
+			 QUAL_EINVAL);
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 2, dims, 2048, wide, &msg),
+			 QUAL_EINVAL);
+	assert_int_equal(gpu_tensor_map_2d(g, &map, 0x10000, 2, dims, 2048, tall, &msg),
+			 QUAL_EINVAL);
+	assert_int_equal(gpu_tensor_map_2d(g, NULL, 0x10000, 2, dims, 2048, box, &msg),
+			 QUAL_EINVAL);
+	assert_int_equal(tmap.calls, 2);
+	assert_int_equal(gpu_tensor_map_2d(g2, &map, 0x10000, 2, dims, 2048, box, &msg),
+			 QUAL_ENODEV);
+	assert_string_equal(msg.text, "tensor maps not supported by the hip backend");
+	gpu_close(g2);
+	gpu_close(g);
+}
+
 /* ---- gpu__wait, which both real backends' waits are, on a fake stream
  * query that says done after a set number of queries, or fails */
 
@@ -433,6 +504,7 @@ QUAL_TESTS(
 	cmocka_unit_test_setup(test_close_frees_everything, reset),
 	cmocka_unit_test_setup(test_memory_round_trip, reset),
 	cmocka_unit_test_setup(test_graph_arguments, reset),
+	cmocka_unit_test_setup(test_tensor_map_arguments, reset),
 	cmocka_unit_test_setup(test_stream_wait, st_reset),
 	cmocka_unit_test_setup(test_stream_hang, st_reset),
 )

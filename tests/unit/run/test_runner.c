@@ -164,6 +164,7 @@ static struct {
 	int flushes;
 	uint64_t rng;
 	int open_rc;       /* what the CUDA backend's open returns */
+	char arch[16];     /* the device's arch ("" : sm_90) */
 	struct fake_case cases[FAKE_MAX_CASES];
 	int ncases;
 
@@ -193,6 +194,10 @@ static struct {
 		char kernel[64];
 	} load[FAKE_MAX_LOADS];
 	int graphs_made;
+	int maps_made;      /* tensor maps encoded */
+	int maps_checked;   /* tensor maps of a graph found naming its buffer */
+	uint64_t map_addr_seen[16]; /* distinct addresses the first map named */
+	int nmap_addr_seen;
 	int shifts_seen;    /* view moves: an op at a new shift of a buffer */
 	unsigned char *set_seen[16]; /* allocations a graph's buffer 0 lay in */
 	int nset_seen;
@@ -316,7 +321,7 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	g = xcalloc(1, sizeof *g);
 	snprintf(g->info.vendor, sizeof g->info.vendor, "nvidia");
 	snprintf(g->info.name, sizeof g->info.name, "Fake H200");
-	snprintf(g->info.arch, sizeof g->info.arch, "sm_90");
+	snprintf(g->info.arch, sizeof g->info.arch, "%s", fk.arch[0] ? fk.arch : "sm_90");
 	snprintf(g->info.driver, sizeof g->info.driver, "fake 13.0");
 	g->info.ordinal = ordinal;
 	fk.opens++;
@@ -528,6 +533,55 @@ static struct fake_case *fake_match(const char *kernel, void **params)
 	return NULL;
 }
 
+/* A tensor map that records what it was made over: the address in its
+ * first 8 bytes, then the element size. */
+static int fake_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_t dptr,
+			      unsigned elem_bytes, const uint64_t dims[2], uint64_t row_bytes,
+			      const uint32_t box[2], struct qual_msg *msg)
+{
+	(void)g;
+	(void)dims;
+	(void)row_bytes;
+	(void)box;
+	fake_check_hung("tensor_map_2d");
+	if (fk.dead)
+		return fake_dead(msg);
+	if (!fake_find(dptr))
+		fake_problem("tensor map over 0x%llx, which is no allocation",
+			     (unsigned long long)dptr);
+	memset(map, 0, sizeof *map);
+	memcpy(map->bytes, &dptr, sizeof dptr);
+	memcpy(map->bytes + 8, &elem_bytes, sizeof elem_bytes);
+	fk.maps_made++;
+	return 0;
+}
+
+/* Each of the case's tensor maps (the parameters after the buffers and the
+ * scalars) must name its buffer where the graph finds it now. */
+static void fake_check_maps(const struct fixture_case *c, void **params)
+{
+	for (int t = 0; t < c->ntensor_maps; t++) {
+		const struct gpu_tensor_map *map = params[c->nbuffers + c->nscalars + t];
+		uint64_t at, want = *(const uint64_t *)params[c->tensor_maps[t].buffer];
+		unsigned elem;
+		int k = 0;
+
+		memcpy(&at, map->bytes, sizeof at);
+		memcpy(&elem, map->bytes + 8, sizeof elem);
+		if (at != want || elem != c->tensor_maps[t].elem_bytes) {
+			fake_problem("'%s': tensor map %d names 0x%llx (%u-byte elements), its "
+				     "buffer is at 0x%llx", c->name, t, (unsigned long long)at,
+				     elem, (unsigned long long)want);
+			continue;
+		}
+		fk.maps_checked++;
+		while (t == 0 && k < fk.nmap_addr_seen && fk.map_addr_seen[k] != at)
+			k++;
+		if (t == 0 && k == fk.nmap_addr_seen && k < 16)
+			fk.map_addr_seen[fk.nmap_addr_seen++] = at;
+	}
+}
+
 static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned grid[3],
 			  const unsigned block[3], unsigned shared_bytes, void **params,
 			  int nlaunch, struct gpu_graph **out, struct qual_msg *msg)
@@ -553,6 +607,7 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 			     fc->c.name, shared_bytes, fc->c.shared_bytes);
 	if (nlaunch != RUNNER_REPLAYS)
 		fk.nlaunch_bad++;
+	fake_check_maps(&fc->c, params);
 	gr = xcalloc(1, sizeof *gr);
 	gr->arm = fm->arm;
 	gr->fc = fc;
@@ -740,6 +795,7 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	.module_free = fake_module_free, .alloc = fake_alloc,                  \
 	.free = fake_free, .upload = fake_upload, .download = fake_download,   \
 	.memset = fake_memset, .graph_new = fake_graph_new,                    \
+	.tensor_map_2d = fake_tensor_map_2d,                                   \
 	.graph_free = fake_graph_free, .graph_run = fake_graph_run,            \
 	.graph_time = fake_graph_time
 
@@ -774,6 +830,7 @@ struct scenario {
 	struct fake_arm arm[2];
 	double noise;
 	int open_rc;
+	const char *arch;       /* the fake device's arch; NULL: sm_90 */
 	double hang_floor_ms;   /* 0: the default */
 	double hang_factor;     /* 0: the default */
 	const char *validate;   /* extra validate_lines.py arguments */
@@ -873,6 +930,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.per_block = s->per_block ? s->per_block : (s->pairs ? s->pairs : RUNNER_MIN_PAIRS);
 	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
+	snprintf(fk.arch, sizeof fk.arch, "%s", s->arch ? s->arch : "");
 	for (int i = 0; i < s->ncases; i++)
 		fake_add_case(s->cases[i]);
 
@@ -2371,6 +2429,89 @@ static void test_relay_over_cap(void **state)
 }
 
 /* Every test's: compiles run the qual-compile this build made. */
+#define CASE_WGMMA "gemm_f16_wgmma-256x512x256"
+#define CASE_WGMMA_I8 "gemm_i8_wgmma-256x1024x1024"
+
+/* On sm_90 a wgmma case runs like any other: its tensor maps are made over
+ * the buffers where each graph finds them, block after block as the
+ * buffers move. */
+static void test_wgmma_tensor_maps(void **state)
+{
+	struct scenario s = {
+		.name = "runner_wgmma_tensor_maps", .cases = {CASE_WGMMA}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK,
+		.validate = "--expect-verdict neutral --expect-pairs 30 "
+			    "--expect-case-verdict " CASE_WGMMA "=identical "
+			    "--expect-not-applicable=",
+	};
+	struct outcome o = {0};
+	json_t *c;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_pairs(&o, CASE_WGMMA, 30);
+	c = find_line(&o, "case", CASE_WGMMA);
+	assert_non_null(c);
+	assert_null(json_object_get(c, "applicable"));
+	/* Two maps a graph, each naming its buffer; 15 blocks moved them. */
+	assert_true(fk.graphs_made >= 30);
+	assert_int_equal(fk.maps_made, 2 * fk.graphs_made);
+	assert_int_equal(fk.maps_checked, 2 * fk.graphs_made);
+	assert_true(fk.nmap_addr_seen > 1);
+	outcome_release(&o);
+}
+
+/* On sm_80 the wgmma case is not applicable: reported with the reason,
+ * never compiled or loaded, counted in the verdict line, while the other
+ * case is timed and judged; with sessions too, one case line. */
+static void check_not_applicable(int sessions)
+{
+	struct scenario s = {
+		.name = sessions > 1 ? "runner_not_applicable_sessions" : "runner_not_applicable",
+		.cases = {CASE_GEMM, CASE_WGMMA_I8}, .ncases = 2, .arm = {arm_ok, arm_ok},
+		.noise = 0.002, .arch = "sm_80", .sessions = sessions,
+		.per_block = sessions > 1 ? RUNNER_PAIRS_PER_BLOCK : 0,
+		.validate = "--expect-verdict neutral --expect-not-applicable " CASE_WGMMA_I8
+			    " --expect-case-verdict " CASE_GEMM "=identical",
+	};
+	struct outcome o = {0};
+	json_t *c, *cv, *v;
+
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_string_equal(str(json_array_get(o.lines, 0), "arch"), "sm_80");
+	assert_int_equal(count_lines(&o, "case", CASE_WGMMA_I8), 1);
+	c = find_line(&o, "case", CASE_WGMMA_I8);
+	assert_true(json_is_false(json_object_get(c, "applicable")));
+	assert_non_null(strstr(str(c, "not_applicable_because"), "sm_80"));
+	assert_true(json_is_false(json_object_get(json_object_get(c, "baseline"), "compiled")));
+	assert_true(json_is_false(json_object_get(json_object_get(c, "candidate"), "compiled")));
+	assert_int_equal(count_lines(&o, "pair", CASE_WGMMA_I8), 0);
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	cv = find_line(&o, "case_verdict", CASE_WGMMA_I8);
+	assert_string_equal(str(cv, "verdict"), "not_applicable");
+	assert_string_equal(str(cv, "not_applicable_because"), str(c, "not_applicable_because"));
+	v = find_line(&o, "verdict", NULL);
+	assert_int_equal(json_integer_value(json_object_get(v, "not_applicable")), 1);
+	assert_true(json_is_true(json_object_get(v, "timed")));
+	if (sessions > 1)
+		assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 30); /* timed elsewhere */
+	else
+		assert_pairs(&o, CASE_GEMM, 30);
+	for (int i = 0; i < fk.loads && i < FAKE_MAX_LOADS; i++)
+		assert_string_not_equal(fk.load[i].kernel, "gemm_i8_wgmma");
+	assert_int_equal(fk.maps_made, 0);
+	outcome_release(&o);
+}
+
+static void test_not_applicable(void **state)
+{
+	(void)state;
+	check_not_applicable(1);
+	check_not_applicable(2);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -2528,4 +2669,6 @@ QUAL_TESTS(
 	T(relay_last_whole),
 	T(relay_stop),
 	T(relay_over_cap),
+	T(wgmma_tensor_maps),
+	T(not_applicable),
 )

@@ -370,7 +370,7 @@ static struct stats_case hand_case(double p, int slower, int faster, enum stats_
 static void test_verdict_holm(void **state)
 {
 	struct stats_settings s;
-	struct stats_case c[6];
+	struct stats_case c[7];
 
 	(void)state;
 	stats_settings_init(&s);
@@ -381,19 +381,21 @@ static void test_verdict_holm(void **state)
 	c[4] = hand_case(0.03, 5, 20, VERDICT_INCONCLUSIVE);
 	c[5] = hand_case(0.01, 5, 20, VERDICT_INCONCLUSIVE);
 	c[5].identical_code = true;
+	c[6] = hand_case(0.001, 0, 0, VERDICT_NOT_APPLICABLE); /* excluded */
 	/* m = 4 timed: 0.01 -> 0.04 (both), 0.03 -> 0.06, 0.04 -> 0.06 */
-	stats_judge_run(c, 6, &s);
+	stats_judge_run(c, 7, &s);
 	assert_true(close_rel(c[2].p_holm, 0.04, 1e-15));
 	assert_true(close_rel(c[5].p_holm, 0.04, 1e-15));
 	assert_true(close_rel(c[4].p_holm, 0.06, 1e-15));
 	assert_true(close_rel(c[0].p_holm, 0.06, 1e-15));
-	assert_true(isnan(c[1].p_holm) && isnan(c[3].p_holm));
+	assert_true(isnan(c[1].p_holm) && isnan(c[3].p_holm) && isnan(c[6].p_holm));
 	assert_int_equal(c[2].verdict, VERDICT_SLOWER);
 	assert_int_equal(c[5].verdict, VERDICT_IDENTICAL);
 	assert_int_equal(c[4].verdict, VERDICT_INCONCLUSIVE);  /* raw p 0.03 */
 	assert_int_equal(c[0].verdict, VERDICT_INCONCLUSIVE);
 	assert_int_equal(c[1].verdict, VERDICT_FAIL);
 	assert_int_equal(c[3].verdict, VERDICT_NOT_TIMED);
+	assert_int_equal(c[6].verdict, VERDICT_NOT_APPLICABLE);
 }
 
 static void test_run_verdict(void **state)
@@ -407,6 +409,8 @@ static void test_run_verdict(void **state)
 	c[2].verdict = VERDICT_IDENTICAL;
 	c[3].verdict = VERDICT_NOT_TIMED;
 	assert_int_equal(stats_run_verdict(c, 0, false, false), RUN_NEUTRAL);
+	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_NEUTRAL);
+	c[3].verdict = VERDICT_NOT_APPLICABLE;
 	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_NEUTRAL);
 	c[0].verdict = VERDICT_FASTER;
 	assert_int_equal(stats_run_verdict(c, 4, false, false), RUN_IMPROVEMENT);
@@ -434,6 +438,7 @@ static void test_names(void **state)
 	assert_string_equal(stats_verdict_name(VERDICT_IDENTICAL), "identical");
 	assert_string_equal(stats_verdict_name(VERDICT_FAIL), "fail");
 	assert_string_equal(stats_verdict_name(VERDICT_NOT_TIMED), "not_timed");
+	assert_string_equal(stats_verdict_name(VERDICT_NOT_APPLICABLE), "not_applicable");
 	assert_string_equal(stats_verdict_name((enum stats_verdict)99), "unknown");
 	assert_string_equal(stats_run_verdict_name(RUN_IMPROVEMENT), "improvement");
 	assert_string_equal(stats_run_verdict_name(RUN_NEUTRAL), "neutral");
