@@ -33,3 +33,15 @@ if(SYSTEM_PYTHON)
                          TIMEOUT 240 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# The service step of tests/gpu/fixtures_user.sh itself, on a compile-only
+# slot (QUAL_FIXTURES_SERVICE_COMPILE_ONLY=1), so that the GPU suite's script
+# is run in CI too: quald and qualctl of this build, verdict not_timed, the
+# example's two case lines, the stored lines the streamed ones.
+if(EXISTS /usr/local/cuda/lib64/libnvrtc.so.13 AND EXISTS /usr/local/cuda/lib64/libnvrtc.alt.so.13)
+  add_test(NAME service_fixtures_gpu_script
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/fixtures_user.sh
+                   ${CMAKE_CURRENT_BINARY_DIR}/service_fixtures_gpu_script ${CMAKE_BINARY_DIR})
+  set_tests_properties(service_fixtures_gpu_script PROPERTIES LABELS integration TIMEOUT 240
+                       ENVIRONMENT QUAL_FIXTURES_SERVICE_COMPILE_ONLY=1)
+endif()
