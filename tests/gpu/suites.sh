@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The six GPU suites in one call on the device machine, from the repository
+# The seven GPU suites in one call on the device machine, from the repository
 # root after scripts/pack-gpu.sh (carry .carry):
 #
 #     bash tests/gpu/suites.sh OUTDIR [BUILD]
@@ -10,10 +10,14 @@
 # itself and times a job) and fixtures.sh (every case's oracle and code with
 # nvrtc 13.0 against itself and against each real nvrtc build unpacked from
 # .carry-nvrtc, when scripts/fetch-nvrtc.sh packed some, and the SASS of every
-# case: wgmma cases must show HGMMA/IGMMA), each into OUTDIR/<suite>/, each under its own
-# time limit; then nvrtc against alt with --sessions 1 and with --one-load
-# (compiles started from the process that holds the GPU). Prints every suite's summary and one line per suite last; exit
-# status 0 only when all six passed. The lines of qual-run's runs (run/,
+# case: wgmma cases must show HGMMA/IGMMA) and fixtures_user.sh (the example
+# user fixture examples/fixtures/rmsnorm_f16 through qual-run, against the
+# miscompiling shim, as a differential check, and through quald and qualctl
+# as one job with the built-in cases: nvrtc 13.0 against alt, neutral), each
+# into OUTDIR/<suite>/, each under its own time limit; then nvrtc against
+# alt with --sessions 1 and with --one-load (compiles started from the
+# process that holds the GPU). Prints every suite's summary and one line per suite last; exit
+# status 0 only when all seven passed. The lines of qual-run's runs (run/,
 # faults/) are validated against docs/schema/lines.schema.json where python3
 # has jsonschema.
 set -u
