@@ -28,12 +28,14 @@ if(SYSTEM_PYTHON)
     if(QUAL_USER_HIPRTC)
       set(hip ${QUAL_USER_HIPRTC})
     endif()
-    foreach(t oracles example oracle_user)
+    foreach(t oracles example oracle_user compile_error)
       add_test(NAME fixtures_user_${t}
                COMMAND ${SYSTEM_PYTHON} ${driver} ${t} $<TARGET_FILE:qual-run>
                        ${PROJECT_SOURCE_DIR} ${QUAL_USER_NVRTC} ${hip})
       set_tests_properties(fixtures_user_${t} PROPERTIES LABELS integration TIMEOUT 600
                            SKIP_RETURN_CODE 77)
     endforeach()
+    set_tests_properties(fixtures_user_compile_error PROPERTIES
+                         ENVIRONMENT "QUAL_TEST_SHIM_REJECT=$<TARGET_FILE:shim_hugelog>")
   endif()
 endif()
