@@ -13,6 +13,9 @@ qual_unit_tests(test_fixtures_user ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/tes
 target_compile_definitions(test_fixtures_user PRIVATE
   USER_TEST_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/data/fixtures")
 
+qual_unit_tests(test_fixtures_manifest ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_manifest.c
+                LABEL unit LIBS qual_fixtures m)
+
 find_file(QUAL_USER_NVRTC libnvrtc.so.13 PATHS /usr/local/cuda/lib64 NO_DEFAULT_PATH)
 find_file(QUAL_USER_HIPRTC libamdhip64.so.5
           PATHS /usr/lib/x86_64-linux-gnu /opt/rocm/lib NO_DEFAULT_PATH)
