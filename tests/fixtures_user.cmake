@@ -16,6 +16,13 @@ target_compile_definitions(test_fixtures_user PRIVATE
 qual_unit_tests(test_fixtures_manifest ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_manifest.c
                 LABEL unit LIBS qual_fixtures m)
 
+# rng.c built into the test with signed overflow trapping (no runtime
+# library needed: an overflow is an illegal instruction).
+qual_unit_tests(test_fixtures_rng ${CMAKE_CURRENT_SOURCE_DIR}/unit/fixtures/test_rng.c
+                LABEL unit LIBS qual_oracles m)
+target_compile_options(test_fixtures_rng PRIVATE -fsanitize=signed-integer-overflow
+                       -fsanitize-undefined-trap-on-error)
+
 find_file(QUAL_USER_NVRTC libnvrtc.so.13 PATHS /usr/local/cuda/lib64 NO_DEFAULT_PATH)
 find_file(QUAL_USER_HIPRTC libamdhip64.so.5
           PATHS /usr/lib/x86_64-linux-gnu /opt/rocm/lib NO_DEFAULT_PATH)
