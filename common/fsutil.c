@@ -136,10 +136,16 @@ static size_t first_room(off_t st_size, size_t cap)
 	return want < cap ? want : cap;
 }
 
-/* fs_read_capped() and fs_read_capped_placed(): placed refuses a link as
- * the last component, anything but a regular file, another owner than owner
- * and a file of more than one name. */
-static int read_capped(const char *path, bool placed, uid_t owner, size_t cap,
+/* What read_capped() refuses besides a file it cannot read. */
+enum read_kind {
+	READ_ANY,     /* fs_read_capped(): any file, through links */
+	READ_REGULAR, /* fs_read_capped_regular(): a link as the last
+		       * component, anything but a regular file */
+	READ_PLACED,  /* fs_read_capped_placed(): as READ_REGULAR, and another
+		       * owner than owner, a file of more than one name */
+};
+
+static int read_capped(const char *path, enum read_kind kind, uid_t owner, size_t cap,
 		       char **out, size_t *size, struct qual_msg *msg)
 {
 	struct stat st;
@@ -149,7 +155,7 @@ static int read_capped(const char *path, bool placed, uid_t owner, size_t cap,
 
 	*out = NULL;
 	*size = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | (placed ? O_NOFOLLOW | O_NONBLOCK : 0));
+	fd = open(path, O_RDONLY | O_CLOEXEC | (kind != READ_ANY ? O_NOFOLLOW | O_NONBLOCK : 0));
 	if (fd < 0)
 		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
 				 "cannot open '%s': %s", path, strerror(errno));
@@ -158,7 +164,8 @@ static int read_capped(const char *path, bool placed, uid_t owner, size_t cap,
 		close(fd);
 		return qual_fail(msg, QUAL_EIO, "cannot stat '%s': %s", path, strerror(e));
 	}
-	if (placed && (!S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1)) {
+	if ((kind != READ_ANY && !S_ISREG(st.st_mode)) ||
+	    (kind == READ_PLACED && (st.st_uid != owner || st.st_nlink != 1))) {
 		close(fd);
 		return qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
 				 !S_ISREG(st.st_mode) ? "not a regular file" :
@@ -192,13 +199,19 @@ static int read_capped(const char *path, bool placed, uid_t owner, size_t cap,
 int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		   struct qual_msg *msg)
 {
-	return read_capped(path, false, 0, cap, out, size, msg);
+	return read_capped(path, READ_ANY, 0, cap, out, size, msg);
+}
+
+int fs_read_capped_regular(const char *path, size_t cap, char **out, size_t *size,
+			   struct qual_msg *msg)
+{
+	return read_capped(path, READ_REGULAR, 0, cap, out, size, msg);
 }
 
 int fs_read_capped_placed(const char *path, uid_t owner, size_t cap, char **out,
 			  size_t *size, struct qual_msg *msg)
 {
-	return read_capped(path, true, owner, cap, out, size, msg);
+	return read_capped(path, READ_PLACED, owner, cap, out, size, msg);
 }
 
 int fs_path_join(char *out, size_t cap, const char *dir, const char *name,

@@ -48,6 +48,13 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
 int fs_read_capped(const char *path, size_t cap, char **out, size_t *size,
 		   struct qual_msg *msg);
 
+/* fs_read_capped() for a file that must be a regular file of its own name
+ * (a user fixture's manifest): a symbolic link as its last component and
+ * anything but a regular file (a FIFO, a device) are refused (QUAL_EIO)
+ * without being followed or blocking. */
+int fs_read_capped_regular(const char *path, size_t cap, char **out, size_t *size,
+			   struct qual_msg *msg);
+
 /* fs_read_capped() for a file that a process of another uid may have put
  * there (a compile child, in the folder of its own that it writes): a
  * symbolic link as its last component, anything but a regular file (a

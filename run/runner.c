@@ -245,30 +245,53 @@ static void gpu_fault(struct run *run, struct judge_case *jc, int arm,
 }
 
 static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
-		       struct arm *a, struct judge_case *jc)
+		       struct arm *a)
 {
 	const struct compiled *e = runner__compile(run, c, arm);
 
 	a->code = &e->res;
 	a->cached = e->cached;
-	if (e->res.status != 0) {
-		fail_arm(run, jc, arm, "compile", e->res.status, e->res.message);
+	if (e->res.status != 0)
 		return e->res.status;
-	}
 	a->compiled = true;
 	return 0;
 }
 
 /* Both arms of case c compiled; true (and so recorded in jc) when their
- * code is byte-identical. */
+ * code is byte-identical. A user fixture (user) that both compilers reject
+ * is the fixture's own fault, not an arm's: one bad_fixture line (arm null),
+ * the case judged like a fixture that cannot be built (the run an error). */
 static bool compile_both(struct run *run, const struct fixture_case *c,
-			 struct arm arms[2], struct judge_case *jc)
+			 struct arm arms[2], struct judge_case *jc, bool user)
 {
+	int rc[2];
+
 	for (int arm = 0; arm < 2; arm++)
-		compile_arm(run, c, arm, &arms[arm], jc);
+		rc[arm] = compile_arm(run, c, arm, &arms[arm]);
+	if (user && rc[0] == QUAL_ECOMPILE && rc[1] == QUAL_ECOMPILE) {
+		char text[2 * sizeof arms[0].code->message + 160];
+
+		snprintf(text, sizeof text, "user fixture case '%s' compiles with neither "
+			 "compiler: baseline: %.*s; candidate: %.*s", c->name,
+			 (int)strcspn(arms[0].code->message, "\n"), arms[0].code->message,
+			 (int)strcspn(arms[1].code->message, "\n"), arms[1].code->message);
+		lines_error(run->out, "compile", LINES_CODE_BAD_FIXTURE, NULL, jc->name, text);
+		judge_case_fail(jc, JUDGE_FAIL_BASELINE);
+	} else {
+		for (int arm = 0; arm < 2; arm++)
+			if (rc[arm] != 0)
+				fail_arm(run, jc, arm, "compile", rc[arm], arms[arm].code->message);
+	}
 	jc->identical_code = arms[0].compiled && arms[1].compiled &&
 			     strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
 	return jc->identical_code;
+}
+
+/* Whether case index is one of a user fixture's (loaded after the built-in
+ * cases). */
+static bool is_user_case(int index)
+{
+	return index >= fixture_count() - fixture_user_count();
 }
 
 static void release_arm(struct arm *a)
@@ -659,8 +682,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 static void fail_build(struct run *run, struct judge_case *jc, int index, int rc,
 		       const char *text)
 {
-	if (rc == QUAL_EORACLE ||
-	    index >= fixture_count() - fixture_user_count()) {
+	if (rc == QUAL_EORACLE || is_user_case(index)) {
 		lines_error(run->out, "setup", rc == QUAL_EORACLE ? LINES_CODE_ORACLE_FAILED :
 			    LINES_CODE_BAD_FIXTURE, NULL, jc->name, text);
 		judge_case_fail(jc, JUDGE_FAIL_BASELINE);
@@ -738,7 +760,7 @@ void runner__run_case(struct run *run, int index)
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
-	identical = compile_both(run, &c, arms, jc);
+	identical = compile_both(run, &c, arms, jc, is_user_case(index));
 
 	if (timed && arms[0].compiled && arms[1].compiled) {
 		/* Until the baseline's warm-up has been timed. */
@@ -781,7 +803,7 @@ void runner__compile_case(struct run *run, int index)
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
-	compile_both(run, &c, arms, jc);
+	compile_both(run, &c, arms, jc, is_user_case(index));
 	if (!arms[0].compiled || !arms[1].compiled)
 		emit_case(run, &c, arms, jc->identical_code, false);
 	fixture_release(&c);

@@ -17,6 +17,10 @@ TEST is one of:
                written here (plain loops, math.fsum), on inputs qual-run wrote
   schema       the example's fixture.json is valid under
                docs/schema/fixture.schema.json, and broken ones are not
+  compile_error a user kernel that neither compiler accepts is the fixture's
+               fault (one bad_fixture line, arm null, the run an error),
+               never the candidate's; one that only one compiler rejects
+               ($QUAL_TEST_SHIM_REJECT, shim_hugelog) is that arm's
 Oracle programs run with /usr/bin first on PATH (Debian's python3 with
 numpy)."""
 import copy
@@ -356,6 +360,45 @@ def test_schema():
     print("ok: schema")
 
 
+def test_compile_error():
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "broken")
+        shutil.copytree(MODES, d)
+        with open(os.path.join(d, "twice.cu"), "a") as f:
+            f.write("\nthis is not a declaration\n")
+        rc, lines, err = qual_run("--compile-only", NVRTC, NVRTC, "--fixtures", d,
+                                  "--case", "oracle_modes-1")
+        validate(lines)
+        errors = [l for l in lines if l["type"] == "error"]
+        verdicts = [l for l in lines if l["type"] == "case_verdict"]
+        if rc != 3 or lines[-1].get("verdict") != "error":
+            fail("exit %d, verdict %r: want 3, error" % (rc, lines[-1]))
+        if len(errors) != 1 or errors[0]["code"] != "bad_fixture" or \
+           errors[0]["arm"] is not None or errors[0]["stage"] != "compile" or \
+           "oracle_modes-1" not in errors[0]["message"] or \
+           "baseline: " not in errors[0]["message"] or \
+           "candidate: " not in errors[0]["message"]:
+            fail("error lines %r" % errors)
+        if len(verdicts) != 1 or verdicts[0].get("failed_arm") == "candidate":
+            fail("case verdict %r" % verdicts)
+        print("ok: %s" % errors[0]["message"])
+    # A good kernel that only one compiler rejects (shim_hugelog rejects
+    # everything) is that arm's failure, as for a built-in case.
+    reject = os.environ.get("QUAL_TEST_SHIM_REJECT")
+    if not reject:
+        return
+    ENV["QUAL_SHIM_HUGELOG_BYTES"] = "4096"
+    for base, cand, arm, want_rc, verdict in ((NVRTC, reject, "candidate", 2, "fail"),
+                                              (reject, NVRTC, "baseline", 3, "error")):
+        rc, lines, err = qual_run("--compile-only", base, cand, "--fixtures", MODES,
+                                  "--case", "oracle_modes-1")
+        errors = [l for l in lines if l["type"] == "error"]
+        if rc != want_rc or lines[-1].get("verdict") != verdict or len(errors) != 1 or \
+           errors[0]["code"] != "compile_failed" or errors[0]["arm"] != arm:
+            fail("only the %s rejects: exit %d, %r, %r" % (arm, rc, lines[-1], errors))
+        print("ok: only the %s rejects: %s, %s" % (arm, verdict, errors[0]["code"]))
+
+
 def test_oracle_user():
     """The oracle runs in DIR, as qual-run's user, or as --compile-user's
     (root only: skipped, 77, otherwise)."""
@@ -382,5 +425,5 @@ def test_oracle_user():
         shutil.rmtree(tmp)
 
 
-{"oracle_user": test_oracle_user, "manifest": test_manifest, "oracles": test_oracles, "example": test_example,
+{"oracle_user": test_oracle_user, "compile_error": test_compile_error, "manifest": test_manifest, "oracles": test_oracles, "example": test_example,
  "oracle": test_oracle, "schema": test_schema}[TEST]()
