@@ -28,8 +28,10 @@
 
 void cache_key(const struct cache_key_in *in, char key[SHA256_HEX_SIZE])
 {
-	const char *fields[] = { CACHE_KEY_TAG, in->compiler_sha256, in->abi, in->arch,
-				 in->program_name, in->source };
+	const char *fields[] = { CACHE_KEY_TAG, QUAL_VERSION, in->compiler_sha256, in->abi,
+				 in->arch, in->program_name, in->source,
+				 in->libdir_fingerprint ? in->libdir_fingerprint : "",
+				 in->helper_sha256 ? in->helper_sha256 : "" };
 	size_t n = 0, nf = sizeof fields / sizeof fields[0];
 	char *text, *p;
 
@@ -45,6 +47,55 @@ void cache_key(const struct cache_key_in *in, char key[SHA256_HEX_SIZE])
 	if (sha256_hash_buffer(text, n, key, NULL) < 0)
 		key[0] = '\0';
 	free(text);
+}
+
+static int name_order(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int cache_dir_fingerprint(const char *dir, char hex[SHA256_HEX_SIZE])
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL, *text = NULL;
+	size_t n = 0, cap = 0, len = 0, tcap = 0;
+	int rc = 0;
+
+	hex[0] = '\0';
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			XGROW(names, n + 1, cap);
+			names[n++] = xstrdup(e->d_name);
+		}
+	}
+	closedir(d);
+	qsort(names, n, sizeof *names, name_order);
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX], line[PATH_MAX + 128];
+		struct stat st;
+		int k;
+
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path ||
+		    lstat(path, &st) < 0)
+			memset(&st, 0, sizeof st);
+		k = snprintf(line, sizeof line, "%s%c%lld %lld.%09ld %llu", names[i], 0,
+			     (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			     st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+		XGROW(text, len + (size_t)k + 1, tcap);
+		memcpy(text + len, line, (size_t)k + 1);
+		len += (size_t)k + 1;
+		free(names[i]);
+	}
+	free(names);
+	if (sha256_hash_buffer(text ? text : "", len, hex, NULL) < 0) {
+		hex[0] = '\0';
+		rc = -1;
+	}
+	free(text);
+	return rc;
 }
 
 bool cache_default_dir(char *out, size_t cap)

@@ -32,7 +32,7 @@
 
 /* The version tag at the head of every key: a change of what an entry
  * holds or of how keys are made takes a new tag. */
-#define CACHE_KEY_TAG "qual-artifact-1"
+#define CACHE_KEY_TAG "qual-artifact-2"
 
 /* The default bound on a cache's size, MiB (qual-run --cache-max-mib). */
 #define CACHE_DEFAULT_MAX_MIB 4096
@@ -54,11 +54,25 @@ struct cache_key_in {
 	const char *source;          /* the exact full source */
 	const char *const *options;
 	int noptions;
+	/* What else takes part in the compile: the library's folder, whose
+	 * siblings the child loads (its folder is first on LD_LIBRARY_PATH:
+	 * libnvrtc-builtins, hiprtc's libamd_comgr), as cache_dir_fingerprint()
+	 * gives it, and the SHA-256 of the qual-compile helper that compiles
+	 * and parses the resources (its own options, -O3 -Xptxas=-v among
+	 * them). NULL is "". */
+	const char *libdir_fingerprint;
+	const char *helper_sha256;
 };
 
-/* The key: SHA-256 over CACHE_KEY_TAG and the fields of in in that order,
- * each followed by a NUL, the options one by one. */
+/* The key: SHA-256 over CACHE_KEY_TAG, QUAL_VERSION and the fields of in in
+ * that order, each followed by a NUL, the options one by one. */
 void cache_key(const struct cache_key_in *in, char key[SHA256_HEX_SIZE]);
+
+/* A fingerprint of folder dir's entries: SHA-256 over the sorted names of
+ * every entry with its size, mtime (ns) and inode number (lstat), into hex.
+ * Cheap and conservative: any change in the folder changes it. Returns 0,
+ * or -1 (hex "") when the folder cannot be read. */
+int cache_dir_fingerprint(const char *dir, char hex[SHA256_HEX_SIZE]);
 
 /* Makes dir (and its parents) if needed and checks that files can be made
  * in it. Returns 0 with c ready, or QUAL_EIO with msg ("cannot use artifact

@@ -47,6 +47,28 @@ struct pool {
 	pthread_mutex_t mu;
 };
 
+/* run->libdir_fp and run->helper_sha256, once per run: what a compile
+ * takes beside its source and options, for its key. */
+static void key_extras(struct run *run)
+{
+	struct qual_msg msg = {{0}};
+	char *helper = NULL;
+
+	for (int arm = 0; arm < 2; arm++) {
+		char dir[PATH_MAX];
+		const char *real = run->id[arm].real_path, *slash = strrchr(real, '/');
+
+		if (!slash)
+			continue;
+		snprintf(dir, sizeof dir, "%.*s", slash == real ? 1 : (int)(slash - real), real);
+		(void)cache_dir_fingerprint(dir, run->libdir_fp[arm]);
+	}
+	if (rtc_helper_path(&helper, &msg) == 0 &&
+	    sha256_hash_file(helper, run->helper_sha256, NULL) < 0)
+		run->helper_sha256[0] = '\0';
+	free(helper);
+}
+
 void runner__compile_setup(struct run *run)
 {
 	const struct runner_config *cfg = run->cfg;
@@ -70,7 +92,9 @@ void runner__compile_setup(struct run *run)
 				msg.text);
 		free(run->artifacts);
 		run->artifacts = NULL;
+		return;
 	}
+	key_extras(run);
 }
 
 /* What compiling c with arm takes: its source (new), target, program name
@@ -93,6 +117,8 @@ static void job_init(const struct run *run, const struct fixture_case *c, int ar
 	in.source = j->src;
 	in.options = run->opts[arm];
 	in.noptions = run->nopts[arm];
+	in.libdir_fingerprint = run->libdir_fp[arm];
+	in.helper_sha256 = run->helper_sha256;
 	cache_key(&in, j->key);
 }
 
@@ -120,10 +146,24 @@ static void append(struct run *run, struct compiled *e)
 }
 
 /* The artifact cache can be used for the key of arm: a library known by
- * its hash. */
+ * its hash, its folder and the helper by theirs. */
 static bool cacheable(const struct run *run, const struct job *j)
 {
-	return run->artifacts && j->key[0] && run->id[j->arm].sha256[0];
+	return run->artifacts && j->key[0] && run->id[j->arm].sha256[0] &&
+	       run->libdir_fp[j->arm][0] && run->helper_sha256[0];
+}
+
+/* The artifact cache's entry for j, when j may be served from it: the
+ * baseline's only. The candidate is what is qualified, so it is always
+ * compiled (its successes are still stored, for when it is a baseline). */
+static bool lookup(struct run *run, const struct job *j, struct compiled *e)
+{
+	if (j->arm != 0 || !cacheable(run, j))
+		return false;
+	if (!cache_lookup(run->artifacts, j->key, &e->res))
+		return false;
+	e->cached = true;
+	return true;
 }
 
 /* Runs j's compile into j->e (a result even when rtc_compile() could not
@@ -250,18 +290,12 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 				free(j.src);
 				continue;
 			}
-			if (cacheable(run, &j)) {
-				struct compiled *e = entry_new(&j);
-
-				if (cache_lookup(run->artifacts, j.key, &e->res)) {
-					e->cached = true;
-					append(run, e);
-					free(j.src);
-					continue;
-				}
-				free(e);
-			}
 			j.e = entry_new(&j);
+			if (lookup(run, &j, j.e)) {
+				append(run, j.e);
+				free(j.src);
+				continue;
+			}
 			XGROW(p.jobs, p.njobs + 1, cap);
 			p.jobs[p.njobs++] = j;
 		}
@@ -297,8 +331,7 @@ const struct compiled *runner__compile(struct run *run, const struct fixture_cas
 		return e;
 	}
 	e = entry_new(&j);
-	if (cacheable(run, &j) && cache_lookup(run->artifacts, j.key, &e->res)) {
-		e->cached = true;
+	if (lookup(run, &j, e)) {
 		free(j.src);
 		append(run, e);
 		return e;

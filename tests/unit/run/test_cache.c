@@ -50,7 +50,7 @@ static void open_cache(struct cache *c, size_t max_bytes)
 static void key_of(const char *source, char key[SHA256_HEX_SIZE])
 {
 	const char *opts[] = { "-lineinfo" };
-	struct cache_key_in in = { "ab12", "nvrtc", "sm_90", "k.cu", source, opts, 1 };
+	struct cache_key_in in = { "ab12", "nvrtc", "sm_90", "k.cu", source, opts, 1, NULL, NULL };
 
 	cache_key(&in, key);
 	assert_int_equal(strlen(key), 64);
@@ -92,18 +92,21 @@ static bool exists(const char *path)
 static void test_key_every_field(void **state)
 {
 	const char *o1[] = { "-a" }, *o2[] = { "-b" }, *o3[] = { "-a", "" };
-	struct cache_key_in base = { "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1 };
+	struct cache_key_in base = { "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1, NULL, NULL };
 	struct cache_key_in v[] = {
-		{ "ab13", "nvrtc", "sm_90", "k.cu", "src", o1, 1 },
-		{ "ab12", "hiprtc", "sm_90", "k.cu", "src", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90a", "k.cu", "src", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90", "j.cu", "src", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src ", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o2, 1 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o3, 2 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", NULL, 0 },
+		{ "ab13", "nvrtc", "sm_90", "k.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "hiprtc", "sm_90", "k.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90a", "k.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "j.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src ", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o2, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o3, 2, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", NULL, 0, NULL, NULL },
 		/* The separators count: "sm_9" + "0k.cu" is not "sm_90" + "k.cu". */
-		{ "ab12", "nvrtc", "sm_9", "0k.cu", "src", o1, 1 },
+		{ "ab12", "nvrtc", "sm_9", "0k.cu", "src", o1, 1, NULL, NULL },
+		/* The library's folder and the helper take part. */
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1, "f0", NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1, NULL, "h0" },
 	};
 	char k0[SHA256_HEX_SIZE], k[SHA256_HEX_SIZE];
 
@@ -115,6 +118,66 @@ static void test_key_every_field(void **state)
 		cache_key(&v[i], k);
 		assert_string_not_equal(k0, k);
 	}
+}
+
+/* A file of n bytes at dir/name. */
+static void put(const char *name, size_t n)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	for (size_t i = 0; i < n; i++)
+		fputc('x', f);
+	fclose(f);
+}
+
+/* Asserts that dir's fingerprint is not was any more, and makes was it. */
+static void changed(char was[SHA256_HEX_SIZE])
+{
+	char now[SHA256_HEX_SIZE];
+
+	assert_int_equal(cache_dir_fingerprint(dir, now), 0);
+	assert_string_not_equal(was, now);
+	memcpy(was, now, sizeof now);
+}
+
+/* The folder's fingerprint changes with any entry's size, mtime, inode or
+ * name, and with an entry added; not with nothing changed. */
+static void test_dir_fingerprint(void **state)
+{
+	char a[SHA256_HEX_SIZE], b[SHA256_HEX_SIZE], path[PATH_MAX], other[PATH_MAX];
+	struct timespec ts[2] = { { 1000, 5 }, { 1000, 5 } };
+
+	(void)state;
+	put("libnvrtc.so.13", 10);
+	put("libnvrtc-builtins.so.13.0", 20);
+	assert_int_equal(cache_dir_fingerprint(dir, a), 0);
+	assert_int_equal(cache_dir_fingerprint(dir, b), 0);
+	assert_string_equal(a, b);
+	/* A sibling truncated. */
+	put("libnvrtc-builtins.so.13.0", 5);
+	changed(a);
+	/* Only its mtime changed, by a nanosecond. */
+	snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.13.0", dir);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	changed(a);
+	ts[0].tv_nsec = ts[1].tv_nsec = 6;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	changed(a);
+	/* Replaced by another file of the same size and mtime: another inode. */
+	snprintf(other, sizeof other, "%s/new", dir);
+	put("new", 5);
+	assert_int_equal(utimensat(AT_FDCWD, other, ts, 0), 0);
+	assert_int_equal(rename(other, path), 0);
+	changed(a);
+	/* An entry added. */
+	put("libamd_comgr.so.2", 1);
+	changed(a);
+	snprintf(path, sizeof path, "%s/none", dir);
+	assert_int_equal(cache_dir_fingerprint(path, a), -1);
+	assert_string_equal(a, "");
 }
 
 /* ---- hits and misses ----------------------------------------------------- */
@@ -373,6 +436,7 @@ static void test_trim_evicts_least_recently_used(void **state)
 
 QUAL_TESTS(
 	cmocka_unit_test(test_key_every_field),
+	cmocka_unit_test_setup_teardown(test_dir_fingerprint, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_hit_returns_the_compile, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_miss_and_failures_not_stored, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_open_fails_where_nothing_can_be_made, setup, teardown),
