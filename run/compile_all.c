@@ -155,13 +155,20 @@ static bool cacheable(const struct run *run, const struct job *j)
 
 /* The artifact cache's entry for j, when j may be served from it: the
  * baseline's only. The candidate is what is qualified, so it is always
- * compiled (its successes are still stored, for when it is a baseline). */
+ * compiled (its successes are still stored, for when it is a baseline). An
+ * entry whose compile took longer than this run's compile limit is a miss:
+ * compiled again, under the limit. */
 static bool lookup(struct run *run, const struct job *j, struct compiled *e)
 {
 	if (j->arm != 0 || !cacheable(run, j))
 		return false;
 	if (!cache_lookup(run->artifacts, j->key, &e->res))
 		return false;
+	if (e->res.compile_ms > run->cfg->limits.timeout_s * 1000) {
+		rtc_result_release(&e->res);
+		memset(&e->res, 0, sizeof e->res);
+		return false;
+	}
 	e->cached = true;
 	return true;
 }

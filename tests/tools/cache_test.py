@@ -16,9 +16,11 @@ folder under DIR:
     builtins into a folder of its own is cached, then a change of the
     builtins file (its mtime, then its bytes truncated) is a miss, and
     the truncated builtins are not covered up by the cache;
-  - an entry whose code was changed is a miss: warned about on stderr,
-    recompiled (cached false for the arms that used it, the same
-    artifact), and stored again (a third run hits everywhere);
+  - entries whose code was changed are misses: warned about once on
+    stderr, recompiled (cached false for every baseline arm, the same
+    artifacts), and stored again (the next run hits every baseline);
+  - an entry whose compile_ms is past this run's --compile-timeout is a
+    miss (compiled again, under the limit), and a hit under a longer one;
   - --no-cache writes nothing (not in $XDG_CACHE_HOME, not in $HOME) and
     the start line's cache is null; without --cache, $XDG_CACHE_HOME/qual/
     artifacts is the cache; with neither XDG_CACHE_HOME nor HOME, none;
@@ -238,6 +240,21 @@ def main():
           "is bad" not in err,
           f"the recompiled entry was not stored again: {err!r}")
     print(f"corrupted entry: {len(recompiled)} arms recompiled, then cached again")
+
+    # An entry whose compile took longer than this run's limit is a miss.
+    for meta in [f for f in files_under(cache) if f.endswith("/meta.json")]:
+        with open(meta) as f:
+            m = json.load(f)
+        m["compile_ms"] = 200000.0
+        with open(meta, "w") as f:
+            json.dump(m, f)
+    lines, _ = run(args, ["--cache", cache, *TWO_CASES], base_env)
+    check(all(a["cached"] is False for a in arms(lines).values()),
+          f"an entry of a 200 s compile served under a 120 s limit: {arms(lines)}")
+    lines, _ = run(args, ["--cache", cache, "--compile-timeout", "300", *TWO_CASES], base_env)
+    check(all(a["cached"] is (k[1] == "baseline") for k, a in arms(lines).items()),
+          f"an entry of a 200 s compile not served under a 300 s limit: {arms(lines)}")
+    print("an entry of a compile longer than --compile-timeout: a miss")
 
     # --no-cache writes nothing; the default cache is $XDG_CACHE_HOME's.
     lines, _ = run(args, ["--no-cache", *TWO_CASES], base_env)
