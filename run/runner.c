@@ -964,6 +964,41 @@ static const char *default_arch(enum rtc_abi abi)
  * field tells a supervisor, without parsing the message, that the GPU must
  * pass a health check before its next job: "faulted" (a runtime error) or
  * "hung" (a wait ran past its deadline; the process ends after the verdict). */
+/* Builds every selected user case that applies (its inputs and its
+ * oracle's values, which the registry keeps for the process) before
+ * anything compiles, so that an oracle runs before the compiles; into out
+ * the cases of sel to compile: all but those whose build failed, which the
+ * case reports when it runs (fail_build, from the same kept failure).
+ * Returns their number. */
+static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
+{
+	int n = 0, first_user = fixture_count() - fixture_user_count();
+
+	for (int i = 0; i < nsel; i++) {
+		struct fixture_case c;
+		struct qual_msg msg = {{0}};
+		char why[256];
+		bool failed = false;
+
+		memset(&c, 0, sizeof c);
+		if (sel[i] >= first_user && fixture_spec(sel[i], &c, &msg) == 0) {
+			bool applies = fixture_applies(&c, run->platform, run->arch, why,
+						       sizeof why);
+
+			fixture_release(&c);
+			memset(&c, 0, sizeof c);
+			if (applies) {
+				failed = fixture_build(sel[i], run->cfg->seed, &c, &msg) < 0;
+				if (!failed)
+					fixture_release(&c);
+			}
+		}
+		if (!failed)
+			out[n++] = sel[i];
+	}
+	return n;
+}
+
 void runner__emit_stop(struct run *run)
 {
 	json_t *line = lines_new("error");
@@ -1003,7 +1038,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	struct run run;
 	struct qual_msg msg = {{0}};
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
-	int nsel = 0, status, rc;
+	int nsel = 0, status, rc, ncompile, *compile_sel;
 	char no_gpu[1100] = "";
 	bool not_timed;
 	enum run_verdict v;
@@ -1133,7 +1168,10 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.judge.timed = run.device != NULL;
 	runner__compile_setup(&run);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
-	runner__compile_all(&run, sel, nsel);
+	compile_sel = xcalloc((size_t)nsel + 1, sizeof *compile_sel);
+	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
+	runner__compile_all(&run, compile_sel, ncompile);
+	free(compile_sel);
 	if (run.device && !run.gpu) {
 		runner__run_sessions(&run, sel, nsel);
 		if (run.crash_signal) {
