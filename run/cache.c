@@ -161,7 +161,13 @@ static int json_int_or(json_t *o, const char *name, int dflt)
 	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
 }
 
-/* Fills out from the meta j and the code at code_path; NULL, or why not. */
+/* What cache_lookup() says of an entry it could not read (a file gone
+ * while another process trims, no descriptor or memory left): a plain
+ * miss, the entry left as it is. */
+static const char unreadable[] = "cannot be read";
+
+/* Fills out from the meta j and the code at code_path; NULL, unreadable, or
+ * why the entry is bad. */
 static const char *entry_read(const struct cache *c, json_t *j, const char *key,
 			      const char *code_path, struct rtc_result *out)
 {
@@ -181,7 +187,7 @@ static const char *entry_read(const struct cache *c, json_t *j, const char *key,
 		return "its meta is incomplete";
 	n = (size_t)json_integer_value(size);
 	if (fs_read_capped(code_path, n + 1, (char **)&out->code, &got, NULL) < 0)
-		return "its code cannot be read";
+		return unreadable;
 	if (got != n)
 		return "its code has another size than its meta says";
 	if (sha256_hash_buffer(out->code, got, hex, NULL) < 0 || strcmp(hex, digest) != 0)
@@ -222,7 +228,7 @@ bool cache_lookup(struct cache *c, const char *key, struct rtc_result *out)
 		why = "not a folder";
 	else if (snprintf(path, sizeof path, "%s/" META_FILE, entry) >= (int)sizeof path ||
 		 fs_read_capped(path, 6 * c->log_cap + META_OVERHEAD, &text, &size, NULL) < 0)
-		why = "its meta cannot be read";
+		why = unreadable;
 	else if (!(j = json_loadb(text, size, 0, &je)) || !json_is_object(j))
 		why = "its meta is not a JSON object";
 	else if (snprintf(path, sizeof path, "%s/" CODE_FILE, entry) >= (int)sizeof path)
@@ -234,7 +240,8 @@ bool cache_lookup(struct cache *c, const char *key, struct rtc_result *out)
 	if (why) {
 		rtc_result_release(out);
 		memset(out, 0, sizeof *out);
-		entry_bad(c, entry, why);
+		if (why != unreadable)
+			entry_bad(c, entry, why);
 		return false;
 	}
 	/* Its last use, for cache_trim(). */

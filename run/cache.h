@@ -12,8 +12,10 @@
  * entry or none; of two writers of one key the first rename wins and the
  * second's folder is removed. On use the code is checked against its own
  * digest in the meta and the meta's key against the key wanted: an entry
- * that fails either (or cannot be read) is a miss, removed, with one
- * warning per cache; never an error. The folder's mtime is the entry's last
+ * that fails either (or whose meta is malformed) is a miss, removed, with
+ * one warning per cache; never an error. An entry that cannot be read (a
+ * file gone while another process trims, no descriptor or memory left) is
+ * a plain miss, left as it is. The folder's mtime is the entry's last
  * use (set on a hit), by which cache_trim() evicts the least recently used.
  *
  * One struct cache is used by one thread at a time; processes share the
@@ -82,8 +84,8 @@ int cache_open(struct cache *c, const char *dir, size_t max_bytes, size_t log_ca
 
 /* Looks key up. A hit: true, with out filled as rtc_compile() would have
  * (status 0, a new code buffer and log: rtc_result_release()) and the entry's
- * mtime set to now. A miss, or a bad entry (then removed and warned about
- * once): false, out zeroed. */
+ * mtime set to now. A miss, an entry that cannot be read (left as it is),
+ * or a bad entry (then removed and warned about once): false, out zeroed. */
 bool cache_lookup(struct cache *c, const char *key, struct rtc_result *out);
 
 /* Stores r (status 0 only; any other is not stored: QUAL_EINVAL) under key.

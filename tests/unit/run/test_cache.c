@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -290,6 +291,48 @@ static void test_corrupted_code_is_a_miss_and_removed(void **state)
 	rtc_result_release(&r);
 }
 
+/* Descriptors used up (EMFILE) and a file gone while another process trims
+ * (ENOENT): plain misses, the entry left as it is and no warning. */
+static void test_unreadable_is_a_plain_miss(void **state)
+{
+	struct cache c;
+	struct rtc_result r, got;
+	char key[SHA256_HEX_SIZE], path[PATH_MAX];
+	struct rlimit old, low;
+	int fds[64], n = 0;
+
+	(void)state;
+	open_cache(&c, 1 << 20);
+	key_of("unreadable", key);
+	result_of(&r, 4096, 9);
+	assert_int_equal(cache_store(&c, key, &r, NULL), 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 48;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 64 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	assert_true(n < 64);
+	assert_false(cache_lookup(&c, key, &got));
+	while (n > 0)
+		close(fds[--n]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_null(got.code);
+	entry_path(&c, key, NULL, path);
+	assert_true(exists(path));
+	assert_true(cache_lookup(&c, key, &got));
+	rtc_result_release(&got);
+	/* The code removed, as by a trim under way. */
+	entry_path(&c, key, "code", path);
+	assert_int_equal(unlink(path), 0);
+	assert_false(cache_lookup(&c, key, &got));
+	entry_path(&c, key, "meta.json", path);
+	assert_true(exists(path));
+	fflush(warn);
+	assert_int_equal(nwarned, 0);
+	rtc_result_release(&r);
+}
+
 static void test_meta_of_another_key_is_a_miss(void **state)
 {
 	struct cache c;
@@ -442,6 +485,7 @@ QUAL_TESTS(
 	cmocka_unit_test_setup_teardown(test_open_fails_where_nothing_can_be_made, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_corrupted_code_is_a_miss_and_removed, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_meta_of_another_key_is_a_miss, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_unreadable_is_a_plain_miss, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_trim_evicts_least_recently_used, setup, teardown),
 )
