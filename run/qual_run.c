@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
 		"  --compile-jobs N     compiles at once, each its own child (default: the\n"
-		"                       online CPUs, at most 16; 1: one after the other)\n"
+		"                       online CPUs, at most 16; 1: one after the other;\n"
+		"                       16 at most)\n"
 		"  --cache DIR          artifact cache: successful compiles kept by content\n"
 		"                       (default $XDG_CACHE_HOME/qual/artifacts, else\n"
 		"                       $HOME/.cache/qual/artifacts)\n"
@@ -339,7 +340,8 @@ int main(int argc, char **argv)
 		{OPT_BLOCK_SEED, "--block-seed", NUM_U64, 1, LONG_MAX, 0, 0, &cfg.block_seed},
 		{OPT_SESSIONS, "--sessions", NUM_INT, 1, 64, 0, 0, &cfg.sessions},
 		{OPT_FLUSH, "--flush-mib", NUM_MIB, 0, 65536, 0, 0, &cfg.flush_bytes},
-		{OPT_COMPILE_JOBS, "--compile-jobs", NUM_INT, 1, 1024, 0, 0, &cfg.compile_jobs},
+		{OPT_COMPILE_JOBS, "--compile-jobs", NUM_INT, 1, RUNNER_MAX_COMPILE_JOBS, 0, 0,
+		 &cfg.compile_jobs},
 		{OPT_CACHE_MAX, "--cache-max-mib", NUM_MIB, 1, 16L << 20, 0, 0, &cfg.cache_max_bytes},
 		{OPT_TIMEOUT, "--compile-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
 		 &cfg.limits.timeout_s},
