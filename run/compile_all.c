@@ -43,7 +43,7 @@ struct pool {
 	struct run *run;
 	struct job *jobs;
 	int njobs, next;
-	int reported;           /* the job on_compile last named; -1: none */
+	char reported[1200];    /* what on_compile was last told ("": none) */
 	pthread_mutex_t mu;
 };
 
@@ -200,23 +200,40 @@ static void job_run(const struct run *run, struct job *j)
 		j->store.text[0] = '\0';
 }
 
-/* Tells on_compile which compile is now the first in flight, if that
- * changed. With p->mu held. */
+/* Tells on_compile which compiles are now in flight, if that changed: the
+ * first, and every one when both arms are among them. With p->mu held. */
 static void report(struct pool *p)
 {
-	void (*cb)(const char *, const char *) = p->run->cfg->on_compile;
+	void (*cb)(const char *, const char *, const char *) = p->run->cfg->on_compile;
+	char all[sizeof p->reported] = "";
+	bool arms[2] = { false, false };
 	int first = -1;
+	size_t n = 0;
 
-	for (int i = 0; i < p->njobs && first < 0; i++)
-		if (p->jobs[i].running)
-			first = i;
-	if (!cb || first == p->reported)
+	if (!cb)
 		return;
-	p->reported = first;
+	for (int i = 0; i < p->njobs; i++) {
+		if (!p->jobs[i].running)
+			continue;
+		if (first < 0)
+			first = i;
+		arms[p->jobs[i].arm] = true;
+		if (n < sizeof all)
+			n += (size_t)snprintf(all + n, sizeof all - n, "%s%s (%s)", n ? ", " : "",
+					      p->jobs[i].case_name, arm_name[p->jobs[i].arm]);
+	}
+	/* Only the first matters while one arm is in flight. */
+	if (first >= 0 && !(arms[0] && arms[1]))
+		snprintf(all, sizeof all, "%s (%s)", p->jobs[first].case_name,
+			 arm_name[p->jobs[first].arm]);
+	if (strcmp(all, p->reported) == 0)
+		return;
+	memcpy(p->reported, all, sizeof all);
 	if (first < 0)
-		cb(NULL, NULL);
+		cb(NULL, NULL, NULL);
 	else
-		cb(p->jobs[first].case_name, arm_name[p->jobs[first].arm]);
+		cb(p->jobs[first].case_name,
+		   arms[0] && arms[1] ? NULL : arm_name[p->jobs[first].arm], all);
 }
 
 static void *worker(void *arg)
@@ -249,7 +266,7 @@ static void pool_run(struct pool *p)
 	int started = 0;
 
 	pthread_mutex_init(&p->mu, NULL);
-	p->reported = -1;
+	p->reported[0] = '\0';
 	if (n <= 1) {
 		worker(p);
 	} else {
@@ -268,7 +285,7 @@ static void pool_run(struct pool *p)
 
 void runner__compile_all(struct run *run, const int *sel, int nsel)
 {
-	struct pool p = { .run = run, .reported = -1 };
+	struct pool p = { .run = run };
 	int cap = 0;
 	bool store_warned = false;
 
@@ -328,7 +345,7 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 const struct compiled *runner__compile(struct run *run, const struct fixture_case *c,
 				       int arm)
 {
-	struct pool p = { .run = run, .njobs = 1, .reported = -1 };
+	struct pool p = { .run = run, .njobs = 1 };
 	struct compiled *e;
 	struct job j;
 

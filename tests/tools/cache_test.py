@@ -30,7 +30,9 @@ folder under DIR:
     --compile-jobs 4: once four candidate compiles hang at once, the job's
     time limit (QUAL_SIGNAL_TIME_LIMIT, SIGUSR1) gets exactly one
     compile_timeout line, naming the candidate of the first case, and exit
-    status 2 (fail).
+    status 2 (fail); with the shim as baseline too, compiles of both arms
+    hang at once: one compile_timeout line of neither arm, listing the four
+    compiles, and exit status 3 (error).
 
 Exits 0 when every check holds, 1 with the failed check otherwise."""
 import argparse
@@ -150,9 +152,10 @@ def libdir_in_key(args, root, env):
     print("library folder in the key: a touched and a truncated builtins file are misses")
 
 
-def time_limit_in_flight(args, env):
-    """Four candidate compiles hang at once: the time limit blames the first."""
-    p = subprocess.Popen([args.run, args.nvrtc, args.shim_hang, "--compile-only",
+def stopped_in_flight(args, env, baseline):
+    """qual-run of baseline against the hanging shim, stopped by the time
+    limit once four compiles hang at once: its lines and exit status."""
+    p = subprocess.Popen([args.run, baseline, args.shim_hang, "--compile-only",
                           "--no-cache", "--compile-jobs", "4", "--compile-timeout", "600"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 300
@@ -169,11 +172,26 @@ def time_limit_in_flight(args, env):
             p.wait()
     lines = [json.loads(l) for l in out.splitlines()]
     blamed = [l for l in lines if l["type"] == "error" and l.get("code") == "compile_timeout"]
+    return lines, blamed, p.returncode, err
+
+
+def time_limit_in_flight(args, env):
+    """Four candidate compiles hang at once: the time limit blames the first.
+    Compiles of both arms hang at once: it blames neither."""
+    lines, blamed, rc, err = stopped_in_flight(args, env, args.nvrtc)
     first = lines[0]["settings"]["cases"][0]
     check(len(blamed) == 1 and blamed[0]["arm"] == "candidate" and blamed[0]["case"] == first,
           f"compile_timeout lines {blamed}, expected one for the candidate of {first}")
-    check(p.returncode == 2, f"exit {p.returncode}, expected 2: {err}")
+    check(rc == 2, f"exit {rc}, expected 2: {err}")
     print(f"time limit with four compiles in flight: the candidate of {first} blamed, exit 2")
+    lines, blamed, rc, err = stopped_in_flight(args, env, args.shim_hang)
+    second = lines[0]["settings"]["cases"][1]
+    check(len(blamed) == 1 and blamed[0]["arm"] is None and
+          f"{first} (baseline), {first} (candidate), {second} (baseline), {second} (candidate)"
+          in blamed[0]["message"], f"compile_timeout lines {blamed}, expected one of neither "
+          "arm listing the four compiles")
+    check(rc == 3, f"exit {rc}, expected 3 (error): {err}")
+    print("time limit with both arms' compiles in flight: neither blamed, exit 3")
 
 
 def main():
