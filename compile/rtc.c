@@ -86,6 +86,11 @@ static int helper_find(const char *helper, char **out, struct qual_msg *msg)
 	return 0;
 }
 
+int rtc_helper_path(char **out, struct qual_msg *msg)
+{
+	return helper_find(NULL, out, msg);
+}
+
 /* ---- pins ------------------------------------------------------------------ */
 
 /* Every seal: the bytes can neither change nor be unsealed. */

@@ -292,6 +292,11 @@ int rtc_check_code(enum rtc_abi abi, const char *arch, const void *code,
  * copied; NULL returns to the default. */
 void rtc_set_helper(const char *path);
 
+/* The qual-compile that rtc_compile() runs now (rtc_set_helper()'s,
+ * $QUAL_COMPILE, or the one beside us), as a new string into *out. Returns
+ * 0, or QUAL_EIO with msg. */
+int rtc_helper_path(char **out, struct qual_msg *msg);
+
 /* With set, every qual-compile child runs as uid and gid (gid its only
  * group; child.h's set_ids). Its private folder stays ours, and that user
  * may neither add nor replace a name in it (mode 0710, group gid): it gets

@@ -28,8 +28,10 @@
 
 void cache_key(const struct cache_key_in *in, char key[SHA256_HEX_SIZE])
 {
-	const char *fields[] = { CACHE_KEY_TAG, in->compiler_sha256, in->abi, in->arch,
-				 in->program_name, in->source };
+	const char *fields[] = { CACHE_KEY_TAG, QUAL_VERSION, in->compiler_sha256, in->abi,
+				 in->arch, in->program_name, in->source,
+				 in->libdir_fingerprint ? in->libdir_fingerprint : "",
+				 in->helper_sha256 ? in->helper_sha256 : "" };
 	size_t n = 0, nf = sizeof fields / sizeof fields[0];
 	char *text, *p;
 
@@ -45,6 +47,55 @@ void cache_key(const struct cache_key_in *in, char key[SHA256_HEX_SIZE])
 	if (sha256_hash_buffer(text, n, key, NULL) < 0)
 		key[0] = '\0';
 	free(text);
+}
+
+static int name_order(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int cache_dir_fingerprint(const char *dir, char hex[SHA256_HEX_SIZE])
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL, *text = NULL;
+	size_t n = 0, cap = 0, len = 0, tcap = 0;
+	int rc = 0;
+
+	hex[0] = '\0';
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			XGROW(names, n + 1, cap);
+			names[n++] = xstrdup(e->d_name);
+		}
+	}
+	closedir(d);
+	qsort(names, n, sizeof *names, name_order);
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX], line[PATH_MAX + 128];
+		struct stat st;
+		int k;
+
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path ||
+		    lstat(path, &st) < 0)
+			memset(&st, 0, sizeof st);
+		k = snprintf(line, sizeof line, "%s%c%lld %lld.%09ld %llu", names[i], 0,
+			     (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			     st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+		XGROW(text, len + (size_t)k + 1, tcap);
+		memcpy(text + len, line, (size_t)k + 1);
+		len += (size_t)k + 1;
+		free(names[i]);
+	}
+	free(names);
+	if (sha256_hash_buffer(text ? text : "", len, hex, NULL) < 0) {
+		hex[0] = '\0';
+		rc = -1;
+	}
+	free(text);
+	return rc;
 }
 
 bool cache_default_dir(char *out, size_t cap)
@@ -110,7 +161,13 @@ static int json_int_or(json_t *o, const char *name, int dflt)
 	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
 }
 
-/* Fills out from the meta j and the code at code_path; NULL, or why not. */
+/* What cache_lookup() says of an entry it could not read (a file gone
+ * while another process trims, no descriptor or memory left): a plain
+ * miss, the entry left as it is. */
+static const char unreadable[] = "cannot be read";
+
+/* Fills out from the meta j and the code at code_path; NULL, unreadable, or
+ * why the entry is bad. */
 static const char *entry_read(const struct cache *c, json_t *j, const char *key,
 			      const char *code_path, struct rtc_result *out)
 {
@@ -130,7 +187,7 @@ static const char *entry_read(const struct cache *c, json_t *j, const char *key,
 		return "its meta is incomplete";
 	n = (size_t)json_integer_value(size);
 	if (fs_read_capped(code_path, n + 1, (char **)&out->code, &got, NULL) < 0)
-		return "its code cannot be read";
+		return unreadable;
 	if (got != n)
 		return "its code has another size than its meta says";
 	if (sha256_hash_buffer(out->code, got, hex, NULL) < 0 || strcmp(hex, digest) != 0)
@@ -171,7 +228,7 @@ bool cache_lookup(struct cache *c, const char *key, struct rtc_result *out)
 		why = "not a folder";
 	else if (snprintf(path, sizeof path, "%s/" META_FILE, entry) >= (int)sizeof path ||
 		 fs_read_capped(path, 6 * c->log_cap + META_OVERHEAD, &text, &size, NULL) < 0)
-		why = "its meta cannot be read";
+		why = unreadable;
 	else if (!(j = json_loadb(text, size, 0, &je)) || !json_is_object(j))
 		why = "its meta is not a JSON object";
 	else if (snprintf(path, sizeof path, "%s/" CODE_FILE, entry) >= (int)sizeof path)
@@ -183,7 +240,8 @@ bool cache_lookup(struct cache *c, const char *key, struct rtc_result *out)
 	if (why) {
 		rtc_result_release(out);
 		memset(out, 0, sizeof *out);
-		entry_bad(c, entry, why);
+		if (why != unreadable)
+			entry_bad(c, entry, why);
 		return false;
 	}
 	/* Its last use, for cache_trim(). */

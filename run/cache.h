@@ -12,8 +12,10 @@
  * entry or none; of two writers of one key the first rename wins and the
  * second's folder is removed. On use the code is checked against its own
  * digest in the meta and the meta's key against the key wanted: an entry
- * that fails either (or cannot be read) is a miss, removed, with one
- * warning per cache; never an error. The folder's mtime is the entry's last
+ * that fails either (or whose meta is malformed) is a miss, removed, with
+ * one warning per cache; never an error. An entry that cannot be read (a
+ * file gone while another process trims, no descriptor or memory left) is
+ * a plain miss, left as it is. The folder's mtime is the entry's last
  * use (set on a hit), by which cache_trim() evicts the least recently used.
  *
  * One struct cache is used by one thread at a time; processes share the
@@ -32,7 +34,7 @@
 
 /* The version tag at the head of every key: a change of what an entry
  * holds or of how keys are made takes a new tag. */
-#define CACHE_KEY_TAG "qual-artifact-1"
+#define CACHE_KEY_TAG "qual-artifact-2"
 
 /* The default bound on a cache's size, MiB (qual-run --cache-max-mib). */
 #define CACHE_DEFAULT_MAX_MIB 4096
@@ -54,11 +56,25 @@ struct cache_key_in {
 	const char *source;          /* the exact full source */
 	const char *const *options;
 	int noptions;
+	/* What else takes part in the compile: the library's folder, whose
+	 * siblings the child loads (its folder is first on LD_LIBRARY_PATH:
+	 * libnvrtc-builtins, hiprtc's libamd_comgr), as cache_dir_fingerprint()
+	 * gives it, and the SHA-256 of the qual-compile helper that compiles
+	 * and parses the resources (its own options, -O3 -Xptxas=-v among
+	 * them). NULL is "". */
+	const char *libdir_fingerprint;
+	const char *helper_sha256;
 };
 
-/* The key: SHA-256 over CACHE_KEY_TAG and the fields of in in that order,
- * each followed by a NUL, the options one by one. */
+/* The key: SHA-256 over CACHE_KEY_TAG, QUAL_VERSION and the fields of in in
+ * that order, each followed by a NUL, the options one by one. */
 void cache_key(const struct cache_key_in *in, char key[SHA256_HEX_SIZE]);
+
+/* A fingerprint of folder dir's entries: SHA-256 over the sorted names of
+ * every entry with its size, mtime (ns) and inode number (lstat), into hex.
+ * Cheap and conservative: any change in the folder changes it. Returns 0,
+ * or -1 (hex "") when the folder cannot be read. */
+int cache_dir_fingerprint(const char *dir, char hex[SHA256_HEX_SIZE]);
 
 /* Makes dir (and its parents) if needed and checks that files can be made
  * in it. Returns 0 with c ready, or QUAL_EIO with msg ("cannot use artifact
@@ -68,8 +84,8 @@ int cache_open(struct cache *c, const char *dir, size_t max_bytes, size_t log_ca
 
 /* Looks key up. A hit: true, with out filled as rtc_compile() would have
  * (status 0, a new code buffer and log: rtc_result_release()) and the entry's
- * mtime set to now. A miss, or a bad entry (then removed and warned about
- * once): false, out zeroed. */
+ * mtime set to now. A miss, an entry that cannot be read (left as it is),
+ * or a bad entry (then removed and warned about once): false, out zeroed. */
 bool cache_lookup(struct cache *c, const char *key, struct rtc_result *out);
 
 /* Stores r (status 0 only; any other is not stored: QUAL_EINVAL) under key.

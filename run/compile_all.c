@@ -43,9 +43,31 @@ struct pool {
 	struct run *run;
 	struct job *jobs;
 	int njobs, next;
-	int reported;           /* the job on_compile last named; -1: none */
+	char reported[1200];    /* what on_compile was last told ("": none) */
 	pthread_mutex_t mu;
 };
+
+/* run->libdir_fp and run->helper_sha256, once per run: what a compile
+ * takes beside its source and options, for its key. */
+static void key_extras(struct run *run)
+{
+	struct qual_msg msg = {{0}};
+	char *helper = NULL;
+
+	for (int arm = 0; arm < 2; arm++) {
+		char dir[PATH_MAX];
+		const char *real = run->id[arm].real_path, *slash = strrchr(real, '/');
+
+		if (!slash)
+			continue;
+		snprintf(dir, sizeof dir, "%.*s", slash == real ? 1 : (int)(slash - real), real);
+		(void)cache_dir_fingerprint(dir, run->libdir_fp[arm]);
+	}
+	if (rtc_helper_path(&helper, &msg) == 0 &&
+	    sha256_hash_file(helper, run->helper_sha256, NULL) < 0)
+		run->helper_sha256[0] = '\0';
+	free(helper);
+}
 
 void runner__compile_setup(struct run *run)
 {
@@ -70,7 +92,9 @@ void runner__compile_setup(struct run *run)
 				msg.text);
 		free(run->artifacts);
 		run->artifacts = NULL;
+		return;
 	}
+	key_extras(run);
 }
 
 /* What compiling c with arm takes: its source (new), target, program name
@@ -93,6 +117,8 @@ static void job_init(const struct run *run, const struct fixture_case *c, int ar
 	in.source = j->src;
 	in.options = run->opts[arm];
 	in.noptions = run->nopts[arm];
+	in.libdir_fingerprint = run->libdir_fp[arm];
+	in.helper_sha256 = run->helper_sha256;
 	cache_key(&in, j->key);
 }
 
@@ -120,10 +146,31 @@ static void append(struct run *run, struct compiled *e)
 }
 
 /* The artifact cache can be used for the key of arm: a library known by
- * its hash. */
+ * its hash, its folder and the helper by theirs. */
 static bool cacheable(const struct run *run, const struct job *j)
 {
-	return run->artifacts && j->key[0] && run->id[j->arm].sha256[0];
+	return run->artifacts && j->key[0] && run->id[j->arm].sha256[0] &&
+	       run->libdir_fp[j->arm][0] && run->helper_sha256[0];
+}
+
+/* The artifact cache's entry for j, when j may be served from it: the
+ * baseline's only. The candidate is what is qualified, so it is always
+ * compiled (its successes are still stored, for when it is a baseline). An
+ * entry whose compile took longer than this run's compile limit is a miss:
+ * compiled again, under the limit. */
+static bool lookup(struct run *run, const struct job *j, struct compiled *e)
+{
+	if (j->arm != 0 || !cacheable(run, j))
+		return false;
+	if (!cache_lookup(run->artifacts, j->key, &e->res))
+		return false;
+	if (e->res.compile_ms > run->cfg->limits.timeout_s * 1000) {
+		rtc_result_release(&e->res);
+		memset(&e->res, 0, sizeof e->res);
+		return false;
+	}
+	e->cached = true;
+	return true;
 }
 
 /* Runs j's compile into j->e (a result even when rtc_compile() could not
@@ -153,23 +200,40 @@ static void job_run(const struct run *run, struct job *j)
 		j->store.text[0] = '\0';
 }
 
-/* Tells on_compile which compile is now the first in flight, if that
- * changed. With p->mu held. */
+/* Tells on_compile which compiles are now in flight, if that changed: the
+ * first, and every one when both arms are among them. With p->mu held. */
 static void report(struct pool *p)
 {
-	void (*cb)(const char *, const char *) = p->run->cfg->on_compile;
+	void (*cb)(const char *, const char *, const char *) = p->run->cfg->on_compile;
+	char all[sizeof p->reported] = "";
+	bool arms[2] = { false, false };
 	int first = -1;
+	size_t n = 0;
 
-	for (int i = 0; i < p->njobs && first < 0; i++)
-		if (p->jobs[i].running)
-			first = i;
-	if (!cb || first == p->reported)
+	if (!cb)
 		return;
-	p->reported = first;
+	for (int i = 0; i < p->njobs; i++) {
+		if (!p->jobs[i].running)
+			continue;
+		if (first < 0)
+			first = i;
+		arms[p->jobs[i].arm] = true;
+		if (n < sizeof all)
+			n += (size_t)snprintf(all + n, sizeof all - n, "%s%s (%s)", n ? ", " : "",
+					      p->jobs[i].case_name, arm_name[p->jobs[i].arm]);
+	}
+	/* Only the first matters while one arm is in flight. */
+	if (first >= 0 && !(arms[0] && arms[1]))
+		snprintf(all, sizeof all, "%s (%s)", p->jobs[first].case_name,
+			 arm_name[p->jobs[first].arm]);
+	if (strcmp(all, p->reported) == 0)
+		return;
+	memcpy(p->reported, all, sizeof all);
 	if (first < 0)
-		cb(NULL, NULL);
+		cb(NULL, NULL, NULL);
 	else
-		cb(p->jobs[first].case_name, arm_name[p->jobs[first].arm]);
+		cb(p->jobs[first].case_name,
+		   arms[0] && arms[1] ? NULL : arm_name[p->jobs[first].arm], all);
 }
 
 static void *worker(void *arg)
@@ -202,7 +266,7 @@ static void pool_run(struct pool *p)
 	int started = 0;
 
 	pthread_mutex_init(&p->mu, NULL);
-	p->reported = -1;
+	p->reported[0] = '\0';
 	if (n <= 1) {
 		worker(p);
 	} else {
@@ -221,7 +285,7 @@ static void pool_run(struct pool *p)
 
 void runner__compile_all(struct run *run, const int *sel, int nsel)
 {
-	struct pool p = { .run = run, .reported = -1 };
+	struct pool p = { .run = run };
 	int cap = 0;
 	bool store_warned = false;
 
@@ -250,18 +314,12 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 				free(j.src);
 				continue;
 			}
-			if (cacheable(run, &j)) {
-				struct compiled *e = entry_new(&j);
-
-				if (cache_lookup(run->artifacts, j.key, &e->res)) {
-					e->cached = true;
-					append(run, e);
-					free(j.src);
-					continue;
-				}
-				free(e);
-			}
 			j.e = entry_new(&j);
+			if (lookup(run, &j, j.e)) {
+				append(run, j.e);
+				free(j.src);
+				continue;
+			}
 			XGROW(p.jobs, p.njobs + 1, cap);
 			p.jobs[p.njobs++] = j;
 		}
@@ -287,7 +345,7 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 const struct compiled *runner__compile(struct run *run, const struct fixture_case *c,
 				       int arm)
 {
-	struct pool p = { .run = run, .njobs = 1, .reported = -1 };
+	struct pool p = { .run = run, .njobs = 1 };
 	struct compiled *e;
 	struct job j;
 
@@ -297,8 +355,7 @@ const struct compiled *runner__compile(struct run *run, const struct fixture_cas
 		return e;
 	}
 	e = entry_new(&j);
-	if (cacheable(run, &j) && cache_lookup(run->artifacts, j.key, &e->res)) {
-		e->cached = true;
+	if (lookup(run, &j, e)) {
 		free(j.src);
 		append(run, e);
 		return e;

@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		"                       which every compile loads\n"
 		"  --compile-timeout S  seconds per compile before it is killed (default 120)\n"
 		"  --compile-jobs N     compiles at once, each its own child (default: the\n"
-		"                       online CPUs, at most 16; 1: one after the other)\n"
+		"                       online CPUs, at most 16; 1: one after the other;\n"
+		"                       16 at most)\n"
 		"  --cache DIR          artifact cache: successful compiles kept by content\n"
 		"                       (default $XDG_CACHE_HOME/qual/artifacts, else\n"
 		"                       $HOME/.cache/qual/artifacts)\n"
@@ -175,7 +176,7 @@ static volatile sig_atomic_t term_pub;    /* index * TERM_LINE_MAX + length; 0: 
 static int term_status[2];                /* the exit status that goes with each */
 static int term_next;                     /* on_compile's: the buffer to fill next */
 
-static void on_compile(const char *case_name, const char *arm)
+static void on_compile(const char *case_name, const char *arm, const char *all)
 {
 	char *buf = term_line[term_next];
 	FILE *f;
@@ -187,14 +188,26 @@ static void on_compile(const char *case_name, const char *arm)
 	f = fmemopen(buf, TERM_LINE_MAX, "w");
 	if (!f)
 		return;
-	lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, arm, case_name,
-		    "the compile was still running when the job's time limit stopped "
-		    "qual-run");
+	if (arm) {
+		lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, arm, case_name,
+			    "the compile was still running when the job's time limit stopped "
+			    "qual-run");
+	} else {
+		/* Neither arm's: blaming the candidate for the baseline's hang
+		 * would fail a correct candidate. */
+		char text[1400];
+
+		snprintf(text, sizeof text, "compiles of both arms were still running when the "
+			 "job's time limit stopped qual-run (which one hung cannot be told): %s",
+			 all);
+		lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, NULL, NULL, text);
+	}
 	n = ftell(f);
 	fclose(f);
 	if (n <= 0 || n >= TERM_LINE_MAX || buf[n - 1] != '\n')
 		return; /* cut short: better no line than half of one */
-	term_status[term_next] = strcmp(arm, "candidate") == 0 ? QUAL_EXIT_FAIL : QUAL_EXIT_ERROR;
+	term_status[term_next] = arm && strcmp(arm, "candidate") == 0 ? QUAL_EXIT_FAIL :
+				 QUAL_EXIT_ERROR;
 	term_pub = (sig_atomic_t)(term_next * TERM_LINE_MAX + n);
 	term_next = 1 - term_next;
 }
@@ -339,7 +352,8 @@ int main(int argc, char **argv)
 		{OPT_BLOCK_SEED, "--block-seed", NUM_U64, 1, LONG_MAX, 0, 0, &cfg.block_seed},
 		{OPT_SESSIONS, "--sessions", NUM_INT, 1, 64, 0, 0, &cfg.sessions},
 		{OPT_FLUSH, "--flush-mib", NUM_MIB, 0, 65536, 0, 0, &cfg.flush_bytes},
-		{OPT_COMPILE_JOBS, "--compile-jobs", NUM_INT, 1, 1024, 0, 0, &cfg.compile_jobs},
+		{OPT_COMPILE_JOBS, "--compile-jobs", NUM_INT, 1, RUNNER_MAX_COMPILE_JOBS, 0, 0,
+		 &cfg.compile_jobs},
 		{OPT_CACHE_MAX, "--cache-max-mib", NUM_MIB, 1, 16L << 20, 0, 0, &cfg.cache_max_bytes},
 		{OPT_TIMEOUT, "--compile-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
 		 &cfg.limits.timeout_s},

@@ -350,17 +350,17 @@ static int alloc_bufs(struct run *run, const struct fixture_case *c,
 	return 0;
 }
 
-/* Restores every input from the host copy and poisons the output (all bits
- * set: an f16 NaN), so the next check sees only what the next arm wrote. */
-static int reset_bufs(struct run *run, const struct fixture_case *c,
-		      struct bufs *b, int arm, struct judge_case *jc)
+/* Restores every input from the host copy and poisons the output with
+ * bytes of poison, so the next check sees only what the next arm wrote. */
+static int reset_bufs_with(struct run *run, const struct fixture_case *c,
+			   struct bufs *b, int arm, struct judge_case *jc, int poison)
 {
 	struct qual_msg msg = {{0}};
 	int rc;
 
 	for (int i = 0; i < c->nbuffers; i++) {
 		const struct fixture_buffer *fb = &c->buffers[i];
-		rc = fb->output ? gpu_memset(run->gpu, b->dev[i], 0xff, fb->bytes, &msg) :
+		rc = fb->output ? gpu_memset(run->gpu, b->dev[i], poison, fb->bytes, &msg) :
 				  gpu_upload(run->gpu, b->dev[i], fb->host, fb->bytes, &msg);
 		if (rc < 0) {
 			gpu_fault(run, jc, arm, "check", &msg);
@@ -368,6 +368,13 @@ static int reset_bufs(struct run *run, const struct fixture_case *c,
 		}
 	}
 	return 0;
+}
+
+/* reset_bufs_with() all bits set: an f16 NaN. */
+static int reset_bufs(struct run *run, const struct fixture_case *c,
+		      struct bufs *b, int arm, struct judge_case *jc)
+{
+	return reset_bufs_with(run, c, b, arm, jc, 0xff);
 }
 
 /* Encodes c's tensor maps over the buffers where they are now (b->dev:
@@ -491,17 +498,17 @@ static int check_arm(struct run *run, const struct fixture_case *c, int arm,
 	return rc;
 }
 
-/* Runs arm's graph reps times on fresh inputs and checks what it left. When
- * fastest_ns is not NULL it gets the fastest replay's host time (launch to
- * end of wait), or stays as it was when reps is 0. */
-static int run_and_check(struct run *run, const struct fixture_case *c, int arm,
-			 struct arm *a, struct bufs *b, struct judge_case *jc,
-			 int reps, const char *when, double *fastest_ns)
+/* Runs arm's graph reps times on fresh inputs, the output poisoned with
+ * bytes of poison. When fastest_ns is not NULL it gets the fastest replay's
+ * host time (launch to end of wait), or stays as it was when reps is 0. */
+static int replay(struct run *run, const struct fixture_case *c, int arm,
+		  struct arm *a, struct bufs *b, struct judge_case *jc, int reps,
+		  int poison, double *fastest_ns)
 {
 	struct qual_msg msg = {{0}};
 	int rc;
 
-	if ((rc = reset_bufs(run, c, b, arm, jc)) < 0)
+	if ((rc = reset_bufs_with(run, c, b, arm, jc, poison)) < 0)
 		return rc;
 	for (int i = 0; i < reps; i++) {
 		double t0 = now_ns(), dt;
@@ -513,21 +520,62 @@ static int run_and_check(struct run *run, const struct fixture_case *c, int arm,
 		if (fastest_ns && (i == 0 || dt < *fastest_ns))
 			*fastest_ns = dt;
 	}
-	if (c->oracle == FIXTURE_ORACLE_BASELINE && arm == 0 && !c->reference) {
-		/* The differential check (fixture.h): the baseline's output after
-		 * its warm-up is what the candidate is compared with, and what
-		 * the baseline's later runs must repeat. The case is run_case's
-		 * own (struct fixture_case c there), lent here as const. */
-		struct fixture_case *own = (struct fixture_case *)c;
-		size_t bytes = c->buffers[c->output].bytes;
+	return 0;
+}
 
-		own->reference = xmalloc(bytes);
-		if ((rc = gpu_download(run->gpu, own->reference, b->dev[c->output], bytes,
-				       &msg)) < 0) {
-			gpu_fault(run, jc, arm, "check", &msg);
-			return rc;
-		}
+/* The differential check's reference (fixture.h): the baseline's output
+ * after its warm-up (on the device now, over the all-ones poison) is what
+ * the candidate is compared with, and what the baseline's later runs must
+ * repeat. The same replays over a zero poison must leave the same bytes:
+ * otherwise some elements were left unwritten, which the all-ones poison
+ * does not show for an integer output (-1 is a value); that output is no
+ * reference, and the baseline is blamed (an error, never a fail). The case
+ * is run_case's own (struct fixture_case c there), lent here as const. */
+static int take_reference(struct run *run, const struct fixture_case *c, struct arm *a,
+			  struct bufs *b, struct judge_case *jc, int reps)
+{
+	struct fixture_case *own = (struct fixture_case *)c;
+	struct qual_msg msg = {{0}};
+	size_t bytes = c->buffers[c->output].bytes, esize = fixture_elem_size(c->elem);
+	const unsigned char *ref, *got = b->scratch;
+	size_t differ = 0;
+	char text[400];
+	int rc;
+
+	own->reference = xmalloc(bytes);
+	if ((rc = gpu_download(run->gpu, own->reference, b->dev[c->output], bytes,
+			       &msg)) < 0 ||
+	    (rc = replay(run, c, 0, a, b, jc, reps, 0x00, NULL)) < 0 ||
+	    (rc = gpu_download(run->gpu, b->scratch, b->dev[c->output], bytes, &msg)) < 0) {
+		if (msg.text[0])
+			gpu_fault(run, jc, 0, "check", &msg);
+		return rc;
 	}
+	ref = own->reference;
+	for (size_t i = 0; i + esize <= bytes; i += esize)
+		differ += memcmp(ref + i, got + i, esize) != 0;
+	if (differ == 0)
+		return 0;
+	snprintf(text, sizeof text, "the baseline's output depends on what the output buffer "
+		 "held before (%zu elements differ between two poison patterns): elements "
+		 "left unwritten", differ);
+	fail_arm(run, jc, 0, "check", QUAL_ECHECK, text);
+	return QUAL_ECHECK;
+}
+
+/* Runs arm's graph reps times on fresh inputs and checks what it left (see
+ * replay()); a differential case's first baseline run takes the reference. */
+static int run_and_check(struct run *run, const struct fixture_case *c, int arm,
+			 struct arm *a, struct bufs *b, struct judge_case *jc,
+			 int reps, const char *when, double *fastest_ns)
+{
+	int rc;
+
+	if ((rc = replay(run, c, arm, a, b, jc, reps, 0xff, fastest_ns)) < 0)
+		return rc;
+	if (c->oracle == FIXTURE_ORACLE_BASELINE && arm == 0 && !c->reference &&
+	    (rc = take_reference(run, c, a, b, jc, reps)) < 0)
+		return rc;
 	return check_arm(run, c, arm, a, b, jc, when);
 }
 
@@ -938,6 +986,41 @@ static const char *default_arch(enum rtc_abi abi)
  * field tells a supervisor, without parsing the message, that the GPU must
  * pass a health check before its next job: "faulted" (a runtime error) or
  * "hung" (a wait ran past its deadline; the process ends after the verdict). */
+/* Builds every selected user case that applies (its inputs and its
+ * oracle's values, which the registry keeps for the process) before
+ * anything compiles, so that an oracle runs before the compiles; into out
+ * the cases of sel to compile: all but those whose build failed, which the
+ * case reports when it runs (fail_build, from the same kept failure).
+ * Returns their number. */
+static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
+{
+	int n = 0, first_user = fixture_count() - fixture_user_count();
+
+	for (int i = 0; i < nsel; i++) {
+		struct fixture_case c;
+		struct qual_msg msg = {{0}};
+		char why[256];
+		bool failed = false;
+
+		memset(&c, 0, sizeof c);
+		if (sel[i] >= first_user && fixture_spec(sel[i], &c, &msg) == 0) {
+			bool applies = fixture_applies(&c, run->platform, run->arch, why,
+						       sizeof why);
+
+			fixture_release(&c);
+			memset(&c, 0, sizeof c);
+			if (applies) {
+				failed = fixture_build(sel[i], run->cfg->seed, &c, &msg) < 0;
+				if (!failed)
+					fixture_release(&c);
+			}
+		}
+		if (!failed)
+			out[n++] = sel[i];
+	}
+	return n;
+}
+
 void runner__emit_stop(struct run *run)
 {
 	json_t *line = lines_new("error");
@@ -977,7 +1060,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	struct run run;
 	struct qual_msg msg = {{0}};
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
-	int nsel = 0, status, rc;
+	int nsel = 0, status, rc, ncompile, *compile_sel;
 	char no_gpu[1100] = "";
 	bool not_timed;
 	enum run_verdict v;
@@ -1107,7 +1190,10 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.judge.timed = run.device != NULL;
 	runner__compile_setup(&run);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
-	runner__compile_all(&run, sel, nsel);
+	compile_sel = xcalloc((size_t)nsel + 1, sizeof *compile_sel);
+	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
+	runner__compile_all(&run, compile_sel, ncompile);
+	free(compile_sel);
 	if (run.device && !run.gpu) {
 		runner__run_sessions(&run, sel, nsel);
 		if (run.crash_signal) {

@@ -147,14 +147,17 @@ struct runner_config {
 	 * (quald counts it against the candidate and checks the GPU). A test
 	 * sets its own; if it returns, runner_run returns QUAL_EXIT_ERROR. */
 	void (*on_crash)(int sig);
-	/* Called whenever the compile in flight changes: with the case's name
+	/* Called whenever the compiles in flight change: with the case's name
 	 * and "baseline" or "candidate" of the first compile (in case order,
-	 * baseline before candidate) whose child is running, and with NULLs
-	 * once none is, so that qual-run can say which compile was in flight
-	 * if it is stopped meanwhile (qual_run.c: SIGTERM). With several
-	 * compiles at once it is called from the compile threads, one call at
-	 * a time. NULL: nothing. */
-	void (*on_compile)(const char *case_name, const char *arm);
+	 * baseline before candidate) whose child is running, and in all a
+	 * list of every compile in flight ("gemm_i8-256x512x256 (baseline),
+	 * ..."); with arm NULL when compiles of both arms are in flight (which
+	 * one a stop caught cannot be told, and no arm is to be blamed for
+	 * another's hang); and with NULLs once none is, so that qual-run can
+	 * say which compile was in flight if it is stopped meanwhile
+	 * (qual_run.c: SIGUSR1). With several compiles at once it is called
+	 * from the compile threads, one call at a time. NULL: nothing. */
+	void (*on_compile)(const char *case_name, const char *arm, const char *all);
 	/* Compiles at once in the compile phase, each its own child (qual-run
 	 * --compile-jobs); 0: the online CPUs, at most RUNNER_MAX_COMPILE_JOBS;
 	 * 1: one after the other. */

@@ -42,6 +42,11 @@ struct run {
 	} **cache;
 	int ncache, capcache;
 	struct cache *artifacts; /* the artifact cache; NULL: none */
+	/* Key inputs beside the sources (cache.h's cache_key_in), set with
+	 * the cache: each arm's library folder's fingerprint, the helper's
+	 * SHA-256; "": unknown, and that arm is not cached. */
+	char libdir_fp[2][65];
+	char helper_sha256[65];
 	int compile_jobs;        /* compiles at once, in force (>= 1) */
 	FILE *err;               /* warnings */
 	char stop_reason[1400];
@@ -83,8 +88,9 @@ void runner__emit_stop(struct run *run);
 void runner__compile_setup(struct run *run);
 
 /* The compile phase, before any case runs: every arm of every selected case
- * that applies to the target, each (arm, key) once, taken from the artifact
- * cache where it is there and otherwise compiled, up to run->compile_jobs
+ * that applies to the target, each (arm, key) once, the baseline's taken
+ * from the artifact cache where it is there and otherwise compiled (the
+ * candidate's always compiled), up to run->compile_jobs
  * qual-compile children at once; results into run->cache in case order,
  * whatever order the compiles end in. Successful compiles go into the
  * artifact cache, which is then trimmed to its bound. Writes no lines: the

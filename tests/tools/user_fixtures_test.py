@@ -8,8 +8,10 @@ TEST is one of:
   manifest     each broken manifest (one per kind of field) is a usage error
                (exit 4) whose message names the manifest and the field
   oracles      an oracle that crashes, hangs, exits 1, writes too few or too
-               many values ends its case with oracle_failed (arm null), the
-               run an error, and the other cases still compile
+               many values ends its case with oracle_failed (arm null, one
+               line), the run an error, and the other cases still compile;
+               a case whose oracle failed is never compiled (the oracles run
+               before the compiles: counted by a QUAL_COMPILE wrapper)
   example      examples/fixtures/rmsnorm_f16 compiles compile-only with nvrtc
                (sm_90) and hiprtc (gfx90a), its oracle runs, every line is
                valid under docs/schema/lines.schema.json
@@ -215,9 +217,35 @@ def test_manifest():
             print("ok: %s: %s" % (what, err.strip()))
 
 
+def compile_wrapper(tmp):
+    """A QUAL_COMPILE that logs the case of every compile, then runs the real
+    qual-compile (beside qual-run); returns (its path, the log's)."""
+    log = os.path.join(tmp, "compiles.log")
+    real = os.path.join(os.path.dirname(os.path.realpath(QUAL_RUN)), "qual-compile")
+    path = os.path.join(tmp, "qual-compile")
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\nif [ "$1" = compile ]; then\n'
+                '  grep -o "qual: case [^,]*" "$QUAL_COMPILE_SRC" >> "%s"\nfi\n'
+                'exec "%s" "$@"\n' % (log, real))
+    os.chmod(path, 0o755)
+    return path, log
+
+
 def test_oracles():
-    rc, lines, err = qual_run("--compile-only", NVRTC, NVRTC, "--fixtures", MODES,
-                              "--only-fixtures", "--oracle-timeout", "2")
+    tmp = tempfile.mkdtemp()
+    wrapper, log = compile_wrapper(tmp)
+    env = dict(ENV, QUAL_COMPILE=wrapper)
+    p = subprocess.run([QUAL_RUN, "--compile-only", NVRTC, NVRTC, "--fixtures", MODES,
+                        "--only-fixtures", "--oracle-timeout", "2", "--no-cache"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    rc, err = p.returncode, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    with open(log) as f:
+        compiled = sorted(set(f.read().split("\n")) - {""})
+    shutil.rmtree(tmp)
+    if compiled != ["qual: case oracle_modes-1"]:
+        fail("compiled %r: only oracle_modes-1, whose oracle works, may be" % compiled)
+    print("ok: only the case whose oracle works was compiled")
     validate(lines)
     prog = os.path.join(os.path.realpath(MODES), "oracle.py")
     want = {
@@ -244,6 +272,9 @@ def test_oracles():
         e = errors.get(name)
         if not e:
             fail("%s: no error line" % name)
+        n = sum(1 for l in lines if l["type"] == "error" and l.get("case") == name)
+        if n != 1:
+            fail("%s: %d error lines, want 1" % (name, n))
         if e["stage"] != "setup" or e["code"] != "oracle_failed" or e["arm"] is not None:
             fail("%s: %r" % (name, e))
         if ("oracle '%s'" % prog) not in e["message"] or ("case '%s'" % name) not in \

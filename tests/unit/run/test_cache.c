@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@ static void open_cache(struct cache *c, size_t max_bytes)
 static void key_of(const char *source, char key[SHA256_HEX_SIZE])
 {
 	const char *opts[] = { "-lineinfo" };
-	struct cache_key_in in = { "ab12", "nvrtc", "sm_90", "k.cu", source, opts, 1 };
+	struct cache_key_in in = { "ab12", "nvrtc", "sm_90", "k.cu", source, opts, 1, NULL, NULL };
 
 	cache_key(&in, key);
 	assert_int_equal(strlen(key), 64);
@@ -92,18 +93,21 @@ static bool exists(const char *path)
 static void test_key_every_field(void **state)
 {
 	const char *o1[] = { "-a" }, *o2[] = { "-b" }, *o3[] = { "-a", "" };
-	struct cache_key_in base = { "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1 };
+	struct cache_key_in base = { "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1, NULL, NULL };
 	struct cache_key_in v[] = {
-		{ "ab13", "nvrtc", "sm_90", "k.cu", "src", o1, 1 },
-		{ "ab12", "hiprtc", "sm_90", "k.cu", "src", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90a", "k.cu", "src", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90", "j.cu", "src", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src ", o1, 1 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o2, 1 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o3, 2 },
-		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", NULL, 0 },
+		{ "ab13", "nvrtc", "sm_90", "k.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "hiprtc", "sm_90", "k.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90a", "k.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "j.cu", "src", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src ", o1, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o2, 1, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o3, 2, NULL, NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", NULL, 0, NULL, NULL },
 		/* The separators count: "sm_9" + "0k.cu" is not "sm_90" + "k.cu". */
-		{ "ab12", "nvrtc", "sm_9", "0k.cu", "src", o1, 1 },
+		{ "ab12", "nvrtc", "sm_9", "0k.cu", "src", o1, 1, NULL, NULL },
+		/* The library's folder and the helper take part. */
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1, "f0", NULL },
+		{ "ab12", "nvrtc", "sm_90", "k.cu", "src", o1, 1, NULL, "h0" },
 	};
 	char k0[SHA256_HEX_SIZE], k[SHA256_HEX_SIZE];
 
@@ -115,6 +119,66 @@ static void test_key_every_field(void **state)
 		cache_key(&v[i], k);
 		assert_string_not_equal(k0, k);
 	}
+}
+
+/* A file of n bytes at dir/name. */
+static void put(const char *name, size_t n)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	for (size_t i = 0; i < n; i++)
+		fputc('x', f);
+	fclose(f);
+}
+
+/* Asserts that dir's fingerprint is not was any more, and makes was it. */
+static void changed(char was[SHA256_HEX_SIZE])
+{
+	char now[SHA256_HEX_SIZE];
+
+	assert_int_equal(cache_dir_fingerprint(dir, now), 0);
+	assert_string_not_equal(was, now);
+	memcpy(was, now, sizeof now);
+}
+
+/* The folder's fingerprint changes with any entry's size, mtime, inode or
+ * name, and with an entry added; not with nothing changed. */
+static void test_dir_fingerprint(void **state)
+{
+	char a[SHA256_HEX_SIZE], b[SHA256_HEX_SIZE], path[PATH_MAX], other[PATH_MAX];
+	struct timespec ts[2] = { { 1000, 5 }, { 1000, 5 } };
+
+	(void)state;
+	put("libnvrtc.so.13", 10);
+	put("libnvrtc-builtins.so.13.0", 20);
+	assert_int_equal(cache_dir_fingerprint(dir, a), 0);
+	assert_int_equal(cache_dir_fingerprint(dir, b), 0);
+	assert_string_equal(a, b);
+	/* A sibling truncated. */
+	put("libnvrtc-builtins.so.13.0", 5);
+	changed(a);
+	/* Only its mtime changed, by a nanosecond. */
+	snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.13.0", dir);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	changed(a);
+	ts[0].tv_nsec = ts[1].tv_nsec = 6;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	changed(a);
+	/* Replaced by another file of the same size and mtime: another inode. */
+	snprintf(other, sizeof other, "%s/new", dir);
+	put("new", 5);
+	assert_int_equal(utimensat(AT_FDCWD, other, ts, 0), 0);
+	assert_int_equal(rename(other, path), 0);
+	changed(a);
+	/* An entry added. */
+	put("libamd_comgr.so.2", 1);
+	changed(a);
+	snprintf(path, sizeof path, "%s/none", dir);
+	assert_int_equal(cache_dir_fingerprint(path, a), -1);
+	assert_string_equal(a, "");
 }
 
 /* ---- hits and misses ----------------------------------------------------- */
@@ -224,6 +288,48 @@ static void test_corrupted_code_is_a_miss_and_removed(void **state)
 	assert_int_equal(cache_store(&c, key, &r, NULL), 0);
 	assert_true(cache_lookup(&c, key, &got));
 	rtc_result_release(&got);
+	rtc_result_release(&r);
+}
+
+/* Descriptors used up (EMFILE) and a file gone while another process trims
+ * (ENOENT): plain misses, the entry left as it is and no warning. */
+static void test_unreadable_is_a_plain_miss(void **state)
+{
+	struct cache c;
+	struct rtc_result r, got;
+	char key[SHA256_HEX_SIZE], path[PATH_MAX];
+	struct rlimit old, low;
+	int fds[64], n = 0;
+
+	(void)state;
+	open_cache(&c, 1 << 20);
+	key_of("unreadable", key);
+	result_of(&r, 4096, 9);
+	assert_int_equal(cache_store(&c, key, &r, NULL), 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 48;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 64 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	assert_true(n < 64);
+	assert_false(cache_lookup(&c, key, &got));
+	while (n > 0)
+		close(fds[--n]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_null(got.code);
+	entry_path(&c, key, NULL, path);
+	assert_true(exists(path));
+	assert_true(cache_lookup(&c, key, &got));
+	rtc_result_release(&got);
+	/* The code removed, as by a trim under way. */
+	entry_path(&c, key, "code", path);
+	assert_int_equal(unlink(path), 0);
+	assert_false(cache_lookup(&c, key, &got));
+	entry_path(&c, key, "meta.json", path);
+	assert_true(exists(path));
+	fflush(warn);
+	assert_int_equal(nwarned, 0);
 	rtc_result_release(&r);
 }
 
@@ -373,11 +479,13 @@ static void test_trim_evicts_least_recently_used(void **state)
 
 QUAL_TESTS(
 	cmocka_unit_test(test_key_every_field),
+	cmocka_unit_test_setup_teardown(test_dir_fingerprint, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_hit_returns_the_compile, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_miss_and_failures_not_stored, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_open_fails_where_nothing_can_be_made, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_corrupted_code_is_a_miss_and_removed, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_meta_of_another_key_is_a_miss, setup, teardown),
+	cmocka_unit_test_setup_teardown(test_unreadable_is_a_plain_miss, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
 	cmocka_unit_test_setup_teardown(test_trim_evicts_least_recently_used, setup, teardown),
 )

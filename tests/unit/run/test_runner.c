@@ -46,6 +46,9 @@
 /* A user fixture with "oracle": "baseline" (tests/data/fixtures/differential):
  * no expected values; the fake's "kernel" writes a pattern of its own. */
 #define CASE_DIFF "diff_f16-1024"
+/* Its i32 twin (tests/data/fixtures/differential_i32): every bit pattern,
+ * the all-ones poison among them, is a value. */
+#define CASE_DIFF_I32 "diff_i32-1024"
 
 /* A made-up graph time: 32 launches of 10 us, in ns. */
 #define FAKE_GRAPH_NS 320000.0
@@ -660,10 +663,12 @@ static bool fake_inputs_fresh(const struct fake_graph *gr)
 	return true;
 }
 
+/* The buffer holds one of the runner's poisons: all bytes 0xff, or (the
+ * differential check's second run) all 0x00. */
 static bool fake_all_ff(const struct fake_alloc *a)
 {
 	for (size_t i = 0; i < a->bytes; i++)
-		if (a->p[i] != 0xff)
+		if (a->p[i] != a->p[0] || (a->p[0] != 0xff && a->p[0] != 0x00))
 			return false;
 	return true;
 }
@@ -677,6 +682,7 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 	const struct fixture_case *c = &gr->fc->c;
 	struct fake_alloc *out = gr->buf[c->output];
 	uint16_t *o = (uint16_t *)(void *)out->p;
+	size_t esize = fixture_elem_size(c->elem);
 	int n = gr->fc->execs[gr->arm]++;
 	size_t count = c->count;
 
@@ -690,7 +696,7 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 	if (out->poisoned) {
 		fk.resets++;
 		if (!fake_all_ff(out))
-			fake_problem("'%s': output poisoned but not all 0xff", c->name);
+			fake_problem("'%s': output poisoned but not all 0xff or 0x00", c->name);
 		if (!fake_inputs_fresh(gr))
 			fake_problem("'%s': output poisoned but inputs not restored", c->name);
 	}
@@ -706,8 +712,11 @@ static void fake_execute(struct fake_graph *gr, bool timed)
 
 	if (misbehave && plan->skip_from >= 0 && n >= plan->skip_from)
 		count -= SKIP_COUNT;
-	memcpy(o, gr->fc->want, count * sizeof *o);
-	if (misbehave && plan->wrong_from >= 0 && n >= plan->wrong_from) {
+	memcpy(o, gr->fc->want, count * esize);
+	if (misbehave && plan->wrong_from >= 0 && n >= plan->wrong_from &&
+	    c->elem != FIXTURE_F16) {
+		out->p[WRONG_ELEM * esize] ^= 1;
+	} else if (misbehave && plan->wrong_from >= 0 && n >= plan->wrong_from) {
 		double want = c->expected ? c->expected[WRONG_ELEM] :
 					    half_to_double(gr->fc->want[WRONG_ELEM]);
 		o[WRONG_ELEM] = half_from_double(want + 1 + (want < 0 ? -want : want));
@@ -874,13 +883,21 @@ static void fake_add_case(const char *name)
 
 	assert_true(index >= 0);
 	assert_int_equal(fixture_build(index, 0, &fc->c, NULL), 0);
-	assert_int_equal(fc->c.elem, FIXTURE_F16);
-	fc->want = xmalloc(fc->c.count * sizeof *fc->want);
+	/* f16, or an i32 differential case (CASE_DIFF_I32). */
+	assert_true(fc->c.elem == FIXTURE_F16 || (fc->c.elem == FIXTURE_I32 &&
+						  !fc->c.expected));
+	fc->want = xmalloc(fc->c.count * fixture_elem_size(fc->c.elem));
 	/* A differential case has no expected values: any finite output that
 	 * both arms write is right. */
-	for (size_t i = 0; i < fc->c.count; i++)
-		fc->want[i] = half_from_double(fc->c.expected ? fc->c.expected[i] :
-					       (double)(i % 13) * 0.25 - 1);
+	for (size_t i = 0; i < fc->c.count; i++) {
+		int32_t v = (int32_t)(i % 13) - 6;
+
+		if (fc->c.elem == FIXTURE_I32)
+			memcpy((char *)fc->want + i * sizeof v, &v, sizeof v);
+		else
+			fc->want[i] = half_from_double(fc->c.expected ? fc->c.expected[i] :
+						       (double)(i % 13) * 0.25 - 1);
+	}
 	fk.ncases++;
 }
 
@@ -2529,6 +2546,9 @@ static void load_differential(void)
 
 	if (fixture_find(CASE_DIFF) < 0)
 		assert_int_equal(fixture_load_dir(RUNNER_TEST_FIXTURES "/differential", &msg), 0);
+	if (fixture_find(CASE_DIFF_I32) < 0)
+		assert_int_equal(fixture_load_dir(RUNNER_TEST_FIXTURES "/differential_i32", &msg),
+				 0);
 }
 
 /* Both arms write the same output: the candidate matches the baseline's, and
@@ -2606,30 +2626,72 @@ static void test_differential_wrong_in_timing(void **state)
 	outcome_release(&o);
 }
 
-/* A baseline that leaves part of its output unwritten (still poisoned, NaN):
- * its output is no reference; the baseline is blamed, the run an error. */
+/* A baseline that leaves the last SKIP_COUNT elements of case_name's output
+ * unwritten (still poisoned): its output depends on the poison, so it is no
+ * reference; the baseline is blamed (wrong_output), the run an error, the
+ * candidate never. */
+static void differential_baseline_skips(const char *name, const char *case_name)
+{
+	static const char *const want[] = {
+		"the baseline's output depends on what the output buffer held before "
+		"(17 elements differ between two poison patterns): elements left unwritten",
+		NULL};
+	char validate[200];
+	struct scenario s = {
+		.name = name, .cases = {case_name}, .ncases = 1, .arm = {arm_ok, arm_ok},
+		.validate = validate,
+	};
+	struct outcome o = {0};
+
+	snprintf(validate, sizeof validate,
+		 "--expect-verdict error --expect-case-verdict %s=fail", case_name);
+	load_differential();
+	s.arm[0].skip_from = 0;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_code(assert_error(&o, "check", "baseline", case_name, want), "wrong_output");
+	assert_int_equal(count_errors(&o, "candidate"), 0);
+	outcome_release(&o);
+}
+
+/* f16: the skipped elements are NaN under the all-ones poison too. */
 static void test_differential_baseline_skips(void **state)
 {
-	static const char *const want[] = {"wrong output after warm-up", "element 1007 ",
-					   "(bits 0xffff), the baseline's output", NULL};
+	(void)state;
+	differential_baseline_skips("runner_differential_baseline_skips", CASE_DIFF);
+}
+
+/* i32, where the all-ones poison is the value -1: only the second poison
+ * shows the skipped elements. */
+static void test_differential_i32_baseline_skips(void **state)
+{
+	(void)state;
+	differential_baseline_skips("runner_differential_i32_skips", CASE_DIFF_I32);
+}
+
+/* Both arms write every element of the i32 output: no error. */
+static void test_differential_i32_pass(void **state)
+{
 	struct scenario s = {
-		.name = "runner_differential_baseline_skips", .cases = {CASE_DIFF},
-		.ncases = 1, .arm = {arm_ok, arm_ok},
-		.validate = "--expect-verdict error --expect-case-verdict " CASE_DIFF "=fail",
+		.name = "runner_differential_i32_pass", .cases = {CASE_DIFF_I32}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.validate = "--expect-verdict neutral --expect-case-verdict " CASE_DIFF_I32
+			    "=identical",
 	};
 	struct outcome o = {0};
 
 	(void)state;
 	load_differential();
-	s.arm[0].skip_from = 0;
 	scenario_run(&s, &o);
-	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
-	assert_code(assert_error(&o, "check", "baseline", CASE_DIFF, want), "wrong_output");
-	assert_int_equal(count_errors(&o, "candidate"), 0);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	assert_pairs(&o, CASE_DIFF_I32, 30);
 	outcome_release(&o);
 }
 
 QUAL_TESTS(
+	T(differential_i32_baseline_skips),
+	T(differential_i32_pass),
 	T(differential_pass),
 	T(differential_candidate_wrong),
 	T(differential_wrong_in_timing),
