@@ -273,12 +273,26 @@ static char *meta_text(const char *key, const struct rtc_result *r)
 	return text;
 }
 
+/* True when entry holds both of its files, as regular files. */
+static bool entry_whole(const char *entry)
+{
+	static const char *const names[] = {META_FILE, CODE_FILE};
+	char path[PATH_MAX];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (snprintf(path, sizeof path, "%s/%s", entry, names[i]) >= (int)sizeof path ||
+		    lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			return false;
+	return true;
+}
+
 int cache_store(struct cache *c, const char *key, const struct rtc_result *r,
 		struct qual_msg *msg)
 {
 	char shard[PATH_MAX], entry[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
 	char *meta = NULL;
-	int rc;
+	int rc, renamed;
 
 	if (r->status != 0 || !r->code || r->code_size == 0)
 		return qual_fail(msg, QUAL_EINVAL, "only a successful compile is cached");
@@ -303,7 +317,14 @@ int cache_store(struct cache *c, const char *key, const struct rtc_result *r,
 		rc = qual_fail(msg, QUAL_EIO, "cannot chmod '%s': %s", tmp, strerror(errno));
 		goto out;
 	}
-	if (rename(tmp, entry) < 0) {
+	renamed = rename(tmp, entry);
+	if (renamed < 0 && (errno == ENOTEMPTY || errno == EEXIST) && !entry_whole(entry)) {
+		/* What is there lacks a file (a removal that stopped halfway):
+		 * a lookup would miss it for good, so ours takes its place. */
+		fs_rm_tree(entry);
+		renamed = rename(tmp, entry);
+	}
+	if (renamed < 0) {
 		/* Another writer's entry is there: it stays, ours goes. */
 		if (errno == ENOTEMPTY || errno == EEXIST)
 			rc = 0;

@@ -235,10 +235,13 @@ static void on_fatal_signal(int sig)
 		 * so, then the exit status that goes with it (term_line). */
 		ssize_t w = write(STDOUT_FILENO, term_line[pub / TERM_LINE_MAX],
 				  (size_t)(pub % TERM_LINE_MAX));
+		/* Read before end_below(): once it kills the compiles, their
+		 * threads go on and on_compile rewrites the buffers. */
+		int status = term_status[pub / TERM_LINE_MAX];
 
 		(void)w;
 		end_below();
-		_exit(term_status[pub / TERM_LINE_MAX]);
+		_exit(status);
 	}
 	if (sig == QUAL_SIGNAL_TIME_LIMIT)
 		sig = SIGTERM; /* outside a compile, the time limit is a stop */

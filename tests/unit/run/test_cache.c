@@ -330,6 +330,12 @@ static void test_unreadable_is_a_plain_miss(void **state)
 	assert_true(exists(path));
 	fflush(warn);
 	assert_int_equal(nwarned, 0);
+	/* Such a half-removed entry would stay a miss for good: the next store
+	 * of its key takes its place, and the key hits again. */
+	assert_int_equal(cache_store(&c, key, &r, NULL), 0);
+	assert_true(cache_lookup(&c, key, &got));
+	assert_int_equal(got.code_size, r.code_size);
+	rtc_result_release(&got);
 	rtc_result_release(&r);
 }
 
