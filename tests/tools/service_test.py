@@ -237,8 +237,11 @@ class Quald:
             return json.load(f)
 
     def job_ids(self):
+        """The jobs stored, in order; not the folder of a job being made
+        (the store makes it under another name and renames it)."""
         d = os.path.join(self.state, "jobs")
-        return sorted(os.listdir(d)) if os.path.isdir(d) else []
+        names = os.listdir(d) if os.path.isdir(d) else []
+        return sorted(n for n in names if re.fullmatch(r"j[0-9]+", n))
 
     def wait_job_state(self, job, states, timeout=JOB_S):
         def ended():
