@@ -103,7 +103,14 @@ else
         grep -qx 'status=0' "$work/$c/result.txt" 2>/dev/null && break
       done
       if [ -s "$work/$c/code.bin" ]; then
-        "$cuobjdump" --dump-sass "$work/$c/code.bin" >"$dir/$c.sass" 2>>"$dir/errors.txt"
+        # What cuobjdump says on stderr while it still dumps is a warning,
+        # kept apart; a dump that fails or is empty is an error.
+        if ! "$cuobjdump" --dump-sass "$work/$c/code.bin" >"$dir/$c.sass" 2>"$work/$c.dump.err" ||
+          [ ! -s "$dir/$c.sass" ]; then
+          echo "$c: cuobjdump failed: $(head -c 300 "$work/$c.dump.err" | tr '\n' ' ')" >>"$dir/errors.txt"
+        elif [ -s "$work/$c.dump.err" ]; then
+          echo "$c: $(head -c 300 "$work/$c.dump.err" | tr '\n' ' ')" >>"$dir/warnings.txt"
+        fi
       else
         echo "$c: no cubin ($(grep '^message=' "$work/$c/result.txt" 2>/dev/null))" >>"$dir/errors.txt"
       fi
@@ -113,7 +120,12 @@ else
     $check sass "$dir" | tee -a "$out/summary.txt"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
     if [ -s "$dir/errors.txt" ]; then
-      note "  $(wc -l <"$dir/errors.txt") compile or dump errors (sass-${names[$i]}/errors.txt)"; status=1
+      note "  $(wc -l <"$dir/errors.txt") compile or dump errors (sass-${names[$i]}/errors.txt), first:"
+      note "    $(head -n 1 "$dir/errors.txt")"; status=1
+    fi
+    if [ -s "$dir/warnings.txt" ]; then
+      note "  cuobjdump warned on $(wc -l <"$dir/warnings.txt") dumps (sass-${names[$i]}/warnings.txt), first:"
+      note "    $(head -n 1 "$dir/warnings.txt")"
     fi
   done
 fi
