@@ -17,7 +17,7 @@ cp build-carry/bin/qual-run build-carry/bin/qual-compile build-carry/bin/qual-ju
    build-carry/bin/qualctl build-carry/bin/quald .carry/bin/
 cp build-carry/tests/gpu_smoke build-carry/tests/fixture-source .carry/tests/
 cp build-carry/shims/*.so .carry/shims/
-for s in slow miscompile oob spin; do
+for s in slow miscompile oob spin delay; do
   [ -f ".carry/shims/libshim_$s.so" ] || { echo "libshim_$s.so missing from .carry/shims" >&2; exit 1; }
 done
 for b in .carry/bin/qual-run .carry/bin/quald .carry/bin/qualctl; do

@@ -103,6 +103,10 @@ if(TARGET shim_crash AND EXISTS ${NVRTC})
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_miscompile> --compile-only)
   qual_expect(run_shim_slow 0 --expect-verdict not_timed --expect-identical none
               -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_slow> --compile-only)
+  # shim_delay's wait at the entry of every case's kernel compiles (wgmma
+  # cases included) and changes the code of every case.
+  qual_expect(run_shim_delay 0 --expect-verdict not_timed --expect-identical none
+              -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_delay> --compile-only)
   qual_expect(run_shim_crash_baseline 3 --expect-verdict error --expect-error-code compile_crashed
               -- ${RUN} $<TARGET_FILE:shim_crash> ${NVRTC} --compile-only --case conv3x3_f16-7x7x512x512)
   qual_expect(run_usage_noabi 4 --no-verdict --expect-error-code no_abi --expect-error-substring "no nvrtc or hiprtc entry points" -- ${RUN} ${NVRTC} $<TARGET_FILE:shim_noabi>)

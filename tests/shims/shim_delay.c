@@ -1,0 +1,48 @@
+/* shim_delay: forwards, but rewrites the entry kernel so that every thread
+ * first waits a fixed number of cycles on the cycle counter: correct code,
+ * slower by a small planted amount, for measuring how verdicts behave at
+ * effects near the margin (tests/gpu/planted.sh). The cycles come from
+ * $QUAL_SHIM_DELAY_CYCLES when the source is rewritten (a whole number from
+ * 1 to 10000000; default 256); 0, or a value that is not such a number,
+ * leaves the source as it is, so that the shim is then its real compiler.
+ * All the threads of a block wait at once, so a launch gets longer by about
+ * the delay once per wave of blocks: what that is as a fraction of a case's
+ * time depends on the case, and is measured, not assumed. clock64() is an asm
+ * volatile read (see shim_spin.c), so the loop is not optimised away. */
+#include "shim.h"
+#include "shim_entry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static long delay_cycles(void)
+{
+	const char *s = getenv("QUAL_SHIM_DELAY_CYCLES");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return 256;
+	v = strtol(s, &end, 10);
+	if (*end || v < 1 || v > 10000000)
+		return 0;
+	return v;
+}
+
+static char *delay_rewrite(const char *src)
+{
+	char stmt[256];
+	long cycles = delay_cycles();
+
+	if (cycles == 0)
+		return NULL;
+	snprintf(stmt, sizeof stmt,
+		 "\n\t{ /* shim_delay */\n"
+		 "\t\tlong long qual_delay_t0 = clock64();\n"
+		 "\t\twhile (clock64() - qual_delay_t0 < %ldLL) {\n"
+		 "\t\t}\n"
+		 "\t}\n", cycles);
+	return shim_insert_at_entry(src, stmt);
+}
+
+const struct shim_ops shim_ops = { .rewrite_source = delay_rewrite };
