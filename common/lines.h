@@ -109,6 +109,7 @@ enum lines_type {
 	LINES_CASE_VERDICT,
 	LINES_VERDICT,
 	LINES_ERROR,
+	LINES_BLOCK,     /* after each block of a case's pairs: placement, clocks */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from
