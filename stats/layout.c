@@ -5,41 +5,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One step of Lentz's method with partial numerator aa: updates c and d,
+ * returns the factor of the convergent, guarding against zero divisors. */
+static double lentz_step(double aa, double *c, double *d)
+{
+	const double tiny = 1e-300;
+
+	*d = 1 + aa * *d;
+	if (fabs(*d) < tiny)
+		*d = tiny;
+	*c = 1 + aa / *c;
+	if (fabs(*c) < tiny)
+		*c = tiny;
+	*d = 1 / *d;
+	return *d * *c;
+}
+
 /* Lentz's method for the continued fraction of I_x(a, b) (Numerical
  * Recipes' betacf, with the tiny-value guard of Lentz's algorithm), to
  * convergence within about 1e-15. Converges quickly for x < (a+1)/(a+b+2),
  * in O(sqrt(max(a, b))) terms. */
 static double beta_cf(double a, double b, double x)
 {
-	const double tiny = 1e-300, eps = 1e-16;
-	double qab = a + b, qap = a + 1, qam = a - 1, c = 1, d = 1 - qab * x / qap, h;
+	double qab = a + b, qap = a + 1, qam = a - 1, c = 1, d = 1, h;
 
-	if (fabs(d) < tiny)
-		d = tiny;
-	d = 1 / d;
+	/* The first term: d = 1 / (1 - qab x / qap), c = 1, h = d. */
+	(void)lentz_step(-qab * x / qap, &c, &d);
+	c = 1;
 	h = d;
 	for (int m = 1; m <= 10000; m++) {
-		double m2 = 2.0 * m, aa = m * (b - m) * x / ((qam + m2) * (a + m2)), del;
+		double m2 = 2.0 * m, del;
 
-		d = 1 + aa * d;
-		if (fabs(d) < tiny)
-			d = tiny;
-		c = 1 + aa / c;
-		if (fabs(c) < tiny)
-			c = tiny;
-		d = 1 / d;
-		h *= d * c;
-		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-		d = 1 + aa * d;
-		if (fabs(d) < tiny)
-			d = tiny;
-		c = 1 + aa / c;
-		if (fabs(c) < tiny)
-			c = tiny;
-		d = 1 / d;
-		del = d * c;
+		h *= lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), &c, &d);
+		del = lentz_step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), &c, &d);
 		h *= del;
-		if (fabs(del - 1) < eps)
+		if (fabs(del - 1) < 1e-16)
 			break;
 	}
 	return h;
@@ -88,19 +88,6 @@ static int by_block_then_index(const void *pa, const void *pb)
 	return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Sample variance (n - 1) of x[0..n), by Welford; n >= 2. */
-static double sample_var(const double *x, int n)
-{
-	double mean = 0, m2 = 0;
-
-	for (int i = 0; i < n; i++) {
-		double d = x[i] - mean;
-		mean += d / (i + 1);
-		m2 += d * (x[i] - mean);
-	}
-	return m2 / (n - 1);
-}
-
 void stats_layout_test(const struct stats_pair *pairs, int n, struct stats_layout *out)
 {
 	struct lpair *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
@@ -141,10 +128,10 @@ void stats_layout_test(const struct stats_pair *pairs, int n, struct stats_layou
 	}
 	out->blocks = nb;
 	if (nb >= 2) {
-		vm = sample_var(m, nb);
-		vd = sample_var(d, nb);
-		out->between_sd = sqrt(vm);
-		out->within_sd = sqrt(vd) / 2;
+		out->between_sd = stats_sample_sd(m, nb);
+		out->within_sd = stats_sample_sd(d, nb) / 2;
+		vm = out->between_sd * out->between_sd;
+		vd = 4 * out->within_sd * out->within_sd;
 		if (vd > 0) {
 			out->f = vm / (vd / 4);
 			out->p = stats_f_sf(out->f, nb - 1, nb - 1);

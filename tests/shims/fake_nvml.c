@@ -5,7 +5,10 @@
  *   FAKE_NVML_BUS          the one pci bus id it knows (default
  *                          "00000000:1B:00.0"); others are NVML_ERROR_NOT_FOUND
  *   FAKE_NVML_SM_MHZ, FAKE_NVML_MEM_MHZ, FAKE_NVML_POWER_MW, FAKE_NVML_TEMP_C
- *   FAKE_NVML_REASONS      the clock-event reasons mask (decimal or 0x hex)
+ *   FAKE_NVML_REASONS      the clock-event reasons mask (decimal or 0x hex),
+ *                          or a comma-separated list of masks that the reads
+ *                          take in turn, from the first again after the last
+ *                          (and from the first after each nvmlInit_v2)
  *   FAKE_NVML_OLD          set: the newer reasons call answers
  *                          NVML_ERROR_FUNCTION_NOT_FOUND, so the reasons come
  *                          only through the older ...ThrottleReasons
@@ -30,6 +33,7 @@ int nvmlDeviceGetCurrentClocksEventReasons(void *dev, unsigned long long *mask);
 int nvmlDeviceGetCurrentClocksThrottleReasons(void *dev, unsigned long long *mask);
 
 static int the_device;
+static unsigned reads; /* reasons read since nvmlInit_v2 */
 
 static unsigned long long env_num(const char *name, unsigned long long dflt)
 {
@@ -39,6 +43,7 @@ static unsigned long long env_num(const char *name, unsigned long long dflt)
 
 int nvmlInit_v2(void)
 {
+	reads = 0;
 	return getenv("FAKE_NVML_INIT_FAIL") ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS;
 }
 
@@ -103,8 +108,20 @@ int nvmlDeviceGetCurrentClocksEventReasons(void *dev, unsigned long long *mask)
 
 int nvmlDeviceGetCurrentClocksThrottleReasons(void *dev, unsigned long long *mask)
 {
+	const char *list = getenv("FAKE_NVML_REASONS");
+	unsigned n = 1, k;
+
 	if (dev != &the_device)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*mask = env_num("FAKE_NVML_REASONS", 0);
+	if (!list || !list[0]) {
+		*mask = 0;
+		return NVML_SUCCESS;
+	}
+	for (const char *c = list; *c; c++)
+		n += *c == ',';
+	k = reads++ % n;
+	while (k--)
+		list = strchr(list, ',') + 1;
+	*mask = strtoull(list, NULL, 0);
 	return NVML_SUCCESS;
 }
