@@ -62,6 +62,7 @@ void judge_case_block(struct judge_case *c, int block, int retake, bool throttle
 	for (int i = 0; i < c->npairs; i++)
 		if (c->pairs[i].block != block)
 			c->pairs[k++] = c->pairs[i];
+	c->pairs_dropped += c->npairs - k;
 	c->npairs = k;
 }
 
@@ -182,7 +183,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	struct stats_case *all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
 	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
 	bool any_timed = false, no_valid;
-	long npairs = 0, nvalid = 0, n_not_applicable = 0;
+	long npairs = 0, nvalid = 0, ndropped = 0, n_not_applicable = 0;
 	enum run_verdict v;
 	json_t *line, *cases;
 	const char *name;
@@ -219,7 +220,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	 * nothing must not pass as neutral. The machine's failure, not the
 	 * candidate's: an error, unless a case already failed. */
 	for (int i = 0; i < j->ncases; i++) {
-		npairs += j->cases[i].npairs;
+		npairs += j->cases[i].npairs + j->cases[i].pairs_dropped;
+		ndropped += j->cases[i].pairs_dropped;
 		nvalid += j->cases[i].st.n;
 	}
 	no_valid = j->no_valid_pair = npairs > 0 && nvalid == 0 && v != RUN_FAIL;
@@ -263,10 +265,15 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
 	if (no_valid) {
-		char text[160];
+		char text[200];
 
-		snprintf(text, sizeof text, "no valid pair: every one of the %ld timed pairs "
-			 "has a timing that is not finite and positive", npairs);
+		if (ndropped)
+			snprintf(text, sizeof text, "no valid pair: of the %ld timed pairs, %ld "
+				 "were timed while the gpu throttled (left out) and the rest have "
+				 "timings that are not finite and positive", npairs, ndropped);
+		else
+			snprintf(text, sizeof text, "no valid pair: every one of the %ld timed "
+				 "pairs has a timing that is not finite and positive", npairs);
 		json_object_set_new(line, "message", json_string(text));
 	} else if (*not_timed) {
 		json_object_set_new(line, "message", json_string(

@@ -31,6 +31,7 @@ struct judge_case {
 	/* Block lines (judge_case_block): attempts timed while the GPU
 	 * throttled, and attempts that were retakes of a throttled one. */
 	int blocks_throttled, blocks_retaken;
+	int pairs_dropped;        /* pairs of throttled attempts, left out */
 	struct stats_case st;
 	struct stats_layout layout; /* set by judge_finish */
 };
@@ -76,7 +77,8 @@ void judge_case_not_applicable(struct judge_case *c, const char *why);
  * verdict line to out. Returns the run verdict; *not_timed is set when no case
  * was timed (compile-only), in which case the verdict line says so. A run
  * with pairs none of which is valid (stats.h: a timing NaN, infinite or
- * <= 0) measured nothing: its verdict is error (fail still outranks it),
+ * <= 0; or left out with a throttled block) measured nothing: its verdict
+ * is error (fail still outranks it),
  * its message says "no valid pair", and j->no_valid_pair is set. */
 enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			      FILE *out, bool *not_timed);

@@ -2903,10 +2903,56 @@ static void test_no_clocks(void **state)
 	outcome_release(&o);
 }
 
+/* In 4 sessions: the start line's clocks come from the probe; each
+ * session reads its own (the fake NVML in the child), its block lines say
+ * their session, and the supervisor's judge applies them. The GPU throttles
+ * throughout (a software power cap at every reading): each session retakes
+ * its first block RUNNER_RETAKES times and then excludes every block, so
+ * nothing is left to judge: the run is an error, as one without a valid
+ * pair. 15 blocks in 4 sessions: 15 + 4 x 3 attempts. */
+static void test_throttled_sessions(void **state)
+{
+	struct scenario s = {
+		.name = "runner_throttled_sessions", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0x4",
+	};
+	struct outcome o = {0};
+	json_t *bl[64], *cv, *th;
+	int n, per_session[5] = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_string_equal(str(json_object_get(json_array_get(o.lines, 0), "clocks"), "source"),
+			    "nvml");
+	n = block_lines(&o, CASE_GEMM, bl, 64);
+	assert_int_equal(n, 15 + 4 * RUNNER_RETAKES);
+	for (int k = 0; k < n; k++) {
+		json_int_t ses = int_of(bl[k], "session");
+		assert_in_range(ses, 1, 4);
+		per_session[ses] += int_of(bl[k], "retake") > 0;
+		assert_true(json_is_true(json_object_get(bl[k], "throttled")));
+	}
+	for (int ses = 1; ses <= 4; ses++)
+		assert_int_equal(per_session[ses], RUNNER_RETAKES);
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	th = json_object_get(cv, "throttling");
+	assert_int_equal(int_of(th, "throttled_blocks"), 15 + 4 * RUNNER_RETAKES);
+	assert_int_equal(int_of(th, "retaken_blocks"), 4 * RUNNER_RETAKES);
+	assert_int_equal(int_of(th, "excluded_blocks"), 15);
+	assert_int_equal(int_of(cv, "n"), 0);
+	/* A run that measured nothing but throttled blocks must not pass. */
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_non_null(strstr(str(last_line(&o), "message"), "throttled"));
+	outcome_release(&o);
+}
+
 QUAL_TESTS(
 	T(block_lines),
 	T(throttled_blocks_retaken),
 	T(no_clocks),
+	T(throttled_sessions),
 	T(differential_i32_baseline_skips),
 	T(differential_i32_pass),
 	T(differential_pass),
