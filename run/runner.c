@@ -850,8 +850,11 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			struct gpu_clocks_reading ck[2];
 			bool ok[2];
 
-			if (retake > 0 && (rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
-				return rc;
+			if (retake > 0) {
+				pl.warm_up = false; /* loaded afresh, in pl's order */
+				if ((rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
+					return rc;
+			}
 			ok[0] = !one && read_clocks(run, &ck[0]);
 			/* Pair j of block b: the candidate first when j + b
 			 * is odd (runner.h); under one load, in odd pairs. */
