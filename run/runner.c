@@ -814,7 +814,9 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 }
 
 /* This process's blocks of the case, [block_lo, block_hi): each block's
- * pairs, then its block line with the clocks read at its start and end. A
+ * pairs, then its block line with the clocks read at its start (before its
+ * load and untimed rounds; the first block's, after the warm-up) and its
+ * end (after its last pair). A
  * throttled attempt is timed again over the same placement (its pairs left
  * out of the verdict by the block line), while the case has retakes left
  * in this process (RUNNER_RETAKES); then the block stays excluded. Under
@@ -843,19 +845,19 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			pl.warm_up = true;
 		} else {
 			draw_placement(c, &r, &pl);
-			if ((rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
-				return rc;
 		}
 		for (int retake = 0;; retake++) {
 			struct gpu_clocks_reading ck[2];
 			bool ok[2];
 
-			if (retake > 0) {
-				pl.warm_up = false; /* loaded afresh, in pl's order */
-				if ((rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
-					return rc;
-			}
+			/* The start reading before the block's load, so that
+			 * nothing comes between its untimed rounds and its
+			 * first pair. */
 			ok[0] = !one && read_clocks(run, &ck[0]);
+			if (retake > 0)
+				pl.warm_up = false; /* loaded afresh, in pl's order */
+			if (!pl.warm_up && (rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
+				return rc;
 			/* Pair j of block b: the candidate first when j + b
 			 * is odd (runner.h); under one load, in odd pairs. */
 			for (int p = p_lo; p < p_hi; p++)
