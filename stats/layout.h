@@ -40,9 +40,13 @@ double stats_f_sf(double f, double d1, double d2);
  * over the B blocks, is F(B - 1, B - 1) under no placement effect, and a
  * placement effect can only make it larger: p = P(F(B-1, B-1) >= F).
  *
- * The noise is taken as normal: a heavy tail (one slow replay) inflates
- * whichever variance it lands in, so the p is a screen for placements that
- * disagree, to be read beside the spreads, not a verdict. */
+ * The noise is taken as normal. One outlying pair (a slow replay) moves
+ * its block's m_b and d_b / 2 by the same amount, so it adds alike to both
+ * variances and pulls F toward 1: an outlier makes the test conservative,
+ * never a false call by itself. Without normality m_b and d_b are still
+ * uncorrelated but not independent, and the F distribution is then an
+ * approximation: the p is a screen for placements that disagree, read
+ * beside the two spreads, not a verdict. */
 struct stats_layout {
 	int blocks;          /* B: blocks with a valid pair of each order */
 	double between_sd;   /* sd of the block means m_b (log ratio) */
