@@ -135,7 +135,7 @@ void lines_classify(json_t *line, struct lines_info *info)
 	} types[] = {
 		{ "start", LINES_START }, { "case", LINES_CASE }, { "pair", LINES_PAIR },
 		{ "case_verdict", LINES_CASE_VERDICT }, { "verdict", LINES_VERDICT },
-		{ "error", LINES_ERROR },
+		{ "error", LINES_ERROR }, { "block", LINES_BLOCK },
 	};
 	const char *type, *gpu;
 
@@ -211,6 +211,10 @@ static const struct field_rule pair_rules[] = {
 	{ "baseline_ns", K_NUM, NULL }, { "candidate_ns", K_NUM, NULL },
 	{ NULL, 0, NULL },
 };
+static const struct field_rule block_rules[] = {
+	{ "case", K_STR, NULL }, { "block", K_INT, NULL }, { "throttled", K_BOOL, NULL },
+	{ NULL, 0, NULL },
+};
 static const struct field_rule case_verdict_rules[] = {
 	{ "case", K_STR, NULL }, { "verdict", K_STR, case_verdict_names },
 	{ "identical_code", K_BOOL, NULL }, { "n", K_INT, NULL }, { NULL, 0, NULL },
@@ -280,6 +284,7 @@ int lines_check(json_t *line, struct qual_msg *msg)
 		{ LINES_START, start_rules }, { LINES_CASE, case_rules },
 		{ LINES_PAIR, pair_rules }, { LINES_CASE_VERDICT, case_verdict_rules },
 		{ LINES_VERDICT, verdict_rules }, { LINES_ERROR, error_rules },
+		{ LINES_BLOCK, block_rules },
 	};
 	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_names };
 	static const struct field_rule gpu = { "gpu", K_STR, gpu_states };

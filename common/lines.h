@@ -20,8 +20,10 @@
  * Readers accept 1 to QUAL_SCHEMA_VERSION. 3: error lines carry "code".
  * 4: case lines carry "specialization", "target" and "oracle", and may say
  * "applicable": false (case verdict "not_applicable"); fixtures of the
- * user's own (family: their name). */
-#define QUAL_SCHEMA_VERSION 4
+ * user's own (family: their name). 5: block lines (placement, clocks,
+ * throttling; a throttled block's pairs are not judged), pairs of a retake
+ * carry "retake". */
+#define QUAL_SCHEMA_VERSION 5
 
 /* The longest line a reader takes (newline not counted). A line from the
  * engine is a few kilobytes; a longer one is a bug, or not the engine. */
@@ -109,6 +111,7 @@ enum lines_type {
 	LINES_CASE_VERDICT,
 	LINES_VERDICT,
 	LINES_ERROR,
+	LINES_BLOCK,     /* after each block of a case's pairs: placement, clocks */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from

@@ -49,6 +49,9 @@ struct gpu_info {
 	char arch[32];    /* compile target: "sm_90", "gfx90a" */
 	char driver[64];  /* driver / runtime version */
 	int ordinal;
+	/* "0000:1B:00.0": domain, bus and device in hex, as NVML and ROCm SMI
+	 * know the device (gpu/clocks.h); "" when the runtime did not say. */
+	char pci_bus_id[32];
 };
 
 /* Opens device ordinal with the first backend that finds one (CUDA, then

@@ -280,6 +280,22 @@ static int cuda_event_new(CUevent *ev, struct qual_msg *msg)
 	return cuda_check(r, "cuEventCreate", msg);
 }
 
+/* info->pci_bus_id from the device's PCI attributes (left "" when the
+ * driver does not give them: the clocks are then unknown, nothing else). */
+static void cuda_pci_bus_id(CUdevice dev, struct gpu_info *info)
+{
+	int domain = 0, bus = 0, device = 0;
+
+	if (drv.cuDeviceGetAttribute_fn(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) ==
+		    CUDA_SUCCESS &&
+	    drv.cuDeviceGetAttribute_fn(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) ==
+		    CUDA_SUCCESS &&
+	    drv.cuDeviceGetAttribute_fn(&device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) ==
+		    CUDA_SUCCESS)
+		snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%08X:%02X:%02X.0",
+			 (unsigned)domain, (unsigned)bus, (unsigned)device);
+}
+
 static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 {
 	struct cuda_gpu *cg = NULL;
@@ -318,6 +334,7 @@ static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 		rc = cuda_fail(msg, "cuDeviceGetAttribute", r);
 		goto fail;
 	}
+	cuda_pci_bus_id(cg->dev, &cg->base.info);
 	snprintf(cg->base.info.vendor, sizeof cg->base.info.vendor, "nvidia");
 	snprintf(cg->base.info.arch, sizeof cg->base.info.arch, "sm_%d%d", major, minor);
 	snprintf(cg->base.info.driver, sizeof cg->base.info.driver, "%d.%d",

@@ -269,6 +269,10 @@ static int hip_read_arch(int ordinal, struct gpu_info *info, struct qual_msg *ms
 		goto out;
 	}
 	snprintf(info->arch, sizeof info->arch, "%.*s", (int)strcspn(full, ":"), full);
+	/* As ROCm SMI knows the device (gpu/clocks.h). */
+	snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%04X:%02X:%02X.0",
+		 (unsigned)buf->props.pciDomainID, (unsigned)buf->props.pciBusID,
+		 (unsigned)buf->props.pciDeviceID);
 	if (strcmp(info->arch, full) != 0) {
 		size_t used = strlen(info->name);
 		snprintf(info->name + used, sizeof info->name - used, " (%s)", full);

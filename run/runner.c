@@ -21,6 +21,7 @@
 #include "common/xalloc.h"
 #include "fixtures/fixture.h"
 #include "fixtures/rng.h"
+#include "gpu/clocks.h"
 #include "gpu/gpu.h"
 #include "run/cache.h"
 #include "stats/judge.h"
@@ -610,17 +611,42 @@ static int warm_up(struct run *run, const struct fixture_case *c,
 	return run_and_check(run, c, 1, &arms[1], b, jc, cfg->warmup, "after warm-up", NULL);
 }
 
-/* Starts a block after the first: both arms' code loaded afresh, in an order
- * drawn from r, their graphs rebuilt over a buffer set and shifts drawn from
- * r (inputs restored, output poisoned), and RUNNER_BLOCK_WARMUP untimed
- * rounds of both, in load order. The arm that ran last is blamed for a
- * failed copy: a fault of its kernel is what a copy would report first. */
+/* Where a block's buffers lie and how its code was loaded: the buffer set
+ * (0..RUNNER_BUFFER_SETS-1), each buffer's shift in bytes from its set's
+ * base, and the arm loaded first. The first block of a process times under
+ * the warm-up's load: set 0, no shifts, the baseline loaded first. */
+struct placement {
+	int first;
+	int set;
+	uint64_t shift[FIXTURE_MAX_BUFFERS];
+	bool warm_up;
+};
+
+/* The draws of a block after the first, from r, in their fixed order (the
+ * load order, the set, then each buffer's shift), so that a block_seed
+ * gives the same placements run after run. */
+static void draw_placement(const struct fixture_case *c, struct rng *r, struct placement *pl)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->first = (int)(rng_next(r) >> 63);
+	pl->set = rng_int(r, 0, RUNNER_BUFFER_SETS - 1);
+	for (int i = 0; i < c->nbuffers; i++)
+		pl->shift[i] = (uint64_t)rng_int(r, 0, RUNNER_SHIFT_SPAN / RUNNER_SHIFT_STEP - 1) *
+			       RUNNER_SHIFT_STEP;
+}
+
+/* Starts a block after the first, or the retake of any block: both arms'
+ * code loaded afresh in pl's order, their graphs rebuilt over pl's buffer
+ * set and shifts (inputs restored, output poisoned), and
+ * RUNNER_BLOCK_WARMUP untimed rounds of both, in load order. The arm that
+ * ran last is blamed for a failed copy: a fault of its kernel is what a
+ * copy would report first. */
 static int new_block(struct run *run, const struct fixture_case *c,
 		     struct arm arms[2], struct bufs *b, struct judge_case *jc,
-		     struct rng *r, int last)
+		     const struct placement *pl, int last)
 {
 	struct qual_msg msg = {{0}};
-	int first = (int)(rng_next(r) >> 63), set = rng_int(r, 0, RUNNER_BUFFER_SETS - 1), rc;
+	int first = pl->first, rc;
 
 	for (int arm = 0; arm < 2; arm++) {
 		if (arms[arm].graph)
@@ -631,9 +657,7 @@ static int new_block(struct run *run, const struct fixture_case *c,
 		arms[arm].module = NULL;
 	}
 	for (int i = 0; i < c->nbuffers; i++)
-		b->dev[i] = b->base[set][i] + (uint64_t)rng_int(r, 0, RUNNER_SHIFT_SPAN /
-							    RUNNER_SHIFT_STEP - 1) *
-					   RUNNER_SHIFT_STEP;
+		b->dev[i] = b->base[pl->set][i] + pl->shift[i];
 	if ((rc = reset_bufs(run, c, b, last, jc)) < 0)
 		return rc;
 	for (int k = 0; k < 2; k++) {
@@ -651,62 +675,203 @@ static int new_block(struct run *run, const struct fixture_case *c,
 	return 0;
 }
 
+/* ---- clocks (gpu/clocks.h) -------------------------------------------- */
+
+void runner__clocks_open(struct run *run)
+{
+	struct qual_msg why = {{0}};
+
+	run->clocks = NULL;
+	if (gpu_clocks_open(gpu_get_info(run->gpu), &run->clocks, &why) < 0)
+		snprintf(run->clocks_why, sizeof run->clocks_why, "%s", why.text);
+	else
+		snprintf(run->clocks_source, sizeof run->clocks_source, "%s",
+			 gpu_clocks_source(run->clocks));
+}
+
+void runner__clocks_close(struct run *run)
+{
+	gpu_clocks_close(run->clocks);
+	run->clocks = NULL;
+}
+
+/* A reading of the device now; false (r unknown) without clocks or when
+ * the reading fails, which is never the run's failure. */
+static bool read_clocks(struct run *run, struct gpu_clocks_reading *r)
+{
+	struct qual_msg msg = {{0}};
+
+	gpu__clocks_unknown(r);
+	return run->clocks && gpu_clocks_read(run->clocks, r, &msg) == 0;
+}
+
+static json_t *reading_json(const struct gpu_clocks_reading *r, bool ok)
+{
+	json_t *o, *names;
+
+	if (!ok)
+		return json_null();
+	o = json_pack("{s:o,s:o,s:o,s:o}", "sm_mhz", lines_real(r->sm_mhz), "mem_mhz",
+		      lines_real(r->mem_mhz), "power_w", lines_real(r->power_w), "temp_c",
+		      lines_real(r->temp_c));
+	if (!r->reasons_known) {
+		json_object_set_new(o, "reasons_mask", json_null());
+		json_object_set_new(o, "reasons", json_null());
+		return o;
+	}
+	names = json_array();
+	for (int bit = 0; bit < 64; bit++) {
+		const char *name = gpu_clocks_reason_name(bit);
+		if (r->reasons >> bit & 1)
+			json_array_append_new(names, json_string(name ? name : "unknown"));
+	}
+	json_object_set_new(o, "reasons_mask", json_integer((json_int_t)(r->raw & INT64_MAX)));
+	json_object_set_new(o, "reasons", names);
+	return o;
+}
+
+/* The block line of one attempt at block (its number in the pair lines)
+ * after its npairs pairs, and its effect on jc (judge_case_block, as
+ * qual-judge applies the line): throttled when either reading, at the
+ * block's start or its end, gives a throttling reason. Returns that. */
+static bool emit_block(struct run *run, const struct fixture_case *c, struct judge_case *jc,
+		       int block, int retake, int npairs, const struct placement *pl,
+		       const struct gpu_clocks_reading ck[2], const bool ok[2])
+{
+	json_t *line = lines_new("block"), *shifts = json_array();
+	bool throttled = false;
+
+	for (int k = 0; k < 2; k++)
+		throttled |= ok[k] && ck[k].reasons_known && gpu_clocks_throttled(ck[k].reasons);
+	for (int i = 0; i < c->nbuffers; i++)
+		json_array_append_new(shifts, json_integer((json_int_t)pl->shift[i]));
+	json_object_set_new(line, "case", json_string(c->name));
+	json_object_set_new(line, "block", json_integer(block));
+	if (run->nsessions > 1)
+		json_object_set_new(line, "session", json_integer(run->session + 1));
+	if (retake)
+		json_object_set_new(line, "retake", json_integer(retake));
+	json_object_set_new(line, "pairs", json_integer(npairs));
+	json_object_set_new(line, "buffer_set", json_integer(pl->set));
+	json_object_set_new(line, "shifts", shifts);
+	json_object_set_new(line, "load", json_string(pl->warm_up ? "warm_up" :
+						      pl->first ? "candidate_first" :
+						      "baseline_first"));
+	json_object_set_new(line, "clocks", run->clocks ?
+		json_pack("{s:s,s:o,s:o}", "source", gpu_clocks_source(run->clocks),
+			  "start", reading_json(&ck[0], ok[0]), "end",
+			  reading_json(&ck[1], ok[1])) : json_null());
+	json_object_set_new(line, "throttled", json_boolean(throttled));
+	lines_emit(run->out, line);
+	judge_case_block(jc, block, retake, throttled);
+	return throttled;
+}
+
+/* Times pair p (the candidate first when cand_first) and writes its line. */
+static int time_pair(struct run *run, const struct fixture_case *c, struct arm arms[2],
+		     struct bufs *b, struct judge_case *jc, int p, int block, int retake,
+		     int first, int *last)
+{
+	struct qual_msg msg = {{0}};
+	double dev[2], host[2];
+	json_t *line;
+	int rc;
+
+	for (int k = 0; k < 2; k++) {
+		int arm = k ? 1 - first : first;
+		/* A cold cache for every timed replay (runner.h); a fault
+		 * this copy reports is the last kernel's. */
+		if (b->flush && (rc = gpu_memset(run->gpu, b->flush, p & 0xff,
+						 run->cfg->flush_bytes, &msg)) < 0) {
+			gpu_fault(run, jc, k ? 1 - arm : *last, "time", &msg);
+			return rc;
+		}
+		if ((rc = gpu_graph_time(arms[arm].graph, &dev[arm], &host[arm], &msg)) < 0) {
+			gpu_fault(run, jc, arm, "time", &msg);
+			return rc;
+		}
+		dev[arm] /= RUNNER_REPLAYS;
+		host[arm] /= RUNNER_REPLAYS;
+		*last = arm;
+	}
+	judge_case_add_pair(jc, dev[0], dev[1], first == 1, block);
+	line = lines_new("pair");
+	json_object_set_new(line, "case", json_string(c->name));
+	json_object_set_new(line, "pair", json_integer(p));
+	if (block)
+		json_object_set_new(line, "block", json_integer(block));
+	if (retake)
+		json_object_set_new(line, "retake", json_integer(retake));
+	if (run->nsessions > 1)
+		json_object_set_new(line, "session", json_integer(run->session + 1));
+	json_object_set_new(line, "order", json_string(first ? "candidate_first" : "baseline_first"));
+	json_object_set_new(line, "baseline_ns", json_real(dev[0]));
+	json_object_set_new(line, "candidate_ns", json_real(dev[1]));
+	json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
+	json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
+	lines_emit(run->out, line);
+	return 0;
+}
+
+/* This process's blocks of the case, [block_lo, block_hi): each block's
+ * pairs, then its block line with the clocks read at its start (before its
+ * load and untimed rounds; the first block's, after the warm-up) and its
+ * end (after its last pair). A
+ * throttled attempt is timed again over the same placement (its pairs left
+ * out of the verdict by the block line), while the case has retakes left
+ * in this process (RUNNER_RETAKES); then the block stays excluded. Under
+ * one_load there is one block and no block line. */
 static int time_pairs(struct run *run, const struct fixture_case *c,
 		      struct arm arms[2], struct bufs *b, struct judge_case *jc)
 {
-	struct qual_msg msg = {{0}};
 	struct rng r;
+	struct placement pl;
 	char stream[96];
-	int rc, last = 0, per = run->cfg->one_load ? run->cfg->pairs : run->cfg->pairs_per_block;
+	bool one = run->cfg->one_load;
+	int rc, last = 0, per = one ? run->cfg->pairs : run->cfg->pairs_per_block;
+	int retakes_left = RUNNER_RETAKES;
 
-	int p_lo = run->block_lo * per, p_hi = run->block_hi * per;
-
-	if (p_hi > run->cfg->pairs)
-		p_hi = run->cfg->pairs;
 	snprintf(stream, sizeof stream, "blocks:%s:%d", c->name, run->session);
 	rng_init(&r, run->block_seed, stream);
-	for (int p = p_lo; p < p_hi; p++) {
-		/* Pair j of block b: the candidate first when j + b is odd
-		 * (runner.h); under one load, in odd pairs. */
-		int b0 = p / per, j = p % per;
-		int first = (j + b0) % 2, block = run->cfg->one_load ? 0 : b0 + 1;
-		double dev[2], host[2];
-		json_t *line;
+	for (int b0 = run->block_lo; b0 < run->block_hi; b0++) {
+		int p_lo = b0 * per, p_hi = (b0 + 1) * per, block = one ? 0 : b0 + 1;
 
-		if (p > p_lo && p % per == 0 &&
-		    (rc = new_block(run, c, arms, b, jc, &r, last)) < 0)
-			return rc;
-		for (int k = 0; k < 2; k++) {
-			int arm = k ? 1 - first : first;
-			/* A cold cache for every timed replay (runner.h); a
-			 * fault this copy reports is the last kernel's. */
-			if (b->flush && (rc = gpu_memset(run->gpu, b->flush, p & 0xff,
-							 run->cfg->flush_bytes, &msg)) < 0) {
-				gpu_fault(run, jc, k ? 1 - arm : last, "time", &msg);
-				return rc;
-			}
-			if ((rc = gpu_graph_time(arms[arm].graph, &dev[arm], &host[arm], &msg)) < 0) {
-				gpu_fault(run, jc, arm, "time", &msg);
-				return rc;
-			}
-			dev[arm] /= RUNNER_REPLAYS;
-			host[arm] /= RUNNER_REPLAYS;
-			last = arm;
+		if (p_hi > run->cfg->pairs)
+			p_hi = run->cfg->pairs;
+		if (p_lo >= p_hi)
+			break;
+		if (b0 == run->block_lo) {
+			memset(&pl, 0, sizeof pl);
+			pl.warm_up = true;
+		} else {
+			draw_placement(c, &r, &pl);
 		}
-		judge_case_add_pair(jc, dev[0], dev[1], first == 1, block);
-		line = lines_new("pair");
-		json_object_set_new(line, "case", json_string(c->name));
-		json_object_set_new(line, "pair", json_integer(p));
-		if (block)
-			json_object_set_new(line, "block", json_integer(block));
-		if (run->nsessions > 1)
-			json_object_set_new(line, "session", json_integer(run->session + 1));
-		json_object_set_new(line, "order", json_string(first ? "candidate_first" : "baseline_first"));
-		json_object_set_new(line, "baseline_ns", json_real(dev[0]));
-		json_object_set_new(line, "candidate_ns", json_real(dev[1]));
-		json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
-		json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
-		lines_emit(run->out, line);
+		for (int retake = 0;; retake++) {
+			struct gpu_clocks_reading ck[2];
+			bool ok[2];
+
+			/* The start reading before the block's load, so that
+			 * nothing comes between its untimed rounds and its
+			 * first pair. */
+			ok[0] = !one && read_clocks(run, &ck[0]);
+			if (retake > 0)
+				pl.warm_up = false; /* loaded afresh, in pl's order */
+			if (!pl.warm_up && (rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
+				return rc;
+			/* Pair j of block b: the candidate first when j + b
+			 * is odd (runner.h); under one load, in odd pairs. */
+			for (int p = p_lo; p < p_hi; p++)
+				if ((rc = time_pair(run, c, arms, b, jc, p, block, retake,
+						    (p % per + b0) % 2, &last)) < 0)
+					return rc;
+			if (one)
+				break;
+			ok[1] = read_clocks(run, &ck[1]);
+			if (!emit_block(run, c, jc, block, retake, p_hi - p_lo, &pl, ck, ok) ||
+			    retakes_left == 0)
+				break;
+			retakes_left--;
+		}
 	}
 	/* What the timing left behind must still be right: the output of the
 	 * last replay, and untouched inputs. */
@@ -911,6 +1076,13 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	json_object_set_new(line, "timed", json_boolean(run->device != NULL));
 	if (no_gpu)
 		json_object_set_new(line, "not_timed_because", lines_text(no_gpu));
+	/* Where the block lines' clocks come from, or why they are null. */
+	if (run->device)
+		json_object_set_new(line, "clocks", run->clocks_source[0] ?
+			json_pack("{s:s}", "source", run->clocks_source) :
+			json_pack("{s:n,s:o}", "source", "unavailable_because",
+				  lines_text(run->clocks_why[0] ? run->clocks_why :
+					     "no monitoring library was tried")));
 	json_object_set_new(line, "arch", json_string(run->arch));
 	json_object_set_new(line, "baseline", identity_json(&run->id[0], run->opts[0], run->nopts[0]));
 	json_object_set_new(line, "candidate", identity_json(&run->id[1], run->opts[1], run->nopts[1]));
@@ -1188,6 +1360,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			run.gpu = NULL;
 		} else {
 			run.device = gpu_get_info(run.gpu);
+			runner__clocks_open(&run);
 		}
 	}
 	if (run.device) {
@@ -1247,6 +1420,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	if (run.hung)
 		end_hung(cfg, out, err, status);
 out:
+	runner__clocks_close(&run);
 	if (run.gpu)
 		gpu_close(run.gpu);
 	runner__compile_release(&run);

@@ -45,6 +45,17 @@
 #define RUNNER_SHIFT_SPAN (64 * RUNNER_SHIFT_STEP)
 #define RUNNER_BLOCK_WARMUP 3
 
+/* Throttling (docs/verdicts.md, "Throttling"). The clocks are read at the
+ * start and at the end of every block (gpu/clocks.h); a block during which
+ * the GPU throttled is marked so in its block line, its pairs are left out
+ * of the verdict, and it is timed again over the same placement. Each case
+ * may retake RUNNER_RETAKES blocks in each session; a block still
+ * throttled after that stays excluded. Three: a throttle that outlasts
+ * three blocks (each a few milliseconds of replays and a reload) is a
+ * state of the machine, not a passing event, and more retakes would only
+ * lengthen a run that the case verdict already marks. */
+#define RUNNER_RETAKES 3
+
 /* Sessions (docs/verdicts.md, "Sessions"). The blocks of a run are shared
  * out among RUNNER_SESSIONS processes, one after the other, each a child of
  * qual-run with its own GPU context that loads, warms up, checks and times

@@ -60,6 +60,13 @@ struct run {
 	int block_lo, block_hi, session;
 	int nsessions;          /* in force: cfg's, capped (1 under one_load) */
 	int crash_signal;       /* a session died by this fault signal */
+	/* The clocks of the device this process times on (gpu/clocks.h);
+	 * NULL when no monitoring library serves it. clocks_source ("nvml",
+	 * "rocm_smi") or clocks_why ("cannot load ...") for the start line,
+	 * from this process's gpu or from the probe's. */
+	struct gpu_clocks *clocks;
+	char clocks_source[16];
+	char clocks_why[1024];
 };
 
 /* ---- runner.c --------------------------------------------------------- */
@@ -78,6 +85,11 @@ void runner__run_case(struct run *run, int index);
 /* The error line outside any case that says why GPU work stopped (from
  * run->stop_reason), with its "gpu" field. */
 void runner__emit_stop(struct run *run);
+
+/* Opens run->clocks for run->gpu's device, setting clocks_source, or
+ * leaves it NULL with clocks_why; never a failure. */
+void runner__clocks_open(struct run *run);
+void runner__clocks_close(struct run *run);
 
 /* ---- compile_all.c ---------------------------------------------------- */
 

@@ -64,6 +64,9 @@ struct probe_answer {
 	int ok;
 	struct gpu_info info;
 	char text[1024];
+	/* The clocks the sessions will find (runner__clocks_open). */
+	char clocks_source[16];
+	char clocks_why[1024];
 };
 
 static int probe_body(void *arg)
@@ -80,6 +83,11 @@ static int probe_body(void *arg)
 	} else {
 		answer.ok = 1;
 		answer.info = *gpu_get_info(g);
+		run->gpu = g;
+		runner__clocks_open(run);
+		runner__clocks_close(run);
+		memcpy(answer.clocks_source, run->clocks_source, sizeof answer.clocks_source);
+		memcpy(answer.clocks_why, run->clocks_why, sizeof answer.clocks_why);
 		gpu_close(g);
 	}
 	return fs_write_all(fd, &answer, sizeof answer) < 0 ? QUAL_EXIT_ERROR : 0;
@@ -112,6 +120,8 @@ int runner__probe_device(struct run *run, char *why, size_t whylen)
 		return -1;
 	}
 	run->probed = answer.info;
+	memcpy(run->clocks_source, answer.clocks_source, sizeof run->clocks_source);
+	memcpy(run->clocks_why, answer.clocks_why, sizeof run->clocks_why);
 	return 0;
 }
 
@@ -151,9 +161,11 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
+	runner__clocks_open(run);
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
 			runner__run_case(run, a->sel[i]);
+	runner__clocks_close(run);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
 	fflush(out);

@@ -51,6 +51,21 @@ void judge_case_add_pair(struct judge_case *c, double baseline_ns,
 	c->timed = true;
 }
 
+void judge_case_block(struct judge_case *c, int block, int retake, bool throttled)
+{
+	int k = 0;
+
+	c->blocks_retaken += retake > 0;
+	if (!throttled)
+		return;
+	c->blocks_throttled++;
+	for (int i = 0; i < c->npairs; i++)
+		if (c->pairs[i].block != block)
+			c->pairs[k++] = c->pairs[i];
+	c->pairs_dropped += c->npairs - k;
+	c->npairs = k;
+}
+
 void judge_case_fail(struct judge_case *c, enum judge_failure f)
 {
 	if (f == JUDGE_FAIL_CANDIDATE || c->failure == JUDGE_OK)
@@ -70,6 +85,40 @@ static bool verdict_untimed(enum stats_verdict v)
 	return v == VERDICT_FAIL || v == VERDICT_NOT_TIMED || v == VERDICT_NOT_APPLICABLE;
 }
 
+/* The layout test of a case (stats/layout.h), null when it has fewer than
+ * two blocks with a pair of each order. */
+static json_t *layout_json(const struct stats_layout *l)
+{
+	if (l->blocks < 2)
+		return json_null();
+	return json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:b}", "blocks", l->blocks,
+			 "between_sd", lines_real(l->between_sd), "within_sd",
+			 lines_real(l->within_sd), "f", lines_real(l->f), "p",
+			 lines_real(l->p), "p_holm", lines_real(l->p_holm),
+			 "sensitive", l->sensitive);
+}
+
+/* The layout test of every timed case, Holm-adjusted across them; a case
+ * is layout-sensitive when its adjusted p is below alpha. */
+static void judge_layout(struct judge *j, const struct stats_settings *s)
+{
+	double *p = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *p);
+
+	for (int i = 0; i < j->ncases; i++) {
+		struct judge_case *c = &j->cases[i];
+
+		stats_layout_test(c->pairs, verdict_untimed(c->st.verdict) ? 0 : c->npairs,
+				  &c->layout);
+		p[i] = c->layout.p;
+	}
+	stats_holm(p, j->ncases);
+	for (int i = 0; i < j->ncases; i++) {
+		j->cases[i].layout.p_holm = p[i];
+		j->cases[i].layout.sensitive = !isnan(p[i]) && p[i] < s->alpha;
+	}
+	free(p);
+}
+
 static json_t *case_verdict_line(const struct judge_case *c,
 				 const struct stats_settings *s)
 {
@@ -87,8 +136,17 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	if (st->verdict == VERDICT_NOT_APPLICABLE)
 		json_object_set_new(line, "not_applicable_because",
 				    json_string(c->not_applicable_because));
+	/* Throttled attempts and their retakes (docs/verdicts.md,
+	 * "Throttling"); excluded: blocks whose last attempt throttled. */
+	if (c->blocks_throttled || c->blocks_retaken)
+		json_object_set_new(line, "throttling", json_pack(
+			"{s:i,s:i,s:i}", "throttled_blocks", c->blocks_throttled,
+			"retaken_blocks", c->blocks_retaken, "excluded_blocks",
+			c->blocks_throttled > c->blocks_retaken ?
+			c->blocks_throttled - c->blocks_retaken : 0));
 	if (verdict_untimed(st->verdict))
 		return line;
+	json_object_set_new(line, "layout", layout_json(&c->layout));
 	json_object_set_new(line, "candidate_faster", json_integer(st->faster));
 	json_object_set_new(line, "candidate_slower", json_integer(st->slower));
 	json_object_set_new(line, "ties", json_integer(st->ties));
@@ -125,7 +183,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	struct stats_case *all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
 	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
 	bool any_timed = false, no_valid;
-	long npairs = 0, nvalid = 0, n_not_applicable = 0;
+	long npairs = 0, nvalid = 0, ndropped = 0, n_not_applicable = 0;
 	enum run_verdict v;
 	json_t *line, *cases;
 	const char *name;
@@ -151,17 +209,19 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		all[i] = c->st;
 	}
 	stats_judge_run(all, j->ncases, s);
-	for (int i = 0; i < j->ncases; i++) {
+	for (int i = 0; i < j->ncases; i++)
 		j->cases[i].st = all[i];
+	judge_layout(j, s);
+	for (int i = 0; i < j->ncases; i++)
 		lines_emit(out, case_verdict_line(&j->cases[i], s));
-	}
 	v = stats_run_verdict(all, j->ncases, cand_failed, base_failed);
 	/* Pairs were timed but not one of them is valid (every timing NaN,
 	 * infinite or <= 0): nothing was measured, and a run that measured
 	 * nothing must not pass as neutral. The machine's failure, not the
 	 * candidate's: an error, unless a case already failed. */
 	for (int i = 0; i < j->ncases; i++) {
-		npairs += j->cases[i].npairs;
+		npairs += j->cases[i].npairs + j->cases[i].pairs_dropped;
+		ndropped += j->cases[i].pairs_dropped;
 		nvalid += j->cases[i].st.n;
 	}
 	no_valid = j->no_valid_pair = npairs > 0 && nvalid == 0 && v != RUN_FAIL;
@@ -184,19 +244,36 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		if (!verdict_untimed(c->st.verdict)) {
 			json_object_set_new(e, "ratio_median", lines_real(c->st.ratio_median));
 			json_object_set_new(e, "p_holm", lines_real(c->st.p_holm));
+			/* The layout spread (docs/verdicts.md, "Layout"). */
+			if (c->layout.blocks >= 2) {
+				json_object_set_new(e, "layout_between_sd",
+						    lines_real(c->layout.between_sd));
+				json_object_set_new(e, "layout_within_sd",
+						    lines_real(c->layout.within_sd));
+			}
 		}
 		json_array_append_new(cases, e);
 	}
 	json_object_set_new(line, "cases", cases);
+	cases = json_array();
+	for (int i = 0; i < j->ncases; i++)
+		if (j->cases[i].layout.sensitive)
+			json_array_append_new(cases, json_string(j->cases[i].name));
+	json_object_set_new(line, "layout_sensitive", cases);
 	if (n_not_applicable > 0)
 		json_object_set_new(line, "not_applicable", json_integer(n_not_applicable));
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
 	if (no_valid) {
-		char text[160];
+		char text[200];
 
-		snprintf(text, sizeof text, "no valid pair: every one of the %ld timed pairs "
-			 "has a timing that is not finite and positive", npairs);
+		if (ndropped)
+			snprintf(text, sizeof text, "no valid pair: of the %ld timed pairs, %ld "
+				 "were timed while the gpu throttled (left out) and the rest have "
+				 "timings that are not finite and positive", npairs, ndropped);
+		else
+			snprintf(text, sizeof text, "no valid pair: every one of the %ld timed "
+				 "pairs has a timing that is not finite and positive", npairs);
 		json_object_set_new(line, "message", json_string(text));
 	} else if (*not_timed) {
 		json_object_set_new(line, "message", json_string(
@@ -294,6 +371,25 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		c = judge_case_get(j, name);
 		judge_case_add_pair(c, json_number_value(b), json_number_value(k),
 				    strcmp(order, "candidate_first") == 0, (int)block);
+	} else if (strcmp(type, "block") == 0) {
+		json_t *blk = json_object_get(line, "block");
+		json_t *retake = json_object_get(line, "retake");
+		json_t *thr = json_object_get(line, "throttled");
+
+		if (!name || !json_is_integer(blk) || json_integer_value(blk) < 1 ||
+		    json_integer_value(blk) > INT_MAX || !json_is_boolean(thr)) {
+			snprintf(why, whylen, "block line needs \"case\", \"block\" (an integer "
+				 "from 1 to %d) and \"throttled\" (a boolean)", INT_MAX);
+			return -1;
+		}
+		if (retake && (!json_is_integer(retake) || json_integer_value(retake) < 0 ||
+			       json_integer_value(retake) > INT_MAX)) {
+			snprintf(why, whylen, "block line's \"retake\" must be an integer from 0 "
+				 "to %d", INT_MAX);
+			return -1;
+		}
+		judge_case_block(judge_case_get(j, name), (int)json_integer_value(blk),
+				 retake ? (int)json_integer_value(retake) : 0, json_is_true(thr));
 	} else if (strcmp(type, "error") == 0 && json_object_get(line, "gpu")) {
 		/* The line that stops GPU work after a fault or a hang: the
 		 * failure itself is in the case's own error line before it. */

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "stats/layout.h"
 #include "stats/stats.h"
 
 enum judge_failure {
@@ -27,7 +28,12 @@ struct judge_case {
 	char not_applicable_because[256];
 	struct stats_pair *pairs;
 	int npairs, cap;
+	/* Block lines (judge_case_block): attempts timed while the GPU
+	 * throttled, and attempts that were retakes of a throttled one. */
+	int blocks_throttled, blocks_retaken;
+	int pairs_dropped;        /* pairs of throttled attempts, left out */
 	struct stats_case st;
+	struct stats_layout layout; /* set by judge_finish */
 };
 
 struct judge {
@@ -50,6 +56,13 @@ struct judge_case *judge_case_get(struct judge *j, const char *name);
 void judge_case_add_pair(struct judge_case *c, double baseline_ns,
 			 double candidate_ns, bool candidate_first, int block);
 
+/* A block's line (docs/output.md, "block"): retake is the attempt (0 the
+ * first, k the k-th retake); a throttled attempt's pairs, those of block
+ * received so far, are dropped from the case, never judged. So a retake's
+ * pairs, which follow the line of the attempt they replace, are what stays
+ * of the block; a block whose last attempt was throttled stays out. */
+void judge_case_block(struct judge_case *c, int block, int retake, bool throttled);
+
 /* Records a failure; a candidate failure outranks a baseline one. */
 void judge_case_fail(struct judge_case *c, enum judge_failure f);
 
@@ -64,7 +77,8 @@ void judge_case_not_applicable(struct judge_case *c, const char *why);
  * verdict line to out. Returns the run verdict; *not_timed is set when no case
  * was timed (compile-only), in which case the verdict line says so. A run
  * with pairs none of which is valid (stats.h: a timing NaN, infinite or
- * <= 0) measured nothing: its verdict is error (fail still outranks it),
+ * <= 0; or left out with a throttled block) measured nothing: its verdict
+ * is error (fail still outranks it),
  * its message says "no valid pair", and j->no_valid_pair is set. */
 enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			      FILE *out, bool *not_timed);
@@ -72,7 +86,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 /* Applies one qual line (as qual-run writes it) to the judge: a start line's
  * timed flag and alpha, margin and conf (into *run_settings), a case line's
  * identical_code (and "applicable": false, with its not_applicable_because),
- * a pair, an error's failure; other lines are ignored.
+ * a pair, a block (judge_case_block: "block", "throttled" and "retake"), an
+ * error's failure; other lines are ignored.
  * Returns 0, or -1 with why for a line that is not a qual line, or a start
  * line whose settings are out of range: alpha in (0, 0.5], margin in
  * [0, 0.5], conf in (0, 1), each finite (a missing or null one keeps the

@@ -728,8 +728,7 @@ static int by_block(const void *a, const void *b)
 	return (x->block > y->block) - (x->block < y->block);
 }
 
-/* Sample sd (n - 1) of x[0..n) by Welford's running update; NaN below 2. */
-static double sample_sd(const double *x, int n)
+double stats_sample_sd(const double *x, int n)
 {
 	double mean = 0, m2 = 0;
 
@@ -779,7 +778,7 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 	}
 	out->n = m;
 	out->pair_p = stats_sign_test_p(out->faster, out->faster + out->slower);
-	out->log_ratio_sd = sample_sd(logr, m);
+	out->log_ratio_sd = stats_sample_sd(logr, m);
 	out->order_p = stats_mann_whitney_p(first_c, nc, first_b, nb);
 	out->order_diff = nc && nb ? stats_median(first_c, nc) - stats_median(first_b, nb)
 				   : NAN;
@@ -818,7 +817,7 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 	stats_median_ci_rank(u, s->conf, &out->ratio_coverage);
 	out->wilcoxon_p = u ? stats_wilcoxon_p(ulogr, u) : NAN;
 	out->hl_log_ratio = stats_hodges_lehmann(ulogr, u);
-	out->unit_log_ratio_sd = sample_sd(ulogr, u);
+	out->unit_log_ratio_sd = stats_sample_sd(ulogr, u);
 	out->identical_code = false;
 	out->verdict = VERDICT_INCONCLUSIVE;
 	free(v);

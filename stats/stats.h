@@ -39,6 +39,10 @@ double stats_binom_cdf(int k, int n, double p);
  * are skipped (left NaN) and not counted. */
 void stats_holm(double *p, int m);
 
+/* Sample sd (n - 1) of x[0..n) by Welford's running update (all values
+ * taken, finite or not); NaN below 2. */
+double stats_sample_sd(const double *x, int n);
+
 /* Sample median of the finite values among x[0..n) (copies; input untouched):
  * the middle value, or the mean of the two middle values. NaN when there are
  * none. */

@@ -49,3 +49,14 @@ endif()
 # gpu__hip_backend, so the real backends are not linked in).
 qual_unit_tests(test_gpu_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/unit/gpu/test_gpu_dispatch.c
                 LABEL unit LIBS ${QUAL_GPU_LIB})
+
+# clocks_* (unit): gpu/clocks.c and gpu/nvml.c through a fake NVML
+# (tests/shims/fake_nvml.c), found, not found, and throttled; gpu/rocm_smi.c
+# through a fake ROCm SMI (tests/shims/fake_rocm_smi.c).
+add_library(fake_nvml SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/fake_nvml.c)
+add_library(fake_rocm_smi SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/fake_rocm_smi.c)
+qual_unit_tests(test_clocks ${CMAKE_CURRENT_SOURCE_DIR}/unit/gpu/test_clocks.c
+                LABEL unit LIBS ${QUAL_GPU_LIB} m TESTS_VAR clocks_tests)
+add_dependencies(test_clocks fake_nvml fake_rocm_smi)
+set_tests_properties(${clocks_tests} PROPERTIES ENVIRONMENT
+  "FAKE_NVML=$<TARGET_FILE:fake_nvml>;FAKE_ROCM_SMI=$<TARGET_FILE:fake_rocm_smi>")

@@ -126,7 +126,9 @@ foreach(t
     "judge_fail 2 --expect-verdict fail --expect-case-verdict gemm_f16-2=fail -- ${JUDGE} ${QO}/run_fail.jsonl"
     "judge_strict_alpha 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 1e-12 --margin 0 ${QO}/run_slower.jsonl"
     "judge_blocks 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_blocked.jsonl"
-    "judge_pairs_alone 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_unblocked.jsonl")
+    "judge_pairs_alone 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_unblocked.jsonl"
+    "judge_throttled 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=equivalent -- ${JUDGE} ${QO}/run_throttled.jsonl"
+    "judge_throttled_unmarked 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} ${QO}/run_throttled_unmarked.jsonl")
   separate_arguments(args UNIX_COMMAND "${t}")
   list(POP_FRONT args name exit)
   qual_expect(${name} ${exit} ${args})

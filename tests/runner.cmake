@@ -14,7 +14,8 @@ set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
 # this library.
 set(S ${PROJECT_SOURCE_DIR})
 add_library(qual_runner_test_lib STATIC
-  ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/run/runner.c
+  ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/gpu/clocks.c
+  ${S}/gpu/nvml.c ${S}/gpu/rocm_smi.c ${S}/run/runner.c
   ${S}/run/compile_all.c ${S}/run/cache.c
   ${S}/compile/rtc_mode.c)
 find_package(Threads REQUIRED)
@@ -31,10 +32,11 @@ if(EXISTS ${QUAL_RUNNER_TEST_NVRTC})
   endif()
   qual_unit_tests(test_runner ${CMAKE_CURRENT_SOURCE_DIR}/unit/run/test_runner.c
                   LABEL unit TIMEOUT 300 LIBS qual_runner_test_lib)
-  add_dependencies(test_runner qual-compile)
+  add_dependencies(test_runner qual-compile fake_nvml)
   target_compile_definitions(test_runner PRIVATE
     RUNNER_TEST_HELPER="$<TARGET_FILE:qual-compile>"
     RUNNER_TEST_NVRTC="${QUAL_RUNNER_TEST_NVRTC}"
+    RUNNER_TEST_FAKE_NVML="$<TARGET_FILE:fake_nvml>"
     RUNNER_TEST_OUT="${RO}"
     RUNNER_TEST_PYTHON="${runner_python}"
     RUNNER_TEST_VALIDATE="${CMAKE_CURRENT_SOURCE_DIR}/tools/validate_lines.py"

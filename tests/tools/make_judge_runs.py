@@ -101,3 +101,50 @@ def write_blocked(path, with_blocks):
 
 write_blocked(f"{out}/run_blocked.jsonl", True)
 write_blocked(f"{out}/run_unblocked.jsonl", False)
+
+
+def write_throttled(path, with_block_lines):
+    """One case in 15 blocks of 2 pairs (schema 5): equal timings within
+    0.05%, but 8 first attempts timed while the GPU throttled ran the
+    candidate 20% slower. Their block lines say "throttled": true and each
+    is followed by its retake (equal again). Honouring the block lines, the
+    case is equivalent at 30 pairs; ignoring them (the lines dropped), 8 of
+    the 15 blocks are 20% slower: the median ratio is 1.2 with an interval
+    from 1.0 to 1.2, inconclusive (and layout-sensitive)."""
+    rng = random.Random(11)
+    lines = [start(["gemm_f16-1"])]
+    lines[0]["schema_version"] = 5
+    lines[0]["settings"]["pairs_per_block"] = 2
+    lines.append(case_line("gemm_f16-1", False))
+    throttled = set(rng.sample(range(1, 16), 8))
+
+    def block_pairs(blk, retake, slow):
+        for k in range(2):
+            i = 2 * (blk - 1) + k
+            b = 10000.0 * math.exp(rng.gauss(0, 0.002))
+            c = b * math.exp((math.log(1.2) if slow else 0) + rng.gauss(0, 0.0005))
+            p = {"type": "pair", "case": "gemm_f16-1", "pair": i, "block": blk,
+                 "order": "baseline_first" if (k + blk - 1) % 2 == 0 else "candidate_first",
+                 "baseline_ns": b, "candidate_ns": c}
+            if retake:
+                p["retake"] = retake
+            lines.append(p)
+        if with_block_lines:
+            bl = {"type": "block", "case": "gemm_f16-1", "block": blk, "pairs": 2,
+                  "buffer_set": 0, "shifts": [0, 0, 0], "load": "baseline_first",
+                  "clocks": None, "throttled": slow}
+            if retake:
+                bl["retake"] = retake
+            lines.append(bl)
+
+    for blk in range(1, 16):
+        block_pairs(blk, 0, blk in throttled)
+        if blk in throttled and with_block_lines:
+            block_pairs(blk, 1, False)
+    with open(path, "w") as f:
+        for l in lines:
+            f.write(json.dumps(l) + "\n")
+
+
+write_throttled(f"{out}/run_throttled.jsonl", True)
+write_throttled(f"{out}/run_throttled_unmarked.jsonl", False)

@@ -573,10 +573,12 @@ static void test_check_refusals(void **state)
 		  "\"message\":\"x\",\"gpu\":\"fine\"}", "a line of type 'error' with an unknown 'gpu'" },
 		{ "{\"type\":\"pair\",\"case\":\"a-1\",\"pair\":0,\"order\":\"baseline_first\","
 		  "\"baseline_ns\":1}", "a line of type 'pair' without 'candidate_ns'" },
-		{ "{\"type\":\"start\",\"schema_version\":5,\"tool\":\"t\",\"version\":\"v\","
+		{ "{\"type\":\"start\",\"schema_version\":6,\"tool\":\"t\",\"version\":\"v\","
 		  "\"time\":\"t\",\"device\":null,\"timed\":false,\"arch\":\"sm_90\","
 		  "\"baseline\":{},\"candidate\":{},\"settings\":{}}",
-		  "a line of type 'start' with schema_version 5" },
+		  "a line of type 'start' with schema_version 6" },
+		{ "{\"type\":\"block\",\"case\":\"a-1\",\"block\":1}",
+		  "a line of type 'block' without 'throttled'" },
 	};
 	struct qual_msg m;
 
@@ -589,6 +591,17 @@ static void test_check_refusals(void **state)
 		if (lines_check(o, &m) != QUAL_EINVAL)
 			fail_msg("'%s' was taken", cases[i].line);
 		assert_string_equal(m.text, cases[i].why);
+		json_decref(o);
+	}
+	/* A block line with what a reader decides from passes. */
+	{
+		json_t *o = json_pack("{s:s,s:s,s:i,s:b}", "type", "block", "case", "a-1",
+				      "block", 3, "throttled", 1);
+		struct lines_info info;
+
+		assert_int_equal(lines_check(o, &m), 0);
+		lines_classify(o, &info);
+		assert_int_equal(info.type, LINES_BLOCK);
 		json_decref(o);
 	}
 	/* Ours, as lines_error() writes it, passes. */

@@ -168,6 +168,7 @@ static struct {
 	uint64_t rng;
 	int open_rc;       /* what the CUDA backend's open returns */
 	char arch[16];     /* the device's arch ("" : sm_90) */
+	char bus[32];      /* the device's pci bus id ("": none) */
 	struct fake_case cases[FAKE_MAX_CASES];
 	int ncases;
 
@@ -327,6 +328,7 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	snprintf(g->info.arch, sizeof g->info.arch, "%s", fk.arch[0] ? fk.arch : "sm_90");
 	snprintf(g->info.driver, sizeof g->info.driver, "fake 13.0");
 	g->info.ordinal = ordinal;
+	snprintf(g->info.pci_bus_id, sizeof g->info.pci_bus_id, "%s", fk.bus);
 	fk.opens++;
 	*out = g;
 	return 0;
@@ -843,6 +845,12 @@ struct scenario {
 	double hang_floor_ms;   /* 0: the default */
 	double hang_factor;     /* 0: the default */
 	const char *validate;   /* extra validate_lines.py arguments */
+	/* The clocks: with nvml set, the fake device has a pci bus id and
+	 * QUAL_NVML_LIBRARY names nvml (the fake NVML, or a path that does
+	 * not exist); reasons is the fake's FAKE_NVML_REASONS. Without, the
+	 * device has no bus id and the block lines no clocks. */
+	const char *nvml;
+	const char *reasons;
 };
 
 struct outcome {
@@ -948,6 +956,15 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
 	snprintf(fk.arch, sizeof fk.arch, "%s", s->arch ? s->arch : "");
+	snprintf(fk.bus, sizeof fk.bus, "%s", s->nvml ? "00000000:1B:00.0" : "");
+	if (s->nvml)
+		setenv("QUAL_NVML_LIBRARY", s->nvml, 1);
+	else
+		unsetenv("QUAL_NVML_LIBRARY");
+	if (s->reasons)
+		setenv("FAKE_NVML_REASONS", s->reasons, 1);
+	else
+		unsetenv("FAKE_NVML_REASONS");
 	for (int i = 0; i < s->ncases; i++)
 		fake_add_case(s->cases[i]);
 
@@ -2689,7 +2706,253 @@ static void test_differential_i32_pass(void **state)
 	outcome_release(&o);
 }
 
+/* The block lines of case_name, in order (borrowed from o). */
+static int block_lines(const struct outcome *o, const char *case_name, json_t **out, int max)
+{
+	size_t i;
+	json_t *l;
+	int n = 0;
+
+	json_array_foreach(o->lines, i, l)
+		if (has_type(l, "block") && strcmp(str(l, "case"), case_name) == 0 && n < max)
+			out[n++] = l;
+	return n;
+}
+
+static json_int_t int_of(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+/* Every block has its line after its pairs: its number, its buffer set
+ * and each buffer's shift (the first block the warm-up's placement: set 0,
+ * no shifts), the clocks at its start and end from the fake NVML; the same
+ * block seed gives the same placements again. */
+static void test_block_lines(void **state)
+{
+	struct scenario s = {
+		.name = "runner_block_lines", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .block_seed = 4242,
+		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0x1",
+	};
+	struct outcome o = {0}, again = {0};
+	json_t *bl[40], *bl2[40], *start, *clocks;
+	int n, n2, shifted = 0;
+	size_t i;
+	json_t *l;
+
+	(void)state;
+	scenario_run(&s, &o);
+	start = json_array_get(o.lines, 0);
+	assert_string_equal(str(json_object_get(start, "clocks"), "source"), "nvml");
+	n = block_lines(&o, CASE_GEMM, bl, 40);
+	assert_int_equal(n, 15);
+	for (int k = 0; k < n; k++) {
+		json_t *sh = json_object_get(bl[k], "shifts"), *x;
+		size_t j;
+
+		assert_int_equal(int_of(bl[k], "block"), k + 1);
+		assert_int_equal(int_of(bl[k], "pairs"), 2);
+		assert_null(json_object_get(bl[k], "retake"));
+		assert_true(json_is_false(json_object_get(bl[k], "throttled")));
+		assert_in_range(int_of(bl[k], "buffer_set"), 0, RUNNER_BUFFER_SETS - 1);
+		assert_true(json_array_size(sh) >= 2);
+		json_array_foreach(sh, j, x) {
+			json_int_t v = json_integer_value(x);
+			assert_true(v >= 0 && v < RUNNER_SHIFT_SPAN && v % RUNNER_SHIFT_STEP == 0);
+			if (k == 0)
+				assert_int_equal(v, 0);
+			shifted += v != 0;
+		}
+		assert_string_equal(str(bl[k], "load"), k == 0 ? "warm_up" :
+				    str(bl[k], "load")[0] == 'c' ? "candidate_first" :
+				    "baseline_first");
+		clocks = json_object_get(bl[k], "clocks");
+		assert_string_equal(str(clocks, "source"), "nvml");
+		for (int e = 0; e < 2; e++) {
+			json_t *r = json_object_get(clocks, e ? "end" : "start");
+			assert_true(json_number_value(json_object_get(r, "sm_mhz")) == 1980);
+			assert_true(json_number_value(json_object_get(r, "mem_mhz")) == 2619);
+			assert_true(json_number_value(json_object_get(r, "power_w")) == 123.456);
+			assert_int_equal(int_of(r, "reasons_mask"), 1);
+			assert_string_equal(json_string_value(json_array_get(
+				json_object_get(r, "reasons"), 0)), "gpu_idle");
+		}
+	}
+	assert_int_equal(int_of(bl[0], "buffer_set"), 0);
+	assert_true(shifted > 10);
+	/* Each block line follows its block's pairs. */
+	{
+		int seen = 0, pairs = 0;
+		json_array_foreach(o.lines, i, l) {
+			if (has_type(l, "pair"))
+				pairs++;
+			if (has_type(l, "block")) {
+				seen++;
+				assert_int_equal(pairs, 2 * seen);
+			}
+		}
+	}
+	scenario_run(&s, &again);
+	n2 = block_lines(&again, CASE_GEMM, bl2, 40);
+	assert_int_equal(n2, n);
+	for (int k = 0; k < n; k++) {
+		assert_int_equal(int_of(bl[k], "buffer_set"), int_of(bl2[k], "buffer_set"));
+		assert_true(json_equal(json_object_get(bl[k], "shifts"),
+				       json_object_get(bl2[k], "shifts")));
+		assert_string_equal(str(bl[k], "load"), str(bl2[k], "load"));
+	}
+	outcome_release(&o);
+	outcome_release(&again);
+}
+
+/* Every other attempt at a block reads a software power cap (the fake's
+ * reasons cycle 0, 0, 0x4, 0: an attempt's start and end): a throttled
+ * attempt's line says so and the block is timed again, same number, its
+ * pairs and line carrying "retake", until the case's RUNNER_RETAKES are
+ * spent; after that a throttled block stays out. Attempts: block 1 fine;
+ * blocks 2, 3 and 4 throttled then retaken; then blocks 5, 7, ..., 15
+ * throttled and excluded (6), the even ones fine: 9 blocks, 18 pairs. */
+static void test_throttled_blocks_retaken(void **state)
+{
+	struct scenario s = {
+		.name = "runner_throttled", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0,0,0x4,0",
+	};
+	struct outcome o = {0};
+	json_t *bl[40], *cv, *th;
+	int n, retakes = 0, throttled = 0;
+	size_t i;
+	json_t *l;
+
+	(void)state;
+	assert_int_equal(RUNNER_RETAKES, 3);
+	scenario_run(&s, &o);
+	n = block_lines(&o, CASE_GEMM, bl, 40);
+	assert_int_equal(n, 15 + 3);
+	for (int k = 0; k < n; k++) {
+		bool t = json_is_true(json_object_get(bl[k], "throttled"));
+		json_int_t rt = int_of(bl[k], "retake");
+
+		throttled += t;
+		retakes += rt > 0;
+		if (t)
+			assert_string_equal(json_string_value(json_array_get(json_object_get(
+				json_object_get(json_object_get(bl[k], "clocks"), "start"),
+				"reasons"), 0)), "sw_power_cap");
+		if (rt > 0) {
+			/* The retake of the attempt before it, over its placement. */
+			assert_int_equal(rt, 1);
+			assert_int_equal(int_of(bl[k], "block"), int_of(bl[k - 1], "block"));
+			assert_true(json_is_true(json_object_get(bl[k - 1], "throttled")));
+			assert_true(json_equal(json_object_get(bl[k], "shifts"),
+					       json_object_get(bl[k - 1], "shifts")));
+			assert_int_equal(int_of(bl[k], "buffer_set"), int_of(bl[k - 1], "buffer_set"));
+		}
+	}
+	assert_int_equal(throttled, 9);
+	assert_int_equal(retakes, 3);
+	/* The retake's pairs say so too. */
+	{
+		int rp = 0;
+		json_array_foreach(o.lines, i, l)
+			rp += has_type(l, "pair") && int_of(l, "retake") == 1;
+		assert_int_equal(rp, 2 * 3);
+	}
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	th = json_object_get(cv, "throttling");
+	assert_int_equal(int_of(th, "throttled_blocks"), 9);
+	assert_int_equal(int_of(th, "retaken_blocks"), 3);
+	assert_int_equal(int_of(th, "excluded_blocks"), 6);
+	assert_int_equal(int_of(cv, "n"), 18);
+	assert_int_equal(int_of(cv, "blocks"), 9);
+	outcome_release(&o);
+}
+
+/* No monitoring library: the start line says why, once; the block lines'
+ * clocks are null and nothing is throttled or retaken. */
+static void test_no_clocks(void **state)
+{
+	struct scenario s = {
+		.name = "runner_no_clocks", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.nvml = "/nonexistent/libnvidia-ml.so.1",
+	};
+	struct outcome o = {0};
+	json_t *bl[40], *clocks;
+	int n;
+
+	(void)state;
+	scenario_run(&s, &o);
+	clocks = json_object_get(json_array_get(o.lines, 0), "clocks");
+	assert_true(json_is_null(json_object_get(clocks, "source")));
+	assert_non_null(strstr(str(clocks, "unavailable_because"),
+			       "cannot load '/nonexistent/libnvidia-ml.so.1'"));
+	n = block_lines(&o, CASE_GEMM, bl, 40);
+	assert_int_equal(n, 15);
+	for (int k = 0; k < n; k++) {
+		assert_true(json_is_null(json_object_get(bl[k], "clocks")));
+		assert_true(json_is_false(json_object_get(bl[k], "throttled")));
+	}
+	assert_int_equal(int_of(find_line(&o, "case_verdict", CASE_GEMM), "n"), 30);
+	assert_null(json_object_get(find_line(&o, "case_verdict", CASE_GEMM), "throttling"));
+	outcome_release(&o);
+}
+
+/* In 4 sessions: the start line's clocks come from the probe; each
+ * session reads its own (the fake NVML in the child), its block lines say
+ * their session, and the supervisor's judge applies them. The GPU throttles
+ * throughout (a software power cap at every reading): each session retakes
+ * its first block RUNNER_RETAKES times and then excludes every block, so
+ * nothing is left to judge: the run is an error, as one without a valid
+ * pair. 15 blocks in 4 sessions: 15 + 4 x 3 attempts. */
+static void test_throttled_sessions(void **state)
+{
+	struct scenario s = {
+		.name = "runner_throttled_sessions", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0x4",
+	};
+	struct outcome o = {0};
+	json_t *bl[64], *cv, *th;
+	int n, per_session[5] = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_string_equal(str(json_object_get(json_array_get(o.lines, 0), "clocks"), "source"),
+			    "nvml");
+	n = block_lines(&o, CASE_GEMM, bl, 64);
+	assert_int_equal(n, 15 + 4 * RUNNER_RETAKES);
+	for (int k = 0; k < n; k++) {
+		json_int_t ses = int_of(bl[k], "session");
+		assert_in_range(ses, 1, 4);
+		per_session[ses] += int_of(bl[k], "retake") > 0;
+		assert_true(json_is_true(json_object_get(bl[k], "throttled")));
+	}
+	for (int ses = 1; ses <= 4; ses++)
+		assert_int_equal(per_session[ses], RUNNER_RETAKES);
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	th = json_object_get(cv, "throttling");
+	assert_int_equal(int_of(th, "throttled_blocks"), 15 + 4 * RUNNER_RETAKES);
+	assert_int_equal(int_of(th, "retaken_blocks"), 4 * RUNNER_RETAKES);
+	assert_int_equal(int_of(th, "excluded_blocks"), 15);
+	assert_int_equal(int_of(cv, "n"), 0);
+	/* A run that measured nothing but throttled blocks must not pass. */
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_non_null(strstr(str(last_line(&o), "message"), "throttled"));
+	outcome_release(&o);
+}
+
 QUAL_TESTS(
+	T(block_lines),
+	T(throttled_blocks_retaken),
+	T(no_clocks),
+	T(throttled_sessions),
 	T(differential_i32_baseline_skips),
 	T(differential_i32_pass),
 	T(differential_pass),

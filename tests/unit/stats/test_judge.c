@@ -1,7 +1,10 @@
 /* stats/judge.c: cases that are not applicable to the run's target. They
  * get their own verdict with its reason, stay out of Holm's correction and
  * of the run verdict, never make a timed run not_timed, are counted in the
- * verdict line, and come back the same from stored lines (qual-judge). */
+ * verdict line, and come back the same from stored lines (qual-judge).
+ * Block lines: a throttled block's pairs left out, its retake counted, the
+ * same verdict from the lines as from the calls; the layout test in the
+ * case_verdict and the verdict line. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -195,8 +198,222 @@ static void test_not_applicable_from_lines(void **state)
 	judge_release(&j);
 }
 
+/* One line of text into the judge, which must take it. */
+static void take(struct judge *j, struct stats_settings *s, const char *fmt, ...)
+{
+	char text[512], why[200];
+	va_list ap;
+	json_t *o;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	o = json_loads(text, 0, NULL);
+	assert_non_null(o);
+	if (judge_take_line(j, s, o, why, sizeof why) != 0)
+		fail_msg("refused %s: %s", text, why);
+	json_decref(o);
+}
+
+static void take_pair(struct judge *j, struct stats_settings *s, const char *name,
+		      int pair, int block, bool cand_first, double b, double c)
+{
+	take(j, s, "{\"type\":\"pair\",\"case\":\"%s\",\"pair\":%d,\"block\":%d,"
+	     "\"order\":\"%s\",\"baseline_ns\":%.17g,\"candidate_ns\":%.17g}", name, pair,
+	     block, cand_first ? "candidate_first" : "baseline_first", b, c);
+}
+
+static json_int_t int_at(json_t *o, const char *a, const char *b)
+{
+	json_t *x = json_object_get(o, a);
+	return json_integer_value(b ? json_object_get(x, b) : x);
+}
+
+/* 15 blocks of 2 pairs, equal times but in block 3, where the first
+ * attempt ran 20% slower (the GPU throttled), its line says so, and its
+ * retake ran equal. The case stays at 30 pairs, none of the slow ones. */
+static void stored_throttled(struct judge *j, struct stats_settings *s, bool retake)
+{
+	take(j, s, "{\"type\":\"start\",\"timed\":true,\"settings\":{}}");
+	for (int blk = 1; blk <= 15; blk++) {
+		for (int k = 0; k < 2; k++) {
+			int p = 2 * (blk - 1) + k;
+			take_pair(j, s, "t-1", p, blk, (k + blk - 1) % 2, 1000 + p,
+				  blk == 3 ? 1200 + p : 1000 + p + (p % 3 == 0));
+		}
+		take(j, s, "{\"type\":\"block\",\"case\":\"t-1\",\"block\":%d,"
+		     "\"throttled\":%s}", blk, blk == 3 ? "true" : "false");
+		if (blk == 3 && retake) {
+			for (int k = 0; k < 2; k++) {
+				int p = 2 * (blk - 1) + k;
+				take_pair(j, s, "t-1", p, blk, (k + blk - 1) % 2, 1000 + p,
+					  1000 + p);
+			}
+			take(j, s, "{\"type\":\"block\",\"case\":\"t-1\",\"block\":3,"
+			     "\"retake\":1,\"throttled\":false}");
+		}
+	}
+}
+
+static void test_throttled_block_excluded(void **state)
+{
+	struct stats_settings s;
+	struct judge j;
+	enum run_verdict v;
+	bool not_timed;
+	json_t *lines, *cv;
+
+	(void)state;
+	/* Not retaken: 28 pairs, one block excluded. */
+	stats_settings_init(&s);
+	judge_init(&j);
+	stored_throttled(&j, &s, false);
+	lines = finish(&j, &v, &not_timed);
+	cv = case_verdict(lines, "t-1");
+	assert_int_equal(int_at(cv, "n", NULL), 28);
+	assert_int_equal(int_at(cv, "blocks", NULL), 14);
+	assert_int_equal(int_at(cv, "candidate_slower", NULL), 10); /* none of block 3's */
+	assert_int_equal(int_at(cv, "throttling", "throttled_blocks"), 1);
+	assert_int_equal(int_at(cv, "throttling", "retaken_blocks"), 0);
+	assert_int_equal(int_at(cv, "throttling", "excluded_blocks"), 1);
+	json_decref(lines);
+	judge_release(&j);
+	/* Retaken: the retake's pairs are the block's. */
+	judge_init(&j);
+	stored_throttled(&j, &s, true);
+	lines = finish(&j, &v, &not_timed);
+	cv = case_verdict(lines, "t-1");
+	assert_int_equal(int_at(cv, "n", NULL), 30);
+	assert_int_equal(int_at(cv, "blocks", NULL), 15);
+	assert_int_equal(int_at(cv, "candidate_slower", NULL), 10);
+	assert_int_equal(int_at(cv, "throttling", "throttled_blocks"), 1);
+	assert_int_equal(int_at(cv, "throttling", "retaken_blocks"), 1);
+	assert_int_equal(int_at(cv, "throttling", "excluded_blocks"), 0);
+	json_decref(lines);
+	judge_release(&j);
+}
+
+/* What qual-run judges as it times (judge_case_add_pair and
+ * judge_case_block, the calls time_pairs makes) and what qual-judge gets
+ * from the stored lines give the same case_verdict and verdict lines. */
+static void test_throttled_same_from_lines(void **state)
+{
+	struct stats_settings s;
+	struct judge live, stored;
+	struct judge_case *c;
+	enum run_verdict v1, v2;
+	bool nt;
+	json_t *a, *b;
+
+	(void)state;
+	stats_settings_init(&s);
+	judge_init(&live);
+	live.timed = true;
+	c = judge_case_get(&live, "t-1");
+	for (int blk = 1; blk <= 15; blk++) {
+		for (int k = 0; k < 2; k++) {
+			int p = 2 * (blk - 1) + k;
+			judge_case_add_pair(c, 1000 + p, blk == 3 ? 1200 + p : 1000 + p + (p % 3 == 0),
+					    (k + blk - 1) % 2, blk);
+		}
+		judge_case_block(c, blk, 0, blk == 3);
+		if (blk == 3) {
+			for (int k = 0; k < 2; k++) {
+				int p = 2 * (blk - 1) + k;
+				judge_case_add_pair(c, 1000 + p, 1000 + p, (k + blk - 1) % 2, blk);
+			}
+			judge_case_block(c, 3, 1, false);
+		}
+	}
+	a = finish(&live, &v1, &nt);
+	judge_init(&stored);
+	stored_throttled(&stored, &s, true);
+	b = finish(&stored, &v2, &nt);
+	assert_int_equal(v1, v2);
+	assert_true(json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+	judge_release(&live);
+	judge_release(&stored);
+}
+
+static void test_block_line_refused(void **state)
+{
+	struct stats_settings s;
+	struct judge j;
+	char why[200];
+	const char *bad[] = {
+		"{\"type\":\"block\",\"case\":\"t-1\",\"block\":0,\"throttled\":true}",
+		"{\"type\":\"block\",\"case\":\"t-1\",\"block\":2}",
+		"{\"type\":\"block\",\"case\":\"t-1\",\"block\":2,\"throttled\":1}",
+		"{\"type\":\"block\",\"case\":\"t-1\",\"block\":2,\"throttled\":false,"
+		"\"retake\":-1}",
+	};
+
+	(void)state;
+	stats_settings_init(&s);
+	judge_init(&j);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_t *o = json_loads(bad[i], 0, NULL);
+		assert_int_equal(judge_take_line(&j, &s, o, why, sizeof why), -1);
+		assert_non_null(strstr(why, "block line"));
+		json_decref(o);
+	}
+	judge_release(&j);
+}
+
+/* Case "p" has a placement effect (each block its own offset, 8x the
+ * noise), case "q" none (the same noise, and an order effect): "p" alone
+ * is layout-sensitive, and the verdict line lists it. */
+static void test_layout_in_verdicts(void **state)
+{
+	struct judge j;
+	enum run_verdict v;
+	bool nt;
+	json_t *lines, *p, *q, *last;
+	uint64_t x = 12345;
+
+	(void)state;
+	judge_init(&j);
+	j.timed = true;
+	for (int blk = 1; blk <= 20; blk++) {
+		double place = (double)(blk * 7919 % 11) - 5; /* -5..5 ns per 1000 */
+		for (int k = 0; k < 2; k++) {
+			bool cf = (k + blk - 1) % 2;
+			double noise;
+
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			noise = (double)(x >> 40) / (double)(1ULL << 24) - 0.5; /* +-0.5 ns */
+			judge_case_add_pair(judge_case_get(&j, "p-1"), 1000, 1000 + 8 * place / 5 +
+					    noise, cf, blk);
+			judge_case_add_pair(judge_case_get(&j, "q-1"), 1000, 1000 + noise +
+					    (cf ? 3 : 0), cf, blk);
+		}
+	}
+	lines = finish(&j, &v, &nt);
+	p = json_object_get(case_verdict(lines, "p-1"), "layout");
+	q = json_object_get(case_verdict(lines, "q-1"), "layout");
+	assert_int_equal(json_integer_value(json_object_get(p, "blocks")), 20);
+	assert_true(json_is_true(json_object_get(p, "sensitive")));
+	assert_true(json_is_false(json_object_get(q, "sensitive")));
+	assert_true(json_number_value(json_object_get(p, "between_sd")) >
+		    4 * json_number_value(json_object_get(p, "within_sd")));
+	assert_true(json_number_value(json_object_get(p, "p_holm")) >=
+		    json_number_value(json_object_get(p, "p")));
+	last = json_array_get(lines, json_array_size(lines) - 1);
+	assert_int_equal(json_array_size(json_object_get(last, "layout_sensitive")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(last,
+				"layout_sensitive"), 0)), "p-1");
+	json_decref(lines);
+	judge_release(&j);
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_not_applicable_verdict),
 	cmocka_unit_test(test_not_applicable_not_timed),
 	cmocka_unit_test(test_not_applicable_from_lines),
+	cmocka_unit_test(test_throttled_block_excluded),
+	cmocka_unit_test(test_throttled_same_from_lines),
+	cmocka_unit_test(test_block_line_refused),
+	cmocka_unit_test(test_layout_in_verdicts),
 )

@@ -20,7 +20,11 @@
  *     Below 1e-300 (tails that underflow) an absolute 1e-300 applies.
  *   1e-9 on log(effect): the sign-test minimum detectable effect, a root of
  *     the exact power equation found by bisection here and by brentq
- *     (xtol 1e-15) in scipy. */
+ *     (xtol 1e-15) in scipy.
+ *   1e-10: the incomplete beta and the F tail (a continued fraction here,
+ *     boost's in scipy; ~1e-13 apart except where lgamma of large arguments
+ *     costs a few more digits) and the layout test's p; 1e-12 for its
+ *     spreads (Welford against numpy's two-pass). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats/layout.h"
 #include "stats/stats.h"
 #include "tests/unit/test_main.h"
 
@@ -779,6 +784,153 @@ static bool check_case(struct toks *t)
 	return ok;
 }
 
+
+static bool check_betainc(struct toks *t)
+{
+	double a = tok_double(t), b = tok_double(t), x = tok_double(t);
+	double want = tok_double(t), got = stats_beta_inc(a, b, x);
+
+	return report("betainc", got, want, close_rel(got, want, 1e-10));
+}
+
+static bool check_fsf(struct toks *t)
+{
+	double f = tok_double(t), d1 = tok_double(t), d2 = tok_double(t);
+	double want = tok_double(t), got = stats_f_sf(f, d1, d2);
+
+	return report("fsf", got, want, close_rel(got, want, 1e-10));
+}
+
+static bool check_layout(struct toks *t)
+{
+	int n = tok_int(t);
+	struct stats_pair *pairs = calloc((size_t)(n > 0 ? n : 1), sizeof *pairs);
+	struct stats_layout l;
+	double w;
+	bool ok = true;
+
+	for (int i = 0; i < n; i++) {
+		pairs[i].baseline_ns = tok_double(t);
+		pairs[i].candidate_ns = tok_double(t);
+		pairs[i].candidate_first = tok_int(t) != 0;
+		pairs[i].block = tok_int(t);
+	}
+	stats_layout_test(pairs, n, &l);
+	ok &= report("layout blocks", l.blocks, tok_int(t), true);
+	w = tok_double(t);
+	ok &= report("layout between", l.between_sd, w, close_rel(l.between_sd, w, 1e-12));
+	w = tok_double(t);
+	ok &= report("layout within", l.within_sd, w, close_rel(l.within_sd, w, 1e-12));
+	w = tok_double(t);
+	ok &= report("layout f", l.f, w, close_rel(l.f, w, 1e-12));
+	w = tok_double(t);
+	ok &= report("layout p", l.p, w, close_rel(l.p, w, 1e-10));
+	free(pairs);
+	return ok;
+}
+
+/* A normal deviate from a xorshift stream (Box-Muller), for simulations. */
+static double sim_normal(uint64_t *s)
+{
+	double u[2];
+
+	for (int k = 0; k < 2; k++) {
+		*s ^= *s << 13;
+		*s ^= *s >> 7;
+		*s ^= *s << 17;
+		u[k] = ((double)(*s >> 11) + 0.5) / 9007199254740992.0;
+	}
+	return sqrt(-2 * log(u[0])) * cos(2 * M_PI * u[1]);
+}
+
+/* The layout p of one simulated case: blocks of two pairs of opposite
+ * order, noise sd, order effect order, placement effect sd psd; with
+ * outliers, one pair in 20 is slower by 10 sd more (a slow replay). */
+static double sim_layout_p(uint64_t *s, int blocks, double sd, double order, double psd,
+			   bool outliers)
+{
+	struct stats_pair pairs[400];
+	struct stats_layout l;
+
+	for (int b = 0; b < blocks; b++) {
+		double place = psd * sim_normal(s);
+		for (int j = 0; j < 2; j++) {
+			bool cf = (j + b) % 2 == 1;
+			double lr = 0.001 + place + sd * sim_normal(s) + (cf ? order : -order) / 2;
+			if (outliers && (*s >> 20) % 20 == 0)
+				lr += 10 * sd;
+			pairs[2 * b + j] = (struct stats_pair){ 1000, 1000 * exp(lr), cf, b + 1 };
+		}
+	}
+	stats_layout_test(pairs, 2 * blocks, &l);
+	return l.p;
+}
+
+/* With no placement effect the p is uniform, whatever the order effect
+ * (an order effect 10x the noise, as the H200 shows, must not leak into
+ * the between-block spread): each decile of 4000 simulated p holds close
+ * to a tenth of them (binomial sd 19; the bounds are 5 sd). A planted
+ * placement effect twice the noise is found in nearly every case. One
+ * replay in 20 slowed by 10 sd does not raise the false calls above 6%. */
+static void test_layout_null_uniform(void **state)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+	int bins[10] = {0}, below = 0, found = 0;
+
+	(void)state;
+	for (int i = 0; i < 4000; i++) {
+		double p = sim_layout_p(&s, 15, 0.002, i % 2 ? 0.02 : 0, 0, false);
+		assert_true(p >= 0 && p <= 1);
+		bins[p >= 1 ? 9 : (int)(p * 10)]++;
+		below += p < 0.05;
+	}
+	for (int k = 0; k < 10; k++) {
+		fprintf(stderr, "layout null: decile %d holds %d of 4000\n", k, bins[k]);
+		assert_in_range(bins[k], 305, 495);
+	}
+	fprintf(stderr, "layout null: %d of 4000 below 0.05\n", below);
+	assert_in_range(below, 150, 250);
+	for (int i = 0; i < 200; i++)
+		found += sim_layout_p(&s, 15, 0.002, 0.02, 0.004, false) < 0.05;
+	fprintf(stderr, "layout planted (placement sd = 2 x noise sd): %d of 200 at p < 0.05\n",
+		found);
+	assert_true(found >= 190);
+	/* Slow replays do not make false calls: they add alike to both
+	 * spreads (stats/layout.h). */
+	below = 0;
+	for (int i = 0; i < 2000; i++)
+		below += sim_layout_p(&s, 15, 0.002, 0.02, 0, true) < 0.05;
+	fprintf(stderr, "layout null with outliers: %d of 2000 below 0.05\n", below);
+	assert_true(below <= 120);
+}
+
+static void test_layout_edges(void **state)
+{
+	struct stats_pair one[2] = { { 1000, 1001, true, 1 }, { 1000, 1002, false, 1 } };
+	struct stats_pair flat[4] = { { 1000, 1001, true, 1 }, { 1000, 1002, false, 1 },
+				      { 1000, 1001, false, 2 }, { 1000, 1002, true, 2 } };
+	struct stats_pair same_order[4] = { { 1000, 1001, true, 1 }, { 1000, 1002, true, 1 },
+					    { 1000, 1001, true, 2 }, { 1000, 1002, true, 2 } };
+	struct stats_layout l;
+
+	(void)state;
+	stats_layout_test(one, 2, &l);
+	assert_int_equal(l.blocks, 1);
+	assert_true(isnan(l.p) && isnan(l.between_sd) && isnan(l.p_holm) && !l.sensitive);
+	/* Blocks that differ only by the order effect: no placement effect. */
+	stats_layout_test(flat, 4, &l);
+	assert_int_equal(l.blocks, 2);
+	assert_true(l.p == 1 || l.p > 0.5);
+	/* No pair of each order: no block to use. */
+	stats_layout_test(same_order, 4, &l);
+	assert_int_equal(l.blocks, 0);
+	assert_true(isnan(l.p));
+	assert_true(stats_f_sf(0, 3, 3) == 1 && stats_f_sf(INFINITY, 3, 3) == 0);
+	assert_true(isnan(stats_f_sf(NAN, 3, 3)) && isnan(stats_f_sf(1, 0, 3)));
+	assert_true(isnan(stats_beta_inc(1, 1, 1.5)) && stats_beta_inc(2, 3, 0) == 0);
+	assert_true(close_rel(stats_beta_inc(1, 1, 0.3), 0.3, 1e-14));
+}
+
 static void test_ref_sign(void **state) { (void)state; ref_each("sign", check_sign); }
 static void test_ref_cdf(void **state) { (void)state; ref_each("cdf", check_cdf); }
 static void test_ref_holm(void **state) { (void)state; ref_each("holm", check_holm); }
@@ -790,6 +942,9 @@ static void test_ref_mwu(void **state) { (void)state; ref_each("mwu", check_mwu)
 static void test_ref_hl(void **state) { (void)state; ref_each("hl", check_hl); }
 static void test_ref_mde(void **state) { (void)state; ref_each("mde", check_mde); }
 static void test_ref_case(void **state) { (void)state; ref_each("case", check_case); }
+static void test_ref_betainc(void **state) { (void)state; ref_each("betainc", check_betainc); }
+static void test_ref_fsf(void **state) { (void)state; ref_each("fsf", check_fsf); }
+static void test_ref_layout(void **state) { (void)state; ref_each("layout", check_layout); }
 
 #define REF(name) cmocka_unit_test_setup_teardown(test_##name, ref_load, ref_free)
 
@@ -820,4 +975,9 @@ QUAL_TESTS(
 	REF(ref_hl),
 	REF(ref_mde),
 	REF(ref_case),
+	REF(ref_betainc),
+	REF(ref_fsf),
+	REF(ref_layout),
+	cmocka_unit_test(test_layout_null_uniform),
+	cmocka_unit_test(test_layout_edges),
 )
