@@ -933,9 +933,9 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 		json_t *sampling = json_pack(
 			"{s:i,s:f,s:s,s:s,s:s}", "max_pairs", run->max_pairs,
 			"max_seconds", run->max_seconds,
-			"gate_slower", stats_gate_rule_name(cfg->stats.gate_slower),
-			"gate_faster", stats_gate_rule_name(cfg->stats.gate_faster),
-			"undecided", stats_undecided_rule_name(cfg->stats.undecided));
+			"gate_slower", gate_rule_name(cfg->stats.gate_slower),
+			"gate_faster", gate_rule_name(cfg->stats.gate_faster),
+			"undecided", gate_undecided_name(cfg->stats.undecided));
 
 		json_object_update(json_object_get(line, "settings"), sampling);
 		json_decref(sampling);

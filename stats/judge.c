@@ -221,9 +221,9 @@ static json_t *gate_json(const struct judge *j, const struct stats_settings *s)
 			json_array_append_new(imp, json_string(j->cases[i].name));
 	}
 	return json_pack("{s:s,s:s,s:s,s:o,s:o}",
-			 "slower", stats_gate_rule_name(s->gate_slower),
-			 "faster", stats_gate_rule_name(s->gate_faster),
-			 "undecided", stats_undecided_rule_name(s->undecided),
+			 "slower", gate_rule_name(s->gate_slower),
+			 "faster", gate_rule_name(s->gate_faster),
+			 "undecided", gate_undecided_name(s->undecided),
 			 "regression_cases", reg, "improvement_cases", imp);
 }
 
@@ -325,12 +325,12 @@ static int take_rule(json_t *settings, const char *key, bool undecided, int *to,
 {
 	json_t *x = json_object_get(settings, key);
 	const char *w = json_string_value(x);
-	enum stats_gate_rule g;
-	enum stats_undecided_rule u;
+	enum gate_rule g;
+	enum gate_undecided u;
 
 	if (!x || json_is_null(x))
 		return 0;
-	if (undecided ? stats_undecided_rule_parse(w, &u) < 0 : stats_gate_rule_parse(w, &g) < 0) {
+	if (undecided ? gate_undecided_parse(w, &u) < 0 : gate_rule_parse(w, &g) < 0) {
 		snprintf(why, whylen, "start line's settings.%s must be %s", key,
 			 undecided ? "\"pass\" or \"regression\"" :
 				     "\"beyond\" or \"significant\"");
@@ -362,9 +362,9 @@ static int take_sampling(json_t *settings, struct stats_settings *s, char *why, 
 			 "pairs (%d)", max_pairs, pairs);
 		return -1;
 	}
-	s->gate_slower = (enum stats_gate_rule)slower;
-	s->gate_faster = (enum stats_gate_rule)faster;
-	s->undecided = (enum stats_undecided_rule)undecided;
+	s->gate_slower = (enum gate_rule)slower;
+	s->gate_faster = (enum gate_rule)faster;
+	s->undecided = (enum gate_undecided)undecided;
 	s->first_look = s->last_look = 0;
 	if (max_pairs && pairs && per && !json_is_true(json_object_get(settings, "one_load"))) {
 		s->first_look = (pairs + per - 1) / per;

@@ -692,52 +692,6 @@ const char *stats_run_verdict_name(enum run_verdict v)
 		       (int)v);
 }
 
-static const char *const gate_rule_names[] = { "beyond", "significant" };
-static const char *const undecided_rule_names[] = { "pass", "regression" };
-_Static_assert(sizeof gate_rule_names / sizeof gate_rule_names[0] == GATE_SIGNIFICANT + 1,
-	       "a name for every stats_gate_rule");
-_Static_assert(sizeof undecided_rule_names / sizeof undecided_rule_names[0] ==
-	       UNDECIDED_REGRESSION + 1, "a name for every stats_undecided_rule");
-
-const char *stats_gate_rule_name(enum stats_gate_rule r)
-{
-	return name_in(gate_rule_names, 2, (int)r);
-}
-
-const char *stats_undecided_rule_name(enum stats_undecided_rule r)
-{
-	return name_in(undecided_rule_names, 2, (int)r);
-}
-
-/* The index of s among the n names, or -1. */
-static int name_index(const char *const *names, int n, const char *s)
-{
-	for (int i = 0; s && i < n; i++)
-		if (strcmp(names[i], s) == 0)
-			return i;
-	return -1;
-}
-
-int stats_gate_rule_parse(const char *s, enum stats_gate_rule *out)
-{
-	int i = name_index(gate_rule_names, 2, s);
-
-	if (i < 0)
-		return -1;
-	*out = (enum stats_gate_rule)i;
-	return 0;
-}
-
-int stats_undecided_rule_parse(const char *s, enum stats_undecided_rule *out)
-{
-	int i = name_index(undecided_rule_names, 2, s);
-
-	if (i < 0)
-		return -1;
-	*out = (enum stats_undecided_rule)i;
-	return 0;
-}
-
 void stats_settings_init(struct stats_settings *s)
 {
 	s->alpha = 0.05;

@@ -2,7 +2,7 @@
  * distribution-free confidence interval of the median ratio, Wilcoxon
  * signed-rank test and Hodges-Lehmann estimate, order effect, and the
  * per-case and per-run verdicts built from them. No GPU, no I/O; links only
- * libm.
+ * libm and the gate's words (common/gate.h).
  *
  * Conventions: functions that take a sample skip its non-finite entries (NaN,
  * +-Inf) as if they were absent; a statistic that cannot be computed (empty
@@ -19,6 +19,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "common/gate.h"
 
 /* Exact two-sided sign test: the probability, under Binomial(n, 1/2), of a
  * split at least as uneven as k of n, min(1, 2 P(X <= min(k, n - k))).
@@ -118,27 +120,6 @@ enum stats_verdict {
  * "not_timed", "not_applicable"; "unknown" for a value outside the enum. */
 const char *stats_verdict_name(enum stats_verdict v);
 
-/* Which case outcomes make the run's verdict (docs/verdicts.md, "The
- * gate"). BEYOND: a slower (faster) case counts only when its interval lies
- * wholly beyond the margin, above 1 + margin (below 1 - margin); SIGNIFICANT:
- * any slower (faster) case counts. */
-enum stats_gate_rule {
-	GATE_BEYOND,
-	GATE_SIGNIFICANT,
-};
-/* What a case that stopped undecided does to the run: nothing (PASS), or it
- * counts as a regression. */
-enum stats_undecided_rule {
-	UNDECIDED_PASS,
-	UNDECIDED_REGRESSION,
-};
-/* "beyond", "significant"; "pass", "regression"; "unknown" outside the enum.
- * The parsers take those words and return 0, or -1 for any other. */
-const char *stats_gate_rule_name(enum stats_gate_rule r);
-const char *stats_undecided_rule_name(enum stats_undecided_rule r);
-int stats_gate_rule_parse(const char *s, enum stats_gate_rule *out);
-int stats_undecided_rule_parse(const char *s, enum stats_undecided_rule *out);
-
 struct stats_settings {
 	double alpha;   /* default 0.05 */
 	double margin;  /* default 0.01: equivalence band 1 +/- margin */
@@ -150,9 +131,10 @@ struct stats_settings {
 	 * (the fixed-sample rule; the default). stats_looks() says which. */
 	int first_look;
 	int last_look;
-	enum stats_gate_rule gate_slower;    /* default GATE_BEYOND */
-	enum stats_gate_rule gate_faster;    /* default GATE_BEYOND */
-	enum stats_undecided_rule undecided; /* default UNDECIDED_PASS */
+	/* The gate (common/gate.h). */
+	enum gate_rule gate_slower;    /* default GATE_BEYOND */
+	enum gate_rule gate_faster;    /* default GATE_BEYOND */
+	enum gate_undecided undecided; /* default UNDECIDED_PASS */
 };
 void stats_settings_init(struct stats_settings *s);
 

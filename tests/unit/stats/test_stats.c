@@ -1003,17 +1003,17 @@ static void test_gate(void **state)
 	assert_int_equal(stats_run_verdict_gate(c, 2, &s, true, false), RUN_FAIL);
 	/* The words. */
 	{
-		enum stats_gate_rule g;
-		enum stats_undecided_rule u;
+		enum gate_rule g;
+		enum gate_undecided u;
 
-		assert_int_equal(stats_gate_rule_parse("significant", &g), 0);
+		assert_int_equal(gate_rule_parse("significant", &g), 0);
 		assert_int_equal(g, GATE_SIGNIFICANT);
-		assert_int_equal(stats_gate_rule_parse("Beyond", &g), -1);
-		assert_int_equal(stats_undecided_rule_parse("regression", &u), 0);
+		assert_int_equal(gate_rule_parse("Beyond", &g), -1);
+		assert_int_equal(gate_undecided_parse("regression", &u), 0);
 		assert_int_equal(u, UNDECIDED_REGRESSION);
-		assert_int_equal(stats_undecided_rule_parse(NULL, &u), -1);
-		assert_string_equal(stats_gate_rule_name(GATE_BEYOND), "beyond");
-		assert_string_equal(stats_undecided_rule_name(UNDECIDED_PASS), "pass");
+		assert_int_equal(gate_undecided_parse(NULL, &u), -1);
+		assert_string_equal(gate_rule_name(GATE_BEYOND), "beyond");
+		assert_string_equal(gate_undecided_name(UNDECIDED_PASS), "pass");
 	}
 }
 
