@@ -62,13 +62,13 @@
  * planned look (twice the blocks so far), until each case is decided or a
  * cap is hit: RUNNER_MAX_PAIRS_FACTOR x pairs per case (240 of the default
  * 30: looks at 15, 30, 60 and 120 blocks) or RUNNER_MAX_SECONDS of timing
- * (no round starts past it). The simulation (tests/unit/stats/sim_seq.c)
- * at the block spreads the H200 showed (block log ratio sd 0.004 to 0.025)
- * decides nearly every A/A case by 120 blocks (the sequence's half-width
- * at sd 0.025 is then about 0.75%, inside the 1% margin), while 60 leaves
- * about a tenth of the noisiest undecided. A round is one session (about
- * 1.5 s of setup on the H200, then its blocks), so three rounds fit well
- * inside 20 s. */
+ * (no round starts past it). In the simulation (tests/unit/stats/sim_seq.c)
+ * at the block spreads the H200 showed (block log ratio sd 0.004 to 0.025,
+ * log-uniform) 97% of A/A cases are decided by 120 blocks, at a mean of 45;
+ * the noisiest alone (sd 0.025) would need about twice that, a cost paid
+ * only by the noisiest cases, so the cap stops there (docs/verdicts.md). A
+ * round is one session (about 1.5 s of setup on the H200, then its
+ * blocks), so the three rounds fit inside 20 s. */
 #define RUNNER_MAX_PAIRS_FACTOR 8
 #define RUNNER_MAX_SECONDS 20.0
 
