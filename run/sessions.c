@@ -300,11 +300,12 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
 	int k = run->nsessions, done = blocks, next, nmore = 0;
 	int *more = xcalloc((size_t)nsel + 1, sizeof *more);
-	double t0 = child_now();
+	double t0;
 	bool stop = false;
 
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
+	t0 = child_now();  /* the timing phase, which max_seconds bounds */
 	/* The first k sessions share the first look's blocks; then, while
 	 * some case is undecided, one more session per round times those
 	 * cases alone up to the next look (runner__next_round), its blocks
@@ -317,18 +318,19 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		struct child c;
 		char text[sizeof msg.text + 64], end[96];
 		bool over;
-		int rc, sig;
+		int rc, sig, of = s < k ? k : s + 1; /* sessions so far, for messages */
 
 		if (s >= k) {
 			nmore = undecided_cases(run, sel, nsel, more);
 			if (runner__next_round(&run->stats, done, nmore, child_now() - t0,
-					       run->max_seconds, false, &next) != ROUND_MORE)
+					       run->max_seconds, run->judge.machine_error,
+					       &next) != ROUND_MORE)
 				break;
 			arg = (struct session_arg){ run, more, nmore, s, done, next };
 			done = next;
 		}
 		if (start_fn(&c, session_body, &arg, &msg) < 0) {
-			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, s < k ? k : s + 1, msg.text);
+			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, of, msg.text);
 			session_failed(run, text);
 			break;
 		}
@@ -341,7 +343,7 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		if (over || (rc == 0 && child_exit_code(&ex) == 0))
 			continue;
 		describe_end(rc, &ex, end, sizeof end);
-		snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, s < k ? k : s + 1, end);
+		snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, of, end);
 		session_failed(run, text);
 		stop = true;
 		sig = rc ? 0 : child_exit_signal(&ex);
@@ -350,8 +352,7 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			 * be checked, and no verdict is given. */
 			run->crash_signal = sig;
 			snprintf(run->stop_reason, sizeof run->stop_reason,
-				 "gpu work stopped: session %d of %d crashed (%s)", s + 1, s < k ? k : s + 1,
-				 end);
+				 "gpu work stopped: session %d of %d crashed (%s)", s + 1, of, end);
 			runner__emit_stop(run);
 		}
 	}
