@@ -126,6 +126,9 @@ foreach(t
     "judge_sampled 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower --expect-case-verdict gemm_f16-2=slower -- ${JUDGE} ${QO}/run_sampled.jsonl"
     "judge_sampled_undecided 0 --expect-verdict neutral --expect-case-verdict gemm_f16-2=slower -- ${JUDGE} ${QO}/run_sampled_undecided.jsonl"
     "judge_sampled_strict 1 --expect-verdict regression --expect-case-verdict gemm_f16-2=slower -- ${JUDGE} ${QO}/run_sampled_strict.jsonl"
+    "judge_sampled_cli_undecided 1 --expect-verdict regression -- ${JUDGE} --undecided regression ${QO}/run_sampled_undecided.jsonl"
+    "judge_sampled_cli_gate 0 --expect-verdict neutral -- ${JUDGE} --undecided pass ${QO}/run_sampled_strict.jsonl"
+    "judge_slower_significant 1 --expect-verdict regression -- ${JUDGE} --gate-slower significant ${QO}/run_sampled_undecided.jsonl"
     "judge_sampled_wide_margin 0 --expect-verdict neutral --expect-case-verdict gemm_f16-2=equivalent -- ${JUDGE} --margin 0.05 ${QO}/run_sampled.jsonl")
   separate_arguments(args UNIX_COMMAND "${t}")
   list(POP_FRONT args name exit)
