@@ -218,6 +218,30 @@ static int aa_scenario(const char *what, int runs, bool worst, const struct stat
 	return failures;
 }
 
+/* n pairs of runs of the same cases (the same spreads) at theta under s:
+ * tallied into *t with their agreement, and printed. */
+static void repeats(double theta, int n, const struct stats_settings *s, struct tally *t)
+{
+	char what[32];
+
+	for (int r = 0; r < n; r++) {
+		double sd[NCASES];
+		struct run_result a, b;
+
+		draw_sds(sd, false);
+		run_once(sd, theta, s, &a);
+		run_once(sd, theta, s, &b);
+		tally_run(t, &a, theta);
+		tally_run(t, &b, theta);
+		t->pairs_compared++;
+		for (int i = 0; i < NCASES; i++)
+			t->agree_case += a.verdict[i] == b.verdict[i];
+		t->agree_exit += a.gate == b.gate;
+	}
+	snprintf(what, sizeof what, "%g", theta);
+	print_tally(what, t);
+}
+
 int main(int argc, char **argv)
 {
 	static const double effects[] = {1.005, 1.01, 1.02, 1.03};
@@ -243,24 +267,8 @@ int main(int argc, char **argv)
 
 	for (size_t e = 0; e < sizeof effects / sizeof effects[0]; e++) {
 		struct tally t = {0};
-		char what[32];
 
-		for (int r = 0; r < pairs_of_runs; r++) {
-			double sd[NCASES];
-			struct run_result a, b;
-
-			draw_sds(sd, false);
-			run_once(sd, effects[e], &s, &a);
-			run_once(sd, effects[e], &s, &b);
-			tally_run(&t, &a, effects[e]);
-			tally_run(&t, &b, effects[e]);
-			t.pairs_compared++;
-			for (int i = 0; i < NCASES; i++)
-				t.agree_case += a.verdict[i] == b.verdict[i];
-			t.agree_exit += a.gate == b.gate;
-		}
-		snprintf(what, sizeof what, "%g", effects[e]);
-		print_tally(what, &t);
+		repeats(effects[e], pairs_of_runs, &s, &t);
 		if (effects[e] >= 1.03 &&
 		    (t.verdicts[VERDICT_SLOWER] < 0.9 * t.cases ||
 		     t.gate_regression_runs < 0.9 * t.runs)) {
@@ -280,24 +288,8 @@ int main(int argc, char **argv)
 		printf("for comparison, one look at 15 blocks, gate significant:\n");
 		for (size_t e = 0; e < sizeof effects / sizeof effects[0]; e++) {
 			struct tally t = {0};
-			char what[32];
 
-			for (int r = 0; r < pairs_of_runs / 2; r++) {
-				double sd[NCASES];
-				struct run_result a, b;
-
-				draw_sds(sd, false);
-				run_once(sd, effects[e], &fixed, &a);
-				run_once(sd, effects[e], &fixed, &b);
-				tally_run(&t, &a, effects[e]);
-				tally_run(&t, &b, effects[e]);
-				t.pairs_compared++;
-				for (int i = 0; i < NCASES; i++)
-					t.agree_case += a.verdict[i] == b.verdict[i];
-				t.agree_exit += a.gate == b.gate;
-			}
-			snprintf(what, sizeof what, "%g", effects[e]);
-			print_tally(what, &t);
+			repeats(effects[e], pairs_of_runs / 2, &fixed, &t);
 		}
 	}
 	printf("%s\n", failures ? "simulation FAILED" : "simulation passed");
