@@ -996,7 +996,10 @@ bool stats_gate_regression(const struct stats_case *c, const struct stats_settin
 	if (c->verdict == VERDICT_SLOWER &&
 	    (s->gate_slower == GATE_SIGNIFICANT || c->beyond_margin))
 		return true;
-	return !c->decided && case_is_timed(c) && s->undecided == UNDECIDED_REGRESSION;
+	/* Undecided, and a slowdown beyond the margin not ruled out (a NaN
+	 * interval rules nothing out). */
+	return !c->decided && case_is_timed(c) && s->undecided == UNDECIDED_REGRESSION &&
+	       !(c->ratio_hi <= 1 + s->margin);
 }
 
 bool stats_gate_improvement(const struct stats_case *c, const struct stats_settings *s)

@@ -239,9 +239,10 @@ enum run_verdict stats_run_verdict(const struct stats_case *cases, int n,
 				   bool baseline_or_machine_failed);
 
 /* Whether the judged case c counts toward a regression (an improvement)
- * under s's gate: SLOWER (FASTER), with beyond_margin under GATE_BEYOND; an
- * undecided timed case that is not counted otherwise is a regression under
- * UNDECIDED_REGRESSION. */
+ * under s's gate: SLOWER (FASTER), with beyond_margin under GATE_BEYOND;
+ * under UNDECIDED_REGRESSION, also an undecided timed case whose interval
+ * does not rule out a slowdown beyond the margin (ratio_hi above
+ * 1 + margin, or NaN). */
 bool stats_gate_regression(const struct stats_case *c, const struct stats_settings *s);
 bool stats_gate_improvement(const struct stats_case *c, const struct stats_settings *s);
 

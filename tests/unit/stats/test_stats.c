@@ -985,6 +985,12 @@ static void test_gate(void **state)
 	s.gate_slower = GATE_BEYOND;
 	s.undecided = UNDECIDED_REGRESSION;
 	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_REGRESSION);
+	/* ... unless its interval rules out a slowdown beyond the margin. */
+	c[0].ratio_lo = 0.98;
+	c[0].ratio_hi = 1.005;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_NEUTRAL);
+	c[0].ratio_lo = 1.02;
+	c[0].ratio_hi = 1.05;
 	s.undecided = UNDECIDED_PASS;
 	c[0].beyond_margin = c[0].decided = true;
 	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_REGRESSION);
