@@ -22,7 +22,7 @@ static const struct option common_opts[] = {
 };
 #define NCOMMON (sizeof common_opts / sizeof common_opts[0])
 _Static_assert(NCOMMON == CTL_NCOMMON, "CTL_NCOMMON counts the common options");
-#define MAX_OWN 16
+#define MAX_OWN 32
 
 size_t ctl_common_options(struct option *opts, bool with_json)
 {
@@ -151,8 +151,15 @@ int ctl_parse_args(struct ctl *ctl, const struct command *cmd, int argc, char **
 	int opt, rc;
 
 	memset(all, 0, sizeof all);
-	for (; own && own[n].name; n++)
+	for (; own && own[n].name; n++) {
+		if (n == MAX_OWN) {
+			/* A command with more options than all[] holds: a
+			 * programming error, caught by every test of it. */
+			fprintf(stderr, "qualctl %s: more than %d options\n", cmd->name, MAX_OWN);
+			abort();
+		}
 		all[n] = own[n];
+	}
 	ctl_common_options(all + n, true);
 	optind = 0; /* GNU: start afresh, and permute: options may follow operands */
 	opterr = 0;

@@ -199,6 +199,11 @@ static const struct submit_option {
 	{"seed", SET_INTEGER, "seed"},
 	{"fixtures", APPEND_PATH, "fixtures"},
 	{"mode", SET_STRING, "mode"},
+	{"max-pairs", SET_INTEGER, "max_pairs"},
+	{"max-seconds", SET_NUMBER, "max_seconds"},
+	{"gate-slower", SET_STRING, "gate_slower"},
+	{"gate-faster", SET_STRING, "gate_faster"},
+	{"undecided", SET_STRING, "undecided"},
 	{"no-follow", NO_FOLLOW, NULL},
 };
 #define NSUBMIT (sizeof submit_options / sizeof submit_options[0])

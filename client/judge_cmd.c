@@ -17,15 +17,21 @@
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"usage: %s [--alpha A] [--margin M] [FILE]\n"
+		"usage: %s [--alpha A] [--margin M] [--gate-slower R] [--gate-faster R]\n"
+		"       [--undecided U] [FILE]\n"
 		"\n"
 		"Reads qual JSON lines (qual-run output or a stored job log) from FILE or\n"
 		"stdin and recomputes every case verdict and the run verdict from the pair\n"
-		"lines. Alpha and margin default to the run's own settings, which must\n"
-		"be in range (alpha in (0, 0.5], margin in [0, 0.5]).\n"
+		"lines. Alpha, margin and the gate default to the run's own settings,\n"
+		"which must be in range (alpha in (0, 0.5], margin in [0, 0.5]); the\n"
+		"looks of sampling are always the run's.\n"
 		"\n"
-		"  --alpha A    significance level of each case's test, 0 < A <= 0.5\n"
-		"  --margin M   equivalence margin on the median ratio, 0 <= M <= 0.5\n"
+		"  --alpha A        significance level of each case's test, 0 < A <= 0.5\n"
+		"  --margin M       equivalence margin on the median ratio, 0 <= M <= 0.5\n"
+		"  --gate-slower R  beyond or significant: which slower cases make a\n"
+		"                   regression (docs/verdicts.md, The gate)\n"
+		"  --gate-faster R  the same for an improvement\n"
+		"  --undecided U    pass or regression: what a case undecided at the cap does\n"
 		"\n"
 		"Exit status: 0 improvement, neutral or not timed; 1 regression; 2 fail;\n"
 		"3 error (also: no valid pair); 4 usage (bad options, unreadable file,\n"
@@ -50,11 +56,18 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	static const struct option longopts[] = {
 		{"alpha", required_argument, NULL, 'a'},
 		{"margin", required_argument, NULL, 'm'},
+		{"gate-slower", required_argument, NULL, 'S'},
+		{"gate-faster", required_argument, NULL, 'F'},
+		{"undecided", required_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct stats_settings run_settings, s;
 	double alpha = -1, margin = -1;
+	/* The gate's rules given here, or -1: the file's. */
+	int gate_slower = -1, gate_faster = -1, undecided = -1;
+	enum gate_rule rule;
+	enum gate_undecided und;
 	const char *path = "-";
 	FILE *in = stdin;
 	struct judge j;
@@ -82,6 +95,23 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		case 'm':
 			if (parse_unit(prog, "--margin", optarg, 0.5, &margin) < 0)
 				return QUAL_EXIT_USAGE;
+			break;
+		case 'S':
+		case 'F':
+			if (gate_rule_parse(optarg, &rule) < 0) {
+				fprintf(stderr, "%s: --gate-%s must be beyond or significant, got '%s'\n",
+					prog, opt == 'S' ? "slower" : "faster", optarg);
+				return QUAL_EXIT_USAGE;
+			}
+			*(opt == 'S' ? &gate_slower : &gate_faster) = (int)rule;
+			break;
+		case 'U':
+			if (gate_undecided_parse(optarg, &und) < 0) {
+				fprintf(stderr, "%s: --undecided must be pass or regression, got '%s'\n",
+					prog, optarg);
+				return QUAL_EXIT_USAGE;
+			}
+			undecided = (int)und;
 			break;
 		case 'h':
 			usage(stdout, prog);
@@ -147,6 +177,12 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		s.alpha = alpha;
 	if (margin >= 0)
 		s.margin = margin;
+	if (gate_slower >= 0)
+		s.gate_slower = (enum gate_rule)gate_slower;
+	if (gate_faster >= 0)
+		s.gate_faster = (enum gate_rule)gate_faster;
+	if (undecided >= 0)
+		s.undecided = (enum gate_undecided)undecided;
 	status = judge_exit_status(judge_finish(&j, &s, stdout, &not_timed));
 	if (j.no_valid_pair)
 		fprintf(stderr, "%s: '%s': no valid pair: every timed pair has a timing that is "

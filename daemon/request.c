@@ -51,7 +51,8 @@ static const char *const op_names[] = {
 static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
-	"compile_timeout", "follow", "fixtures", "mode", NULL,
+	"compile_timeout", "follow", "fixtures", "mode", "max_pairs", "max_seconds",
+	"gate_slower", "gate_faster", "undecided", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
@@ -301,6 +302,62 @@ static void submit_defaults(struct submit_args *s)
 	s->follow = true;
 }
 
+/* A rule of the gate, field key of o, into *to (kept when absent): the
+ * words stats.h's parsers take (undecided: gate_undecided_parse). */
+static int get_rule(json_t *o, const char *key, bool undecided, int *to, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, key);
+	const char *w = json_string_value(v);
+	enum gate_rule g;
+	enum gate_undecided u;
+	char got[64], clipped[CLIP_BUF];
+
+	if (!v)
+		return 0;
+	if (undecided ? gate_undecided_parse(w, &u) < 0 : gate_rule_parse(w, &g) < 0) {
+		if (w)
+			snprintf(got, sizeof got, "'%s'", clip(w, clipped, CLIP_MAX));
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be %s, got %s", key,
+				 undecided ? "pass or regression" : "beyond or significant",
+				 w ? got : describe(v, got, sizeof got));
+	}
+	*to = undecided ? (int)u : (int)g;
+	return 0;
+}
+
+/* Sampling until decided and the gate (docs/verdicts.md): max_pairs in
+ * [pairs, REQUEST_MAX_PAIRS], max_seconds in (0, 86400], the gate's words. */
+static int parse_sampling(json_t *o, struct submit_args *s, struct qual_msg *msg)
+{
+	int slower = (int)s->gate_slower, faster = (int)s->gate_faster;
+	int undecided = (int)s->undecided, rc;
+	long long x = s->max_pairs ? s->max_pairs : s->pairs;
+	json_t *v;
+	char got[64];
+
+	if (json_object_get(o, "max_pairs")) {
+		if ((rc = get_integer(o, "max_pairs", s->pairs, REQUEST_MAX_PAIRS, &x, msg)) < 0)
+			return rc;
+		s->max_pairs = (int)x;
+	}
+	if ((v = json_object_get(o, "max_seconds"))) {
+		double t = json_number_value(v);
+
+		if (!json_is_number(v) || !(t > 0 && t <= 86400))
+			return qual_fail(msg, QUAL_EINVAL, "'max_seconds' must be a number of "
+					 "seconds in (0, 86400], got %s", describe(v, got, sizeof got));
+		s->max_seconds = t;
+	}
+	if ((rc = get_rule(o, "gate_slower", false, &slower, msg)) < 0 ||
+	    (rc = get_rule(o, "gate_faster", false, &faster, msg)) < 0 ||
+	    (rc = get_rule(o, "undecided", true, &undecided, msg)) < 0)
+		return rc;
+	s->gate_slower = (enum gate_rule)slower;
+	s->gate_faster = (enum gate_rule)faster;
+	s->undecided = (enum gate_undecided)undecided;
+	return 0;
+}
+
 /* The submit fields of o into s (which holds the defaults). Fields other
  * than the submit fields are the caller's business. */
 static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
@@ -373,6 +430,9 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 			return qual_fail(msg, QUAL_EINVAL, "'mode' must be default, cu or wgp, "
 					 "got '%s'", clip(json_string_value(v), clipped, CLIP_MAX));
 	}
+
+	if ((rc = parse_sampling(o, s, msg)) < 0)
+		return rc;
 
 	if ((rc = get_bool(o, "compile_only", &s->compile_only, msg)) < 0 ||
 	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
@@ -657,6 +717,17 @@ json_t *request_submit_to_json(const struct submit_args *s)
 	json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
 	if (s->mode != RTC_MODE_DEFAULT)
 		json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
+	if (s->max_pairs)
+		json_object_set_new(o, "max_pairs", json_integer(s->max_pairs));
+	if (s->max_seconds > 0)
+		json_object_set_new(o, "max_seconds", json_real(s->max_seconds));
+	if (s->gate_slower != GATE_BEYOND)
+		json_object_set_new(o, "gate_slower", json_string(gate_rule_name(s->gate_slower)));
+	if (s->gate_faster != GATE_BEYOND)
+		json_object_set_new(o, "gate_faster", json_string(gate_rule_name(s->gate_faster)));
+	if (s->undecided != UNDECIDED_PASS)
+		json_object_set_new(o, "undecided",
+				    json_string(gate_undecided_name(s->undecided)));
 	if (s->compile_timeout_s > 0)
 		json_object_set_new(o, "compile_timeout", json_real(s->compile_timeout_s));
 	if (s->cases)

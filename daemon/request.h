@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "compile/rtc_mode.h"
+#include "common/gate.h"
 
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
 #define REQUEST_MAX_LIST 64            /* cases or options per list */
@@ -44,6 +45,13 @@ struct submit_args {
 	double margin;            /* [0, 0.5] */
 	int64_t seed;             /* >= 0 */
 	enum rtc_mode mode;       /* RTC_MODE_DEFAULT unless given */
+	/* Sampling until decided and the gate (qual-run --max-pairs,
+	 * --max-seconds, --gate-slower, --gate-faster, --undecided): 0 and
+	 * the stats defaults unless given; max_pairs >= pairs. */
+	int max_pairs;
+	double max_seconds;
+	enum gate_rule gate_slower, gate_faster;
+	enum gate_undecided undecided;
 	bool compile_only;
 	double compile_timeout_s; /* seconds per compile; 0: the engine's
 				   * default (qual-run --compile-timeout) */

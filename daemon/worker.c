@@ -657,7 +657,7 @@ static void worker_timer(uv_timer_t *t)
 static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 {
 	const struct submit_args *a = &job->args;
-	size_t n = 20, k = 0, i;
+	size_t n = 25, k = 0, i;
 	char **argv;
 
 	for (i = 0; a->cases && a->cases[i]; i++)
@@ -696,6 +696,16 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		abort();
 	if (a->mode != RTC_MODE_DEFAULT &&
 	    asprintf(&argv[k++], "--mode=%s", rtc_mode_name(a->mode)) < 0)
+		abort();
+	if ((a->max_pairs && asprintf(&argv[k++], "--max-pairs=%d", a->max_pairs) < 0) ||
+	    (a->max_seconds > 0 &&
+	     asprintf(&argv[k++], "--max-seconds=%.17g", a->max_seconds) < 0) ||
+	    (a->gate_slower != GATE_BEYOND &&
+	     asprintf(&argv[k++], "--gate-slower=%s", gate_rule_name(a->gate_slower)) < 0) ||
+	    (a->gate_faster != GATE_BEYOND &&
+	     asprintf(&argv[k++], "--gate-faster=%s", gate_rule_name(a->gate_faster)) < 0) ||
+	    (a->undecided != UNDECIDED_PASS &&
+	     asprintf(&argv[k++], "--undecided=%s", gate_undecided_name(a->undecided)) < 0))
 		abort();
 	/* A compile-only slot says why in the start line when the job did
 	 * not ask for it: that job is not timed, and qualctl exits 6. */

@@ -36,6 +36,18 @@ static void usage(FILE *f)
 		"  --pairs N            timed pairs per case (default 30, at least 30)\n"
 		"  --pairs-per-block K  pairs per load of both arms' code (default 2); the\n"
 		"                       blocks are the units of the test and the interval\n"
+		"  --max-pairs N        sample until decided: the undecided cases get more\n"
+		"                       blocks, up to N pairs per case (default 8 x --pairs;\n"
+		"                       equal to --pairs: no sampling beyond them; needs\n"
+		"                       --sessions 2 or more)\n"
+		"  --max-seconds S      no round of sampling starts after S seconds of\n"
+		"                       timing (default 20)\n"
+		"  --gate-slower R      which slower cases make a regression: beyond (the\n"
+		"                       interval wholly above 1 + margin; default) or\n"
+		"                       significant (any slower case)\n"
+		"  --gate-faster R      the same for an improvement (default beyond)\n"
+		"  --undecided U        a case still undecided at the cap: pass (default) or\n"
+		"                       regression\n"
 		"  --alpha A            significance level after Holm (default 0.05)\n"
 		"  --margin M           equivalence margin on the median ratio (default 0.01)\n"
 		"  --case NAME          run only this case (repeatable); --list shows them\n"
@@ -107,7 +119,8 @@ enum {
 	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
 	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
-	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE,
+	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE, OPT_MAX_PAIRS, OPT_MAX_SECONDS,
+	OPT_GATE_SLOWER, OPT_GATE_FASTER, OPT_UNDECIDED,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -321,6 +334,11 @@ int main(int argc, char **argv)
 		{"one-load", no_argument, NULL, OPT_ONE_LOAD},
 		{"flush-mib", required_argument, NULL, OPT_FLUSH},
 		{"sessions", required_argument, NULL, OPT_SESSIONS},
+		{"max-pairs", required_argument, NULL, OPT_MAX_PAIRS},
+		{"max-seconds", required_argument, NULL, OPT_MAX_SECONDS},
+		{"gate-slower", required_argument, NULL, OPT_GATE_SLOWER},
+		{"gate-faster", required_argument, NULL, OPT_GATE_FASTER},
+		{"undecided", required_argument, NULL, OPT_UNDECIDED},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"compile-jobs", required_argument, NULL, OPT_COMPILE_JOBS},
@@ -348,6 +366,9 @@ int main(int argc, char **argv)
 	const struct number_opt numbers[] = {
 		{OPT_PAIRS, "--pairs", NUM_INT, 1, 1000000, 0, 0, &cfg.pairs},
 		{OPT_PER_BLOCK, "--pairs-per-block", NUM_INT, 1, 1000000, 0, 0, &cfg.pairs_per_block},
+		{OPT_MAX_PAIRS, "--max-pairs", NUM_INT, RUNNER_MIN_PAIRS, 1000000, 0, 0,
+		 &cfg.max_pairs},
+		{OPT_MAX_SECONDS, "--max-seconds", NUM_DOUBLE, 0, 0, 0.001, 86400, &cfg.max_seconds},
 		{OPT_ALPHA, "--alpha", NUM_DOUBLE, 0, 0, 1e-9, 0.5, &cfg.stats.alpha},
 		{OPT_MARGIN, "--margin", NUM_DOUBLE, 0, 0, 0, 0.5, &cfg.stats.margin},
 		{OPT_DEVICE, "--device", NUM_INT, 0, 1023, 0, 0, &cfg.device},
@@ -425,6 +446,23 @@ int main(int argc, char **argv)
 		case OPT_MODE:
 			if (rtc_mode_parse(optarg, &cfg.mode) < 0) {
 				fprintf(stderr, "qual-run: --mode must be default, cu or wgp, "
+					"got '%s'\n", optarg);
+				goto out;
+			}
+			break;
+		case OPT_GATE_SLOWER:
+		case OPT_GATE_FASTER:
+			if (gate_rule_parse(optarg, opt == OPT_GATE_SLOWER ?
+						  &cfg.stats.gate_slower : &cfg.stats.gate_faster) < 0) {
+				fprintf(stderr, "qual-run: --gate-%s must be beyond or significant, "
+					"got '%s'\n", opt == OPT_GATE_SLOWER ? "slower" : "faster",
+					optarg);
+				goto out;
+			}
+			break;
+		case OPT_UNDECIDED:
+			if (gate_undecided_parse(optarg, &cfg.stats.undecided) < 0) {
+				fprintf(stderr, "qual-run: --undecided must be pass or regression, "
 					"got '%s'\n", optarg);
 				goto out;
 			}

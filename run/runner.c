@@ -836,8 +836,8 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	for (int b0 = run->block_lo; b0 < run->block_hi; b0++) {
 		int p_lo = b0 * per, p_hi = (b0 + 1) * per, block = one ? 0 : b0 + 1;
 
-		if (p_hi > run->cfg->pairs)
-			p_hi = run->cfg->pairs;
+		if (p_hi > run->max_pairs)
+			p_hi = run->max_pairs;
 		if (p_lo >= p_hi)
 			break;
 		if (b0 == run->block_lo) {
@@ -1100,11 +1100,43 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 			    json_string(rtc_mode_name(cfg->mode)));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
+	/* What judge_take_line() reads back to judge the same way. */
+	{
+		json_t *sampling = json_pack(
+			"{s:i,s:f,s:s,s:s,s:s}", "max_pairs", run->max_pairs,
+			"max_seconds", run->max_seconds,
+			"gate_slower", gate_rule_name(cfg->stats.gate_slower),
+			"gate_faster", gate_rule_name(cfg->stats.gate_faster),
+			"undecided", gate_undecided_name(cfg->stats.undecided));
+
+		json_object_update(json_object_get(line, "settings"), sampling);
+		json_decref(sampling);
+	}
 	json_object_set_new(json_object_get(line, "settings"), "compile_jobs",
 			    json_integer(run->compile_jobs));
 	json_object_set_new(json_object_get(line, "settings"), "cache", run->artifacts ?
 			    lines_text(run->artifacts->dir) : json_null());
 	lines_emit(run->out, line);
+}
+
+/* The caps and looks in force (runner_internal.h): sampling beyond
+ * cfg->pairs (blocks blocks) only where rounds can run, that is in forked
+ * sessions and not under one load. */
+static void sampling_settings(struct run *run, int blocks)
+{
+	const struct runner_config *cfg = run->cfg;
+	int per = cfg->pairs_per_block;
+
+	run->max_pairs = cfg->max_pairs ? cfg->max_pairs : RUNNER_MAX_PAIRS_FACTOR * cfg->pairs;
+	run->max_seconds = cfg->max_seconds > 0 ? cfg->max_seconds : RUNNER_MAX_SECONDS;
+	if (cfg->one_load || run->nsessions < 2 || run->max_pairs < cfg->pairs)
+		run->max_pairs = cfg->pairs;
+	run->stats = cfg->stats;
+	run->stats.first_look = run->stats.last_look = 0;
+	if (run->max_pairs > cfg->pairs) {
+		run->stats.first_look = blocks;
+		run->stats.last_look = (int)(((long)run->max_pairs + per - 1) / per);
+	}
 }
 
 /* A problem found before the run starts: to err, and as an error line of
@@ -1134,6 +1166,12 @@ static int settings_refused(struct run *run, FILE *err)
 	if (cfg->pairs < RUNNER_MIN_PAIRS)
 		return refuse(run, err, LINES_CODE_USAGE, NULL, "pairs must be at least %d, "
 			      "got %d", RUNNER_MIN_PAIRS, cfg->pairs);
+	if (cfg->max_pairs && cfg->max_pairs < cfg->pairs)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "max pairs must be at least "
+			      "pairs (%d), got %d", cfg->pairs, cfg->max_pairs);
+	if (!(cfg->max_seconds >= 0) || !isfinite(cfg->max_seconds))
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "max seconds must be a finite "
+			      "number >= 0, got %g", cfg->max_seconds);
 	if (cfg->sessions < 1)
 		return refuse(run, err, LINES_CODE_USAGE, NULL, "sessions must be at least 1, "
 			      "got %d", cfg->sessions);
@@ -1343,6 +1381,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		int blocks = (cfg->pairs + per - 1) / per;
 		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
 		run.block_hi = blocks;
+		sampling_settings(&run, blocks);
 	}
 	if (cfg->compile_only) {
 		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
@@ -1415,7 +1454,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			runner__emit_stop(&run);
 	}
 
-	v = judge_finish(&run.judge, &cfg->stats, out, &not_timed);
+	v = judge_finish(&run.judge, &run.stats, out, &not_timed);
 	status = judge_exit_status(v);
 	if (run.hung)
 		end_hung(cfg, out, err, status);

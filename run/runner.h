@@ -67,6 +67,22 @@
  * of 6 (each session opens the GPU and warms every case up again). */
 #define RUNNER_SESSIONS 4
 
+/* Sampling until decided (docs/verdicts.md, "Sampling until decided").
+ * After the sessions that time the first cfg->pairs pairs, while some case
+ * is undecided, one more session times the undecided cases up to the next
+ * planned look (twice the blocks so far), until each case is decided or a
+ * cap is hit: RUNNER_MAX_PAIRS_FACTOR x pairs per case (240 of the default
+ * 30: looks at 15, 30, 60 and 120 blocks) or RUNNER_MAX_SECONDS of timing
+ * (no round starts past it). In the simulation (tests/unit/stats/sim_seq.c)
+ * at the block spreads the H200 showed (block log ratio sd 0.004 to 0.025,
+ * log-uniform) 97% of A/A cases are decided by 120 blocks, at a mean of 45;
+ * the noisiest alone (sd 0.025) would need about twice that, a cost paid
+ * only by the noisiest cases, so the cap stops there (docs/verdicts.md). A
+ * round is one session (about 1.5 s of setup on the H200, then its
+ * blocks), so the three rounds fit inside 20 s. */
+#define RUNNER_MAX_PAIRS_FACTOR 8
+#define RUNNER_MAX_SECONDS 20.0
+
 /* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
  * overwrites that many bytes before every timed replay, so that each starts
  * from a cold cache instead of what the other arm's replay left there; 512
@@ -111,7 +127,14 @@ struct runner_config {
 	 * an error). */
 	const char *real_path[2];
 	const char *sha256[2];
-	int pairs;              /* >= RUNNER_MIN_PAIRS */
+	int pairs;              /* >= RUNNER_MIN_PAIRS: the first look */
+	/* The caps of sampling until decided: pairs per case (0: the
+	 * default, RUNNER_MAX_PAIRS_FACTOR x pairs; pairs itself: no
+	 * sampling beyond them; below pairs: refused), and seconds of the
+	 * timing phase after which no round starts (0: RUNNER_MAX_SECONDS).
+	 * Sampling needs sessions: with one_load or sessions 1 it is off. */
+	int max_pairs;
+	double max_seconds;
 	int pairs_per_block;    /* >= 1; the last block may be shorter */
 	/* Every pair under the first load and judged as a unit of its own:
 	 * schema 1's way, which the blocks replaced because its intervals

@@ -67,6 +67,11 @@ struct run {
 	struct gpu_clocks *clocks;
 	char clocks_source[16];
 	char clocks_why[1024];
+	/* In force: cfg's max_pairs, or pairs where sampling is off; the
+	 * statistics' settings with the looks they make (stats.h). */
+	int max_pairs;
+	double max_seconds;
+	struct stats_settings stats;
 };
 
 /* ---- runner.c --------------------------------------------------------- */
@@ -132,5 +137,23 @@ int runner__probe_device(struct run *run, char *why, size_t whylen);
  * stopped GPU work. A session that died by a fault signal sets
  * run->crash_signal. */
 void runner__run_sessions(struct run *run, const int *sel, int nsel);
+
+/* Why sampling ends, or that it goes on (runner__next_round). */
+enum runner_round {
+	ROUND_MORE,        /* one more round, up to *next blocks */
+	ROUND_DECIDED,     /* no case is undecided */
+	ROUND_MAX_PAIRS,   /* the last planned look was taken */
+	ROUND_MAX_SECONDS, /* the timing phase ran past max_seconds */
+	ROUND_STOPPED,     /* GPU work stopped (a fault, a hang, a failure) */
+};
+
+/* The decision between rounds, pure: after blocks_done blocks of every
+ * timed case (the looks of s, stats_looks()), with undecided cases still
+ * undecided, elapsed_s seconds into the timing phase, and stopped when GPU
+ * work can go on no more: ROUND_MORE with *next the next planned look's
+ * blocks, or why not. */
+enum runner_round runner__next_round(const struct stats_settings *s, int blocks_done,
+				     int undecided, double elapsed_s, double max_seconds,
+				     bool stopped, int *next);
 
 #endif

@@ -20,6 +20,7 @@
 #include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
+#include "common/xalloc.h"
 
 /* In a child started with out = CHILD_PIPE: takes the pipe off stdout
  * (stdout then goes where stderr goes), so that nothing a GPU runtime
@@ -259,16 +260,69 @@ static void session_failed(struct run *run, const char *text)
 	run->judge.machine_error = true;
 }
 
+enum runner_round runner__next_round(const struct stats_settings *s, int blocks_done,
+				     int undecided, double elapsed_s, double max_seconds,
+				     bool stopped, int *next)
+{
+	int at[STATS_MAX_LOOKS], k;
+	double w[STATS_MAX_LOOKS];
+
+	*next = blocks_done;
+	if (stopped)
+		return ROUND_STOPPED;
+	if (undecided == 0)
+		return ROUND_DECIDED;
+	k = stats_looks(s, at, w);
+	for (int i = 0; i < k; i++) {
+		if (at[i] > blocks_done) {
+			/* The time cap is checked only where a round would
+			 * start: it bounds the start of rounds, not their
+			 * length. */
+			if (elapsed_s >= max_seconds)
+				return ROUND_MAX_SECONDS;
+			*next = at[i];
+			return ROUND_MORE;
+		}
+	}
+	return ROUND_MAX_PAIRS;
+}
+
+/* The cases of sel[0..nsel) that are still undecided, into more[] (the
+ * count returned), judged as the run stands. */
+static int undecided_cases(struct run *run, const int *sel, int nsel, int *more)
+{
+	bool *need = xcalloc((size_t)run->judge.ncases + 1, sizeof *need);
+	int n = 0;
+
+	(void)judge_undecided(&run->judge, &run->stats, need, run->judge.ncases);
+	for (int i = 0; i < nsel; i++) {
+		const char *name = fixture_name(sel[i]);
+
+		for (int c = 0; c < run->judge.ncases; c++)
+			if (need[c] && strcmp(run->judge.cases[c].name, name) == 0)
+				more[n++] = sel[i];
+	}
+	free(need);
+	return n;
+}
+
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
 	const struct runner_config *cfg = run->cfg;
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
-	int k = run->nsessions;
+	int k = run->nsessions, done = blocks, next, nmore = 0;
+	int *more = xcalloc((size_t)nsel + 1, sizeof *more);
+	double t0;
 	bool stop = false;
 
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
-	for (int s = 0; s < k && !stop; s++) {
+	t0 = child_now();  /* the timing phase, which max_seconds bounds */
+	/* The first k sessions share the first look's blocks; then, while
+	 * some case is undecided, one more session per round times those
+	 * cases alone up to the next look (runner__next_round), its blocks
+	 * numbered on from where the last round ended. */
+	for (int s = 0; !stop; s++) {
 		struct session_arg arg = { run, sel, nsel, s, s * blocks / k,
 					   (s + 1) * blocks / k };
 		struct qual_msg msg = {{0}};
@@ -276,10 +330,19 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		struct child c;
 		char text[sizeof msg.text + 64], end[96];
 		bool over;
-		int rc, sig;
+		int rc, sig, of = s < k ? k : s + 1; /* sessions so far, for messages */
 
+		if (s >= k) {
+			nmore = undecided_cases(run, sel, nsel, more);
+			if (runner__next_round(&run->stats, done, nmore, child_now() - t0,
+					       run->max_seconds, run->judge.machine_error,
+					       &next) != ROUND_MORE)
+				break;
+			arg = (struct session_arg){ run, more, nmore, s, done, next };
+			done = next;
+		}
 		if (start_fn(&c, session_body, &arg, &msg) < 0) {
-			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, k, msg.text);
+			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, of, msg.text);
 			session_failed(run, text);
 			break;
 		}
@@ -292,7 +355,7 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		if (over || (rc == 0 && child_exit_code(&ex) == 0))
 			continue;
 		describe_end(rc, &ex, end, sizeof end);
-		snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, k, end);
+		snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, of, end);
 		session_failed(run, text);
 		stop = true;
 		sig = rc ? 0 : child_exit_signal(&ex);
@@ -301,9 +364,9 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			 * be checked, and no verdict is given. */
 			run->crash_signal = sig;
 			snprintf(run->stop_reason, sizeof run->stop_reason,
-				 "gpu work stopped: session %d of %d crashed (%s)", s + 1, k,
-				 end);
+				 "gpu work stopped: session %d of %d crashed (%s)", s + 1, of, end);
 			runner__emit_stop(run);
 		}
 	}
+	free(more);
 }

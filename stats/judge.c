@@ -119,6 +119,32 @@ static void judge_layout(struct judge *j, const struct stats_settings *s)
 	free(p);
 }
 
+/* The highest block among c's pairs (0: none numbered). */
+static int last_block(const struct judge_case *c)
+{
+	int b = 0;
+
+	for (int i = 0; i < c->npairs; i++)
+		b = c->pairs[i].block > b ? c->pairs[i].block : b;
+	return b;
+}
+
+/* Why a timed case's sampling stopped: decided, or the cap in pairs
+ * (every planned look taken, or the fixed-sample rule), or else the cap in
+ * seconds (the run ended before the case reached its last look). */
+static const char *stop_name(const struct judge_case *c, const struct stats_settings *s)
+{
+	int at[STATS_MAX_LOOKS];
+	double w[STATS_MAX_LOOKS];
+	int k = stats_looks(s, at, w);
+
+	if (c->st.decided)
+		return "decided";
+	if (k == 1 || last_block(c) >= at[k - 1])
+		return "max_pairs";
+	return "max_seconds";
+}
+
 static json_t *case_verdict_line(const struct judge_case *c,
 				 const struct stats_settings *s)
 {
@@ -163,6 +189,16 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	json_object_set_new(line, "ratio_hi", lines_real(st->ratio_hi));
 	json_object_set_new(line, "conf", json_real(s->conf));
 	json_object_set_new(line, "ratio_coverage", lines_real(st->ratio_coverage));
+	/* Sequential sampling (docs/verdicts.md): the looks taken, the last
+	 * one's own p, whether the case is decided and why sampling stopped. */
+	json_object_set_new(line, "looks", json_integer(st->looks));
+	json_object_set_new(line, "look_p", lines_real(st->look_p));
+	json_object_set_new(line, "decided", json_boolean(st->decided));
+	json_object_set_new(line, "stopped", json_string(stop_name(c, s)));
+	if (st->within_margin)
+		json_object_set_new(line, "within_margin",
+				    json_string(st->within_margin > 0 ? "slower" : "faster"));
+	json_object_set_new(line, "beyond_margin", json_boolean(st->beyond_margin));
 	json_object_set_new(line, "invalid_pairs", json_integer(st->invalid));
 	json_object_set_new(line, "wilcoxon_p", lines_real(st->wilcoxon_p));
 	json_object_set_new(line, "hl_ratio", lines_real(exp(st->hl_log_ratio)));
@@ -177,16 +213,14 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	return line;
 }
 
-enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
-			      FILE *out, bool *not_timed)
+/* Summarises and judges every case into j->cases[i].st, as judge_finish
+ * does; *cand_failed and *base_failed gather the cases' failures (on top of
+ * what they hold), and the number of not-applicable cases is returned. */
+static long judge_compute(struct judge *j, const struct stats_settings *s,
+			  bool *cand_failed, bool *base_failed)
 {
 	struct stats_case *all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
-	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
-	bool any_timed = false, no_valid;
-	long npairs = 0, nvalid = 0, ndropped = 0, n_not_applicable = 0;
-	enum run_verdict v;
-	json_t *line, *cases;
-	const char *name;
+	long n_not_applicable = 0;
 
 	for (int i = 0; i < j->ncases; i++) {
 		struct judge_case *c = &j->cases[i];
@@ -194,8 +228,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		memset(&c->st, 0, sizeof c->st);
 		if (c->failure != JUDGE_OK) {
 			c->st.verdict = VERDICT_FAIL;
-			cand_failed |= c->failure == JUDGE_FAIL_CANDIDATE;
-			base_failed |= c->failure == JUDGE_FAIL_BASELINE;
+			*cand_failed |= c->failure == JUDGE_FAIL_CANDIDATE;
+			*base_failed |= c->failure == JUDGE_FAIL_BASELINE;
 		} else if (c->not_applicable) {
 			c->st.verdict = VERDICT_NOT_APPLICABLE;
 			n_not_applicable++;
@@ -204,7 +238,6 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		} else {
 			stats_case_summarise(c->pairs, c->npairs, s, &c->st);
 		}
-		any_timed |= c->npairs > 0;
 		c->st.identical_code = c->identical_code;
 		all[i] = c->st;
 	}
@@ -212,9 +245,67 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	for (int i = 0; i < j->ncases; i++)
 		j->cases[i].st = all[i];
 	judge_layout(j, s);
-	for (int i = 0; i < j->ncases; i++)
+	free(all);
+	return n_not_applicable;
+}
+
+int judge_undecided(struct judge *j, const struct stats_settings *s, bool *need, int n)
+{
+	bool cand = false, base = false;
+	int k = 0;
+
+	(void)judge_compute(j, s, &cand, &base);
+	for (int i = 0; i < n; i++)
+		need[i] = false;
+	for (int i = 0; i < j->ncases; i++) {
+		if (j->cases[i].st.decided)
+			continue;
+		if (i < n)
+			need[i] = true;
+		k++;
+	}
+	return k;
+}
+
+/* The verdict line's "gate": the rules in force and the cases that made a
+ * regression or an improvement under them. */
+static json_t *gate_json(const struct judge *j, const struct stats_settings *s)
+{
+	json_t *reg = json_array(), *imp = json_array();
+
+	for (int i = 0; i < j->ncases; i++) {
+		if (stats_gate_regression(&j->cases[i].st, s))
+			json_array_append_new(reg, json_string(j->cases[i].name));
+		else if (stats_gate_improvement(&j->cases[i].st, s))
+			json_array_append_new(imp, json_string(j->cases[i].name));
+	}
+	return json_pack("{s:s,s:s,s:s,s:o,s:o}",
+			 "slower", gate_rule_name(s->gate_slower),
+			 "faster", gate_rule_name(s->gate_faster),
+			 "undecided", gate_undecided_name(s->undecided),
+			 "regression_cases", reg, "improvement_cases", imp);
+}
+
+enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
+			      FILE *out, bool *not_timed)
+{
+	bool cand_failed = j->candidate_error, base_failed = j->machine_error;
+	bool any_timed = false, no_valid;
+	long npairs = 0, nvalid = 0, ndropped = 0, n_not_applicable;
+	struct stats_case *all;
+	enum run_verdict v;
+	json_t *line, *cases;
+	const char *name;
+
+	n_not_applicable = judge_compute(j, s, &cand_failed, &base_failed);
+	for (int i = 0; i < j->ncases; i++) {
+		any_timed |= j->cases[i].npairs > 0;
 		lines_emit(out, case_verdict_line(&j->cases[i], s));
-	v = stats_run_verdict(all, j->ncases, cand_failed, base_failed);
+	}
+	all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
+	for (int i = 0; i < j->ncases; i++)
+		all[i] = j->cases[i].st;
+	v = stats_run_verdict_gate(all, j->ncases, s, cand_failed, base_failed);
 	/* Pairs were timed but not one of them is valid (every timing NaN,
 	 * infinite or <= 0): nothing was measured, and a run that measured
 	 * nothing must not pass as neutral. The machine's failure, not the
@@ -264,6 +355,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		json_object_set_new(line, "not_applicable", json_integer(n_not_applicable));
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
+	json_object_set_new(line, "gate", gate_json(j, s));
 	if (no_valid) {
 		char text[200];
 
@@ -282,6 +374,80 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	lines_emit(out, line);
 	free(all);
 	return v;
+}
+
+/* An integer setting of a start line: *to keeps its value when the field
+ * is missing or null; 0, or -1 with why when it is not an integer in
+ * [lo, hi]. */
+static int take_int(json_t *settings, const char *key, int lo, int hi, int *to,
+		    char *why, size_t whylen)
+{
+	json_t *x = json_object_get(settings, key);
+
+	if (!x || json_is_null(x))
+		return 0;
+	if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi) {
+		snprintf(why, whylen, "start line's settings.%s must be an integer from %d to %d",
+			 key, lo, hi);
+		return -1;
+	}
+	*to = (int)json_integer_value(x);
+	return 0;
+}
+
+/* A rule of the gate: *to keeps its value when the field is missing or
+ * null; 0, or -1 with why when it is not one of the rule's words. */
+static int take_rule(json_t *settings, const char *key, bool undecided, int *to,
+		     char *why, size_t whylen)
+{
+	json_t *x = json_object_get(settings, key);
+	const char *w = json_string_value(x);
+	enum gate_rule g;
+	enum gate_undecided u;
+
+	if (!x || json_is_null(x))
+		return 0;
+	if (undecided ? gate_undecided_parse(w, &u) < 0 : gate_rule_parse(w, &g) < 0) {
+		snprintf(why, whylen, "start line's settings.%s must be %s", key,
+			 undecided ? "\"pass\" or \"regression\"" :
+				     "\"beyond\" or \"significant\"");
+		return -1;
+	}
+	*to = undecided ? (int)u : (int)g;
+	return 0;
+}
+
+/* The settings of sequential sampling and of the gate from a start line's
+ * settings (docs/verdicts.md): the looks follow from pairs, pairs_per_block
+ * and max_pairs as qual-run made them (first look: the blocks of pairs;
+ * last: the blocks of max_pairs); a line without max_pairs was judged with
+ * one look, and still is. */
+static int take_sampling(json_t *settings, struct stats_settings *s, char *why, size_t whylen)
+{
+	int pairs = 0, per = 0, max_pairs = 0, slower = (int)s->gate_slower;
+	int faster = (int)s->gate_faster, undecided = (int)s->undecided;
+
+	if (take_int(settings, "pairs", 1, INT_MAX, &pairs, why, whylen) < 0 ||
+	    take_int(settings, "pairs_per_block", 1, INT_MAX, &per, why, whylen) < 0 ||
+	    take_int(settings, "max_pairs", 1, INT_MAX, &max_pairs, why, whylen) < 0 ||
+	    take_rule(settings, "gate_slower", false, &slower, why, whylen) < 0 ||
+	    take_rule(settings, "gate_faster", false, &faster, why, whylen) < 0 ||
+	    take_rule(settings, "undecided", true, &undecided, why, whylen) < 0)
+		return -1;
+	if (max_pairs && pairs && max_pairs < pairs) {
+		snprintf(why, whylen, "start line's settings.max_pairs (%d) is below its "
+			 "pairs (%d)", max_pairs, pairs);
+		return -1;
+	}
+	s->gate_slower = (enum gate_rule)slower;
+	s->gate_faster = (enum gate_rule)faster;
+	s->undecided = (enum gate_undecided)undecided;
+	s->first_look = s->last_look = 0;
+	if (max_pairs && pairs && per && !json_is_true(json_object_get(settings, "one_load"))) {
+		s->first_look = (pairs + per - 1) / per;
+		s->last_look = (int)(((long)max_pairs + per - 1) / per);
+	}
+	return 0;
 }
 
 int judge_take_line(struct judge *j, struct stats_settings *run_settings,
@@ -337,6 +503,8 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 			}
 			*fields[i].to = v;
 		}
+		if (take_sampling(s, run_settings, why, whylen) < 0)
+			return -1;
 	} else if (strcmp(type, "case") == 0) {
 		if (!name) {
 			snprintf(why, whylen, "case line without \"case\"");

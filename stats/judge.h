@@ -83,6 +83,13 @@ void judge_case_not_applicable(struct judge_case *c, const char *why);
 enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			      FILE *out, bool *not_timed);
 
+/* Between rounds of sampling: judges the cases as they stand (as
+ * judge_finish would, writing nothing) and sets need[i], for the first n
+ * cases in the order judge_case_get() added them, to whether case i is
+ * undecided (stats.h: struct stats_case's decided) and so needs more blocks.
+ * Returns the number of undecided cases. */
+int judge_undecided(struct judge *j, const struct stats_settings *s, bool *need, int n);
+
 /* Applies one qual line (as qual-run writes it) to the judge: a start line's
  * timed flag and alpha, margin and conf (into *run_settings), a case line's
  * identical_code (and "applicable": false, with its not_applicable_because),
@@ -91,7 +98,11 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
  * Returns 0, or -1 with why for a line that is not a qual line, or a start
  * line whose settings are out of range: alpha in (0, 0.5], margin in
  * [0, 0.5], conf in (0, 1), each finite (a missing or null one keeps the
- * default); why names the field. Shared by qual-judge and by qual-run
+ * default); why names the field. The start line's pairs, pairs_per_block
+ * and max_pairs give the looks (first_look, last_look: blocks of pairs and
+ * of max_pairs; one look without max_pairs or under one_load), and its
+ * gate_slower, gate_faster and undecided the gate; a bad one is refused the
+ * same way. Shared by qual-judge and by qual-run
  * gathering its sessions' lines. */
 int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		    json_t *line, char *why, size_t whylen);

@@ -697,6 +697,35 @@ void stats_settings_init(struct stats_settings *s)
 	s->alpha = 0.05;
 	s->margin = 0.01;
 	s->conf = 0.95;
+	s->first_look = 0;
+	s->last_look = 0;
+	s->gate_slower = GATE_BEYOND;
+	s->gate_faster = GATE_BEYOND;
+	s->undecided = UNDECIDED_PASS;
+}
+
+int stats_looks(const struct stats_settings *s, int at[STATS_MAX_LOOKS],
+		double w[STATS_MAX_LOOKS])
+{
+	int k = 0;
+
+	if (s->first_look <= 0 || s->last_look <= s->first_look) {
+		at[0] = 0;
+		w[0] = 1;
+		return 1;
+	}
+	/* Doubling from the first look, then the cap; a doubling that would
+	 * pass the cap is the cap. */
+	for (long n = s->first_look; n < s->last_look && k < STATS_MAX_LOOKS - 1; n *= 2)
+		at[k++] = (int)n;
+	at[k++] = s->last_look;
+	/* Half the error at the first look, where most cases are decided,
+	 * so that its test is the fixed-sample one at alpha / 2; the other
+	 * half shared equally by the later looks. */
+	w[0] = 0.5;
+	for (int i = 1; i < k; i++)
+		w[i] = 0.5 / (k - 1);
+	return k;
 }
 
 /* A pair is usable when both timings are finite and positive and their ratio
@@ -740,6 +769,69 @@ double stats_sample_sd(const double *x, int n)
 	return n >= 2 ? sqrt(m2 / (n - 1)) : NAN;
 }
 
+/* The test and the interval over the looks (stats.h, struct stats_case):
+ * uratio[0..u) are the units' ratios in block order (lone pairs, block 0,
+ * first), with their blocks and signs, so that look k's units are the prefix
+ * of those with block <= at[k]. A look is taken when the data reach past the
+ * look before it; the last planned look also holds any unit beyond it (a
+ * run qual-run made never has one). Sets p, look_p, looks, ratio_lo,
+ * ratio_hi and ratio_coverage. */
+static void sequential(const double *uratio, const int *ublock, const int *usign, int u,
+		       const struct stats_settings *s, struct stats_case *out)
+{
+	int at[STATS_MAX_LOOKS], nlooks, maxblock = u ? ublock[u - 1] : 0;
+	int n = 0, faster = 0, slower = 0;
+	double w[STATS_MAX_LOOKS], lo = -INFINITY, hi = INFINITY, miss = 0;
+	double last_lo = NAN, last_hi = NAN, one_cov = NAN;
+	int intervals = 0;
+
+	nlooks = stats_looks(s, at, w);
+	out->p = 1;
+	out->looks = 0;
+	for (int k = 0; k < nlooks; k++) {
+		double level, klo, khi, cov, pk;
+
+		if (k > 0 && maxblock <= at[k - 1])
+			break;  /* the data stopped at the look before */
+		while (n < u && (k == nlooks - 1 || nlooks == 1 || ublock[n] <= at[k])) {
+			faster += usign[n] < 0;
+			slower += usign[n] > 0;
+			n++;
+		}
+		/* With one look its level is conf itself, bit for bit. */
+		level = w[k] == 1 ? s->conf : 1 - (1 - s->conf) * w[k];
+		pk = stats_sign_test_p(faster, faster + slower);
+		out->look_p = pk;
+		pk = pk / w[k] < 1 ? pk / w[k] : 1;
+		if (pk < out->p)
+			out->p = pk;
+		stats_median_ci(uratio, n, level, &klo, &khi);
+		if (stats_median_ci_rank(n, level, &cov) > 0 && !isnan(klo)) {
+			intervals++;
+			one_cov = cov;
+			miss += 1 - cov;
+			lo = klo > lo ? klo : lo;
+			hi = khi < hi ? khi : hi;
+			last_lo = klo;
+			last_hi = khi;
+		}
+		out->looks++;
+	}
+	if (!intervals) {
+		out->ratio_lo = out->ratio_hi = out->ratio_coverage = NAN;
+		return;
+	}
+	/* An empty intersection can only come of a look whose interval
+	 * missed: the latest look's interval stands for the sequence then. */
+	if (lo > hi) {
+		lo = last_lo;
+		hi = last_hi;
+	}
+	out->ratio_lo = lo;
+	out->ratio_hi = hi;
+	out->ratio_coverage = intervals == 1 ? one_cov : 1 - miss;
+}
+
 void stats_case_summarise(const struct stats_pair *pairs, int n,
 			  const struct stats_settings *s, struct stats_case *out)
 {
@@ -750,6 +842,8 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 	double *ulogr = stats_alloc(cap, sizeof *ulogr);
 	double *first_c = stats_alloc(cap, sizeof *first_c);
 	double *first_b = stats_alloc(cap, sizeof *first_b);
+	int *ublock = stats_alloc(cap, sizeof *ublock);
+	int *usign = stats_alloc(cap, sizeof *usign);
 	int m = 0, nc = 0, nb = 0, u = 0;
 
 	memset(out, 0, sizeof *out);
@@ -806,15 +900,15 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 		out->unit_faster += sign < 0;
 		out->unit_slower += sign > 0;
 		out->unit_ties += sign == 0;
+		ublock[u] = v[i].block;
+		usign[u] = sign;
 		u++;
 		i = j;
 	}
 	out->units = u;
-	out->p = stats_sign_test_p(out->unit_faster, out->unit_faster + out->unit_slower);
 	out->p_holm = NAN;
 	out->ratio_median = stats_median(uratio, u);
-	stats_median_ci(uratio, u, s->conf, &out->ratio_lo, &out->ratio_hi);
-	stats_median_ci_rank(u, s->conf, &out->ratio_coverage);
+	sequential(uratio, ublock, usign, u, s, out);
 	out->wilcoxon_p = u ? stats_wilcoxon_p(ulogr, u) : NAN;
 	out->hl_log_ratio = stats_hodges_lehmann(ulogr, u);
 	out->unit_log_ratio_sd = stats_sample_sd(ulogr, u);
@@ -826,6 +920,8 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 	free(ulogr);
 	free(first_c);
 	free(first_b);
+	free(ublock);
+	free(usign);
 }
 
 static bool case_is_timed(const struct stats_case *c)
@@ -853,19 +949,30 @@ void stats_judge_run(struct stats_case *cases, int ncases,
 
 		if (!case_is_timed(c)) {
 			c->p_holm = NAN;
+			c->decided = true;  /* nothing more to time */
+			c->within_margin = 0;
+			c->beyond_margin = false;
 			continue;
 		}
 		c->p_holm = p[k++];
-		if (c->identical_code)
+		/* Both false for a NaN interval. */
+		c->beyond_margin = c->ratio_lo > 1 + s->margin || c->ratio_hi < 1 - s->margin;
+		c->within_margin = 0;
+		if (c->identical_code) {
 			c->verdict = VERDICT_IDENTICAL;
-		else if (c->ratio_lo >= 1 - s->margin && c->ratio_hi <= 1 + s->margin)
-			c->verdict = VERDICT_EQUIVALENT;  /* false for NaN */
-		else if (c->p_holm < s->alpha && c->unit_slower > c->unit_faster)
+		} else if (c->ratio_lo >= 1 - s->margin && c->ratio_hi <= 1 + s->margin) {
+			c->verdict = VERDICT_EQUIVALENT;
+			c->within_margin = c->ratio_lo > 1 ? 1 : c->ratio_hi < 1 ? -1 : 0;
+		} else if (c->p_holm < s->alpha && c->unit_slower > c->unit_faster) {
 			c->verdict = VERDICT_SLOWER;
-		else if (c->p_holm < s->alpha && c->unit_faster > c->unit_slower)
+		} else if (c->p_holm < s->alpha && c->unit_faster > c->unit_slower) {
 			c->verdict = VERDICT_FASTER;
-		else
+		} else {
 			c->verdict = VERDICT_INCONCLUSIVE;
+		}
+		c->decided = c->verdict == VERDICT_IDENTICAL || c->verdict == VERDICT_EQUIVALENT ||
+			     ((c->verdict == VERDICT_SLOWER || c->verdict == VERDICT_FASTER) &&
+			      c->beyond_margin);
 	}
 	free(p);
 }
@@ -874,12 +981,43 @@ enum run_verdict stats_run_verdict(const struct stats_case *cases, int n,
 				   bool candidate_failed,
 				   bool baseline_or_machine_failed)
 {
+	struct stats_settings any;
+
+	stats_settings_init(&any);
+	any.gate_slower = any.gate_faster = GATE_SIGNIFICANT;
+	any.undecided = UNDECIDED_PASS;
+	return stats_run_verdict_gate(cases, n, &any, candidate_failed,
+				      baseline_or_machine_failed);
+}
+
+bool stats_gate_regression(const struct stats_case *c, const struct stats_settings *s)
+{
+	if (c->verdict == VERDICT_SLOWER &&
+	    (s->gate_slower == GATE_SIGNIFICANT || c->beyond_margin))
+		return true;
+	/* Undecided, and a slowdown beyond the margin not ruled out (a NaN
+	 * interval rules nothing out). */
+	return !c->decided && case_is_timed(c) && s->undecided == UNDECIDED_REGRESSION &&
+	       !(c->ratio_hi <= 1 + s->margin);
+}
+
+bool stats_gate_improvement(const struct stats_case *c, const struct stats_settings *s)
+{
+	return c->verdict == VERDICT_FASTER &&
+	       (s->gate_faster == GATE_SIGNIFICANT || c->beyond_margin);
+}
+
+enum run_verdict stats_run_verdict_gate(const struct stats_case *cases, int n,
+					const struct stats_settings *s,
+					bool candidate_failed,
+					bool baseline_or_machine_failed)
+{
 	bool failed = false, slower = false, faster = false;
 
 	for (int i = 0; i < n; i++) {
 		failed |= cases[i].verdict == VERDICT_FAIL;
-		slower |= cases[i].verdict == VERDICT_SLOWER;
-		faster |= cases[i].verdict == VERDICT_FASTER;
+		slower |= stats_gate_regression(&cases[i], s);
+		faster |= stats_gate_improvement(&cases[i], s);
 	}
 	if (candidate_failed)
 		return RUN_FAIL;

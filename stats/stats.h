@@ -2,7 +2,7 @@
  * distribution-free confidence interval of the median ratio, Wilcoxon
  * signed-rank test and Hodges-Lehmann estimate, order effect, and the
  * per-case and per-run verdicts built from them. No GPU, no I/O; links only
- * libm.
+ * libm and the gate's words (common/gate.h).
  *
  * Conventions: functions that take a sample skip its non-finite entries (NaN,
  * +-Inf) as if they were absent; a statistic that cannot be computed (empty
@@ -19,6 +19,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "common/gate.h"
 
 /* Exact two-sided sign test: the probability, under Binomial(n, 1/2), of a
  * split at least as uneven as k of n, min(1, 2 P(X <= min(k, n - k))).
@@ -126,8 +128,32 @@ struct stats_settings {
 	double alpha;   /* default 0.05 */
 	double margin;  /* default 0.01: equivalence band 1 +/- margin */
 	double conf;    /* confidence of the ratio interval; default 0.95 */
+	/* The planned looks of sequential sampling, in units (blocks): the
+	 * first after first_look blocks, then at twice as many each time
+	 * (2, 4, 8 ... x first_look), the last at last_look (the cap).
+	 * first_look 0, or last_look <= first_look: one look over every unit
+	 * (the fixed-sample rule; the default). stats_looks() says which. */
+	int first_look;
+	int last_look;
+	/* The gate (common/gate.h). */
+	enum gate_rule gate_slower;    /* default GATE_BEYOND */
+	enum gate_rule gate_faster;    /* default GATE_BEYOND */
+	enum gate_undecided undecided; /* default UNDECIDED_PASS */
 };
 void stats_settings_init(struct stats_settings *s);
+
+/* The most planned looks: first_look x 2^(STATS_MAX_LOOKS - 2) is the last
+ * one planned by doubling, which is far beyond any cap a run can afford. */
+#define STATS_MAX_LOOKS 24
+
+/* The planned looks of s: their unit counts into at[] (ascending, the last
+ * at s->last_look) and their weights into w[] (summing to 1), at most
+ * STATS_MAX_LOOKS of each; returns their number (1 for the fixed-sample rule,
+ * with at[0] = 0 meaning "every unit" and w[0] = 1). The first look has half
+ * the weight, the later ones share the other half equally
+ * (docs/verdicts.md, "Sampling until decided", says why). */
+int stats_looks(const struct stats_settings *s, int at[STATS_MAX_LOOKS],
+		double w[STATS_MAX_LOOKS]);
 
 /* A case's units are its blocks: the valid pairs that share a block > 0
  * form one unit, whose log ratio is the median of theirs and whose ratio is
@@ -155,6 +181,22 @@ struct stats_case {
 	double unit_log_ratio_sd; /* sample sd of the units' log ratios */
 	bool identical_code;
 	enum stats_verdict verdict;
+	/* Sequential sampling (stats_looks()): with more than one planned
+	 * look, p is the sequential p-value, min over the looks taken of
+	 * min(1, p_k / w_k), and [ratio_lo, ratio_hi] the running intersection
+	 * of the looks' intervals, look k's at level 1 - (1 - conf) w_k;
+	 * ratio_coverage is then the lower bound 1 - sum of the looks' exact
+	 * miss probabilities. With one look all three are as before. */
+	int looks;             /* looks taken: planned looks the data reached */
+	double look_p;         /* sign test of the last look taken, unweighted */
+	/* Filled by stats_judge_run: whether the case is decided (identical,
+	 * untimed, equivalent, or slower / faster with the interval wholly
+	 * beyond the margin); within_margin +1 (-1) when equivalent with the
+	 * interval above (below) 1, else 0; beyond_margin when the interval
+	 * lies wholly above 1 + margin or below 1 - margin. */
+	bool decided;
+	int within_margin;
+	bool beyond_margin;
 };
 
 /* Summarises one case's pairs (no verdict yet): overwrites all of *out, with
@@ -167,7 +209,7 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 			  const struct stats_settings *s, struct stats_case *out);
 
 /* Holm-adjusts the p of every timed case of a run and assigns each its
- * verdict. Cases whose verdict is already VERDICT_FAIL, VERDICT_NOT_TIMED or
+ * verdict and whether it is decided (struct stats_case). Cases whose verdict is already VERDICT_FAIL, VERDICT_NOT_TIMED or
  * VERDICT_NOT_APPLICABLE are left as they are (p_holm NaN) and excluded from the correction. Then, in
  * order: IDENTICAL when identical_code (the timing is still reported: a free
  * A/A control); EQUIVALENT when [ratio_lo, ratio_hi] lies inside
@@ -199,5 +241,21 @@ const char *stats_run_verdict_name(enum run_verdict v);
 enum run_verdict stats_run_verdict(const struct stats_case *cases, int n,
 				   bool candidate_failed,
 				   bool baseline_or_machine_failed);
+
+/* Whether the judged case c counts toward a regression (an improvement)
+ * under s's gate: SLOWER (FASTER), with beyond_margin under GATE_BEYOND;
+ * under UNDECIDED_REGRESSION, also an undecided timed case whose interval
+ * does not rule out a slowdown beyond the margin (ratio_hi above
+ * 1 + margin, or NaN). */
+bool stats_gate_regression(const struct stats_case *c, const struct stats_settings *s);
+bool stats_gate_improvement(const struct stats_case *c, const struct stats_settings *s);
+
+/* The run verdict under s's gate: stats_run_verdict's precedence, with
+ * "any case SLOWER" read as "any case stats_gate_regression()" and "some
+ * case FASTER" as "some case stats_gate_improvement()". */
+enum run_verdict stats_run_verdict_gate(const struct stats_case *cases, int n,
+					const struct stats_settings *s,
+					bool candidate_failed,
+					bool baseline_or_machine_failed);
 
 #endif

@@ -128,7 +128,14 @@ foreach(t
     "judge_blocks 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_blocked.jsonl"
     "judge_pairs_alone 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_unblocked.jsonl"
     "judge_throttled 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=equivalent -- ${JUDGE} ${QO}/run_throttled.jsonl"
-    "judge_throttled_unmarked 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} ${QO}/run_throttled_unmarked.jsonl")
+    "judge_throttled_unmarked 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} ${QO}/run_throttled_unmarked.jsonl"
+    "judge_sampled 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower --expect-case-verdict gemm_f16-2=slower -- ${JUDGE} ${QO}/run_sampled.jsonl"
+    "judge_sampled_undecided 0 --expect-verdict neutral --expect-case-verdict gemm_f16-2=slower -- ${JUDGE} ${QO}/run_sampled_undecided.jsonl"
+    "judge_sampled_strict 1 --expect-verdict regression --expect-case-verdict gemm_f16-2=slower -- ${JUDGE} ${QO}/run_sampled_strict.jsonl"
+    "judge_sampled_cli_undecided 1 --expect-verdict regression -- ${JUDGE} --undecided regression ${QO}/run_sampled_undecided.jsonl"
+    "judge_sampled_cli_gate 0 --expect-verdict neutral -- ${JUDGE} --undecided pass ${QO}/run_sampled_strict.jsonl"
+    "judge_slower_significant 1 --expect-verdict regression -- ${JUDGE} --gate-slower significant ${QO}/run_sampled_undecided.jsonl"
+    "judge_sampled_wide_margin 0 --expect-verdict neutral --expect-case-verdict gemm_f16-2=equivalent -- ${JUDGE} --margin 0.05 ${QO}/run_sampled.jsonl")
   separate_arguments(args UNIX_COMMAND "${t}")
   list(POP_FRONT args name exit)
   qual_expect(${name} ${exit} ${args})

@@ -20,3 +20,14 @@ set_tests_properties(${stats_ref_tests} PROPERTIES
 # stats/judge.c: the not_applicable verdict (tests/unit/stats/test_judge.c).
 qual_unit_tests(test_judge ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_judge.c
                 LABEL unit TIMEOUT 60 LIBS qual_judge)
+
+# Sampling until decided, simulated (tests/unit/stats/sim_seq.c): whole runs
+# of 13 cases through the real stats code with optional stopping at the
+# looks; fails when A/A false alarms per run exceed alpha, when the
+# sequences' coverage falls below conf (each beyond its binomial slack), or
+# when a 3% slowdown is not called. Prints its figures (ctest -V, or
+# --output-on-failure).
+add_executable(sim_seq ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/sim_seq.c)
+target_link_libraries(sim_seq qual_stats m)
+add_test(NAME stats_sim_seq COMMAND sim_seq)
+set_tests_properties(stats_sim_seq PROPERTIES LABELS unit TIMEOUT 120)

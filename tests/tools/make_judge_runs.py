@@ -146,5 +146,39 @@ def write_throttled(path, with_block_lines):
             f.write(json.dumps(l) + "\n")
 
 
+def write_sampled(path, undecided, only_undecided=False):
+    """A run that sampled until decided (max_pairs 120 of 30: looks at 15,
+    30 and 60 blocks): gemm_f16-1 4% slower, decided beyond the margin at
+    the first look (15 blocks); gemm_f16-2 0.8% slower with a 1% spread per pair,
+    never decided (its interval straddles 1.01), timed to the cap, 60
+    blocks. Under the default gate (beyond, undecided pass) the first makes
+    the regression. With only the undecided case, a stored undecided of
+    pass makes the run neutral and one of regression a regression. qual-judge must read the looks and
+    the gate back."""
+    rng = random.Random(11)
+    specs = (("gemm_f16-1", 1.04, 15), ("gemm_f16-2", 1.008, 60))
+    if only_undecided:
+        specs = specs[1:]
+    lines = [start([s[0] for s in specs])]
+    lines[0]["schema_version"] = 4
+    lines[0]["settings"].update({"pairs_per_block": 2, "max_pairs": 120,
+                                 "max_seconds": 20.0, "gate_slower": "beyond",
+                                 "gate_faster": "beyond", "undecided": undecided})
+    for name, effect, blocks in specs:
+        lines.append(case_line(name, False))
+        for i in range(2 * blocks):
+            b = 10000.0
+            c = b * effect * math.exp(rng.gauss(0, 0.01))
+            lines.append({"type": "pair", "case": name, "pair": i, "block": i // 2 + 1,
+                          "order": "baseline_first" if (i + i // 2) % 2 == 0
+                          else "candidate_first", "baseline_ns": b, "candidate_ns": c})
+    with open(path, "w") as f:
+        for l in lines:
+            f.write(json.dumps(l) + "\n")
+
+
 write_throttled(f"{out}/run_throttled.jsonl", True)
 write_throttled(f"{out}/run_throttled_unmarked.jsonl", False)
+write_sampled(f"{out}/run_sampled.jsonl", "pass")
+write_sampled(f"{out}/run_sampled_undecided.jsonl", "pass", True)
+write_sampled(f"{out}/run_sampled_strict.jsonl", "regression", True)

@@ -276,7 +276,9 @@ def submit_request(ctx):
                 "--alpha", "0.01", "--margin", "0.02", "--baseline-opt", "-O2",
                 "--candidate-opt", "-O3", "--candidate-opt", "--use_fast_math",
                 "--compile-only", "--seed", "7", "--mode", "wgp", "--fixtures", "fx/rmsnorm",
-                "--fixtures", "/srv/fx", "--fixtures=./fx/b")
+                "--fixtures", "/srv/fx", "--fixtures=./fx/b", "--max-pairs", "160",
+                "--max-seconds", "12.5", "--gate-slower", "significant",
+                "--gate-faster", "beyond", "--undecided", "regression")
     expect_status(r, EXIT_PASS, *r[1:])
     req = fake.requests[0]
     real_tmp = os.path.realpath(ctx.tmp)
@@ -285,7 +287,9 @@ def submit_request(ctx):
             "cases": ["gemm_f16-256x512x256", "conv3x3_f16-7x7x512x512"],
             "alpha": 0.01, "margin": 0.02, "baseline_options": ["-O2"],
             "candidate_options": ["-O3", "--use_fast_math"], "compile_only": True,
-            "seed": 7, "mode": "wgp", "follow": True,
+            "seed": 7, "mode": "wgp", "follow": True, "max_pairs": 160,
+            "max_seconds": 12.5, "gate_slower": "significant", "gate_faster": "beyond",
+            "undecided": "regression",
             "fixtures": [real_tmp + "/fx/rmsnorm", "/srv/fx", real_tmp + "/fx/b"]}
     for k, v in want.items():
         check(req.get(k) == v, "request %s = %r, expected %r" % (k, req.get(k), v), req)

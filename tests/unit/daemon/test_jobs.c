@@ -561,6 +561,18 @@ static void test_worker_args(void **state)
 	RUN_UNTIL(finished(H.sub_job), 10);
 	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
 	assert_non_null(strstr(l[0], "--mode=wgp --compile-only --device=3\""));
+
+	/* Sampling's caps and the gate, when given, are passed on. */
+	args_init(&a, lib("base"), lib("ok"));
+	a.max_pairs = 120;
+	a.max_seconds = 7.5;
+	a.gate_slower = GATE_SIGNIFICANT;
+	a.undecided = UNDECIDED_REGRESSION;
+	assert_int_equal(submit_args_wait(&a), 0);
+	RUN_UNTIL(finished(H.sub_job), 10);
+	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
+	assert_non_null(strstr(l[0], "--max-pairs=120 --max-seconds=7.5 "
+			       "--gate-slower=significant --undecided=regression --device=3\""));
 	finish();
 }
 

@@ -128,6 +128,20 @@ static json_t *dump_request(const struct request *r)
 			json_object_set_new(o, "fixtures", list_json(s->fixtures));
 		if (s->mode != RTC_MODE_DEFAULT) /* only then, as request_submit_to_json */
 			json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
+		/* Sampling and the gate: likewise only when not the default. */
+		if (s->max_pairs)
+			json_object_set_new(o, "max_pairs", json_integer(s->max_pairs));
+		if (s->max_seconds > 0)
+			json_object_set_new(o, "max_seconds", json_real(s->max_seconds));
+		if (s->gate_slower != GATE_BEYOND)
+			json_object_set_new(o, "gate_slower",
+					    json_string(gate_rule_name(s->gate_slower)));
+		if (s->gate_faster != GATE_BEYOND)
+			json_object_set_new(o, "gate_faster",
+					    json_string(gate_rule_name(s->gate_faster)));
+		if (s->undecided != UNDECIDED_PASS)
+			json_object_set_new(o, "undecided",
+					    json_string(gate_undecided_name(s->undecided)));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
@@ -340,7 +354,9 @@ static void test_submit_round_trip(void **state)
 	const char *s = "{\"op\":\"submit\",\"baseline\":\"/a\",\"candidate\":\"/b\","
 			"\"pairs\":64,\"alpha\":0.01,\"margin\":0.02,\"seed\":9,"
 			"\"compile_only\":true,\"follow\":false,\"cases\":[\"c1\",\"c2\"],"
-			"\"candidate_options\":[\"-G\"],\"mode\":\"wgp\",\"fixtures\":[\"/srv/fx\",\"/srv/fy\"]}";
+			"\"candidate_options\":[\"-G\"],\"mode\":\"wgp\",\"fixtures\":[\"/srv/fx\",\"/srv/fy\"],"
+			"\"max_pairs\":128,\"max_seconds\":12.5,\"gate_slower\":\"significant\","
+			"\"gate_faster\":\"significant\",\"undecided\":\"regression\"}";
 	struct submit_args back;
 	struct qual_msg msg;
 	const char *op;

@@ -161,6 +161,8 @@ static struct {
 	struct fake_arm arm[2];
 	double noise;      /* relative half-width of the uniform timing noise */
 	double instance;   /* scenario.instance */
+	const char *slow_case; /* scenario.slow_case: its candidate's times ... */
+	double slow_factor;    /* ... times this */
 	int per_block;     /* the run's pairs per block (all pairs: one load) */
 	bool flush_expected; /* the run flushes before every timed replay */
 	bool flushed;      /* a flush since the last timed replay */
@@ -789,6 +791,8 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	fake_execute(gr, true);
 	*device_ns = FAKE_GRAPH_NS * fk.arm[gr->arm].factor * gr->factor *
 		     (1 + fk.noise * fake_uniform());
+	if (gr->arm == 1 && fk.slow_case && strcmp(gr->fc->c.name, fk.slow_case) == 0)
+		*device_ns *= fk.slow_factor;
 	*host_ns = *device_ns + FAKE_HOST_EXTRA_NS;
 	if (fk.ntime < FAKE_MAX_TIMES) {
 		t = &fk.times[fk.ntime];
@@ -831,6 +835,10 @@ struct scenario {
 	double instance;        /* each graph's own speed: its times are
 				 * scaled by 1 + instance x U(-1, 1), drawn
 				 * when the graph is made */
+	const char *slow_case;  /* this case's candidate times x slow_factor */
+	double slow_factor;
+	int max_pairs;          /* runner_config's (0: its default) */
+	double max_seconds;     /* runner_config's (0: its default) */
 	uint64_t seed;          /* 0: the fake's default seed */
 	uint64_t block_seed;    /* runner_config.block_seed (0: drawn) */
 	bool no_flush;          /* flush_bytes 0, else FAKE_FLUSH_BYTES */
@@ -952,6 +960,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.arm[1] = s->arm[1];
 	fk.noise = s->noise;
 	fk.instance = s->instance;
+	fk.slow_case = s->slow_case;
+	fk.slow_factor = s->slow_factor;
 	fk.per_block = s->per_block ? s->per_block : (s->pairs ? s->pairs : RUNNER_MIN_PAIRS);
 	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
@@ -980,6 +990,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.block_seed = s->block_seed;
 	cfg.flush_bytes = s->no_flush ? 0 : FAKE_FLUSH_BYTES;
 	cfg.sessions = s->sessions ? s->sessions : 1;
+	cfg.max_pairs = s->max_pairs;
+	cfg.max_seconds = s->max_seconds;
 	fk.flush_expected = !s->no_flush;
 	if (s->margin > 0)
 		cfg.stats.margin = s->margin;
@@ -2555,6 +2567,186 @@ static int setup(void **state)
 
 #define T(name) cmocka_unit_test_setup(test_##name, setup)
 
+
+/* ---- sampling until decided ------------------------------------------ */
+
+/* The decision between rounds: the next planned look while some case is
+ * undecided, else why not; the time cap only where a round would start. */
+static void test_next_round(void **state)
+{
+	struct stats_settings s;
+	int next;
+
+	(void)state;
+	stats_settings_init(&s);
+	s.first_look = 15;
+	s.last_look = 120;
+	assert_int_equal(runner__next_round(&s, 15, 2, 1.0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 30);
+	assert_int_equal(runner__next_round(&s, 30, 1, 1.0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 60);
+	assert_int_equal(runner__next_round(&s, 60, 1, 1.0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 120);
+	assert_int_equal(runner__next_round(&s, 120, 1, 1.0, 20.0, false, &next),
+			 ROUND_MAX_PAIRS);
+	assert_int_equal(next, 120);
+	assert_int_equal(runner__next_round(&s, 30, 0, 1.0, 20.0, false, &next), ROUND_DECIDED);
+	assert_int_equal(runner__next_round(&s, 30, 3, 20.0, 20.0, false, &next),
+			 ROUND_MAX_SECONDS);
+	assert_int_equal(runner__next_round(&s, 30, 3, 1.0, 20.0, true, &next), ROUND_STOPPED);
+	/* A cap between doublings, and no sampling at all. */
+	s.last_look = 50;
+	assert_int_equal(runner__next_round(&s, 30, 1, 0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 50);
+	s.first_look = s.last_look = 0;
+	assert_int_equal(runner__next_round(&s, 15, 1, 0, 20.0, false, &next), ROUND_MAX_PAIRS);
+}
+
+/* Re-judges o's lines as qual-judge would (judge_take_line from the start
+ * line on), and checks every case_verdict's verdict, decided and stopped
+ * come back the same. */
+static void assert_rejudged_same(const struct outcome *o)
+{
+	struct stats_settings st;
+	struct judge j;
+	enum run_verdict v;
+	bool not_timed;
+	char *text = NULL, why[256];
+	size_t len = 0, i;
+	FILE *f = open_memstream(&text, &len);
+	json_t *l;
+	struct outcome again = {0};
+
+	stats_settings_init(&st);
+	judge_init(&j);
+	json_array_foreach(o->lines, i, l)
+		assert_int_equal(judge_take_line(&j, &st, l, why, sizeof why), 0);
+	v = judge_finish(&j, &st, f, &not_timed);
+	fclose(f);
+	judge_release(&j);
+	outcome_parse(&again, text);
+	json_array_foreach(o->lines, i, l) {
+		json_t *b;
+
+		if (!has_type(l, "case_verdict"))
+			continue;
+		b = find_line(&again, "case_verdict", str(l, "case"));
+		assert_non_null(b);
+		assert_string_equal(str(b, "verdict"), str(l, "verdict"));
+		assert_true(json_equal(json_object_get(b, "decided"), json_object_get(l, "decided")));
+		assert_true(json_equal(json_object_get(b, "stopped"), json_object_get(l, "stopped")));
+		assert_true(json_equal(json_object_get(b, "ratio_lo"), json_object_get(l, "ratio_lo")));
+	}
+	l = find_line(o, "verdict", NULL);
+	assert_string_equal(str(l, "verdict"), stats_run_verdict_name(v));
+	assert_true(json_equal(json_object_get(l, "gate"),
+			       json_object_get(find_line(&again, "verdict", NULL), "gate")));
+	outcome_release(&again);
+}
+
+/* After the 4 sessions of the first look, a case that is undecided (its
+ * candidate 1% slower: the interval straddles 1 + margin) is timed alone in
+ * one more session per round, up to each next look (30, then 60 blocks of
+ * max_pairs 120), its blocks numbered on and never reused; the decided case
+ * is not timed again. The undecided case stops at max_pairs, slower but not
+ * beyond the margin, which the default gate passes; qual-judge on the lines
+ * gives the same. */
+static void test_sampling_rounds(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sampling_rounds", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
+	};
+	struct outcome o = {0};
+	int per_block[2][64] = {{0}}, session_of[2][64] = {{0}}, npairs[2] = {0};
+	json_t *start, *cv, *l;
+	size_t i;
+
+	(void)state;
+	scenario_run(&s, &o);
+	start = json_array_get(o.lines, 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(start, "settings"),
+							    "max_pairs")), 120);
+	json_array_foreach(o.lines, i, l) {
+		int c, b, ses;
+
+		if (!has_type(l, "pair"))
+			continue;
+		c = strcmp(str(l, "case"), CASE_CONV) == 0;
+		b = (int)json_integer_value(json_object_get(l, "block"));
+		ses = (int)json_integer_value(json_object_get(l, "session"));
+		assert_true(b >= 1 && b <= 60);
+		per_block[c][b]++;
+		/* Every pair of a block comes from one session. */
+		assert_true(session_of[c][b] == 0 || session_of[c][b] == ses);
+		session_of[c][b] = ses;
+		npairs[c]++;
+	}
+	assert_int_equal(npairs[0], 30);
+	assert_int_equal(npairs[1], 120);
+	for (int b = 1; b <= 60; b++) {
+		assert_int_equal(per_block[1][b], 2);
+		assert_int_equal(per_block[0][b], b <= 15 ? 2 : 0);
+		/* Rounds: blocks 16-30 in session 5, 31-60 in session 6. */
+		if (b > 15)
+			assert_int_equal(session_of[1][b], b <= 30 ? 5 : 6);
+	}
+	assert_int_equal(count_lines(&o, "case", CASE_CONV), 1);
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	assert_string_equal(str(cv, "verdict"), "equivalent");
+	assert_string_equal(str(cv, "stopped"), "decided");
+	cv = find_line(&o, "case_verdict", CASE_CONV);
+	assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 60);
+	assert_int_equal(json_integer_value(json_object_get(cv, "looks")), 3);
+	assert_true(json_is_false(json_object_get(cv, "decided")));
+	assert_string_equal(str(cv, "stopped"), "max_pairs");
+	assert_string_equal(str(cv, "verdict"), "slower");
+	assert_true(json_is_false(json_object_get(cv, "beyond_margin")));
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	assert_rejudged_same(&o);
+	outcome_release(&o);
+}
+
+/* The caps: max_pairs equal to pairs turns sampling off, and a time cap
+ * already passed starts no round; the undecided case says why it stopped.
+ * Under --undecided regression that case makes the run a regression. */
+static void test_sampling_caps(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sampling_off", .cases = {CASE_CONV}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = RUNNER_MIN_PAIRS,
+		.validate = "--expect-pairs 30",
+	};
+	struct outcome o = {0};
+	json_t *cv;
+
+	(void)state;
+	scenario_run(&s, &o);
+	cv = find_line(&o, "case_verdict", CASE_CONV);
+	assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 15);
+	assert_int_equal(json_integer_value(json_object_get(cv, "looks")), 1);
+	assert_string_equal(str(cv, "stopped"), "max_pairs");
+	assert_rejudged_same(&o);
+	outcome_release(&o);
+
+	s.name = "runner_sampling_time_cap";
+	s.max_pairs = 0;
+	s.max_seconds = 1e-6;
+	scenario_run(&s, &o);
+	cv = find_line(&o, "case_verdict", CASE_CONV);
+	assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 15);
+	assert_true(json_is_false(json_object_get(cv, "decided")));
+	assert_string_equal(str(cv, "stopped"), "max_seconds");
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_rejudged_same(&o);
+	outcome_release(&o);
+}
+
 /* ---- "oracle": "baseline": the differential check ----------------------- */
 
 static void load_differential(void)
@@ -2968,6 +3160,9 @@ QUAL_TESTS(
 	T(fault_in_later_block),
 	T(wrong_in_timing_blocks),
 	T(sessions),
+	T(next_round),
+	T(sampling_rounds),
+	T(sampling_caps),
 	T(session_fault),
 	T(session_hang),
 	T(session_killed),

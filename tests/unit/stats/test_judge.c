@@ -29,18 +29,18 @@ static void add_pairs(struct judge_case *c, double slow)
 		judge_case_add_pair(c, 1000.0 + p, (1000.0 + p) * slow, p % 2, 1 + p / 2);
 }
 
-/* Runs judge_finish, returning its lines (a new array) and the verdict. */
-static json_t *finish(struct judge *j, enum run_verdict *v, bool *not_timed)
+/* Runs judge_finish under s, returning its lines (a new array) and the
+ * verdict. */
+static json_t *finish_with(struct judge *j, const struct stats_settings *s,
+			   enum run_verdict *v, bool *not_timed)
 {
-	struct stats_settings s;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	json_t *lines = json_array();
 
 	assert_non_null(f);
-	stats_settings_init(&s);
-	*v = judge_finish(j, &s, f, not_timed);
+	*v = judge_finish(j, s, f, not_timed);
 	fclose(f);
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
 		json_t *o = json_loads(line, 0, NULL);
@@ -49,6 +49,15 @@ static json_t *finish(struct judge *j, enum run_verdict *v, bool *not_timed)
 	}
 	free(buf);
 	return lines;
+}
+
+/* judge_finish under the default settings. */
+static json_t *finish(struct judge *j, enum run_verdict *v, bool *not_timed)
+{
+	struct stats_settings s;
+
+	stats_settings_init(&s);
+	return finish_with(j, &s, v, not_timed);
 }
 
 /* The case_verdict line of name in lines (borrowed), or NULL. */
@@ -408,6 +417,142 @@ static void test_layout_in_verdicts(void **state)
 	judge_release(&j);
 }
 
+/* Applies the line text to j and s; returns judge_take_line's result. */
+static int take_ret(struct judge *j, struct stats_settings *s, const char *text,
+		    char *why, size_t whylen)
+{
+	json_t *o = json_loads(text, 0, NULL);
+	int rc;
+
+	assert_non_null(o);
+	rc = judge_take_line(j, s, o, why, whylen);
+	json_decref(o);
+	return rc;
+}
+
+/* The start line's pairs, pairs_per_block and max_pairs give the looks, its
+ * gate_* and undecided the gate; bad ones are refused by name; a line
+ * without max_pairs (or under one_load) keeps one look. */
+static void test_sampling_settings_from_lines(void **state)
+{
+	struct stats_settings s;
+	struct judge j;
+	char why[256];
+
+	(void)state;
+	judge_init(&j);
+	stats_settings_init(&s);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"timed\":true,\"settings\":"
+			      "{\"pairs\":30,\"pairs_per_block\":2,\"max_pairs\":240,"
+			      "\"max_seconds\":20.0,\"gate_slower\":\"significant\","
+			      "\"gate_faster\":\"beyond\",\"undecided\":\"regression\"}}",
+			      why, sizeof why), 0);
+	assert_int_equal(s.first_look, 15);
+	assert_int_equal(s.last_look, 120);
+	assert_int_equal(s.gate_slower, GATE_SIGNIFICANT);
+	assert_int_equal(s.gate_faster, GATE_BEYOND);
+	assert_int_equal(s.undecided, UNDECIDED_REGRESSION);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":31,"
+			      "\"pairs_per_block\":2,\"max_pairs\":31}}", why, sizeof why), 0);
+	assert_int_equal(s.first_look, 16);
+	assert_int_equal(s.last_look, 16);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":30,"
+			      "\"pairs_per_block\":30,\"max_pairs\":240,\"one_load\":true}}",
+			      why, sizeof why), 0);
+	assert_int_equal(s.first_look, 0);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":30}}",
+			      why, sizeof why), 0);
+	assert_int_equal(s.first_look, 0);
+	assert_int_equal(s.last_look, 0);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"gate_slower\":"
+			      "\"always\"}}", why, sizeof why), -1);
+	assert_non_null(strstr(why, "settings.gate_slower must be \"beyond\" or \"significant\""));
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"undecided\":3}}",
+			      why, sizeof why), -1);
+	assert_non_null(strstr(why, "settings.undecided must be \"pass\" or \"regression\""));
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":30,"
+			      "\"max_pairs\":20}}", why, sizeof why), -1);
+	assert_non_null(strstr(why, "settings.max_pairs (20) is below its pairs (30)"));
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"max_pairs\":"
+			      "\"many\"}}", why, sizeof why), -1);
+	assert_non_null(strstr(why, "settings.max_pairs must be an integer"));
+	judge_release(&j);
+}
+
+/* n blocks of two pairs each for c, block b's ratio ratio(b), blocks
+ * numbered from first. */
+static void add_blocks(struct judge_case *c, int first, int n, double centre, double spread)
+{
+	for (int b = first; b < first + n; b++) {
+		double r = centre + spread * sin(1.7 * b + 0.4);
+
+		judge_case_add_pair(c, 1000.0, 1000.0 * r, false, b);
+		judge_case_add_pair(c, 1000.0, 1000.0 * r, true, b);
+	}
+}
+
+/* Between rounds, judge_undecided names the cases that need more blocks;
+ * at the end, the case_verdict says whether a case is decided and why
+ * sampling stopped, and the verdict line's gate names the rules and the
+ * cases that made the verdict. */
+static void test_undecided_and_gate(void **state)
+{
+	struct stats_settings s;
+	struct judge j;
+	enum run_verdict v;
+	bool need[3], not_timed;
+	json_t *lines, *last, *gate;
+
+	(void)state;
+	judge_init(&j);
+	j.timed = true;
+	stats_settings_init(&s);
+	s.first_look = 15;
+	s.last_look = 60;
+	add_blocks(judge_case_get(&j, "fast"), 1, 15, 1.08, 0.01);  /* slower, beyond */
+	add_blocks(judge_case_get(&j, "edge"), 1, 15, 1.01, 0.02);  /* straddles 1.01 */
+	add_blocks(judge_case_get(&j, "same"), 1, 15, 1.0, 0.002);  /* equivalent */
+	assert_int_equal(judge_undecided(&j, &s, need, 3), 1);
+	assert_false(need[0]);
+	assert_true(need[1]);
+	assert_false(need[2]);
+	/* Stopped short of the last look: the time cap. */
+	lines = finish_with(&j, &s, &v, &not_timed);
+	assert_int_equal(v, RUN_REGRESSION);
+	assert_true(json_is_true(json_object_get(case_verdict(lines, "fast"), "decided")));
+	assert_true(json_is_true(json_object_get(case_verdict(lines, "fast"), "beyond_margin")));
+	assert_string_equal(str(case_verdict(lines, "fast"), "stopped"), "decided");
+	assert_true(json_is_false(json_object_get(case_verdict(lines, "edge"), "decided")));
+	assert_string_equal(str(case_verdict(lines, "edge"), "stopped"), "max_seconds");
+	assert_string_equal(str(case_verdict(lines, "same"), "verdict"), "equivalent");
+	last = json_array_get(lines, json_array_size(lines) - 1);
+	gate = json_object_get(last, "gate");
+	assert_string_equal(str(gate, "slower"), "beyond");
+	assert_string_equal(str(gate, "undecided"), "pass");
+	assert_int_equal(json_array_size(json_object_get(gate, "regression_cases")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(gate,
+				"regression_cases"), 0)), "fast");
+	json_decref(lines);
+	/* The edge case timed to the last look: stopped at max_pairs; under
+	 * undecided=regression it makes a regression of its own. */
+	add_blocks(judge_case_get(&j, "edge"), 16, 45, 1.01, 0.02);
+	j.cases[0].npairs = 0;  /* drop "fast": untimed now */
+	s.undecided = UNDECIDED_REGRESSION;
+	lines = finish_with(&j, &s, &v, &not_timed);
+	if (json_is_false(json_object_get(case_verdict(lines, "edge"), "decided"))) {
+		assert_string_equal(str(case_verdict(lines, "edge"), "stopped"), "max_pairs");
+		assert_int_equal(v, RUN_REGRESSION);
+		gate = json_object_get(json_array_get(lines, json_array_size(lines) - 1), "gate");
+		assert_string_equal(json_string_value(json_array_get(json_object_get(gate,
+					"regression_cases"), 0)), "edge");
+	} else {
+		fail_msg("the edge case was decided: %s",
+			 str(case_verdict(lines, "edge"), "verdict"));
+	}
+	json_decref(lines);
+	judge_release(&j);
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_not_applicable_verdict),
 	cmocka_unit_test(test_not_applicable_not_timed),
@@ -416,4 +561,6 @@ QUAL_TESTS(
 	cmocka_unit_test(test_throttled_same_from_lines),
 	cmocka_unit_test(test_block_line_refused),
 	cmocka_unit_test(test_layout_in_verdicts),
+	cmocka_unit_test(test_sampling_settings_from_lines),
+	cmocka_unit_test(test_undecided_and_gate),
 )

@@ -948,6 +948,236 @@ static void test_ref_layout(void **state) { (void)state; ref_each("layout", chec
 
 #define REF(name) cmocka_unit_test_setup_teardown(test_##name, ref_load, ref_free)
 
+
+/* ---- sequential sampling ---- */
+
+static void test_looks(void **state)
+{
+	struct stats_settings s;
+	int at[STATS_MAX_LOOKS], k;
+	double w[STATS_MAX_LOOKS];
+
+	(void)state;
+	stats_settings_init(&s);
+	k = stats_looks(&s, at, w);
+	assert_int_equal(k, 1);
+	assert_int_equal(at[0], 0);
+	assert_true(w[0] == 1);
+	s.first_look = 15;
+	s.last_look = 15;   /* the cap at the minimum: no sampling */
+	assert_int_equal(stats_looks(&s, at, w), 1);
+	s.last_look = 120;
+	k = stats_looks(&s, at, w);
+	assert_int_equal(k, 4);
+	assert_int_equal(at[0], 15);
+	assert_int_equal(at[1], 30);
+	assert_int_equal(at[2], 60);
+	assert_int_equal(at[3], 120);
+	assert_true(w[0] == 0.5);
+	assert_true(close_rel(w[1] + w[2] + w[3], 0.5, 1e-15));
+	assert_true(w[1] == w[3]);
+	s.last_look = 100;  /* a cap between doublings is the last look */
+	k = stats_looks(&s, at, w);
+	assert_int_equal(k, 4);
+	assert_int_equal(at[3], 100);
+	s.last_look = 16;
+	k = stats_looks(&s, at, w);
+	assert_int_equal(k, 2);
+	assert_true(w[0] == 0.5 && w[1] == 0.5);
+	s.first_look = 1;
+	s.last_look = 1 << 30;  /* capped in number */
+	assert_int_equal(stats_looks(&s, at, w), STATS_MAX_LOOKS);
+	assert_int_equal(at[STATS_MAX_LOOKS - 1], 1 << 30);
+}
+
+/* n blocks of one pair each, the candidate's log ratio drawn from a fixed
+ * sequence around log(1 + shift). */
+static void blocks_of(struct stats_pair *pr, int n, double shift)
+{
+	for (int i = 0; i < n; i++) {
+		double x = log(1 + shift) + 0.004 * sin(1.7 * i + 0.3) + 0.001 * ((i * 7) % 5 - 2);
+
+		pr[i] = (struct stats_pair){ .baseline_ns = 1000, .candidate_ns = 1000 * exp(x),
+					     .candidate_first = i % 2, .block = i + 1 };
+	}
+}
+
+/* With one planned look (the fixed-sample rule), the test and the interval
+ * are the fixed-sample ones: the sign test over the blocks, the interval at
+ * conf. */
+static void test_sequential_one_look(void **state)
+{
+	struct stats_pair pr[30];
+	double r[30], lo, hi, cov;
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	blocks_of(pr, 30, 0.001);
+	for (int i = 0; i < 30; i++)
+		r[i] = pr[i].candidate_ns / pr[i].baseline_ns;
+	stats_settings_init(&s);
+	stats_case_summarise(pr, 30, &s, &c);
+	stats_median_ci(r, 30, 0.95, &lo, &hi);
+	stats_median_ci_rank(30, 0.95, &cov);
+	assert_int_equal(c.looks, 1);
+	assert_true(c.p == stats_sign_test_p(c.unit_faster, c.unit_faster + c.unit_slower));
+	assert_true(c.look_p == c.p);
+	assert_true(c.ratio_lo == lo && c.ratio_hi == hi && c.ratio_coverage == cov);
+}
+
+/* Over two looks (15 and 30 blocks of the plan 15, 30, 60, 120): p is the
+ * smaller of p1 / (1/2) and p2 / (1/6); the interval the intersection of
+ * look 1's at 1 - 0.05/2 and look 2's at 1 - 0.05/6; the coverage bound 1
+ * minus both looks' misses. */
+static void test_sequential_two_looks(void **state)
+{
+	struct stats_pair pr[30];
+	double r[30], lo1, hi1, lo2, hi2, cov1, cov2, p1, p2;
+	struct stats_settings s;
+	struct stats_case c;
+	int f1 = 0, s1 = 0, f2 = 0, s2 = 0;
+
+	(void)state;
+	blocks_of(pr, 30, 0.002);
+	for (int i = 0; i < 30; i++) {
+		r[i] = pr[i].candidate_ns / pr[i].baseline_ns;
+		f2 += r[i] < 1;
+		s2 += r[i] > 1;
+		if (i < 15) {
+			f1 += r[i] < 1;
+			s1 += r[i] > 1;
+		}
+	}
+	stats_settings_init(&s);
+	s.first_look = 15;
+	s.last_look = 120;
+	stats_case_summarise(pr, 30, &s, &c);
+	p1 = fmin(1, stats_sign_test_p(f1, f1 + s1) / 0.5);
+	p2 = fmin(1, stats_sign_test_p(f2, f2 + s2) / (0.5 / 3));
+	stats_median_ci(r, 15, 1 - 0.05 * 0.5, &lo1, &hi1);
+	stats_median_ci(r, 30, 1 - 0.05 * 0.5 / 3, &lo2, &hi2);
+	stats_median_ci_rank(15, 1 - 0.05 * 0.5, &cov1);
+	stats_median_ci_rank(30, 1 - 0.05 * 0.5 / 3, &cov2);
+	assert_int_equal(c.looks, 2);
+	assert_true(close_rel(c.p, fmin(p1, p2), 1e-12));
+	assert_true(close_rel(c.look_p, stats_sign_test_p(f2, f2 + s2), 1e-12));
+	assert_true(c.ratio_lo == fmax(lo1, lo2));
+	assert_true(c.ratio_hi == fmin(hi1, hi2));
+	assert_true(close_rel(c.ratio_coverage, 1 - (1 - cov1) - (1 - cov2), 1e-12));
+	assert_true(c.ratio_coverage >= 0.95);
+	/* Only the first look's blocks: one look taken, at its weight. */
+	stats_case_summarise(pr, 15, &s, &c);
+	assert_int_equal(c.looks, 1);
+	assert_true(close_rel(c.p, p1, 1e-12));
+	assert_true(c.ratio_lo == lo1 && c.ratio_hi == hi1);
+}
+
+/* Decided: equivalent (and within_margin when the interval excludes 1),
+ * slower beyond the margin, identical, untimed; undecided: significant
+ * but not beyond, or nothing. */
+static void test_decided(void **state)
+{
+	struct stats_pair pr[4][120];
+	struct stats_settings s;
+	struct stats_case c[4];
+
+	(void)state;
+	stats_settings_init(&s);
+	s.first_look = 15;
+	s.last_look = 120;
+	blocks_of(pr[0], 15, 0.003);  /* 1.003 +- 0.5%: inside 1 +- 1% */
+	blocks_of(pr[1], 15, 0.05);   /* far beyond 1.01 */
+	blocks_of(pr[2], 15, 0.012);  /* significant, straddles 1.01 */
+	blocks_of(pr[3], 15, 0.0);
+	for (int i = 0; i < 4; i++)
+		stats_case_summarise(pr[i], 15, &s, &c[i]);
+	c[3].identical_code = true;
+	stats_judge_run(c, 4, &s);
+	assert_int_equal(c[0].verdict, VERDICT_EQUIVALENT);
+	assert_true(c[0].decided && !c[0].beyond_margin);
+	assert_int_equal(c[0].within_margin, c[0].ratio_lo > 1 ? 1 : 0);
+	assert_int_equal(c[1].verdict, VERDICT_SLOWER);
+	assert_true(c[1].decided && c[1].beyond_margin);
+	assert_true(c[2].ratio_lo < 1.01 && c[2].ratio_hi > 1.01);
+	assert_false(c[2].decided);
+	assert_int_equal(c[3].verdict, VERDICT_IDENTICAL);
+	assert_true(c[3].decided);
+	/* An interval above 1 inside the band: within_margin slower. */
+	blocks_of(pr[0], 120, 0.006);
+	stats_case_summarise(pr[0], 120, &s, &c[0]);
+	stats_judge_run(c, 1, &s);
+	assert_true(c[0].ratio_lo > 1 && c[0].ratio_hi < 1.01);
+	assert_int_equal(c[0].verdict, VERDICT_EQUIVALENT);
+	assert_int_equal(c[0].within_margin, 1);
+	c[0].verdict = VERDICT_NOT_TIMED;
+	stats_judge_run(c, 1, &s);
+	assert_true(c[0].decided);
+}
+
+/* The gate: which judged cases make a regression or an improvement. */
+static void test_gate(void **state)
+{
+	struct stats_settings s;
+	struct stats_case c[2];
+
+	(void)state;
+	stats_settings_init(&s);
+	assert_int_equal(s.gate_slower, GATE_BEYOND);
+	assert_int_equal(s.gate_faster, GATE_BEYOND);
+	assert_int_equal(s.undecided, UNDECIDED_PASS);
+	c[0] = hand_case(1, 0, 0, VERDICT_SLOWER);
+	c[1] = hand_case(1, 0, 0, VERDICT_EQUIVALENT);
+	c[0].beyond_margin = false;
+	c[0].decided = false;
+	c[1].decided = true;
+	/* Slower, not beyond: passes under beyond, a regression under
+	 * significant; undecided: a regression under undecided=regression. */
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_NEUTRAL);
+	assert_false(stats_gate_regression(&c[0], &s));
+	s.gate_slower = GATE_SIGNIFICANT;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_REGRESSION);
+	s.gate_slower = GATE_BEYOND;
+	s.undecided = UNDECIDED_REGRESSION;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_REGRESSION);
+	/* ... unless its interval rules out a slowdown beyond the margin. */
+	c[0].ratio_lo = 0.98;
+	c[0].ratio_hi = 1.005;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_NEUTRAL);
+	c[0].ratio_lo = 1.02;
+	c[0].ratio_hi = 1.05;
+	s.undecided = UNDECIDED_PASS;
+	c[0].beyond_margin = c[0].decided = true;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_REGRESSION);
+	/* Faster beyond: an improvement; not beyond: only under significant. */
+	c[0].verdict = VERDICT_FASTER;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_IMPROVEMENT);
+	c[0].beyond_margin = false;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_NEUTRAL);
+	s.gate_faster = GATE_SIGNIFICANT;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_IMPROVEMENT);
+	/* An undecided untimed case is no regression; failures still rule. */
+	s.undecided = UNDECIDED_REGRESSION;
+	c[0].verdict = VERDICT_NOT_TIMED;
+	c[0].decided = false;
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, false, false), RUN_NEUTRAL);
+	assert_int_equal(stats_run_verdict_gate(c, 2, &s, true, false), RUN_FAIL);
+	/* The words. */
+	{
+		enum gate_rule g;
+		enum gate_undecided u;
+
+		assert_int_equal(gate_rule_parse("significant", &g), 0);
+		assert_int_equal(g, GATE_SIGNIFICANT);
+		assert_int_equal(gate_rule_parse("Beyond", &g), -1);
+		assert_int_equal(gate_undecided_parse("regression", &u), 0);
+		assert_int_equal(u, UNDECIDED_REGRESSION);
+		assert_int_equal(gate_undecided_parse(NULL, &u), -1);
+		assert_string_equal(gate_rule_name(GATE_BEYOND), "beyond");
+		assert_string_equal(gate_undecided_name(UNDECIDED_PASS), "pass");
+	}
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_sign_edges),
 	cmocka_unit_test(test_holm_edges),
@@ -962,6 +1192,11 @@ QUAL_TESTS(
 	cmocka_unit_test(test_verdict_nan_interval),
 	cmocka_unit_test(test_verdict_holm),
 	cmocka_unit_test(test_run_verdict),
+	cmocka_unit_test(test_looks),
+	cmocka_unit_test(test_sequential_one_look),
+	cmocka_unit_test(test_sequential_two_looks),
+	cmocka_unit_test(test_decided),
+	cmocka_unit_test(test_gate),
 	cmocka_unit_test(test_names),
 	cmocka_unit_test(test_order_effect),
 	REF(ref_sign),

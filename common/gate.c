@@ -1,0 +1,50 @@
+#include "common/gate.h"
+
+#include <stddef.h>
+#include <string.h>
+
+static const char *const rule_names[] = { "beyond", "significant" };
+static const char *const undecided_names[] = { "pass", "regression" };
+_Static_assert(sizeof rule_names / sizeof rule_names[0] == GATE_SIGNIFICANT + 1,
+	       "a name for every gate_rule");
+_Static_assert(sizeof undecided_names / sizeof undecided_names[0] == UNDECIDED_REGRESSION + 1,
+	       "a name for every gate_undecided");
+
+/* The index of s among the two names, or -1. */
+static int index_of(const char *const names[2], const char *s)
+{
+	for (int i = 0; s && i < 2; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+const char *gate_rule_name(enum gate_rule r)
+{
+	return (int)r >= 0 && (int)r < 2 ? rule_names[r] : "unknown";
+}
+
+const char *gate_undecided_name(enum gate_undecided u)
+{
+	return (int)u >= 0 && (int)u < 2 ? undecided_names[u] : "unknown";
+}
+
+int gate_rule_parse(const char *s, enum gate_rule *out)
+{
+	int i = index_of(rule_names, s);
+
+	if (i < 0)
+		return -1;
+	*out = (enum gate_rule)i;
+	return 0;
+}
+
+int gate_undecided_parse(const char *s, enum gate_undecided *out)
+{
+	int i = index_of(undecided_names, s);
+
+	if (i < 0)
+		return -1;
+	*out = (enum gate_undecided)i;
+	return 0;
+}

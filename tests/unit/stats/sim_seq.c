@@ -1,0 +1,297 @@
+/* Simulated runs of sampling until decided through the real stats code
+ * (docs/verdicts.md, "Sampling until decided"): whole runs of 13 cases,
+ * each case's block log ratios Normal(log theta, sd^2) with sd drawn
+ * log-uniformly from 0.004 to 0.025 (the 10th to 90th percentile of the
+ * block spreads the H200 showed in docs/gpu-runs), judged at the planned
+ * looks with optional stopping exactly as the runner does it: after each
+ * look every case is judged (stats_judge_run, Holm across the run) and the
+ * undecided ones get blocks up to the next look.
+ *
+ * Checked (the program exits 1 when one fails):
+ * - A/A (theta = 1): runs with any case called slower or faster, and runs
+ *   whose gate says regression or improvement, at most alpha per run: the
+ *   count may exceed alpha R only by the binomial slack of a 1-in-1000
+ *   chance (the 0.999 quantile of Binomial(R, alpha)), so that the test
+ *   fails for a rule that is wrong and almost never for one that is right;
+ * - coverage of the sequences (theta inside [ratio_lo, ratio_hi]) at least
+ *   conf, with the same slack on the misses (Binomial(13 R, 1 - conf));
+ * - at 1.03 (three times the margin), at least 90% of case runs called
+ *   slower and of runs gated regression.
+ * Printed: for A/A and effects 1.005, 1.01, 1.02 and 1.03, the case verdicts,
+ * decided / undecided rates and why sampling stopped, mean blocks, power,
+ * and the repeat agreement of two runs of the same cases (same case
+ * verdict; same exit status).
+ *
+ * Usage: sim_seq [runs] (default 800 A/A runs of each kind and 200 pairs of runs per
+ * effect). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats/stats.h"
+
+#define NCASES 13
+#define SD_LO 0.004
+#define SD_HI 0.025
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+
+/* splitmix64: small, fast, and good enough for a simulation. */
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in (0, 1). */
+static double rng_uniform(void)
+{
+	return ((double)(rng_next() >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double rng_normal(void)
+{
+	return sqrt(-2 * log(rng_uniform())) * cos(6.283185307179586 * rng_uniform());
+}
+
+/* The 0.999 quantile of Binomial(n, p): the most events a right rule
+ * gives but once in a thousand runs of this test. */
+static int binom_upper(int n, double p)
+{
+	int k = (int)(n * p);
+
+	while (stats_binom_cdf(k, n, p) < 0.999)
+		k++;
+	return k;
+}
+
+struct run_result {
+	enum stats_verdict verdict[NCASES];
+	bool decided[NCASES], covered[NCASES], max_pairs[NCASES];
+	int blocks[NCASES];
+	enum run_verdict gate;
+};
+
+/* One run of the 13 cases with block spreads sd[] and true ratio theta,
+ * judged at the looks of s with optional stopping. */
+static void run_once(const double sd[NCASES], double theta, const struct stats_settings *s,
+		     struct run_result *r)
+{
+	static struct stats_pair pairs[NCASES][4096];
+	struct stats_case st[NCASES];
+	int at[STATS_MAX_LOOKS], nb[NCASES], k, cur = 0;
+	double w[STATS_MAX_LOOKS];
+
+	k = stats_looks(s, at, w);
+	if (k == 1)
+		at[0] = s->last_look;  /* the fixed-sample rule: last_look blocks */
+	for (int i = 0; i < NCASES; i++) {
+		for (int b = 0; b < at[k - 1]; b++) {
+			double x = log(theta) + sd[i] * rng_normal();
+
+			pairs[i][b] = (struct stats_pair){
+				.baseline_ns = 1000.0, .candidate_ns = 1000.0 * exp(x),
+				.candidate_first = b % 2 == 1, .block = b + 1,
+			};
+		}
+		nb[i] = at[0];
+	}
+	for (;;) {
+		bool more = false;
+
+		for (int i = 0; i < NCASES; i++)
+			stats_case_summarise(pairs[i], nb[i], s, &st[i]);
+		stats_judge_run(st, NCASES, s);
+		if (cur == k - 1)
+			break;
+		for (int i = 0; i < NCASES; i++) {
+			if (!st[i].decided) {
+				nb[i] = at[cur + 1];
+				more = true;
+			}
+		}
+		if (!more)
+			break;
+		cur++;
+	}
+	for (int i = 0; i < NCASES; i++) {
+		r->verdict[i] = st[i].verdict;
+		r->decided[i] = st[i].decided;
+		r->covered[i] = st[i].ratio_lo <= theta && theta <= st[i].ratio_hi;
+		r->blocks[i] = nb[i];
+		r->max_pairs[i] = !st[i].decided && nb[i] == at[k - 1];
+	}
+	r->gate = stats_run_verdict_gate(st, NCASES, s, false, false);
+}
+
+struct tally {
+	long cases, runs;
+	long verdicts[VERDICT_NOT_APPLICABLE + 1];
+	long decided, covered, max_pairs, blocks;
+	long false_alarm_runs, gate_alarm_runs, gate_regression_runs;
+	long agree_case, agree_exit, pairs_compared;
+};
+
+static void tally_run(struct tally *t, const struct run_result *r, double theta)
+{
+	bool alarm = false;
+
+	t->runs++;
+	for (int i = 0; i < NCASES; i++) {
+		t->cases++;
+		t->verdicts[r->verdict[i]]++;
+		t->decided += r->decided[i];
+		t->covered += r->covered[i];
+		t->max_pairs += r->max_pairs[i];
+		t->blocks += r->blocks[i];
+		alarm |= r->verdict[i] == VERDICT_SLOWER || r->verdict[i] == VERDICT_FASTER;
+	}
+	t->false_alarm_runs += theta == 1 && alarm;
+	t->gate_alarm_runs += r->gate != RUN_NEUTRAL;
+	t->gate_regression_runs += r->gate == RUN_REGRESSION;
+}
+
+static void print_tally(const char *what, const struct tally *t)
+{
+	double c = (double)t->cases;
+
+	printf("%-8s %5ld runs: slower %.4f faster %.4f equivalent %.4f inconclusive %.4f | "
+	       "decided %.4f, at max_pairs %.4f, mean blocks %.1f | coverage %.4f | "
+	       "runs gated regression %.4f, not neutral %.4f",
+	       what, t->runs, t->verdicts[VERDICT_SLOWER] / c, t->verdicts[VERDICT_FASTER] / c,
+	       t->verdicts[VERDICT_EQUIVALENT] / c, t->verdicts[VERDICT_INCONCLUSIVE] / c,
+	       t->decided / c, t->max_pairs / c, t->blocks / c, t->covered / c,
+	       t->gate_regression_runs / (double)t->runs, t->gate_alarm_runs / (double)t->runs);
+	if (t->pairs_compared)
+		printf(" | repeats: same case verdict %.4f, same exit status %.4f",
+		       t->agree_case / (double)(t->pairs_compared * NCASES),
+		       t->agree_exit / (double)t->pairs_compared);
+	printf("\n");
+}
+
+/* Log-uniform in [SD_LO, SD_HI], or every case at SD_HI when worst: the
+ * cases then stay undecided longest, which is where optional stopping
+ * would inflate the error of a rule that does not spend it. */
+static void draw_sds(double sd[NCASES], bool worst)
+{
+	for (int i = 0; i < NCASES; i++)
+		sd[i] = worst ? SD_HI : SD_LO * exp(log(SD_HI / SD_LO) * rng_uniform());
+}
+
+/* Runs A/A runs at sd drawn (or the worst), prints, and checks the error
+ * rates; returns the number of checks that failed. */
+static int aa_scenario(const char *what, int runs, bool worst, const struct stats_settings *s)
+{
+	struct tally aa = {0};
+	int lim = binom_upper(runs, s->alpha), miss_lim, failures = 0;
+	long misses;
+
+	for (int r = 0; r < runs; r++) {
+		double sd[NCASES];
+		struct run_result rr;
+
+		draw_sds(sd, worst);
+		run_once(sd, 1.0, s, &rr);
+		tally_run(&aa, &rr, 1.0);
+	}
+	print_tally(what, &aa);
+	miss_lim = binom_upper((int)aa.cases, 1 - s->conf);
+	misses = aa.cases - aa.covered;
+	printf("%s: runs with a false slower/faster %ld of %d (%.4f; at most %d allowed: "
+	       "alpha %g plus binomial slack), runs gated not neutral %ld; sequences "
+	       "missing 1: %ld of %ld (%.4f; at most %d allowed)\n", what,
+	       aa.false_alarm_runs, runs, aa.false_alarm_runs / (double)runs, lim, s->alpha,
+	       aa.gate_alarm_runs, misses, aa.cases, misses / (double)aa.cases, miss_lim);
+	if (aa.false_alarm_runs > lim || aa.gate_alarm_runs > lim) {
+		printf("FAIL: %s false alarms per run above alpha\n", what);
+		failures++;
+	}
+	if (misses > miss_lim) {
+		printf("FAIL: %s coverage of the sequences below conf\n", what);
+		failures++;
+	}
+	return failures;
+}
+
+/* n pairs of runs of the same cases (the same spreads) at theta under s:
+ * tallied into *t with their agreement, and printed. */
+static void repeats(double theta, int n, const struct stats_settings *s, struct tally *t)
+{
+	char what[32];
+
+	for (int r = 0; r < n; r++) {
+		double sd[NCASES];
+		struct run_result a, b;
+
+		draw_sds(sd, false);
+		run_once(sd, theta, s, &a);
+		run_once(sd, theta, s, &b);
+		tally_run(t, &a, theta);
+		tally_run(t, &b, theta);
+		t->pairs_compared++;
+		for (int i = 0; i < NCASES; i++)
+			t->agree_case += a.verdict[i] == b.verdict[i];
+		t->agree_exit += a.gate == b.gate;
+	}
+	snprintf(what, sizeof what, "%g", theta);
+	print_tally(what, t);
+}
+
+int main(int argc, char **argv)
+{
+	static const double effects[] = {1.005, 1.01, 1.02, 1.03};
+	int runs = argc > 1 ? atoi(argv[1]) : 800, pairs_of_runs = runs / 4, failures = 0;
+	struct stats_settings s;
+	int at[STATS_MAX_LOOKS], k;
+	double w[STATS_MAX_LOOKS];
+
+	stats_settings_init(&s);
+	/* The runner's defaults: 30 pairs in blocks of 2 first, 8 x 30 at
+	 * most (run/runner.h). Blocks here are simulated directly. */
+	s.first_look = 15;
+	s.last_look = 120;
+	k = stats_looks(&s, at, w);
+	printf("looks (blocks):");
+	for (int i = 0; i < k; i++)
+		printf(" %d (w %.4f)", at[i], w[i]);
+	printf("; alpha %g, margin %g, conf %g, %d cases a run, block sd log-uniform in "
+	       "[%g, %g]\n", s.alpha, s.margin, s.conf, NCASES, SD_LO, SD_HI);
+
+	failures += aa_scenario("A/A", runs, false, &s);
+	failures += aa_scenario("A/A sd 0.025", runs, true, &s);
+
+	for (size_t e = 0; e < sizeof effects / sizeof effects[0]; e++) {
+		struct tally t = {0};
+
+		repeats(effects[e], pairs_of_runs, &s, &t);
+		if (effects[e] >= 1.03 &&
+		    (t.verdicts[VERDICT_SLOWER] < 0.9 * t.cases ||
+		     t.gate_regression_runs < 0.9 * t.runs)) {
+			printf("FAIL: at %g fewer than 90%% of case runs slower or of runs gated "
+			       "regression\n", effects[e]);
+			failures++;
+		}
+	}
+	/* For comparison, not checked: the fixed-sample rule of 15 blocks
+	 * with any significant slower case a regression (the rule before
+	 * sampling until decided). */
+	{
+		struct stats_settings fixed = s;
+
+		fixed.first_look = fixed.last_look = 15;
+		fixed.gate_slower = fixed.gate_faster = GATE_SIGNIFICANT;
+		printf("for comparison, one look at 15 blocks, gate significant:\n");
+		for (size_t e = 0; e < sizeof effects / sizeof effects[0]; e++) {
+			struct tally t = {0};
+
+			repeats(effects[e], pairs_of_runs / 2, &fixed, &t);
+		}
+	}
+	printf("%s\n", failures ? "simulation FAILED" : "simulation passed");
+	return failures ? 1 : 0;
+}
