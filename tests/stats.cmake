@@ -20,3 +20,8 @@ set_tests_properties(${stats_ref_tests} PROPERTIES
 # stats/judge.c: the not_applicable verdict (tests/unit/stats/test_judge.c).
 qual_unit_tests(test_judge ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_judge.c
                 LABEL unit TIMEOUT 60 LIBS qual_judge)
+
+# stats/calib.c: the calibration record and its Clopper-Pearson bound
+# (tests/unit/stats/test_calib.c; the bound's values are scipy's).
+qual_unit_tests(test_calib ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_calib.c
+                LABEL unit TIMEOUT 60 LIBS qual_calib)
