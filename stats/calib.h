@@ -11,14 +11,8 @@
 
 #include <jansson.h>
 
+#include "common/calib_record.h"
 #include "common/err.h"
-
-#define CALIB_MAX_RUNS 100          /* A/A runs one calibration may ask for */
-#define CALIB_DEFAULT_RUNS 10
-#define CALIB_MAX_CASES 4096        /* cases a record may hold */
-#define CALIB_FILE_MAX (1024 * 1024) /* bytes of a record file: 4096 cases
-				      * of about 200 bytes each */
-#define CALIB_UPPER_CONF 0.95       /* the false-alarm rate's upper bound */
 
 /* The exact (Clopper-Pearson) one-sided upper confidence bound, at conf, on
  * the probability of an event seen k times in n trials: the p at which
@@ -65,11 +59,5 @@ int calib_take_line(struct calib *c, json_t *line);
  * none). */
 json_t *calib_record(const struct calib *c, const char *device_key, const char *time,
 		     int runs);
-
-/* Checks that rec (borrowed) has a record's shape: an object with each
- * field of the right type and range. Returns 0, or QUAL_EINVAL with msg
- * "calibration file 'FILE': field 'cases[2].slower' must be an integer >= 0"
- * (what names the file). */
-int calib_record_check(json_t *rec, const char *what, struct qual_msg *msg);
 
 #endif
