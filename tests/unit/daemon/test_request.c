@@ -23,7 +23,7 @@
 static const char *const op_names[] = {
 	[OP_SUBMIT] = "submit", [OP_WATCH] = "watch", [OP_STATUS] = "status",
 	[OP_LIST] = "list", [OP_SHOW] = "show", [OP_CANCEL] = "cancel",
-	[OP_AUTH] = "auth", [OP_QUARANTINE] = "quarantine",
+	[OP_AUTH] = "auth", [OP_QUARANTINE] = "quarantine", [OP_CALIBRATION] = "calibration",
 };
 
 /* ---- data files: cases of (request line, expectation line) ---- */
@@ -128,6 +128,10 @@ static json_t *dump_request(const struct request *r)
 			json_object_set_new(o, "fixtures", list_json(s->fixtures));
 		if (s->mode != RTC_MODE_DEFAULT) /* only then, as request_submit_to_json */
 			json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
+		if (s->calibrate) /* only for a calibration */
+			json_object_set_new(o, "calibrate", json_integer(s->calibrate));
+		if (s->has_slot)
+			json_object_set_new(o, "slot", json_integer(s->slot));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
@@ -142,6 +146,7 @@ static json_t *dump_request(const struct request *r)
 		json_object_set_new(o, "job", json_string(r->job));
 		break;
 	case OP_STATUS:
+	case OP_CALIBRATION:
 		break;
 	case OP_AUTH:
 		json_object_set_new(o, "token", json_string(r->token));
