@@ -94,7 +94,7 @@ int calib_take_line(struct calib *c, json_t *line)
 		double a = num_or_nan(s, "alpha"), m = num_or_nan(s, "margin");
 
 		c->starts++;
-		if (!c->device && json_object_get(line, "device"))
+		if (!c->device && json_is_object(json_object_get(line, "device")))
 			c->device = json_incref(json_object_get(line, "device"));
 		c->have_settings = isfinite(a) && isfinite(m);
 		c->alpha = a;
