@@ -1,8 +1,12 @@
 /* Calibration records' shape (calib_record.h). */
 #include "common/calib_record.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "common/fsutil.h"
 
 /* ---- checking a record ----------------------------------------------------- */
 
@@ -121,5 +125,35 @@ int calib_record_check(json_t *rec, const char *what, struct qual_msg *msg)
 		if ((rc = fields_check(k, case_fields, prefix, what, msg)))
 			return rc;
 	}
+	return 0;
+}
+
+int calib_record_load(const char *path, json_t **out, struct qual_msg *msg)
+{
+	char what[PATH_MAX + 32];
+	json_error_t e;
+	json_t *rec;
+	char *text;
+	size_t size;
+	int rc;
+
+	*out = NULL;
+	snprintf(what, sizeof what, "calibration file '%s'", path);
+	if ((rc = fs_read_capped(path, CALIB_FILE_MAX + 1, &text, &size, msg)))
+		return rc;
+	if (size > CALIB_FILE_MAX) {
+		free(text);
+		return qual_fail(msg, QUAL_EINVAL, "%s: over %d bytes", what, CALIB_FILE_MAX);
+	}
+	rec = json_loadb(text, size, JSON_REJECT_DUPLICATES, &e);
+	free(text);
+	if (!rec)
+		return qual_fail(msg, QUAL_EINVAL, "%s: not JSON: %s (line %d)", what, e.text,
+				 e.line);
+	if ((rc = calib_record_check(rec, what, msg))) {
+		json_decref(rec);
+		return rc;
+	}
+	*out = rec;
 	return 0;
 }

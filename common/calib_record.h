@@ -22,4 +22,10 @@
  * (what names the file). */
 int calib_record_check(json_t *rec, const char *what, struct qual_msg *msg);
 
+/* Reads the record file path (at most CALIB_FILE_MAX bytes, JSON, a record's
+ * shape) into *out (new reference). Returns 0; QUAL_ENOENT when there is no
+ * such file; or QUAL_EIO / QUAL_EINVAL with msg naming the file
+ * ("calibration file 'P': ...") and, for a bad record, the field. */
+int calib_record_load(const char *path, json_t **out, struct qual_msg *msg);
+
 #endif

@@ -49,32 +49,17 @@ static int calib_path(const struct jobs *j, int s, char *out, size_t cap)
 /* The record in slot s's file, or NULL (none, or not a record: said). */
 static json_t *calib_load(const struct jobs *j, int s)
 {
-	char path[4096], what[4200];
+	char path[4096];
 	struct qual_msg m;
-	json_error_t e;
 	json_t *rec;
-	char *text;
-	size_t size;
 	int rc;
 
 	if (calib_path(j, s, path, sizeof path))
 		return NULL;
-	rc = fs_read_capped(path, CALIB_FILE_MAX + 1, &text, &size, &m);
-	if (rc == QUAL_ENOENT)
-		return NULL;
-	if (rc) {
+	rc = calib_record_load(path, &rec, &m);
+	if (rc && rc != QUAL_ENOENT)
 		oplog_warn("%s: the calibration is left out", m.text);
-		return NULL;
-	}
-	snprintf(what, sizeof what, "calibration file '%s'", path);
-	rec = size <= CALIB_FILE_MAX ? json_loadb(text, size, 0, &e) : NULL;
-	free(text);
-	if (!rec || calib_record_check(rec, what, &m)) {
-		oplog_warn("%s: not a calibration record, left out", rec ? m.text : what);
-		json_decref(rec);
-		return NULL;
-	}
-	return rec;
+	return rc ? NULL : rec;
 }
 
 static void calib_timer_fired(uv_timer_t *t);

@@ -11,7 +11,6 @@
 #include "common/child.h"
 #include "common/confine.h"
 #include "common/exitcode.h"
-#include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
 #include "common/text.h"
@@ -21,7 +20,7 @@
 #include "gpu/health.h"
 #include "run/cache.h"
 #include "run/runner.h"
-#include "stats/calib.h"
+#include "common/calib_record.h"
 #include "stats/stats.h"
 
 static void usage(FILE *f)
@@ -291,16 +290,12 @@ static void die_with_everything_below(void)
 
 /* The verdict line's calibration (runner_config.verdict_extra, new
  * reference in *out): the record in file (qual-run --calibration), checked
- * to have a record's shape (stats/calib.h), or, with file NULL, null with
+ * to have a record's shape (common/calib_record.h), or, with file NULL, null with
  * because. Fails naming the file and the field. */
 static int calibration_extra(const char *file, const char *because, json_t **out,
 			     struct qual_msg *msg)
 {
-	char what[PATH_MAX + 32];
-	json_error_t e;
 	json_t *rec;
-	char *text;
-	size_t size;
 	int rc;
 
 	*out = json_object();
@@ -309,22 +304,8 @@ static int calibration_extra(const char *file, const char *because, json_t **out
 		json_object_set_new(*out, "calibration_because", json_string(because));
 		return 0;
 	}
-	snprintf(what, sizeof what, "calibration file '%s'", file);
-	if ((rc = fs_read_capped(file, CALIB_FILE_MAX + 1, &text, &size, msg)))
+	if ((rc = calib_record_load(file, &rec, msg)))
 		return rc;
-	if (size > CALIB_FILE_MAX) {
-		free(text);
-		return qual_fail(msg, QUAL_EINVAL, "%s: over %d bytes", what, CALIB_FILE_MAX);
-	}
-	rec = json_loadb(text, size, JSON_REJECT_DUPLICATES, &e);
-	free(text);
-	if (!rec)
-		return qual_fail(msg, QUAL_EINVAL, "%s: not JSON: %s (line %d)", what, e.text,
-				 e.line);
-	if ((rc = calib_record_check(rec, what, msg))) {
-		json_decref(rec);
-		return rc;
-	}
 	json_object_set_new(*out, "calibration", rec);
 	return 0;
 }
