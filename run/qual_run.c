@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/calib_record.h"
 #include "common/child.h"
 #include "common/confine.h"
 #include "common/exitcode.h"
@@ -20,7 +21,6 @@
 #include "gpu/health.h"
 #include "run/cache.h"
 #include "run/runner.h"
-#include "common/calib_record.h"
 #include "stats/stats.h"
 
 static void usage(FILE *f)
