@@ -12,7 +12,8 @@ Scenarios (tests/calibration.cmake says what each asserts):
   restart       the record survives a restart; a later job's verdict line
                 (the real qual-run) carries it; before it, null with why
   bad_file      qual-run --calibration refuses a bad record naming it
-  roots         a library outside the allowed roots: refused as by submit
+  roots         a library outside the allowed roots: refused as by submit;
+                a slot quald does not have: refused
   schedule      --calibrate-every: one calibration per stale slot, not a
                 second while it runs
 Exits 0 when every check holds, 1 with the first failed check."""
@@ -209,6 +210,9 @@ def scenario_roots(args, root):
         check(s.stderr.strip() and s.stderr == c.stderr,
               f"calibrate's refusal {c.stderr!r} is not submit's {s.stderr!r}")
         check(d.job_ids() == [], f"jobs stored: {d.job_ids()}")
+        c = d.ctl("calibrate", args.nvrtc, "--device", "1")
+        check(c.returncode == 4 and "'slot' must be one of quald's slots, 0 to 0, got 1"
+              in c.stderr, f"a slot quald does not have: {c.returncode} {c.stderr!r}")
 
 
 def scenario_schedule(args, root):
