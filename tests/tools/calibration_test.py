@@ -235,6 +235,8 @@ def scenario_schedule(args, root):
                   f"the scheduled jobs: {jobs}")
             for j in jobs:
                 d.wait_job_state(j["job"], ("done",))
+                ran = d.stored_state(j["job"]).get("slot")
+                check(ran == j["slot"], f"{j['job']}, pinned to slot {j['slot']}, ran in {ran}")
             for key in ("slot-0", "slot-1"):
                 check(record_file(d, key)["runs"] == 1, f"no record of {key}")
     finally:
