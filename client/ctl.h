@@ -158,5 +158,7 @@ int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_cancel(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_quarantine(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
+int ctl_calibrate(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
+int ctl_calibration(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 
 #endif

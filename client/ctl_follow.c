@@ -180,31 +180,39 @@ enum submit_how {
 	APPEND_PATH,  /* one more path of a list, made absolute here */
 	SET_TRUE,     /* true; the option takes no value */
 	NO_FOLLOW,    /* no field: the submit is not followed */
+	FOLLOW,       /* no field: the submit is followed (calibrate --watch) */
 };
+
+/* Which commands take an option. */
+enum { FOR_SUBMIT = 1, FOR_CALIBRATE = 2, FOR_BOTH = 3 };
 
 /* --NAME does HOW to the request's FIELD. */
 static const struct submit_option {
 	const char *name;
 	enum submit_how how;
 	const char *field;
+	int commands;       /* FOR_* */
 } submit_options[] = {
-	{"pairs", SET_INTEGER, "pairs"},
-	{"case", APPEND, "cases"},
-	{"alpha", SET_NUMBER, "alpha"},
-	{"margin", SET_NUMBER, "margin"},
-	{"baseline-opt", APPEND, "baseline_options"},
-	{"candidate-opt", APPEND, "candidate_options"},
-	{"compile-only", SET_TRUE, "compile_only"},
-	{"compile-timeout", SET_NUMBER, "compile_timeout"},
-	{"seed", SET_INTEGER, "seed"},
-	{"fixtures", APPEND_PATH, "fixtures"},
-	{"mode", SET_STRING, "mode"},
-	{"max-pairs", SET_INTEGER, "max_pairs"},
-	{"max-seconds", SET_NUMBER, "max_seconds"},
-	{"gate-slower", SET_STRING, "gate_slower"},
-	{"gate-faster", SET_STRING, "gate_faster"},
-	{"undecided", SET_STRING, "undecided"},
-	{"no-follow", NO_FOLLOW, NULL},
+	{"pairs", SET_INTEGER, "pairs", FOR_BOTH},
+	{"case", APPEND, "cases", FOR_BOTH},
+	{"alpha", SET_NUMBER, "alpha", FOR_BOTH},
+	{"margin", SET_NUMBER, "margin", FOR_BOTH},
+	{"baseline-opt", APPEND, "baseline_options", FOR_SUBMIT},
+	{"candidate-opt", APPEND, "candidate_options", FOR_SUBMIT},
+	{"compile-only", SET_TRUE, "compile_only", FOR_BOTH},
+	{"compile-timeout", SET_NUMBER, "compile_timeout", FOR_BOTH},
+	{"seed", SET_INTEGER, "seed", FOR_BOTH},
+	{"fixtures", APPEND_PATH, "fixtures", FOR_BOTH},
+	{"mode", SET_STRING, "mode", FOR_BOTH},
+	{"max-pairs", SET_INTEGER, "max_pairs", FOR_BOTH},
+	{"max-seconds", SET_NUMBER, "max_seconds", FOR_BOTH},
+	{"gate-slower", SET_STRING, "gate_slower", FOR_SUBMIT},
+	{"gate-faster", SET_STRING, "gate_faster", FOR_SUBMIT},
+	{"undecided", SET_STRING, "undecided", FOR_SUBMIT},
+	{"no-follow", NO_FOLLOW, NULL, FOR_SUBMIT},
+	{"runs", SET_INTEGER, "calibrate", FOR_CALIBRATE},
+	{"device", SET_INTEGER, "slot", FOR_CALIBRATE},
+	{"watch", FOLLOW, NULL, FOR_CALIBRATE},
 };
 #define NSUBMIT (sizeof submit_options / sizeof submit_options[0])
 
@@ -273,6 +281,9 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 	case NO_FOLLOW:
 		s->follow = false;
 		break;
+	case FOLLOW:
+		s->follow = true;
+		break;
 	}
 	return 0;
 }
@@ -314,43 +325,64 @@ static char *absolute_path(const char *path)
 	return abs;
 }
 
-int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+/* Submit and calibrate: the request from the command line (their options,
+ * FOR_SUBMIT or FOR_CALIBRATE), sent, and followed unless asked not to. A
+ * calibration is a submit of one library as both arms, with "calibrate". */
+static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, char **argv,
+			 int commands)
 {
 	struct option own[NSUBMIT + 1];
-	struct submit_state s = {.req = json_pack("{s:s}", "op", "submit"), .follow = true};
+	bool calibrate = commands == FOR_CALIBRATE;
+	struct submit_state s = {.req = json_pack("{s:s}", "op", "submit"),
+				 .follow = !calibrate};
 	struct reply r = {0};
 	const char *job;
 	char *path;
 	bool compile_only;
 	int first, rc, position;
+	size_t n = 0;
 
 	for (size_t i = 0; i < NSUBMIT; i++) {
 		enum submit_how how = submit_options[i].how;
 
-		own[i] = (struct option){submit_options[i].name,
-					 how == SET_TRUE || how == NO_FOLLOW ? no_argument
-									     : required_argument,
-					 NULL, CTL_OPT_OWN + (int)i};
+		if (!(submit_options[i].commands & commands))
+			continue;
+		own[n++] = (struct option){submit_options[i].name,
+					   how == SET_TRUE || how == NO_FOLLOW || how == FOLLOW ?
+					   no_argument : required_argument,
+					   NULL, CTL_OPT_OWN + (int)i};
 	}
-	own[NSUBMIT] = (struct option){NULL, 0, NULL, 0};
+	own[n] = (struct option){NULL, 0, NULL, 0};
 	rc = ctl_parse_args(ctl, cmd, argc, argv, own, take_submit, &s, &first);
 	if (rc >= 0)
 		goto out;
-	if (argc - first != 2) {
+	if (calibrate) {
+		if (argc - first != 1) {
+			rc = ctl_usage_error(cmd, "%s", argc - first < 1 ?
+					     "needs the compiler library" :
+					     "takes one compiler library");
+			goto out;
+		}
+		if (!json_object_get(s.req, "calibrate"))
+			json_object_set_new(s.req, "calibrate", json_integer(10));
+	} else if (argc - first != 2) {
 		rc = ctl_usage_error(cmd, "%s", argc - first < 2 ?
 				     "needs the baseline and the candidate library" :
 				     "takes two libraries, the baseline and the candidate");
 		goto out;
 	}
 	for (int k = 0; k < 2; k++) {
-		if (!argv[first + k][0]) {
+		/* A calibration's one library is both arms. */
+		const char *lib = argv[first + (calibrate ? 0 : k)];
+
+		if (!lib[0]) {
 			rc = ctl_usage_error(cmd, "%s", "a library path is empty");
 			goto out;
 		}
-		path = absolute_path(argv[first + k]);
+		path = absolute_path(lib);
 		if (!path) {
-			fprintf(stderr, "qualctl submit: cannot make '%s' absolute: %s\n",
-				argv[first + k], strerror(errno));
+			fprintf(stderr, "qualctl %s: cannot make '%s' absolute: %s\n",
+				cmd->name, lib, strerror(errno));
 			rc = QUAL_EXIT_USAGE;
 			goto out;
 		}
@@ -389,6 +421,16 @@ out:
 	json_decref(s.req);
 	ctl_reply_release(&r);
 	return rc;
+}
+
+int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+{
+	return submit_common(ctl, cmd, argc, argv, FOR_SUBMIT);
+}
+
+int ctl_calibrate(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+{
+	return submit_common(ctl, cmd, argc, argv, FOR_CALIBRATE);
 }
 
 /* ---- watch ---- */

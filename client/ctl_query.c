@@ -375,3 +375,70 @@ int ctl_quarantine(struct ctl *ctl, const struct command *cmd, int argc, char **
 	ctl_reply_release(&r);
 	return QUAL_EXIT_PASS;
 }
+
+/* One number of a record for a person: "-" for null. */
+static void print_rate(const char *label, json_t *v)
+{
+	if (json_is_number(v))
+		printf("%s %.4g", label, json_number_value(v));
+	else
+		printf("%s -", label);
+}
+
+int ctl_calibration(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+{
+	struct reply r = {0};
+	json_t *list;
+	size_t i, k;
+	int first, rc;
+
+	rc = ctl_parse_args(ctl, cmd, argc, argv, NULL, ctl_take_nothing, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if ((rc = ctl_no_operands(cmd, argc, argv, first)) >= 0)
+		return rc;
+	rc = ctl_request(ctl, json_pack("{s:s}", "op", "calibration"), &r);
+	if (rc >= 0)
+		return rc;
+	if (ctl->json) {
+		ctl_print_raw(&r);
+		ctl_reply_release(&r);
+		return QUAL_EXIT_PASS;
+	}
+	list = json_object_get(r.obj, "calibrations");
+	for (i = 0; i < json_array_size(list); i++) {
+		json_t *e = json_array_get(list, i), *rec = json_object_get(e, "record");
+		json_t *cases = json_object_get(rec, "cases");
+		const char *key = json_string_value(json_object_get(e, "device_key"));
+
+		printf("slot %lld (%s): ", (long long)json_integer_value(json_object_get(e, "slot")),
+		       key ? key : "?");
+		if (!json_is_object(rec)) {
+			printf("no calibration yet\n");
+			continue;
+		}
+		printf("%s, %lld runs, %lld A/A comparisons, %lld slower, %lld faster,",
+		       json_string_value(json_object_get(rec, "time")),
+		       (long long)json_integer_value(json_object_get(rec, "runs")),
+		       (long long)json_integer_value(json_object_get(rec, "comparisons")),
+		       (long long)json_integer_value(json_object_get(rec, "slower")),
+		       (long long)json_integer_value(json_object_get(rec, "faster")));
+		print_rate(" false-alarm rate", json_object_get(rec, "false_alarm_rate"));
+		print_rate(", at most", json_object_get(rec, "false_alarm_upper"));
+		printf(" (95%%)\n");
+		for (k = 0; k < json_array_size(cases); k++) {
+			json_t *c = json_array_get(cases, k);
+
+			printf("  %-32s %4lld comparisons, %3lld alarms,",
+			       json_string_value(json_object_get(c, "case")),
+			       (long long)json_integer_value(json_object_get(c, "comparisons")),
+			       (long long)(json_integer_value(json_object_get(c, "slower")) +
+					   json_integer_value(json_object_get(c, "faster"))));
+			print_rate(" at most", json_object_get(c, "false_alarm_upper"));
+			print_rate(", detectable ratio", json_object_get(c, "detectable_ratio"));
+			printf("\n");
+		}
+	}
+	ctl_reply_release(&r);
+	return QUAL_EXIT_PASS;
+}

@@ -110,6 +110,31 @@ static const struct command commands[] = {
 	 "  clear SHA256          forget the strikes of this hash (64 lower-case\n"
 	 "                        hex digits, as sha256sum prints it)\n"
 	 CTL_COMMON_HELP EXIT_HELP},
+	{"calibrate", ctl_calibrate, "calibrate LIB [--runs N] [--device SLOT] [--watch] [options]",
+	 "Queues a calibration: N A/A qualifications (default 10, at most 100) of the\n"
+	 "compiler library LIB against itself, one after the other in one job, on\n"
+	 "the device of slot SLOT (default: the first free slot). quald checks and\n"
+	 "pins LIB as it does a submit's libraries. The job's verdict line carries\n"
+	 "the device's new calibration record: per case, the comparisons called\n"
+	 "slower or faster, the false-alarm rate with its exact 95% upper bound,\n"
+	 "and the detectable effect; every later job's verdict line carries it.\n"
+	 "Prints the job id, or with --watch follows the job as submit does.\n"
+	 "\n"
+	 "  --runs N              A/A qualifications (1 to 100, default 10)\n"
+	 "  --device SLOT         the slot (quald status lists them) to calibrate\n"
+	 "  --watch               follow the job: its lines, then the summary\n"
+	 "  --pairs, --case, --alpha, --margin, --seed, --compile-only,\n"
+	 "  --compile-timeout, --fixtures, --mode  as for submit\n"
+	 CTL_COMMON_HELP
+	 "\nExit status: 0 queued (or, with --watch, done); 3 error or cancelled;\n"
+	 "4 usage, or quald refused it; 5 quald cannot be reached; 6 nothing was\n"
+	 "timed (no GPU).\n"},
+	{"calibration", ctl_calibration, "calibration [--json] [options]",
+	 "Shows the latest calibration of each slot's device: when, how many A/A\n"
+	 "comparisons, how many were called slower or faster, the false-alarm rate\n"
+	 "and its 95% upper bound, and per case the same with the detectable ratio.\n"
+	 "--json prints quald's reply as it is.\n\n"
+	 CTL_COMMON_HELP EXIT_HELP},
 	{"judge", cmd_judge, "judge [--alpha A] [--margin M] [FILE]",
 	 "Recomputes a run's verdicts from its stored lines (a file, or stdin),\n"
 	 "locally, as qual-judge does. Needs no daemon.\n"},

@@ -438,7 +438,8 @@ static void jobs_schedule(struct jobs *j)
 	if (j->closing)
 		return;
 	for (s = 0; s < j->nslots; s++) {
-		struct job *job;
+		struct job *job = NULL;
+		struct list_link *q;
 		if (j->slots[s] || j->checks[s] || j->out_reason[s])
 			continue;
 		if (j->needs_check[s]) {
@@ -447,7 +448,17 @@ static void jobs_schedule(struct jobs *j)
 		}
 		if (list_empty(&j->queue))
 			break;
-		job = list_item(list_first(&j->queue), struct job, qlink);
+		/* The first queued job that may run here (a calibration of
+		 * another slot's device may not). */
+		list_each(q, &j->queue) {
+			struct job *x = list_item(q, struct job, qlink);
+			if (calib__fits(x, s)) {
+				job = x;
+				break;
+			}
+		}
+		if (!job)
+			continue;
 		queue_remove(j, job);
 		worker__start(j, job, s);
 	}
@@ -554,6 +565,14 @@ int jobs_read_log(struct jobs *j, const char *id, long after_seq,
  * Members only when set, so that replies keep their shape otherwise. */
 static void job_settings_into(const struct job *job, json_t *o)
 {
+	/* What the job is: only a calibration says so, so that a
+	 * qualification's replies keep their shape. */
+	if (job->args.calibrate) {
+		json_object_set_new(o, "kind", json_string("calibration"));
+		json_object_set_new(o, "runs", json_integer(job->args.calibrate));
+		if (job->args.has_slot)
+			json_object_set_new(o, "slot", json_integer(job->args.slot));
+	}
 	if (job->args.fixtures) {
 		json_t *a = json_array();
 
@@ -705,6 +724,7 @@ static void jobs_free(struct jobs *j)
 	free(j->needs_check);
 	free(j->checks);
 	quarantine__release(&j->quarantine);
+	calib__release(j);
 	store_free(j->store);
 	free(j);
 }
@@ -762,6 +782,7 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->no_gpu_because = xstrdup(cfg->no_gpu_because ? cfg->no_gpu_because :
 				    "quald runs compile-only slots");
 	j->worker = program(cfg->worker, "qual-run");
+	j->calibrator = program(cfg->calibrator, "qual-calibrate");
 	j->helper = program(cfg->compile_helper, "qual-compile");
 	j->compile_user = cfg->compile_user ? xstrdup(cfg->compile_user) : NULL;
 	if (!cfg->no_cache && asprintf(&j->cache_dir, "%s/cache", cfg->state_dir) < 0)
@@ -779,6 +800,10 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 		return rc;
 	}
 	quarantine__load(&j->quarantine, cfg->state_dir);
+	if ((rc = calib__open(j, cfg, msg))) {
+		jobs_free(j);
+		return rc;
+	}
 	/* Recovery's own writes (an interrupted job's verdict, a settled
 	 * state) go through the writer too. */
 	if ((rc = writer_start(loop, j->store, &j->writer, msg)) < 0) {
@@ -795,6 +820,7 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	}
 	uv_timer_init(loop, &j->tick);
 	j->tick.data = j;
+	calib__start(j);
 	children_init(loop, &j->children);
 	j->children.data = j;
 	if (cfg->adopt_orphans && children_adopt_orphans(&j->children, msg) < 0)
@@ -842,8 +868,9 @@ void jobs__close_check(struct jobs *j)
 	    j->nhealth || j->creating)
 		return;
 	j->handles_closing = true;
-	j->closing_handles = 3;
+	j->closing_handles = 4;
 	uv_close((uv_handle_t *)&j->tick, jobs_tick_closed);
+	uv_close((uv_handle_t *)&j->calib_timer, jobs_tick_closed);
 	children_close(&j->children, jobs_children_closed);
 	/* Last: the writes of the jobs that ended are drained first. */
 	writer_close(j->writer, jobs_writer_closed, j);
@@ -859,6 +886,7 @@ void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)
 	j->done = done;
 	j->done_ctx = ctx;
 	uv_timer_stop(&j->tick);
+	calib__stop(j);
 	submit__close_all(j);
 	for (s = 0; s < j->nslots; s++) {
 		if (j->slots[s])

@@ -69,6 +69,16 @@ struct jobs_config {
 	 * that it did not start. quald's; false for a program whose other
 	 * children are its own business (a test). */
 	bool adopt_orphans;
+	/* Calibration (docs/quald.md, "Calibration"). calibrator: the path of
+	 * qual-calibrate, a calibration job's worker (NULL: beside the running
+	 * executable). With calibrate_every_h > 0, each slot whose device's
+	 * latest record is older than that many hours (or that has none) gets
+	 * a calibration of calibrate_lib (calibrate_runs runs; 0: the default
+	 * 10) queued, at the start and on a timer, never two at once. */
+	const char *calibrator;
+	double calibrate_every_h;
+	const char *calibrate_lib;
+	int calibrate_runs;
 };
 
 struct jobs;
@@ -216,6 +226,11 @@ json_t *jobs_list_json(struct jobs *j, int limit);
  * strikes: 0, or QUAL_ENOENT when it has none. */
 json_t *jobs_quarantine_json(struct jobs *j);
 int jobs_quarantine_clear(struct jobs *j, const char *sha256, struct qual_msg *msg);
+
+/* The latest calibration record of each slot's device (new reference):
+ * {"calibrations": [{"slot", "device", "device_key", "record"}]}, the
+ * record null where there is none yet. */
+json_t *jobs_calibration_json(struct jobs *j);
 
 /* Finds the GPUs a quald with `--devices auto` (its default) gives one slot
  * each, without loading a GPU runtime in the daemon: runs `worker --health

@@ -127,6 +127,17 @@ struct jobs {
 	int nworkers;              /* worker structs alive */
 	int nsubmits;              /* submit structs alive */
 	uv_timer_t tick;           /* deferred scheduling */
+	/* Calibration (calibration.c). */
+	char *calibrator;          /* qual-calibrate's path */
+	char *calib_dir;           /* state_dir/calibration */
+	json_t **calib;            /* nslots: the latest record of each slot's
+				    * device (own references), or NULL */
+	bool *calib_submitting;    /* nslots: a scheduled calibration's submit
+				    * is being checked */
+	double calib_every_s;      /* 0: no schedule */
+	char *calib_lib;
+	int calib_runs;
+	uv_timer_t calib_timer;    /* the schedule's check */
 	int closing_handles;       /* tick, children and writer, once closing */
 	bool closing, handles_closing;
 	void (*done)(void *ctx);
@@ -292,6 +303,44 @@ void submit__close_all(struct jobs *j);
  * those; a worker's start checks them again. */
 int submit__check_fixtures(const struct jobs *j, char *const *dirs, char ***out,
 			   struct qual_msg *msg);
+
+/* ---- calibration.c ---------------------------------------------------------- */
+
+/* Reads the latest record of each slot's device from state_dir/calibration
+ * (one that cannot be read or is not a record is left out, with a warning),
+ * and the schedule's settings. */
+int calib__open(struct jobs *j, const struct jobs_config *cfg, struct qual_msg *msg);
+
+/* Opens the schedule's timer (in every case: jobs__close_check closes it)
+ * and starts it when the settings ask for a schedule: its first check runs
+ * at once. */
+void calib__start(struct jobs *j);
+void calib__release(struct jobs *j);
+
+/* The key of slot s's device in the records ("gpu-N" for GPU ordinal N,
+ * "slot-S" for a compile-only slot). */
+void calib__key(const struct jobs *j, int s, char *out, size_t cap);
+
+/* A relayed verdict line (borrowed) of job, running in slot s: a
+ * calibration's record becomes the slot's latest, and is written. */
+void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *line);
+
+/* The worker's program and its first arguments for job in slot s: for a
+ * calibration, qual-calibrate and its options then "--" (qual-run follows);
+ * for any other job nothing here, and calib__worker_args gives qual-run's
+ * --calibration or --no-calibration-because. Each appends to argv at *k
+ * (room for 4). */
+void calib__worker_prefix(const struct jobs *j, const struct job *job, int s, char **argv,
+			  size_t *k);
+void calib__worker_args(const struct jobs *j, const struct job *job, int s, char **argv,
+			size_t *k);
+
+/* Whether a queued job may run in slot s (a calibration for another slot
+ * may not). */
+bool calib__fits(const struct job *job, int s);
+
+/* Stops the schedule's timer (shutdown). */
+void calib__stop(struct jobs *j);
 
 /* ---- recover.c -------------------------------------------------------------- */
 

@@ -116,6 +116,13 @@ static void usage(FILE *f)
 		"                       start, or one compile-only slot when none is found\n"
 		"  --slots N            compile-only slots instead of GPUs (not with --devices)\n"
 		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
+		"  --calibrate-every H  queue a calibration of each slot's device whose latest\n"
+		"                       record is older than H hours (or missing), at start\n"
+		"                       and then checked every minute (needs --calibrate-lib)\n"
+		"  --calibrate-lib LIB  the compiler library those calibrations run against\n"
+		"                       itself (an absolute path, checked like a submit's)\n"
+		"  --calibrate-runs N   A/A runs per scheduled calibration (default 10, 1-100)\n"
+		"  --calibrator PATH    qual-calibrate (default: beside quald)\n"
 		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
 		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
 		"                       the tree quald runs from)\n"
@@ -270,6 +277,7 @@ enum {
 	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
 	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER, OPT_NO_CACHE,
+	OPT_CALIBRATOR, OPT_CALIBRATE_EVERY, OPT_CALIBRATE_LIB, OPT_CALIBRATE_RUNS,
 };
 
 /* Descriptors quald holds besides its connections: per slot a running
@@ -319,6 +327,10 @@ int main(int argc, char **argv)
 		{"group", required_argument, NULL, OPT_GROUP},
 		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"calibrator", required_argument, NULL, OPT_CALIBRATOR},
+		{"calibrate-every", required_argument, NULL, OPT_CALIBRATE_EVERY},
+		{"calibrate-lib", required_argument, NULL, OPT_CALIBRATE_LIB},
+		{"calibrate-runs", required_argument, NULL, OPT_CALIBRATE_RUNS},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
@@ -444,6 +456,34 @@ int main(int argc, char **argv)
 		case OPT_NO_CACHE:
 			jcfg.no_cache = true;
 			break;
+		case OPT_CALIBRATOR:
+			jcfg.calibrator = optarg;
+			break;
+		case OPT_CALIBRATE_EVERY:
+			if (text_parse_double("--calibrate-every", optarg, 1e-6, 1e5,
+					      &jcfg.calibrate_every_h, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			break;
+		case OPT_CALIBRATE_LIB:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "quald: --calibrate-lib must be an absolute path, "
+					"got '%s'\n", optarg);
+				goto usage;
+			}
+			jcfg.calibrate_lib = optarg;
+			break;
+		case OPT_CALIBRATE_RUNS: {
+			long runs;
+
+			if (text_parse_long("--calibrate-runs", optarg, 1, 100, &runs, &msg) < 0) {
+				fprintf(stderr, "quald: %s\n", msg.text);
+				goto usage;
+			}
+			jcfg.calibrate_runs = (int)runs;
+			break;
+		}
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			status = QUAL_EXIT_PASS;
@@ -503,6 +543,10 @@ int main(int argc, char **argv)
 		state_dir = xstrdup(DEFAULT_STATE_DIR);
 	if (!worker && !(worker = find_beside("qual-run"))) {
 		fprintf(stderr, "quald: cannot find qual-run beside quald: use --worker\n");
+		goto usage;
+	}
+	if (jcfg.calibrate_every_h > 0 && !jcfg.calibrate_lib) {
+		fprintf(stderr, "quald: --calibrate-every needs --calibrate-lib\n");
 		goto usage;
 	}
 	if (!helper && !(helper = find_beside("qual-compile"))) {

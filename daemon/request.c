@@ -35,6 +35,8 @@
 #define REQUEST_MAX_COMPILE_TIMEOUT 86400.0
 #define REQUEST_MAX_LIMIT 1000
 #define REQUEST_DEFAULT_LIMIT 20
+#define REQUEST_MAX_CALIBRATE 100   /* stats/calib.h: CALIB_MAX_RUNS */
+#define REQUEST_MAX_SLOT 1023
 
 static const char *const op_names[] = {
 	[OP_SUBMIT] = "submit",
@@ -45,6 +47,7 @@ static const char *const op_names[] = {
 	[OP_CANCEL] = "cancel",
 	[OP_AUTH] = "auth",
 	[OP_QUARANTINE] = "quarantine",
+	[OP_CALIBRATION] = "calibration",
 };
 
 /* The fields each op accepts besides "op" and "id". */
@@ -52,7 +55,7 @@ static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
 	"compile_timeout", "follow", "fixtures", "mode", "max_pairs", "max_seconds",
-	"gate_slower", "gate_faster", "undecided", NULL,
+	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
@@ -70,6 +73,7 @@ static const char *const *const op_fields[] = {
 	[OP_CANCEL] = job_fields,
 	[OP_AUTH] = auth_fields,
 	[OP_QUARANTINE] = quarantine_fields,
+	[OP_CALIBRATION] = no_fields,
 };
 
 /* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
@@ -447,6 +451,22 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	    (rc = get_list(o, "fixtures", REQUEST_MAX_PATH, REQUEST_MAX_FIXTURES, false,
 			   &s->fixtures, msg)) < 0)
 		return rc;
+	x = 0;
+	if ((rc = get_integer(o, "calibrate", 1, REQUEST_MAX_CALIBRATE, &x, msg)) < 0)
+		return rc;
+	s->calibrate = (int)x;
+	if (json_object_get(o, "slot")) {
+		if (!s->calibrate)
+			return qual_fail(msg, QUAL_EINVAL, "'slot' is only for a calibration "
+					 "(with 'calibrate')");
+		if ((rc = get_integer(o, "slot", 0, REQUEST_MAX_SLOT, &x, msg)) < 0)
+			return rc;
+		s->has_slot = true;
+		s->slot = (int)x;
+	}
+	if (s->calibrate && strcmp(s->baseline, s->candidate) != 0)
+		return qual_fail(msg, QUAL_EINVAL, "a calibration runs one library against "
+				 "itself: 'baseline' and 'candidate' must be the same path");
 	/* quald's working directory is not the client's: a relative path
 	 * would name another folder (qualctl makes them absolute). */
 	for (size_t i = 0; s->fixtures && s->fixtures[i]; i++)
@@ -654,6 +674,7 @@ int request_parse(const char *line, size_t len, struct request *r,
 			goto out;
 		break;
 	case OP_STATUS:
+	case OP_CALIBRATION:
 		break;
 	case OP_AUTH:
 		v = json_object_get(root, "token");
@@ -738,6 +759,10 @@ json_t *request_submit_to_json(const struct submit_args *s)
 		json_object_set_new(o, "candidate_options", list_to_json(s->candidate_options));
 	if (s->fixtures)
 		json_object_set_new(o, "fixtures", list_to_json(s->fixtures));
+	if (s->calibrate)
+		json_object_set_new(o, "calibrate", json_integer(s->calibrate));
+	if (s->has_slot)
+		json_object_set_new(o, "slot", json_integer(s->slot));
 	if (s->baseline_sha256)
 		request_submit_set_pin(o, 0, s->baseline_real, s->baseline_sha256);
 	if (s->candidate_sha256)

@@ -28,6 +28,7 @@ enum request_op {
 	OP_CANCEL,
 	OP_AUTH,     /* a TCP connection's first request */
 	OP_QUARANTINE, /* list or clear the crash quarantine */
+	OP_CALIBRATION, /* the latest calibration of each slot's device */
 };
 
 enum quarantine_action {
@@ -64,6 +65,14 @@ struct submit_args {
 	 * a stored job, the real paths submit checked (request_submit_set_
 	 * fixtures): what the worker is given as --fixtures. */
 	char **fixtures;
+	/* A calibration (docs/quald.md, "Calibration"): the A/A runs of the
+	 * one library (baseline and candidate are the same path), 1 to
+	 * CALIB_MAX_RUNS; 0: a qualification. With has_slot, it runs in that
+	 * slot only (qualctl calibrate --device); otherwise in the first
+	 * free one, and calibrates that slot's device. */
+	int calibrate;
+	bool has_slot;
+	int slot;
 	/* Stored with a job only, never sent by a client: each arm's library
 	 * as submit checked it (docs/quald.md, "Pinned libraries"), its real
 	 * path and the sha256 of its bytes. NULL in a request, and in a job

@@ -285,6 +285,17 @@ static void do_cancel(struct conn *c, struct request *r)
 	server__status_update(c->srv);
 }
 
+/* calibration: the latest calibration record of each slot's device. */
+static void do_calibration(struct conn *c, struct request *r)
+{
+	json_t *o = conn__reply_new("calibration", r->id);
+	json_t *cal = jobs_calibration_json(c->srv->jobs);
+
+	json_object_set(o, "calibrations", json_object_get(cal, "calibrations"));
+	json_decref(cal);
+	conn__send_json(c, o);
+}
+
 /* quarantine: list the crash strikes, or clear one library's. Any peer that
  * got this far may clear: the socket already admits only root, quald's user
  * and its group (or a tcp peer with the token), the same people who may
@@ -344,6 +355,7 @@ void server__handle_line(struct conn *c, const char *line, size_t len)
 	case OP_SHOW: do_show(c, &r); break;
 	case OP_CANCEL: do_cancel(c, &r); break;
 	case OP_QUARANTINE: do_quarantine(c, &r); break;
+	case OP_CALIBRATION: do_calibration(c, &r); break;
 	case OP_AUTH:
 		conn__refuse(c, "auth", r.id, c->is_tcp ? "this connection is already authenticated"
 			    : "auth is for tcp connections: this unix socket peer is "

@@ -421,6 +421,9 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 {
 	int arm, rc;
 
+	if (args->has_slot && args->slot >= j->nslots)
+		return qual_fail(msg, QUAL_EINVAL, "'slot' must be one of quald's slots, 0 to %d, "
+				 "got %d", j->nslots - 1, args->slot);
 	if ((rc = submit_validate(args, msg)) ||
 	    (rc = rtc_check_library(args->baseline, msg)) ||
 	    (rc = rtc_check_library(args->candidate, msg)))

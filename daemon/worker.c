@@ -358,6 +358,8 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	 * bad_line and arm null: it blames no one and ends nothing. */
 	lines_classify(o, &info);
 	worker_inspect(w, &info);
+	if (info.type == LINES_VERDICT)
+		calib__take_verdict(j, job, w->slot, o);
 	if (w->seen.verdict[0] && !w->exited && w->stop == WORKER_RUNNING) {
 		double limit_ms = 1000.0 * j->job_timeout_s;
 		uv_timer_start(&w->timer, worker_timer,
@@ -668,7 +670,9 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		n++;
 	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
 		n++;
+	n += 8; /* calibration.c's */
 	argv = xcalloc(n, sizeof *argv);
+	calib__worker_prefix(j, job, slot, argv, &k);
 	argv[k++] = xstrdup(j->worker);
 	if (asprintf(&argv[k++], "--pairs=%d", a->pairs) < 0 ||
 	    asprintf(&argv[k++], "--alpha=%.17g", a->alpha) < 0 ||
@@ -740,6 +744,7 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	    asprintf(&argv[k++], "--candidate-real-path=%s", a->candidate_real) < 0 ||
 	    asprintf(&argv[k++], "--candidate-sha256=%s", a->candidate_sha256) < 0)
 		abort();
+	calib__worker_args(j, job, slot, argv, &k);
 	argv[k++] = xstrdup("--");
 	argv[k++] = xstrdup(a->baseline);
 	argv[k++] = xstrdup(a->candidate);

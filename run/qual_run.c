@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/calib_record.h"
 #include "common/child.h"
 #include "common/confine.h"
 #include "common/exitcode.h"
@@ -56,6 +57,10 @@ static void usage(FILE *f)
 		"  --compile-only       never use a GPU: static comparison only\n"
 		"  --compile-only-because WHY  the same, saying WHY in the start line\n"
 		"                       (quald's compile-only slots)\n"
+		"  --calibration FILE   copy the device's calibration record (a JSON object,\n"
+		"                       docs/output.md) into the verdict line\n"
+		"  --no-calibration-because WHY  the verdict line's calibration is null,\n"
+		"                       with WHY (quald: no calibration of the device yet)\n"
 		"  --arch ARCH          target when nothing is timed (default sm_90 / gfx90a)\n"
 		"  --mode M             processor mode, default, cu or wgp (default: default);\n"
 		"                       cu / wgp add -mcumode / -mno-cumode to both arms on\n"
@@ -116,7 +121,7 @@ static void usage(FILE *f)
 enum {
 	OPT_PAIRS = 256, OPT_ALPHA, OPT_MARGIN, OPT_CASE, OPT_BOPT, OPT_COPT,
 	OPT_COMPILE_ONLY, OPT_ARCH, OPT_DEVICE, OPT_SEED, OPT_TIMEOUT, OPT_LIST,
-	OPT_HELP, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
+	OPT_HELP, OPT_CALIBRATION, OPT_NO_CALIBRATION, OPT_COMPILE_ONLY_BECAUSE, OPT_HANG_FLOOR, OPT_HANG_FACTOR, OPT_HEALTH, OPT_PER_BLOCK, OPT_BLOCK_SEED, OPT_ONE_LOAD, OPT_FLUSH, OPT_SESSIONS,
 	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
 	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
 	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE, OPT_MAX_PAIRS, OPT_MAX_SECONDS,
@@ -296,6 +301,28 @@ static void die_with_everything_below(void)
 	atexit(end_below);
 }
 
+/* The verdict line's calibration (runner_config.verdict_extra, new
+ * reference in *out): the record in file (qual-run --calibration), checked
+ * to have a record's shape (common/calib_record.h), or, with file NULL, null with
+ * because. Fails naming the file and the field. */
+static int calibration_extra(const char *file, const char *because, json_t **out,
+			     struct qual_msg *msg)
+{
+	json_t *rec;
+	int rc;
+
+	*out = json_object();
+	if (!file) {
+		json_object_set_new(*out, "calibration", json_null());
+		json_object_set_new(*out, "calibration_because", json_string(because));
+		return 0;
+	}
+	if ((rc = calib_record_load(file, &rec, msg)))
+		return rc;
+	json_object_set_new(*out, "calibration", rec);
+	return 0;
+}
+
 /* qual-run --health: one JSON line, exit 0 when healthy and 3 when not. After
  * a hang the process ends with _exit at once (gpu.h, Deadlines). */
 static int run_health(int device)
@@ -326,6 +353,8 @@ int main(int argc, char **argv)
 		{"candidate-opt", required_argument, NULL, OPT_COPT},
 		{"compile-only", no_argument, NULL, OPT_COMPILE_ONLY},
 		{"compile-only-because", required_argument, NULL, OPT_COMPILE_ONLY_BECAUSE},
+		{"calibration", required_argument, NULL, OPT_CALIBRATION},
+		{"no-calibration-because", required_argument, NULL, OPT_NO_CALIBRATION},
 		{"arch", required_argument, NULL, OPT_ARCH},
 		{"mode", required_argument, NULL, OPT_MODE},
 		{"device", required_argument, NULL, OPT_DEVICE},
@@ -440,6 +469,19 @@ int main(int argc, char **argv)
 			cfg.compile_only = true;
 			cfg.compile_only_because = optarg;
 			break;
+		case OPT_CALIBRATION:
+		case OPT_NO_CALIBRATION: {
+			struct qual_msg msg;
+
+			json_decref(cfg.verdict_extra);
+			if (calibration_extra(opt == OPT_CALIBRATION ? optarg : NULL, optarg,
+					      &cfg.verdict_extra, &msg) < 0) {
+				fprintf(stderr, "qual-run: %s\n", msg.text);
+				lines_error(stdout, "setup", LINES_CODE_USAGE, NULL, NULL, msg.text);
+				goto out;
+			}
+			break;
+		}
 		case OPT_ARCH:
 			cfg.arch = optarg;
 			break;
@@ -590,6 +632,7 @@ int main(int argc, char **argv)
 	cfg.candidate = argv[optind + 1];
 	status = runner_run(&cfg, stdout, stderr);
 out:
+	json_decref(cfg.verdict_extra);
 	fixture_unload_all();
 	free(cases);
 	free(bopts);

@@ -1454,6 +1454,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			runner__emit_stop(&run);
 	}
 
+	judge_set_verdict_extra(&run.judge, cfg->verdict_extra);
 	v = judge_finish(&run.judge, &run.stats, out, &not_timed);
 	status = judge_exit_status(v);
 	if (run.hung)

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "compile/rtc.h"
 #include "compile/rtc_mode.h"
 #include "stats/stats.h"
@@ -200,6 +202,10 @@ struct runner_config {
 	 * none; and its bound in bytes (0: CACHE_DEFAULT_MAX_MIB). */
 	const char *cache_dir;
 	size_t cache_max_bytes;
+	/* Members the verdict line gets besides its own (stats/judge.h:
+	 * judge_set_verdict_extra): qual-run --calibration's record, or its
+	 * null with why. Borrowed; NULL: none. */
+	json_t *verdict_extra;
 };
 
 /* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,

@@ -21,7 +21,15 @@ void judge_release(struct judge *j)
 	for (int i = 0; i < j->ncases; i++)
 		free(j->cases[i].pairs);
 	free(j->cases);
+	json_decref(j->verdict_extra);
 	memset(j, 0, sizeof *j);
+}
+
+void judge_set_verdict_extra(struct judge *j, json_t *extra)
+{
+	json_incref(extra);
+	json_decref(j->verdict_extra);
+	j->verdict_extra = extra;
 }
 
 struct judge_case *judge_case_get(struct judge *j, const char *name)
@@ -356,6 +364,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
 	json_object_set_new(line, "gate", gate_json(j, s));
+	if (j->verdict_extra)
+		json_object_update_missing(line, j->verdict_extra);
 	if (no_valid) {
 		char text[200];
 
@@ -505,6 +515,15 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		}
 		if (take_sampling(s, run_settings, why, whylen) < 0)
 			return -1;
+	} else if (strcmp(type, "verdict") == 0 && json_object_get(line, "calibration")) {
+		json_t *extra = json_object();
+
+		json_object_set(extra, "calibration", json_object_get(line, "calibration"));
+		if (json_object_get(line, "calibration_because"))
+			json_object_set(extra, "calibration_because",
+					json_object_get(line, "calibration_because"));
+		judge_set_verdict_extra(j, extra);
+		json_decref(extra);
 	} else if (strcmp(type, "case") == 0) {
 		if (!name) {
 			snprintf(why, whylen, "case line without \"case\"");

@@ -43,6 +43,8 @@ struct judge {
 	bool machine_error; /* an error outside any case (setup, device) */
 	bool candidate_error; /* a failure of the candidate outside any case */
 	bool no_valid_pair; /* set by judge_finish: pairs were timed, none valid */
+	json_t *verdict_extra; /* members the verdict line gets besides its own
+				* (judge_set_verdict_extra), or NULL */
 };
 
 void judge_init(struct judge *j);
@@ -72,6 +74,13 @@ void judge_case_fail(struct judge_case *c, enum judge_failure f);
  * itself make a timed run not_timed. A failure recorded against the case
  * still outranks it. */
 void judge_case_not_applicable(struct judge_case *c, const char *why);
+
+/* Gives the verdict line of judge_finish extra's members (the device's
+ * calibration: docs/output.md), besides its own, which win; extra is
+ * borrowed (a new reference is kept), NULL for none. judge_take_line does
+ * the same with a stored verdict line's "calibration" and
+ * "calibration_because", so that qual-judge writes them as they were. */
+void judge_set_verdict_extra(struct judge *j, json_t *extra);
 
 /* Computes every verdict and writes one case_verdict line per case and the
  * verdict line to out. Returns the run verdict; *not_timed is set when no case

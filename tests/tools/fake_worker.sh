@@ -23,6 +23,9 @@ while [ $# -gt 2 ]; do
   case "$1" in
     --baseline-real-path=*|--candidate-real-path=*|--baseline-sha256=*|--candidate-sha256=*) ;;
     --cache=*|--no-cache) ;;
+    # The device's calibration (quald's --calibration=FILE, or
+    # --no-calibration-because=WHY) is not echoed either.
+    --calibration=*|--no-calibration-because=*) ;;
     *) args="$args $1" ;;
   esac
   shift

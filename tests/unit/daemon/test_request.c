@@ -23,7 +23,7 @@
 static const char *const op_names[] = {
 	[OP_SUBMIT] = "submit", [OP_WATCH] = "watch", [OP_STATUS] = "status",
 	[OP_LIST] = "list", [OP_SHOW] = "show", [OP_CANCEL] = "cancel",
-	[OP_AUTH] = "auth", [OP_QUARANTINE] = "quarantine",
+	[OP_AUTH] = "auth", [OP_QUARANTINE] = "quarantine", [OP_CALIBRATION] = "calibration",
 };
 
 /* ---- data files: cases of (request line, expectation line) ---- */
@@ -142,6 +142,10 @@ static json_t *dump_request(const struct request *r)
 		if (s->undecided != UNDECIDED_PASS)
 			json_object_set_new(o, "undecided",
 					    json_string(gate_undecided_name(s->undecided)));
+		if (s->calibrate) /* only for a calibration */
+			json_object_set_new(o, "calibrate", json_integer(s->calibrate));
+		if (s->has_slot)
+			json_object_set_new(o, "slot", json_integer(s->slot));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
@@ -156,6 +160,7 @@ static json_t *dump_request(const struct request *r)
 		json_object_set_new(o, "job", json_string(r->job));
 		break;
 	case OP_STATUS:
+	case OP_CALIBRATION:
 		break;
 	case OP_AUTH:
 		json_object_set_new(o, "token", json_string(r->token));

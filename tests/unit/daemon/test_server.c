@@ -273,6 +273,12 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 	return json_pack("{s:o}", "jobs", a);
 }
 
+json_t *jobs_calibration_json(struct jobs *j)
+{
+	(void)j;
+	return json_pack("{s:[]}", "calibrations");
+}
+
 json_t *jobs_quarantine_json(struct jobs *j)
 {
 	json_t *a = json_array();

@@ -1,0 +1,282 @@
+/* Calibration in quald (jobs_internal.h; docs/quald.md, "Calibration"). A
+ * calibration is a job like any other, submitted with "calibrate": N
+ * (submit.c checks and pins its one library exactly as a qualification's);
+ * its worker is qual-calibrate, which runs qual-run N times and ends with a
+ * verdict line carrying the record (stats/calib.h). When that line is
+ * relayed, the record becomes the latest of the slot's device, kept in
+ * memory and written to STATE/calibration/<device key>.json through the
+ * store's writer (replaced atomically and durably, off the loop). Every
+ * other job's worker gets that file as --calibration (or
+ * --no-calibration-because), so its verdict line carries it.
+ *
+ * The schedule (quald --calibrate-every): at the start and then every
+ * CALIB_CHECK_MS, each slot whose device has no record, or one older than
+ * the period, gets a calibration submitted, unless one for that slot is
+ * being checked, queued or running. The calibration then waits its turn in
+ * the queue like any job. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/fsutil.h"
+#include "common/xalloc.h"
+#include "daemon/jobs_internal.h"
+#include "common/calib_record.h"
+
+/* How often the schedule looks for stale records: a minute, or the period
+ * itself when that is shorter (a test's). */
+#define CALIB_CHECK_MS 60000.0
+
+void calib__key(const struct jobs *j, int s, char *out, size_t cap)
+{
+	if (j->devices)
+		snprintf(out, cap, "gpu-%d", j->devices[s]);
+	else
+		snprintf(out, cap, "slot-%d", s);
+}
+
+static int calib_path(const struct jobs *j, int s, char *out, size_t cap)
+{
+	char key[48], name[64];
+
+	calib__key(j, s, key, sizeof key);
+	snprintf(name, sizeof name, "%s.json", key);
+	return fs_path_join(out, cap, j->calib_dir, name, NULL);
+}
+
+/* The record in slot s's file, or NULL (none, or not a record: said). */
+static json_t *calib_load(const struct jobs *j, int s)
+{
+	char path[4096];
+	struct qual_msg m;
+	json_t *rec;
+	int rc;
+
+	if (calib_path(j, s, path, sizeof path))
+		return NULL;
+	rc = calib_record_load(path, &rec, &m);
+	if (rc && rc != QUAL_ENOENT)
+		oplog_warn("%s: the calibration is left out", m.text);
+	return rc ? NULL : rec;
+}
+
+static void calib_timer_fired(uv_timer_t *t);
+
+int calib__open(struct jobs *j, const struct jobs_config *cfg, struct qual_msg *msg)
+{
+	int rc;
+
+	j->calib = xcalloc((size_t)j->nslots, sizeof *j->calib);
+	j->calib_submitting = xcalloc((size_t)j->nslots, sizeof *j->calib_submitting);
+	if (asprintf(&j->calib_dir, "%s/calibration", cfg->state_dir) < 0)
+		abort();
+	if ((rc = fs_mkdir_p(j->calib_dir, 0750, msg)))
+		return rc;
+	for (int s = 0; s < j->nslots; s++)
+		j->calib[s] = calib_load(j, s);
+	j->calib_every_s = cfg->calibrate_every_h > 0 ? cfg->calibrate_every_h * 3600.0 : 0;
+	j->calib_lib = cfg->calibrate_lib ? xstrdup(cfg->calibrate_lib) : NULL;
+	j->calib_runs = cfg->calibrate_runs > 0 ? cfg->calibrate_runs : CALIB_DEFAULT_RUNS;
+	return 0;
+}
+
+void calib__start(struct jobs *j)
+{
+	uv_timer_init(j->loop, &j->calib_timer);
+	j->calib_timer.data = j;
+	if (j->calib_every_s > 0 && j->calib_lib) {
+		double ms = j->calib_every_s * 1000.0;
+
+		if (ms > CALIB_CHECK_MS)
+			ms = CALIB_CHECK_MS;
+		uv_timer_start(&j->calib_timer, calib_timer_fired, 0, (uint64_t)(ms < 1 ? 1 : ms));
+	}
+}
+
+void calib__release(struct jobs *j)
+{
+	for (int s = 0; j->calib && s < j->nslots; s++)
+		json_decref(j->calib[s]);
+	free(j->calib);
+	free(j->calib_submitting);
+	free(j->calib_dir);
+	free(j->calib_lib);
+	free(j->calibrator);
+}
+
+void calib__stop(struct jobs *j)
+{
+	uv_timer_stop(&j->calib_timer);
+}
+
+bool calib__fits(const struct job *job, int s)
+{
+	return !job->args.calibrate || !job->args.has_slot || job->args.slot == s;
+}
+
+static void calib_written(void *ctx, const struct writer_done *d)
+{
+	(void)ctx;
+	if (d->status < 0)
+		oplog_warn("cannot store a calibration record: %s", d->message);
+}
+
+void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *line)
+{
+	json_t *rec = json_object_get(line, "calibration");
+	char path[4096], key[48];
+	struct qual_msg m;
+	char *text;
+
+	if (!job->args.calibrate || !json_is_object(rec))
+		return;
+	calib__key(j, s, key, sizeof key);
+	/* The worker's record names the device it was given; one that does
+	 * not fit (or is no record) is not stored. */
+	if (calib_record_check(rec, "calibration record", &m) ||
+	    strcmp(json_string_value(json_object_get(rec, "device_key")), key) != 0) {
+		oplog_warn("job '%s': its calibration record is not stored: %s", job->id,
+			   calib_record_check(rec, "calibration record", &m) ? m.text :
+			   "it is not of its slot's device");
+		return;
+	}
+	json_decref(j->calib[s]);
+	j->calib[s] = json_deep_copy(rec);
+	if (calib_path(j, s, path, sizeof path))
+		return;
+	text = json_dumps(rec, JSON_COMPACT);
+	writer_file_replace(j->writer, path, text, strlen(text), 0640, calib_written, NULL);
+	free(text);
+}
+
+void calib__worker_prefix(const struct jobs *j, const struct job *job, int s, char **argv,
+			  size_t *k)
+{
+	char key[48];
+
+	if (!job->args.calibrate)
+		return;
+	calib__key(j, s, key, sizeof key);
+	argv[(*k)++] = xstrdup(j->calibrator);
+	if (asprintf(&argv[(*k)++], "--runs=%d", job->args.calibrate) < 0 ||
+	    asprintf(&argv[(*k)++], "--device-key=%s", key) < 0)
+		abort();
+	argv[(*k)++] = xstrdup("--");
+}
+
+void calib__worker_args(const struct jobs *j, const struct job *job, int s, char **argv,
+			size_t *k)
+{
+	char path[4096];
+
+	if (job->args.calibrate)
+		return;
+	if (j->calib[s] && calib_path(j, s, path, sizeof path) == 0) {
+		if (asprintf(&argv[(*k)++], "--calibration=%s", path) < 0)
+			abort();
+		return;
+	}
+	argv[(*k)++] = xstrdup("--no-calibration-because=no calibration of this device yet");
+}
+
+json_t *jobs_calibration_json(struct jobs *j)
+{
+	json_t *list = json_array();
+	char key[48];
+
+	for (int s = 0; s < j->nslots; s++) {
+		calib__key(j, s, key, sizeof key);
+		json_array_append_new(list, json_pack("{s:i,s:o,s:s,s:O?}", "slot", s,
+			"device", j->devices ? json_integer(j->devices[s]) : json_null(),
+			"device_key", key, "record", j->calib[s]));
+	}
+	return json_pack("{s:o}", "calibrations", list);
+}
+
+/* ---- the schedule -------------------------------------------------------- */
+
+/* Whether slot s's record is missing or older than the period. */
+static bool calib_stale(const struct jobs *j, int s)
+{
+	const char *t = j->calib[s] ? json_string_value(json_object_get(j->calib[s], "time"))
+				    : NULL;
+	struct tm tm;
+
+	memset(&tm, 0, sizeof tm);
+	if (!t || !strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return true;
+	return difftime(time(NULL), timegm(&tm)) >= j->calib_every_s;
+}
+
+/* Whether a calibration of slot s is queued or running. */
+static bool calib_queued(const struct jobs *j, int s)
+{
+	for (int i = 0; i < j->njobs; i++) {
+		const struct job *job = j->all[i];
+
+		if (!job->args.calibrate)
+			continue;
+		if (job->state == JOB_QUEUED && (!job->args.has_slot || job->args.slot == s))
+			return true;
+		if (job->state == JOB_RUNNING && job->slot == s)
+			return true;
+	}
+	return false;
+}
+
+struct calib_submit {
+	struct jobs *j;
+	int slot;
+};
+
+static void calib_submitted(void *ctx, int status, const char *job, int position,
+			    const char *message)
+{
+	struct calib_submit *cs = ctx;
+	char key[48];
+
+	(void)position;
+	cs->j->calib_submitting[cs->slot] = false;
+	calib__key(cs->j, cs->slot, key, sizeof key);
+	if (status < 0)
+		oplog_warn("cannot queue the calibration of %s: %s", key, message);
+	else
+		oplog_warn("queued calibration '%s' of %s", job, key);
+	free(cs);
+}
+
+static void calib_timer_fired(uv_timer_t *t)
+{
+	struct jobs *j = t->data;
+
+	if (j->closing)
+		return;
+	for (int s = 0; s < j->nslots; s++) {
+		struct submit_args a;
+		struct calib_submit *cs;
+		struct qual_msg m;
+
+		if (j->calib_submitting[s] || j->out_reason[s] || !calib_stale(j, s) ||
+		    calib_queued(j, s))
+			continue;
+		memset(&a, 0, sizeof a);
+		a.baseline = a.candidate = j->calib_lib;
+		a.pairs = 30;
+		a.alpha = 0.05;
+		a.margin = 0.01;
+		a.calibrate = j->calib_runs;
+		a.has_slot = true;
+		a.slot = s;
+		cs = xcalloc(1, sizeof *cs);
+		cs->j = j;
+		cs->slot = s;
+		j->calib_submitting[s] = true;
+		if (jobs_submit(j, &a, calib_submitted, cs, &m) < 0) {
+			j->calib_submitting[s] = false;
+			oplog_warn("cannot queue the calibration of slot %d: %s", s, m.text);
+			free(cs);
+		}
+	}
+}

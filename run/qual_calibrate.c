@@ -1,0 +1,259 @@
+/* qual-calibrate: one calibration job (docs/quald.md, "Calibration"): runs
+ * the worker (qual-run) RUNS times one after the other, each an A/A
+ * qualification of one compiler library against itself, with
+ * --sample-identical whenever the worker's --help lists it (with
+ * byte-identical code, cases are then still sampled and judged). Every line
+ * of every run is passed on unchanged, but for each run's verdict line;
+ * the case_verdict lines build the calibration record (stats/calib.h), and
+ * one verdict line of its own, carrying the record as "calibration", ends
+ * the output.
+ *
+ *   qual-calibrate --runs N --device-key KEY -- WORKER [WORKER'S ARGS...]
+ *
+ * It runs in the worker's session: a cancel or the job's time limit reaches
+ * it and the run in progress with one signal (both then die by it). Exit
+ * status: 0 when every run ended with a verdict other than error, else 3
+ * (QUAL_EXIT_ERROR); 4 for a bad command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/child.h"
+#include "common/exitcode.h"
+#include "common/lifetime.h"
+#include "common/lines.h"
+#include "common/text.h"
+#include "common/xalloc.h"
+#include "stats/calib.h"
+
+/* The worker's --help is a few KiB; it must answer within this. */
+#define CALIBRATE_HELP_CAP (256 * 1024)
+#define CALIBRATE_HELP_S 30.0
+
+struct run_state {
+	struct calib *cal;
+	char verdict[32];           /* its verdict line's; "" = none */
+	bool timed;
+};
+
+/* Whether the worker's --help lists --sample-identical. */
+static bool worker_samples_identical(const char *worker)
+{
+	const char *argv[] = {worker, "--help", NULL};
+	struct child ch;
+	struct child_exit ex;
+	struct qual_msg m;
+	char *out = NULL;
+	size_t len = 0;
+	bool yes;
+
+	child_init(&ch);
+	ch.argv = argv;
+	ch.out = CHILD_PIPE;
+	ch.err = CHILD_NULL;
+	ch.die_with_parent = true;
+	if (child_start(&ch, &m) < 0)
+		return false;
+	(void)child_read_capped(ch.out_pipe, CALIBRATE_HELP_CAP,
+				child_now() + CALIBRATE_HELP_S, &out, &len, NULL);
+	close(ch.out_pipe);
+	(void)child_wait(&ch, child_now() + CALIBRATE_HELP_S, &ex);
+	yes = out && strstr(out, "--sample-identical") != NULL;
+	free(out);
+	return yes;
+}
+
+/* One line of a run: passed on (but for its verdict line) and counted. */
+static int take_line(void *ctx, const char *line, size_t len)
+{
+	struct run_state *rs = ctx;
+	json_error_t e;
+	json_t *o = json_loadb(line, len, 0, &e);
+	const char *type = json_string_value(json_object_get(o, "type"));
+
+	if (type && strcmp(type, "verdict") == 0) {
+		const char *v = json_string_value(json_object_get(o, "verdict"));
+
+		snprintf(rs->verdict, sizeof rs->verdict, "%s", v ? v : "error");
+		rs->timed = json_is_true(json_object_get(o, "timed"));
+		json_decref(o);
+		return 0;
+	}
+	if (o)
+		(void)calib_take_line(rs->cal, o);
+	json_decref(o);
+	if (fwrite(line, 1, len, stdout) != len || putchar('\n') == EOF || fflush(stdout))
+		return QUAL_EIO;
+	return 0;
+}
+
+/* Runs the worker once; its lines go through take_line. Returns 0, or
+ * QUAL_EIO with msg when it could not be started. */
+static int run_once(const char *const *argv, const char *const *env,
+		    struct run_state *rs, struct child_exit *ex, struct qual_msg *msg)
+{
+	struct lines_splitter split;
+	struct child ch;
+	char buf[65536];
+	ssize_t n;
+	int rc;
+
+	child_init(&ch);
+	ch.argv = argv;
+	ch.env = env;
+	ch.out = CHILD_PIPE;
+	ch.die_with_parent = true;
+	if ((rc = child_start(&ch, msg)) < 0)
+		return rc;
+	lines_splitter_init(&split, LINES_MAX);
+	for (;;) {
+		n = read(ch.out_pipe, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (lines_splitter_feed(&split, buf, (size_t)n, take_line, rs) < 0) {
+			child_kill(&ch, SIGKILL);
+			break;
+		}
+	}
+	(void)lines_splitter_finish(&split, take_line, rs);
+	lines_splitter_release(&split);
+	close(ch.out_pipe);
+	return child_wait(&ch, 0, ex) < 0 ? qual_fail(msg, QUAL_EIO, "cannot wait for "
+						      "the worker") : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: qual-calibrate --runs N --device-key KEY -- WORKER [ARGS...]\n"
+		   "Runs WORKER (qual-run) N times (1 to %d), each an A/A qualification,\n"
+		   "passes on its lines but for each run's verdict line, and ends with a\n"
+		   "verdict line carrying the calibration record of device KEY.\n",
+		CALIB_MAX_RUNS);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"runs", required_argument, NULL, 'r'},
+		{"device-key", required_argument, NULL, 'k'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *key = NULL;
+	long runs = CALIB_DEFAULT_RUNS;
+	char **wargv, **env, pid[64], stamp[32], text[1600];
+	const char *add[] = {pid, NULL}, *drop[] = {QUAL_PARENT_ENV "=", NULL};
+	struct calib cal;
+	struct qual_msg m;
+	json_t *line, *rec = NULL;
+	int opt, nw, k = 0, done = 0, status = QUAL_EXIT_PASS;
+	bool all_timed = true;
+	const char *failed = NULL;
+
+	if (!qual_die_with_parent())
+		return QUAL_EXIT_ERROR;
+	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			if (text_parse_long("--runs", optarg, 1, CALIB_MAX_RUNS, &runs, &m)) {
+				fprintf(stderr, "qual-calibrate: %s\n", m.text);
+				return QUAL_EXIT_USAGE;
+			}
+			break;
+		case 'k':
+			key = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return QUAL_EXIT_PASS;
+		default:
+			usage(stderr);
+			return QUAL_EXIT_USAGE;
+		}
+	}
+	if (!key || optind >= argc) {
+		usage(stderr);
+		return QUAL_EXIT_USAGE;
+	}
+	nw = argc - optind;
+	wargv = xcalloc((size_t)nw + 2, sizeof *wargv);
+	wargv[k++] = argv[optind];
+	if (worker_samples_identical(argv[optind]))
+		wargv[k++] = "--sample-identical";
+	for (int i = optind + 1; i < argc; i++)
+		wargv[k++] = argv[i];
+	wargv[k] = NULL;
+	/* Each run dies with us, as we die with quald. */
+	snprintf(pid, sizeof pid, QUAL_PARENT_ENV "=%ld", (long)getpid());
+	env = child_env_with(drop, add);
+
+	calib_init(&cal);
+	for (done = 0; done < runs; done++) {
+		struct run_state rs = {.cal = &cal};
+		struct child_exit ex;
+
+		if (run_once((const char *const *)wargv, (const char *const *)env, &rs, &ex,
+			     &m) < 0) {
+			snprintf(text, sizeof text, "calibration stopped at run %d of %ld: %s",
+				 done + 1, runs, m.text);
+			failed = text;
+			break;
+		}
+		if (!rs.verdict[0] || strcmp(rs.verdict, "error") == 0 ||
+		    strcmp(rs.verdict, "fail") == 0) {
+			char how[64];
+
+			snprintf(text, sizeof text, "calibration stopped at run %d of %ld: it "
+				 "ended %s%s (%s)", done + 1, runs, rs.verdict[0] ? "with verdict " :
+				 "without a verdict", rs.verdict,
+				 child_exit_text(&ex, how, sizeof how));
+			failed = text;
+			break;
+		}
+		all_timed &= rs.timed;
+	}
+	{
+		time_t now = time(NULL);
+		struct tm tm;
+
+		strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	}
+	line = lines_new("verdict");
+	if (failed) {
+		status = QUAL_EXIT_ERROR;
+		json_object_set_new(line, "verdict", json_string("error"));
+		json_object_set_new(line, "timed", json_boolean(false));
+		json_object_set_new(line, "message", json_string(failed));
+		json_object_set_new(line, "calibration", json_null());
+	} else {
+		rec = calib_record(&cal, key, stamp, (int)runs);
+		json_object_set_new(line, "verdict", json_string(all_timed ? "neutral" :
+								  "not_timed"));
+		json_object_set_new(line, "timed", json_boolean(all_timed));
+		snprintf(text, sizeof text, "calibration of %s: %ld run%s, %lld A/A "
+			 "comparisons, %lld called slower or faster", key, runs,
+			 runs == 1 ? "" : "s",
+			 (long long)json_integer_value(json_object_get(rec, "comparisons")),
+			 (long long)(json_integer_value(json_object_get(rec, "slower")) +
+				     json_integer_value(json_object_get(rec, "faster"))));
+		json_object_set_new(line, "message", json_string(text));
+		if (cal.have_settings) {
+			json_object_set_new(line, "alpha", json_real(cal.alpha));
+			json_object_set_new(line, "margin", json_real(cal.margin));
+		}
+		json_object_set_new(line, "calibration", rec);
+	}
+	if (lines_emit(stdout, line) < 0 || fflush(stdout))
+		status = QUAL_EXIT_ERROR;
+	calib_release(&cal);
+	child_env_free(env);
+	free(wargv);
+	return status;
+}

@@ -1,0 +1,36 @@
+#!/bin/sh
+# A stand-in for qual-run in the calibration tests (tests/tools/
+# calibration_test.py): each run writes a start line (alpha 0.05, margin
+# 0.01) and three timed case_verdict lines whose false alarms are known, then
+# its verdict. Run k (counted in $FAKE_CALIB_DIR/runs) gives:
+#   gemm_f16-256x512x256  slower: p_holm 0.001, interval [1.02, 1.04],
+#                         detectable_ratio 1 + k/100
+#   gemm_i8-256x512x256   equivalent: p_holm 0.5, [0.995, 1.005]
+#   conv2d_f32-64x64         k even: faster (p_holm 0.01, [0.95, 0.985]);
+#                         k odd: inconclusive (p_holm 0.3, [0.95, 1.01])
+# It sleeps $FAKE_CALIB_SLEEP seconds (default 0) before its verdict, and
+# answers --help with qual-run's --sample-identical line when
+# $FAKE_CALIB_SAMPLE is set; every argument is appended to
+# $FAKE_CALIB_DIR/args, one run a line.
+for a in "$@"; do
+  [ "$a" = "--help" ] && {
+    echo "usage: fake"
+    [ -n "$FAKE_CALIB_SAMPLE" ] && echo "  --sample-identical   sample byte-identical code"
+    exit 0
+  }
+done
+dir=${FAKE_CALIB_DIR:?}
+echo "$*" >> "$dir/args"
+k=$(( $(cat "$dir/runs" 2>/dev/null || echo 0) + 1 ))
+echo "$k" > "$dir/runs"
+echo '{"type":"start","schema_version":4,"tool":"fake","version":"0","time":"2026-01-01T00:00:00Z","timed":true,"arch":"sm_90","baseline":{},"candidate":{},"device":{"vendor":"nvidia","name":"Fake GPU","arch":"sm_90","driver":"0","ordinal":0},"settings":{"pairs":30,"warmup":5,"replays":32,"alpha":0.05,"margin":0.01,"conf":0.95,"seed":0,"cases":3}}'
+echo "{\"type\":\"case_verdict\",\"case\":\"gemm_f16-256x512x256\",\"verdict\":\"slower\",\"identical_code\":true,\"n\":30,\"p_holm\":0.001,\"ratio_median\":1.03,\"ratio_lo\":1.02,\"ratio_hi\":1.04,\"detectable_ratio\":1.0$k}"
+echo '{"type":"case_verdict","case":"gemm_i8-256x512x256","verdict":"equivalent","identical_code":true,"n":30,"p_holm":0.5,"ratio_median":1.0,"ratio_lo":0.995,"ratio_hi":1.005,"detectable_ratio":1.02}'
+if [ $((k % 2)) -eq 0 ]; then
+  echo '{"type":"case_verdict","case":"conv2d_f32-64x64","verdict":"faster","identical_code":true,"n":30,"p_holm":0.01,"ratio_median":0.97,"ratio_lo":0.95,"ratio_hi":0.985}'
+else
+  echo '{"type":"case_verdict","case":"conv2d_f32-64x64","verdict":"inconclusive","identical_code":true,"n":30,"p_holm":0.3,"ratio_median":0.98,"ratio_lo":0.95,"ratio_hi":1.01}'
+fi
+sleep "${FAKE_CALIB_SLEEP:-0}"
+echo '{"type":"verdict","verdict":"regression","timed":true,"message":"fake"}'
+exit 1
