@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"  --gate-faster R      the same for an improvement (default beyond)\n"
 		"  --undecided U        a case still undecided at the cap: pass (default) or\n"
 		"                       regression\n"
+		"  --sample-identical   sample and decide identical code by its timing like\n"
+		"                       any other case (its verdict stays identical; the\n"
+		"                       case_verdict's timing_verdict is the A/A outcome)\n"
 		"  --alpha A            significance level after Holm (default 0.05)\n"
 		"  --margin M           equivalence margin on the median ratio (default 0.01)\n"
 		"  --case NAME          run only this case (repeatable); --list shows them\n"
@@ -125,7 +128,7 @@ enum {
 	OPT_COMPILE_USER, OPT_BSHA, OPT_CSHA, OPT_BREAL, OPT_CREAL,
 	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
 	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE, OPT_MAX_PAIRS, OPT_MAX_SECONDS,
-	OPT_GATE_SLOWER, OPT_GATE_FASTER, OPT_UNDECIDED,
+	OPT_GATE_SLOWER, OPT_GATE_FASTER, OPT_UNDECIDED, OPT_SAMPLE_IDENTICAL,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -368,6 +371,7 @@ int main(int argc, char **argv)
 		{"gate-slower", required_argument, NULL, OPT_GATE_SLOWER},
 		{"gate-faster", required_argument, NULL, OPT_GATE_FASTER},
 		{"undecided", required_argument, NULL, OPT_UNDECIDED},
+		{"sample-identical", no_argument, NULL, OPT_SAMPLE_IDENTICAL},
 		{"compile-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
 		{"compile-jobs", required_argument, NULL, OPT_COMPILE_JOBS},
@@ -501,6 +505,9 @@ int main(int argc, char **argv)
 					optarg);
 				goto out;
 			}
+			break;
+		case OPT_SAMPLE_IDENTICAL:
+			cfg.stats.sample_identical = true;
 			break;
 		case OPT_UNDECIDED:
 			if (gate_undecided_parse(optarg, &cfg.stats.undecided) < 0) {

@@ -1103,11 +1103,12 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	/* What judge_take_line() reads back to judge the same way. */
 	{
 		json_t *sampling = json_pack(
-			"{s:i,s:f,s:s,s:s,s:s}", "max_pairs", run->max_pairs,
+			"{s:i,s:f,s:s,s:s,s:s,s:b}", "max_pairs", run->max_pairs,
 			"max_seconds", run->max_seconds,
 			"gate_slower", gate_rule_name(cfg->stats.gate_slower),
 			"gate_faster", gate_rule_name(cfg->stats.gate_faster),
-			"undecided", gate_undecided_name(cfg->stats.undecided));
+			"undecided", gate_undecided_name(cfg->stats.undecided),
+			"sample_identical", cfg->stats.sample_identical);
 
 		json_object_update(json_object_get(line, "settings"), sampling);
 		json_decref(sampling);

@@ -207,6 +207,10 @@ static json_t *case_verdict_line(const struct judge_case *c,
 		json_object_set_new(line, "within_margin",
 				    json_string(st->within_margin > 0 ? "slower" : "faster"));
 	json_object_set_new(line, "beyond_margin", json_boolean(st->beyond_margin));
+	/* What the timing alone says of identical code (an A/A control). */
+	if (c->identical_code)
+		json_object_set_new(line, "timing_verdict",
+				    json_string(stats_verdict_name(st->timing_verdict)));
 	json_object_set_new(line, "invalid_pairs", json_integer(st->invalid));
 	json_object_set_new(line, "wilcoxon_p", lines_real(st->wilcoxon_p));
 	json_object_set_new(line, "hl_ratio", lines_real(exp(st->hl_log_ratio)));
@@ -436,6 +440,7 @@ static int take_sampling(json_t *settings, struct stats_settings *s, char *why, 
 {
 	int pairs = 0, per = 0, max_pairs = 0, slower = (int)s->gate_slower;
 	int faster = (int)s->gate_faster, undecided = (int)s->undecided;
+	json_t *x;
 
 	if (take_int(settings, "pairs", 1, INT_MAX, &pairs, why, whylen) < 0 ||
 	    take_int(settings, "pairs_per_block", 1, INT_MAX, &per, why, whylen) < 0 ||
@@ -452,6 +457,12 @@ static int take_sampling(json_t *settings, struct stats_settings *s, char *why, 
 	s->gate_slower = (enum gate_rule)slower;
 	s->gate_faster = (enum gate_rule)faster;
 	s->undecided = (enum gate_undecided)undecided;
+	x = json_object_get(settings, "sample_identical");
+	if (x && !json_is_null(x) && !json_is_boolean(x)) {
+		snprintf(why, whylen, "start line's settings.sample_identical must be a boolean");
+		return -1;
+	}
+	s->sample_identical = json_is_true(x);
 	s->first_look = s->last_look = 0;
 	if (max_pairs && pairs && per && !json_is_true(json_object_get(settings, "one_load"))) {
 		s->first_look = (pairs + per - 1) / per;

@@ -702,6 +702,7 @@ void stats_settings_init(struct stats_settings *s)
 	s->gate_slower = GATE_BEYOND;
 	s->gate_faster = GATE_BEYOND;
 	s->undecided = UNDECIDED_PASS;
+	s->sample_identical = false;
 }
 
 int stats_looks(const struct stats_settings *s, int at[STATS_MAX_LOOKS],
@@ -958,21 +959,25 @@ void stats_judge_run(struct stats_case *cases, int ncases,
 		/* Both false for a NaN interval. */
 		c->beyond_margin = c->ratio_lo > 1 + s->margin || c->ratio_hi < 1 - s->margin;
 		c->within_margin = 0;
-		if (c->identical_code) {
-			c->verdict = VERDICT_IDENTICAL;
-		} else if (c->ratio_lo >= 1 - s->margin && c->ratio_hi <= 1 + s->margin) {
-			c->verdict = VERDICT_EQUIVALENT;
+		if (c->ratio_lo >= 1 - s->margin && c->ratio_hi <= 1 + s->margin) {
+			c->timing_verdict = VERDICT_EQUIVALENT;
 			c->within_margin = c->ratio_lo > 1 ? 1 : c->ratio_hi < 1 ? -1 : 0;
 		} else if (c->p_holm < s->alpha && c->unit_slower > c->unit_faster) {
-			c->verdict = VERDICT_SLOWER;
+			c->timing_verdict = VERDICT_SLOWER;
 		} else if (c->p_holm < s->alpha && c->unit_faster > c->unit_slower) {
-			c->verdict = VERDICT_FASTER;
+			c->timing_verdict = VERDICT_FASTER;
 		} else {
-			c->verdict = VERDICT_INCONCLUSIVE;
+			c->timing_verdict = VERDICT_INCONCLUSIVE;
 		}
-		c->decided = c->verdict == VERDICT_IDENTICAL || c->verdict == VERDICT_EQUIVALENT ||
-			     ((c->verdict == VERDICT_SLOWER || c->verdict == VERDICT_FASTER) &&
-			      c->beyond_margin);
+		c->decided = c->timing_verdict == VERDICT_EQUIVALENT ||
+			     ((c->timing_verdict == VERDICT_SLOWER ||
+			       c->timing_verdict == VERDICT_FASTER) && c->beyond_margin);
+		c->verdict = c->timing_verdict;
+		if (c->identical_code) {
+			c->verdict = VERDICT_IDENTICAL;
+			c->within_margin = 0;
+			c->decided |= !s->sample_identical;
+		}
 	}
 	free(p);
 }
@@ -997,7 +1002,8 @@ bool stats_gate_regression(const struct stats_case *c, const struct stats_settin
 		return true;
 	/* Undecided, and a slowdown beyond the margin not ruled out (a NaN
 	 * interval rules nothing out). */
-	return !c->decided && case_is_timed(c) && s->undecided == UNDECIDED_REGRESSION &&
+	return !c->decided && case_is_timed(c) && c->verdict != VERDICT_IDENTICAL &&
+	       s->undecided == UNDECIDED_REGRESSION &&
 	       !(c->ratio_hi <= 1 + s->margin);
 }
 

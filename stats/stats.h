@@ -139,6 +139,11 @@ struct stats_settings {
 	enum gate_rule gate_slower;    /* default GATE_BEYOND */
 	enum gate_rule gate_faster;    /* default GATE_BEYOND */
 	enum gate_undecided undecided; /* default UNDECIDED_PASS */
+	/* Identical code is sampled and decided by its timing like any other
+	 * case (its verdict still says identical): for A/A measurement of the
+	 * rule itself (qual-run --sample-identical, calibrations). Default
+	 * false: identical code is decided at once. */
+	bool sample_identical;
 };
 void stats_settings_init(struct stats_settings *s);
 
@@ -197,6 +202,11 @@ struct stats_case {
 	bool decided;
 	int within_margin;
 	bool beyond_margin;
+	/* What the timing alone says (equivalent, slower, faster or
+	 * inconclusive), set for every timed case: for one with identical
+	 * code, the verdict its timing would have had (an A/A false alarm when
+	 * slower or faster). */
+	enum stats_verdict timing_verdict;
 };
 
 /* Summarises one case's pairs (no verdict yet): overwrites all of *out, with

@@ -452,6 +452,13 @@ static void test_sampling_settings_from_lines(void **state)
 	assert_int_equal(s.gate_slower, GATE_SIGNIFICANT);
 	assert_int_equal(s.gate_faster, GATE_BEYOND);
 	assert_int_equal(s.undecided, UNDECIDED_REGRESSION);
+	assert_false(s.sample_identical);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":"
+				  "{\"sample_identical\":true}}", why, sizeof why), 0);
+	assert_true(s.sample_identical);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":"
+				  "{\"sample_identical\":1}}", why, sizeof why), -1);
+	assert_non_null(strstr(why, "settings.sample_identical must be a boolean"));
 	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":31,"
 			      "\"pairs_per_block\":2,\"max_pairs\":31}}", why, sizeof why), 0);
 	assert_int_equal(s.first_look, 16);

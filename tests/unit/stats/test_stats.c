@@ -1103,6 +1103,24 @@ static void test_decided(void **state)
 	assert_false(c[2].decided);
 	assert_int_equal(c[3].verdict, VERDICT_IDENTICAL);
 	assert_true(c[3].decided);
+	assert_int_equal(c[3].timing_verdict, VERDICT_EQUIVALENT);
+	/* Identical code sampled by its timing: the straddling case's
+	 * timing, with identical code, is undecided and (under undecided =
+	 * regression) still no regression; its timing verdict is slower. */
+	c[2].identical_code = true;
+	s.sample_identical = true;
+	s.undecided = UNDECIDED_REGRESSION;
+	stats_judge_run(c, 4, &s);
+	assert_int_equal(c[2].verdict, VERDICT_IDENTICAL);
+	assert_int_equal(c[2].timing_verdict, VERDICT_SLOWER);
+	assert_false(c[2].decided);
+	assert_false(stats_gate_regression(&c[2], &s));
+	assert_true(c[3].decided);
+	s.sample_identical = false;
+	stats_judge_run(c, 4, &s);
+	assert_true(c[2].decided);
+	c[2].identical_code = false;
+	s.undecided = UNDECIDED_PASS;
 	/* An interval above 1 inside the band: within_margin slower. */
 	blocks_of(pr[0], 120, 0.006);
 	stats_case_summarise(pr[0], 120, &s, &c[0]);
