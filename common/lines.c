@@ -135,7 +135,7 @@ void lines_classify(json_t *line, struct lines_info *info)
 	} types[] = {
 		{ "start", LINES_START }, { "case", LINES_CASE }, { "pair", LINES_PAIR },
 		{ "case_verdict", LINES_CASE_VERDICT }, { "verdict", LINES_VERDICT },
-		{ "error", LINES_ERROR },
+		{ "error", LINES_ERROR }, { "session_time", LINES_SESSION_TIME },
 	};
 	const char *type, *gpu;
 
@@ -222,6 +222,9 @@ static const struct field_rule error_rules[] = {
 	{ "stage", K_STR, stage_names }, { "arm", K_STR | K_NULL, arm_names },
 	{ "case", K_STR | K_NULL, NULL }, { "message", K_STR, NULL }, { NULL, 0, NULL },
 };
+static const struct field_rule session_time_rules[] = {
+	{ "session", K_INT, NULL }, { "time_s", K_OBJ, NULL }, { NULL, 0, NULL },
+};
 
 static int kinds_of(json_t *v)
 {
@@ -280,6 +283,7 @@ int lines_check(json_t *line, struct qual_msg *msg)
 		{ LINES_START, start_rules }, { LINES_CASE, case_rules },
 		{ LINES_PAIR, pair_rules }, { LINES_CASE_VERDICT, case_verdict_rules },
 		{ LINES_VERDICT, verdict_rules }, { LINES_ERROR, error_rules },
+		{ LINES_SESSION_TIME, session_time_rules },
 	};
 	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_names };
 	static const struct field_rule gpu = { "gpu", K_STR, gpu_states };

@@ -109,6 +109,7 @@ enum lines_type {
 	LINES_CASE_VERDICT,
 	LINES_VERDICT,
 	LINES_ERROR,
+	LINES_SESSION_TIME, /* a timing session's phases (common/timesplit.h) */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from

@@ -670,12 +670,15 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		 * (runner.h); under one load, in odd pairs. */
 		int b0 = p / per, j = p % per;
 		int first = (j + b0) % 2, block = run->cfg->one_load ? 0 : b0 + 1;
-		double dev[2], host[2];
+		double dev[2], host[2], t = timesplit_now();
 		json_t *line;
 
-		if (p > p_lo && p % per == 0 &&
-		    (rc = new_block(run, c, arms, b, jc, &r, last)) < 0)
-			return rc;
+		if (p > p_lo && p % per == 0) {
+			rc = new_block(run, c, arms, b, jc, &r, last);
+			t = timesplit_add(&run->split, TS_BLOCKS, t);
+			if (rc < 0)
+				return rc;
+		}
 		for (int k = 0; k < 2; k++) {
 			int arm = k ? 1 - first : first;
 			/* A cold cache for every timed replay (runner.h); a
@@ -689,6 +692,8 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 				gpu_fault(run, jc, arm, "time", &msg);
 				return rc;
 			}
+			if (isfinite(dev[arm]) && dev[arm] > 0)
+				run->split.s[TS_REPLAYS_DEVICE] += dev[arm] * 1e-9;
 			dev[arm] /= RUNNER_REPLAYS;
 			host[arm] /= RUNNER_REPLAYS;
 			last = arm;
@@ -707,6 +712,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 		json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
 		json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
 		lines_emit(run->out, line);
+		timesplit_add(&run->split, TS_TIMING, t);
 	}
 	/* What the timing left behind must still be right: the output of the
 	 * last replay, and untouched inputs. */
@@ -802,6 +808,7 @@ void runner__run_case(struct run *run, int index)
 	struct qual_msg msg = {{0}};
 	struct judge_case *jc;
 	bool identical, timed = run->gpu && !run->gpu_dead;
+	double t, timed_before;
 	int rc;
 
 	if (not_applicable(run, index))
@@ -810,7 +817,9 @@ void runner__run_case(struct run *run, int index)
 	memset(arms, 0, sizeof arms);
 	memset(&bufs, 0, sizeof bufs);
 	jc = judge_case_get(&run->judge, fixture_name(index));
+	t = timesplit_now();
 	rc = fixture_build(index, run->cfg->seed, &c, &msg);
+	timesplit_add(&run->split, TS_FIXTURES, t);
 	if (rc < 0) {
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
@@ -822,23 +831,36 @@ void runner__run_case(struct run *run, int index)
 		set_limit(run, run->cfg->hang_floor_ms * RUNNER_BASELINE_ALLOWANCE,
 			  "the baseline's warm-up allowance, %g x the %g ms floor",
 			  RUNNER_BASELINE_ALLOWANCE, run->cfg->hang_floor_ms);
+		t = timesplit_now();
 		rc = alloc_bufs(run, &c, &bufs, jc);
+		t = timesplit_add(&run->split, TS_ALLOC, t);
 		for (int arm = 0; arm < 2 && rc == 0; arm++)
 			rc = prepare_arm(run, &c, arm, &arms[arm], &bufs, jc);
+		t = timesplit_add(&run->split, TS_LOAD, t);
 		if (rc == 0)
 			rc = warm_up(run, &c, arms, &bufs, jc);
+		timesplit_add(&run->split, TS_WARMUP, t);
 		if (run->session == 0)
 			emit_case(run, &c, arms, identical, true);
-		if (rc == 0)
+		if (rc == 0) {
+			/* What time_pairs() does not count as blocks or pairs is
+			 * its checks after timing. */
+			timed_before = run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING];
+			t = timesplit_now();
 			time_pairs(run, &c, arms, &bufs, jc);
+			run->split.s[TS_CHECKS] += timesplit_now() - t -
+				(run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING] - timed_before);
+		}
 	} else {
 		emit_case(run, &c, arms, identical, false);
 	}
+	t = timesplit_now();
 	for (int arm = 0; arm < 2; arm++)
 		release_arm(&arms[arm]);
 	if (run->gpu)
 		release_bufs(run, &bufs);
 	fixture_release(&c);
+	timesplit_add(&run->split, TS_RELEASE, t);
 }
 
 /* Before the sessions (runner_internal.h). */
@@ -1080,6 +1102,18 @@ static void end_hung(const struct runner_config *cfg, FILE *out, FILE *err, int 
 	_exit(status);
 }
 
+/* The judge's on_verdict: the verdict line's "time_s", judging and the
+ * total taken now, as the line is about to be written. */
+static void add_time_split(void *ctx, json_t *line)
+{
+	struct run *run = ctx;
+	double now = timesplit_now();
+
+	run->split.s[TS_JUDGE] = now - run->judge_s;
+	run->split.s[TS_TOTAL] = now - run->started_s;
+	json_object_set_new(line, "time_s", timesplit_json(&run->split, true));
+}
+
 int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 {
 	struct run run;
@@ -1087,11 +1121,14 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
 	int nsel = 0, status, rc, ncompile, *compile_sel;
 	char no_gpu[1100] = "";
+	double t;
 	bool not_timed;
 	enum run_verdict v;
 	const char **mode_opts[2] = {NULL, NULL};
 
 	memset(&run, 0, sizeof run);
+	run.started_s = timesplit_now();
+	timesplit_init(&run.split);
 	run.cfg = cfg;
 	run.out = out;
 	run.err = err;
@@ -1100,6 +1137,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.opts[1] = cfg->candidate_opts;
 	run.nopts[1] = cfg->ncandidate_opts;
 	judge_init(&run.judge);
+	run.judge.on_verdict = add_time_split;
+	run.judge.on_verdict_ctx = &run;
 
 	if ((status = settings_refused(&run, err)))
 		goto out;
@@ -1130,6 +1169,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		}
 	}
 
+	t = timesplit_now();
 	for (int arm = 0; arm < 2; arm++) {
 		const char *path = arm ? cfg->candidate : cfg->baseline;
 		rc = rtc_identify(path, cfg->real_path[arm], cfg->sha256[arm], &cfg->limits,
@@ -1165,6 +1205,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		goto out;
 	}
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
+	t = timesplit_add(&run.split, TS_IDENTIFY, t);
 
 	{
 		int per = cfg->one_load ? cfg->pairs : cfg->pairs_per_block;
@@ -1181,8 +1222,10 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", why);
 		else
 			run.device = &run.probed;
+		timesplit_add(&run.split, TS_PROBE, t);
 	} else {
 		rc = gpu_open(cfg->device, &run.gpu, &msg);
+		timesplit_add(&run.split, TS_OPEN, t);
 		if (rc < 0) {
 			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", msg.text);
 			run.gpu = NULL;
@@ -1213,11 +1256,16 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		goto out;
 
 	run.judge.timed = run.device != NULL;
+	t = timesplit_now();
 	runner__compile_setup(&run);
+	t = timesplit_add(&run.split, TS_COMPILE_SETUP, t);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	compile_sel = xcalloc((size_t)nsel + 1, sizeof *compile_sel);
+	t = timesplit_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
+	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
 	runner__compile_all(&run, compile_sel, ncompile);
+	timesplit_add(&run.split, TS_COMPILE, t);
 	free(compile_sel);
 	if (run.device && !run.gpu) {
 		runner__run_sessions(&run, sel, nsel);
@@ -1236,12 +1284,16 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			goto out;
 		}
 	} else {
+		t = timesplit_now();
 		for (int i = 0; i < nsel && !run.gpu_dead; i++)
 			runner__run_case(&run, sel[i]);
 		if (run.gpu_dead)
 			runner__emit_stop(&run);
+		timesplit_add(&run.split, TS_SESSIONS, t);
+		run.split.sessions = run.gpu ? 1 : 0;
 	}
 
+	run.judge_s = timesplit_now();
 	v = judge_finish(&run.judge, &cfg->stats, out, &not_timed);
 	status = judge_exit_status(v);
 	if (run.hung)

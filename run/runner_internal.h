@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/timesplit.h"
 #include "compile/rtc.h"
 #include "fixtures/fixture.h"
 #include "gpu/gpu.h"
@@ -60,6 +61,11 @@ struct run {
 	int block_lo, block_hi, session;
 	int nsessions;          /* in force: cfg's, capped (1 under one_load) */
 	int crash_signal;       /* a session died by this fault signal */
+	/* Where the time went: this process's phases, and the sessions' as
+	 * their session_time lines said (a session's own, in the session). */
+	struct timesplit split;
+	double started_s;       /* timesplit_now() when the run started */
+	double judge_s;         /* ... when judging started */
 };
 
 /* ---- runner.c --------------------------------------------------------- */

@@ -136,9 +136,12 @@ static int session_body(void *arg)
 	struct run *run = a->run;
 	struct qual_msg msg = {{0}};
 	FILE *out = fdopen(pipe_off_stdout(), "w");
+	double t = timesplit_now();
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
+	/* This session's own phases, for its session_time line. */
+	timesplit_init(&run->split);
 	run->out = out;
 	run->session = a->session;
 	run->block_lo = a->block_lo;
@@ -151,11 +154,13 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
+	timesplit_add(&run->split, TS_OPEN, t);
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
 			runner__run_case(run, a->sel[i]);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
+	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
 	if (!run->hung)
 		gpu_close(run->gpu);
@@ -186,6 +191,7 @@ static int relay_line(void *ctx, const char *line, size_t len)
 	if (!(j = json_loadb(line, len, 0, &je)))
 		return 0;
 	(void)judge_take_line(&r->run->judge, &r->ignored, j, why, sizeof why);
+	(void)timesplit_take_line(&r->run->split, j);
 	lines_classify(j, &info);
 	r->stop |= info.gpu_faulted || info.gpu_hung;
 	json_decref(j);
@@ -254,8 +260,11 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	int k = run->nsessions;
 	bool stop = false;
 
+	double t;
+
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
+	t = timesplit_now();
 	for (int s = 0; s < k && !stop; s++) {
 		struct session_arg arg = { run, sel, nsel, s, s * blocks / k,
 					   (s + 1) * blocks / k };
@@ -294,4 +303,5 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			runner__emit_stop(run);
 		}
 	}
+	timesplit_add(&run->split, TS_SESSIONS, t);
 }

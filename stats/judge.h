@@ -37,6 +37,11 @@ struct judge {
 	bool machine_error; /* an error outside any case (setup, device) */
 	bool candidate_error; /* a failure of the candidate outside any case */
 	bool no_valid_pair; /* set by judge_finish: pairs were timed, none valid */
+	/* Called with the verdict line just before judge_finish writes it, so
+	 * that its owner can add fields of its own (qual-run's time split);
+	 * NULL: none. */
+	void (*on_verdict)(void *ctx, json_t *line);
+	void *on_verdict_ctx;
 };
 
 void judge_init(struct judge *j);
