@@ -879,8 +879,8 @@ void runner__compile_case(struct run *run, int index)
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	/* A built-in case's description is all its compiles need: its inputs
-	 * and its oracle's values are the sessions' (each builds the case
-	 * again). A user case is built (its registry keeps what its oracle
+	 * and its oracle's values are the sessions' (each copies the build
+	 * kept for the run: keep_fixtures()). A user case is built (its registry keeps what its oracle
 	 * gave), so that an oracle's failure is reported here, once. */
 	rc = user ? fixture_build(index, run->cfg->seed, &c, &msg) : fixture_spec(index, &c, &msg);
 	if (rc < 0) {
@@ -1064,6 +1064,32 @@ static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
 	return n;
 }
 
+/* Starts building the built-in cases of sel that apply to the target, on
+ * run->compile_jobs threads beside the compile phase, so that each case's
+ * inputs and oracle are made once for the run: every session (and the one
+ * process of a run without sessions) then copies them (fixture.h, "built
+ * once for a run"). fixture_keep_wait() before anything forks. */
+static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int nsel)
+{
+	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0;
+	struct fixture_keep *k;
+
+	for (int i = 0; i < nsel; i++) {
+		struct fixture_case c;
+		struct qual_msg msg = {{0}};
+		char why[256];
+
+		if (is_user_case(sel[i]) || fixture_spec(sel[i], &c, &msg) < 0)
+			continue;
+		if (fixture_applies(&c, run->platform, run->arch, why, sizeof why))
+			todo[n++] = sel[i];
+		fixture_release(&c);
+	}
+	k = fixture_keep_start(todo, n, run->cfg->seed, run->compile_jobs);
+	free(todo);
+	return k;
+}
+
 /* The error line outside any case that says why GPU work stopped. Its "gpu"
  * field tells a supervisor, without parsing the message, that the GPU must
  * pass a health check before its next job: "faulted" (a runtime error) or
@@ -1121,6 +1147,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
 	int nsel = 0, status, rc, ncompile, *compile_sel;
 	char no_gpu[1100] = "";
+	struct fixture_keep *keep;
 	double t;
 	bool not_timed;
 	enum run_verdict v;
@@ -1264,8 +1291,11 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	t = timesplit_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
 	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
+	keep = keep_fixtures(&run, sel, nsel);
 	runner__compile_all(&run, compile_sel, ncompile);
-	timesplit_add(&run.split, TS_COMPILE, t);
+	t = timesplit_add(&run.split, TS_COMPILE, t);
+	fixture_keep_wait(keep);
+	timesplit_add(&run.split, TS_FIXTURES_PREBUILT, t);
 	free(compile_sel);
 	if (run.device && !run.gpu) {
 		runner__run_sessions(&run, sel, nsel);
@@ -1305,6 +1335,7 @@ out:
 	rtc_identity_release(&run.id[0]);
 	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);
+	fixture_keep_forget();
 	free(sel);
 	free(mode_opts[0]);
 	free(mode_opts[1]);
