@@ -1146,7 +1146,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	struct qual_msg msg = {{0}};
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
 	int nsel = 0, status, rc, ncompile, *compile_sel;
-	char no_gpu[1100] = "";
+	char no_gpu[1100] = "", probe_why[1024];
 	struct fixture_keep *keep;
 	double t;
 	bool not_timed;
@@ -1196,6 +1196,16 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		}
 	}
 
+	{
+		int per = cfg->one_load ? cfg->pairs : cfg->pairs_per_block;
+		int blocks = (cfg->pairs + per - 1) / per;
+		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
+		run.block_hi = blocks;
+	}
+	/* The probe runs beside the libraries' identify; read below. */
+	if (!cfg->compile_only && run.nsessions > 1 &&
+	    runner__probe_start(&run, probe_why, sizeof probe_why) < 0)
+		snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", probe_why);
 	t = timesplit_now();
 	for (int arm = 0; arm < 2; arm++) {
 		const char *path = arm ? cfg->candidate : cfg->baseline;
@@ -1234,20 +1244,14 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
 	t = timesplit_add(&run.split, TS_IDENTIFY, t);
 
-	{
-		int per = cfg->one_load ? cfg->pairs : cfg->pairs_per_block;
-		int blocks = (cfg->pairs + per - 1) / per;
-		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
-		run.block_hi = blocks;
-	}
 	if (cfg->compile_only) {
 		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
 			 cfg->compile_only_because : "compile-only run requested");
 	} else if (run.nsessions > 1) {
-		char why[1024];
-		if (runner__probe_device(&run, why, sizeof why) < 0)
-			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", why);
-		else
+		/* When it could not start, no_gpu says why already. */
+		if (run.probing && runner__probe_finish(&run, probe_why, sizeof probe_why) < 0)
+			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", probe_why);
+		else if (!no_gpu[0])
 			run.device = &run.probed;
 		timesplit_add(&run.split, TS_PROBE, t);
 	} else {
@@ -1329,6 +1333,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	if (run.hung)
 		end_hung(cfg, out, err, status);
 out:
+	runner__probe_abandon(&run);
 	if (run.gpu)
 		gpu_close(run.gpu);
 	runner__compile_release(&run);

@@ -85,23 +85,34 @@ static int probe_body(void *arg)
 	return fs_write_all(fd, &answer, sizeof answer) < 0 ? QUAL_EXIT_ERROR : 0;
 }
 
-int runner__probe_device(struct run *run, char *why, size_t whylen)
+int runner__probe_start(struct run *run, char *why, size_t whylen)
+{
+	struct qual_msg msg = {{0}};
+
+	if (start_fn(&run->probe, probe_body, run, &msg) < 0) {
+		snprintf(why, whylen, "%s", msg.text);
+		return -1;
+	}
+	run->probing = true;
+	return 0;
+}
+
+int runner__probe_finish(struct run *run, char *why, size_t whylen)
 {
 	struct probe_answer answer;
-	struct child c;
 	struct child_exit ex;
-	struct qual_msg msg = {{0}};
 	char end[96];
 	ssize_t n;
 	int rc;
 
-	if (start_fn(&c, probe_body, run, &msg) < 0) {
-		snprintf(why, whylen, "%s", msg.text);
+	if (!run->probing) {
+		snprintf(why, whylen, "the device probe was not started");
 		return -1;
 	}
-	n = fs_read_full(c.out_pipe, &answer, sizeof answer);
-	close(c.out_pipe);
-	rc = child_wait(&c, 0, &ex);
+	run->probing = false;
+	n = fs_read_full(run->probe.out_pipe, &answer, sizeof answer);
+	close(run->probe.out_pipe);
+	rc = child_wait(&run->probe, 0, &ex);
 	if (n != (ssize_t)sizeof answer) {
 		snprintf(why, whylen, "the process that opens the gpu ended without an "
 			 "answer: %s", describe_end(rc, &ex, end, sizeof end));
@@ -113,6 +124,18 @@ int runner__probe_device(struct run *run, char *why, size_t whylen)
 	}
 	run->probed = answer.info;
 	return 0;
+}
+
+void runner__probe_abandon(struct run *run)
+{
+	struct child_exit ex;
+
+	if (!run->probing)
+		return;
+	run->probing = false;
+	close(run->probe.out_pipe);
+	child_kill(&run->probe, SIGKILL);
+	(void)child_wait(&run->probe, 0, &ex);
 }
 
 /* ---- one session ------------------------------------------------------ */

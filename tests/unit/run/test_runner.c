@@ -2169,6 +2169,37 @@ static void assert_session_split(const struct outcome *o, int k)
 		    json_number_value(json_object_get(ts, "sessions")));
 }
 
+/* With sessions the device is found by the probe, a child started before
+ * the libraries are identified and read after: a probe that finds no
+ * device gives the same not-timed run as a failed open in this process,
+ * with its reason, no session started and no GPU opened here. */
+static void test_no_device_sessions(void **state)
+{
+	struct scenario s = {
+		.name = "runner_no_device_sessions", .cases = {CASE_GEMM}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .open_rc = QUAL_ENODEV, .sessions = 4,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.validate = "--expect-verdict not_timed --expect-case-verdict *=not_timed",
+	};
+	struct outcome o = {0};
+	json_t *start, *ts;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "not_timed", QUAL_EXIT_PASS);
+	start = json_array_get(o.lines, 0);
+	assert_true(json_is_null(json_object_get(start, "device")));
+	assert_string_equal(str(start, "not_timed_because"),
+			    "no gpu: cuda: fake cuda: no device; hip: fake hip: no device");
+	assert_int_equal(count_lines(&o, "session_time", NULL), 0);
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	ts = json_object_get(last_line(&o), "time_s");
+	assert_true(json_number_value(json_object_get(ts, "probe")) >= 0);
+	assert_int_equal(json_integer_value(json_object_get(ts, "session_count")), 0);
+	assert_int_equal(fk.opens, 0);
+	outcome_release(&o);
+}
+
 /* The blocks shared out among 4 forked sessions (3, 4, 4 and 4 blocks of
  * 15): every pair says its session and block, the blocks of a session are
  * its share, each case has one case line (from session 1), and the run is
@@ -2753,6 +2784,7 @@ QUAL_TESTS(
 	T(fault_in_later_block),
 	T(wrong_in_timing_blocks),
 	T(sessions),
+	T(no_device_sessions),
 	T(session_fault),
 	T(session_hang),
 	T(session_killed),
