@@ -5,6 +5,7 @@
 #include "run/runner_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -880,8 +881,9 @@ void runner__compile_case(struct run *run, int index)
 	memset(arms, 0, sizeof arms);
 	/* A built-in case's description is all its compiles need: its inputs
 	 * and its oracle's values are the sessions' (each copies the build
-	 * kept for the run: keep_fixtures()). A user case is built (its registry keeps what its oracle
-	 * gave), so that an oracle's failure is reported here, once. */
+	 * kept for the run: keep_fixtures()). A user case is built (its
+	 * registry keeps what its oracle gave), so that an oracle's failure is
+	 * reported here, once. */
 	rc = user ? fixture_build(index, run->cfg->seed, &c, &msg) : fixture_spec(index, &c, &msg);
 	if (rc < 0) {
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
@@ -1128,6 +1130,48 @@ static void end_hung(const struct runner_config *cfg, FILE *out, FILE *err, int 
 	_exit(status);
 }
 
+/* One arm's rtc_identify(), on a thread of its own. */
+struct identify_job {
+	struct run *run;
+	int arm;
+	int rc;
+	struct qual_msg msg;
+};
+
+static void *identify_arm(void *arg)
+{
+	struct identify_job *j = arg;
+	const struct runner_config *cfg = j->run->cfg;
+
+	j->rc = rtc_identify(j->arm ? cfg->candidate : cfg->baseline, cfg->real_path[j->arm],
+			     cfg->sha256[j->arm], &cfg->limits, &j->run->id[j->arm], &j->msg);
+	return NULL;
+}
+
+/* Both arms' libraries pinned, hashed and identified at once (each reads
+ * and hashes its file, some 100 MB for nvrtc, and starts its identify
+ * child), into run->id and each job's rc and msg: the candidate's on a
+ * thread (on this one when none can start), the baseline's on this one;
+ * rtc_identify() is safe to call from several threads, as rtc_compile()
+ * (compile_all.c). The thread is joined before this returns. */
+static void identify_arms(struct run *run, struct identify_job ids[2])
+{
+	pthread_t th;
+	bool threaded;
+
+	memset(ids, 0, 2 * sizeof *ids);
+	for (int arm = 0; arm < 2; arm++) {
+		ids[arm].run = run;
+		ids[arm].arm = arm;
+	}
+	threaded = pthread_create(&th, NULL, identify_arm, &ids[1]) == 0;
+	identify_arm(&ids[0]);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		identify_arm(&ids[1]);
+}
+
 /* The judge's on_verdict: the verdict line's "time_s", judging and the
  * total taken now, as the line is about to be written. */
 static void add_time_split(void *ctx, json_t *line)
@@ -1148,6 +1192,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	int nsel = 0, status, rc, ncompile, *compile_sel;
 	char no_gpu[1100] = "", probe_why[1024];
 	struct fixture_keep *keep;
+	struct identify_job ids[2];
 	double t;
 	bool not_timed;
 	enum run_verdict v;
@@ -1207,10 +1252,10 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	    runner__probe_start(&run, probe_why, sizeof probe_why) < 0)
 		snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", probe_why);
 	t = timesplit_now();
+	identify_arms(&run, ids);
 	for (int arm = 0; arm < 2; arm++) {
-		const char *path = arm ? cfg->candidate : cfg->baseline;
-		rc = rtc_identify(path, cfg->real_path[arm], cfg->sha256[arm], &cfg->limits,
-				  &run.id[arm], &msg);
+		rc = ids[arm].rc;
+		msg = ids[arm].msg;
 		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT ||
 		    rc == QUAL_ECHECK) {
 			/* The library itself crashed or hung while loading, or
