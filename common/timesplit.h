@@ -17,11 +17,13 @@
 enum timesplit_phase {
 	/* The supervisor. */
 	TS_IDENTIFY,         /* the libraries pinned, hashed and identified */
-	TS_PROBE,            /* the device probe (a child that opens the gpu) */
+	TS_PROBE,            /* waiting for the device probe's answer (a
+			      * child that opens the gpu, started first) */
 	TS_COMPILE_SETUP,    /* the artifact cache opened, the key inputs hashed */
 	TS_USER_FIXTURES,    /* user fixtures' inputs and oracles built */
-	TS_FIXTURES_PREBUILT,/* built-in cases' inputs and oracles built once
-			      * for every session */
+	TS_FIXTURES_PREBUILT,/* waiting, after the compiles, for the built-in
+			      * cases' inputs and oracles, built once for
+			      * every session beside the probe and compiles */
 	TS_COMPILE,          /* the compile phase, wall */
 	TS_COMPILE_CHILDREN, /* the compile children, each start to end, summed */
 	TS_COMPILE_CALLS,    /* the compiler calls in them, summed (compile_ms) */

@@ -1066,12 +1066,16 @@ static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
 	return n;
 }
 
-/* Starts building the built-in cases of sel that apply to the target, on
- * run->compile_jobs threads beside the compile phase, so that each case's
- * inputs and oracle are made once for the run: every session (and the one
- * process of a run without sessions) then copies them (fixture.h, "built
- * once for a run"). fixture_keep_wait() before anything forks. */
-static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int nsel)
+/* Starts building the built-in cases of sel that apply to the target arch
+ * (NULL: not known yet, while the device is probed: those of the run's
+ * platform), on run->compile_jobs threads beside the probe and the compile
+ * phase, so that each case's inputs and oracle are made once for the run:
+ * every session (and the one process of a run without sessions) then
+ * copies them (fixture.h, "built once for a run"). A case built for
+ * nothing (an sm_90a case when the device is another) costs CPU time only.
+ * fixture_keep_wait() before anything forks a session. */
+static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int nsel,
+					  const char *arch)
 {
 	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0;
 	struct fixture_keep *k;
@@ -1083,7 +1087,8 @@ static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int n
 
 		if (is_user_case(sel[i]) || fixture_spec(sel[i], &c, &msg) < 0)
 			continue;
-		if (fixture_applies(&c, run->platform, run->arch, why, sizeof why))
+		if (arch ? fixture_applies(&c, run->platform, arch, why, sizeof why) :
+			   !c.platforms || (c.platforms & (1u << run->platform)))
 			todo[n++] = sel[i];
 		fixture_release(&c);
 	}
@@ -1191,7 +1196,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
 	int nsel = 0, status, rc, ncompile, *compile_sel;
 	char no_gpu[1100] = "", probe_why[1024];
-	struct fixture_keep *keep;
+	struct fixture_keep *keep = NULL;
 	struct identify_job ids[2];
 	double t;
 	bool not_timed;
@@ -1288,6 +1293,13 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	}
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
 	t = timesplit_add(&run.split, TS_IDENTIFY, t);
+	runner__compile_setup(&run);
+	t = timesplit_add(&run.split, TS_COMPILE_SETUP, t);
+	/* The cases' inputs and oracles are built while the device is found
+	 * and the code compiled; the target is known here only without a GPU. */
+	keep = keep_fixtures(&run, sel, nsel, cfg->compile_only ? cfg->arch ? cfg->arch :
+			     default_arch(run.id[0].abi) : NULL);
+	t = timesplit_now();
 
 	if (cfg->compile_only) {
 		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
@@ -1332,18 +1344,15 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		goto out;
 
 	run.judge.timed = run.device != NULL;
-	t = timesplit_now();
-	runner__compile_setup(&run);
-	t = timesplit_add(&run.split, TS_COMPILE_SETUP, t);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	compile_sel = xcalloc((size_t)nsel + 1, sizeof *compile_sel);
 	t = timesplit_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
 	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
-	keep = keep_fixtures(&run, sel, nsel);
 	runner__compile_all(&run, compile_sel, ncompile);
 	t = timesplit_add(&run.split, TS_COMPILE, t);
 	fixture_keep_wait(keep);
+	keep = NULL;
 	timesplit_add(&run.split, TS_FIXTURES_PREBUILT, t);
 	free(compile_sel);
 	if (run.device && !run.gpu) {
@@ -1379,6 +1388,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		end_hung(cfg, out, err, status);
 out:
 	runner__probe_abandon(&run);
+	fixture_keep_wait(keep);
 	if (run.gpu)
 		gpu_close(run.gpu);
 	runner__compile_release(&run);
