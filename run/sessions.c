@@ -282,7 +282,6 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
 	int k = run->nsessions;
 	bool stop = false;
-
 	double t;
 
 	for (int i = 0; i < nsel; i++)
