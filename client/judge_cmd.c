@@ -11,6 +11,7 @@
 
 #include "common/exitcode.h"
 #include "common/text.h"
+#include "common/timesplit.h"
 #include "stats/judge.h"
 #include "client/judge_cmd.h"
 
@@ -37,6 +38,17 @@ static void usage(FILE *f, const char *prog)
 		"3 error (also: no valid pair); 4 usage (bad options, unreadable file,\n"
 		"not qual lines, settings out of range).\n",
 		prog);
+}
+
+/* The judge's on_verdict: the sessions' part of the time split, summed
+ * from their session_time lines; the supervisor's phases (probe, compile,
+ * judging, the total) are not in the lines, so they are left out. */
+static void add_session_split(void *ctx, json_t *line)
+{
+	const struct timesplit *t = ctx;
+
+	if (t->sessions > 0)
+		json_object_set_new(line, "time_s", timesplit_json(t, false));
 }
 
 static int parse_unit(const char *prog, const char *opt, const char *s, double hi,
@@ -71,6 +83,7 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	const char *path = "-";
 	FILE *in = stdin;
 	struct judge j;
+	struct timesplit split;
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -144,8 +157,12 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	}
 	stats_settings_init(&run_settings);
 	judge_init(&j);
+	timesplit_init(&split);
+	j.on_verdict = add_session_split;
+	j.on_verdict_ctx = &split;
 	while ((n = getline(&buf, &cap, in)) > 0) {
 		json_error_t e;
+		const char *type;
 		json_t *line;
 		char why[256];
 
@@ -159,6 +176,13 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		}
 		if (judge_take_line(&j, &run_settings, line, why, sizeof why) < 0) {
 			fprintf(stderr, "%s: '%s' line %ld: %s\n", prog, path, lineno, why);
+			json_decref(line);
+			goto out;
+		}
+		type = json_string_value(json_object_get(line, "type"));
+		if (type && !strcmp(type, "session_time") && timesplit_take_line(&split, line) < 0) {
+			fprintf(stderr, "%s: '%s' line %ld: session_time line's time_s must hold "
+				"finite numbers >= 0\n", prog, path, lineno);
 			json_decref(line);
 			goto out;
 		}

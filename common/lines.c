@@ -136,6 +136,7 @@ void lines_classify(json_t *line, struct lines_info *info)
 		{ "start", LINES_START }, { "case", LINES_CASE }, { "pair", LINES_PAIR },
 		{ "case_verdict", LINES_CASE_VERDICT }, { "verdict", LINES_VERDICT },
 		{ "error", LINES_ERROR }, { "block", LINES_BLOCK },
+		{ "session_time", LINES_SESSION_TIME },
 	};
 	const char *type, *gpu;
 
@@ -226,6 +227,9 @@ static const struct field_rule error_rules[] = {
 	{ "stage", K_STR, stage_names }, { "arm", K_STR | K_NULL, arm_names },
 	{ "case", K_STR | K_NULL, NULL }, { "message", K_STR, NULL }, { NULL, 0, NULL },
 };
+static const struct field_rule session_time_rules[] = {
+	{ "session", K_INT, NULL }, { "time_s", K_OBJ, NULL }, { NULL, 0, NULL },
+};
 
 static int kinds_of(json_t *v)
 {
@@ -285,6 +289,7 @@ int lines_check(json_t *line, struct qual_msg *msg)
 		{ LINES_PAIR, pair_rules }, { LINES_CASE_VERDICT, case_verdict_rules },
 		{ LINES_VERDICT, verdict_rules }, { LINES_ERROR, error_rules },
 		{ LINES_BLOCK, block_rules },
+		{ LINES_SESSION_TIME, session_time_rules },
 	};
 	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_names };
 	static const struct field_rule gpu = { "gpu", K_STR, gpu_states };

@@ -112,6 +112,7 @@ enum lines_type {
 	LINES_VERDICT,
 	LINES_ERROR,
 	LINES_BLOCK,     /* after each block of a case's pairs: placement, clocks */
+	LINES_SESSION_TIME, /* a timing session's phases (common/timesplit.h) */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from

@@ -36,6 +36,7 @@ struct job {
 	struct qual_msg store;  /* why it could not be cached ("": it was, or
 				 * it was not to be) */
 	bool running;
+	double wall_s;          /* the compile child, start to end */
 };
 
 /* The compiles of the phase and the threads that share them out. */
@@ -187,7 +188,9 @@ static void job_run(const struct run *run, struct job *j)
 	req.arch = j->target;
 	req.options = run->opts[j->arm];
 	req.noptions = run->nopts[j->arm];
+	j->wall_s = timesplit_now();
 	rc = rtc_compile(&req, &run->cfg->limits, &j->e->res, &msg);
+	j->wall_s = timesplit_now() - j->wall_s;
 	if (rc < 0) {
 		memset(&j->e->res, 0, sizeof j->e->res);
 		j->e->res.status = rc;
@@ -331,6 +334,8 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 
 		append(run, j->e);
 		free(j->src);
+		run->split.s[TS_COMPILE_CHILDREN] += j->wall_s;
+		run->split.s[TS_COMPILE_CALLS] += j->e->res.compile_ms / 1e3;
 		if (j->store.text[0] && !store_warned && run->err) {
 			fprintf(run->err, "qual-run: warning: cannot write to the artifact cache: "
 				"%s\n", j->store.text);

@@ -5,6 +5,7 @@
 #include "run/runner_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -773,7 +774,7 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 		     int first, int *last)
 {
 	struct qual_msg msg = {{0}};
-	double dev[2], host[2];
+	double dev[2], host[2], t = timesplit_now();
 	json_t *line;
 	int rc;
 
@@ -790,6 +791,8 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 			gpu_fault(run, jc, arm, "time", &msg);
 			return rc;
 		}
+		if (isfinite(dev[arm]) && dev[arm] > 0)
+			run->split.s[TS_REPLAYS_DEVICE] += dev[arm] * 1e-9;
 		dev[arm] /= RUNNER_REPLAYS;
 		host[arm] /= RUNNER_REPLAYS;
 		*last = arm;
@@ -810,6 +813,7 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 	json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
 	json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
 	lines_emit(run->out, line);
+	timesplit_add(&run->split, TS_TIMING, t);
 	return 0;
 }
 
@@ -856,8 +860,14 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			ok[0] = !one && read_clocks(run, &ck[0]);
 			if (retake > 0)
 				pl.warm_up = false; /* loaded afresh, in pl's order */
-			if (!pl.warm_up && (rc = new_block(run, c, arms, b, jc, &pl, last)) < 0)
-				return rc;
+			if (!pl.warm_up) {
+				double t = timesplit_now();
+
+				rc = new_block(run, c, arms, b, jc, &pl, last);
+				timesplit_add(&run->split, TS_BLOCKS, t);
+				if (rc < 0)
+					return rc;
+			}
 			/* Pair j of block b: the candidate first when j + b
 			 * is odd (runner.h); under one load, in odd pairs. */
 			for (int p = p_lo; p < p_hi; p++)
@@ -967,6 +977,7 @@ void runner__run_case(struct run *run, int index)
 	struct qual_msg msg = {{0}};
 	struct judge_case *jc;
 	bool identical, timed = run->gpu && !run->gpu_dead;
+	double t, timed_before;
 	int rc;
 
 	if (not_applicable(run, index))
@@ -975,7 +986,9 @@ void runner__run_case(struct run *run, int index)
 	memset(arms, 0, sizeof arms);
 	memset(&bufs, 0, sizeof bufs);
 	jc = judge_case_get(&run->judge, fixture_name(index));
+	t = timesplit_now();
 	rc = fixture_build(index, run->cfg->seed, &c, &msg);
+	timesplit_add(&run->split, TS_FIXTURES, t);
 	if (rc < 0) {
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
@@ -987,23 +1000,36 @@ void runner__run_case(struct run *run, int index)
 		set_limit(run, run->cfg->hang_floor_ms * RUNNER_BASELINE_ALLOWANCE,
 			  "the baseline's warm-up allowance, %g x the %g ms floor",
 			  RUNNER_BASELINE_ALLOWANCE, run->cfg->hang_floor_ms);
+		t = timesplit_now();
 		rc = alloc_bufs(run, &c, &bufs, jc);
+		t = timesplit_add(&run->split, TS_ALLOC, t);
 		for (int arm = 0; arm < 2 && rc == 0; arm++)
 			rc = prepare_arm(run, &c, arm, &arms[arm], &bufs, jc);
+		t = timesplit_add(&run->split, TS_LOAD, t);
 		if (rc == 0)
 			rc = warm_up(run, &c, arms, &bufs, jc);
+		timesplit_add(&run->split, TS_WARMUP, t);
 		if (run->session == 0)
 			emit_case(run, &c, arms, identical, true);
-		if (rc == 0)
+		if (rc == 0) {
+			/* What time_pairs() does not count as blocks or pairs is
+			 * its checks after timing. */
+			timed_before = run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING];
+			t = timesplit_now();
 			time_pairs(run, &c, arms, &bufs, jc);
+			run->split.s[TS_CHECKS] += timesplit_now() - t -
+				(run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING] - timed_before);
+		}
 	} else {
 		emit_case(run, &c, arms, identical, false);
 	}
+	t = timesplit_now();
 	for (int arm = 0; arm < 2; arm++)
 		release_arm(&arms[arm]);
 	if (run->gpu)
 		release_bufs(run, &bufs);
 	fixture_release(&c);
+	timesplit_add(&run->split, TS_RELEASE, t);
 }
 
 /* Before the sessions (runner_internal.h). */
@@ -1022,9 +1048,10 @@ void runner__compile_case(struct run *run, int index)
 	memset(&c, 0, sizeof c);
 	memset(arms, 0, sizeof arms);
 	/* A built-in case's description is all its compiles need: its inputs
-	 * and its oracle's values are the sessions' (each builds the case
-	 * again). A user case is built (its registry keeps what its oracle
-	 * gave), so that an oracle's failure is reported here, once. */
+	 * and its oracle's values are the sessions' (each copies the build
+	 * kept for the run: keep_fixtures()). A user case is built (its
+	 * registry keeps what its oracle gave), so that an oracle's failure is
+	 * reported here, once. */
 	rc = user ? fixture_build(index, run->cfg->seed, &c, &msg) : fixture_spec(index, &c, &msg);
 	if (rc < 0) {
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
@@ -1253,6 +1280,37 @@ static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
 	return n;
 }
 
+/* Starts building the built-in cases of sel that apply to the target arch
+ * (NULL: not known yet, while the device is probed: those of the run's
+ * platform), on run->compile_jobs threads beside the probe and the compile
+ * phase, so that each case's inputs and oracle are made once for the run:
+ * every session (and the one process of a run without sessions) then
+ * copies them (fixture.h, "built once for a run"). A case built for
+ * nothing (an sm_90a case when the device is another) costs CPU time only.
+ * fixture_keep_wait() before anything forks a session. */
+static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int nsel,
+					  const char *arch)
+{
+	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0;
+	struct fixture_keep *k;
+
+	for (int i = 0; i < nsel; i++) {
+		struct fixture_case c;
+		struct qual_msg msg = {{0}};
+		char why[256];
+
+		if (is_user_case(sel[i]) || fixture_spec(sel[i], &c, &msg) < 0)
+			continue;
+		if (arch ? fixture_applies(&c, run->platform, arch, why, sizeof why) :
+			   !c.platforms || (c.platforms & (1u << run->platform)))
+			todo[n++] = sel[i];
+		fixture_release(&c);
+	}
+	k = fixture_keep_start(todo, n, run->cfg->seed, run->compile_jobs);
+	free(todo);
+	return k;
+}
+
 /* The error line outside any case that says why GPU work stopped. Its "gpu"
  * field tells a supervisor, without parsing the message, that the GPU must
  * pass a health check before its next job: "faulted" (a runtime error) or
@@ -1291,18 +1349,77 @@ static void end_hung(const struct runner_config *cfg, FILE *out, FILE *err, int 
 	_exit(status);
 }
 
+/* One arm's rtc_identify(), on a thread of its own. */
+struct identify_job {
+	struct run *run;
+	int arm;
+	int rc;
+	struct qual_msg msg;
+};
+
+static void *identify_arm(void *arg)
+{
+	struct identify_job *j = arg;
+	const struct runner_config *cfg = j->run->cfg;
+
+	j->rc = rtc_identify(j->arm ? cfg->candidate : cfg->baseline, cfg->real_path[j->arm],
+			     cfg->sha256[j->arm], &cfg->limits, &j->run->id[j->arm], &j->msg);
+	return NULL;
+}
+
+/* Both arms' libraries pinned, hashed and identified at once (each reads
+ * and hashes its file, some 100 MB for nvrtc, and starts its identify
+ * child), into run->id and each job's rc and msg: the candidate's on a
+ * thread (on this one when none can start), the baseline's on this one;
+ * rtc_identify() is safe to call from several threads, as rtc_compile()
+ * (compile_all.c). The thread is joined before this returns. */
+static void identify_arms(struct run *run, struct identify_job ids[2])
+{
+	pthread_t th;
+	bool threaded;
+
+	memset(ids, 0, 2 * sizeof *ids);
+	for (int arm = 0; arm < 2; arm++) {
+		ids[arm].run = run;
+		ids[arm].arm = arm;
+	}
+	threaded = pthread_create(&th, NULL, identify_arm, &ids[1]) == 0;
+	identify_arm(&ids[0]);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		identify_arm(&ids[1]);
+}
+
+/* The judge's on_verdict: the verdict line's "time_s", judging and the
+ * total taken now, as the line is about to be written. */
+static void add_time_split(void *ctx, json_t *line)
+{
+	struct run *run = ctx;
+	double now = timesplit_now();
+
+	run->split.s[TS_JUDGE] = now - run->judge_s;
+	run->split.s[TS_TOTAL] = now - run->started_s;
+	json_object_set_new(line, "time_s", timesplit_json(&run->split, true));
+}
+
 int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 {
 	struct run run;
 	struct qual_msg msg = {{0}};
 	int *sel = xcalloc((size_t)fixture_count() + (size_t)cfg->ncases + 1, sizeof *sel);
 	int nsel = 0, status, rc, ncompile, *compile_sel;
-	char no_gpu[1100] = "";
+	char no_gpu[1100] = "", probe_why[1024];
+	struct fixture_keep *keep = NULL;
+	struct identify_job ids[2];
+	double t;
 	bool not_timed;
 	enum run_verdict v;
 	const char **mode_opts[2] = {NULL, NULL};
 
 	memset(&run, 0, sizeof run);
+	run.started_s = timesplit_now();
+	timesplit_init(&run.split);
 	run.cfg = cfg;
 	run.out = out;
 	run.err = err;
@@ -1311,6 +1428,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.opts[1] = cfg->candidate_opts;
 	run.nopts[1] = cfg->ncandidate_opts;
 	judge_init(&run.judge);
+	run.judge.on_verdict = add_time_split;
+	run.judge.on_verdict_ctx = &run;
 
 	if ((status = settings_refused(&run, err)))
 		goto out;
@@ -1341,10 +1460,22 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		}
 	}
 
+	{
+		int per = cfg->one_load ? cfg->pairs : cfg->pairs_per_block;
+		int blocks = (cfg->pairs + per - 1) / per;
+		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
+		run.block_hi = blocks;
+		sampling_settings(&run, blocks);
+	}
+	/* The probe runs beside the libraries' identify; read below. */
+	if (!cfg->compile_only && run.nsessions > 1 &&
+	    runner__probe_start(&run, probe_why, sizeof probe_why) < 0)
+		snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", probe_why);
+	t = timesplit_now();
+	identify_arms(&run, ids);
 	for (int arm = 0; arm < 2; arm++) {
-		const char *path = arm ? cfg->candidate : cfg->baseline;
-		rc = rtc_identify(path, cfg->real_path[arm], cfg->sha256[arm], &cfg->limits,
-				  &run.id[arm], &msg);
+		rc = ids[arm].rc;
+		msg = ids[arm].msg;
 		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT ||
 		    rc == QUAL_ECHECK) {
 			/* The library itself crashed or hung while loading, or
@@ -1376,25 +1507,28 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		goto out;
 	}
 	run.platform = run.id[0].abi == RTC_ABI_HIPRTC ? FIXTURE_HIP : FIXTURE_CUDA;
+	t = timesplit_add(&run.split, TS_IDENTIFY, t);
+	runner__compile_setup(&run);
+	t = timesplit_add(&run.split, TS_COMPILE_SETUP, t);
+	/* The cases' inputs and oracles are built while the device is found
+	 * and the code compiled; the target is known here only without a GPU. */
+	keep = keep_fixtures(&run, sel, nsel, cfg->compile_only ? cfg->arch ? cfg->arch :
+			     default_arch(run.id[0].abi) : NULL);
+	t = timesplit_now();
 
-	{
-		int per = cfg->one_load ? cfg->pairs : cfg->pairs_per_block;
-		int blocks = (cfg->pairs + per - 1) / per;
-		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
-		run.block_hi = blocks;
-		sampling_settings(&run, blocks);
-	}
 	if (cfg->compile_only) {
 		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
 			 cfg->compile_only_because : "compile-only run requested");
 	} else if (run.nsessions > 1) {
-		char why[1024];
-		if (runner__probe_device(&run, why, sizeof why) < 0)
-			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", why);
-		else
+		/* When it could not start, no_gpu says why already. */
+		if (run.probing && runner__probe_finish(&run, probe_why, sizeof probe_why) < 0)
+			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", probe_why);
+		else if (!no_gpu[0])
 			run.device = &run.probed;
+		timesplit_add(&run.split, TS_PROBE, t);
 	} else {
 		rc = gpu_open(cfg->device, &run.gpu, &msg);
+		timesplit_add(&run.split, TS_OPEN, t);
 		if (rc < 0) {
 			snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", msg.text);
 			run.gpu = NULL;
@@ -1426,11 +1560,16 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		goto out;
 
 	run.judge.timed = run.device != NULL;
-	runner__compile_setup(&run);
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	compile_sel = xcalloc((size_t)nsel + 1, sizeof *compile_sel);
+	t = timesplit_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
+	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
 	runner__compile_all(&run, compile_sel, ncompile);
+	t = timesplit_add(&run.split, TS_COMPILE, t);
+	fixture_keep_wait(keep);
+	keep = NULL;
+	timesplit_add(&run.split, TS_FIXTURES_PREBUILT, t);
 	free(compile_sel);
 	if (run.device && !run.gpu) {
 		runner__run_sessions(&run, sel, nsel);
@@ -1449,25 +1588,32 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			goto out;
 		}
 	} else {
+		t = timesplit_now();
 		for (int i = 0; i < nsel && !run.gpu_dead; i++)
 			runner__run_case(&run, sel[i]);
 		if (run.gpu_dead)
 			runner__emit_stop(&run);
+		timesplit_add(&run.split, TS_SESSIONS, t);
+		run.split.sessions = run.gpu ? 1 : 0;
 	}
 
 	judge_set_verdict_extra(&run.judge, cfg->verdict_extra);
+	run.judge_s = timesplit_now();
 	v = judge_finish(&run.judge, &run.stats, out, &not_timed);
 	status = judge_exit_status(v);
 	if (run.hung)
 		end_hung(cfg, out, err, status);
 out:
 	runner__clocks_close(&run);
+	runner__probe_abandon(&run);
+	fixture_keep_wait(keep);
 	if (run.gpu)
 		gpu_close(run.gpu);
 	runner__compile_release(&run);
 	rtc_identity_release(&run.id[0]);
 	rtc_identity_release(&run.id[1]);
 	judge_release(&run.judge);
+	fixture_keep_forget();
 	free(sel);
 	free(mode_opts[0]);
 	free(mode_opts[1]);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/child.h"
+#include "common/timesplit.h"
 #include "compile/rtc.h"
 #include "fixtures/fixture.h"
 #include "gpu/gpu.h"
@@ -72,6 +74,13 @@ struct run {
 	int max_pairs;
 	double max_seconds;
 	struct stats_settings stats;
+	/* Where the time went: this process's phases, and the sessions' as
+	 * their session_time lines said (a session's own, in the session). */
+	struct timesplit split;
+	struct child probe;     /* the device probe, while probing */
+	bool probing;
+	double started_s;       /* timesplit_now() when the run started */
+	double judge_s;         /* ... when judging started */
 };
 
 /* ---- runner.c --------------------------------------------------------- */
@@ -125,11 +134,19 @@ void runner__compile_release(struct run *run);
 
 /* ---- sessions.c ------------------------------------------------------- */
 
-/* Opens the GPU in a child and reads its description back, so that this
- * process never starts the GPU runtime: a process forked after that could
- * not use it, and the sessions are forked from this one. Returns 0 with
- * run->probed filled, or -1 with why. */
-int runner__probe_device(struct run *run, char *why, size_t whylen);
+/* The device probe: a child that opens the GPU and writes its description
+ * back, so that this process never starts the GPU runtime (a process forked
+ * after that could not use it, and the sessions are forked from this one).
+ * It is started first and read when the run needs the device, so that it
+ * runs beside the libraries' identify.
+ *
+ * runner__probe_start() starts it (0, run->probing set), or returns -1 with
+ * why. runner__probe_finish() reads its answer and reaps it: 0 with
+ * run->probed filled, or -1 with why. runner__probe_abandon() kills and
+ * reaps one started and not finished (nothing when none). */
+int runner__probe_start(struct run *run, char *why, size_t whylen);
+int runner__probe_finish(struct run *run, char *why, size_t whylen);
+void runner__probe_abandon(struct run *run);
 
 /* The timed part of a run in sessions: every case of sel compiled here,
  * then each session started in turn with its share of the blocks, its lines

@@ -94,23 +94,34 @@ static int probe_body(void *arg)
 	return fs_write_all(fd, &answer, sizeof answer) < 0 ? QUAL_EXIT_ERROR : 0;
 }
 
-int runner__probe_device(struct run *run, char *why, size_t whylen)
+int runner__probe_start(struct run *run, char *why, size_t whylen)
+{
+	struct qual_msg msg = {{0}};
+
+	if (start_fn(&run->probe, probe_body, run, &msg) < 0) {
+		snprintf(why, whylen, "%s", msg.text);
+		return -1;
+	}
+	run->probing = true;
+	return 0;
+}
+
+int runner__probe_finish(struct run *run, char *why, size_t whylen)
 {
 	struct probe_answer answer;
-	struct child c;
 	struct child_exit ex;
-	struct qual_msg msg = {{0}};
 	char end[96];
 	ssize_t n;
 	int rc;
 
-	if (start_fn(&c, probe_body, run, &msg) < 0) {
-		snprintf(why, whylen, "%s", msg.text);
+	if (!run->probing) {
+		snprintf(why, whylen, "the device probe was not started");
 		return -1;
 	}
-	n = fs_read_full(c.out_pipe, &answer, sizeof answer);
-	close(c.out_pipe);
-	rc = child_wait(&c, 0, &ex);
+	run->probing = false;
+	n = fs_read_full(run->probe.out_pipe, &answer, sizeof answer);
+	close(run->probe.out_pipe);
+	rc = child_wait(&run->probe, 0, &ex);
 	if (n != (ssize_t)sizeof answer) {
 		snprintf(why, whylen, "the process that opens the gpu ended without an "
 			 "answer: %s", describe_end(rc, &ex, end, sizeof end));
@@ -124,6 +135,18 @@ int runner__probe_device(struct run *run, char *why, size_t whylen)
 	memcpy(run->clocks_source, answer.clocks_source, sizeof run->clocks_source);
 	memcpy(run->clocks_why, answer.clocks_why, sizeof run->clocks_why);
 	return 0;
+}
+
+void runner__probe_abandon(struct run *run)
+{
+	struct child_exit ex;
+
+	if (!run->probing)
+		return;
+	run->probing = false;
+	close(run->probe.out_pipe);
+	child_kill(&run->probe, SIGKILL);
+	(void)child_wait(&run->probe, 0, &ex);
 }
 
 /* ---- one session ------------------------------------------------------ */
@@ -147,9 +170,12 @@ static int session_body(void *arg)
 	struct run *run = a->run;
 	struct qual_msg msg = {{0}};
 	FILE *out = fdopen(pipe_off_stdout(), "w");
+	double t = timesplit_now();
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
+	/* This session's own phases, for its session_time line. */
+	timesplit_init(&run->split);
 	run->out = out;
 	run->session = a->session;
 	run->block_lo = a->block_lo;
@@ -162,6 +188,7 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
+	timesplit_add(&run->split, TS_OPEN, t);
 	runner__clocks_open(run);
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
@@ -169,6 +196,7 @@ static int session_body(void *arg)
 	runner__clocks_close(run);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
+	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
 	if (!run->hung)
 		gpu_close(run->gpu);
@@ -199,6 +227,7 @@ static int relay_line(void *ctx, const char *line, size_t len)
 	if (!(j = json_loadb(line, len, 0, &je)))
 		return 0;
 	(void)judge_take_line(&r->run->judge, &r->ignored, j, why, sizeof why);
+	(void)timesplit_take_line(&r->run->split, j);
 	lines_classify(j, &info);
 	r->stop |= info.gpu_faulted || info.gpu_hung;
 	json_decref(j);
@@ -314,10 +343,12 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	int *more = xcalloc((size_t)nsel + 1, sizeof *more);
 	double t0;
 	bool stop = false;
+	double t;
 
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
 	t0 = child_now();  /* the timing phase, which max_seconds bounds */
+	t = timesplit_now();
 	/* The first k sessions share the first look's blocks; then, while
 	 * some case is undecided, one more session per round times those
 	 * cases alone up to the next look (runner__next_round), its blocks
@@ -368,5 +399,6 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			runner__emit_stop(run);
 		}
 	}
+	timesplit_add(&run->split, TS_SESSIONS, t);
 	free(more);
 }

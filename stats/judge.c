@@ -385,6 +385,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		json_object_set_new(line, "message", json_string(
 			"nothing was timed: this is a static comparison of the compiled code only"));
 	}
+	if (j->on_verdict)
+		j->on_verdict(j->on_verdict_ctx, line);
 	lines_emit(out, line);
 	free(all);
 	return v;

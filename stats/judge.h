@@ -45,6 +45,11 @@ struct judge {
 	bool no_valid_pair; /* set by judge_finish: pairs were timed, none valid */
 	json_t *verdict_extra; /* members the verdict line gets besides its own
 				* (judge_set_verdict_extra), or NULL */
+	/* Called with the verdict line just before judge_finish writes it, so
+	 * that its owner can add fields of its own (qual-run's time split);
+	 * NULL: none. */
+	void (*on_verdict)(void *ctx, json_t *line);
+	void *on_verdict_ctx;
 };
 
 void judge_init(struct judge *j);

@@ -54,3 +54,9 @@ foreach(prog qual-judge qualctl)
                    -- ${cmd} --alpha 0 ${JI}/valid_settings.jsonl)
   set_tests_properties(judge_input_${prog}_cli_alpha_zero PROPERTIES LABELS integration TIMEOUT 60)
 endforeach()
+
+# The time split (docs/output.md, time_s) recomputed from session_time lines.
+add_test(NAME judge_time_split
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/timesplit_judge_test.py
+                 $<TARGET_FILE:qual-judge> ${JI}/valid_settings.jsonl)
+set_tests_properties(judge_time_split PROPERTIES LABELS integration TIMEOUT 60)

@@ -84,6 +84,7 @@ def without_times(lines):
     for l in lines:
         l = json.loads(json.dumps(l))
         l.pop("time", None)
+        l.pop("time_s", None)  # the verdict line's time split
         s = l.get("settings")
         if s:
             s.pop("block_seed", None)

@@ -711,11 +711,16 @@ def scenario_sigkill(args, root):
         check(sorted(st["running"]) == sorted([hang, stream]) and st["queued"] == queued,
               f"status before the kill: {st}")
 
-        # In a compile-only run each case's line comes as it is compiled
-        # (about 0.7 s apart), the case verdicts all at the end.
-        def cases_done():
-            return sum(1 for t in w.texts(stream) if json.loads(t)["type"] == "case")
-        wait_until(lambda: cases_done() >= 3, 20, "three case lines of the streaming job")
+        # A compile-only run writes its start line, then compiles every case
+        # (26 compiles: seconds), then writes its case lines, built once
+        # beside the compiles, all at once: killed while it compiles (a
+        # compile child of its own beside the hanging one), it is mid-stream.
+        def compiling():
+            started = any(json.loads(t)["type"] == "start" for t in w.texts(stream))
+            compiles = [c for wk in children(d.pid(), "qual-run")
+                        for c in children(wk, "qual-compile")]
+            return started and len(compiles) >= 2
+        wait_until(compiling, 20, "the streaming job's start line and its compiles")
         workers = children(d.pid(), "qual-run")
         check(len(workers) == 2, f"expected two workers, found {workers}")
         compiling, forked = d.shim_pids()

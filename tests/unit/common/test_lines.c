@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "common/lines.h"
+#include "common/timesplit.h"
 #include "tests/unit/test_main.h"
 
 /* ---- codes --------------------------------------------------------------- */
@@ -579,6 +580,10 @@ static void test_check_refusals(void **state)
 		  "a line of type 'start' with schema_version 6" },
 		{ "{\"type\":\"block\",\"case\":\"a-1\",\"block\":1}",
 		  "a line of type 'block' without 'throttled'" },
+		{ "{\"type\":\"session_time\",\"session\":1}",
+		  "a line of type 'session_time' without 'time_s'" },
+		{ "{\"type\":\"session_time\",\"session\":\"1\",\"time_s\":{}}",
+		  "a line of type 'session_time' whose 'session' is of the wrong kind" },
 	};
 	struct qual_msg m;
 
@@ -602,6 +607,17 @@ static void test_check_refusals(void **state)
 		assert_int_equal(lines_check(o, &m), 0);
 		lines_classify(o, &info);
 		assert_int_equal(info.type, LINES_BLOCK);
+		json_decref(o);
+	}
+	/* A session's time split, as timesplit_session_line() writes it,
+	 * passes: quald relays it. */
+	{
+		struct timesplit t;
+		json_t *o;
+
+		timesplit_init(&t);
+		o = timesplit_session_line(&t, 2);
+		assert_int_equal(lines_check(o, &m), 0);
 		json_decref(o);
 	}
 	/* Ours, as lines_error() writes it, passes. */

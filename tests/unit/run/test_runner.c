@@ -2151,6 +2151,84 @@ static void assert_stop_line(const struct outcome *o, const char *want)
 	assert_string_equal(str(stop, "gpu"), want);
 }
 
+/* The time split of a run of k sessions: one session_time line from each,
+ * in order, after its pairs; the verdict's time_s sums them (session_count
+ * k), has every phase of qual-run's own, and its replays_device is the
+ * pairs' device time (each pair line's per-kernel times, times the replays),
+ * which no other phase can be. */
+static void assert_session_split(const struct outcome *o, int k)
+{
+	json_t *l, *ts = json_object_get(last_line(o), "time_s");
+	double device = 0, got, sum[TS_COUNT] = {0};
+	int next = 1;
+	size_t i;
+
+	assert_non_null(ts);
+	json_array_foreach(o->lines, i, l) {
+		if (has_type(l, "pair")) {
+			device += (json_number_value(json_object_get(l, "baseline_ns")) +
+				   json_number_value(json_object_get(l, "candidate_ns"))) *
+				  RUNNER_REPLAYS * 1e-9;
+			/* No session's pair after its session_time line. */
+			assert_int_equal(json_integer_value(json_object_get(l, "session")), next);
+		}
+		if (has_type(l, "session_time")) {
+			json_t *lt = json_object_get(l, "time_s");
+
+			assert_int_equal(json_integer_value(json_object_get(l, "session")), next);
+			for (int p = TS_FIRST_SESSION; p < TS_COUNT; p++)
+				sum[p] += json_number_value(json_object_get(lt, timesplit_name(p)));
+			next++;
+		}
+	}
+	assert_int_equal(next, k + 1);
+	assert_int_equal(json_integer_value(json_object_get(ts, "session_count")), k);
+	for (int p = 0; p < TS_COUNT; p++) {
+		json_t *x = json_object_get(ts, timesplit_name(p));
+
+		assert_true(json_is_number(x));
+		assert_true(json_number_value(x) >= 0);
+		if (p >= TS_FIRST_SESSION)
+			assert_true(fabs(json_number_value(x) - sum[p]) < 1e-5 * k);
+	}
+	got = json_number_value(json_object_get(ts, "replays_device"));
+	assert_true(device > 0);
+	assert_true(fabs(got - device) <= 1e-6 * (double)json_array_size(o->lines));
+	assert_true(json_number_value(json_object_get(ts, "total")) >=
+		    json_number_value(json_object_get(ts, "sessions")));
+}
+
+/* With sessions the device is found by the probe, a child started before
+ * the libraries are identified and read after: a probe that finds no
+ * device gives the same not-timed run as a failed open in this process,
+ * with its reason, no session started and no GPU opened here. */
+static void test_no_device_sessions(void **state)
+{
+	struct scenario s = {
+		.name = "runner_no_device_sessions", .cases = {CASE_GEMM}, .ncases = 1,
+		.arm = {arm_ok, arm_ok}, .open_rc = QUAL_ENODEV, .sessions = 4,
+		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.validate = "--expect-verdict not_timed --expect-case-verdict *=not_timed",
+	};
+	struct outcome o = {0};
+	json_t *start, *ts;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "not_timed", QUAL_EXIT_PASS);
+	start = json_array_get(o.lines, 0);
+	assert_true(json_is_null(json_object_get(start, "device")));
+	assert_string_equal(str(start, "not_timed_because"),
+			    "no gpu: cuda: fake cuda: no device; hip: fake hip: no device");
+	assert_int_equal(count_lines(&o, "session_time", NULL), 0);
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	ts = json_object_get(last_line(&o), "time_s");
+	assert_true(json_number_value(json_object_get(ts, "probe")) >= 0);
+	assert_int_equal(json_integer_value(json_object_get(ts, "session_count")), 0);
+	assert_int_equal(fk.opens, 0);
+	outcome_release(&o);
+}
+
 /* The blocks shared out among 4 forked sessions (3, 4, 4 and 4 blocks of
  * 15): every pair says its session and block, the blocks of a session are
  * its share, each case has one case line (from session 1), and the run is
@@ -2207,6 +2285,7 @@ static void test_sessions(void **state)
 		assert_int_equal(json_integer_value(json_object_get(cv, "blocks_slower")), 15);
 	}
 	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	assert_session_split(&o, 4);
 	outcome_release(&o);
 }
 
@@ -3163,6 +3242,7 @@ QUAL_TESTS(
 	T(next_round),
 	T(sampling_rounds),
 	T(sampling_caps),
+	T(no_device_sessions),
 	T(session_fault),
 	T(session_hang),
 	T(session_killed),
