@@ -34,10 +34,16 @@ for r in $(seq "$repeats"); do
 done
 QUAL_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$run" "$nvrtc" "$alt" \
   >"$out/runs/no_nvml.jsonl" 2>"$out/runs/no_nvml.err" || status=1
-for f in "$out"/runs/*.jsonl; do
-  python3 "$here/tests/tools/validate_lines.py" "$here/docs/schema/lines.schema.json" "$f" \
-    >>"$out/summary.txt" 2>&1 || status=1
-done
+# The schema check needs python3's jsonschema, which the device machine may
+# lack: then it is said, not failed (the lines can be checked afterwards).
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  for f in "$out"/runs/*.jsonl; do
+    python3 "$here/tests/tools/validate_lines.py" "$here/docs/schema/lines.schema.json" "$f" \
+      >>"$out/summary.txt" 2>&1 || status=1
+  done
+else
+  echo "schema: not checked (python3 has no jsonschema)" | tee -a "$out/summary.txt"
+fi
 python3 "$here/tests/gpu/clocks_check.py" "$out"/runs/aa.*.jsonl \
   --no-clocks "$out/runs/no_nvml.jsonl" | tee -a "$out/summary.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
