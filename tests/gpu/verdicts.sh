@@ -6,7 +6,9 @@
 #
 # Three parts, each a series of whole qual-run jobs with the default
 # sampling and gate, stopped from starting new jobs once $VERDICTS_BUDGET_S
-# seconds (default 500) have passed so that the summary is always written:
+# seconds (default 500) have passed so that the summary is always written;
+# they run in the order pair, planted, aa, so that the A/A jobs take what
+# the budget leaves:
 #
 #   aa       nvrtc against itself and against its alt copy (byte-identical
 #            code), with --sample-identical so that every case is sampled and
@@ -55,10 +57,6 @@ job() {
   return 0
 }
 
-for r in $(seq "${AA_REPEATS:-10}"); do
-  job aa "aa-self.$r" "$nvrtc" "$nvrtc" --sample-identical || break
-  job aa "aa-alt.$r" "$nvrtc" "$alt" --sample-identical || break
-done
 if [ -n "$delay" ]; then
   for d in ${PLANT_DELAYS:-64 256}; do
     long=${PLANT_LONG_PAIRS:-240}
@@ -77,6 +75,11 @@ if [ -n "${PAIR_LIB:-}" ]; then
   done
 fi
 
+# A/A last: it takes what the budget leaves.
+for r in $(seq "${AA_REPEATS:-10}"); do
+  job aa "aa-self.$r" "$nvrtc" "$nvrtc" --sample-identical || break
+  job aa "aa-alt.$r" "$nvrtc" "$alt" --sample-identical || break
+done
 python3 "$here/verdicts_summary.py" "$out" | tee "$out/summary.txt"
 status=${PIPESTATUS[0]}
 tar -czf "$out/verdicts.tar.gz" -C "$out" jobs jobs.txt summary.txt
