@@ -131,7 +131,10 @@ struct jobs {
 	char *calibrator;          /* qual-calibrate's path */
 	char *calib_dir;           /* state_dir/calibration */
 	json_t **calib;            /* nslots: the latest record of each slot's
-				    * device (own references), or NULL */
+				    * device (own references), or NULL: the
+				    * latest one stored */
+	char **calib_unstored;     /* nslots: why the last record could not
+				    * be stored, or NULL (own strings) */
 	bool *calib_submitting;    /* nslots: a scheduled calibration's submit
 				    * is being checked */
 	double calib_every_s;      /* 0: no schedule */

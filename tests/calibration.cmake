@@ -19,8 +19,11 @@
 #                         refused with submit's message
 #   calibration_schedule  --calibrate-every: one calibration per stale slot,
 #                         each pinned to its slot, and none more while they run
+#   calibration_unstored  a record whose file cannot be written is not the
+#                         latest: qualctl calibration shows none, and the
+#                         next job's worker is given none, with why
 if(EXISTS /usr/local/cuda/lib64/libnvrtc.so.13)
-  foreach(scenario counts restart bad_file roots schedule)
+  foreach(scenario counts restart bad_file roots schedule unstored)
     add_test(NAME calibration_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/calibration_test.py
                      --quald $<TARGET_FILE:quald>

@@ -16,6 +16,8 @@ Scenarios (tests/calibration.cmake says what each asserts):
                 a slot quald does not have: refused
   schedule      --calibrate-every: one calibration per stale slot, not a
                 second while it runs
+  unstored      a record that cannot be written is not the latest: the
+                next job is given none, with why
 Exits 0 when every check holds, 1 with the first failed check."""
 import argparse
 import json
@@ -243,9 +245,38 @@ def scenario_schedule(args, root):
         os.environ.pop("FAKE_CALIB_SLEEP")
 
 
+def worker_runs(fdir):
+    """The fake worker's command lines, one a run (its arguments joined by
+    spaces)."""
+    with open(os.path.join(fdir, "args")) as f:
+        return f.read().splitlines()
+
+
+def scenario_unstored(args, root):
+    a, fdir = fake_args(args, root)
+    with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+        # The record's file cannot be replaced: a folder stands in its place.
+        os.makedirs(os.path.join(d.state, "calibration", "slot-0.json", "in-the-way"))
+        r, lines = calibrate_watch(d, args.nvrtc, "--runs", "1")
+        verdicts = [x for x in lines if x.get("type") == "verdict"]
+        check(len(verdicts) == 1 and verdicts[0].get("calibration"),
+              f"the calibration's verdict lines: {verdicts}")
+        shown = d.ctl_json("calibration")["calibrations"]
+        check(shown[0].get("record") is None,
+              f"a record that could not be written is shown as the latest: {shown}")
+        job = d.ctl("submit", "--no-follow", args.nvrtc, args.nvrtc).stdout.strip()
+        d.wait_job_state(job, ("done",))
+        argv = worker_runs(fdir)[-1]
+        check("--calibration=" not in argv,
+              f"the next job was given a record that is not stored: {argv}")
+        check("--no-calibration-because=no calibration of this device is stored: the last "
+              "one could not be written (cannot rename" in argv,
+              f"the next job is not told why it has no record: {argv}")
+
+
 SCENARIOS = {"counts": scenario_counts, "restart": scenario_restart,
              "bad_file": scenario_bad_file, "roots": scenario_roots,
-             "schedule": scenario_schedule}
+             "schedule": scenario_schedule, "unstored": scenario_unstored}
 
 
 def main():
