@@ -156,6 +156,13 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 
 	if (!job->args.calibrate || !json_is_object(rec))
 		return;
+	/* Only timed A/A comparisons make a record of the device. */
+	if (!json_is_true(json_object_get(line, "timed")) ||
+	    json_integer_value(json_object_get(rec, "comparisons")) <= 0) {
+		oplog_warn("job '%s': its calibration record is not stored: it holds no "
+			   "timed A/A comparison", job->id);
+		return;
+	}
 	calib__key(j, s, key, sizeof key);
 	/* The worker's record names the device it was given; one that does
 	 * not fit (or is no record) is not stored. */

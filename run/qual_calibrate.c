@@ -6,7 +6,9 @@
  * of every run is passed on unchanged, but for each run's verdict line;
  * the case_verdict lines build the calibration record (stats/calib.h), and
  * one verdict line of its own, carrying the record as "calibration", ends
- * the output.
+ * the output; when a run timed nothing, or the runs made no A/A comparison,
+ * there is no record: the line is not_timed with calibration null and
+ * calibration_because.
  *
  *   qual-calibrate --runs N --device-key KEY -- WORKER [WORKER'S ARGS...]
  *
@@ -154,7 +156,7 @@ int main(int argc, char **argv)
 	struct qual_msg m;
 	json_t *line, *rec = NULL;
 	int opt, nw, k = 0, done = 0, status = QUAL_EXIT_PASS;
-	bool all_timed = true;
+	int untimed = 0; /* the first run that timed nothing (from 1), or 0 */
 	const char *failed = NULL;
 
 	if (!qual_die_with_parent())
@@ -217,7 +219,8 @@ int main(int argc, char **argv)
 			failed = text;
 			break;
 		}
-		all_timed &= rs.timed;
+		if (!rs.timed && !untimed)
+			untimed = done + 1;
 	}
 	{
 		time_t now = time(NULL);
@@ -225,6 +228,8 @@ int main(int argc, char **argv)
 
 		strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	}
+	if (!failed)
+		rec = calib_record(&cal, key, stamp, (int)runs);
 	line = lines_new("verdict");
 	if (failed) {
 		status = QUAL_EXIT_ERROR;
@@ -232,11 +237,25 @@ int main(int argc, char **argv)
 		json_object_set_new(line, "timed", json_boolean(false));
 		json_object_set_new(line, "message", json_string(failed));
 		json_object_set_new(line, "calibration", json_null());
+	} else if (untimed || json_integer_value(json_object_get(rec, "comparisons")) <= 0) {
+		/* Only a record of timed A/A comparisons is one: nothing is
+		 * stored, and the line says why. */
+		if (untimed)
+			snprintf(text, sizeof text, "calibration of %s: nothing to store: run %d "
+				 "of %ld timed nothing", key, untimed, runs);
+		else
+			snprintf(text, sizeof text, "calibration of %s: nothing to store: the "
+				 "runs made no A/A comparisons", key);
+		json_decref(rec);
+		rec = NULL;
+		json_object_set_new(line, "verdict", json_string("not_timed"));
+		json_object_set_new(line, "timed", json_boolean(false));
+		json_object_set_new(line, "message", json_string(text));
+		json_object_set_new(line, "calibration", json_null());
+		json_object_set_new(line, "calibration_because", json_string(text));
 	} else {
-		rec = calib_record(&cal, key, stamp, (int)runs);
-		json_object_set_new(line, "verdict", json_string(all_timed ? "neutral" :
-								  "not_timed"));
-		json_object_set_new(line, "timed", json_boolean(all_timed));
+		json_object_set_new(line, "verdict", json_string("neutral"));
+		json_object_set_new(line, "timed", json_boolean(true));
 		snprintf(text, sizeof text, "calibration of %s: %ld run%s, %lld A/A "
 			 "comparisons, %lld called slower or faster", key, runs,
 			 runs == 1 ? "" : "s",

@@ -22,8 +22,12 @@
 #   calibration_unstored  a record whose file cannot be written is not the
 #                         latest: qualctl calibration shows none, and the
 #                         next job's worker is given none, with why
+#   calibration_untimed   runs that timed nothing store no record (the
+#                         verdict line is not_timed, calibration null with
+#                         why) and the stored one stays the latest; qualctl
+#                         calibrate does not take --compile-only
 if(EXISTS /usr/local/cuda/lib64/libnvrtc.so.13)
-  foreach(scenario counts restart bad_file roots schedule unstored)
+  foreach(scenario counts restart bad_file roots schedule unstored untimed)
     add_test(NAME calibration_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/calibration_test.py
                      --quald $<TARGET_FILE:quald>

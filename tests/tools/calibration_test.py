@@ -18,6 +18,8 @@ Scenarios (tests/calibration.cmake says what each asserts):
                 second while it runs
   unstored      a record that cannot be written is not the latest: the
                 next job is given none, with why
+  untimed       runs that timed nothing store no record, and the verdict
+                line says why; a stored record stays the latest
 Exits 0 when every check holds, 1 with the first failed check."""
 import argparse
 import json
@@ -274,9 +276,32 @@ def scenario_unstored(args, root):
               f"the next job is not told why it has no record: {argv}")
 
 
+def scenario_untimed(args, root):
+    a, fdir = fake_args(args, root)
+    with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+        r, _ = calibrate_watch(d, args.nvrtc, "--runs", "1")
+        check(r.returncode == 0, f"calibrate exit {r.returncode}: {r.stderr}")
+        rec = record_file(d)
+        open(os.path.join(fdir, "untimed"), "w").close()
+        r, lines = calibrate_watch(d, args.nvrtc, "--runs", "2")
+        v = [x for x in lines if x.get("type") == "verdict"]
+        check(len(v) == 1 and v[0]["verdict"] == "not_timed" and v[0]["timed"] is False and
+              v[0].get("calibration", "absent") is None and
+              "nothing to store: run 1 of 2 timed nothing" in v[0].get("calibration_because", ""),
+              f"an untimed calibration's verdict lines: {v}")
+        st.schema_check(json.dumps(v[0]), "an untimed calibration's verdict line")
+        check(record_file(d) == rec, "an untimed calibration replaced the stored record")
+        shown = d.ctl_json("calibration")["calibrations"]
+        check(shown[0].get("record") == rec,
+              f"an untimed calibration replaced the latest record: {shown}")
+        c = d.ctl("calibrate", args.nvrtc, "--compile-only")
+        check(c.returncode == 4, f"calibrate --compile-only: exit {c.returncode}, expected 4")
+
+
 SCENARIOS = {"counts": scenario_counts, "restart": scenario_restart,
              "bad_file": scenario_bad_file, "roots": scenario_roots,
-             "schedule": scenario_schedule, "unstored": scenario_unstored}
+             "schedule": scenario_schedule, "unstored": scenario_unstored,
+             "untimed": scenario_untimed}
 
 
 def main():
