@@ -20,6 +20,8 @@ Scenarios (tests/calibration.cmake says what each asserts):
                 next job is given none, with why
   untimed       runs that timed nothing store no record, and the verdict
                 line says why; a stored record stays the latest
+  bounded       what a run adds to the log does not grow with its pairs or
+                its errors; the GPU's fault is passed on
 Exits 0 when every check holds, 1 with the first failed check."""
 import argparse
 import json
@@ -116,6 +118,16 @@ def scenario_counts(args, root):
         check(len(runs) == 4, f"the worker ran {len(runs)} times, expected 4")
         check(all("--sample-identical" in x.split() for x in runs),
               f"a run without --sample-identical though --help lists it: {runs}")
+        types = sorted({x.get("type") for x in lines if x.get("job")})
+        check(types == ["calibration_run", "case_verdict", "start", "verdict"],
+              f"the calibration passed on lines of types {types}")
+        runs_ = [x for x in lines if x.get("type") == "calibration_run"]
+        check([(x["run"], x["runs"], x["verdict"], x["timed"], x["errors_left_out"],
+                x["lines_left_out"]) for x in runs_] ==
+              [(k, 4, "regression", True, 0, 6) for k in (1, 2, 3, 4)],
+              f"the calibration_run lines: {runs_}")
+        for x in runs_:
+            st.schema_check(json.dumps(x), "a calibration_run line")
         rec = record_file(d)
         check_counts(rec, 4)
         check(verdicts[0]["calibration"] == rec, "the verdict line's record is not the stored one")
@@ -298,10 +310,37 @@ def scenario_untimed(args, root):
         check(c.returncode == 4, f"calibrate --compile-only: exit {c.returncode}, expected 4")
 
 
+def scenario_bounded(args, root):
+    a, fdir = fake_args(args, root)
+    open(os.path.join(fdir, "noisy"), "w").close()
+    os.environ["FAKE_CALIB_PAIRS"] = "2000"
+    try:
+        with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+            r, lines = calibrate_watch(d, args.nvrtc, "--runs", "3")
+            check(r.returncode == 0, f"calibrate exit {r.returncode}: {r.stderr}")
+            jl = [x for x in lines if x.get("job")]
+            check(not [x for x in jl if x.get("type") in ("pair", "case", "block",
+                                                          "session_time")],
+                  "a calibration passed on its runs' timing detail")
+            errors = [x for x in jl if x.get("type") == "error"]
+            check(len(errors) == 3 * 33 and
+                  sum(1 for x in errors if x.get("gpu") == "faulted") == 3,
+                  f"{len(errors)} error lines passed on, expected 32 and the fault per run")
+            runs_ = [x for x in jl if x.get("type") == "calibration_run"]
+            check([(x["errors_left_out"], x["lines_left_out"]) for x in runs_] ==
+                  [(8, 2003)] * 3, f"the calibration_run lines: {runs_}")
+            check(len(jl) == 3 * (1 + 33 + 3 + 1) + 1, f"{len(jl)} lines in the job's log")
+            # The fake's own lines are not the engine's; qual-calibrate's are.
+            for x in runs_ + [jl[-1]]:
+                st.schema_check(json.dumps(x), f"qual-calibrate's {x['type']} line")
+    finally:
+        os.environ.pop("FAKE_CALIB_PAIRS")
+
+
 SCENARIOS = {"counts": scenario_counts, "restart": scenario_restart,
              "bad_file": scenario_bad_file, "roots": scenario_roots,
              "schedule": scenario_schedule, "unstored": scenario_unstored,
-             "untimed": scenario_untimed}
+             "untimed": scenario_untimed, "bounded": scenario_bounded}
 
 
 def main():
