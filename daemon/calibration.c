@@ -72,6 +72,7 @@ int calib__open(struct jobs *j, const struct jobs_config *cfg, struct qual_msg *
 	j->calib = xcalloc((size_t)j->nslots, sizeof *j->calib);
 	j->calib_submitting = xcalloc((size_t)j->nslots, sizeof *j->calib_submitting);
 	j->calib_unstored = xcalloc((size_t)j->nslots, sizeof *j->calib_unstored);
+	j->calib_tried = xcalloc((size_t)j->nslots, sizeof *j->calib_tried);
 	if (asprintf(&j->calib_dir, "%s/calibration", cfg->state_dir) < 0)
 		abort();
 	if ((rc = fs_mkdir_p(j->calib_dir, 0750, msg)))
@@ -105,6 +106,7 @@ void calib__release(struct jobs *j)
 		free(j->calib_unstored[s]);
 	free(j->calib);
 	free(j->calib_unstored);
+	free(j->calib_tried);
 	free(j->calib_submitting);
 	free(j->calib_dir);
 	free(j->calib_lib);
@@ -154,7 +156,12 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 	struct qual_msg m;
 	char *text;
 
-	if (!job->args.calibrate || !json_is_object(rec))
+	if (!job->args.calibrate)
+		return;
+	/* A calibration that stores nothing (it timed nothing) is not tried
+	 * again by the schedule before the period has passed. */
+	j->calib_tried[s] = time(NULL);
+	if (!json_is_object(rec))
 		return;
 	/* Only timed A/A comparisons make a record of the device. */
 	if (!json_is_true(json_object_get(line, "timed")) ||
@@ -240,13 +247,16 @@ json_t *jobs_calibration_json(struct jobs *j)
 
 /* ---- the schedule -------------------------------------------------------- */
 
-/* Whether slot s's record is missing or older than the period. */
+/* Whether slot s's record is missing or older than the period, and no
+ * calibration of it ended within the period. */
 static bool calib_stale(const struct jobs *j, int s)
 {
 	const char *t = j->calib[s] ? json_string_value(json_object_get(j->calib[s], "time"))
 				    : NULL;
 	struct tm tm;
 
+	if (j->calib_tried[s] && difftime(time(NULL), j->calib_tried[s]) < j->calib_every_s)
+		return false;
 	memset(&tm, 0, sizeof tm);
 	if (!t || !strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		return true;
