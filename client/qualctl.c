@@ -123,8 +123,8 @@ static const struct command commands[] = {
 	 "  --runs N              A/A qualifications (1 to 100, default 10)\n"
 	 "  --device SLOT         the slot (quald status lists them) to calibrate\n"
 	 "  --watch               follow the job: its lines, then the summary\n"
-	 "  --pairs, --case, --alpha, --margin, --seed, --compile-only,\n"
-	 "  --compile-timeout, --fixtures, --mode  as for submit\n"
+	 "  --seed, --compile-timeout, --mode  as for submit (a calibration\n"
+	 "                        measures the default rule on the default cases)\n"
 	 CTL_COMMON_HELP
 	 "\nExit status: 0 queued (or, with --watch, done); 3 error or cancelled;\n"
 	 "4 usage, or quald refused it; 5 quald cannot be reached; 6 nothing was\n"

@@ -137,6 +137,7 @@ void lines_classify(json_t *line, struct lines_info *info)
 		{ "case_verdict", LINES_CASE_VERDICT }, { "verdict", LINES_VERDICT },
 		{ "error", LINES_ERROR }, { "block", LINES_BLOCK },
 		{ "session_time", LINES_SESSION_TIME },
+		{ "calibration_run", LINES_CALIBRATION_RUN },
 	};
 	const char *type, *gpu;
 
@@ -231,6 +232,12 @@ static const struct field_rule session_time_rules[] = {
 	{ "session", K_INT, NULL }, { "time_s", K_OBJ, NULL }, { NULL, 0, NULL },
 };
 
+static const struct field_rule calibration_run_rules[] = {
+	{ "run", K_INT, NULL }, { "runs", K_INT, NULL },
+	{ "verdict", K_STR | K_NULL, verdict_names }, { "timed", K_BOOL, NULL },
+	{ NULL, 0, NULL },
+};
+
 static int kinds_of(json_t *v)
 {
 	switch (json_typeof(v)) {
@@ -290,6 +297,7 @@ int lines_check(json_t *line, struct qual_msg *msg)
 		{ LINES_VERDICT, verdict_rules }, { LINES_ERROR, error_rules },
 		{ LINES_BLOCK, block_rules },
 		{ LINES_SESSION_TIME, session_time_rules },
+		{ LINES_CALIBRATION_RUN, calibration_run_rules },
 	};
 	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_names };
 	static const struct field_rule gpu = { "gpu", K_STR, gpu_states };

@@ -113,6 +113,8 @@ enum lines_type {
 	LINES_ERROR,
 	LINES_BLOCK,     /* after each block of a case's pairs: placement, clocks */
 	LINES_SESSION_TIME, /* a timing session's phases (common/timesplit.h) */
+	LINES_CALIBRATION_RUN, /* how one run of a calibration ended
+				* (run/qual_calibrate.c) */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from

@@ -3,9 +3,10 @@
  * (submit.c checks and pins its one library exactly as a qualification's);
  * its worker is qual-calibrate, which runs qual-run N times and ends with a
  * verdict line carrying the record (stats/calib.h). When that line is
- * relayed, the record becomes the latest of the slot's device, kept in
- * memory and written to STATE/calibration/<device key>.json through the
- * store's writer (replaced atomically and durably, off the loop). Every
+ * relayed, the record is written to STATE/calibration/<device key>.json
+ * through the store's writer (replaced atomically and durably, off the
+ * loop), and once written it becomes the latest of the slot's device, kept
+ * in memory; a record that cannot be written is not the latest. Every
  * other job's worker gets that file as --calibration (or
  * --no-calibration-because), so its verdict line carries it.
  *
@@ -70,6 +71,8 @@ int calib__open(struct jobs *j, const struct jobs_config *cfg, struct qual_msg *
 
 	j->calib = xcalloc((size_t)j->nslots, sizeof *j->calib);
 	j->calib_submitting = xcalloc((size_t)j->nslots, sizeof *j->calib_submitting);
+	j->calib_unstored = xcalloc((size_t)j->nslots, sizeof *j->calib_unstored);
+	j->calib_tried = xcalloc((size_t)j->nslots, sizeof *j->calib_tried);
 	if (asprintf(&j->calib_dir, "%s/calibration", cfg->state_dir) < 0)
 		abort();
 	if ((rc = fs_mkdir_p(j->calib_dir, 0750, msg)))
@@ -99,7 +102,11 @@ void calib__release(struct jobs *j)
 {
 	for (int s = 0; j->calib && s < j->nslots; s++)
 		json_decref(j->calib[s]);
+	for (int s = 0; j->calib_unstored && s < j->nslots; s++)
+		free(j->calib_unstored[s]);
 	free(j->calib);
+	free(j->calib_unstored);
+	free(j->calib_tried);
 	free(j->calib_submitting);
 	free(j->calib_dir);
 	free(j->calib_lib);
@@ -116,22 +123,53 @@ bool calib__fits(const struct job *job, int s)
 	return !job->args.calibrate || !job->args.has_slot || job->args.slot == s;
 }
 
+/* A record being written: it becomes the slot's latest once it is stored. */
+struct calib_write {
+	struct jobs *j;
+	int slot;
+	json_t *rec;
+};
+
 static void calib_written(void *ctx, const struct writer_done *d)
 {
-	(void)ctx;
-	if (d->status < 0)
+	struct calib_write *cw = ctx;
+	struct jobs *j = cw->j;
+
+	free(j->calib_unstored[cw->slot]);
+	j->calib_unstored[cw->slot] = NULL;
+	if (d->status < 0) {
 		oplog_warn("cannot store a calibration record: %s", d->message);
+		j->calib_unstored[cw->slot] = xstrdup(d->message);
+		json_decref(cw->rec);
+	} else {
+		json_decref(j->calib[cw->slot]);
+		j->calib[cw->slot] = cw->rec;
+	}
+	free(cw);
 }
 
 void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *line)
 {
 	json_t *rec = json_object_get(line, "calibration");
 	char path[4096], key[48];
+	struct calib_write *cw;
 	struct qual_msg m;
 	char *text;
 
-	if (!job->args.calibrate || !json_is_object(rec))
+	if (!job->args.calibrate)
 		return;
+	/* A calibration that stores nothing (it timed nothing) is not tried
+	 * again by the schedule before the period has passed. */
+	j->calib_tried[s] = time(NULL);
+	if (!json_is_object(rec))
+		return;
+	/* Only timed A/A comparisons make a record of the device. */
+	if (!json_is_true(json_object_get(line, "timed")) ||
+	    json_integer_value(json_object_get(rec, "comparisons")) <= 0) {
+		oplog_warn("job '%s': its calibration record is not stored: it holds no "
+			   "timed A/A comparison", job->id);
+		return;
+	}
 	calib__key(j, s, key, sizeof key);
 	/* The worker's record names the device it was given; one that does
 	 * not fit (or is no record) is not stored. */
@@ -142,12 +180,17 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 			   "it is not of its slot's device");
 		return;
 	}
-	json_decref(j->calib[s]);
-	j->calib[s] = json_deep_copy(rec);
 	if (calib_path(j, s, path, sizeof path))
 		return;
+	/* Until the file is written (or when it cannot be) the slot keeps the
+	 * record already stored there, so that a worker is only ever given a
+	 * file that holds the record it is told of. */
+	cw = xcalloc(1, sizeof *cw);
+	cw->j = j;
+	cw->slot = s;
+	cw->rec = json_deep_copy(rec);
 	text = json_dumps(rec, JSON_COMPACT);
-	writer_file_replace(j->writer, path, text, strlen(text), 0640, calib_written, NULL);
+	writer_file_replace(j->writer, path, text, strlen(text), 0640, calib_written, cw);
 	free(text);
 }
 
@@ -178,6 +221,13 @@ void calib__worker_args(const struct jobs *j, const struct job *job, int s, char
 			abort();
 		return;
 	}
+	if (j->calib_unstored[s]) {
+		if (asprintf(&argv[(*k)++], "--no-calibration-because=no calibration of this "
+			     "device is stored: the last one could not be written (%s)",
+			     j->calib_unstored[s]) < 0)
+			abort();
+		return;
+	}
 	argv[(*k)++] = xstrdup("--no-calibration-because=no calibration of this device yet");
 }
 
@@ -197,13 +247,16 @@ json_t *jobs_calibration_json(struct jobs *j)
 
 /* ---- the schedule -------------------------------------------------------- */
 
-/* Whether slot s's record is missing or older than the period. */
+/* Whether slot s's record is missing or older than the period, and no
+ * calibration of it ended within the period. */
 static bool calib_stale(const struct jobs *j, int s)
 {
 	const char *t = j->calib[s] ? json_string_value(json_object_get(j->calib[s], "time"))
 				    : NULL;
 	struct tm tm;
 
+	if (j->calib_tried[s] && difftime(time(NULL), j->calib_tried[s]) < j->calib_every_s)
+		return false;
 	memset(&tm, 0, sizeof tm);
 	if (!t || !strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		return true;

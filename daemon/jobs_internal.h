@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -131,7 +132,12 @@ struct jobs {
 	char *calibrator;          /* qual-calibrate's path */
 	char *calib_dir;           /* state_dir/calibration */
 	json_t **calib;            /* nslots: the latest record of each slot's
-				    * device (own references), or NULL */
+				    * device (own references), or NULL: the
+				    * latest one stored */
+	char **calib_unstored;     /* nslots: why the last record could not
+				    * be stored, or NULL (own strings) */
+	time_t *calib_tried;       /* nslots: when a calibration of the slot
+				    * last ended with a verdict, or 0 */
 	bool *calib_submitting;    /* nslots: a scheduled calibration's submit
 				    * is being checked */
 	double calib_every_s;      /* 0: no schedule */

@@ -362,6 +362,53 @@ static int parse_sampling(json_t *o, struct submit_args *s, struct qual_msg *msg
 	return 0;
 }
 
+/* A calibration measures the false alarms of the default rule on timed A/A
+ * runs of the default cases (docs/quald.md, "Calibration"): what would
+ * change what it measures, or make it time nothing, is refused, naming the
+ * field. Values are compared with the defaults (not the fields' presence),
+ * as the stored form spells pairs, alpha, margin and compile_only always. */
+static int check_calibration(const struct submit_args *s, struct qual_msg *msg)
+{
+	struct submit_args d;
+	const char *field = NULL;
+
+	submit_defaults(&d);
+	if (s->compile_only)
+		return qual_fail(msg, QUAL_EINVAL, "'compile_only' cannot be used with a "
+				 "calibration ('calibrate'): a calibration times A/A runs, and a "
+				 "compile-only run times nothing");
+	if (s->pairs != d.pairs)
+		field = "pairs";
+	else if (s->alpha != d.alpha)
+		field = "alpha";
+	else if (s->margin != d.margin)
+		field = "margin";
+	else if (s->max_pairs)
+		field = "max_pairs";
+	else if (s->max_seconds > 0)
+		field = "max_seconds";
+	else if (s->gate_slower != d.gate_slower)
+		field = "gate_slower";
+	else if (s->gate_faster != d.gate_faster)
+		field = "gate_faster";
+	else if (s->undecided != d.undecided)
+		field = "undecided";
+	else if (s->cases && s->cases[0])
+		field = "cases";
+	else if (s->fixtures && s->fixtures[0])
+		field = "fixtures";
+	else if (s->baseline_options && s->baseline_options[0])
+		field = "baseline_options";
+	else if (s->candidate_options && s->candidate_options[0])
+		field = "candidate_options";
+	if (field)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' cannot be used with a calibration "
+				 "('calibrate'): a calibration measures the default rule (%d "
+				 "pairs, alpha %g, margin %g) on the default cases", field,
+				 d.pairs, d.alpha, d.margin);
+	return 0;
+}
+
 /* The submit fields of o into s (which holds the defaults). Fields other
  * than the submit fields are the caller's business. */
 static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
@@ -467,6 +514,8 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	if (s->calibrate && strcmp(s->baseline, s->candidate) != 0)
 		return qual_fail(msg, QUAL_EINVAL, "a calibration runs one library against "
 				 "itself: 'baseline' and 'candidate' must be the same path");
+	if (s->calibrate && (rc = check_calibration(s, msg)) < 0)
+		return rc;
 	/* quald's working directory is not the client's: a relative path
 	 * would name another folder (qualctl makes them absolute). */
 	for (size_t i = 0; s->fixtures && s->fixtures[i]; i++)

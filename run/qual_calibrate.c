@@ -2,11 +2,15 @@
  * the worker (qual-run) RUNS times one after the other, each an A/A
  * qualification of one compiler library against itself, with
  * --sample-identical whenever the worker's --help lists it (with
- * byte-identical code, cases are then still sampled and judged). Every line
- * of every run is passed on unchanged, but for each run's verdict line;
- * the case_verdict lines build the calibration record (stats/calib.h), and
+ * byte-identical code, cases are then still sampled and judged). Of each
+ * run's lines only what a reader of a calibration needs is passed on,
+ * unchanged (pass_on: its start and case_verdict lines, its error lines up
+ * to a bound), then one calibration_run line says how the run ended; the
+ * case_verdict lines build the calibration record (stats/calib.h), and
  * one verdict line of its own, carrying the record as "calibration", ends
- * the output.
+ * the output; when a run timed nothing, or the runs made no A/A comparison,
+ * there is no record: the line is not_timed with calibration null and
+ * calibration_because.
  *
  *   qual-calibrate --runs N --device-key KEY -- WORKER [WORKER'S ARGS...]
  *
@@ -35,10 +39,21 @@
 #define CALIBRATE_HELP_CAP (256 * 1024)
 #define CALIBRATE_HELP_S 30.0
 
+/* Error lines passed on per run (beyond them only those that say the GPU
+ * is suspect, "gpu"): with the start and case_verdict lines and its
+ * calibration_run line, what a run adds to the job's log is bounded by its
+ * cases. */
+#define CALIBRATE_MAX_ERRORS 32
+
 struct run_state {
 	struct calib *cal;
 	char verdict[32];           /* its verdict line's; "" = none */
+	char message[512];          /* its verdict line's message, clipped */
 	bool timed;
+	int errors;                 /* error lines seen */
+	long errors_left_out;       /* of them, not passed on */
+	long lines_left_out;        /* other lines not passed on (case, pair,
+				     * block, session_time, ...) */
 };
 
 /* Whether the worker's --help lists --sample-identical. */
@@ -68,26 +83,82 @@ static bool worker_samples_identical(const char *worker)
 	return yes;
 }
 
-/* One line of a run: passed on (but for its verdict line) and counted. */
+/* Whether a run's line is passed on: its start and case_verdict lines, its
+ * first CALIBRATE_MAX_ERRORS error lines and every one that says the GPU is
+ * suspect (quald's health check reads them); the rest is counted. */
+static bool pass_on(struct run_state *rs, json_t *o)
+{
+	struct lines_info info;
+
+	lines_classify(o, &info);
+	switch (info.type) {
+	case LINES_START:
+	case LINES_CASE_VERDICT:
+		return true;
+	case LINES_ERROR:
+		if (++rs->errors <= CALIBRATE_MAX_ERRORS || info.gpu_faulted || info.gpu_hung)
+			return true;
+		rs->errors_left_out++;
+		return false;
+	default:
+		rs->lines_left_out++;
+		return false;
+	}
+}
+
+/* One line of a run: counted into the record, and passed on when a reader
+ * of a calibration needs it; its verdict line is kept for the run's
+ * calibration_run line. */
 static int take_line(void *ctx, const char *line, size_t len)
 {
 	struct run_state *rs = ctx;
 	json_error_t e;
 	json_t *o = json_loadb(line, len, 0, &e);
 	const char *type = json_string_value(json_object_get(o, "type"));
+	bool pass;
 
 	if (type && strcmp(type, "verdict") == 0) {
 		const char *v = json_string_value(json_object_get(o, "verdict"));
+		const char *msg = json_string_value(json_object_get(o, "message"));
 
 		snprintf(rs->verdict, sizeof rs->verdict, "%s", v ? v : "error");
+		snprintf(rs->message, sizeof rs->message, "%s", msg ? msg : "");
 		rs->timed = json_is_true(json_object_get(o, "timed"));
 		json_decref(o);
 		return 0;
 	}
 	if (o)
 		(void)calib_take_line(rs->cal, o);
+	/* A line that is not JSON is passed on: quald refuses it, and says so. */
+	pass = !o || pass_on(rs, o);
 	json_decref(o);
-	if (fwrite(line, 1, len, stdout) != len || putchar('\n') == EOF || fflush(stdout))
+	if (pass && (fwrite(line, 1, len, stdout) != len || putchar('\n') == EOF ||
+		     fflush(stdout)))
+		return QUAL_EIO;
+	return 0;
+}
+
+/* The calibration_run line of run (from 1) of runs: how it ended (its
+ * verdict, null without one), and what of its lines was not passed on. */
+static int emit_run(const struct run_state *rs, int run, long runs,
+		    const struct child_exit *ex)
+{
+	json_t *line = lines_new("calibration_run");
+	char how[64];
+
+	json_object_set_new(line, "run", json_integer(run));
+	json_object_set_new(line, "runs", json_integer(runs));
+	json_object_set_new(line, "verdict", rs->verdict[0] ? json_string(rs->verdict) :
+				  json_null());
+	json_object_set_new(line, "timed", json_boolean(rs->timed));
+	if (rs->message[0])
+		json_object_set_new(line, "message", text_json_str(rs->message));
+	if (ex)
+		json_object_set_new(line, "exit", json_string(child_exit_text(ex, how,
+										sizeof how)));
+	json_object_set_new(line, "errors_left_out", json_integer(rs->errors_left_out));
+	json_object_set_new(line, "lines_left_out", json_integer(rs->lines_left_out));
+	if (lines_emit(stdout, line) < 0 || fflush(stdout))
 		return QUAL_EIO;
 	return 0;
 }
@@ -154,7 +225,7 @@ int main(int argc, char **argv)
 	struct qual_msg m;
 	json_t *line, *rec = NULL;
 	int opt, nw, k = 0, done = 0, status = QUAL_EXIT_PASS;
-	bool all_timed = true;
+	int untimed = 0; /* the first run that timed nothing (from 1), or 0 */
 	const char *failed = NULL;
 
 	if (!qual_die_with_parent())
@@ -204,8 +275,10 @@ int main(int argc, char **argv)
 			snprintf(text, sizeof text, "calibration stopped at run %d of %ld: %s",
 				 done + 1, runs, m.text);
 			failed = text;
+			(void)emit_run(&rs, done + 1, runs, NULL);
 			break;
 		}
+		(void)emit_run(&rs, done + 1, runs, &ex);
 		if (!rs.verdict[0] || strcmp(rs.verdict, "error") == 0 ||
 		    strcmp(rs.verdict, "fail") == 0) {
 			char how[64];
@@ -217,7 +290,8 @@ int main(int argc, char **argv)
 			failed = text;
 			break;
 		}
-		all_timed &= rs.timed;
+		if (!rs.timed && !untimed)
+			untimed = done + 1;
 	}
 	{
 		time_t now = time(NULL);
@@ -225,6 +299,8 @@ int main(int argc, char **argv)
 
 		strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	}
+	if (!failed)
+		rec = calib_record(&cal, key, stamp, (int)runs);
 	line = lines_new("verdict");
 	if (failed) {
 		status = QUAL_EXIT_ERROR;
@@ -232,11 +308,25 @@ int main(int argc, char **argv)
 		json_object_set_new(line, "timed", json_boolean(false));
 		json_object_set_new(line, "message", json_string(failed));
 		json_object_set_new(line, "calibration", json_null());
+	} else if (untimed || json_integer_value(json_object_get(rec, "comparisons")) <= 0) {
+		/* Only a record of timed A/A comparisons is one: nothing is
+		 * stored, and the line says why. */
+		if (untimed)
+			snprintf(text, sizeof text, "calibration of %s: nothing to store: run %d "
+				 "of %ld timed nothing", key, untimed, runs);
+		else
+			snprintf(text, sizeof text, "calibration of %s: nothing to store: the "
+				 "runs made no A/A comparisons", key);
+		json_decref(rec);
+		rec = NULL;
+		json_object_set_new(line, "verdict", json_string("not_timed"));
+		json_object_set_new(line, "timed", json_boolean(false));
+		json_object_set_new(line, "message", json_string(text));
+		json_object_set_new(line, "calibration", json_null());
+		json_object_set_new(line, "calibration_because", json_string(text));
 	} else {
-		rec = calib_record(&cal, key, stamp, (int)runs);
-		json_object_set_new(line, "verdict", json_string(all_timed ? "neutral" :
-								  "not_timed"));
-		json_object_set_new(line, "timed", json_boolean(all_timed));
+		json_object_set_new(line, "verdict", json_string("neutral"));
+		json_object_set_new(line, "timed", json_boolean(true));
 		snprintf(text, sizeof text, "calibration of %s: %ld run%s, %lld A/A "
 			 "comparisons, %lld called slower or faster", key, runs,
 			 runs == 1 ? "" : "s",

@@ -8,7 +8,9 @@
 #                         record, whose per-case and total counts, rates,
 #                         Clopper-Pearson bounds (scipy) and median
 #                         detectable_ratio are the fake lines'; qualctl
-#                         calibration shows it; list says kind calibration
+#                         calibration shows it; list says kind calibration;
+#                         only start, case_verdict, calibration_run (one
+#                         per run, how it ended) and verdict lines are passed on
 #   calibration_restart   before a calibration a job's verdict line says null
 #                         with why; the record survives a restart, and the
 #                         next job's verdict line (the real qual-run) and
@@ -19,8 +21,19 @@
 #                         refused with submit's message
 #   calibration_schedule  --calibrate-every: one calibration per stale slot,
 #                         each pinned to its slot, and none more while they run
+#   calibration_unstored  a record whose file cannot be written is not the
+#                         latest: qualctl calibration shows none, and the
+#                         next job's worker is given none, with why
+#   calibration_untimed   runs that timed nothing store no record (the
+#                         verdict line is not_timed, calibration null with
+#                         why) and the stored one stays the latest; qualctl
+#                         calibrate does not take --compile-only
+#   calibration_bounded   each run passes on its start, case_verdict and
+#                         first 32 error lines (and every GPU fault) and a
+#                         calibration_run line counting the rest, however
+#                         many pairs it timed; the lines validate
 if(EXISTS /usr/local/cuda/lib64/libnvrtc.so.13)
-  foreach(scenario counts restart bad_file roots schedule)
+  foreach(scenario counts restart bad_file roots schedule unstored untimed bounded)
     add_test(NAME calibration_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/calibration_test.py
                      --quald $<TARGET_FILE:quald>

@@ -16,6 +16,12 @@ Scenarios (tests/calibration.cmake says what each asserts):
                 a slot quald does not have: refused
   schedule      --calibrate-every: one calibration per stale slot, not a
                 second while it runs
+  unstored      a record that cannot be written is not the latest: the
+                next job is given none, with why
+  untimed       runs that timed nothing store no record, and the verdict
+                line says why; a stored record stays the latest
+  bounded       what a run adds to the log does not grow with its pairs or
+                its errors; the GPU's fault is passed on
 Exits 0 when every check holds, 1 with the first failed check."""
 import argparse
 import json
@@ -112,6 +118,16 @@ def scenario_counts(args, root):
         check(len(runs) == 4, f"the worker ran {len(runs)} times, expected 4")
         check(all("--sample-identical" in x.split() for x in runs),
               f"a run without --sample-identical though --help lists it: {runs}")
+        types = sorted({x.get("type") for x in lines if x.get("job")})
+        check(types == ["calibration_run", "case_verdict", "start", "verdict"],
+              f"the calibration passed on lines of types {types}")
+        runs_ = [x for x in lines if x.get("type") == "calibration_run"]
+        check([(x["run"], x["runs"], x["verdict"], x["timed"], x["errors_left_out"],
+                x["lines_left_out"]) for x in runs_] ==
+              [(k, 4, "regression", True, 0, 6) for k in (1, 2, 3, 4)],
+              f"the calibration_run lines: {runs_}")
+        for x in runs_:
+            st.schema_check(json.dumps(x), "a calibration_run line")
         rec = record_file(d)
         check_counts(rec, 4)
         check(verdicts[0]["calibration"] == rec, "the verdict line's record is not the stored one")
@@ -243,9 +259,88 @@ def scenario_schedule(args, root):
         os.environ.pop("FAKE_CALIB_SLEEP")
 
 
+def worker_runs(fdir):
+    """The fake worker's command lines, one a run (its arguments joined by
+    spaces)."""
+    with open(os.path.join(fdir, "args")) as f:
+        return f.read().splitlines()
+
+
+def scenario_unstored(args, root):
+    a, fdir = fake_args(args, root)
+    with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+        # The record's file cannot be replaced: a folder stands in its place.
+        os.makedirs(os.path.join(d.state, "calibration", "slot-0.json", "in-the-way"))
+        r, lines = calibrate_watch(d, args.nvrtc, "--runs", "1")
+        verdicts = [x for x in lines if x.get("type") == "verdict"]
+        check(len(verdicts) == 1 and verdicts[0].get("calibration"),
+              f"the calibration's verdict lines: {verdicts}")
+        shown = d.ctl_json("calibration")["calibrations"]
+        check(shown[0].get("record") is None,
+              f"a record that could not be written is shown as the latest: {shown}")
+        job = d.ctl("submit", "--no-follow", args.nvrtc, args.nvrtc).stdout.strip()
+        d.wait_job_state(job, ("done",))
+        argv = worker_runs(fdir)[-1]
+        check("--calibration=" not in argv,
+              f"the next job was given a record that is not stored: {argv}")
+        check("--no-calibration-because=no calibration of this device is stored: the last "
+              "one could not be written (cannot rename" in argv,
+              f"the next job is not told why it has no record: {argv}")
+
+
+def scenario_untimed(args, root):
+    a, fdir = fake_args(args, root)
+    with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+        r, _ = calibrate_watch(d, args.nvrtc, "--runs", "1")
+        check(r.returncode == 0, f"calibrate exit {r.returncode}: {r.stderr}")
+        rec = record_file(d)
+        open(os.path.join(fdir, "untimed"), "w").close()
+        r, lines = calibrate_watch(d, args.nvrtc, "--runs", "2")
+        v = [x for x in lines if x.get("type") == "verdict"]
+        check(len(v) == 1 and v[0]["verdict"] == "not_timed" and v[0]["timed"] is False and
+              v[0].get("calibration", "absent") is None and
+              "nothing to store: run 1 of 2 timed nothing" in v[0].get("calibration_because", ""),
+              f"an untimed calibration's verdict lines: {v}")
+        st.schema_check(json.dumps(v[0]), "an untimed calibration's verdict line")
+        check(record_file(d) == rec, "an untimed calibration replaced the stored record")
+        shown = d.ctl_json("calibration")["calibrations"]
+        check(shown[0].get("record") == rec,
+              f"an untimed calibration replaced the latest record: {shown}")
+        c = d.ctl("calibrate", args.nvrtc, "--compile-only")
+        check(c.returncode == 4, f"calibrate --compile-only: exit {c.returncode}, expected 4")
+
+
+def scenario_bounded(args, root):
+    a, fdir = fake_args(args, root)
+    open(os.path.join(fdir, "noisy"), "w").close()
+    os.environ["FAKE_CALIB_PAIRS"] = "2000"
+    try:
+        with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+            r, lines = calibrate_watch(d, args.nvrtc, "--runs", "3")
+            check(r.returncode == 0, f"calibrate exit {r.returncode}: {r.stderr}")
+            jl = [x for x in lines if x.get("job")]
+            check(not [x for x in jl if x.get("type") in ("pair", "case", "block",
+                                                          "session_time")],
+                  "a calibration passed on its runs' timing detail")
+            errors = [x for x in jl if x.get("type") == "error"]
+            check(len(errors) == 3 * 33 and
+                  sum(1 for x in errors if x.get("gpu") == "faulted") == 3,
+                  f"{len(errors)} error lines passed on, expected 32 and the fault per run")
+            runs_ = [x for x in jl if x.get("type") == "calibration_run"]
+            check([(x["errors_left_out"], x["lines_left_out"]) for x in runs_] ==
+                  [(8, 2003)] * 3, f"the calibration_run lines: {runs_}")
+            check(len(jl) == 3 * (1 + 33 + 3 + 1) + 1, f"{len(jl)} lines in the job's log")
+            # The fake's own lines are not the engine's; qual-calibrate's are.
+            for x in runs_ + [jl[-1]]:
+                st.schema_check(json.dumps(x), f"qual-calibrate's {x['type']} line")
+    finally:
+        os.environ.pop("FAKE_CALIB_PAIRS")
+
+
 SCENARIOS = {"counts": scenario_counts, "restart": scenario_restart,
              "bad_file": scenario_bad_file, "roots": scenario_roots,
-             "schedule": scenario_schedule}
+             "schedule": scenario_schedule, "unstored": scenario_unstored,
+             "untimed": scenario_untimed, "bounded": scenario_bounded}
 
 
 def main():

@@ -584,6 +584,11 @@ static void test_check_refusals(void **state)
 		  "a line of type 'session_time' without 'time_s'" },
 		{ "{\"type\":\"session_time\",\"session\":\"1\",\"time_s\":{}}",
 		  "a line of type 'session_time' whose 'session' is of the wrong kind" },
+		{ "{\"type\":\"calibration_run\",\"run\":1,\"runs\":2,\"verdict\":null}",
+		  "a line of type 'calibration_run' without 'timed'" },
+		{ "{\"type\":\"calibration_run\",\"run\":1,\"runs\":2,\"verdict\":\"ok\","
+		  "\"timed\":true}",
+		  "a line of type 'calibration_run' with an unknown 'verdict'" },
 	};
 	struct qual_msg m;
 
