@@ -2826,6 +2826,30 @@ static void test_sampling_caps(void **state)
 	outcome_release(&o);
 }
 
+/* With sampling on, the first look's blocks stop at pairs: 31 pairs in
+ * blocks of 2 are 16 blocks, the last of one pair (not 32 pairs); the case,
+ * decided there, is not timed again. */
+static void test_sampling_first_look_pairs(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sampling_first_look_pairs", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.0005, .pairs = 31,
+		.per_block = 2, .sessions = 4,
+	};
+	struct outcome o = {0};
+	json_t *cv;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_true(json_integer_value(json_object_get(json_object_get(
+		json_array_get(o.lines, 0), "settings"), "max_pairs")) > 31);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 31);
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	assert_string_equal(str(cv, "stopped"), "decided");
+	assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 16);
+	outcome_release(&o);
+}
+
 /* ---- "oracle": "baseline": the differential check ----------------------- */
 
 static void load_differential(void)
@@ -3242,6 +3266,7 @@ QUAL_TESTS(
 	T(next_round),
 	T(sampling_rounds),
 	T(sampling_caps),
+	T(sampling_first_look_pairs),
 	T(no_device_sessions),
 	T(session_fault),
 	T(session_hang),
