@@ -2679,6 +2679,13 @@ static void test_next_round(void **state)
 	assert_int_equal(next, 50);
 	s.first_look = s.last_look = 0;
 	assert_int_equal(runner__next_round(&s, 15, 1, 0, 20.0, false, &next), ROUND_MAX_PAIRS);
+	/* A round's sessions: as many blocks to one as the first look's. */
+	assert_int_equal(runner__round_sessions(15, 15, 4), 4);
+	assert_int_equal(runner__round_sessions(30, 15, 4), 8);
+	assert_int_equal(runner__round_sessions(60, 15, 4), 16);
+	assert_int_equal(runner__round_sessions(20, 30, 4), 3);
+	assert_int_equal(runner__round_sessions(2, 15, 8), 2);
+	assert_int_equal(runner__round_sessions(40, 15, 1), 3);
 }
 
 /* Re-judges o's lines as qual-judge would (judge_take_line from the start
@@ -2725,8 +2732,10 @@ static void assert_rejudged_same(const struct outcome *o)
 
 /* After the 4 sessions of the first look, a case that is undecided (its
  * candidate 1% slower: the interval straddles 1 + margin) is timed alone in
- * one more session per round, up to each next look (30, then 60 blocks of
- * max_pairs 120), its blocks numbered on and never reused; the decided case
+ * each round, up to each next look (30, then 60 blocks of max_pairs 120),
+ * in sessions of 3-4 blocks as the first look's (blocks 16-30 in sessions
+ * 5-8, 31-60 in sessions 9-16), its blocks numbered on and never reused;
+ * the decided case
  * is not timed again. The undecided case stops at max_pairs, slower but not
  * beyond the margin, which the default gate passes; qual-judge on the lines
  * gives the same. */
@@ -2768,9 +2777,26 @@ static void test_sampling_rounds(void **state)
 	for (int b = 1; b <= 60; b++) {
 		assert_int_equal(per_block[1][b], 2);
 		assert_int_equal(per_block[0][b], b <= 15 ? 2 : 0);
-		/* Rounds: blocks 16-30 in session 5, 31-60 in session 6. */
-		if (b > 15)
-			assert_int_equal(session_of[1][b], b <= 30 ? 5 : 6);
+		/* Rounds: blocks 16-30 (15 blocks) in sessions 5-8, 31-60
+		 * (30) in sessions 9-16, each its share lo + [i n / m,
+		 * (i + 1) n / m) as the first look's. */
+		if (b > 15) {
+			int lo = b <= 30 ? 15 : 30, n = b <= 30 ? 15 : 30, m = b <= 30 ? 4 : 8;
+			int first = b <= 30 ? 5 : 9, want = 0;
+
+			for (int q = 0; q < m; q++)
+				if (b - 1 >= lo + q * n / m && b - 1 < lo + (q + 1) * n / m)
+					want = first + q;
+			assert_int_equal(session_of[1][b], want);
+		}
+	}
+	/* Every round session's share is 3 or 4 blocks. */
+	for (int ses = 5; ses <= 16; ses++) {
+		int nb = 0;
+
+		for (int b = 16; b <= 60; b++)
+			nb += session_of[1][b] == ses;
+		assert_true(nb == 3 || nb == 4);
 	}
 	assert_int_equal(count_lines(&o, "case", CASE_CONV), 1);
 	cv = find_line(&o, "case_verdict", CASE_GEMM);
