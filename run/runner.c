@@ -1332,6 +1332,7 @@ void runner__emit_stop(struct run *run)
 	json_object_set_new(line, "message", lines_text(run->stop_reason));
 	json_object_set_new(line, "gpu", json_string(run->hung ? "hung" : "faulted"));
 	lines_emit(run->out, line);
+	run->judge.gpu_stopped = true;  /* as judge_take_line() reads the line */
 }
 
 /* After a hang, with every line written: the kernel is still running and

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <stdarg.h>
@@ -92,9 +93,12 @@ struct fake_arm {
 			   * session: a crash of the session's process); 0:
 			   * never */
 	int kill_signal;
+	int kill_at_total; /* as kill_at, but counting this arm's gpu_graph_time
+			    * calls of every case in every process of the run
+			    * (sessions included), from 1; 0: never */
 };
 
-static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0, 0};
+static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0, 0, 0};
 
 /* A device allocation: host memory, plus what happened to it since the last
  * graph execution. The runner allocates RUNNER_SHIFT_SPAN bytes more than a
@@ -229,6 +233,10 @@ static struct {
 	int problems;       /* misuse of the backend; the first one in problem */
 	char problem[512];
 } fk;
+
+/* gpu_graph_time calls per arm over every process of a run: shared memory
+ * that the sessions inherit (fake_arm's kill_at_total). */
+static int *fk_times_total;
 
 static void fake_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fake_problem(const char *fmt, ...)
@@ -779,7 +787,8 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 		return fake_hang(g, msg);
 	if (k == fk.arm[gr->arm].fault_time)
 		return fake_fault(msg);
-	if (k + 1 == fk.arm[gr->arm].kill_at) {
+	if (++fk_times_total[gr->arm] == fk.arm[gr->arm].kill_at_total ||
+	    k + 1 == fk.arm[gr->arm].kill_at) {
 		int sig = fk.arm[gr->arm].kill_signal ? fk.arm[gr->arm].kill_signal : SIGKILL;
 		struct rlimit none = {0, 0};
 
@@ -890,6 +899,12 @@ static void fake_reset(void)
 		free(fk.cases[i].want);
 	}
 	memset(&fk, 0, sizeof fk);
+	if (!fk_times_total) {
+		fk_times_total = mmap(NULL, 2 * sizeof *fk_times_total, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(fk_times_total != MAP_FAILED);
+	}
+	fk_times_total[0] = fk_times_total[1] = 0;
 }
 
 static void fake_add_case(const char *name)
@@ -2852,6 +2867,39 @@ static void test_sampling_caps(void **state)
 	outcome_release(&o);
 }
 
+/* A session that dies in a later round ends the rounds: the undecided
+ * case, short of its last look, says it stopped because GPU work did
+ * (gpu_stopped, not max_seconds), and qual-judge on the lines says the
+ * same. */
+static void test_sampling_round_session_dies(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sampling_round_session_dies", .cases = {CASE_CONV}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
+		.validate = "--expect-verdict error",
+	};
+	struct outcome o = {0};
+	json_t *cv;
+	int n;
+
+	(void)state;
+	/* The candidate's 41st timed replay: in the second round, after the
+	 * first look's 30 pairs. */
+	s.arm[1].kill_at_total = 41;
+	scenario_run(&s, &o);
+	n = count_lines(&o, "pair", CASE_CONV);
+	assert_true(n >= 30 && n < 60);
+	assert_code(find_line(&o, "error", NULL), "session_failed");
+	cv = find_line(&o, "case_verdict", CASE_CONV);
+	assert_true(json_is_false(json_object_get(cv, "decided")));
+	assert_string_equal(str(cv, "stopped"), "gpu_stopped");
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_rejudged_same(&o);
+	outcome_release(&o);
+}
+
 /* With sampling on, the first look's blocks stop at pairs: 31 pairs in
  * blocks of 2 are 16 blocks, the last of one pair (not 32 pairs); the case,
  * decided there, is not timed again. */
@@ -3293,6 +3341,7 @@ QUAL_TESTS(
 	T(sampling_rounds),
 	T(sampling_caps),
 	T(sampling_first_look_pairs),
+	T(sampling_round_session_dies),
 	T(no_device_sessions),
 	T(session_fault),
 	T(session_hang),
