@@ -839,9 +839,12 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 	rng_init(&r, run->block_seed, stream);
 	for (int b0 = run->block_lo; b0 < run->block_hi; b0++) {
 		int p_lo = b0 * per, p_hi = (b0 + 1) * per, block = one ? 0 : b0 + 1;
+		/* The first look's blocks end at pairs, later rounds' at
+		 * max_pairs. */
+		int cap = p_lo < run->cfg->pairs ? run->cfg->pairs : run->max_pairs;
 
-		if (p_hi > run->max_pairs)
-			p_hi = run->max_pairs;
+		if (p_hi > cap)
+			p_hi = cap;
 		if (p_lo >= p_hi)
 			break;
 		if (b0 == run->block_lo) {
@@ -1329,6 +1332,7 @@ void runner__emit_stop(struct run *run)
 	json_object_set_new(line, "message", lines_text(run->stop_reason));
 	json_object_set_new(line, "gpu", json_string(run->hung ? "hung" : "faulted"));
 	lines_emit(run->out, line);
+	run->judge.gpu_stopped = true;  /* as judge_take_line() reads the line */
 }
 
 /* After a hang, with every line written: the kernel is still running and

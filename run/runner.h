@@ -71,17 +71,20 @@
 
 /* Sampling until decided (docs/verdicts.md, "Sampling until decided").
  * After the sessions that time the first cfg->pairs pairs, while some case
- * is undecided, one more session times the undecided cases up to the next
- * planned look (twice the blocks so far), until each case is decided or a
+ * is undecided, one more round times the undecided cases up to the next
+ * planned look (twice the blocks so far), in sessions of as many blocks as
+ * the first look's (runner__round_sessions: 4, then 8, then 16 for the
+ * default), until each case is decided or a
  * cap is hit: RUNNER_MAX_PAIRS_FACTOR x pairs per case (240 of the default
  * 30: looks at 15, 30, 60 and 120 blocks) or RUNNER_MAX_SECONDS of timing
  * (no round starts past it). In the simulation (tests/unit/stats/sim_seq.c)
  * at the block spreads the H200 showed (block log ratio sd 0.004 to 0.025,
  * log-uniform) 97% of A/A cases are decided by 120 blocks, at a mean of 45;
  * the noisiest alone (sd 0.025) would need about twice that, a cost paid
- * only by the noisiest cases, so the cap stops there (docs/verdicts.md). A
- * round is one session (about 1.5 s of setup on the H200, then its
- * blocks), so the three rounds fit inside 20 s. */
+ * only by the noisiest cases, so the cap stops there (docs/verdicts.md).
+ * Every session costs about 1.5 s of setup on the H200, so a case that
+ * takes every round costs about 28 more sessions: the time cap stops the
+ * rounds of such a run before the last look. */
 #define RUNNER_MAX_PAIRS_FACTOR 8
 #define RUNNER_MAX_SECONDS 20.0
 

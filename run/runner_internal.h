@@ -173,4 +173,10 @@ enum runner_round runner__next_round(const struct stats_settings *s, int blocks_
 				     int undecided, double elapsed_s, double max_seconds,
 				     bool stopped, int *next);
 
+/* How many sessions time a round of round_blocks blocks, pure: as many
+ * blocks to a session as the first look's first_blocks in first_sessions
+ * (rounded up: 15 blocks in 4 sessions make a round of 15 blocks 4
+ * sessions, one of 30 blocks 8), at least 1 and at most round_blocks. */
+int runner__round_sessions(int round_blocks, int first_blocks, int first_sessions);
+
 #endif

@@ -335,11 +335,25 @@ static int undecided_cases(struct run *run, const int *sel, int nsel, int *more)
 	return n;
 }
 
+int runner__round_sessions(int round_blocks, int first_blocks, int first_sessions)
+{
+	long m;
+
+	if (round_blocks < 1 || first_blocks < 1 || first_sessions < 1)
+		return 1;
+	m = ((long)round_blocks * first_sessions + first_blocks - 1) / first_blocks;
+	return m > round_blocks ? round_blocks : (int)m;
+}
+
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
 	const struct runner_config *cfg = run->cfg;
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
 	int k = run->nsessions, done = blocks, next, nmore = 0;
+	/* The round under way: blocks [r_lo, r_lo + r_n) of the cases
+	 * cur[0..ncur) in r_m sessions, r_i of them started. */
+	int r_lo = 0, r_n = blocks, r_m = k, r_i = 0, ncur = nsel;
+	const int *cur = sel;
 	int *more = xcalloc((size_t)nsel + 1, sizeof *more);
 	double t0;
 	bool stop = false;
@@ -350,28 +364,42 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	t0 = child_now();  /* the timing phase, which max_seconds bounds */
 	t = timesplit_now();
 	/* The first k sessions share the first look's blocks; then, while
-	 * some case is undecided, one more session per round times those
-	 * cases alone up to the next look (runner__next_round), its blocks
-	 * numbered on from where the last round ended. */
-	for (int s = 0; !stop; s++) {
-		struct session_arg arg = { run, sel, nsel, s, s * blocks / k,
-					   (s + 1) * blocks / k };
+	 * some case is undecided, each round times those cases alone up to
+	 * the next look (runner__next_round), its blocks numbered on from
+	 * where the last round ended and shared out over sessions of about
+	 * as many blocks as the first look's (runner__round_sessions): blocks
+	 * inside one process share what stays fixed for its life
+	 * (docs/verdicts.md, "Sessions"), and the rule assumes blocks that do
+	 * not. */
+	for (int s = 0; !stop; s++, r_i++) {
+		struct session_arg arg;
 		struct qual_msg msg = {{0}};
 		struct child_exit ex;
 		struct child c;
 		char text[sizeof msg.text + 64], end[96];
 		bool over;
-		int rc, sig, of = s < k ? k : s + 1; /* sessions so far, for messages */
+		int rc, sig, of;
 
-		if (s >= k) {
+		if (r_i == r_m) {
+			enum runner_round why;
+
 			nmore = undecided_cases(run, sel, nsel, more);
-			if (runner__next_round(&run->stats, done, nmore, child_now() - t0,
-					       run->max_seconds, run->judge.machine_error,
-					       &next) != ROUND_MORE)
+			why = runner__next_round(&run->stats, done, nmore, child_now() - t0,
+						 run->max_seconds, run->judge.machine_error,
+						 &next);
+			if (why != ROUND_MORE)
 				break;
-			arg = (struct session_arg){ run, more, nmore, s, done, next };
+			r_lo = done;
+			r_n = next - done;
+			r_m = runner__round_sessions(r_n, blocks, k);
+			r_i = 0;
+			cur = more;
+			ncur = nmore;
 			done = next;
 		}
+		arg = (struct session_arg){ run, cur, ncur, s, r_lo + r_i * r_n / r_m,
+					    r_lo + (r_i + 1) * r_n / r_m };
+		of = s - r_i + r_m; /* sessions so far and in this round, for messages */
 		if (start_fn(&c, session_body, &arg, &msg) < 0) {
 			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, of, msg.text);
 			session_failed(run, text);

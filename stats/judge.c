@@ -64,6 +64,8 @@ void judge_case_block(struct judge_case *c, int block, int retake, bool throttle
 	int k = 0;
 
 	c->blocks_retaken += retake > 0;
+	if (block > c->last_block_line)
+		c->last_block_line = block;
 	if (!throttled)
 		return;
 	c->blocks_throttled++;
@@ -127,10 +129,12 @@ static void judge_layout(struct judge *j, const struct stats_settings *s)
 	free(p);
 }
 
-/* The highest block among c's pairs (0: none numbered). */
+/* The highest block planned for c: among its pairs and its block lines,
+ * a block whose pairs were excluded (throttled) included (0: none
+ * numbered). */
 static int last_block(const struct judge_case *c)
 {
-	int b = 0;
+	int b = c->last_block_line;
 
 	for (int i = 0; i < c->npairs; i++)
 		b = c->pairs[i].block > b ? c->pairs[i].block : b;
@@ -138,9 +142,13 @@ static int last_block(const struct judge_case *c)
 }
 
 /* Why a timed case's sampling stopped: decided, or the cap in pairs
- * (every planned look taken, or the fixed-sample rule), or else the cap in
- * seconds (the run ended before the case reached its last look). */
-static const char *stop_name(const struct judge_case *c, const struct stats_settings *s)
+ * (its planned blocks reached the last look, or the fixed-sample rule), or
+ * else, short of its last look, a stop of GPU work (a fault, a hang, or a
+ * machine error such as a failed session: what ends the runner's rounds,
+ * runner__next_round's ROUND_STOPPED, as the lines say it) or the cap in
+ * seconds (the one other way the rounds end). */
+static const char *stop_name(const struct judge *j, const struct judge_case *c,
+			     const struct stats_settings *s)
 {
 	int at[STATS_MAX_LOOKS];
 	double w[STATS_MAX_LOOKS];
@@ -150,10 +158,12 @@ static const char *stop_name(const struct judge_case *c, const struct stats_sett
 		return "decided";
 	if (k == 1 || last_block(c) >= at[k - 1])
 		return "max_pairs";
+	if (j->gpu_stopped || j->machine_error)
+		return "gpu_stopped";
 	return "max_seconds";
 }
 
-static json_t *case_verdict_line(const struct judge_case *c,
+static json_t *case_verdict_line(const struct judge *j, const struct judge_case *c,
 				 const struct stats_settings *s)
 {
 	const struct stats_case *st = &c->st;
@@ -202,7 +212,7 @@ static json_t *case_verdict_line(const struct judge_case *c,
 	json_object_set_new(line, "looks", json_integer(st->looks));
 	json_object_set_new(line, "look_p", lines_real(st->look_p));
 	json_object_set_new(line, "decided", json_boolean(st->decided));
-	json_object_set_new(line, "stopped", json_string(stop_name(c, s)));
+	json_object_set_new(line, "stopped", json_string(stop_name(j, c, s)));
 	if (st->within_margin)
 		json_object_set_new(line, "within_margin",
 				    json_string(st->within_margin > 0 ? "slower" : "faster"));
@@ -312,7 +322,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	n_not_applicable = judge_compute(j, s, &cand_failed, &base_failed);
 	for (int i = 0; i < j->ncases; i++) {
 		any_timed |= j->cases[i].npairs > 0;
-		lines_emit(out, case_verdict_line(&j->cases[i], s));
+		lines_emit(out, case_verdict_line(j, &j->cases[i], s));
 	}
 	all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
 	for (int i = 0; i < j->ncases; i++)
@@ -593,6 +603,7 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 	} else if (strcmp(type, "error") == 0 && json_object_get(line, "gpu")) {
 		/* The line that stops GPU work after a fault or a hang: the
 		 * failure itself is in the case's own error line before it. */
+		j->gpu_stopped = true;
 	} else if (strcmp(type, "error") == 0) {
 		const char *arm = json_string_value(json_object_get(line, "arm"));
 		bool cand = arm && strcmp(arm, "candidate") == 0;

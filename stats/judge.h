@@ -31,6 +31,7 @@ struct judge_case {
 	/* Block lines (judge_case_block): attempts timed while the GPU
 	 * throttled, and attempts that were retakes of a throttled one. */
 	int blocks_throttled, blocks_retaken;
+	int last_block_line;  /* the highest block of its block lines, kept or not */
 	int pairs_dropped;        /* pairs of throttled attempts, left out */
 	struct stats_case st;
 	struct stats_layout layout; /* set by judge_finish */
@@ -42,6 +43,9 @@ struct judge {
 	bool timed;     /* the run had a GPU to time on (set by its owner) */
 	bool machine_error; /* an error outside any case (setup, device) */
 	bool candidate_error; /* a failure of the candidate outside any case */
+	bool gpu_stopped; /* GPU work stopped: an error line with "gpu" (a fault
+			   * or a hang stopped it); with machine_error, why a
+			   * case's sampling ended short of its last look */
 	bool no_valid_pair; /* set by judge_finish: pairs were timed, none valid */
 	json_t *verdict_extra; /* members the verdict line gets besides its own
 				* (judge_set_verdict_extra), or NULL */

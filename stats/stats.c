@@ -776,7 +776,8 @@ double stats_sample_sd(const double *x, int n)
  * of those with block <= at[k]. A look is taken when the data reach past the
  * look before it; the last planned look also holds any unit beyond it (a
  * run qual-run made never has one). Sets p, look_p, looks, ratio_lo,
- * ratio_hi and ratio_coverage. */
+ * ratio_hi and ratio_coverage (1 - the misses of every planned look: those
+ * taken at their blocks, the others at their planned blocks). */
 static void sequential(const double *uratio, const int *ublock, const int *usign, int u,
 		       const struct stats_settings *s, struct stats_case *out)
 {
@@ -822,6 +823,15 @@ static void sequential(const double *uratio, const int *ublock, const int *usign
 		out->ratio_lo = out->ratio_hi = out->ratio_coverage = NAN;
 		return;
 	}
+	/* The guarantee under optional stopping is the union bound over every
+	 * planned look, not only those taken: a look not reached adds the
+	 * miss of its interval over its planned n_k blocks. */
+	for (int k = out->looks; k < nlooks && nlooks > 1; k++) {
+		double cov;
+
+		if (stats_median_ci_rank(at[k], 1 - (1 - s->conf) * w[k], &cov) > 0)
+			miss += 1 - cov;
+	}
 	/* An empty intersection can only come of a look whose interval
 	 * missed: the latest look's interval stands for the sequence then. */
 	if (lo > hi) {
@@ -830,7 +840,7 @@ static void sequential(const double *uratio, const int *ublock, const int *usign
 	}
 	out->ratio_lo = lo;
 	out->ratio_hi = hi;
-	out->ratio_coverage = intervals == 1 ? one_cov : 1 - miss;
+	out->ratio_coverage = nlooks == 1 ? one_cov : 1 - miss;
 }
 
 void stats_case_summarise(const struct stats_pair *pairs, int n,

@@ -176,7 +176,7 @@ struct stats_case {
 	double p_holm;         /* filled by stats_judge_run */
 	double ratio_median;   /* median of the units' candidate / baseline */
 	double ratio_lo, ratio_hi; /* order-statistic interval of that median */
-	double ratio_coverage; /* exact coverage of [ratio_lo, ratio_hi] (>= conf) */
+	double ratio_coverage; /* guaranteed coverage of [ratio_lo, ratio_hi] (>= conf) */
 	double wilcoxon_p;     /* on the units' log ratios, for information */
 	double hl_log_ratio;   /* Hodges-Lehmann estimate over the units */
 	double order_p;        /* Mann-Whitney p: do candidate-first pairs' log
@@ -190,8 +190,11 @@ struct stats_case {
 	 * look, p is the sequential p-value, min over the looks taken of
 	 * min(1, p_k / w_k), and [ratio_lo, ratio_hi] the running intersection
 	 * of the looks' intervals, look k's at level 1 - (1 - conf) w_k;
-	 * ratio_coverage is then the lower bound 1 - sum of the looks' exact
-	 * miss probabilities. With one look all three are as before. */
+	 * ratio_coverage is then the lower bound 1 - sum over every planned
+	 * look of its exact miss probability (a look not taken at its planned
+	 * blocks): optional stopping may stop at any look, so the bound is the
+	 * union over all of them (about conf). With one look all three are as
+	 * before. */
 	int looks;             /* looks taken: planned looks the data reached */
 	double look_p;         /* sign test of the last look taken, unweighted */
 	/* Filled by stats_judge_run: whether the case is decided (identical,

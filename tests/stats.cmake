@@ -30,7 +30,7 @@ qual_unit_tests(test_judge ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_judge.c
 add_executable(sim_seq ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/sim_seq.c)
 target_link_libraries(sim_seq qual_stats m)
 add_test(NAME stats_sim_seq COMMAND sim_seq)
-set_tests_properties(stats_sim_seq PROPERTIES LABELS unit TIMEOUT 120)
+set_tests_properties(stats_sim_seq PROPERTIES LABELS unit TIMEOUT 300)
 # stats/calib.c: the calibration record and its Clopper-Pearson bound
 # (tests/unit/stats/test_calib.c; the bound's values are scipy's).
 qual_unit_tests(test_calib ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_calib.c

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <stdarg.h>
@@ -92,9 +93,12 @@ struct fake_arm {
 			   * session: a crash of the session's process); 0:
 			   * never */
 	int kill_signal;
+	int kill_at_total; /* as kill_at, but counting this arm's gpu_graph_time
+			    * calls of every case in every process of the run
+			    * (sessions included), from 1; 0: never */
 };
 
-static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0, 0};
+static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0, 0, 0};
 
 /* A device allocation: host memory, plus what happened to it since the last
  * graph execution. The runner allocates RUNNER_SHIFT_SPAN bytes more than a
@@ -229,6 +233,10 @@ static struct {
 	int problems;       /* misuse of the backend; the first one in problem */
 	char problem[512];
 } fk;
+
+/* gpu_graph_time calls per arm over every process of a run: shared memory
+ * that the sessions inherit (fake_arm's kill_at_total). */
+static int *fk_times_total;
 
 static void fake_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fake_problem(const char *fmt, ...)
@@ -779,7 +787,8 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 		return fake_hang(g, msg);
 	if (k == fk.arm[gr->arm].fault_time)
 		return fake_fault(msg);
-	if (k + 1 == fk.arm[gr->arm].kill_at) {
+	if (++fk_times_total[gr->arm] == fk.arm[gr->arm].kill_at_total ||
+	    k + 1 == fk.arm[gr->arm].kill_at) {
 		int sig = fk.arm[gr->arm].kill_signal ? fk.arm[gr->arm].kill_signal : SIGKILL;
 		struct rlimit none = {0, 0};
 
@@ -890,6 +899,12 @@ static void fake_reset(void)
 		free(fk.cases[i].want);
 	}
 	memset(&fk, 0, sizeof fk);
+	if (!fk_times_total) {
+		fk_times_total = mmap(NULL, 2 * sizeof *fk_times_total, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(fk_times_total != MAP_FAILED);
+	}
+	fk_times_total[0] = fk_times_total[1] = 0;
 }
 
 static void fake_add_case(const char *name)
@@ -2679,6 +2694,13 @@ static void test_next_round(void **state)
 	assert_int_equal(next, 50);
 	s.first_look = s.last_look = 0;
 	assert_int_equal(runner__next_round(&s, 15, 1, 0, 20.0, false, &next), ROUND_MAX_PAIRS);
+	/* A round's sessions: as many blocks to one as the first look's. */
+	assert_int_equal(runner__round_sessions(15, 15, 4), 4);
+	assert_int_equal(runner__round_sessions(30, 15, 4), 8);
+	assert_int_equal(runner__round_sessions(60, 15, 4), 16);
+	assert_int_equal(runner__round_sessions(20, 30, 4), 3);
+	assert_int_equal(runner__round_sessions(2, 15, 8), 2);
+	assert_int_equal(runner__round_sessions(40, 15, 1), 3);
 }
 
 /* Re-judges o's lines as qual-judge would (judge_take_line from the start
@@ -2725,8 +2747,10 @@ static void assert_rejudged_same(const struct outcome *o)
 
 /* After the 4 sessions of the first look, a case that is undecided (its
  * candidate 1% slower: the interval straddles 1 + margin) is timed alone in
- * one more session per round, up to each next look (30, then 60 blocks of
- * max_pairs 120), its blocks numbered on and never reused; the decided case
+ * each round, up to each next look (30, then 60 blocks of max_pairs 120),
+ * in sessions of 3-4 blocks as the first look's (blocks 16-30 in sessions
+ * 5-8, 31-60 in sessions 9-16), its blocks numbered on and never reused;
+ * the decided case
  * is not timed again. The undecided case stops at max_pairs, slower but not
  * beyond the margin, which the default gate passes; qual-judge on the lines
  * gives the same. */
@@ -2768,9 +2792,26 @@ static void test_sampling_rounds(void **state)
 	for (int b = 1; b <= 60; b++) {
 		assert_int_equal(per_block[1][b], 2);
 		assert_int_equal(per_block[0][b], b <= 15 ? 2 : 0);
-		/* Rounds: blocks 16-30 in session 5, 31-60 in session 6. */
-		if (b > 15)
-			assert_int_equal(session_of[1][b], b <= 30 ? 5 : 6);
+		/* Rounds: blocks 16-30 (15 blocks) in sessions 5-8, 31-60
+		 * (30) in sessions 9-16, each its share lo + [i n / m,
+		 * (i + 1) n / m) as the first look's. */
+		if (b > 15) {
+			int lo = b <= 30 ? 15 : 30, n = b <= 30 ? 15 : 30, m = b <= 30 ? 4 : 8;
+			int first = b <= 30 ? 5 : 9, want = 0;
+
+			for (int q = 0; q < m; q++)
+				if (b - 1 >= lo + q * n / m && b - 1 < lo + (q + 1) * n / m)
+					want = first + q;
+			assert_int_equal(session_of[1][b], want);
+		}
+	}
+	/* Every round session's share is 3 or 4 blocks. */
+	for (int ses = 5; ses <= 16; ses++) {
+		int nb = 0;
+
+		for (int b = 16; b <= 60; b++)
+			nb += session_of[1][b] == ses;
+		assert_true(nb == 3 || nb == 4);
 	}
 	assert_int_equal(count_lines(&o, "case", CASE_CONV), 1);
 	cv = find_line(&o, "case_verdict", CASE_GEMM);
@@ -2823,6 +2864,63 @@ static void test_sampling_caps(void **state)
 	assert_string_equal(str(cv, "stopped"), "max_seconds");
 	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
 	assert_rejudged_same(&o);
+	outcome_release(&o);
+}
+
+/* A session that dies in a later round ends the rounds: the undecided
+ * case, short of its last look, says it stopped because GPU work did
+ * (gpu_stopped, not max_seconds), and qual-judge on the lines says the
+ * same. */
+static void test_sampling_round_session_dies(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sampling_round_session_dies", .cases = {CASE_CONV}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
+		.validate = "--expect-verdict error",
+	};
+	struct outcome o = {0};
+	json_t *cv;
+	int n;
+
+	(void)state;
+	/* The candidate's 41st timed replay: in the second round, after the
+	 * first look's 30 pairs. */
+	s.arm[1].kill_at_total = 41;
+	scenario_run(&s, &o);
+	n = count_lines(&o, "pair", CASE_CONV);
+	assert_true(n >= 30 && n < 60);
+	assert_code(find_line(&o, "error", NULL), "session_failed");
+	cv = find_line(&o, "case_verdict", CASE_CONV);
+	assert_true(json_is_false(json_object_get(cv, "decided")));
+	assert_string_equal(str(cv, "stopped"), "gpu_stopped");
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_rejudged_same(&o);
+	outcome_release(&o);
+}
+
+/* With sampling on, the first look's blocks stop at pairs: 31 pairs in
+ * blocks of 2 are 16 blocks, the last of one pair (not 32 pairs); the case,
+ * decided there, is not timed again. */
+static void test_sampling_first_look_pairs(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sampling_first_look_pairs", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.0005, .pairs = 31,
+		.per_block = 2, .sessions = 4,
+	};
+	struct outcome o = {0};
+	json_t *cv;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_true(json_integer_value(json_object_get(json_object_get(
+		json_array_get(o.lines, 0), "settings"), "max_pairs")) > 31);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), 31);
+	cv = find_line(&o, "case_verdict", CASE_GEMM);
+	assert_string_equal(str(cv, "stopped"), "decided");
+	assert_int_equal(json_integer_value(json_object_get(cv, "blocks")), 16);
 	outcome_release(&o);
 }
 
@@ -3242,6 +3340,8 @@ QUAL_TESTS(
 	T(next_round),
 	T(sampling_rounds),
 	T(sampling_caps),
+	T(sampling_first_look_pairs),
+	T(sampling_round_session_dies),
 	T(no_device_sessions),
 	T(session_fault),
 	T(session_hang),

@@ -5,10 +5,14 @@
  * block spreads the H200 showed in docs/gpu-runs), judged at the planned
  * looks with optional stopping exactly as the runner does it: after each
  * look every case is judged (stats_judge_run, Holm across the run) and the
- * undecided ones get blocks up to the next look.
+ * undecided ones get blocks up to the next look. With a session model, the
+ * blocks of one session (the first look in 4, each later round in sessions
+ * of as many blocks, as run/sessions.c makes them) share a shift of their
+ * log ratios, Normal(0, 0.005^2), each case its own: what stays fixed for
+ * the life of a process (docs/verdicts.md, "Sessions").
  *
  * Checked (the program exits 1 when one fails):
- * - A/A (theta = 1): runs with any case called slower or faster, and runs
+ * - A/A (theta = 1), without and with the session shift: runs with any case called slower or faster, and runs
  *   whose gate says regression or improvement, at most alpha per run: the
  *   count may exceed alpha R only by the binomial slack of a 1-in-1000
  *   chance (the 0.999 quantile of Binomial(R, alpha)), so that the test
@@ -17,6 +21,9 @@
  *   conf, with the same slack on the misses (Binomial(13 R, 1 - conf));
  * - at 1.03 (three times the margin), at least 90% of case runs called
  *   slower and of runs gated regression.
+ * Printed, not checked: the A/A figures with the session shift and every
+ * later round one session (the rule's blocks then not independent: its
+ * coverage and false alarms fail), for comparison.
  * Printed: for A/A and effects 1.005, 1.01, 1.02 and 1.03, the case verdicts,
  * decided / undecided rates and why sampling stopped, mean blocks, power,
  * and the repeat agreement of two runs of the same cases (same case
@@ -77,22 +84,59 @@ struct run_result {
 	enum run_verdict gate;
 };
 
+/* The sessions: what stays fixed for the life of a process shifts every
+ * block it times (docs/verdicts.md, "Sessions"). The first look's blocks
+ * are shared out over FIRST_SESSIONS sessions, as the runner's default;
+ * each later round over sessions of as many blocks (run/sessions.c,
+ * runner__round_sessions), or, with one_per_round, over one session (the
+ * runner before, for comparison). */
+#define FIRST_SESSIONS 4
+#define SESSION_SD 0.005
+
+struct session_model {
+	double sd;          /* of the shift of a session's log ratios; 0: none */
+	bool one_per_round; /* every round after the first look one session */
+};
+
+/* The sessions of blocks [lo, hi) of a round, as the runner makes them:
+ * into session_of[lo..hi), numbered on from *next_session. */
+static void share_round(int lo, int hi, int first_blocks, bool one, int *session_of,
+			int *next_session)
+{
+	int n = hi - lo, m;
+
+	m = (int)(((long)n * FIRST_SESSIONS + first_blocks - 1) / first_blocks);
+	m = one ? 1 : m < 1 ? 1 : m > n ? n : m;
+	for (int q = 0; q < m; q++)
+		for (int b = lo + q * n / m; b < lo + (q + 1) * n / m; b++)
+			session_of[b] = *next_session + q;
+	*next_session += m;
+}
+
 /* One run of the 13 cases with block spreads sd[] and true ratio theta,
- * judged at the looks of s with optional stopping. */
+ * judged at the looks of s with optional stopping; each session's blocks
+ * shifted together by Normal(0, sm->sd^2) (each case its own shift). */
 static void run_once(const double sd[NCASES], double theta, const struct stats_settings *s,
-		     struct run_result *r)
+		     const struct session_model *sm, struct run_result *r)
 {
 	static struct stats_pair pairs[NCASES][4096];
+	static int session_of[4096];
+	static double shift[4096];
 	struct stats_case st[NCASES];
-	int at[STATS_MAX_LOOKS], nb[NCASES], k, cur = 0;
+	int at[STATS_MAX_LOOKS], nb[NCASES], k, cur = 0, nsessions = 0;
 	double w[STATS_MAX_LOOKS];
 
 	k = stats_looks(s, at, w);
 	if (k == 1)
 		at[0] = s->last_look;  /* the fixed-sample rule: last_look blocks */
+	share_round(0, at[0], at[0], false, session_of, &nsessions);
+	for (int i = 1; i < k; i++)
+		share_round(at[i - 1], at[i], at[0], sm->one_per_round, session_of, &nsessions);
 	for (int i = 0; i < NCASES; i++) {
+		for (int q = 0; q < nsessions; q++)
+			shift[q] = sm->sd > 0 ? sm->sd * rng_normal() : 0;
 		for (int b = 0; b < at[k - 1]; b++) {
-			double x = log(theta) + sd[i] * rng_normal();
+			double x = log(theta) + sd[i] * rng_normal() + shift[session_of[b]];
 
 			pairs[i][b] = (struct stats_pair){
 				.baseline_ns = 1000.0, .candidate_ns = 1000.0 * exp(x),
@@ -174,18 +218,20 @@ static void print_tally(const char *what, const struct tally *t)
 	printf("\n");
 }
 
-/* Log-uniform in [SD_LO, SD_HI], or every case at SD_HI when worst: the
- * cases then stay undecided longest, which is where optional stopping
- * would inflate the error of a rule that does not spend it. */
-static void draw_sds(double sd[NCASES], bool worst)
+/* Log-uniform in [SD_LO, SD_HI], or every case at fixed when it is not 0
+ * (SD_HI, the worst: the cases then stay undecided longest, which is where
+ * optional stopping would inflate the error of a rule that does not spend
+ * it). */
+static void draw_sds(double sd[NCASES], double fixed)
 {
 	for (int i = 0; i < NCASES; i++)
-		sd[i] = worst ? SD_HI : SD_LO * exp(log(SD_HI / SD_LO) * rng_uniform());
+		sd[i] = fixed > 0 ? fixed : SD_LO * exp(log(SD_HI / SD_LO) * rng_uniform());
 }
 
-/* Runs A/A runs at sd drawn (or the worst), prints, and checks the error
- * rates; returns the number of checks that failed. */
-static int aa_scenario(const char *what, int runs, bool worst, const struct stats_settings *s)
+/* Runs A/A runs at sd drawn (or fixed), prints, and checks the error rates
+ * when check is set; returns the number of checks that failed. */
+static int aa_scenario(const char *what, int runs, double fixed, const struct stats_settings *s,
+		       const struct session_model *sm, bool check)
 {
 	struct tally aa = {0};
 	int lim = binom_upper(runs, s->alpha), miss_lim, failures = 0;
@@ -195,8 +241,8 @@ static int aa_scenario(const char *what, int runs, bool worst, const struct stat
 		double sd[NCASES];
 		struct run_result rr;
 
-		draw_sds(sd, worst);
-		run_once(sd, 1.0, s, &rr);
+		draw_sds(sd, fixed);
+		run_once(sd, 1.0, s, sm, &rr);
 		tally_run(&aa, &rr, 1.0);
 	}
 	print_tally(what, &aa);
@@ -207,6 +253,8 @@ static int aa_scenario(const char *what, int runs, bool worst, const struct stat
 	       "missing 1: %ld of %ld (%.4f; at most %d allowed)\n", what,
 	       aa.false_alarm_runs, runs, aa.false_alarm_runs / (double)runs, lim, s->alpha,
 	       aa.gate_alarm_runs, misses, aa.cases, misses / (double)aa.cases, miss_lim);
+	if (!check)
+		return 0;
 	if (aa.false_alarm_runs > lim || aa.gate_alarm_runs > lim) {
 		printf("FAIL: %s false alarms per run above alpha\n", what);
 		failures++;
@@ -220,7 +268,8 @@ static int aa_scenario(const char *what, int runs, bool worst, const struct stat
 
 /* n pairs of runs of the same cases (the same spreads) at theta under s:
  * tallied into *t with their agreement, and printed. */
-static void repeats(double theta, int n, const struct stats_settings *s, struct tally *t)
+static void repeats(double theta, int n, const struct stats_settings *s,
+		    const struct session_model *sm, struct tally *t)
 {
 	char what[32];
 
@@ -228,9 +277,9 @@ static void repeats(double theta, int n, const struct stats_settings *s, struct 
 		double sd[NCASES];
 		struct run_result a, b;
 
-		draw_sds(sd, false);
-		run_once(sd, theta, s, &a);
-		run_once(sd, theta, s, &b);
+		draw_sds(sd, 0);
+		run_once(sd, theta, s, sm, &a);
+		run_once(sd, theta, s, sm, &b);
 		tally_run(t, &a, theta);
 		tally_run(t, &b, theta);
 		t->pairs_compared++;
@@ -246,6 +295,8 @@ int main(int argc, char **argv)
 {
 	static const double effects[] = {1.005, 1.01, 1.02, 1.03};
 	int runs = argc > 1 ? atoi(argv[1]) : 800, pairs_of_runs = runs / 4, failures = 0;
+	const struct session_model no_sessions = {0}, sessions = {SESSION_SD, false};
+	const struct session_model one_per_round = {SESSION_SD, true};
 	struct stats_settings s;
 	int at[STATS_MAX_LOOKS], k;
 	double w[STATS_MAX_LOOKS];
@@ -262,13 +313,25 @@ int main(int argc, char **argv)
 	printf("; alpha %g, margin %g, conf %g, %d cases a run, block sd log-uniform in "
 	       "[%g, %g]\n", s.alpha, s.margin, s.conf, NCASES, SD_LO, SD_HI);
 
-	failures += aa_scenario("A/A", runs, false, &s);
-	failures += aa_scenario("A/A sd 0.025", runs, true, &s);
+	failures += aa_scenario("A/A", runs, 0, &s, &no_sessions, true);
+	failures += aa_scenario("A/A sd 0.025", runs, SD_HI, &s, &no_sessions, true);
+	/* A shift per session (sd SESSION_SD), the sessions as the runner
+	 * makes them: checked; with every later round one session (the
+	 * runner before): printed only. */
+	printf("with a shift per session, sd %g, the first look in %d sessions:\n", SESSION_SD,
+	       FIRST_SESSIONS);
+	failures += aa_scenario("A/A ses", runs, 0, &s, &sessions, true);
+	failures += aa_scenario("A/A ses sd 0.01", runs, 0.01, &s, &sessions, true);
+	failures += aa_scenario("A/A ses sd 0.025", runs, SD_HI, &s, &sessions, true);
+	printf("the same, every later round one session (not checked):\n");
+	(void)aa_scenario("A/A 1/rd", runs / 2, 0, &s, &one_per_round, false);
+	(void)aa_scenario("A/A 1/rd sd 0.01", runs / 2, 0.01, &s, &one_per_round, false);
+	(void)aa_scenario("A/A 1/rd sd 0.025", runs / 2, SD_HI, &s, &one_per_round, false);
 
 	for (size_t e = 0; e < sizeof effects / sizeof effects[0]; e++) {
 		struct tally t = {0};
 
-		repeats(effects[e], pairs_of_runs, &s, &t);
+		repeats(effects[e], pairs_of_runs, &s, &no_sessions, &t);
 		if (effects[e] >= 1.03 &&
 		    (t.verdicts[VERDICT_SLOWER] < 0.9 * t.cases ||
 		     t.gate_regression_runs < 0.9 * t.runs)) {
@@ -289,7 +352,7 @@ int main(int argc, char **argv)
 		for (size_t e = 0; e < sizeof effects / sizeof effects[0]; e++) {
 			struct tally t = {0};
 
-			repeats(effects[e], pairs_of_runs / 2, &fixed, &t);
+			repeats(effects[e], pairs_of_runs / 2, &fixed, &no_sessions, &t);
 		}
 	}
 	printf("%s\n", failures ? "simulation FAILED" : "simulation passed");

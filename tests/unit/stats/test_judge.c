@@ -560,7 +560,61 @@ static void test_undecided_and_gate(void **state)
 	judge_release(&j);
 }
 
+/* Why an undecided case stopped, from the lines: its planned blocks reach
+ * the last look even when the last block was throttled and left out
+ * (max_pairs); short of it, after a line that stopped GPU work or a
+ * machine error (a failed session), gpu_stopped; else max_seconds. */
+static void test_stop_reasons(void **state)
+{
+	static const char *const stops[] = {
+		NULL,
+		"{\"type\":\"error\",\"stage\":\"time\",\"code\":\"gpu_fault\",\"arm\":null,"
+		"\"case\":null,\"message\":\"gpu work stopped\",\"gpu\":\"faulted\"}",
+		"{\"type\":\"error\",\"stage\":\"time\",\"code\":\"session_failed\",\"arm\":null,"
+		"\"case\":null,\"message\":\"session 6 of 8 ended: status 1\"}",
+	};
+	static const char *const want[] = {"max_seconds", "gpu_stopped", "gpu_stopped"};
+	struct stats_settings s;
+	struct judge j;
+	enum run_verdict v;
+	bool not_timed;
+	json_t *lines;
+
+	(void)state;
+	stats_settings_init(&s);
+	s.first_look = 15;
+	s.last_look = 60;
+	/* Blocks 1-59 kept, block 60 throttled: its pairs are out, yet the
+	 * case was timed to its last look. */
+	judge_init(&j);
+	j.timed = true;
+	add_blocks(judge_case_get(&j, "edge"), 1, 60, 1.01, 0.02);
+	take(&j, &s, "{\"type\":\"block\",\"case\":\"edge\",\"block\":60,\"throttled\":true}");
+	lines = finish_with(&j, &s, &v, &not_timed);
+	assert_int_equal(json_integer_value(json_object_get(case_verdict(lines, "edge"), "blocks")),
+			 59);
+	assert_true(json_is_false(json_object_get(case_verdict(lines, "edge"), "decided")));
+	assert_string_equal(str(case_verdict(lines, "edge"), "stopped"), "max_pairs");
+	json_decref(lines);
+	judge_release(&j);
+	/* Stopped at 30 blocks: by the time cap, a stop of GPU work, or a
+	 * failed session. */
+	for (int i = 0; i < 3; i++) {
+		judge_init(&j);
+		j.timed = true;
+		add_blocks(judge_case_get(&j, "edge"), 1, 30, 1.01, 0.02);
+		if (stops[i])
+			take(&j, &s, "%s", stops[i]);
+		lines = finish_with(&j, &s, &v, &not_timed);
+		assert_true(json_is_false(json_object_get(case_verdict(lines, "edge"), "decided")));
+		assert_string_equal(str(case_verdict(lines, "edge"), "stopped"), want[i]);
+		json_decref(lines);
+		judge_release(&j);
+	}
+}
+
 QUAL_TESTS(
+	cmocka_unit_test(test_stop_reasons),
 	cmocka_unit_test(test_not_applicable_verdict),
 	cmocka_unit_test(test_not_applicable_not_timed),
 	cmocka_unit_test(test_not_applicable_from_lines),
