@@ -54,7 +54,21 @@ struct run_state {
 	long errors_left_out;       /* of them, not passed on */
 	long lines_left_out;        /* other lines not passed on (case, pair,
 				     * block, session_time, ...) */
+	int foreign;                /* lines that are not JSON objects seen */
 };
+
+/* A run's verdict word as the worker may write it, or NULL. */
+static const char *known_verdict(const char *v)
+{
+	static const char *const words[] = {
+		"improvement", "neutral", "regression", "fail", "error", "not_timed",
+	};
+
+	for (size_t i = 0; v && i < sizeof words / sizeof words[0]; i++)
+		if (strcmp(v, words[i]) == 0)
+			return words[i];
+	return NULL;
+}
 
 /* Whether the worker's --help lists --sample-identical. */
 static bool worker_samples_identical(const char *worker)
@@ -113,14 +127,23 @@ static int take_line(void *ctx, const char *line, size_t len)
 {
 	struct run_state *rs = ctx;
 	json_error_t e;
-	json_t *o = json_loadb(line, len, 0, &e);
-	const char *type = json_string_value(json_object_get(o, "type"));
+	/* A NUL byte makes no line of ours, as quald's relay rules (jansson
+	 * 2.14 skips one after a number or a literal): not JSON, so neither
+	 * counted nor taken for the verdict. */
+	json_t *o = memchr(line, '\0', len) ? NULL : json_loadb(line, len, 0, &e);
+	const char *type;
 	bool pass;
 
+	if (o && !json_is_object(o)) {
+		json_decref(o);
+		o = NULL;
+	}
+	type = json_string_value(json_object_get(o, "type"));
 	if (type && strcmp(type, "verdict") == 0) {
-		const char *v = json_string_value(json_object_get(o, "verdict"));
+		const char *v = known_verdict(json_string_value(json_object_get(o, "verdict")));
 		const char *msg = json_string_value(json_object_get(o, "message"));
 
+		/* A verdict that is no run verdict is an error. */
 		snprintf(rs->verdict, sizeof rs->verdict, "%s", v ? v : "error");
 		snprintf(rs->message, sizeof rs->message, "%s", msg ? msg : "");
 		rs->timed = json_is_true(json_object_get(o, "timed"));
@@ -129,7 +152,13 @@ static int take_line(void *ctx, const char *line, size_t len)
 	}
 	if (o)
 		(void)calib_take_line(rs->cal, o);
-	/* A line that is not JSON is passed on: quald refuses it, and says so. */
+	/* The first lines that are not JSON objects are passed on (quald
+	 * refuses them, and says so); the rest are counted, so that a
+	 * misbehaving worker's log stays bounded. */
+	if (!o && ++rs->foreign > CALIBRATE_MAX_ERRORS) {
+		rs->lines_left_out++;
+		return 0;
+	}
 	pass = !o || pass_on(rs, o);
 	json_decref(o);
 	if (pass && (fwrite(line, 1, len, stdout) != len || putchar('\n') == EOF ||

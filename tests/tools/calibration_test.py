@@ -337,7 +337,29 @@ def scenario_bounded(args, root):
         os.environ.pop("FAKE_CALIB_PAIRS")
 
 
-SCENARIOS = {"counts": scenario_counts, "restart": scenario_restart,
+def scenario_hostile(args, root):
+    """Lines a worker should not write: with a NUL byte (a false alarm of an
+    extra case, a verdict ending the run early) and 40 that are not JSON.
+    The record counts only the real case_verdicts, the runs' verdicts are
+    their real ones, and the lines that are not JSON stop being passed on
+    after 32 a run."""
+    a, fdir = fake_args(args, root)
+    open(os.path.join(fdir, "hostile"), "w").close()
+    with serving(Quald(a, root, extra=["--calibrator", args.calibrator])) as d:
+        r, lines = calibrate_watch(d, args.nvrtc, "--runs", "2")
+        check(r.returncode == 0, f"calibrate exit {r.returncode}: {r.stderr}")
+        rec = record_file(d)
+        check_counts(rec, 2)
+        runs_ = [x for x in lines if x.get("type") == "calibration_run"]
+        check([x["verdict"] for x in runs_] == ["regression"] * 2,
+              f"a run's verdict was taken from a NUL line: {runs_}")
+        # The run's six timing lines, and 10 of its 42 lines that are not
+        # JSON objects (the two with a NUL byte and the 40 others).
+        check([x["lines_left_out"] for x in runs_] == [6 + 10] * 2,
+              f"lines not passed on: {runs_}")
+
+
+SCENARIOS = {"hostile": scenario_hostile, "counts": scenario_counts, "restart": scenario_restart,
              "bad_file": scenario_bad_file, "roots": scenario_roots,
              "schedule": scenario_schedule, "unstored": scenario_unstored,
              "untimed": scenario_untimed, "bounded": scenario_bounded}

@@ -54,6 +54,19 @@ if [ -e "$dir/noisy" ]; then
   done
   echo '{"type":"error","stage":"time","arm":null,"case":null,"gpu":"faulted","message":"the GPU faulted"}'
 fi
+# While $FAKE_CALIB_DIR/hostile exists: lines with a NUL byte after a
+# literal (jansson 2.14 would skip it): a case_verdict with a false alarm of
+# its own and a verdict that would end the run early, neither of which may
+# count; then 40 lines that are not JSON.
+if [ -e "$dir/hostile" ]; then
+  printf '{"type":"case_verdict","case":"extra-1","verdict":"slower","identical_code":true,"n":30,"p_holm":0.001,"ratio_lo":1.02,"ratio_hi":1.04,"timed":true\000}\n'
+  printf '{"type":"verdict","verdict":"neutral","timed":true\000}\n'
+  i=0
+  while [ "$i" -lt 40 ]; do
+    i=$((i + 1))
+    echo "not json $i"
+  done
+fi
 echo "{\"type\":\"case_verdict\",\"case\":\"gemm_f16-256x512x256\",\"verdict\":\"slower\",\"identical_code\":true,\"n\":30,\"p_holm\":0.001,\"ratio_median\":1.03,\"ratio_lo\":1.02,\"ratio_hi\":1.04,\"detectable_ratio\":1.0$k}"
 echo '{"type":"case_verdict","case":"gemm_i8-256x512x256","verdict":"equivalent","identical_code":true,"n":30,"p_holm":0.5,"ratio_median":1.0,"ratio_lo":0.995,"ratio_hi":1.005,"detectable_ratio":1.02}'
 if [ $((k % 2)) -eq 0 ]; then
