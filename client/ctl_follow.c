@@ -203,7 +203,7 @@ static const struct submit_option {
 	{"compile-timeout", SET_NUMBER, "compile_timeout", FOR_BOTH},
 	{"seed", SET_INTEGER, "seed", FOR_BOTH},
 	{"fixtures", APPEND_PATH, "fixtures", FOR_SUBMIT},
-	{"mode", SET_STRING, "mode", FOR_BOTH},
+	{"mode", SET_STRING, "mode", FOR_SUBMIT},
 	{"max-pairs", SET_INTEGER, "max_pairs", FOR_SUBMIT},
 	{"max-seconds", SET_NUMBER, "max_seconds", FOR_SUBMIT},
 	{"gate-slower", SET_STRING, "gate_slower", FOR_SUBMIT},

@@ -401,6 +401,8 @@ static int check_calibration(const struct submit_args *s, struct qual_msg *msg)
 		field = "baseline_options";
 	else if (s->candidate_options && s->candidate_options[0])
 		field = "candidate_options";
+	else if (s->mode != d.mode)
+		field = "mode"; /* cu / wgp change both arms' compile options */
 	if (field)
 		return qual_fail(msg, QUAL_EINVAL, "'%s' cannot be used with a calibration "
 				 "('calibrate'): a calibration measures the default rule (%d "

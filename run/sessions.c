@@ -396,6 +396,11 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			cur = more;
 			ncur = nmore;
 			done = next;
+		} else if (s >= k && child_now() - t0 >= run->max_seconds) {
+			/* The time cap also ends a round between its sessions:
+			 * a round is up to 16 of them. The blocks timed so far
+			 * are a look of their own size (docs/verdicts.md). */
+			break;
 		}
 		arg = (struct session_arg){ run, cur, ncur, s, r_lo + r_i * r_n / r_m,
 					    r_lo + (r_i + 1) * r_n / r_m };
