@@ -464,6 +464,10 @@ static void worker_conclude(struct worker *w)
 		jobs__put_verdict(j, job, verdict, message, true);
 	}
 	jobs__log_close(j, job);
+	/* However a calibration ended (a verdict, a crash, a time limit), the
+	 * schedule does not try the slot again within the period. */
+	if (job->args.calibrate && j->calib_tried)
+		j->calib_tried[w->slot] = time(NULL);
 	/* A crash counts against the candidate, once a job: its compiler
 	 * child crashed (the engine's error line says so by its code; counted
 	 * when the line came), or the worker itself died by a fault signal
