@@ -1395,9 +1395,11 @@ static void identify_arms(struct run *run, struct identify_job ids[2])
 		identify_arm(&ids[1]);
 }
 
-/* The judge's on_verdict: the verdict line's "time_s", judging and the
- * total taken now, as the line is about to be written. */
-static void add_time_split(void *ctx, json_t *line)
+/* The judge's on_verdict: what qual-run adds to the verdict line as it is
+ * about to be written: "time_s" (judging and the total taken now) and the
+ * device's calibration (--calibration / --no-calibration-because), whose
+ * members never replace the line's own. */
+static void add_verdict_fields(void *ctx, json_t *line)
 {
 	struct run *run = ctx;
 	double now = timesplit_now();
@@ -1405,6 +1407,8 @@ static void add_time_split(void *ctx, json_t *line)
 	run->split.s[TS_JUDGE] = now - run->judge_s;
 	run->split.s[TS_TOTAL] = now - run->started_s;
 	json_object_set_new(line, "time_s", timesplit_json(&run->split, true));
+	if (run->cfg->verdict_extra)
+		json_object_update_missing(line, run->cfg->verdict_extra);
 }
 
 int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
@@ -1432,7 +1436,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.opts[1] = cfg->candidate_opts;
 	run.nopts[1] = cfg->ncandidate_opts;
 	judge_init(&run.judge);
-	run.judge.on_verdict = add_time_split;
+	run.judge.on_verdict = add_verdict_fields;
 	run.judge.on_verdict_ctx = &run;
 
 	if ((status = settings_refused(&run, err)))
@@ -1601,7 +1605,6 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		run.split.sessions = run.gpu ? 1 : 0;
 	}
 
-	judge_set_verdict_extra(&run.judge, cfg->verdict_extra);
 	run.judge_s = timesplit_now();
 	v = judge_finish(&run.judge, &run.stats, out, &not_timed);
 	status = judge_exit_status(v);

@@ -205,9 +205,9 @@ struct runner_config {
 	 * none; and its bound in bytes (0: CACHE_DEFAULT_MAX_MIB). */
 	const char *cache_dir;
 	size_t cache_max_bytes;
-	/* Members the verdict line gets besides its own (stats/judge.h:
-	 * judge_set_verdict_extra): qual-run --calibration's record, or its
-	 * null with why. Borrowed; NULL: none. */
+	/* Members the verdict line gets besides its own (added by the
+	 * judge's on_verdict): qual-run --calibration's record, or its null
+	 * with why. Borrowed; NULL: none. */
 	json_t *verdict_extra;
 };
 

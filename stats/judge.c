@@ -25,7 +25,9 @@ void judge_release(struct judge *j)
 	memset(j, 0, sizeof *j);
 }
 
-void judge_set_verdict_extra(struct judge *j, json_t *extra)
+/* Keeps extra (borrowed: a new reference) as the members judge_finish's
+ * verdict line gets back (struct judge, verdict_extra). */
+static void keep_verdict_extra(struct judge *j, json_t *extra)
 {
 	json_incref(extra);
 	json_decref(j->verdict_extra);
@@ -545,7 +547,7 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		if (json_object_get(line, "calibration_because"))
 			json_object_set(extra, "calibration_because",
 					json_object_get(line, "calibration_because"));
-		judge_set_verdict_extra(j, extra);
+		keep_verdict_extra(j, extra);
 		json_decref(extra);
 	} else if (strcmp(type, "case") == 0) {
 		if (!name) {

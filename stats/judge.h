@@ -47,11 +47,14 @@ struct judge {
 			   * or a hang stopped it); with machine_error, why a
 			   * case's sampling ended short of its last look */
 	bool no_valid_pair; /* set by judge_finish: pairs were timed, none valid */
-	json_t *verdict_extra; /* members the verdict line gets besides its own
-				* (judge_set_verdict_extra), or NULL */
+	/* A stored verdict line's "calibration" and "calibration_because"
+	 * (judge_take_line), which judge_finish's verdict line gets back, so
+	 * that qual-judge writes them as they were; or NULL. */
+	json_t *verdict_extra;
 	/* Called with the verdict line just before judge_finish writes it, so
-	 * that its owner can add fields of its own (qual-run's time split);
-	 * NULL: none. */
+	 * that its owner can add fields of its own (qual-run's time split and
+	 * the device's calibration, qual-judge's sessions' split); NULL:
+	 * none. */
 	void (*on_verdict)(void *ctx, json_t *line);
 	void *on_verdict_ctx;
 };
@@ -83,13 +86,6 @@ void judge_case_fail(struct judge_case *c, enum judge_failure f);
  * itself make a timed run not_timed. A failure recorded against the case
  * still outranks it. */
 void judge_case_not_applicable(struct judge_case *c, const char *why);
-
-/* Gives the verdict line of judge_finish extra's members (the device's
- * calibration: docs/output.md), besides its own, which win; extra is
- * borrowed (a new reference is kept), NULL for none. judge_take_line does
- * the same with a stored verdict line's "calibration" and
- * "calibration_because", so that qual-judge writes them as they were. */
-void judge_set_verdict_extra(struct judge *j, json_t *extra);
 
 /* Computes every verdict and writes one case_verdict line per case and the
  * verdict line to out. Returns the run verdict; *not_timed is set when no case
