@@ -1151,23 +1151,18 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 }
 
 /* The caps and looks in force (runner_internal.h): sampling beyond
- * cfg->pairs (blocks blocks) only where rounds can run, that is in forked
- * sessions and not under one load. */
-static void sampling_settings(struct run *run, int blocks)
+ * cfg->pairs only where rounds can run, that is in forked sessions and not
+ * under one load. */
+static void sampling_settings(struct run *run)
 {
 	const struct runner_config *cfg = run->cfg;
-	int per = cfg->pairs_per_block;
 
 	run->max_pairs = cfg->max_pairs ? cfg->max_pairs : RUNNER_MAX_PAIRS_FACTOR * cfg->pairs;
 	run->max_seconds = cfg->max_seconds > 0 ? cfg->max_seconds : RUNNER_MAX_SECONDS;
 	if (cfg->one_load || run->nsessions < 2 || run->max_pairs < cfg->pairs)
 		run->max_pairs = cfg->pairs;
 	run->stats = cfg->stats;
-	run->stats.first_look = run->stats.last_look = 0;
-	if (run->max_pairs > cfg->pairs) {
-		run->stats.first_look = blocks;
-		run->stats.last_look = (int)(((long)run->max_pairs + per - 1) / per);
-	}
+	stats_set_looks(&run->stats, cfg->pairs, cfg->pairs_per_block, run->max_pairs);
 }
 
 /* A problem found before the run starts: to err, and as an error line of
@@ -1473,7 +1468,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		int blocks = (cfg->pairs + per - 1) / per;
 		run.nsessions = cfg->one_load ? 1 : cfg->sessions < blocks ? cfg->sessions : blocks;
 		run.block_hi = blocks;
-		sampling_settings(&run, blocks);
+		sampling_settings(&run);
 	}
 	/* The probe runs beside the libraries' identify; read below. */
 	if (!cfg->compile_only && run.nsessions > 1 &&

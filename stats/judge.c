@@ -477,11 +477,8 @@ static int take_sampling(json_t *settings, struct stats_settings *s, char *why, 
 		return -1;
 	}
 	s->sample_identical = json_is_true(x);
-	s->first_look = s->last_look = 0;
-	if (max_pairs && pairs && per && !json_is_true(json_object_get(settings, "one_load"))) {
-		s->first_look = (pairs + per - 1) / per;
-		s->last_look = (int)(((long)max_pairs + per - 1) / per);
-	}
+	stats_set_looks(s, pairs, per, json_is_true(json_object_get(settings, "one_load")) ?
+			0 : max_pairs);
 	return 0;
 }
 

@@ -705,6 +705,15 @@ void stats_settings_init(struct stats_settings *s)
 	s->sample_identical = false;
 }
 
+void stats_set_looks(struct stats_settings *s, int pairs, int per, int max_pairs)
+{
+	s->first_look = s->last_look = 0;
+	if (per > 0 && pairs > 0 && max_pairs >= pairs) {
+		s->first_look = (int)(((long)pairs + per - 1) / per);
+		s->last_look = (int)(((long)max_pairs + per - 1) / per);
+	}
+}
+
 int stats_looks(const struct stats_settings *s, int at[STATS_MAX_LOOKS],
 		double w[STATS_MAX_LOOKS])
 {

@@ -147,6 +147,13 @@ struct stats_settings {
 };
 void stats_settings_init(struct stats_settings *s);
 
+/* The planned looks of a run of pairs pairs (the first look) in blocks of
+ * per, sampled up to max_pairs pairs: first_look and last_look in blocks
+ * (each rounded up; equal ones make one look, the fixed-sample rule), or
+ * both 0 (one look too) when max_pairs is below pairs or a count is not
+ * positive. The one rule qual-run and the judge of stored lines share. */
+void stats_set_looks(struct stats_settings *s, int pairs, int per, int max_pairs);
+
 /* The most planned looks: first_look x 2^(STATS_MAX_LOOKS - 2) is the last
  * one planned by doubling, which is far beyond any cap a run can afford. */
 #define STATS_MAX_LOOKS 24
