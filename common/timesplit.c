@@ -3,8 +3,8 @@
 
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/child.h"
 #include "common/lines.h"
 
 static const char *const names[TS_COUNT] = {
@@ -36,17 +36,9 @@ void timesplit_init(struct timesplit *t)
 	memset(t, 0, sizeof *t);
 }
 
-double timesplit_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double timesplit_add(struct timesplit *t, enum timesplit_phase phase, double since)
 {
-	double now = timesplit_now();
+	double now = child_now();
 
 	t->s[phase] += now - since;
 	return now;

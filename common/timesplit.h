@@ -58,10 +58,8 @@ struct timesplit {
 /* All phases 0, no session. */
 void timesplit_init(struct timesplit *t);
 
-/* The monotonic clock, in seconds. */
-double timesplit_now(void);
-
-/* Adds the time from since (timesplit_now()'s) to now to phase; returns
+/* Adds the time from since (child_now()'s: common/child.h, the monotonic
+ * clock in seconds) to now to phase; returns
  * now, so that one phase can follow another: t = timesplit_add(.., t). */
 double timesplit_add(struct timesplit *t, enum timesplit_phase phase, double since);
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/xalloc.h"
 #include "run/cache.h"
 
@@ -188,9 +189,9 @@ static void job_run(const struct run *run, struct job *j)
 	req.arch = j->target;
 	req.options = run->opts[j->arm];
 	req.noptions = run->nopts[j->arm];
-	j->wall_s = timesplit_now();
+	j->wall_s = child_now();
 	rc = rtc_compile(&req, &run->cfg->limits, &j->e->res, &msg);
-	j->wall_s = timesplit_now() - j->wall_s;
+	j->wall_s = child_now() - j->wall_s;
 	if (rc < 0) {
 		memset(&j->e->res, 0, sizeof j->e->res);
 		j->e->res.status = rc;

@@ -774,7 +774,7 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 		     int first, int *last)
 {
 	struct qual_msg msg = {{0}};
-	double dev[2], host[2], t = timesplit_now();
+	double dev[2], host[2], t = child_now();
 	json_t *line;
 	int rc;
 
@@ -864,7 +864,7 @@ static int time_pairs(struct run *run, const struct fixture_case *c,
 			if (retake > 0)
 				pl.warm_up = false; /* loaded afresh, in pl's order */
 			if (!pl.warm_up) {
-				double t = timesplit_now();
+				double t = child_now();
 
 				rc = new_block(run, c, arms, b, jc, &pl, last);
 				timesplit_add(&run->split, TS_BLOCKS, t);
@@ -989,7 +989,7 @@ void runner__run_case(struct run *run, int index)
 	memset(arms, 0, sizeof arms);
 	memset(&bufs, 0, sizeof bufs);
 	jc = judge_case_get(&run->judge, fixture_name(index));
-	t = timesplit_now();
+	t = child_now();
 	rc = fixture_build(index, run->cfg->seed, &c, &msg);
 	timesplit_add(&run->split, TS_FIXTURES, t);
 	if (rc < 0) {
@@ -1003,7 +1003,7 @@ void runner__run_case(struct run *run, int index)
 		set_limit(run, run->cfg->hang_floor_ms * RUNNER_BASELINE_ALLOWANCE,
 			  "the baseline's warm-up allowance, %g x the %g ms floor",
 			  RUNNER_BASELINE_ALLOWANCE, run->cfg->hang_floor_ms);
-		t = timesplit_now();
+		t = child_now();
 		rc = alloc_bufs(run, &c, &bufs, jc);
 		t = timesplit_add(&run->split, TS_ALLOC, t);
 		for (int arm = 0; arm < 2 && rc == 0; arm++)
@@ -1018,15 +1018,15 @@ void runner__run_case(struct run *run, int index)
 			/* What time_pairs() does not count as blocks or pairs is
 			 * its checks after timing. */
 			timed_before = run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING];
-			t = timesplit_now();
+			t = child_now();
 			time_pairs(run, &c, arms, &bufs, jc);
-			run->split.s[TS_CHECKS] += timesplit_now() - t -
+			run->split.s[TS_CHECKS] += child_now() - t -
 				(run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING] - timed_before);
 		}
 	} else {
 		emit_case(run, &c, arms, identical, false);
 	}
-	t = timesplit_now();
+	t = child_now();
 	for (int arm = 0; arm < 2; arm++)
 		release_arm(&arms[arm]);
 	if (run->gpu)
@@ -1397,7 +1397,7 @@ static void identify_arms(struct run *run, struct identify_job ids[2])
 static void add_verdict_fields(void *ctx, json_t *line)
 {
 	struct run *run = ctx;
-	double now = timesplit_now();
+	double now = child_now();
 
 	run->split.s[TS_JUDGE] = now - run->judge_s;
 	run->split.s[TS_TOTAL] = now - run->started_s;
@@ -1421,7 +1421,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	const char **mode_opts[2] = {NULL, NULL};
 
 	memset(&run, 0, sizeof run);
-	run.started_s = timesplit_now();
+	run.started_s = child_now();
 	timesplit_init(&run.split);
 	run.cfg = cfg;
 	run.out = out;
@@ -1474,7 +1474,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	if (!cfg->compile_only && run.nsessions > 1 &&
 	    runner__probe_start(&run, probe_why, sizeof probe_why) < 0)
 		snprintf(no_gpu, sizeof no_gpu, "no gpu: %s", probe_why);
-	t = timesplit_now();
+	t = child_now();
 	identify_arms(&run, ids);
 	for (int arm = 0; arm < 2; arm++) {
 		rc = ids[arm].rc;
@@ -1517,7 +1517,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	 * and the code compiled; the target is known here only without a GPU. */
 	keep = keep_fixtures(&run, sel, nsel, cfg->compile_only ? cfg->arch ? cfg->arch :
 			     default_arch(run.id[0].abi) : NULL);
-	t = timesplit_now();
+	t = child_now();
 
 	if (cfg->compile_only) {
 		snprintf(no_gpu, sizeof no_gpu, "%s", cfg->compile_only_because ?
@@ -1565,7 +1565,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	run.judge.timed = run.device != NULL;
 	emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	compile_sel = xcalloc((size_t)nsel + 1, sizeof *compile_sel);
-	t = timesplit_now();
+	t = child_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
 	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
 	runner__compile_all(&run, compile_sel, ncompile);
@@ -1591,7 +1591,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			goto out;
 		}
 	} else {
-		t = timesplit_now();
+		t = child_now();
 		for (int i = 0; i < nsel && !run.gpu_dead; i++)
 			runner__run_case(&run, sel[i]);
 		if (run.gpu_dead)
@@ -1600,7 +1600,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 		run.split.sessions = run.gpu ? 1 : 0;
 	}
 
-	run.judge_s = timesplit_now();
+	run.judge_s = child_now();
 	v = judge_finish(&run.judge, &run.stats, out, &not_timed);
 	status = judge_exit_status(v);
 	if (run.hung)

@@ -79,7 +79,7 @@ struct run {
 	struct timesplit split;
 	struct child probe;     /* the device probe, while probing */
 	bool probing;
-	double started_s;       /* timesplit_now() when the run started */
+	double started_s;       /* child_now() when the run started */
 	double judge_s;         /* ... when judging started */
 };
 

@@ -170,7 +170,7 @@ static int session_body(void *arg)
 	struct run *run = a->run;
 	struct qual_msg msg = {{0}};
 	FILE *out = fdopen(pipe_off_stdout(), "w");
-	double t = timesplit_now();
+	double t = child_now();
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
@@ -362,7 +362,7 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
 	t0 = child_now();  /* the timing phase, which max_seconds bounds */
-	t = timesplit_now();
+	t = child_now();
 	/* The first k sessions share the first look's blocks; then, while
 	 * some case is undecided, each round times those cases alone up to
 	 * the next look (runner__next_round), its blocks numbered on from
