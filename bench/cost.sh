@@ -16,6 +16,9 @@
 #             baseline against candidate: the baseline's arms from the cache
 #             (the candidate is always compiled)
 #
+# COST_ARGS adds options to every run (say `--sessions 2`), for a
+# comparison of session designs; cost.json records them.
+#
 # and prints, per way, a table of the split: one row per phase, a column per
 # run and the median; "wall" is qual-run's start to its exit as this script
 # sees it; "unaccounted" is total less qual-run's own phases, and
@@ -37,6 +40,8 @@ mkdir -p "$out"
 cache=$out/cache
 rm -rf "$cache"
 mode=()
+# shellcheck disable=SC2206
+extra=(${COST_ARGS:-})
 if [ ! -e /dev/nvidia0 ] && [ ! -e /dev/kfd ]; then
   mode=(--compile-only)
 fi
@@ -48,7 +53,7 @@ timed() {
   local name=$1 t0 t1 rc
   shift
   t0=$(date +%s.%N)
-  "$run" "$@" "${mode[@]}" >"$out/$name.jsonl" 2>"$out/$name.err"
+  "$run" "$@" "${mode[@]}" "${extra[@]}" >"$out/$name.jsonl" 2>"$out/$name.err"
   rc=$?
   t1=$(date +%s.%N)
   if [ $rc -gt 1 ]; then
@@ -99,12 +104,14 @@ def split(name):
 
 rows = (["wall", "total"] + OWN + EXTRA + ["unaccounted"] + SESSION +
         ["sessions_unaccounted", "session_count", "compiled_arms", "cached_arms"])
-report = {"host": os.uname().nodename, "cpus": os.cpu_count(), "runs": runs}
+report = {"host": os.uname().nodename, "cpus": os.cpu_count(), "runs": runs,
+          "options": os.environ.get("COST_ARGS", "")}
 for way in ("no_cache", "cached"):
     splits = [split(f"{way}-{i}") for i in range(1, runs + 1)]
     report[way] = splits
     timed = "timed on the gpu" if splits[0]["timed"] else "compile-only"
-    print(f"{way}: every case, both arms, {timed}; {report['host']}, "
+    opts = f", options {report['options']}" if report["options"] else ""
+    print(f"{way}: every case, both arms, {timed}{opts}; {report['host']}, "
           f"{report['cpus']} online CPUs; seconds")
     print()
     print("| phase | " + " | ".join(f"run {i}" for i in range(1, runs + 1)) + " | median |")

@@ -92,21 +92,40 @@ int gpu_open_backend(const char *backend, int ordinal, struct gpu **out,
 	return open_with(be, ordinal, out, msg);
 }
 
-int gpu_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+/* One backend's answer for gpu_open (out set) or gpu_describe (info set). */
+static int try_backend(const struct gpu_backend *be, int ordinal, struct gpu **out,
+		       struct gpu_info *info, struct qual_msg *msg)
+{
+	struct gpu *g = NULL;
+	int rc;
+
+	if (out)
+		return open_with(be, ordinal, out, msg);
+	if (be->describe)
+		rc = be->describe(ordinal, info, msg);
+	else if ((rc = open_with(be, ordinal, &g, msg)) == 0) {
+		*info = g->info;
+		gpu_close(g);
+	}
+	if (rc == 0)
+		info->ordinal = ordinal;
+	return rc;
+}
+
+/* gpu_open (out) or gpu_describe (info): the first backend with a device. */
+static int find_device(int ordinal, struct gpu **out, struct gpu_info *info,
+		       struct qual_msg *msg)
 {
 	/* What each backend said, joined into one message if none has a
 	 * device. Sized so that both full messages fit. */
 	char said[NBACKEND][sizeof msg->text];
 	struct qual_msg one;
 
-	if (!out)
-		return qual_fail(msg, QUAL_EINVAL, "gpu_open: no result pointer");
-	*out = NULL;
 	if (ordinal < 0)
 		return qual_fail(msg, QUAL_EINVAL, "bad gpu ordinal %d", ordinal);
 	for (size_t i = 0; i < NBACKEND; i++) {
 		one.text[0] = '\0';
-		int rc = open_with(backends[i], ordinal, out, &one);
+		int rc = try_backend(backends[i], ordinal, out, info, &one);
 		if (rc == 0)
 			return 0;
 		if (rc != QUAL_ENODEV) {
@@ -120,6 +139,22 @@ int gpu_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 	}
 	return qual_fail(msg, QUAL_ENODEV, "%s: %.480s; %s: %.480s",
 			 backends[0]->name, said[0], backends[1]->name, said[1]);
+}
+
+int gpu_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+{
+	if (!out)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_open: no result pointer");
+	*out = NULL;
+	return find_device(ordinal, out, NULL, msg);
+}
+
+int gpu_describe(int ordinal, struct gpu_info *info, struct qual_msg *msg)
+{
+	if (!info)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_describe: no result pointer");
+	memset(info, 0, sizeof *info);
+	return find_device(ordinal, NULL, info, msg);
 }
 
 bool gpu_backend_built(const char *backend)

@@ -60,6 +60,13 @@ struct gpu_info {
  * (QUAL_EGPU) ends the search with its error rather than falling through. */
 int gpu_open(int ordinal, struct gpu **out, struct qual_msg *msg);
 
+/* What gpu_open(ordinal) would find, into *info (its ordinal set), without
+ * making a context where the runtime allows it (CUDA: the driver
+ * initialized and the device's attributes read, about half the time of an
+ * open on an H200; HIP: an open and a close). Backends tried and errors as
+ * gpu_open's. The same fork rule: it starts the runtime in this process. */
+int gpu_describe(int ordinal, struct gpu_info *info, struct qual_msg *msg);
+
 /* Opens with one named backend only ("cuda" or "hip"), for tests. An unknown
  * name is QUAL_EINVAL. */
 int gpu_open_backend(const char *backend, int ordinal, struct gpu **out,

@@ -62,6 +62,9 @@ struct gpu_backend {
 
 	/* QUAL_ENODEV when this machine has no runtime or no device ordinal. */
 	int (*open)(int ordinal, struct gpu **out, struct qual_msg *msg);
+	/* What open would fill in info, without making a context (gpu_describe);
+	 * NULL: gpu.c opens and closes instead. Errors as open's. */
+	int (*describe)(int ordinal, struct gpu_info *info, struct qual_msg *msg);
 	void (*close)(struct gpu *g);
 
 	int (*module_load)(struct gpu *g, const void *code, size_t size,

@@ -296,9 +296,11 @@ static void cuda_pci_bus_id(CUdevice dev, struct gpu_info *info)
 			 (unsigned)domain, (unsigned)bus, (unsigned)device);
 }
 
-static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+/* What device ordinal is (info), and its handle (*dev), without a context:
+ * the driver loaded and initialized, the device's name, compute capability
+ * and PCI address read. */
+static int cuda_find(int ordinal, CUdevice *dev, struct gpu_info *info, struct qual_msg *msg)
 {
-	struct cuda_gpu *cg = NULL;
 	int count = 0, major = 0, minor = 0;
 	CUresult r;
 	int rc = cuda_load(msg);
@@ -312,34 +314,44 @@ static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 		return qual_fail(msg, QUAL_ENODEV,
 				 "no cuda device %d: the driver sees %d device%s", ordinal,
 				 count, count == 1 ? "" : "s");
-
-	cg = xcalloc(1, sizeof *cg);
-	r = drv.cuDeviceGet_fn(&cg->dev, ordinal);
-	if (r != CUDA_SUCCESS) {
-		rc = cuda_fail(msg, "cuDeviceGet", r);
-		goto fail;
-	}
-	r = drv.cuDeviceGetName_fn(cg->base.info.name, (int)sizeof cg->base.info.name,
-				   cg->dev);
-	if (r != CUDA_SUCCESS) {
-		rc = cuda_fail(msg, "cuDeviceGetName", r);
-		goto fail;
-	}
+	r = drv.cuDeviceGet_fn(dev, ordinal);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuDeviceGet", r);
+	r = drv.cuDeviceGetName_fn(info->name, (int)sizeof info->name, *dev);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuDeviceGetName", r);
 	r = drv.cuDeviceGetAttribute_fn(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-					cg->dev);
+					*dev);
 	if (r == CUDA_SUCCESS)
 		r = drv.cuDeviceGetAttribute_fn(
-			&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cg->dev);
-	if (r != CUDA_SUCCESS) {
-		rc = cuda_fail(msg, "cuDeviceGetAttribute", r);
-		goto fail;
-	}
-	cuda_pci_bus_id(cg->dev, &cg->base.info);
-	snprintf(cg->base.info.vendor, sizeof cg->base.info.vendor, "nvidia");
-	snprintf(cg->base.info.arch, sizeof cg->base.info.arch, "sm_%d%d", major, minor);
-	snprintf(cg->base.info.driver, sizeof cg->base.info.driver, "%d.%d",
+			&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, *dev);
+	if (r != CUDA_SUCCESS)
+		return cuda_fail(msg, "cuDeviceGetAttribute", r);
+	cuda_pci_bus_id(*dev, info);
+	snprintf(info->vendor, sizeof info->vendor, "nvidia");
+	snprintf(info->arch, sizeof info->arch, "sm_%d%d", major, minor);
+	snprintf(info->driver, sizeof info->driver, "%d.%d",
 		 drv.version / 1000, drv.version % 1000 / 10);
+	return 0;
+}
 
+static int cuda_describe(int ordinal, struct gpu_info *info, struct qual_msg *msg)
+{
+	CUdevice dev;
+
+	return cuda_find(ordinal, &dev, info, msg);
+}
+
+static int cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
+{
+	struct cuda_gpu *cg = xcalloc(1, sizeof *cg);
+	CUresult r;
+	int rc = cuda_find(ordinal, &cg->dev, &cg->base.info, msg);
+
+	if (rc < 0) {
+		free(cg);
+		return rc;
+	}
 	r = drv.cuDevicePrimaryCtxRetain_fn(&cg->ctx, cg->dev);
 	if (r != CUDA_SUCCESS) {
 		cg->ctx = NULL;
@@ -648,6 +660,7 @@ const struct gpu_backend gpu__cuda_backend = {
 	.name = "cuda",
 	.built = true,
 	.open = cuda_open,
+	.describe = cuda_describe,
 	.close = cuda_close,
 	.module_load = cuda_module_load,
 	.module_free = cuda_module_free,

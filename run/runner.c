@@ -678,12 +678,12 @@ static int new_block(struct run *run, const struct fixture_case *c,
 
 /* ---- clocks (gpu/clocks.h) -------------------------------------------- */
 
-void runner__clocks_open(struct run *run)
+void runner__clocks_open(struct run *run, const struct gpu_info *info)
 {
 	struct qual_msg why = {{0}};
 
 	run->clocks = NULL;
-	if (gpu_clocks_open(gpu_get_info(run->gpu), &run->clocks, &why) < 0)
+	if (gpu_clocks_open(info, &run->clocks, &why) < 0)
 		snprintf(run->clocks_why, sizeof run->clocks_why, "%s", why.text);
 	else
 		snprintf(run->clocks_source, sizeof run->clocks_source, "%s",
@@ -1537,7 +1537,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 			run.gpu = NULL;
 		} else {
 			run.device = gpu_get_info(run.gpu);
-			runner__clocks_open(&run);
+			runner__clocks_open(&run, run.device);
 		}
 	}
 	if (run.device) {

@@ -100,9 +100,10 @@ void runner__run_case(struct run *run, int index);
  * run->stop_reason), with its "gpu" field. */
 void runner__emit_stop(struct run *run);
 
-/* Opens run->clocks for run->gpu's device, setting clocks_source, or
- * leaves it NULL with clocks_why; never a failure. */
-void runner__clocks_open(struct run *run);
+/* Opens run->clocks for the device info describes (run->gpu's, or the
+ * probe's), setting clocks_source, or leaves it NULL with clocks_why; never
+ * a failure. */
+void runner__clocks_open(struct run *run, const struct gpu_info *info);
 void runner__clocks_close(struct run *run);
 
 /* ---- compile_all.c ---------------------------------------------------- */

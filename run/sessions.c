@@ -70,26 +70,25 @@ struct probe_answer {
 	char clocks_why[1024];
 };
 
+/* The probe: what the device is (no context: gpu_describe) and whether its
+ * clocks can be read. Its answer is what the compiles wait for; each session
+ * then opens the device for itself. */
 static int probe_body(void *arg)
 {
 	struct run *run = arg;
 	struct probe_answer answer;
 	struct qual_msg msg = {{0}};
-	struct gpu *g;
 	int fd = pipe_off_stdout();
 
 	memset(&answer, 0, sizeof answer);
-	if (gpu_open(run->cfg->device, &g, &msg) < 0) {
+	if (gpu_describe(run->cfg->device, &answer.info, &msg) < 0) {
 		snprintf(answer.text, sizeof answer.text, "%s", msg.text);
 	} else {
 		answer.ok = 1;
-		answer.info = *gpu_get_info(g);
-		run->gpu = g;
-		runner__clocks_open(run);
+		runner__clocks_open(run, &answer.info);
 		runner__clocks_close(run);
 		memcpy(answer.clocks_source, run->clocks_source, sizeof answer.clocks_source);
 		memcpy(answer.clocks_why, run->clocks_why, sizeof answer.clocks_why);
-		gpu_close(g);
 	}
 	return fs_write_all(fd, &answer, sizeof answer) < 0 ? QUAL_EXIT_ERROR : 0;
 }
@@ -160,10 +159,29 @@ struct session_arg {
 	int session, block_lo, block_hi;
 };
 
+/* Waits for the supervisor's go: it closes this session's stdin once the
+ * session before this one has ended, context and all (a close, which
+ * cannot raise SIGPIPE in the supervisor as a write to a dead session
+ * would). A session not to run is killed instead; one whose supervisor
+ * died (its end closed too) is killed with it (die_with_parent), and goes
+ * no further should the close come first. */
+static bool wait_for_go(pid_t supervisor)
+{
+	char b;
+
+	while (read(STDIN_FILENO, &b, 1) < 0 && errno == EINTR)
+		;
+	return getppid() == supervisor;
+}
+
 /* The body of a session, in the child: its own GPU context, every case that
- * has not failed yet, its share of the blocks; lines into the pipe. After a
- * hang it ends without closing the GPU: the end of the process is what
- * stops the kernel (gpu.h, Deadlines). */
+ * has not failed yet, its share of the blocks; lines into the pipe. The
+ * context is opened before the go (runner__run_sessions starts a session
+ * while the one before it closes its own); nothing runs on the device
+ * before it. Where the device takes one context at a time (an exclusive
+ * compute mode) the open fails until the session before has ended: it is
+ * tried again after the go. After a hang it ends without closing the GPU:
+ * the end of the process is what stops the kernel (gpu.h, Deadlines). */
 static int session_body(void *arg)
 {
 	struct session_arg *a = arg;
@@ -171,6 +189,8 @@ static int session_body(void *arg)
 	struct qual_msg msg = {{0}};
 	FILE *out = fdopen(pipe_off_stdout(), "w");
 	double t = child_now();
+	pid_t supervisor = getppid();
+	int rc;
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
@@ -180,7 +200,21 @@ static int session_body(void *arg)
 	run->session = a->session;
 	run->block_lo = a->block_lo;
 	run->block_hi = a->block_hi;
-	if (gpu_open(run->cfg->device, &run->gpu, &msg) < 0) {
+	rc = gpu_open(run->cfg->device, &run->gpu, &msg);
+	if (rc == 0)
+		timesplit_add(&run->split, TS_OPEN, t);
+	if (!wait_for_go(supervisor)) {
+		if (rc == 0)
+			gpu_close(run->gpu);
+		return 0;
+	}
+	if (rc < 0) {
+		t = child_now();
+		memset(&msg, 0, sizeof msg);
+		rc = gpu_open(run->cfg->device, &run->gpu, &msg);
+		timesplit_add(&run->split, TS_OPEN, t);
+	}
+	if (rc < 0) {
 		char text[sizeof msg.text + 64];
 		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
 			 run->session + 1, msg.text);
@@ -188,14 +222,14 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
-	timesplit_add(&run->split, TS_OPEN, t);
-	runner__clocks_open(run);
+	runner__clocks_open(run, gpu_get_info(run->gpu));
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
 			runner__run_case(run, a->sel[i]);
 	runner__clocks_close(run);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
+	/* The last line: the supervisor starts the next session on it. */
 	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
 	if (!run->hung)
@@ -209,6 +243,10 @@ struct relay {
 	struct run *run;
 	struct stats_settings ignored; /* judge_take_line() wants settings */
 	bool stop;                     /* a line stopped GPU work */
+	/* Called on the session's session_time line, its last, with stop as
+	 * it stands then (NULL: nothing to call). */
+	void (*on_end)(void *ctx, bool stop);
+	void *on_end_ctx;
 };
 
 /* One whole line of a session: copied to run->out at once, then applied to
@@ -219,6 +257,7 @@ static int relay_line(void *ctx, const char *line, size_t len)
 	struct lines_info info;
 	json_error_t je;
 	char why[200];
+	bool ended;
 	json_t *j;
 
 	fwrite(line, 1, len, r->run->out);
@@ -227,15 +266,20 @@ static int relay_line(void *ctx, const char *line, size_t len)
 	if (!(j = json_loadb(line, len, 0, &je)))
 		return 0;
 	(void)judge_take_line(&r->run->judge, &r->ignored, j, why, sizeof why);
-	(void)timesplit_take_line(&r->run->split, j);
+	ended = timesplit_take_line(&r->run->split, j) == 0;
 	lines_classify(j, &info);
 	r->stop |= info.gpu_faulted || info.gpu_hung;
 	json_decref(j);
+	if (ended && r->on_end) {
+		r->on_end(r->on_end_ctx, r->stop);
+		r->on_end = NULL;
+	}
 	return 0;
 }
 
 /* Relays a session's lines from fd (which it closes) until the session
- * closes it. True when one of them stopped GPU work (a fault or a hang).
+ * closes it, calling on_end (when not NULL) on its session_time line. True
+ * when one of them stopped GPU work (a fault or a hang).
  *
  * A last line without its newline is relayed when it is a whole JSON object;
  * otherwise (the session died writing it) it is not, and that is said
@@ -245,9 +289,10 @@ static int relay_line(void *ctx, const char *line, size_t len)
  * the session is relayed, *over is set and the run stops there; the caller
  * ends the session, whose output no one reads any more. Either way the
  * run's verdict is error (the machine's). */
-static bool relay_session(struct run *run, int fd, bool *over)
+static bool relay_session(struct run *run, int fd, bool *over,
+			  void (*on_end)(void *ctx, bool stop), void *on_end_ctx)
 {
-	struct relay r = { run, run->cfg->stats, false };
+	struct relay r = { run, run->cfg->stats, false, on_end, on_end_ctx };
 	struct lines_splitter sp;
 	char buf[64 * 1024], why[200];
 	ssize_t n;
@@ -345,93 +390,194 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
 	return m > round_blocks ? round_blocks : (int)m;
 }
 
+/* The plan of a run's sessions (runner__run_sessions): the first k share
+ * the first look's blocks; then, while some case is undecided, each round
+ * times those cases alone up to the next look (runner__next_round), its
+ * blocks numbered on from where the last round ended and shared out over
+ * sessions of about as many blocks as the first look's
+ * (runner__round_sessions): blocks inside one process share what stays
+ * fixed for its life (docs/verdicts.md, "Sessions"), and the rule assumes
+ * blocks that do not. */
+struct plan {
+	struct run *run;
+	const int *sel;
+	int nsel;
+	int blocks, k, done;
+	/* The round under way: blocks [r_lo, r_lo + r_n) of the cases
+	 * cur[0..ncur) in r_m sessions, r_i of them planned. */
+	int r_lo, r_n, r_m, r_i, ncur;
+	const int *cur;
+	int *more;
+	int s;                  /* sessions planned so far */
+	double t0;              /* the start of the timing phase */
+};
+
+/* The next session of the plan into *arg, with the sessions so far and in
+ * its round (*of, for messages); false when there is none. */
+static bool plan_next(struct plan *p, struct session_arg *arg, int *of)
+{
+	struct run *run = p->run;
+
+	if (p->r_i == p->r_m) {
+		int next, nmore = undecided_cases(run, p->sel, p->nsel, p->more);
+		enum runner_round why = runner__next_round(&run->stats, p->done, nmore,
+							   child_now() - p->t0, run->max_seconds,
+							   run->judge.machine_error, &next);
+
+		if (why != ROUND_MORE)
+			return false;
+		p->r_lo = p->done;
+		p->r_n = next - p->done;
+		p->r_m = runner__round_sessions(p->r_n, p->blocks, p->k);
+		p->r_i = 0;
+		p->cur = p->more;
+		p->ncur = nmore;
+		p->done = next;
+	} else if (p->s >= p->k && child_now() - p->t0 >= run->max_seconds) {
+		/* The time cap also ends a round between its sessions: a
+		 * round is up to 16 of them. The blocks timed so far are a
+		 * look of their own size (docs/verdicts.md). */
+		return false;
+	}
+	*arg = (struct session_arg){ run, p->cur, p->ncur, p->s,
+				     p->r_lo + p->r_i * p->r_n / p->r_m,
+				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m };
+	*of = p->s - p->r_i + p->r_m;
+	p->s++;
+	p->r_i++;
+	return true;
+}
+
+/* A session started and waiting for its go (or not started: live false). */
+struct pending {
+	struct child c;
+	struct session_arg arg;
+	int of;
+	bool live;
+};
+
+struct supervisor {
+	struct plan plan;
+	struct pending next;
+	bool planned_out;       /* plan_next() said there is none */
+	bool start_failed;
+};
+
+/* Plans the next session and starts it: it opens the GPU and waits for
+ * its go. */
+static void start_next(struct supervisor *u)
+{
+	struct run *run = u->plan.run;
+	struct pending *n = &u->next;
+	struct qual_msg msg = {{0}};
+	char text[sizeof msg.text + 64];
+
+	if (!plan_next(&u->plan, &n->arg, &n->of)) {
+		u->planned_out = true;
+		return;
+	}
+	child_init(&n->c);
+	n->c.fn = session_body;
+	n->c.arg = &n->arg;
+	n->c.in = CHILD_PIPE;
+	n->c.out = CHILD_PIPE;
+	n->c.die_with_parent = true;
+	if (child_start(&n->c, &msg) < 0) {
+		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
+			 msg.text);
+		session_failed(run, text);
+		u->start_failed = true;
+		return;
+	}
+	n->live = true;
+}
+
+/* The relay's on_end: a session wrote its last line and is closing its
+ * context, so the next one starts opening its own now, unless GPU work
+ * stopped. */
+static void on_session_end(void *ctx, bool stop)
+{
+	struct supervisor *u = ctx;
+
+	if (!stop && !u->next.live && !u->planned_out && !u->start_failed)
+		start_next(u);
+}
+
+/* Ends a started session that is not to run: its go pipe closed, killed,
+ * reaped. */
+static void abandon(struct pending *n)
+{
+	struct child_exit ex;
+
+	if (!n->live)
+		return;
+	n->live = false;
+	/* Killed before its stdin closes, which would be its go. */
+	child_kill(&n->c, SIGKILL);
+	(void)child_wait(&n->c, 0, &ex);
+	close(n->c.in_pipe);
+	close(n->c.out_pipe);
+}
+
+/* The sessions one after the other, never two on the device at once: a
+ * session is started (and opens its context) when the one before has
+ * written its last line, and gets its go once that one has ended. */
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
 	const struct runner_config *cfg = run->cfg;
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
-	int k = run->nsessions, done = blocks, next, nmore = 0;
-	/* The round under way: blocks [r_lo, r_lo + r_n) of the cases
-	 * cur[0..ncur) in r_m sessions, r_i of them started. */
-	int r_lo = 0, r_n = blocks, r_m = k, r_i = 0, ncur = nsel;
-	const int *cur = sel;
-	int *more = xcalloc((size_t)nsel + 1, sizeof *more);
-	double t0;
-	bool stop = false;
+	struct supervisor u;
 	double t;
 
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
-	t0 = child_now();  /* the timing phase, which max_seconds bounds */
+	memset(&u, 0, sizeof u);
+	u.plan = (struct plan){ .run = run, .sel = sel, .nsel = nsel, .blocks = blocks,
+				.k = run->nsessions, .done = blocks, .r_n = blocks,
+				.r_m = run->nsessions, .cur = sel, .ncur = nsel,
+				.more = xcalloc((size_t)nsel + 1, sizeof *u.plan.more) };
+	u.plan.t0 = child_now();  /* the timing phase, which max_seconds bounds */
 	t = child_now();
-	/* The first k sessions share the first look's blocks; then, while
-	 * some case is undecided, each round times those cases alone up to
-	 * the next look (runner__next_round), its blocks numbered on from
-	 * where the last round ended and shared out over sessions of about
-	 * as many blocks as the first look's (runner__round_sessions): blocks
-	 * inside one process share what stays fixed for its life
-	 * (docs/verdicts.md, "Sessions"), and the rule assumes blocks that do
-	 * not. */
-	for (int s = 0; !stop; s++, r_i++) {
-		struct session_arg arg;
-		struct qual_msg msg = {{0}};
+	start_next(&u);
+	while (u.next.live) {
+		struct pending cur = u.next;
 		struct child_exit ex;
-		struct child c;
-		char text[sizeof msg.text + 64], end[96];
-		bool over;
-		int rc, sig, of;
+		char text[1200], end[96];
+		bool over, stop;
+		int rc, sig, s = cur.arg.session;
 
-		if (r_i == r_m) {
-			enum runner_round why;
-
-			nmore = undecided_cases(run, sel, nsel, more);
-			why = runner__next_round(&run->stats, done, nmore, child_now() - t0,
-						 run->max_seconds, run->judge.machine_error,
-						 &next);
-			if (why != ROUND_MORE)
-				break;
-			r_lo = done;
-			r_n = next - done;
-			r_m = runner__round_sessions(r_n, blocks, k);
-			r_i = 0;
-			cur = more;
-			ncur = nmore;
-			done = next;
-		} else if (s >= k && child_now() - t0 >= run->max_seconds) {
-			/* The time cap also ends a round between its sessions:
-			 * a round is up to 16 of them. The blocks timed so far
-			 * are a look of their own size (docs/verdicts.md). */
-			break;
-		}
-		arg = (struct session_arg){ run, cur, ncur, s, r_lo + r_i * r_n / r_m,
-					    r_lo + (r_i + 1) * r_n / r_m };
-		of = s - r_i + r_m; /* sessions so far and in this round, for messages */
-		if (start_fn(&c, session_body, &arg, &msg) < 0) {
-			snprintf(text, sizeof text, "session %d of %d: %s", s + 1, of, msg.text);
-			session_failed(run, text);
-			break;
-		}
+		u.next.live = false;
+		close(cur.c.in_pipe);  /* its go */
 		run->session = s;  /* for relay_session's messages */
-		stop = relay_session(run, c.out_pipe, &over);
+		stop = relay_session(run, cur.c.out_pipe, &over, on_session_end, &u);
 		run->session = 0;
 		if (over)
-			child_kill(&c, SIGKILL);
-		rc = child_wait(&c, 0, &ex);
-		if (over || (rc == 0 && child_exit_code(&ex) == 0))
-			continue;
-		describe_end(rc, &ex, end, sizeof end);
-		snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, of, end);
-		session_failed(run, text);
-		stop = true;
-		sig = rc ? 0 : child_exit_signal(&ex);
-		if (qual_fault_signal(sig)) {
-			/* A crash, as if of this process: the GPU it used is to
-			 * be checked, and no verdict is given. */
-			run->crash_signal = sig;
-			snprintf(run->stop_reason, sizeof run->stop_reason,
-				 "gpu work stopped: session %d of %d crashed (%s)", s + 1, of, end);
-			runner__emit_stop(run);
+			child_kill(&cur.c, SIGKILL);
+		rc = child_wait(&cur.c, 0, &ex);
+		if (!over && !(rc == 0 && child_exit_code(&ex) == 0)) {
+			describe_end(rc, &ex, end, sizeof end);
+			snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, cur.of, end);
+			session_failed(run, text);
+			stop = true;
+			sig = rc ? 0 : child_exit_signal(&ex);
+			if (qual_fault_signal(sig)) {
+				/* A crash, as if of this process: the GPU it
+				 * used is to be checked, and no verdict is
+				 * given. */
+				run->crash_signal = sig;
+				snprintf(run->stop_reason, sizeof run->stop_reason,
+					 "gpu work stopped: session %d of %d crashed (%s)", s + 1,
+					 cur.of, end);
+				runner__emit_stop(run);
+			}
 		}
+		if (stop || over || u.start_failed) {
+			abandon(&u.next);
+			break;
+		}
+		if (!u.next.live && !u.planned_out)
+			start_next(&u);  /* it ended without its last line */
 	}
 	timesplit_add(&run->split, TS_SESSIONS, t);
-	free(more);
+	free(u.plan.more);
 }

@@ -15,6 +15,8 @@
 
 /* What the fakes do on open, set per test. */
 static int cuda_open_rc, hip_open_rc;
+/* The CUDA fake's describe (no context): what it returns, and its calls. */
+static int cuda_describe_rc, describe_calls, open_calls;
 /* Live objects per kind, and calls seen. */
 static int live_gpus, live_modules, live_graphs, live_allocs;
 static int graph_runs;
@@ -38,7 +40,9 @@ static int fake_open(const char *name, int rc, struct gpu **out, struct qual_msg
 		return qual_fail(msg, rc, "fake %s says %s", name, qual_strerror(rc));
 	struct fake_gpu *fg = xcalloc(1, sizeof *fg);
 	snprintf(fg->base.info.vendor, sizeof fg->base.info.vendor, "%s", name);
+	snprintf(fg->base.info.arch, sizeof fg->base.info.arch, "%s-arch", name);
 	live_gpus++;
+	open_calls++;
 	*out = &fg->base;
 	return 0;
 }
@@ -47,6 +51,18 @@ static int fake_cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 {
 	(void)ordinal;
 	return fake_open("cuda", cuda_open_rc, out, msg);
+}
+
+static int fake_cuda_describe(int ordinal, struct gpu_info *info, struct qual_msg *msg)
+{
+	(void)ordinal;
+	describe_calls++;
+	if (cuda_describe_rc < 0)
+		return qual_fail(msg, cuda_describe_rc, "fake cuda describe says %s",
+				 qual_strerror(cuda_describe_rc));
+	snprintf(info->vendor, sizeof info->vendor, "cuda");
+	snprintf(info->arch, sizeof info->arch, "described");
+	return 0;
 }
 
 static int fake_hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
@@ -209,6 +225,7 @@ static int fake_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_
 
 const struct gpu_backend gpu__cuda_backend = {
 	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS,
+	.describe = fake_cuda_describe,
 	.tensor_map_2d = fake_tensor_map_2d,
 };
 const struct gpu_backend gpu__hip_backend = {
@@ -220,6 +237,9 @@ static int reset(void **state)
 	(void)state;
 	cuda_open_rc = 0;
 	hip_open_rc = 0;
+	cuda_describe_rc = 0;
+	describe_calls = 0;
+	open_calls = 0;
 	graph_runs = 0;
 	last_nlaunch = 0;
 	return 0;
@@ -275,6 +295,55 @@ static void test_open_stops_on_error(void **state)
 	assert_null(g);
 	assert_string_equal(msg.text, "fake cuda says gpu error");
 	assert_int_equal(live_gpus, 0);
+}
+
+/* gpu_describe asks a backend's describe, which makes no context: open is
+ * never called, and the ordinal is the one asked for. */
+static void test_describe_without_open(void **state)
+{
+	struct qual_msg msg = { { 0 } };
+	struct gpu_info info;
+
+	(void)state;
+	assert_int_equal(gpu_describe(5, &info, &msg), 0);
+	assert_string_equal(info.vendor, "cuda");
+	assert_string_equal(info.arch, "described");
+	assert_int_equal(info.ordinal, 5);
+	assert_int_equal(describe_calls, 1);
+	assert_int_equal(open_calls, 0);
+	assert_int_equal(live_gpus, 0);
+}
+
+/* A backend without describe is opened and closed (HIP's), after the one
+ * before it found no device; both backends' messages when neither has one;
+ * a describe that fails past finding its runtime ends the search. */
+static void test_describe_falls_back_and_fails(void **state)
+{
+	struct qual_msg msg = { { 0 } };
+	struct gpu_info info;
+
+	(void)state;
+	cuda_describe_rc = QUAL_ENODEV;
+	assert_int_equal(gpu_describe(2, &info, &msg), 0);
+	assert_string_equal(info.vendor, "hip");
+	assert_string_equal(info.arch, "hip-arch");
+	assert_int_equal(info.ordinal, 2);
+	assert_int_equal(open_calls, 1);
+	assert_int_equal(live_gpus, 0);
+
+	hip_open_rc = QUAL_ENODEV;
+	assert_int_equal(gpu_describe(0, &info, &msg), QUAL_ENODEV);
+	assert_string_equal(msg.text, "cuda: fake cuda describe says no device; "
+			    "hip: fake hip says no device");
+
+	cuda_describe_rc = QUAL_EGPU;
+	hip_open_rc = 0;
+	open_calls = 0;
+	assert_int_equal(gpu_describe(0, &info, &msg), QUAL_EGPU);
+	assert_string_equal(msg.text, "fake cuda describe says gpu error");
+	assert_int_equal(open_calls, 0);
+	assert_int_equal(gpu_describe(-1, &info, &msg), QUAL_EINVAL);
+	assert_int_equal(gpu_describe(0, NULL, &msg), QUAL_EINVAL);
 }
 
 static void test_built_flags(void **state)
@@ -500,6 +569,8 @@ QUAL_TESTS(
 	cmocka_unit_test_setup(test_open_falls_back_to_hip, reset),
 	cmocka_unit_test_setup(test_open_names_both, reset),
 	cmocka_unit_test_setup(test_open_stops_on_error, reset),
+	cmocka_unit_test_setup(test_describe_without_open, reset),
+	cmocka_unit_test_setup(test_describe_falls_back_and_fails, reset),
 	cmocka_unit_test_setup(test_built_flags, reset),
 	cmocka_unit_test_setup(test_close_frees_everything, reset),
 	cmocka_unit_test_setup(test_memory_round_trip, reset),

@@ -2462,7 +2462,7 @@ static void relay_bytes(const char *data, size_t n, struct relayed *r, bool stop
 		_exit(fs_write_all(fds[1], data, n) < 0 ? 1 : 0);
 	}
 	close(fds[1]);
-	r->stop = relay_session(&run, fds[0], &r->over);
+	r->stop = relay_session(&run, fds[0], &r->over, NULL, NULL);
 	assert_int_equal(waitpid(writer, NULL, 0), writer);
 	r->machine_error = run.judge.machine_error;
 	judge_release(&run.judge);
