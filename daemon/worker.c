@@ -913,7 +913,8 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	/* A session of its own: one signal reaches everything it started. */
 	w->child.group = CHILD_SESSION_NEW;
 	w->child.die_with_parent = true;
-	snprintf(what, sizeof what, "worker '%s'", j->worker);
+	/* argv[0]: qual-run, or qual-calibrate for a calibration. */
+	snprintf(what, sizeof what, "worker '%s'", argv[0]);
 	w->child.name = what;
 	if (child_start(&w->child, &w->start_error) < 0) {
 		w->stop = WORKER_STOP_UNSTARTED;

@@ -9,7 +9,7 @@
 #     bash tests/gpu/calibrate.sh OUTDIR [BUILD]
 set -u
 out=${1:?usage: calibrate.sh OUTDIR [BUILD]}
-build=${2:-build}
+build=$(cd "${2:-build}" && pwd)
 runs=${CALIBRATE_RUNS:-10}
 mkdir -p "$out"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13

@@ -7,7 +7,7 @@
 # Three parts, each a series of whole qual-run jobs with the default
 # sampling and gate, stopped from starting new jobs once $VERDICTS_BUDGET_S
 # seconds (default 500) have passed so that the summary is always written;
-# they run in the order pair, planted, aa, so that the A/A jobs take what
+# they run in the order planted, pair, aa, so that the A/A jobs take what
 # the budget leaves:
 #
 #   aa       nvrtc against itself and against its alt copy (byte-identical
