@@ -114,6 +114,8 @@ static void usage(FILE *f)
 		"  --only-fixtures      run only the cases of the --fixtures directories\n"
 		"  --oracle-timeout S   seconds a fixture's oracle program may run per case\n"
 		"                       (default 300; a manifest may ask for less)\n"
+		"  --probe-timeout S    seconds the device probe may take before it is\n"
+		"                       killed and the run goes on without a GPU (default 60)\n"
 		"  --list               print the case names and exit\n"
 		"\n"
 		"exit status: 0 improvement, neutral or compile-only pass; 1 regression;\n"
@@ -129,6 +131,7 @@ enum {
 	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
 	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE, OPT_MAX_PAIRS, OPT_MAX_SECONDS,
 	OPT_GATE_SLOWER, OPT_GATE_FASTER, OPT_UNDECIDED, OPT_SAMPLE_IDENTICAL,
+	OPT_PROBE_TIMEOUT,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -388,6 +391,7 @@ int main(int argc, char **argv)
 		{"fixtures", required_argument, NULL, OPT_FIXTURES},
 		{"only-fixtures", no_argument, NULL, OPT_ONLY_FIXTURES},
 		{"oracle-timeout", required_argument, NULL, OPT_ORACLE_TIMEOUT},
+		{"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
 		{"list", no_argument, NULL, OPT_LIST},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
@@ -418,6 +422,8 @@ int main(int argc, char **argv)
 		{OPT_HANG_FACTOR, "--hang-factor", NUM_DOUBLE, 0, 0, 1, 1e6, &cfg.hang_factor},
 		{OPT_ORACLE_TIMEOUT, "--oracle-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
 		 &oracle_timeout},
+		{OPT_PROBE_TIMEOUT, "--probe-timeout", NUM_DOUBLE, 0, 0, 0.1, 86400,
+		 &cfg.probe_timeout_s},
 	};
 	const char **cases = xcalloc((size_t)argc, sizeof *cases);
 	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);

@@ -69,6 +69,7 @@ void runner_config_init(struct runner_config *cfg)
 	rtc_limits_init(&cfg->limits);
 	cfg->hang_floor_ms = RUNNER_HANG_FLOOR_MS;
 	cfg->hang_factor = RUNNER_HANG_FACTOR;
+	cfg->probe_timeout_s = RUNNER_PROBE_TIMEOUT_S;
 }
 
 double runner_hang_limit_ms(double floor_ms, double factor, double baseline_graph_ms)

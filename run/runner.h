@@ -88,6 +88,12 @@
 #define RUNNER_MAX_PAIRS_FACTOR 8
 #define RUNNER_MAX_SECONDS 20.0
 
+/* Seconds the device probe (the driver initialized, the device's
+ * attributes and clocks read: about 0.1 s on the H200) may take before it
+ * is killed and the run goes on without a GPU, saying so
+ * (runner_config.probe_timeout_s, qual-run --probe-timeout). */
+#define RUNNER_PROBE_TIMEOUT_S 60.0
+
 /* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
  * overwrites that many bytes before every timed replay, so that each starts
  * from a cold cache instead of what the other arm's replay left there; 512
@@ -140,6 +146,7 @@ struct runner_config {
 	 * Sampling needs sessions: with one_load or sessions 1 it is off. */
 	int max_pairs;
 	double max_seconds;
+	double probe_timeout_s; /* > 0: RUNNER_PROBE_TIMEOUT_S by default */
 	int pairs_per_block;    /* >= 1; the last block may be shorter */
 	/* Every pair under the first load and judged as a unit of its own:
 	 * schema 1's way, which the blocks replaced because its intervals

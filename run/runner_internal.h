@@ -79,6 +79,7 @@ struct run {
 	struct timesplit split;
 	struct child probe;     /* the device probe, while probing */
 	bool probing;
+	double probe_started_s; /* child_now() at its start */
 	double started_s;       /* child_now() when the run started */
 	double judge_s;         /* ... when judging started */
 };
@@ -143,7 +144,9 @@ void runner__compile_release(struct run *run);
  *
  * runner__probe_start() starts it (0, run->probing set), or returns -1 with
  * why. runner__probe_finish() reads its answer and reaps it: 0 with
- * run->probed filled, or -1 with why. runner__probe_abandon() kills and
+ * run->probed filled, or -1 with why; a probe that has not answered within
+ * cfg->probe_timeout_s of its start (a driver stuck in its initialization)
+ * is killed, and why says so. runner__probe_abandon() kills and
  * reaps one started and not finished (nothing when none). */
 int runner__probe_start(struct run *run, char *why, size_t whylen);
 int runner__probe_finish(struct run *run, char *why, size_t whylen);

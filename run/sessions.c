@@ -8,6 +8,7 @@
 #include "run/runner_internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,7 +103,27 @@ int runner__probe_start(struct run *run, char *why, size_t whylen)
 		return -1;
 	}
 	run->probing = true;
+	run->probe_started_s = child_now();
 	return 0;
+}
+
+/* Waits until fd can be read or the probe's time is up: false then. */
+static bool probe_answers(const struct run *run, int fd)
+{
+	double limit = run->cfg->probe_timeout_s > 0 ? run->cfg->probe_timeout_s :
+						     RUNNER_PROBE_TIMEOUT_S;
+	double left;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+
+	while ((left = run->probe_started_s + limit - child_now()) > 0) {
+		rc = poll(&p, 1, (int)(left * 1000) + 1);
+		if (rc > 0)
+			return true;
+		if (rc < 0 && errno != EINTR)
+			return true;  /* the read that follows says what is wrong */
+	}
+	return false;
 }
 
 int runner__probe_finish(struct run *run, char *why, size_t whylen)
@@ -118,6 +139,16 @@ int runner__probe_finish(struct run *run, char *why, size_t whylen)
 		return -1;
 	}
 	run->probing = false;
+	if (!probe_answers(run, run->probe.out_pipe)) {
+		close(run->probe.out_pipe);
+		child_kill(&run->probe, SIGKILL);
+		(void)child_wait(&run->probe, 0, &ex);
+		snprintf(why, whylen, "the process that finds the gpu (the driver's start, the "
+			 "device's attributes and clocks) did not answer within %g s and was "
+			 "killed", run->cfg->probe_timeout_s > 0 ? run->cfg->probe_timeout_s :
+			 RUNNER_PROBE_TIMEOUT_S);
+		return -1;
+	}
 	n = fs_read_full(run->probe.out_pipe, &answer, sizeof answer);
 	close(run->probe.out_pipe);
 	rc = child_wait(&run->probe, 0, &ex);

@@ -143,3 +143,16 @@ foreach(t
 endforeach()
 qual_expect(judge_bad_json 4 - -- ${JUDGE} ${JD}/bad.jsonl)
 qual_expect(judge_missing 4 - -- ${JUDGE} /nonexistent.jsonl)
+
+# run_probe_deadline: the device probe killed at --probe-timeout when the
+# driver hangs in cuInit (a stand-in libcuda.so.1, tests/shims/fake_cuda.c),
+# and the run a static qualification saying why (tests/tools/probe_test.py).
+add_library(fake_cuda SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/fake_cuda.c)
+set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)
+if(EXISTS ${NVRTC})
+  add_test(NAME run_probe_deadline
+           COMMAND ${SYSTEM_PYTHON} ${QT}/probe_test.py $<TARGET_FILE:qual-run> ${NVRTC}
+                   ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)
+  set_tests_properties(run_probe_deadline PROPERTIES LABELS integration TIMEOUT 600)
+endif()
