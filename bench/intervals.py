@@ -26,6 +26,9 @@ import os
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lines import timed_pairs  # noqa: E402
+
 CONF = 0.95
 
 
@@ -62,18 +65,15 @@ def sign_p(k, n):
 
 
 def read(path):
-    pairs = defaultdict(list)
+    lines = [json.loads(line) for line in open(path) if line.strip()]
     verdicts = {}
     settings = {}
-    for line in open(path):
-        d = json.loads(line)
+    for d in lines:
         if d["type"] == "start":
             settings = d["settings"]
-        elif d["type"] == "pair":
-            pairs[d["case"]].append(d)
         elif d["type"] == "case_verdict":
             verdicts[d["case"]] = d
-    return settings, pairs, verdicts
+    return settings, timed_pairs(lines), verdicts
 
 
 def by_pairs(prs):

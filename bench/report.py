@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from library import shape_key  # noqa: E402
+from lines import timed_pairs  # noqa: E402
 
 
 def main():
@@ -22,11 +23,9 @@ def main():
         for l in open(sys.argv[2]):
             d = json.loads(l)
             ref[d["shape"]] = d
-    pairs, verdicts, flops = {}, {}, {}
+    pairs, verdicts, flops = timed_pairs(aa), {}, {}
     for d in aa:
-        if d["type"] == "pair":
-            pairs.setdefault(d["case"], []).append(d)
-        elif d["type"] == "case_verdict":
+        if d["type"] == "case_verdict":
             verdicts[d["case"]] = d
         elif d["type"] == "case":
             flops[d["case"]] = d.get("flops", 0)

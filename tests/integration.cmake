@@ -156,3 +156,8 @@ if(EXISTS ${NVRTC})
                    ${CMAKE_CURRENT_BINARY_DIR}/fake_cuda)
   set_tests_properties(run_probe_deadline PROPERTIES LABELS integration TIMEOUT 600)
 endif()
+
+# bench_lines: bench/lines.py leaves out the pairs of throttled block
+# attempts, as the judge does (tests/tools/bench_lines_test.py).
+add_test(NAME bench_lines COMMAND ${SYSTEM_PYTHON} ${QT}/bench_lines_test.py)
+set_tests_properties(bench_lines PROPERTIES LABELS unit)
