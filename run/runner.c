@@ -1082,10 +1082,31 @@ static json_t *device_json(const struct run *run)
 {
 	const struct gpu_info *in;
 
+	json_t *o;
+
 	if (!(in = run->device))
 		return json_null();
-	return json_pack("{s:s,s:s,s:s,s:s,s:i}", "vendor", in->vendor, "name", in->name,
-			 "arch", in->arch, "driver", in->driver, "ordinal", in->ordinal);
+	o = json_pack("{s:s,s:s,s:s,s:s,s:i}", "vendor", in->vendor, "name", in->name,
+		      "arch", in->arch, "driver", in->driver, "ordinal", in->ordinal);
+	if (in->pci_bus_id[0])
+		json_object_set_new(o, "pci_bus_id", json_string(in->pci_bus_id));
+	return o;
+}
+
+void runner__calibration_for_device(json_t *line, const struct gpu_info *device)
+{
+	json_t *rec = json_object_get(line, "calibration");
+	const char *theirs = json_string_value(
+		json_object_get(json_object_get(rec, "device"), "pci_bus_id"));
+	char why[200];
+
+	if (!json_is_object(rec) || !theirs || !device || !device->pci_bus_id[0] ||
+	    strcmp(theirs, device->pci_bus_id) == 0)
+		return;
+	snprintf(why, sizeof why, "the calibration is of the device at PCI %.40s, and this "
+		 "run's device is at PCI %.40s", theirs, device->pci_bus_id);
+	json_object_set_new(line, "calibration", json_null());
+	json_object_set_new(line, "calibration_because", json_string(why));
 }
 
 static void emit_start(struct run *run, const int *sel, int nsel, const char *no_gpu)
@@ -1405,6 +1426,7 @@ static void add_verdict_fields(void *ctx, json_t *line)
 	json_object_set_new(line, "time_s", timesplit_json(&run->split, true));
 	if (run->cfg->verdict_extra)
 		json_object_update_missing(line, run->cfg->verdict_extra);
+	runner__calibration_for_device(line, run->device);
 }
 
 int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)

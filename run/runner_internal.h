@@ -97,6 +97,13 @@ void runner__compile_case(struct run *run, int index);
  * blocks; its lines to run->out. */
 void runner__run_case(struct run *run, int index);
 
+/* A verdict line's calibration record (line's "calibration") kept only
+ * when it is of device: a record whose device names another PCI address
+ * than device's (GPUs renumbered, the record's file another slot's) is
+ * replaced by null with calibration_because saying so. Either side without
+ * an address is taken as the same device. */
+void runner__calibration_for_device(json_t *line, const struct gpu_info *device);
+
 /* The error line outside any case that says why GPU work stopped (from
  * run->stop_reason), with its "gpu" field. */
 void runner__emit_stop(struct run *run);

@@ -2703,6 +2703,48 @@ static void test_next_round(void **state)
 	assert_int_equal(runner__round_sessions(40, 15, 1), 3);
 }
 
+/* A calibration record is kept in the verdict line only for the device it
+ * measured: another PCI address makes it null with the reason; the same
+ * address, or an address missing on either side, keeps it. */
+static void test_calibration_for_device(void **state)
+{
+	struct gpu_info dev;
+	json_t *line;
+
+	(void)state;
+	memset(&dev, 0, sizeof dev);
+	snprintf(dev.pci_bus_id, sizeof dev.pci_bus_id, "00000000:1B:00.0");
+	line = json_pack("{s:{s:{s:s},s:i}}", "calibration", "device", "pci_bus_id",
+			 "00000000:3A:00.0", "runs", 5);
+	runner__calibration_for_device(line, &dev);
+	assert_true(json_is_null(json_object_get(line, "calibration")));
+	assert_non_null(strstr(json_string_value(json_object_get(line, "calibration_because")),
+			       "of the device at PCI 00000000:3A:00.0, and this run's device is "
+			       "at PCI 00000000:1B:00.0"));
+	json_decref(line);
+
+	line = json_pack("{s:{s:{s:s},s:i}}", "calibration", "device", "pci_bus_id",
+			 "00000000:1B:00.0", "runs", 5);
+	runner__calibration_for_device(line, &dev);
+	assert_true(json_is_object(json_object_get(line, "calibration")));
+	assert_null(json_object_get(line, "calibration_because"));
+	json_decref(line);
+
+	line = json_pack("{s:{s:{s:s},s:i}}", "calibration", "device", "name", "NVIDIA H200",
+			 "runs", 5);
+	runner__calibration_for_device(line, &dev);
+	assert_true(json_is_object(json_object_get(line, "calibration")));
+	json_decref(line);
+
+	dev.pci_bus_id[0] = '\0';
+	line = json_pack("{s:{s:{s:s},s:i}}", "calibration", "device", "pci_bus_id",
+			 "00000000:3A:00.0", "runs", 5);
+	runner__calibration_for_device(line, &dev);
+	runner__calibration_for_device(line, NULL);
+	assert_true(json_is_object(json_object_get(line, "calibration")));
+	json_decref(line);
+}
+
 /* Re-judges o's lines as qual-judge would (judge_take_line from the start
  * line on), and checks every case_verdict's verdict, decided and stopped
  * come back the same. */
@@ -3338,6 +3380,7 @@ QUAL_TESTS(
 	T(wrong_in_timing_blocks),
 	T(sessions),
 	T(next_round),
+	T(calibration_for_device),
 	T(sampling_rounds),
 	T(sampling_caps),
 	T(sampling_first_look_pairs),
