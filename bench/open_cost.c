@@ -15,7 +15,9 @@
  *                        synchronous copy)
  *
  * Output: one JSON object per line. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
@@ -184,6 +186,9 @@ static int perturb_mode(int n)
 	size_t bytes = 256u << 20;
 	double *quiet = calloc((size_t)n, sizeof *quiet), *busy = calloc((size_t)n, sizeof *busy);
 	struct ctx c;
+
+	if (!quiet || !busy)
+		return 1;
 	double t[8];
 	int go[2];
 	char b;
@@ -194,6 +199,7 @@ static int perturb_mode(int n)
 	if (pipe(go) < 0)
 		return 1;
 	if ((churner = fork()) == 0) {
+		setpgid(0, 0);  /* killed with the child it has open */
 		close(go[1]);
 		if (read(go[0], &b, 1) != 1)
 			_exit(0);
@@ -217,7 +223,7 @@ static int perturb_mode(int n)
 		}
 		summary(phase ? "while_another_opens_and_closes" : "quiet", v, n);
 	}
-	kill(churner, SIGKILL);
+	kill(-churner, SIGKILL);
 	waitpid(churner, NULL, 0);
 	return 0;
 }

@@ -1081,7 +1081,6 @@ void runner__compile_case(struct run *run, int index)
 static json_t *device_json(const struct run *run)
 {
 	const struct gpu_info *in;
-
 	json_t *o;
 
 	if (!(in = run->device))

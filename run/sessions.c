@@ -107,23 +107,46 @@ int runner__probe_start(struct run *run, char *why, size_t whylen)
 	return 0;
 }
 
-/* Waits until fd can be read or the probe's time is up: false then. */
+static double probe_limit(const struct run *run)
+{
+	return run->cfg->probe_timeout_s > 0 ? run->cfg->probe_timeout_s :
+					       RUNNER_PROBE_TIMEOUT_S;
+}
+
+/* Waits until fd can be read or the probe's time (from its start) is up:
+ * false then. An answer that came in time is found however late this is
+ * asked (the identify before it may take longer than the limit): fd is
+ * always looked at once. */
 static bool probe_answers(const struct run *run, int fd)
 {
-	double limit = run->cfg->probe_timeout_s > 0 ? run->cfg->probe_timeout_s :
-						     RUNNER_PROBE_TIMEOUT_S;
-	double left;
 	struct pollfd p = { .fd = fd, .events = POLLIN };
+	double left;
 	int rc;
 
-	while ((left = run->probe_started_s + limit - child_now()) > 0) {
-		rc = poll(&p, 1, (int)(left * 1000) + 1);
-		if (rc > 0)
-			return true;
-		if (rc < 0 && errno != EINTR)
-			return true;  /* the read that follows says what is wrong */
-	}
+	do {
+		left = run->probe_started_s + probe_limit(run) - child_now();
+		rc = poll(&p, 1, left > 0 ? (int)(left * 1000) + 1 : 0);
+		if (rc > 0 || (rc < 0 && errno != EINTR))
+			return true;  /* a failed poll: the read that follows says it */
+	} while (left > 0);
 	return false;
+}
+
+/* Ends a probe that did not answer: killed, and reaped when it has ended
+ * within CHILD_REAP_GRACE_S. A driver stuck in an uninterruptible call may
+ * not end even then: it is left to qual-run's exit (child_kill_orphans())
+ * rather than waited for; returns false then. */
+static bool probe_kill(struct run *run)
+{
+	double until = child_now() + CHILD_REAP_GRACE_S;
+
+	child_kill(&run->probe, SIGKILL);
+	while (!child_exited(&run->probe)) {
+		if (child_now() >= until)
+			return false;
+		usleep(10000);
+	}
+	return child_reap(&run->probe, NULL) == 0;
 }
 
 int runner__probe_finish(struct run *run, char *why, size_t whylen)
@@ -141,19 +164,17 @@ int runner__probe_finish(struct run *run, char *why, size_t whylen)
 	run->probing = false;
 	if (!probe_answers(run, run->probe.out_pipe)) {
 		close(run->probe.out_pipe);
-		child_kill(&run->probe, SIGKILL);
-		(void)child_wait(&run->probe, 0, &ex);
 		snprintf(why, whylen, "the process that finds the gpu (the driver's start, the "
 			 "device's attributes and clocks) did not answer within %g s and was "
-			 "killed", run->cfg->probe_timeout_s > 0 ? run->cfg->probe_timeout_s :
-			 RUNNER_PROBE_TIMEOUT_S);
+			 "killed%s", probe_limit(run), probe_kill(run) ? "" :
+			 " (it had not ended a second later)");
 		return -1;
 	}
 	n = fs_read_full(run->probe.out_pipe, &answer, sizeof answer);
 	close(run->probe.out_pipe);
 	rc = child_wait(&run->probe, 0, &ex);
 	if (n != (ssize_t)sizeof answer) {
-		snprintf(why, whylen, "the process that opens the gpu ended without an "
+		snprintf(why, whylen, "the process that finds the gpu ended without an "
 			 "answer: %s", describe_end(rc, &ex, end, sizeof end));
 		return -1;
 	}
@@ -199,10 +220,11 @@ struct session_arg {
 static bool wait_for_go(pid_t supervisor)
 {
 	char b;
+	ssize_t n;
 
-	while (read(STDIN_FILENO, &b, 1) < 0 && errno == EINTR)
+	while ((n = read(STDIN_FILENO, &b, 1)) < 0 && errno == EINTR)
 		;
-	return getppid() == supervisor;
+	return n == 0 && getppid() == supervisor;
 }
 
 /* The body of a session, in the child: its own GPU context, every case that
@@ -444,7 +466,10 @@ struct plan {
 };
 
 /* The next session of the plan into *arg, with the sessions so far and in
- * its round (*of, for messages); false when there is none. */
+ * its round (*of, for messages); false when there is none. Asked on the
+ * last line of the session before (on_session_end), when the judge has all
+ * of that session's lines: the elapsed time it checks against max_seconds
+ * leaves out that session's close. */
 static bool plan_next(struct plan *p, struct session_arg *arg, int *of)
 {
 	struct run *run = p->run;

@@ -10,11 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUAL_STATIC_DEPS=ON >/dev/null
-cmake --build build-carry -j"$(nproc)" --target qual-run qual-compile qual-judge qual-calibrate quald qualctl gpu_smoke fixture-source qual_shims
+cmake --build build-carry -j"$(nproc)" --target qual-run qual-compile qual-judge qual-calibrate quald qualctl open_cost gpu_smoke fixture-source qual_shims
 rm -rf .carry
 mkdir -p .carry/bin .carry/tests .carry/shims
 cp build-carry/bin/qual-run build-carry/bin/qual-compile build-carry/bin/qual-judge \
-   build-carry/bin/qual-calibrate \
+   build-carry/bin/qual-calibrate build-carry/bin/open_cost \
    build-carry/bin/qualctl build-carry/bin/quald .carry/bin/
 cp build-carry/tests/gpu_smoke build-carry/tests/fixture-source .carry/tests/
 cp build-carry/shims/*.so .carry/shims/
