@@ -14,16 +14,10 @@ runs=${CALIBRATE_RUNS:-10}
 mkdir -p "$out"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 alt=/usr/local/cuda/lib64/libnvrtc.alt.so.13
-tmp=$(mktemp -d)
-sock=$tmp/quald.sock
-ctl() { "$build/bin/qualctl" --socket "$sock" "$@"; }
+# shellcheck source=tests/gpu/quald_start.sh
+. "$(dirname "$0")/quald_start.sh"
 status=0
-
-"$build/bin/quald" --socket "$sock" --state-dir "$tmp/state" --devices 0 \
-  --worker "$build/bin/qual-run" --compile-helper "$build/bin/qual-compile" \
-  >"$out/quald.log" 2>&1 &
-qpid=$!
-for _ in $(seq 50); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+quald_start "$build"
 
 t0=$SECONDS
 ctl calibrate "$nvrtc" --runs "$runs" --watch --json >"$out/calibrate.jsonl" 2>"$out/calibrate.err"

@@ -10,16 +10,10 @@ out=${1:?usage: service_faults.sh OUTDIR [BUILD]}
 build=${2:-build}
 mkdir -p "$out"
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
-tmp=$(mktemp -d)
-sock=$tmp/quald.sock
-ctl() { "$build/bin/qualctl" --socket "$sock" "$@"; }
+# shellcheck source=tests/gpu/quald_start.sh
+. "$(dirname "$0")/quald_start.sh"
 status=0
-
-"$build/bin/quald" --socket "$sock" --state-dir "$tmp/state" --devices 0 \
-  --worker "$build/bin/qual-run" --compile-helper "$build/bin/qual-compile" \
-  --allow-root "$(cd "$build" && pwd)" >"$out/quald.log" 2>&1 &
-qpid=$!
-for _ in $(seq 50); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+quald_start "$build" --allow-root "$(cd "$build" && pwd)"
 
 # expect NAME WANT -- qualctl submit arguments
 expect() {
