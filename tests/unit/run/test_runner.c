@@ -10,6 +10,7 @@
  * poisoned outputs, restored inputs, verdicts and exit statuses. Every stream
  * is also validated against docs/schema/lines.schema.json by
  * tests/tools/validate_lines.py. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -238,6 +239,56 @@ static struct {
  * that the sessions inherit (fake_arm's kill_at_total). */
 static int *fk_times_total;
 
+/* Every process's opens ('o'), first work on the device ('w': its first
+ * module load) and closes ('c'), in order, over every process of a run
+ * (shared like fk_times_total), and what broke the rule that a session
+ * works only once every other process that opened the device has ended
+ * and been reaped (test_sessions_one_at_a_time). */
+#define FK_EVENTS 512
+static struct fk_shared {
+	int nev;
+	struct {
+		pid_t pid;
+		char kind;
+	} ev[FK_EVENTS];
+	int violations;
+	char violation[256];
+} *fk_sh;
+static bool fk_worked; /* this process has done its first work */
+
+static void fk_event(char kind)
+{
+	int i = __atomic_fetch_add(&fk_sh->nev, 1, __ATOMIC_SEQ_CST);
+
+	if (i < FK_EVENTS) {
+		fk_sh->ev[i].pid = getpid();
+		fk_sh->ev[i].kind = kind;
+	}
+}
+
+/* At a process's first work: every other process that opened the device
+ * must be gone (a zombie, not yet reaped, still answers kill(pid, 0)). */
+static void fk_first_work(void)
+{
+	int n = fk_sh->nev < FK_EVENTS ? fk_sh->nev : FK_EVENTS;
+
+	if (fk_worked)
+		return;
+	fk_worked = true;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fk_sh->ev[i].pid;
+
+		if (fk_sh->ev[i].kind != 'o' || pid == getpid() ||
+		    (kill(pid, 0) < 0 && errno == ESRCH))
+			continue;
+		if (__atomic_fetch_add(&fk_sh->violations, 1, __ATOMIC_SEQ_CST) == 0)
+			snprintf(fk_sh->violation, sizeof fk_sh->violation,
+				 "process %d worked on the device while process %d, which opened "
+				 "it, was still there", (int)getpid(), (int)pid);
+	}
+	fk_event('w');
+}
+
 static void fake_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fake_problem(const char *fmt, ...)
 {
@@ -340,6 +391,8 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	g->info.ordinal = ordinal;
 	snprintf(g->info.pci_bus_id, sizeof g->info.pci_bus_id, "%s", fk.bus);
 	fk.opens++;
+	fk_worked = false;
+	fk_event('o');
 	*out = g;
 	return 0;
 }
@@ -362,6 +415,7 @@ static void fake_close(struct gpu *g)
 		fake_problem("gpu closed with %d graphs, %d modules, %d allocations live",
 			     fk.live_graphs, fk.live_modules, fk.nalloc);
 	fk.closes++;
+	fk_event('c');
 	free(g);
 }
 
@@ -378,6 +432,7 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 	fake_check_hung("module_load");
 	if (fk.dead)
 		return fake_dead(msg);
+	fk_first_work();
 	/* Real code: a CUBIN, an ELF image. */
 	if (size < 4 || memcmp(code, "\177ELF", 4) != 0)
 		fake_problem("module for '%s' is not an ELF image", kernel);
@@ -905,6 +960,13 @@ static void fake_reset(void)
 		assert_true(fk_times_total != MAP_FAILED);
 	}
 	fk_times_total[0] = fk_times_total[1] = 0;
+	if (!fk_sh) {
+		fk_sh = mmap(NULL, sizeof *fk_sh, PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(fk_sh != MAP_FAILED);
+	}
+	memset(fk_sh, 0, sizeof *fk_sh);
+	fk_worked = false;
 }
 
 static void fake_add_case(const char *name)
@@ -2244,6 +2306,41 @@ static void test_no_device_sessions(void **state)
 	outcome_release(&o);
 }
 
+/* Never two sessions on the device at once: each session's first work
+ * comes after every other process that opened the device (the probe, the
+ * sessions before it) has ended and been reaped, over a run that samples
+ * beyond the first look (rounds of more sessions, started on the last
+ * line of the one before); every session opened, worked and closed. */
+static void test_sessions_one_at_a_time(void **state)
+{
+	/* test_sampling_rounds' run: the conv case 1% slower, undecided. */
+	struct scenario s = {
+		.name = "runner_sessions_one_at_a_time", .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
+	};
+	struct outcome o = {0};
+	int opens = 0, works = 0, closes = 0, sessions;
+
+	(void)state;
+	scenario_run(&s, &o);
+	sessions = (int)json_integer_value(json_object_get(json_object_get(last_line(&o),
+								"time_s"), "session_count"));
+	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
+		opens += fk_sh->ev[i].kind == 'o';
+		works += fk_sh->ev[i].kind == 'w';
+		closes += fk_sh->ev[i].kind == 'c';
+	}
+	if (fk_sh->violations)
+		fail_msg("%s", fk_sh->violation);
+	assert_true(sessions > 4);
+	assert_int_equal(works, sessions);
+	assert_int_equal(opens, sessions + 1);  /* and the probe's */
+	assert_int_equal(closes, sessions + 1);
+	outcome_release(&o);
+}
+
 /* The blocks shared out among 4 forked sessions (3, 4, 4 and 4 blocks of
  * 15): every pair says its session and block, the blocks of a session are
  * its share, each case has one case line (from session 1), and the run is
@@ -3380,6 +3477,7 @@ QUAL_TESTS(
 	T(wrong_in_timing_blocks),
 	T(sessions),
 	T(next_round),
+	T(sessions_one_at_a_time),
 	T(calibration_for_device),
 	T(sampling_rounds),
 	T(sampling_caps),
