@@ -233,6 +233,13 @@ static struct {
 	int ntime;
 	int problems;       /* misuse of the backend; the first one in problem */
 	char problem[512];
+	/* The device refuses the first open of every process (as one in an
+	 * exclusive compute mode does while another process holds it), and
+	 * the n-th close of the run, over every process, dies (SIGSEGV: a
+	 * driver crash in a session's teardown); 0: none. */
+	bool busy_first_open;
+	bool opened_once;
+	int crash_at_close;
 } fk;
 
 /* gpu_graph_time calls per arm over every process of a run: shared memory
@@ -383,6 +390,11 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 
 	if (rc < 0)
 		return qual_fail(msg, rc, "fake %s: %s", vendor, qual_strerror(rc));
+	if (fk.busy_first_open && !fk.opened_once) {
+		fk.opened_once = true;
+		fk_event('f');
+		return qual_fail(msg, QUAL_EGPU, "fake %s: the device is busy", vendor);
+	}
 	g = xcalloc(1, sizeof *g);
 	snprintf(g->info.vendor, sizeof g->info.vendor, "nvidia");
 	snprintf(g->info.name, sizeof g->info.name, "Fake H200");
@@ -402,6 +414,20 @@ static int fake_cuda_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 	return fake_open("cuda", fk.open_rc, ordinal, out, msg);
 }
 
+/* The probe's question (gpu_describe): what an open would say, no open. */
+static int fake_cuda_describe(int ordinal, struct gpu_info *info, struct qual_msg *msg)
+{
+	if (fk.open_rc < 0)
+		return qual_fail(msg, fk.open_rc, "fake cuda: %s", qual_strerror(fk.open_rc));
+	snprintf(info->vendor, sizeof info->vendor, "nvidia");
+	snprintf(info->name, sizeof info->name, "Fake H200");
+	snprintf(info->arch, sizeof info->arch, "%s", fk.arch[0] ? fk.arch : "sm_90");
+	snprintf(info->driver, sizeof info->driver, "fake 13.0");
+	info->ordinal = ordinal;
+	snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s", fk.bus);
+	return 0;
+}
+
 static int fake_hip_open(int ordinal, struct gpu **out, struct qual_msg *msg)
 {
 	return fake_open("hip", QUAL_ENODEV, ordinal, out, msg);
@@ -416,6 +442,20 @@ static void fake_close(struct gpu *g)
 			     fk.live_graphs, fk.live_modules, fk.nalloc);
 	fk.closes++;
 	fk_event('c');
+	if (fk.crash_at_close) {
+		int n = 0;
+
+		for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++)
+			n += fk_sh->ev[i].kind == 'c';
+		if (n == fk.crash_at_close) {
+			struct rlimit none = {0, 0};
+
+			/* No core file; not the test framework's handler. */
+			setrlimit(RLIMIT_CORE, &none);
+			signal(SIGSEGV, SIG_DFL);
+			raise(SIGSEGV);
+		}
+	}
 	free(g);
 }
 
@@ -879,7 +919,8 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	.graph_time = fake_graph_time
 
 const struct gpu_backend gpu__cuda_backend = {
-	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS
+	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS,
+	.describe = fake_cuda_describe,
 };
 const struct gpu_backend gpu__hip_backend = {
 	.name = "hip", .built = false, .open = fake_hip_open, FAKE_OPS
@@ -923,6 +964,8 @@ struct scenario {
 	 * device has no bus id and the block lines no clocks. */
 	const char *nvml;
 	const char *reasons;
+	bool busy_first_open;   /* fk's */
+	int crash_at_close;     /* fk's */
 };
 
 struct outcome {
@@ -1042,6 +1085,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.per_block = s->per_block ? s->per_block : (s->pairs ? s->pairs : RUNNER_MIN_PAIRS);
 	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
+	fk.busy_first_open = s->busy_first_open;
+	fk.crash_at_close = s->crash_at_close;
 	snprintf(fk.arch, sizeof fk.arch, "%s", s->arch ? s->arch : "");
 	snprintf(fk.bus, sizeof fk.bus, "%s", s->nvml ? "00000000:1B:00.0" : "");
 	if (s->nvml)
@@ -2336,8 +2381,75 @@ static void test_sessions_one_at_a_time(void **state)
 		fail_msg("%s", fk_sh->violation);
 	assert_true(sessions > 4);
 	assert_int_equal(works, sessions);
-	assert_int_equal(opens, sessions + 1);  /* and the probe's */
-	assert_int_equal(closes, sessions + 1);
+	assert_int_equal(opens, sessions);  /* the probe describes, and opens nothing */
+	assert_int_equal(closes, sessions);
+	outcome_release(&o);
+}
+
+/* A device that takes one context at a time refuses a session's open
+ * while the session before still holds it (the fake refuses every
+ * process's first open): each session opens again after its go, and the
+ * run is the same as with a device that does not refuse. */
+static void test_sessions_busy_device(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sessions_busy_device", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4, .busy_first_open = true,
+		.validate = "--expect-verdict regression --expect-pairs 30",
+	};
+	struct outcome o = {0};
+	int refused = 0, opens = 0, works = 0;
+
+	(void)state;
+	s.arm[1].factor = 1.05;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
+	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
+		refused += fk_sh->ev[i].kind == 'f';
+		opens += fk_sh->ev[i].kind == 'o';
+		works += fk_sh->ev[i].kind == 'w';
+	}
+	if (fk_sh->violations)
+		fail_msg("%s", fk_sh->violation);
+	assert_int_equal(refused, 4);
+	assert_int_equal(opens, 4);
+	assert_int_equal(works, 4);
+	assert_int_equal(count_lines(&o, "session_time", NULL), 4);
+	outcome_release(&o);
+}
+
+/* A session that dies closing its context (after its last line, when the
+ * next session has been started) is a crash like any other, and the next
+ * session, started but not let go, is ended without touching the device:
+ * two sessions worked, the third never did. */
+static void test_session_crash_at_close(void **state)
+{
+	static const char *const want = "session 2 of 4 ended: killed by signal SIGSEGV";
+	struct scenario s = {
+		.name = "runner_session_crash_at_close", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4, .crash_at_close = 2,
+		.validate = "--crashed",
+	};
+	struct outcome o = {0};
+	int works = 0;
+	json_t *l, *found = NULL;
+	size_t i;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_int_equal(o.status, QUAL_EXIT_ERROR);
+	assert_int_equal(fk.on_crash_calls, 1);
+	assert_int_equal(fk.on_crash_signal, SIGSEGV);
+	json_array_foreach(o.lines, i, l)
+		if (has_type(l, "error") && strstr(str(l, "message"), want))
+			found = l;
+	assert_non_null(found);
+	for (int k = 0; k < fk_sh->nev && k < FK_EVENTS; k++)
+		works += fk_sh->ev[k].kind == 'w';
+	assert_int_equal(works, 2);
+	assert_int_equal(count_lines(&o, "session_time", NULL), 2);
 	outcome_release(&o);
 }
 
@@ -3478,6 +3590,8 @@ QUAL_TESTS(
 	T(sessions),
 	T(next_round),
 	T(sessions_one_at_a_time),
+	T(sessions_busy_device),
+	T(session_crash_at_close),
 	T(calibration_for_device),
 	T(sampling_rounds),
 	T(sampling_caps),
