@@ -36,13 +36,16 @@ static int pipe_off_stdout(void)
 	return fd;
 }
 
-/* Starts fn(arg) in a child killed with this process, its stdout a pipe. */
-static int start_fn(struct child *c, int (*fn)(void *arg), void *arg,
+/* Starts fn(arg) in a child killed with this process, its stdout a pipe,
+ * and with gated its stdin one too (a session's go: wait_for_go()). */
+static int start_fn(struct child *c, int (*fn)(void *arg), void *arg, bool gated,
 		    struct qual_msg *msg)
 {
 	child_init(c);
 	c->fn = fn;
 	c->arg = arg;
+	if (gated)
+		c->in = CHILD_PIPE;
 	c->out = CHILD_PIPE;
 	c->die_with_parent = true;
 	return child_start(c, msg);
@@ -98,7 +101,7 @@ int runner__probe_start(struct run *run, char *why, size_t whylen)
 {
 	struct qual_msg msg = {{0}};
 
-	if (start_fn(&run->probe, probe_body, run, &msg) < 0) {
+	if (start_fn(&run->probe, probe_body, run, false, &msg) < 0) {
 		snprintf(why, whylen, "%s", msg.text);
 		return -1;
 	}
@@ -532,13 +535,7 @@ static void start_next(struct supervisor *u)
 		u->planned_out = true;
 		return;
 	}
-	child_init(&n->c);
-	n->c.fn = session_body;
-	n->c.arg = &n->arg;
-	n->c.in = CHILD_PIPE;
-	n->c.out = CHILD_PIPE;
-	n->c.die_with_parent = true;
-	if (child_start(&n->c, &msg) < 0) {
+	if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
 		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
 			 msg.text);
 		session_failed(run, text);

@@ -273,6 +273,16 @@ static void fk_event(char kind)
 	}
 }
 
+/* How many events of kind the log holds. */
+static int fk_count(char kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++)
+		n += fk_sh->ev[i].kind == kind;
+	return n;
+}
+
 /* At a process's first work: every other process that opened the device
  * must be gone (a zombie, not yet reaped, still answers kill(pid, 0)). */
 static void fk_first_work(void)
@@ -383,6 +393,17 @@ static struct fake_alloc *fake_find(uint64_t dptr)
 	return NULL;
 }
 
+/* What the fake device is: an open's info, and the probe's (describe). */
+static void fake_info(struct gpu_info *info, int ordinal)
+{
+	snprintf(info->vendor, sizeof info->vendor, "nvidia");
+	snprintf(info->name, sizeof info->name, "Fake H200");
+	snprintf(info->arch, sizeof info->arch, "%s", fk.arch[0] ? fk.arch : "sm_90");
+	snprintf(info->driver, sizeof info->driver, "fake 13.0");
+	info->ordinal = ordinal;
+	snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s", fk.bus);
+}
+
 static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 		     struct qual_msg *msg)
 {
@@ -396,12 +417,7 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 		return qual_fail(msg, QUAL_EGPU, "fake %s: the device is busy", vendor);
 	}
 	g = xcalloc(1, sizeof *g);
-	snprintf(g->info.vendor, sizeof g->info.vendor, "nvidia");
-	snprintf(g->info.name, sizeof g->info.name, "Fake H200");
-	snprintf(g->info.arch, sizeof g->info.arch, "%s", fk.arch[0] ? fk.arch : "sm_90");
-	snprintf(g->info.driver, sizeof g->info.driver, "fake 13.0");
-	g->info.ordinal = ordinal;
-	snprintf(g->info.pci_bus_id, sizeof g->info.pci_bus_id, "%s", fk.bus);
+	fake_info(&g->info, ordinal);
 	fk.opens++;
 	fk_worked = false;
 	fk_event('o');
@@ -419,12 +435,7 @@ static int fake_cuda_describe(int ordinal, struct gpu_info *info, struct qual_ms
 {
 	if (fk.open_rc < 0)
 		return qual_fail(msg, fk.open_rc, "fake cuda: %s", qual_strerror(fk.open_rc));
-	snprintf(info->vendor, sizeof info->vendor, "nvidia");
-	snprintf(info->name, sizeof info->name, "Fake H200");
-	snprintf(info->arch, sizeof info->arch, "%s", fk.arch[0] ? fk.arch : "sm_90");
-	snprintf(info->driver, sizeof info->driver, "fake 13.0");
-	info->ordinal = ordinal;
-	snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s", fk.bus);
+	fake_info(info, ordinal);
 	return 0;
 }
 
@@ -443,11 +454,7 @@ static void fake_close(struct gpu *g)
 	fk.closes++;
 	fk_event('c');
 	if (fk.crash_at_close) {
-		int n = 0;
-
-		for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++)
-			n += fk_sh->ev[i].kind == 'c';
-		if (n == fk.crash_at_close) {
+		if (fk_count('c') == fk.crash_at_close) {
 			struct rlimit none = {0, 0};
 
 			/* No core file; not the test framework's handler. */
@@ -2366,23 +2373,18 @@ static void test_sessions_one_at_a_time(void **state)
 		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
 	};
 	struct outcome o = {0};
-	int opens = 0, works = 0, closes = 0, sessions;
+	int sessions;
 
 	(void)state;
 	scenario_run(&s, &o);
 	sessions = (int)json_integer_value(json_object_get(json_object_get(last_line(&o),
 								"time_s"), "session_count"));
-	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
-		opens += fk_sh->ev[i].kind == 'o';
-		works += fk_sh->ev[i].kind == 'w';
-		closes += fk_sh->ev[i].kind == 'c';
-	}
 	if (fk_sh->violations)
 		fail_msg("%s", fk_sh->violation);
 	assert_true(sessions > 4);
-	assert_int_equal(works, sessions);
-	assert_int_equal(opens, sessions);  /* the probe describes, and opens nothing */
-	assert_int_equal(closes, sessions);
+	assert_int_equal(fk_count('w'), sessions);
+	assert_int_equal(fk_count('o'), sessions);  /* the probe describes, and opens nothing */
+	assert_int_equal(fk_count('c'), sessions);
 	outcome_release(&o);
 }
 
@@ -2399,22 +2401,16 @@ static void test_sessions_busy_device(void **state)
 		.validate = "--expect-verdict regression --expect-pairs 30",
 	};
 	struct outcome o = {0};
-	int refused = 0, opens = 0, works = 0;
 
 	(void)state;
 	s.arm[1].factor = 1.05;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
-	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
-		refused += fk_sh->ev[i].kind == 'f';
-		opens += fk_sh->ev[i].kind == 'o';
-		works += fk_sh->ev[i].kind == 'w';
-	}
 	if (fk_sh->violations)
 		fail_msg("%s", fk_sh->violation);
-	assert_int_equal(refused, 4);
-	assert_int_equal(opens, 4);
-	assert_int_equal(works, 4);
+	assert_int_equal(fk_count('f'), 4);
+	assert_int_equal(fk_count('o'), 4);
+	assert_int_equal(fk_count('w'), 4);
 	assert_int_equal(count_lines(&o, "session_time", NULL), 4);
 	outcome_release(&o);
 }
@@ -2433,7 +2429,6 @@ static void test_session_crash_at_close(void **state)
 		.validate = "--crashed",
 	};
 	struct outcome o = {0};
-	int works = 0;
 	json_t *l, *found = NULL;
 	size_t i;
 
@@ -2446,9 +2441,7 @@ static void test_session_crash_at_close(void **state)
 		if (has_type(l, "error") && strstr(str(l, "message"), want))
 			found = l;
 	assert_non_null(found);
-	for (int k = 0; k < fk_sh->nev && k < FK_EVENTS; k++)
-		works += fk_sh->ev[k].kind == 'w';
-	assert_int_equal(works, 2);
+	assert_int_equal(fk_count('w'), 2);
 	assert_int_equal(count_lines(&o, "session_time", NULL), 2);
 	outcome_release(&o);
 }
