@@ -22,6 +22,15 @@
 #            then $PLANT_REPEATS (default 3) ordinary jobs: per case, whether
 #            every repeat gave the same verdict, and whether the exit statuses
 #            agree; cases whose true effect is 1% or more called slower.
+#            $PLANT_BLOCKS "first" sets QUAL_SHIM_DELAY_BLOCKS=first (only the
+#            grid's first block waits: smaller effects; jobs delayNfirst.*).
+#   exit     single-case jobs whose exit status is in doubt: for each
+#            DELAY:CASE of $EXIT_GROUPS (none by default; a case whose true
+#            effect at that delay lies near the margin), $EXIT_REPEATS
+#            (default 5) jobs of that case alone (--case) with shim_delay at
+#            DELAY cycles (and $PLANT_BLOCKS): whether the group's exit
+#            statuses agree. Run after the planted part, whose long runs give
+#            the true effects.
 #   pair     a real nvrtc of another version ($PAIR_LIB, e.g. a wheel that
 #            tests/gpu/unpack-nvrtc.sh unpacked; skipped when unset)
 #            against the toolkit's: $PAIR_REPEATS (default 3) jobs, their exit
@@ -57,13 +66,27 @@ job() {
   return 0
 }
 
+blocks=${PLANT_BLOCKS:-all}
+case $blocks in
+  all) tag= ;;
+  first) tag=first ;;
+  *) echo "verdicts.sh: PLANT_BLOCKS is all or first, not '$blocks'" >&2; exit 2 ;;
+esac
+export QUAL_SHIM_DELAY_BLOCKS=$blocks
 if [ -n "$delay" ]; then
   for d in ${PLANT_DELAYS:-64 256}; do
     long=${PLANT_LONG_PAIRS:-240}
-    QUAL_SHIM_DELAY_CYCLES=$d job planted-long "delay$d.long" "$nvrtc" "$delay" \
+    QUAL_SHIM_DELAY_CYCLES=$d job planted-long "delay$d$tag.long" "$nvrtc" "$delay" \
       --pairs "$long" --max-pairs "$long" || break
     for r in $(seq "${PLANT_REPEATS:-3}"); do
-      QUAL_SHIM_DELAY_CYCLES=$d job planted "delay$d.$r" "$nvrtc" "$delay" || break
+      QUAL_SHIM_DELAY_CYCLES=$d job planted "delay$d$tag.$r" "$nvrtc" "$delay" || break
+    done
+  done
+  for g in ${EXIT_GROUPS:-}; do
+    d=${g%%:*} c=${g#*:}
+    for r in $(seq "${EXIT_REPEATS:-5}"); do
+      QUAL_SHIM_DELAY_CYCLES=$d job exit "exit-delay$d$tag-$c.$r" "$nvrtc" "$delay" \
+        --case "$c" || break 2
     done
   done
 else

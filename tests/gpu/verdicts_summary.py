@@ -116,6 +116,37 @@ def main():
               f"{sum(exit_sets)} of {len(exit_sets)} delays; cases with a true effect of 1% "
               f"or more called slower in {big_slower} of {big} case runs")
 
+    # ---- single cases whose exit status is in doubt
+    ex = [j for j in jobs if j["part"] == "exit"]
+    if ex:
+        truth = {}
+        for j in planted:
+            if j["part"] == "planted-long":
+                d = j["name"].split(".")[0]
+                for c in cvs(j):
+                    if c.get("ratio_median") is not None:
+                        truth[(d, c["case"])] = c["ratio_median"]
+        groups = collections.OrderedDict()
+        for j in ex:
+            groups.setdefault(j["name"].rsplit(".", 1)[0], []).append(j)
+        same = jobs_n = with_mode = 0
+        for name, js in groups.items():
+            d, case = name[len("exit-"):].split("-", 1)
+            t = truth.get((d, case))
+            rcs = [j["rc"] for j in js]
+            vs = [(cvs(j) or [{}])[0].get("verdict") for j in js]
+            secs = [j["wall"] for j in js]
+            mode = collections.Counter(rcs).most_common(1)[0][1]
+            jobs_n += len(rcs)
+            with_mode += mode
+            same += len(set(rcs)) == 1
+            print(f"exit group {d} {case}: true {t if t is None else f'{t:.4f}'}, "
+                  f"exit statuses {rcs}, verdicts {vs}, wall {median(secs):.1f} s median"
+                  f"{'' if len(set(rcs)) == 1 else '   (exit statuses differ)'}")
+        print(f"  single-case groups whose exit statuses agree: {same} of {len(groups)}; "
+              f"jobs with their group's commonest exit status: {with_mode} of {jobs_n} "
+              f"({100 * with_mode / max(jobs_n, 1):.1f}%)")
+
     # ---- a real pair
     pair = [j for j in jobs if j["part"] == "pair"]
     if pair:

@@ -7,13 +7,20 @@
  * leaves the source as it is, so that the shim is then its real compiler.
  * All the threads of a block wait at once, so a launch gets longer by about
  * the delay once per wave of blocks: what that is as a fraction of a case's
- * time depends on the case, and is measured, not assumed. clock64() is an asm
- * volatile read (see shim_spin.c), so the loop is not optimised away. */
+ * time depends on the case, and is measured, not assumed. With
+ * $QUAL_SHIM_DELAY_BLOCKS=first only the threads of the grid's first block
+ * wait (the others pass one uniform branch), so that a launch of several
+ * waves gets longer by the delay about once, not once per wave: smaller
+ * planted effects than the wait's own least cost allows for every block.
+ * clock64() is an asm volatile read (see shim_spin.c), so the loop is not
+ * optimised away. */
 #include "shim.h"
 #include "shim_entry.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static long delay_cycles(void)
 {
@@ -29,19 +36,30 @@ static long delay_cycles(void)
 	return v;
 }
 
+/* Whether only the grid's first block waits ($QUAL_SHIM_DELAY_BLOCKS "first";
+ * unset or "all": every block). */
+static bool first_block_only(void)
+{
+	const char *s = getenv("QUAL_SHIM_DELAY_BLOCKS");
+
+	return s && strcmp(s, "first") == 0;
+}
+
 static char *delay_rewrite(const char *src)
 {
-	char stmt[256];
+	char stmt[384];
 	long cycles = delay_cycles();
 
 	if (cycles == 0)
 		return NULL;
 	snprintf(stmt, sizeof stmt,
-		 "\n\t{ /* shim_delay */\n"
+		 "\n\t%s{ /* shim_delay */\n"
 		 "\t\tlong long qual_delay_t0 = clock64();\n"
 		 "\t\twhile (clock64() - qual_delay_t0 < %ldLL) {\n"
 		 "\t\t}\n"
-		 "\t}\n", cycles);
+		 "\t}\n",
+		 first_block_only() ?
+		 "if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) " : "", cycles);
 	return shim_insert_at_entry(src, stmt);
 }
 
