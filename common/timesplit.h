@@ -32,7 +32,8 @@ enum timesplit_phase {
 	TS_JUDGE,            /* the statistics and the verdict lines */
 	TS_TOTAL,            /* the job, wall, up to its verdict line */
 	/* The sessions, summed. */
-	TS_OPEN,             /* the gpu opened (context created) */
+	TS_OPEN,             /* the gpu opened (context created) and, in a
+			      * session, the clocks' source started */
 	TS_FIXTURES,         /* cases' inputs and oracles built */
 	TS_ALLOC,            /* device buffers allocated */
 	TS_LOAD,             /* modules loaded and graphs built, first block */

@@ -55,6 +55,12 @@ struct bufs {
 	uint64_t dev[FIXTURE_MAX_BUFFERS];
 	uint64_t flush;  /* cfg->flush_bytes to overwrite before each timing */
 	void *scratch; /* host copy-back space, as large as the largest buffer */
+	/* Per arm, the last output of this process that passed the oracle's
+	 * check (NULL: none yet), and the error it was checked with: an output
+	 * byte-identical to one of them is checked by the comparison of its
+	 * bytes alone (inspect()). */
+	unsigned char *passed[2];
+	double passed_err[2];
 };
 
 
@@ -315,6 +321,8 @@ static void release_bufs(struct run *run, struct bufs *b)
 	if (b->flush)
 		gpu_free(run->gpu, b->flush);
 	free(b->scratch);
+	free(b->passed[0]);
+	free(b->passed[1]);
 	memset(b, 0, sizeof *b);
 }
 
@@ -438,6 +446,35 @@ static int prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 	return 0;
 }
 
+/* Checks the output in b->scratch against the oracle (fixture_check), or,
+ * when it is byte for byte an output that passed before in this process
+ * (either arm's, same case, same reference), takes that check's result:
+ * the same bytes against the same oracle give the same answer, and the
+ * comparison of every element (some 3 ms for the larger cases on the H200's
+ * host, four times per case and session) is the largest part of a
+ * session's checks. An output that passes is kept for the next check. */
+static int check_output(const struct fixture_case *c, int arm, struct bufs *b, double *err,
+			struct qual_msg *msg)
+{
+	size_t bytes = c->buffers[c->output].bytes;
+	int rc;
+
+	for (int k = 0; k < 2; k++) {
+		int other = k ? 1 - arm : arm;
+		if (b->passed[other] && memcmp(b->passed[other], b->scratch, bytes) == 0) {
+			*err = b->passed_err[other];
+			return 0;
+		}
+	}
+	if ((rc = fixture_check(c, b->scratch, err, msg)) < 0)
+		return rc;
+	if (!b->passed[arm])
+		b->passed[arm] = xmalloc(bytes);
+	memcpy(b->passed[arm], b->scratch, bytes);
+	b->passed_err[arm] = *err;
+	return 0;
+}
+
 /* Copies the output back and checks it against the oracle, then checks that
  * every input still holds what was uploaded. Returns 0, QUAL_ECHECK with what
  * was wrong in text (nobody blamed yet), or a GPU error (already reported,
@@ -456,7 +493,7 @@ static int inspect(struct run *run, const struct fixture_case *c, int arm,
 		gpu_fault(run, jc, arm, "check", &msg);
 		return rc;
 	}
-	rc = fixture_check(c, b->scratch, &err, &msg);
+	rc = check_output(c, arm, b, &err, &msg);
 	/* The largest error over every check; NaN (a non-finite element) sticks. */
 	a->max_err = isnan(err) || isnan(a->max_err) ? NAN : fmax(a->max_err, err);
 	a->checked = true;

@@ -257,17 +257,24 @@ static int session_body(void *arg)
 	run->block_lo = a->block_lo;
 	run->block_hi = a->block_hi;
 	rc = gpu_open(run->cfg->device, &run->gpu, &msg);
-	if (rc == 0)
+	if (rc == 0) {
+		/* NVML started here too, off the path between sessions. */
+		runner__clocks_open(run, gpu_get_info(run->gpu));
 		timesplit_add(&run->split, TS_OPEN, t);
+	}
 	if (!wait_for_go(supervisor)) {
-		if (rc == 0)
+		if (rc == 0) {
+			runner__clocks_close(run);
 			gpu_close(run->gpu);
+		}
 		return 0;
 	}
 	if (rc < 0) {
 		t = child_now();
 		memset(&msg, 0, sizeof msg);
 		rc = gpu_open(run->cfg->device, &run->gpu, &msg);
+		if (rc == 0)
+			runner__clocks_open(run, gpu_get_info(run->gpu));
 		timesplit_add(&run->split, TS_OPEN, t);
 	}
 	if (rc < 0) {
@@ -278,7 +285,6 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
-	runner__clocks_open(run, gpu_get_info(run->gpu));
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
 			runner__run_case(run, a->sel[i]);
