@@ -381,6 +381,90 @@ const struct compiled *runner__compile(struct run *run, const struct fixture_cas
 	return e;
 }
 
+/* ---- handing the results to a process forked before them ---- */
+
+static void put(unsigned char **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+	XGROW(*buf, *len + n, *cap);
+	if (n)
+		memcpy(*buf + *len, p, n);
+	*len += n;
+}
+
+void runner__cache_pack(const struct run *run, unsigned char **buf, size_t *len,
+			size_t *cap)
+{
+	put(buf, len, cap, &run->ncache, sizeof run->ncache);
+	for (int i = 0; i < run->ncache; i++) {
+		const struct compiled *e = run->cache[i];
+		size_t log = e->res.log ? strlen(e->res.log) + 1 : 0;
+
+		/* As it is in memory: the reader is this program, forked
+		 * from this process; its pointers are replaced on reading. */
+		put(buf, len, cap, e, sizeof *e);
+		put(buf, len, cap, e->res.code, e->res.code ? e->res.code_size : 0);
+		put(buf, len, cap, &log, sizeof log);
+		put(buf, len, cap, e->res.log, log);
+	}
+}
+
+/* n bytes at *at of what is left of [*at, end), or NULL (short). */
+static const unsigned char *take(const unsigned char **at, const unsigned char *end, size_t n)
+{
+	const unsigned char *p = *at;
+
+	if ((size_t)(end - p) < n)
+		return NULL;
+	*at += n;
+	return p;
+}
+
+int runner__cache_unpack(struct run *run, const unsigned char **at, const unsigned char *end)
+{
+	const unsigned char *p;
+	int n;
+
+	if (!(p = take(at, end, sizeof n)))
+		return -1;
+	memcpy(&n, p, sizeof n);
+	for (int i = 0; i < n; i++) {
+		struct compiled *e = xcalloc(1, sizeof *e);
+		const unsigned char *code, *log;
+		size_t loglen;
+		bool had_code;
+
+		if (!(p = take(at, end, sizeof *e))) {
+			free(e);
+			return -1;
+		}
+		memcpy(e, p, sizeof *e);
+		had_code = e->res.code != NULL;
+		code = had_code ? take(at, end, e->res.code_size) : NULL;
+		e->res.code = NULL;
+		e->res.log = NULL;
+		if ((had_code && !code) || !(p = take(at, end, sizeof loglen))) {
+			free(e);
+			return -1;
+		}
+		memcpy(&loglen, p, sizeof loglen);
+		if (loglen && !(log = take(at, end, loglen))) {
+			free(e);
+			return -1;
+		}
+		if (code) {
+			e->res.code = xmalloc(e->res.code_size ? e->res.code_size : 1);
+			memcpy(e->res.code, code, e->res.code_size);
+		}
+		if (loglen) {
+			e->res.log = xmalloc(loglen);
+			memcpy(e->res.log, log, loglen);
+			e->res.log[loglen - 1] = '\0';
+		}
+		append(run, e);
+	}
+	return 0;
+}
+
 void runner__compile_release(struct run *run)
 {
 	for (int i = 0; i < run->ncache; i++) {

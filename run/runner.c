@@ -1028,7 +1028,9 @@ void runner__run_case(struct run *run, int index)
 	memset(&bufs, 0, sizeof bufs);
 	jc = judge_case_get(&run->judge, fixture_name(index));
 	t = child_now();
-	rc = fixture_build(index, run->cfg->seed, &c, &msg);
+	/* Lent, not copied: the runner only reads a case's inputs and
+	 * expected values. */
+	rc = fixture_borrow(index, run->cfg->seed, &c, &msg);
 	timesplit_add(&run->split, TS_FIXTURES, t);
 	if (rc < 0) {
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
@@ -1627,6 +1629,9 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	t = child_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
 	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
+	/* The first session opens the GPU while the code compiles. */
+	if (run.device && !run.gpu)
+		runner__sessions_start(&run, sel, nsel);
 	runner__compile_all(&run, compile_sel, ncompile);
 	t = timesplit_add(&run.split, TS_COMPILE, t);
 	fixture_keep_wait(keep);
@@ -1665,6 +1670,7 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	if (run.hung)
 		end_hung(cfg, out, err, status);
 out:
+	runner__sessions_end(&run);
 	runner__clocks_close(&run);
 	runner__probe_abandon(&run);
 	fixture_keep_wait(keep);

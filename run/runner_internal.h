@@ -79,6 +79,9 @@ struct run {
 	struct timesplit split;
 	struct child probe;     /* the device probe, while probing */
 	bool probing;
+	/* The sessions' supervisor (sessions.c), from runner__sessions_start()
+	 * until runner__sessions_end(); NULL: none. */
+	struct supervisor *sup;
 	double probe_started_s; /* child_now() at its start */
 	double started_s;       /* child_now() when the run started */
 	double judge_s;         /* ... when judging started */
@@ -141,6 +144,14 @@ const struct compiled *runner__compile(struct run *run, const struct fixture_cas
 /* Frees run->cache and closes the artifact cache. */
 void runner__compile_release(struct run *run);
 
+/* run->cache appended to the buffer *buf (*len bytes of *cap, grown), for a
+ * process forked from this one before the compiles (sessions.c), which
+ * runner__cache_unpack()s it from *at (moved past it; end the buffer's end)
+ * into its own run->cache: 0, or -1 when the bytes stop short. */
+void runner__cache_pack(const struct run *run, unsigned char **buf, size_t *len,
+			size_t *cap);
+int runner__cache_unpack(struct run *run, const unsigned char **at, const unsigned char *end);
+
 /* ---- sessions.c ------------------------------------------------------- */
 
 /* The device probe: a child that opens the GPU and writes its description
@@ -163,8 +174,21 @@ void runner__probe_abandon(struct run *run);
  * then each session started in turn with its share of the blocks, its lines
  * relayed to run->out and applied to run->judge, until all have run or one
  * stopped GPU work. A session that died by a fault signal sets
- * run->crash_signal. */
+ * run->crash_signal.
+ *
+ * runner__sessions_start(), called before the compiles (with the same sel,
+ * which must outlive the run), starts the first session then, so that it
+ * opens the GPU while the code compiles: it is forked from a process with
+ * no thread but the kept fixtures' builders (whose results it finds in
+ * shared memory: fixtures/keep.c), and runner__run_sessions() hands it the
+ * compiled code and the cases to run in a file of its own (a memfd) before
+ * its go. Without that call, runner__run_sessions() starts the first session
+ * itself. runner__sessions_end() ends a session started and never let go
+ * (nothing when none) and frees the supervisor; call it before the run
+ * ends. */
+void runner__sessions_start(struct run *run, const int *sel, int nsel);
 void runner__run_sessions(struct run *run, const int *sel, int nsel);
+void runner__sessions_end(struct run *run);
 
 /* Why sampling ends, or that it goes on (runner__next_round). */
 enum runner_round {

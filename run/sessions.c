@@ -11,7 +11,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -212,7 +215,56 @@ struct session_arg {
 	const int *sel;
 	int nsel;
 	int session, block_lo, block_hi;
+	/* A session started before the compiles: the file (a memfd) where
+	 * it finds them after its go (read_work()); -1 for one forked after. */
+	int work_fd;
 };
+
+/* The work of a session started before the compiles, as the supervisor
+ * writes it (write_work()): how many cases to run and their indices (of
+ * the cases that compiled and apply), then run->cache
+ * (runner__cache_pack()). Reads it from a->work_fd into a's cases (cases,
+ * owned by the caller) and run->cache: 0, or -1. */
+static int read_work(struct session_arg *a, int **cases)
+{
+	struct stat st;
+	unsigned char *buf;
+	const unsigned char *at, *end;
+	size_t got = 0;
+	int n, rc = -1;
+
+	if (fstat(a->work_fd, &st) < 0 || st.st_size < (off_t)sizeof n)
+		return -1;
+	buf = xmalloc((size_t)st.st_size);
+	while (got < (size_t)st.st_size) {
+		ssize_t r = pread(a->work_fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			goto out;
+		got += (size_t)r;
+	}
+	at = buf;
+	end = buf + got;
+	memcpy(&n, at, sizeof n);
+	at += sizeof n;
+	if (n < 0 || n > a->nsel || (size_t)(end - at) < (size_t)n * sizeof **cases)
+		goto out;
+	*cases = xcalloc((size_t)n + 1, sizeof **cases);
+	memcpy(*cases, at, (size_t)n * sizeof **cases);
+	at += (size_t)n * sizeof **cases;
+	if (runner__cache_unpack(a->run, &at, end) < 0 || at != end) {
+		free(*cases);
+		*cases = NULL;
+		goto out;
+	}
+	a->sel = *cases;
+	a->nsel = n;
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
 
 /* Waits for the supervisor's go: it closes this session's stdin once the
  * session before this one has ended, context and all (a close, which
@@ -246,7 +298,7 @@ static int session_body(void *arg)
 	FILE *out = fdopen(pipe_off_stdout(), "w");
 	double t = child_now();
 	pid_t supervisor = getppid();
-	int rc;
+	int *cases = NULL, rc;
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
@@ -285,12 +337,21 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
+	if (a->work_fd >= 0 && read_work(a, &cases) < 0) {
+		char text[96];
+		snprintf(text, sizeof text, "session %d cannot read the compiled code it was "
+			 "handed", run->session + 1);
+		lines_error(out, "setup", LINES_CODE_INTERNAL, NULL, NULL, text);
+		fflush(out);
+		return QUAL_EXIT_ERROR;
+	}
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
 			runner__run_case(run, a->sel[i]);
 	runner__clocks_close(run);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
+	free(cases);
 	/* The last line: the supervisor starts the next session on it. */
 	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
@@ -506,7 +567,7 @@ static bool plan_next(struct plan *p, struct session_arg *arg, int *of)
 	}
 	*arg = (struct session_arg){ run, p->cur, p->ncur, p->s,
 				     p->r_lo + p->r_i * p->r_n / p->r_m,
-				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m };
+				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m, -1 };
 	*of = p->s - p->r_i + p->r_m;
 	p->s++;
 	p->r_i++;
@@ -526,6 +587,8 @@ struct supervisor {
 	struct pending next;
 	bool planned_out;       /* plan_next() said there is none */
 	bool start_failed;
+	int work_fd;            /* the first session's work (a memfd), while it
+				 * waits for it; -1: none */
 };
 
 /* Plans the next session and starts it: it opens the GPU and waits for
@@ -541,6 +604,7 @@ static void start_next(struct supervisor *u)
 		u->planned_out = true;
 		return;
 	}
+	n->arg.work_fd = n->arg.session == 0 ? u->work_fd : -1;
 	if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
 		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
 			 msg.text);
@@ -578,37 +642,112 @@ static void abandon(struct pending *n)
 	close(n->c.out_pipe);
 }
 
+/* The supervisor of run's sessions over sel, its plan made, its first
+ * session not started yet. */
+static struct supervisor *supervisor_new(struct run *run, const int *sel, int nsel)
+{
+	const struct runner_config *cfg = run->cfg;
+	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
+	struct supervisor *u = xcalloc(1, sizeof *u);
+
+	u->plan = (struct plan){ .run = run, .sel = sel, .nsel = nsel, .blocks = blocks,
+				 .k = run->nsessions, .done = blocks, .r_n = blocks,
+				 .r_m = run->nsessions, .cur = sel, .ncur = nsel,
+				 .more = xcalloc((size_t)nsel + 1, sizeof *u->plan.more) };
+	u->work_fd = -1;
+	return u;
+}
+
+void runner__sessions_start(struct run *run, const int *sel, int nsel)
+{
+	struct supervisor *u;
+
+	if (run->sup)
+		return;
+	run->sup = u = supervisor_new(run, sel, nsel);
+	/* Where the first session will find its work: when there can be no
+	 * such file, it is started after the compiles instead. */
+	if ((u->work_fd = memfd_create("qual-session-work", MFD_CLOEXEC)) < 0)
+		return;
+	start_next(u);
+	if (!u->next.live) {
+		close(u->work_fd);
+		u->work_fd = -1;
+	}
+}
+
+/* Writes the first session's work into u->work_fd (read_work()): the cases
+ * of sel that compiled and apply, and run->cache. 0, or -1. */
+static int write_work(struct supervisor *u, const int *sel, int nsel)
+{
+	struct run *run = u->plan.run;
+	unsigned char *buf = NULL;
+	size_t len = 0, cap = 0, put = 0;
+	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0, rc = 0;
+
+	for (int i = 0; i < nsel; i++) {
+		const struct judge_case *jc = judge_case_get(&run->judge, fixture_name(sel[i]));
+		if (jc->failure == JUDGE_OK && !jc->not_applicable)
+			todo[n++] = sel[i];
+	}
+	XGROW(buf, sizeof n + (size_t)n * sizeof *todo, cap);
+	memcpy(buf, &n, sizeof n);
+	memcpy(buf + sizeof n, todo, (size_t)n * sizeof *todo);
+	len = sizeof n + (size_t)n * sizeof *todo;
+	runner__cache_pack(run, &buf, &len, &cap);
+	while (put < len) {
+		ssize_t w = pwrite(u->work_fd, buf + put, len - put, (off_t)put);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = -1;
+			break;
+		}
+		put += (size_t)w;
+	}
+	free(buf);
+	free(todo);
+	return rc;
+}
+
 /* The sessions one after the other, never two on the device at once: a
  * session is started (and opens its context) when the one before has
  * written its last line, and gets its go once that one has ended. */
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
-	const struct runner_config *cfg = run->cfg;
-	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
-	struct supervisor u;
+	struct supervisor *u;
 	double t;
 
 	for (int i = 0; i < nsel; i++)
 		runner__compile_case(run, sel[i]);
-	memset(&u, 0, sizeof u);
-	u.plan = (struct plan){ .run = run, .sel = sel, .nsel = nsel, .blocks = blocks,
-				.k = run->nsessions, .done = blocks, .r_n = blocks,
-				.r_m = run->nsessions, .cur = sel, .ncur = nsel,
-				.more = xcalloc((size_t)nsel + 1, sizeof *u.plan.more) };
-	u.plan.t0 = child_now();  /* the timing phase, which max_seconds bounds */
+	if (!run->sup)
+		run->sup = supervisor_new(run, sel, nsel);
+	u = run->sup;
+	if (u->work_fd >= 0 && write_work(u, sel, nsel) < 0) {
+		/* Started before the compiles, it cannot be handed them: it
+		 * goes, and the first session starts now as it would have. */
+		abandon(&u->next);
+		u->plan.s = u->plan.r_i = 0;
+	}
+	if (u->work_fd >= 0) {
+		close(u->work_fd);  /* the session has its own */
+		u->work_fd = -1;
+	}
+	u->plan.t0 = child_now();  /* the timing phase, which max_seconds bounds */
 	t = child_now();
-	start_next(&u);
-	while (u.next.live) {
-		struct pending cur = u.next;
+	if (!u->next.live && !u->start_failed)
+		start_next(u);
+	while (u->next.live) {
+		struct pending cur = u->next;
 		struct child_exit ex;
 		char text[1200], end[96];
 		bool over, stop;
 		int rc, sig, s = cur.arg.session;
 
-		u.next.live = false;
+		u->next.live = false;
 		close(cur.c.in_pipe);  /* its go */
 		run->session = s;  /* for relay_session's messages */
-		stop = relay_session(run, cur.c.out_pipe, &over, on_session_end, &u);
+		stop = relay_session(run, cur.c.out_pipe, &over, on_session_end, u);
 		run->session = 0;
 		if (over)
 			child_kill(&cur.c, SIGKILL);
@@ -630,13 +769,26 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 				runner__emit_stop(run);
 			}
 		}
-		if (stop || over || u.start_failed) {
-			abandon(&u.next);
+		if (stop || over || u->start_failed) {
+			abandon(&u->next);
 			break;
 		}
-		if (!u.next.live && !u.planned_out)
-			start_next(&u);  /* it ended without its last line */
+		if (!u->next.live && !u->planned_out)
+			start_next(u);  /* it ended without its last line */
 	}
 	timesplit_add(&run->split, TS_SESSIONS, t);
-	free(u.plan.more);
+}
+
+void runner__sessions_end(struct run *run)
+{
+	struct supervisor *u = run->sup;
+
+	if (!u)
+		return;
+	abandon(&u->next);
+	if (u->work_fd >= 0)
+		close(u->work_fd);
+	free(u->plan.more);
+	free(u);
+	run->sup = NULL;
 }

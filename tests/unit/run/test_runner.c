@@ -958,6 +958,8 @@ struct scenario {
 				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
 				 * its code is not byte-identical */
+	bool candidate_bad_option; /* candidate compiled with an option nvrtc
+				    * rejects: every case fails to compile */
 	struct fake_arm arm[2];
 	double noise;
 	int open_rc;
@@ -982,6 +984,17 @@ struct outcome {
 };
 
 static const char *const candidate_lineinfo[] = {"-lineinfo"};
+static const char *const candidate_bad[] = {"--no-such-option"};
+
+/* cfg.on_compile: the end of the compile phase ('k', no compile in flight)
+ * in the event log. */
+static void fake_on_compile(const char *case_name, const char *arm, const char *all)
+{
+	(void)arm;
+	(void)all;
+	if (!case_name)
+		fk_event('k');
+}
 
 /* In place of raising a session's crash signal: records, and returns. */
 static void fake_on_crash(int sig)
@@ -1130,6 +1143,11 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 		cfg.candidate_opts = candidate_lineinfo;
 		cfg.ncandidate_opts = 1;
 	}
+	if (s->candidate_bad_option) {
+		cfg.candidate_opts = candidate_bad;
+		cfg.ncandidate_opts = 1;
+	}
+	cfg.on_compile = fake_on_compile;
 	if (s->hang_floor_ms > 0)
 		cfg.hang_floor_ms = s->hang_floor_ms;
 	if (s->hang_factor > 0)
@@ -2388,6 +2406,66 @@ static void test_sessions_one_at_a_time(void **state)
 	outcome_release(&o);
 }
 
+/* The first session opens the device while the code compiles: its open
+ * comes before the compile phase ends (the last 'k'), and it is handed the
+ * code (its cases are timed, every pair valid, the verdict what the
+ * sessions' run gives). */
+static void test_first_session_during_compiles(void **state)
+{
+	struct scenario s = {
+		.name = "runner_first_session_during_compiles", .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+	};
+	struct outcome o = {0};
+	int first_open = -1, last_k = -1;
+
+	(void)state;
+	scenario_run(&s, &o);
+	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
+		if (fk_sh->ev[i].kind == 'o' && first_open < 0)
+			first_open = i;
+		if (fk_sh->ev[i].kind == 'k')
+			last_k = i;
+	}
+	assert_true(first_open >= 0 && last_k >= 0);
+	assert_true(first_open < last_k);
+	if (fk_sh->violations)
+		fail_msg("%s", fk_sh->violation);
+	assert_int_equal(fk_count('o'), 4);
+	assert_int_equal(fk_count('w'), 4);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), RUNNER_MIN_PAIRS);
+	assert_int_equal(count_lines(&o, "pair", CASE_CONV), RUNNER_MIN_PAIRS);
+	assert_int_equal(count_lines(&o, "case", NULL), 2);
+	assert_string_equal(case_verdict(&o, CASE_GEMM), "equivalent");
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	outcome_release(&o);
+}
+
+/* Every case fails to compile for the candidate: the first session, started
+ * before the compiles, is handed no case to run, so each failure is
+ * reported once (the supervisor's compile_failed line and case line), no
+ * pair is timed, and the run fails. */
+static void test_first_session_no_case_compiled(void **state)
+{
+	struct scenario s = {
+		.name = "runner_first_session_no_case_compiled", .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .candidate_bad_option = true, .arm = {arm_ok, arm_ok},
+		.noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_int_equal(count_lines(&o, "case", CASE_GEMM), 1);
+	assert_int_equal(count_lines(&o, "case", CASE_CONV), 1);
+	assert_int_equal(count_errors(&o, "candidate"), 2);
+	assert_int_equal(count_lines(&o, "pair", NULL), 0);
+	assert_int_equal(fk_count('w'), 0);
+	assert_run_verdict(&o, "fail", QUAL_EXIT_FAIL);
+	outcome_release(&o);
+}
+
 /* A device that takes one context at a time refuses a session's open
  * while the session before still holds it (the fake refuses every
  * process's first open): each session opens again after its go, and the
@@ -3583,6 +3661,8 @@ QUAL_TESTS(
 	T(sessions),
 	T(next_round),
 	T(sessions_one_at_a_time),
+	T(first_session_during_compiles),
+	T(first_session_no_case_compiled),
 	T(sessions_busy_device),
 	T(session_crash_at_close),
 	T(calibration_for_device),
