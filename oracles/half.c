@@ -6,15 +6,17 @@
 /* Built from the bits rather than with ldexp: checks convert every element of
  * an output (a quarter of a million for the larger cases), several times a
  * session. Every f16 value is a double exactly, so both ways give the same
- * value. */
+ * value (a NaN keeps its sign). */
 double half_to_double(uint16_t h)
 {
 	uint64_t sign = (uint64_t)(h >> 15) << 63, bits;
 	unsigned exponent = (h >> 10) & 31, mantissa = h & 1023;
 	double v;
 
-	if (exponent == 31)
-		return mantissa ? NAN : sign ? -INFINITY : INFINITY;
+	if (exponent == 31) {
+		v = mantissa ? NAN : INFINITY;
+		return sign ? -v : v;
+	}
 	if (exponent == 0) {
 		v = (double)mantissa * 0x1p-24; /* subnormal: mantissa * 2^-24, exact */
 		return sign ? -v : v;

@@ -11,7 +11,9 @@
  * own pid only (waitid(P_PID)); each compile has its own folder (mkdtemp),
  * and rtc.c's process-wide settings (helper, compile user) are only read
  * while compiles run. The threads are joined before anything else runs, so
- * the sessions, forked later, are forked from a process of one thread. */
+ * the sessions forked after the compiles are forked from a process of one
+ * thread. The first session is forked before them (sessions.c), while only
+ * the kept fixtures' builders run (fixtures/keep.c). */
 #include "run/runner_internal.h"
 
 #include <pthread.h>
@@ -429,7 +431,7 @@ int runner__cache_unpack(struct run *run, const unsigned char **at, const unsign
 	memcpy(&n, p, sizeof n);
 	for (int i = 0; i < n; i++) {
 		struct compiled *e = xcalloc(1, sizeof *e);
-		const unsigned char *code, *log;
+		const unsigned char *code, *log = NULL;
 		size_t loglen;
 		bool had_code;
 

@@ -55,8 +55,8 @@ struct bufs {
 	uint64_t dev[FIXTURE_MAX_BUFFERS];
 	uint64_t flush;  /* cfg->flush_bytes to overwrite before each timing */
 	void *scratch; /* host copy-back space, as large as the largest buffer */
-	/* Per arm, the last output of this process that passed the oracle's
-	 * check (NULL: none yet), and the error it was checked with: an output
+	/* Per arm, the case's last output in this process that passed the
+	 * oracle's check (NULL: none yet), and the error it was checked with: an output
 	 * byte-identical to one of them is checked by the comparison of its
 	 * bytes alone (inspect()). */
 	unsigned char *passed[2];
@@ -1343,9 +1343,11 @@ static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
  * platform), on run->compile_jobs threads beside the probe and the compile
  * phase, so that each case's inputs and oracle are made once for the run:
  * every session (and the one process of a run without sessions) then
- * copies them (fixture.h, "built once for a run"). A case built for
+ * borrows them (fixture.h, "built once for a run"). A case built for
  * nothing (an sm_90a case when the device is another) costs CPU time only.
- * fixture_keep_wait() before anything forks a session. */
+ * The first session is forked while they are built and finds them in the
+ * memory it shares with this process once told (runner__run_sessions);
+ * every other session is forked after fixture_keep_wait(). */
 static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int nsel,
 					  const char *arch)
 {

@@ -90,8 +90,8 @@ struct run {
 /* ---- runner.c --------------------------------------------------------- */
 
 /* Compiles case index (fixture_find()'s) with both arms into run->cache
- * before any session starts, so that every session finds the same code
- * there. A case that does not compile (or cannot be built) gets its error
+ * before any session runs, so that every session finds the same code
+ * there (the first, started before the compiles, in its work file). A case that does not compile (or cannot be built) gets its error
  * and its case line here, and no session touches it. */
 void runner__compile_case(struct run *run, int index);
 

@@ -208,8 +208,10 @@ void runner__probe_abandon(struct run *run)
 
 /* ---- one session ------------------------------------------------------ */
 
-/* What a session is given: the run as it stands after the compiles, the
- * cases, and which session it is with its share of the blocks. */
+/* What a session is given: the run as it stands after the compiles (for
+ * the first session, forked before them, as it stood then, the rest being
+ * in its work file), the cases, and which session it is with its share of
+ * the blocks. */
 struct session_arg {
 	struct run *run;
 	const int *sel;
@@ -284,9 +286,9 @@ static bool wait_for_go(pid_t supervisor)
 
 /* The body of a session, in the child: its own GPU context, every case that
  * has not failed yet, its share of the blocks; lines into the pipe. The
- * context is opened before the go (runner__run_sessions starts a session
- * while the one before it closes its own); nothing runs on the device
- * before it. Where the device takes one context at a time (an exclusive
+ * context is opened, and the clocks' source (NVML) started, before the go
+ * (the first session during the compiles; each later one while the one
+ * before it closes its own); nothing runs on the device before it. Where the device takes one context at a time (an exclusive
  * compute mode) the open fails until the session before has ended: it is
  * tried again after the go. After a hang it ends without closing the GPU:
  * the end of the process is what stops the kernel (gpu.h, Deadlines). */
@@ -337,7 +339,12 @@ static int session_body(void *arg)
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
-	if (a->work_fd >= 0 && read_work(a, &cases) < 0) {
+	if (a->work_fd >= 0) {
+		rc = read_work(a, &cases);
+		close(a->work_fd);
+		fixture_keep_seal();
+	}
+	if (a->work_fd >= 0 && rc < 0) {
 		char text[96];
 		snprintf(text, sizeof text, "session %d cannot read the compiled code it was "
 			 "handed", run->session + 1);
@@ -606,6 +613,12 @@ static void start_next(struct supervisor *u)
 	}
 	n->arg.work_fd = n->arg.session == 0 ? u->work_fd : -1;
 	if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
+		if (n->arg.work_fd >= 0) {
+			/* Before the compiles: it is started after them
+			 * instead, as if never planned. */
+			u->plan.s = u->plan.r_i = 0;
+			return;
+		}
 		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
 			 msg.text);
 		session_failed(run, text);
@@ -725,7 +738,8 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	u = run->sup;
 	if (u->work_fd >= 0 && write_work(u, sel, nsel) < 0) {
 		/* Started before the compiles, it cannot be handed them: it
-		 * goes, and the first session starts now as it would have. */
+		 * goes, and the first session starts now as it would have
+		 * (the plan as if it had never been made). */
 		abandon(&u->next);
 		u->plan.s = u->plan.r_i = 0;
 	}

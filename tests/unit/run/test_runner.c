@@ -210,7 +210,12 @@ static struct {
 	uint64_t map_addr_seen[16]; /* distinct addresses the first map named */
 	int nmap_addr_seen;
 	int shifts_seen;    /* view moves: an op at a new shift of a buffer */
-	unsigned char *set_seen[16]; /* allocations a graph's buffer 0 lay in */
+	/* Allocations a graph's buffer 0 lay in, per case (a later case's
+	 * may lie where an earlier one's were freed). */
+	struct {
+		const void *fc;
+		unsigned char *mem;
+	} set_seen[32];
 	int nset_seen;
 	uint64_t shift_set; /* bit k: some buffer was seen at shift k steps */
 	int nlaunch_bad;    /* graphs of other than RUNNER_REPLAYS launches */
@@ -734,10 +739,14 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 		gr->view[i] = gr->buf[i]->p;
 		if (i == 0) {
 			int k = 0;
-			while (k < fk.nset_seen && fk.set_seen[k] != gr->buf[i]->mem)
+			while (k < fk.nset_seen && (fk.set_seen[k].fc != fc ||
+						      fk.set_seen[k].mem != gr->buf[i]->mem))
 				k++;
-			if (k == fk.nset_seen && k < 16)
-				fk.set_seen[fk.nset_seen++] = gr->buf[i]->mem;
+			if (k == fk.nset_seen && k < 32) {
+				fk.set_seen[k].fc = fc;
+				fk.set_seen[k].mem = gr->buf[i]->mem;
+				fk.nset_seen++;
+			}
 		}
 		/* One buffer set per case, shared by both arms' graphs, at
 		 * the same shift. */
