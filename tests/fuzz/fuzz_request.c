@@ -321,6 +321,7 @@ static void check_request(const struct request *r)
 		FUZZ_CHECK(r->job && is_job_id(r->job));
 		break;
 	case OP_STATUS:
+	case OP_CALIBRATION:
 		break;
 	case OP_AUTH:
 		FUZZ_CHECK(r->token && strlen(r->token) >= 1 &&
@@ -345,7 +346,7 @@ static void parse_line(const char *line, size_t len)
 {
 	static const char *const ops[] = {
 		"submit", "watch", "status", "list", "show", "cancel", "auth",
-		"quarantine",
+		"quarantine", "calibration",
 	};
 	struct qual_msg msg = {{0}};
 	const char *op_name = (const char *)&msg; /* must be overwritten */
