@@ -52,6 +52,10 @@ struct gpu_info {
 	/* "0000:1B:00.0": domain, bus and device in hex, as NVML and ROCm SMI
 	 * know the device (gpu/clocks.h); "" when the runtime did not say. */
 	char pci_bus_id[32];
+	/* Several processes may hold a context on it at once (CUDA's default
+	 * compute mode); false: one at a time (exclusive process), none
+	 * (prohibited), or not known (HIP, which does not say). */
+	bool shared;
 };
 
 /* Opens device ordinal with the first backend that finds one (CUDA, then

@@ -328,6 +328,13 @@ static int cuda_find(int ordinal, CUdevice *dev, struct gpu_info *info, struct q
 	if (r != CUDA_SUCCESS)
 		return cuda_fail(msg, "cuDeviceGetAttribute", r);
 	cuda_pci_bus_id(*dev, info);
+	{
+		int mode = -1;
+
+		info->shared = drv.cuDeviceGetAttribute_fn(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE,
+							   *dev) == CUDA_SUCCESS &&
+			       mode == CU_COMPUTEMODE_DEFAULT;
+	}
 	snprintf(info->vendor, sizeof info->vendor, "nvidia");
 	snprintf(info->arch, sizeof info->arch, "sm_%d%d", major, minor);
 	snprintf(info->driver, sizeof info->driver, "%d.%d",

@@ -220,6 +220,11 @@ struct session_arg {
 	/* A session started before the compiles: the file (a memfd) where
 	 * it finds them after its go (read_work()); -1 for one forked after. */
 	int work_fd;
+	/* The go pipes of the sessions started before it (before the
+	 * compiles) that this process inherited: closed at once, or the
+	 * supervisor's close would never reach them as an end of file. */
+	int inherited_go[8];
+	int ninherited_go;
 };
 
 /* The work of a session started before the compiles, as the supervisor
@@ -304,6 +309,8 @@ static int session_body(void *arg)
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
+	for (int i = 0; i < a->ninherited_go; i++)
+		close(a->inherited_go[i]);
 	/* This session's own phases, for its session_time line. */
 	timesplit_init(&run->split);
 	run->out = out;
@@ -574,7 +581,7 @@ static bool plan_next(struct plan *p, struct session_arg *arg, int *of)
 	}
 	*arg = (struct session_arg){ run, p->cur, p->ncur, p->s,
 				     p->r_lo + p->r_i * p->r_n / p->r_m,
-				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m, -1 };
+				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m, -1, {0}, 0 };
 	*of = p->s - p->r_i + p->r_m;
 	p->s++;
 	p->r_i++;
@@ -589,17 +596,25 @@ struct pending {
 	bool live;
 };
 
+/* The sessions of the first look started before the compiles, at most. */
+#define SESSIONS_AHEAD 8 /* = session_arg's inherited_go */
+
 struct supervisor {
 	struct plan plan;
 	struct pending next;
+	/* Started before the compiles, in order, each waiting for its turn:
+	 * ahead[ahead_i..nahead) are still to become next. */
+	struct pending ahead[SESSIONS_AHEAD];
+	int nahead, ahead_i;
 	bool planned_out;       /* plan_next() said there is none */
 	bool start_failed;
-	int work_fd;            /* the first session's work (a memfd), while it
-				 * waits for it; -1: none */
+	int work_fd;            /* the work of the sessions started before the
+				 * compiles (a memfd), until they are handed it;
+				 * -1: none */
 };
 
-/* Plans the next session and starts it: it opens the GPU and waits for
- * its go. */
+/* Makes the next session: the next of those started before the compiles,
+ * or one planned and started now; it opens the GPU and waits for its go. */
 static void start_next(struct supervisor *u)
 {
 	struct run *run = u->plan.run;
@@ -607,18 +622,16 @@ static void start_next(struct supervisor *u)
 	struct qual_msg msg = {{0}};
 	char text[sizeof msg.text + 64];
 
+	if (u->ahead_i < u->nahead) {
+		*n = u->ahead[u->ahead_i++];
+		return;
+	}
 	if (!plan_next(&u->plan, &n->arg, &n->of)) {
 		u->planned_out = true;
 		return;
 	}
-	n->arg.work_fd = n->arg.session == 0 ? u->work_fd : -1;
+	n->arg.work_fd = -1;
 	if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
-		if (n->arg.work_fd >= 0) {
-			/* Before the compiles: it is started after them
-			 * instead, as if never planned. */
-			u->plan.s = u->plan.r_i = 0;
-			return;
-		}
 		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
 			 msg.text);
 		session_failed(run, text);
@@ -639,8 +652,8 @@ static void on_session_end(void *ctx, bool stop)
 		start_next(u);
 }
 
-/* Ends a started session that is not to run: its go pipe closed, killed,
- * reaped. */
+/* Ends a started session that is not to run: killed, reaped, its pipes
+ * closed. */
 static void abandon(struct pending *n)
 {
 	struct child_exit ex;
@@ -653,6 +666,14 @@ static void abandon(struct pending *n)
 	(void)child_wait(&n->c, 0, &ex);
 	close(n->c.in_pipe);
 	close(n->c.out_pipe);
+}
+
+/* Ends every session started before the compiles that is still waiting
+ * for its turn. */
+static void abandon_ahead(struct supervisor *u)
+{
+	while (u->ahead_i < u->nahead)
+		abandon(&u->ahead[u->ahead_i++]);
 }
 
 /* The supervisor of run's sessions over sel, its plan made, its first
@@ -678,12 +699,34 @@ void runner__sessions_start(struct run *run, const int *sel, int nsel)
 	if (run->sup)
 		return;
 	run->sup = u = supervisor_new(run, sel, nsel);
-	/* Where the first session will find its work: when there can be no
-	 * such file, it is started after the compiles instead. */
+	/* Where they will find their work: when there can be no such file,
+	 * they are started after the compiles instead. */
 	if ((u->work_fd = memfd_create("qual-session-work", MFD_CLOEXEC)) < 0)
 		return;
-	start_next(u);
-	if (!u->next.live) {
+	/* The first look's sessions, each planned as it would be later; only
+	 * the first on a device that takes one process's context at a time
+	 * (or may: not known), since a later one could take it first. */
+	while (u->nahead < (run->probed.shared ? run->nsessions : 1) &&
+	       u->nahead < SESSIONS_AHEAD) {
+		struct pending *n = &u->ahead[u->nahead];
+		struct qual_msg msg = {{0}};
+
+		if (!plan_next(&u->plan, &n->arg, &n->of))
+			break;
+		n->arg.work_fd = u->work_fd;
+		for (int i = 0; i < u->nahead; i++)
+			n->arg.inherited_go[n->arg.ninherited_go++] = u->ahead[i].c.in_pipe;
+		if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
+			/* This one and the rest are started later instead,
+			 * as if never planned. */
+			u->plan.s--;
+			u->plan.r_i--;
+			break;
+		}
+		n->live = true;
+		u->nahead++;
+	}
+	if (u->nahead == 0) {
 		close(u->work_fd);
 		u->work_fd = -1;
 	}
@@ -737,14 +780,15 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		run->sup = supervisor_new(run, sel, nsel);
 	u = run->sup;
 	if (u->work_fd >= 0 && write_work(u, sel, nsel) < 0) {
-		/* Started before the compiles, it cannot be handed them: it
-		 * goes, and the first session starts now as it would have
-		 * (the plan as if it had never been made). */
-		abandon(&u->next);
+		/* Started before the compiles, they cannot be handed them:
+		 * they go, and the sessions start as they would have (the
+		 * plan as if it had never been made). */
+		abandon_ahead(u);
+		u->nahead = u->ahead_i = 0;
 		u->plan.s = u->plan.r_i = 0;
 	}
 	if (u->work_fd >= 0) {
-		close(u->work_fd);  /* the session has its own */
+		close(u->work_fd);  /* the sessions have their own */
 		u->work_fd = -1;
 	}
 	u->plan.t0 = child_now();  /* the timing phase, which max_seconds bounds */
@@ -785,6 +829,7 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		}
 		if (stop || over || u->start_failed) {
 			abandon(&u->next);
+			abandon_ahead(u);
 			break;
 		}
 		if (!u->next.live && !u->planned_out)
@@ -800,6 +845,7 @@ void runner__sessions_end(struct run *run)
 	if (!u)
 		return;
 	abandon(&u->next);
+	abandon_ahead(u);
 	if (u->work_fd >= 0)
 		close(u->work_fd);
 	free(u->plan.more);

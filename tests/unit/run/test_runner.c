@@ -254,8 +254,9 @@ static int *fk_times_total;
 /* Every process's opens ('o'), first work on the device ('w': its first
  * module load) and closes ('c'), in order, over every process of a run
  * (shared like fk_times_total), and what broke the rule that a session
- * works only once every other process that opened the device has ended
- * and been reaped (test_sessions_one_at_a_time). */
+ * works only once every other process that worked on the device has ended
+ * and been reaped, its context closed (test_sessions_one_at_a_time);
+ * sessions that opened and wait for their turn may be there. */
 #define FK_EVENTS 512
 static struct fk_shared {
 	int nev;
@@ -288,8 +289,9 @@ static int fk_count(char kind)
 	return n;
 }
 
-/* At a process's first work: every other process that opened the device
- * must be gone (a zombie, not yet reaped, still answers kill(pid, 0)). */
+/* At a process's first work: every other process that worked on the
+ * device must be gone (a zombie, not yet reaped, still answers
+ * kill(pid, 0)). */
 static void fk_first_work(void)
 {
 	int n = fk_sh->nev < FK_EVENTS ? fk_sh->nev : FK_EVENTS;
@@ -300,13 +302,13 @@ static void fk_first_work(void)
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fk_sh->ev[i].pid;
 
-		if (fk_sh->ev[i].kind != 'o' || pid == getpid() ||
+		if (fk_sh->ev[i].kind != 'w' || pid == getpid() ||
 		    (kill(pid, 0) < 0 && errno == ESRCH))
 			continue;
 		if (__atomic_fetch_add(&fk_sh->violations, 1, __ATOMIC_SEQ_CST) == 0)
 			snprintf(fk_sh->violation, sizeof fk_sh->violation,
-				 "process %d worked on the device while process %d, which opened "
-				 "it, was still there", (int)getpid(), (int)pid);
+				 "process %d worked on the device while process %d, which worked "
+				 "on it, was still there", (int)getpid(), (int)pid);
 	}
 	fk_event('w');
 }
@@ -407,6 +409,7 @@ static void fake_info(struct gpu_info *info, int ordinal)
 	snprintf(info->driver, sizeof info->driver, "fake 13.0");
 	info->ordinal = ordinal;
 	snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s", fk.bus);
+	info->shared = !fk.busy_first_open;
 }
 
 static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
@@ -2415,10 +2418,10 @@ static void test_sessions_one_at_a_time(void **state)
 	outcome_release(&o);
 }
 
-/* The first session opens the device while the code compiles: its open
- * comes before the compile phase ends (the last 'k'), and it is handed the
- * code (its cases are timed, every pair valid, the verdict what the
- * sessions' run gives). */
+/* The first look's sessions open the device while the code compiles: all
+ * four opens come before the compile phase ends (the last 'k'), each is
+ * handed the code (every case timed in full, the verdict what the sessions'
+ * run gives), and none works before the one before it has ended. */
 static void test_first_session_during_compiles(void **state)
 {
 	struct scenario s = {
@@ -2427,18 +2430,17 @@ static void test_first_session_during_compiles(void **state)
 		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
 	};
 	struct outcome o = {0};
-	int first_open = -1, last_k = -1;
+	int opens_before = 0, last_k = -1;
 
 	(void)state;
 	scenario_run(&s, &o);
-	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
-		if (fk_sh->ev[i].kind == 'o' && first_open < 0)
-			first_open = i;
+	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++)
 		if (fk_sh->ev[i].kind == 'k')
 			last_k = i;
-	}
-	assert_true(first_open >= 0 && last_k >= 0);
-	assert_true(first_open < last_k);
+	for (int i = 0; i < last_k; i++)
+		opens_before += fk_sh->ev[i].kind == 'o';
+	assert_true(last_k >= 0);
+	assert_int_equal(opens_before, 4);
 	if (fk_sh->violations)
 		fail_msg("%s", fk_sh->violation);
 	assert_int_equal(fk_count('o'), 4);
@@ -2478,7 +2480,8 @@ static void test_first_session_no_case_compiled(void **state)
 /* A device that takes one context at a time refuses a session's open
  * while the session before still holds it (the fake refuses every
  * process's first open): each session opens again after its go, and the
- * run is the same as with a device that does not refuse. */
+ * run is the same as with a device that does not refuse. Only the first
+ * session is started before the compiles on such a device. */
 static void test_sessions_busy_device(void **state)
 {
 	struct scenario s = {
@@ -2499,6 +2502,19 @@ static void test_sessions_busy_device(void **state)
 	assert_int_equal(fk_count('o'), 4);
 	assert_int_equal(fk_count('w'), 4);
 	assert_int_equal(count_lines(&o, "session_time", NULL), 4);
+	{
+		/* Such a device is not described as shared: only the first
+		 * session tried to open it before the compiles ended. */
+		int last_k = -1, tries = 0;
+
+		for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++)
+			if (fk_sh->ev[i].kind == 'k')
+				last_k = i;
+		for (int i = 0; i < last_k; i++)
+			tries += fk_sh->ev[i].kind == 'o' || fk_sh->ev[i].kind == 'f';
+		assert_true(last_k >= 0);
+		assert_int_equal(tries, 1);
+	}
 	outcome_release(&o);
 }
 
