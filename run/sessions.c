@@ -208,6 +208,9 @@ void runner__probe_abandon(struct run *run)
 
 /* ---- one session ------------------------------------------------------ */
 
+/* The sessions of the first look started before the compiles, at most. */
+#define SESSIONS_AHEAD 8
+
 /* What a session is given: the run as it stands after the compiles (for
  * the first session, forked before them, as it stood then, the rest being
  * in its work file), the cases, and which session it is with its share of
@@ -223,7 +226,7 @@ struct session_arg {
 	/* The go pipes of the sessions started before it (before the
 	 * compiles) that this process inherited: closed at once, or the
 	 * supervisor's close would never reach them as an end of file. */
-	int inherited_go[8];
+	int inherited_go[SESSIONS_AHEAD];
 	int ninherited_go;
 };
 
@@ -292,9 +295,10 @@ static bool wait_for_go(pid_t supervisor)
 /* The body of a session, in the child: its own GPU context, every case that
  * has not failed yet, its share of the blocks; lines into the pipe. The
  * context is opened, and the clocks' source (NVML) started, before the go
- * (the first session during the compiles; each later one while the one
- * before it closes its own); nothing runs on the device before it. Where the device takes one context at a time (an exclusive
- * compute mode) the open fails until the session before has ended: it is
+ * (the first look's sessions during the compiles; each later one while the
+ * one before it closes its own); nothing runs on the device before it.
+ * Where the device takes one context at a time (an exclusive compute mode)
+ * the open fails until the session before has ended: it is
  * tried again after the go. After a hang it ends without closing the GPU:
  * the end of the process is what stops the kernel (gpu.h, Deadlines). */
 static int session_body(void *arg)
@@ -350,14 +354,14 @@ static int session_body(void *arg)
 		rc = read_work(a, &cases);
 		close(a->work_fd);
 		fixture_keep_seal();
-	}
-	if (a->work_fd >= 0 && rc < 0) {
-		char text[96];
-		snprintf(text, sizeof text, "session %d cannot read the compiled code it was "
-			 "handed", run->session + 1);
-		lines_error(out, "setup", LINES_CODE_INTERNAL, NULL, NULL, text);
-		fflush(out);
-		return QUAL_EXIT_ERROR;
+		if (rc < 0) {
+			char text[96];
+			snprintf(text, sizeof text, "session %d cannot read the compiled code "
+				 "it was handed", run->session + 1);
+			lines_error(out, "setup", LINES_CODE_INTERNAL, NULL, NULL, text);
+			fflush(out);
+			return QUAL_EXIT_ERROR;
+		}
 	}
 	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
 		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
@@ -596,9 +600,6 @@ struct pending {
 	bool live;
 };
 
-/* The sessions of the first look started before the compiles, at most. */
-#define SESSIONS_AHEAD 8 /* = session_arg's inherited_go */
-
 struct supervisor {
 	struct plan plan;
 	struct pending next;
@@ -732,14 +733,15 @@ void runner__sessions_start(struct run *run, const int *sel, int nsel)
 	}
 }
 
-/* Writes the first session's work into u->work_fd (read_work()): the cases
- * of sel that compiled and apply, and run->cache. 0, or -1. */
+/* Writes the work of the sessions started before the compiles into
+ * u->work_fd, new and empty (read_work()): the cases of sel that compiled
+ * and apply, and run->cache. 0, or -1. */
 static int write_work(struct supervisor *u, const int *sel, int nsel)
 {
 	struct run *run = u->plan.run;
 	unsigned char *buf = NULL;
-	size_t len = 0, cap = 0, put = 0;
-	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0, rc = 0;
+	size_t len = 0, cap = 0;
+	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0, rc;
 
 	for (int i = 0; i < nsel; i++) {
 		const struct judge_case *jc = judge_case_get(&run->judge, fixture_name(sel[i]));
@@ -751,24 +753,16 @@ static int write_work(struct supervisor *u, const int *sel, int nsel)
 	memcpy(buf + sizeof n, todo, (size_t)n * sizeof *todo);
 	len = sizeof n + (size_t)n * sizeof *todo;
 	runner__cache_pack(run, &buf, &len, &cap);
-	while (put < len) {
-		ssize_t w = pwrite(u->work_fd, buf + put, len - put, (off_t)put);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = -1;
-			break;
-		}
-		put += (size_t)w;
-	}
+	rc = fs_write_all(u->work_fd, buf, len) < 0 ? -1 : 0;
 	free(buf);
 	free(todo);
 	return rc;
 }
 
-/* The sessions one after the other, never two on the device at once: a
- * session is started (and opens its context) when the one before has
- * written its last line, and gets its go once that one has ended. */
+/* The sessions one after the other, never two at work on the device: a
+ * session not started before the compiles is started (and opens its
+ * context) when the one before has written its last line, and every
+ * session gets its go once the one before has ended. */
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
 	struct supervisor *u;
