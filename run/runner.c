@@ -1631,9 +1631,19 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	t = child_now();
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
 	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
-	/* The first session opens the GPU while the code compiles. */
-	if (run.device && !run.gpu)
+	/* The first look's sessions open the GPU while the code compiles.
+	 * They are forked from this process once its only other threads,
+	 * the kept fixtures' builders, are joined: a child forked while a
+	 * thread held a lock (an allocator's, under a sanitizer) could wait
+	 * on it for ever. */
+	if (run.device && !run.gpu) {
+		t = child_now();
+		fixture_keep_wait(keep);
+		keep = NULL;
+		timesplit_add(&run.split, TS_FIXTURES_PREBUILT, t);
 		runner__sessions_start(&run, sel, nsel);
+		t = child_now();
+	}
 	runner__compile_all(&run, compile_sel, ncompile);
 	t = timesplit_add(&run.split, TS_COMPILE, t);
 	fixture_keep_wait(keep);
