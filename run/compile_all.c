@@ -16,6 +16,7 @@
  * the kept fixtures' builders run (fixtures/keep.c). */
 #include "run/runner_internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,11 @@ struct job {
 				 * it was not to be) */
 	bool running;
 	double wall_s;          /* the compile child, start to end */
+	/* Its place in the phase: the longest expected first
+	 * (fixture_compile_estimate_ms; -1, unknown, before all), then the
+	 * order of the cases. */
+	double estimate_ms;
+	int order;
 };
 
 /* The compiles of the phase and the threads that share them out. */
@@ -289,6 +295,17 @@ static void pool_run(struct pool *p)
 	pthread_mutex_destroy(&p->mu);
 }
 
+static int longest_first(const void *a, const void *b)
+{
+	const struct job *x = a, *y = b;
+	double ex = x->estimate_ms < 0 ? INFINITY : x->estimate_ms;
+	double ey = y->estimate_ms < 0 ? INFINITY : y->estimate_ms;
+
+	if (ex != ey)
+		return ex > ey ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
 void runner__compile_all(struct run *run, const int *sel, int nsel)
 {
 	struct pool p = { .run = run };
@@ -326,11 +343,19 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 				free(j.src);
 				continue;
 			}
+			j.estimate_ms = fixture_compile_estimate_ms(sel[i]);
+			j.order = p.njobs;
 			XGROW(p.jobs, p.njobs + 1, cap);
 			p.jobs[p.njobs++] = j;
 		}
 		fixture_release(&c);
 	}
+	/* Longest first: the phase ends with the last compile to end, and in
+	 * the cases' order a long one can be among the last to start (list
+	 * schedules of the 26 compile times of a full job measured on the
+	 * H200's host, on 16 CPUs: 1.48 s in the cases' order, 1.28 s
+	 * longest first). */
+	qsort(p.jobs, (size_t)p.njobs, sizeof *p.jobs, longest_first);
 	pool_run(&p);
 	for (int k = 0; k < p.njobs; k++) {
 		struct job *j = &p.jobs[k];

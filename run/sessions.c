@@ -228,6 +228,11 @@ struct session_arg {
 	 * supervisor's close would never reach them as an end of file. */
 	int inherited_go[SESSIONS_AHEAD];
 	int ninherited_go;
+	/* After its last line the session keeps its context, idle, and
+	 * closes it only when the supervisor asks (SIGTERM: linger()), so
+	 * that no close lies between the first look's sessions
+	 * (docs/verdicts.md, "Sessions"). */
+	bool linger;
 };
 
 /* The work of a session started before the compiles, as the supervisor
@@ -292,6 +297,48 @@ static bool wait_for_go(pid_t supervisor)
 	return n == 0 && getppid() == supervisor;
 }
 
+static volatile sig_atomic_t close_asked;
+
+static void on_close_asked(int sig)
+{
+	(void)sig;
+	close_asked = 1;
+}
+
+/* A lingering session's last line is out: its pipe is closed (the
+ * supervisor's end of file, which it takes as the session's end) and it
+ * waits, its context open and idle, until the supervisor asks it to close
+ * (SIGTERM), or dies with it. SIGTERM is held from before the close of the
+ * pipe, after which alone the supervisor asks, so the request cannot come
+ * before it is waited for. */
+static void linger(FILE *out)
+{
+	struct sigaction sa;
+	sigset_t old;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_close_asked;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	fclose(out);
+	sigprocmask(SIG_SETMASK, NULL, &old);
+	sigdelset(&old, SIGTERM);
+	while (!close_asked)
+		sigsuspend(&old);
+}
+
+/* Holds SIGTERM (a lingering session's request to close), from before its
+ * last line, until linger() waits for it. */
+static void hold_close_request(void)
+{
+	sigset_t term;
+
+	close_asked = 0;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, NULL);
+}
+
 /* The body of a session, in the child: its own GPU context, every case that
  * has not failed yet, its share of the blocks; lines into the pipe. The
  * context is opened, and the clocks' source (NVML) started, before the go
@@ -310,6 +357,7 @@ static int session_body(void *arg)
 	double t = child_now();
 	pid_t supervisor = getppid();
 	int *cases = NULL, rc;
+	bool lingers;
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
@@ -370,9 +418,14 @@ static int session_body(void *arg)
 	if (run->gpu_dead)
 		runner__emit_stop(run);
 	free(cases);
+	lingers = a->linger && !run->hung && !run->gpu_dead;
+	if (lingers)
+		hold_close_request();
 	/* The last line: the supervisor starts the next session on it. */
 	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
+	if (lingers)
+		linger(out);
 	if (!run->hung)
 		gpu_close(run->gpu);
 	return 0;
@@ -585,7 +638,7 @@ static bool plan_next(struct plan *p, struct session_arg *arg, int *of)
 	}
 	*arg = (struct session_arg){ run, p->cur, p->ncur, p->s,
 				     p->r_lo + p->r_i * p->r_n / p->r_m,
-				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m, -1, {0}, 0 };
+				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m, -1, {0}, 0, false };
 	*of = p->s - p->r_i + p->r_m;
 	p->s++;
 	p->r_i++;
@@ -607,6 +660,11 @@ struct supervisor {
 	 * ahead[ahead_i..nahead) are still to become next. */
 	struct pending ahead[SESSIONS_AHEAD];
 	int nahead, ahead_i;
+	/* Sessions that wrote their last line and keep their context, idle,
+	 * until settle_lingering() (session_arg.linger). */
+	struct pending lingering[SESSIONS_AHEAD];
+	int nlinger;
+	bool ended;             /* the session relayed wrote its last line */
 	bool planned_out;       /* plan_next() said there is none */
 	bool start_failed;
 	int work_fd;            /* the work of the sessions started before the
@@ -649,6 +707,7 @@ static void on_session_end(void *ctx, bool stop)
 {
 	struct supervisor *u = ctx;
 
+	u->ended = true;
 	if (!stop && !u->next.live && !u->planned_out && !u->start_failed)
 		start_next(u);
 }
@@ -667,6 +726,52 @@ static void abandon(struct pending *n)
 	(void)child_wait(&n->c, 0, &ex);
 	close(n->c.in_pipe);
 	close(n->c.out_pipe);
+}
+
+/* Judges a session's end (rc and ex: child_wait()'s): one that did not
+ * exit 0 failed the run, and a crash is as if of this process (the GPU it
+ * used is to be checked, and no verdict is given). True when it failed. */
+static bool session_end_failed(struct run *run, const struct pending *p, int rc,
+			       const struct child_exit *ex)
+{
+	char text[1200], end[96];
+	int sig;
+
+	if (rc == 0 && child_exit_code(ex) == 0)
+		return false;
+	describe_end(rc, ex, end, sizeof end);
+	snprintf(text, sizeof text, "session %d of %d ended: %s", p->arg.session + 1, p->of, end);
+	session_failed(run, text);
+	sig = rc ? 0 : child_exit_signal(ex);
+	if (qual_fault_signal(sig)) {
+		run->crash_signal = sig;
+		snprintf(run->stop_reason, sizeof run->stop_reason,
+			 "gpu work stopped: session %d of %d crashed (%s)", p->arg.session + 1,
+			 p->of, end);
+		runner__emit_stop(run);
+	}
+	return true;
+}
+
+/* Closes the contexts of the lingering sessions, all at once, and reaps
+ * them: asked to close (SIGTERM), their ends judged; or, once GPU work
+ * has stopped (kill), killed. True when one of them failed. */
+static bool settle_lingering(struct supervisor *u, bool kill)
+{
+	struct run *run = u->plan.run;
+	bool failed = false;
+
+	for (int i = 0; i < u->nlinger; i++)
+		child_kill(&u->lingering[i].c, kill ? SIGKILL : SIGTERM);
+	for (int i = 0; i < u->nlinger; i++) {
+		struct child_exit ex;
+		int rc = child_wait(&u->lingering[i].c, 0, &ex);
+
+		if (!kill && session_end_failed(run, &u->lingering[i], rc, &ex))
+			failed = true;
+	}
+	u->nlinger = 0;
+	return failed;
 }
 
 /* Ends every session started before the compiles that is still waiting
@@ -715,6 +820,8 @@ void runner__sessions_start(struct run *run, const int *sel, int nsel)
 		if (!plan_next(&u->plan, &n->arg, &n->of))
 			break;
 		n->arg.work_fd = u->work_fd;
+		/* Where contexts of several processes live side by side. */
+		n->arg.linger = run->probed.shared;
 		for (int i = 0; i < u->nahead; i++)
 			n->arg.inherited_go[n->arg.ninherited_go++] = u->ahead[i].c.in_pipe;
 		if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
@@ -766,6 +873,7 @@ static int write_work(struct supervisor *u, const int *sel, int nsel)
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
 	struct supervisor *u;
+	bool halted = false;
 	double t;
 
 	for (int i = 0; i < nsel; i++)
@@ -792,36 +900,35 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	while (u->next.live) {
 		struct pending cur = u->next;
 		struct child_exit ex;
-		char text[1200], end[96];
 		bool over, stop;
-		int rc, sig, s = cur.arg.session;
 
 		u->next.live = false;
+		/* The lingering sessions close before one that did not open
+		 * ahead of its turn gets its go: that one opens meanwhile. */
+		if (!cur.arg.linger && u->nlinger && settle_lingering(u, false)) {
+			halted = true;
+			abandon(&cur);
+			abandon_ahead(u);
+			break;
+		}
 		close(cur.c.in_pipe);  /* its go */
-		run->session = s;  /* for relay_session's messages */
+		run->session = cur.arg.session;  /* for relay_session's messages */
+		u->ended = false;
 		stop = relay_session(run, cur.c.out_pipe, &over, on_session_end, u);
 		run->session = 0;
 		if (over)
 			child_kill(&cur.c, SIGKILL);
-		rc = child_wait(&cur.c, 0, &ex);
-		if (!over && !(rc == 0 && child_exit_code(&ex) == 0)) {
-			describe_end(rc, &ex, end, sizeof end);
-			snprintf(text, sizeof text, "session %d of %d ended: %s", s + 1, cur.of, end);
-			session_failed(run, text);
-			stop = true;
-			sig = rc ? 0 : child_exit_signal(&ex);
-			if (qual_fault_signal(sig)) {
-				/* A crash, as if of this process: the GPU it
-				 * used is to be checked, and no verdict is
-				 * given. */
-				run->crash_signal = sig;
-				snprintf(run->stop_reason, sizeof run->stop_reason,
-					 "gpu work stopped: session %d of %d crashed (%s)", s + 1,
-					 cur.of, end);
-				runner__emit_stop(run);
-			}
+		/* One that stopped GPU work does not linger (session_body). */
+		if (cur.arg.linger && u->ended && !over && !stop) {
+			u->lingering[u->nlinger++] = cur;  /* reaped by settle_lingering() */
+		} else {
+			int rc = child_wait(&cur.c, 0, &ex);
+
+			if (!over && session_end_failed(run, &cur, rc, &ex))
+				stop = true;
 		}
 		if (stop || over || u->start_failed) {
+			halted = true;
 			abandon(&u->next);
 			abandon_ahead(u);
 			break;
@@ -829,6 +936,9 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		if (!u->next.live && !u->planned_out)
 			start_next(u);  /* it ended without its last line */
 	}
+	/* Inside the sessions' time, and before the verdict: a close that
+	 * crashes is a crash like any other. */
+	(void)settle_lingering(u, halted);
 	timesplit_add(&run->split, TS_SESSIONS, t);
 }
 
@@ -840,6 +950,7 @@ void runner__sessions_end(struct run *run)
 		return;
 	abandon(&u->next);
 	abandon_ahead(u);
+	(void)settle_lingering(u, true);
 	if (u->work_fd >= 0)
 		close(u->work_fd);
 	free(u->plan.more);

@@ -159,6 +159,7 @@ struct fake_time {
 #define FAKE_MAX_TIMES 1024
 #define FAKE_MAX_LOADS 256
 #define FAKE_MAX_CODES 16
+#define FAKE_MAX_COMPILED 16
 
 /* The fake's whole state: set up per test by scenario_run(). */
 static struct {
@@ -245,29 +246,52 @@ static struct {
 	bool busy_first_open;
 	bool opened_once;
 	int crash_at_close;
+	/* "case arm" of each compile that on_compile saw alone in flight, in
+	 * order. */
+	char compiled[FAKE_MAX_COMPILED][96];
+	int ncompiled;
 } fk;
 
 /* gpu_graph_time calls per arm over every process of a run: shared memory
  * that the sessions inherit (fake_arm's kill_at_total). */
 static int *fk_times_total;
 
-/* Every process's opens ('o'), first work on the device ('w': its first
- * module load) and closes ('c'), in order, over every process of a run
- * (shared like fk_times_total), and what broke the rule that a session
- * works only once every other process that worked on the device has ended
- * and been reaped, its context closed (test_sessions_one_at_a_time);
- * sessions that opened and wait for their turn may be there. */
+/* Every process's opens ('o'), refused opens ('f'), first work on the
+ * device ('w': its first module load) and closes ('c'), in order, over
+ * every process of a run (shared like fk_times_total), each at a tick of
+ * one clock that every call on the device also reads; each process's span
+ * of work, its first call on the device to its last but its close; and
+ * what broke the rule that a session works only alone: no other process
+ * opens, closes or works during its span, and every process that closed
+ * has ended and been reaped before it starts (test_sessions_one_at_a_time).
+ * Sessions that opened and wait for their turn may be there, and so may
+ * ones that worked and keep their context, idle, until they are told to
+ * close (session_arg.linger). */
 #define FK_EVENTS 512
+#define FK_PROCS 64
 static struct fk_shared {
 	int nev;
 	struct {
 		pid_t pid;
 		char kind;
+		int tick;
 	} ev[FK_EVENTS];
+	int clock;
+	int nproc;
+	struct {
+		pid_t pid;
+		int first, last;
+	} proc[FK_PROCS];
 	int violations;
 	char violation[256];
 } *fk_sh;
 static bool fk_worked; /* this process has done its first work */
+static int fk_slot;    /* its fk_sh->proc[] entry, once it has */
+
+static int fk_tick(void)
+{
+	return __atomic_add_fetch(&fk_sh->clock, 1, __ATOMIC_SEQ_CST);
+}
 
 static void fk_event(char kind)
 {
@@ -276,7 +300,20 @@ static void fk_event(char kind)
 	if (i < FK_EVENTS) {
 		fk_sh->ev[i].pid = getpid();
 		fk_sh->ev[i].kind = kind;
+		fk_sh->ev[i].tick = fk_tick();
 	}
+}
+
+static void fk_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fk_violation(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_fetch_add(&fk_sh->violations, 1, __ATOMIC_SEQ_CST) != 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(fk_sh->violation, sizeof fk_sh->violation, fmt, ap);
+	va_end(ap);
 }
 
 /* How many events of kind the log holds. */
@@ -304,28 +341,67 @@ static int fk_before_compiles_end(const char *kinds)
 	return n;
 }
 
-/* At a process's first work: every other process that worked on the
- * device must be gone (a zombie, not yet reaped, still answers
- * kill(pid, 0)). */
+/* A call on the device, at its tick: this process's span grows. */
+static void fk_work(void)
+{
+	int t = fk_tick();
+
+	if (!fk_worked)
+		return;  /* its first, fk_first_work(), makes its span */
+	fk_sh->proc[fk_slot].last = t;
+}
+
+/* At a process's first work: every other process that closed its context
+ * must be gone (a zombie, not yet reaped, still answers kill(pid, 0)). */
 static void fk_first_work(void)
 {
 	int n = fk_sh->nev < FK_EVENTS ? fk_sh->nev : FK_EVENTS;
 
 	if (fk_worked)
 		return;
-	fk_worked = true;
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fk_sh->ev[i].pid;
 
-		if (fk_sh->ev[i].kind != 'w' || pid == getpid() ||
+		if (fk_sh->ev[i].kind != 'c' || pid == getpid() ||
 		    (kill(pid, 0) < 0 && errno == ESRCH))
 			continue;
-		if (__atomic_fetch_add(&fk_sh->violations, 1, __ATOMIC_SEQ_CST) == 0)
-			snprintf(fk_sh->violation, sizeof fk_sh->violation,
-				 "process %d worked on the device while process %d, which worked "
-				 "on it, was still there", (int)getpid(), (int)pid);
+		fk_violation("process %d worked on the device while process %d, which closed "
+			     "its context, was still there", (int)getpid(), (int)pid);
 	}
 	fk_event('w');
+	fk_slot = __atomic_fetch_add(&fk_sh->nproc, 1, __ATOMIC_SEQ_CST);
+	if (fk_slot >= FK_PROCS) {
+		fk_violation("more than %d processes worked on the device", FK_PROCS);
+		fk_slot = FK_PROCS - 1;
+	}
+	fk_sh->proc[fk_slot].pid = getpid();
+	fk_sh->proc[fk_slot].first = fk_sh->proc[fk_slot].last = fk_tick();
+	fk_worked = true;
+}
+
+/* After the run: no process opened, closed or worked on the device during
+ * another's span of work. Fails the test with the first thing found. */
+static void assert_one_at_a_time(void)
+{
+	int n = fk_sh->nev < FK_EVENTS ? fk_sh->nev : FK_EVENTS;
+	int np = fk_sh->nproc < FK_PROCS ? fk_sh->nproc : FK_PROCS;
+
+	for (int p = 0; p < np; p++) {
+		int lo = fk_sh->proc[p].first, hi = fk_sh->proc[p].last;
+
+		for (int i = 0; i < n; i++)
+			if (strchr("ocfw", fk_sh->ev[i].kind) && fk_sh->ev[i].pid != fk_sh->proc[p].pid &&
+			    fk_sh->ev[i].tick > lo && fk_sh->ev[i].tick < hi)
+				fk_violation("process %d's '%c' came while process %d worked",
+					     (int)fk_sh->ev[i].pid, fk_sh->ev[i].kind,
+					     (int)fk_sh->proc[p].pid);
+		for (int q = 0; q < np; q++)
+			if (q != p && fk_sh->proc[q].first < hi && fk_sh->proc[q].last > lo)
+				fk_violation("processes %d and %d worked on the device at once",
+					     (int)fk_sh->proc[p].pid, (int)fk_sh->proc[q].pid);
+	}
+	if (fk_sh->violations)
+		fail_msg("%s", fk_sh->violation);
 }
 
 static void fake_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -500,6 +576,7 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 
 	(void)g;
 	fake_check_hung("module_load");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	fk_first_work();
@@ -532,6 +609,7 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 static void fake_module_free(struct gpu_module *m)
 {
 	fake_check_hung("module_free");
+	fk_work();
 	fk.live_modules--;
 	free(m);
 }
@@ -542,6 +620,7 @@ static int fake_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_m
 
 	(void)g;
 	fake_check_hung("alloc");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (fk.nalloc == FAKE_MAX_ALLOCS)
@@ -566,6 +645,7 @@ static int fake_free(struct gpu *g, uint64_t dptr)
 
 	(void)g;
 	fake_check_hung("free");
+	fk_work();
 	if (!a || a->p != a->mem) {
 		fake_problem("free of an unknown address");
 		return QUAL_EINVAL;
@@ -607,6 +687,7 @@ static int fake_upload(struct gpu *g, uint64_t dptr, const void *src, size_t byt
 
 	(void)g;
 	fake_check_hung("upload");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "upload")))
@@ -623,6 +704,7 @@ static int fake_download(struct gpu *g, void *dst, uint64_t dptr, size_t bytes,
 
 	(void)g;
 	fake_check_hung("download");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "download")))
@@ -638,6 +720,7 @@ static int fake_memset(struct gpu *g, uint64_t dptr, int value, size_t bytes,
 
 	(void)g;
 	fake_check_hung("memset");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!(a = fake_span(dptr, bytes, "memset")))
@@ -684,6 +767,7 @@ static int fake_tensor_map_2d(struct gpu *g, struct gpu_tensor_map *map, uint64_
 	(void)row_bytes;
 	(void)box;
 	fake_check_hung("tensor_map_2d");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (!fake_find(dptr))
@@ -732,6 +816,7 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 
 	(void)g;
 	fake_check_hung("graph_new");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	fc = fake_match(fm->kernel, params);
@@ -785,6 +870,7 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 static void fake_graph_free(struct gpu_graph *gr)
 {
 	fake_check_hung("graph_free");
+	fk_work();
 	fk.live_graphs--;
 	free(gr);
 }
@@ -880,6 +966,7 @@ static int fake_graph_run(struct gpu_graph *g, struct qual_msg *msg)
 	int k = gr->fc->runs[gr->arm]++;
 
 	fake_check_hung("graph_run");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (fk.first_run_limit[gr->arm] == 0)
@@ -904,6 +991,7 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	struct fake_time *t;
 
 	fake_check_hung("graph_time");
+	fk_work();
 	if (fk.dead)
 		return fake_dead(msg);
 	if (fk.first_time_limit == 0)
@@ -1002,6 +1090,7 @@ struct scenario {
 	const char *reasons;
 	bool busy_first_open;   /* fk's */
 	int crash_at_close;     /* fk's */
+	int compile_jobs;       /* runner_config's (0: its default) */
 };
 
 struct outcome {
@@ -1017,10 +1106,12 @@ static const char *const candidate_bad[] = {"--no-such-option"};
  * in the event log. */
 static void fake_on_compile(const char *case_name, const char *arm, const char *all)
 {
-	(void)arm;
 	(void)all;
 	if (!case_name)
 		fk_event('k');
+	else if (arm && fk.ncompiled < FAKE_MAX_COMPILED)
+		snprintf(fk.compiled[fk.ncompiled++], sizeof fk.compiled[0], "%s %s", case_name,
+			 arm);
 }
 
 /* In place of raising a session's crash signal: records, and returns. */
@@ -1159,6 +1250,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.block_seed = s->block_seed;
 	cfg.flush_bytes = s->no_flush ? 0 : FAKE_FLUSH_BYTES;
 	cfg.sessions = s->sessions ? s->sessions : 1;
+	if (s->compile_jobs)
+		cfg.compile_jobs = s->compile_jobs;
 	cfg.max_pairs = s->max_pairs;
 	cfg.max_seconds = s->max_seconds;
 	fk.flush_expected = !s->no_flush;
@@ -2424,8 +2517,7 @@ static void test_sessions_one_at_a_time(void **state)
 	scenario_run(&s, &o);
 	sessions = (int)json_integer_value(json_object_get(json_object_get(last_line(&o),
 								"time_s"), "session_count"));
-	if (fk_sh->violations)
-		fail_msg("%s", fk_sh->violation);
+	assert_one_at_a_time();
 	assert_true(sessions > 4);
 	assert_int_equal(fk_count('w'), sessions);
 	assert_int_equal(fk_count('o'), sessions);  /* the probe describes, and opens nothing */
@@ -2449,8 +2541,7 @@ static void test_first_session_during_compiles(void **state)
 	(void)state;
 	scenario_run(&s, &o);
 	assert_int_equal(fk_before_compiles_end("o"), 4);
-	if (fk_sh->violations)
-		fail_msg("%s", fk_sh->violation);
+	assert_one_at_a_time();
 	assert_int_equal(fk_count('o'), 4);
 	assert_int_equal(fk_count('w'), 4);
 	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), RUNNER_MIN_PAIRS);
@@ -2504,8 +2595,7 @@ static void test_sessions_busy_device(void **state)
 	s.arm[1].factor = 1.05;
 	scenario_run(&s, &o);
 	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
-	if (fk_sh->violations)
-		fail_msg("%s", fk_sh->violation);
+	assert_one_at_a_time();
 	assert_int_equal(fk_count('f'), 4);
 	assert_int_equal(fk_count('o'), 4);
 	assert_int_equal(fk_count('w'), 4);
@@ -2516,8 +2606,9 @@ static void test_sessions_busy_device(void **state)
 	outcome_release(&o);
 }
 
-/* A session that dies closing its context (after its last line, when the
- * next session has been started) is a crash like any other, and the next
+/* On a device that takes one context at a time (where a session closes
+ * its context after its last line, while the next opens), a session that
+ * dies closing its context is a crash like any other, and the next
  * session, started but not let go, is ended without touching the device:
  * two sessions worked, the third never did. */
 static void test_session_crash_at_close(void **state)
@@ -2527,7 +2618,7 @@ static void test_session_crash_at_close(void **state)
 		.name = "runner_session_crash_at_close", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
 		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4, .crash_at_close = 2,
-		.validate = "--crashed",
+		.busy_first_open = true, .validate = "--crashed",
 	};
 	struct outcome o = {0};
 	json_t *l, *found = NULL;
@@ -2544,6 +2635,56 @@ static void test_session_crash_at_close(void **state)
 	assert_non_null(found);
 	assert_int_equal(fk_count('w'), 2);
 	assert_int_equal(count_lines(&o, "session_time", NULL), 2);
+	outcome_release(&o);
+}
+
+/* Where contexts live side by side, the first look's sessions keep theirs,
+ * idle, after their last lines, and close them all at once when the last
+ * has ended (session_arg.linger): every session works first, then the
+ * four close, none during another's work. One that dies closing is a
+ * crash like any other: the run gives no verdict, and on_crash is told. */
+static void test_sessions_linger(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sessions_linger", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+	};
+	struct outcome o = {0};
+	json_t *l;
+	size_t i;
+	int last_w = -1, first_c = -1, crashed = 0;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_one_at_a_time();
+	for (int e = 0; e < fk_sh->nev && e < FK_EVENTS; e++) {
+		if (fk_sh->ev[e].kind == 'w')
+			last_w = e;
+		if (fk_sh->ev[e].kind == 'c' && first_c < 0)
+			first_c = e;
+	}
+	assert_int_equal(fk_count('w'), 4);
+	assert_int_equal(fk_count('c'), 4);
+	assert_true(first_c > last_w);
+	outcome_release(&o);
+
+	s.name = "runner_sessions_linger_crash";
+	s.crash_at_close = 2;
+	s.validate = "--crashed";
+	scenario_run(&s, &o);
+	assert_int_equal(o.status, QUAL_EXIT_ERROR);
+	assert_int_equal(fk.on_crash_calls, 1);
+	assert_int_equal(fk.on_crash_signal, SIGSEGV);
+	json_array_foreach(o.lines, i, l)
+		if (has_type(l, "error") && strstr(str(l, "message"), " of 4 ended: killed by "
+						   "signal SIGSEGV"))
+			crashed++;
+	assert_int_equal(crashed, 1);
+	assert_int_equal(fk_count('w'), 4);
+	assert_int_equal(count_lines(&o, "session_time", NULL), 4);
+	assert_null(find_line(&o, "verdict", NULL));
 	outcome_release(&o);
 }
 
@@ -2902,6 +3043,38 @@ static void test_wgmma_tensor_maps(void **state)
 	assert_int_equal(fk.maps_made, 2 * fk.graphs_made);
 	assert_int_equal(fk.maps_checked, 2 * fk.graphs_made);
 	assert_true(fk.nmap_addr_seen > 1);
+	outcome_release(&o);
+}
+
+/* The compile phase starts the longest compiles first (their times as
+ * measured: fixture_compile_estimate_ms), whatever the cases' order: one
+ * compile at a time, the i8 wgmma case (the later case, the longer
+ * compile) goes first, each case's arms together. */
+static void test_compiles_longest_first(void **state)
+{
+	static const char *const want[] = {
+		CASE_WGMMA_I8 " baseline", CASE_WGMMA_I8 " candidate",
+		CASE_WGMMA " baseline", CASE_WGMMA " candidate",
+	};
+	struct scenario s = {
+		.name = "runner_compiles_longest_first", .cases = {CASE_WGMMA, CASE_WGMMA_I8},
+		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.compile_jobs = 1,
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	assert_true(fixture_compile_estimate_ms(fixture_find(CASE_WGMMA_I8)) >
+		    fixture_compile_estimate_ms(fixture_find(CASE_WGMMA)));
+	assert_true(fixture_find(CASE_WGMMA_I8) > fixture_find(CASE_WGMMA));
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_int_equal(fk.ncompiled, 4);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(fk.compiled[i], want[i]);
+	/* The lines keep the cases' order. */
+	assert_true(find_line(&o, "case", CASE_WGMMA) != NULL);
+	assert_string_equal(str(find_line(&o, "case", NULL), "case"), CASE_WGMMA);
 	outcome_release(&o);
 }
 
@@ -3688,6 +3861,8 @@ QUAL_TESTS(
 	T(first_session_no_case_compiled),
 	T(sessions_busy_device),
 	T(session_crash_at_close),
+	T(sessions_linger),
+	T(compiles_longest_first),
 	T(calibration_for_device),
 	T(sampling_rounds),
 	T(sampling_caps),
