@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# One device call's evidence for the verdicts and a job's fixed cost, on
+# the GPU machine after scripts/pack-gpu.sh, from the repository root:
+#
+#     bash tests/gpu/evidence.sh OUTDIR [BUILD]
+#
+# The parts of $EVIDENCE_PARTS (default "cost aa planted suites"), in that
+# order, each into OUTDIR/PART.out (what it printed) and OUTDIR/PART.tar.gz
+# (its files, the inner verdicts.tar.gz left out: its jobs are there):
+#
+#   cost     bench/cost.sh -n $COST_RUNS (default 5): a full job's split,
+#            uncached and with the baseline cached
+#   aa       tests/gpu/verdicts.sh's A/A jobs for $AA_BUDGET_S s (default 150)
+#   planted  its planted jobs (PLANT_BLOCKS=first, $PLANT_DELAYS, default 16,
+#            three repeats) and, with $EXIT_GROUPS, its single-case jobs of
+#            exit statuses in doubt, for $PLANTED_BUDGET_S s (default 90)
+#   suites   tests/gpu/suites.sh, ended after $SUITES_S s (default 200)
+#
+# Every part runs even when one before it failed; the exit status is 1 when
+# any did.
+set -u
+out=${1:?usage: evidence.sh OUTDIR [BUILD]}
+build=${2:-.carry}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$out"
+failed=0
+
+# part NAME COMMAND...: COMMAND's output into OUTDIR/NAME.out, its folder
+# OUTDIR/NAME packed into OUTDIR/NAME.tar.gz and removed.
+part() {
+  local name=$1 t0=$SECONDS rc
+  shift
+  echo "==== $name" | tee "$out/$name.out"
+  "$@" >>"$out/$name.out" 2>&1
+  rc=$?
+  echo "==== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$out/$name.out"
+  [ $rc = 0 ] || failed=1
+  if [ -d "$out/$name" ]; then
+    rm -f "$out/$name/verdicts.tar.gz"
+    tar czf "$out/$name.tar.gz" -C "$out" "$name" && rm -rf "${out:?}/$name"
+  fi
+}
+
+for p in ${EVIDENCE_PARTS:-cost aa planted suites}; do
+  case $p in
+  cost)
+    part cost bash "$root/bench/cost.sh" -n "${COST_RUNS:-5}" "$out/cost" "$build" ;;
+  aa)
+    part aa env VERDICTS_BUDGET_S="${AA_BUDGET_S:-150}" AA_REPEATS="${AA_REPEATS:-40}" \
+      PLANT_DELAYS=" " bash "$here/verdicts.sh" "$out/aa" "$build" ;;
+  planted)
+    part planted env VERDICTS_BUDGET_S="${PLANTED_BUDGET_S:-90}" PLANT_BLOCKS=first \
+      PLANT_DELAYS="${PLANT_DELAYS:-16}" PLANT_REPEATS="${PLANT_REPEATS:-3}" AA_REPEATS=0 \
+      EXIT_GROUPS="${EXIT_GROUPS:-}" EXIT_REPEATS="${EXIT_REPEATS:-5}" \
+      bash "$here/verdicts.sh" "$out/planted" "$build" ;;
+  suites)
+    part suites timeout "${SUITES_S:-200}" bash "$here/suites.sh" "$out/suites" "$build" ;;
+  *)
+    echo "evidence.sh: no part '$p'" >&2
+    failed=1 ;;
+  esac
+done
+exit $failed
