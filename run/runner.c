@@ -1345,11 +1345,13 @@ static int build_user_cases(struct run *run, const int *sel, int nsel, int *out)
  * every session (and the one process of a run without sessions) then
  * borrows them (fixture.h, "built once for a run"). A case built for
  * nothing (an sm_90a case when the device is another) costs CPU time only.
- * The first session is forked while they are built and finds them in the
- * memory it shares with this process once told (runner__run_sessions);
- * every other session is forked after fixture_keep_wait(). */
+ * With defer, the builders are not started yet (fixture_keep_run()): the
+ * first look's sessions are forked before them, from a process of one
+ * thread, and find the builds in the memory they share with this process
+ * once told (runner__run_sessions); every later session is forked after
+ * fixture_keep_wait(). */
 static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int nsel,
-					  const char *arch)
+					  const char *arch, bool defer)
 {
 	int *todo = xcalloc((size_t)nsel + 1, sizeof *todo), n = 0;
 	struct fixture_keep *k;
@@ -1366,7 +1368,8 @@ static struct fixture_keep *keep_fixtures(struct run *run, const int *sel, int n
 			todo[n++] = sel[i];
 		fixture_release(&c);
 	}
-	k = fixture_keep_start(todo, n, run->cfg->seed, run->compile_jobs);
+	k = defer ? fixture_keep_new(todo, n, run->cfg->seed, run->compile_jobs) :
+		    fixture_keep_start(todo, n, run->cfg->seed, run->compile_jobs);
 	free(todo);
 	return k;
 }
@@ -1579,7 +1582,8 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	/* The cases' inputs and oracles are built while the device is found
 	 * and the code compiled; the target is known here only without a GPU. */
 	keep = keep_fixtures(&run, sel, nsel, cfg->compile_only ? cfg->arch ? cfg->arch :
-			     default_arch(run.id[0].abi) : NULL);
+			     default_arch(run.id[0].abi) : NULL,
+			     !cfg->compile_only && run.nsessions > 1);
 	t = child_now();
 
 	if (cfg->compile_only) {
@@ -1632,18 +1636,15 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	ncompile = build_user_cases(&run, sel, nsel, compile_sel);
 	t = timesplit_add(&run.split, TS_USER_FIXTURES, t);
 	/* The first look's sessions open the GPU while the code compiles.
-	 * They are forked from this process once its only other threads,
-	 * the kept fixtures' builders, are joined: a child forked while a
-	 * thread held a lock (an allocator's, under a sanitizer) could wait
-	 * on it for ever. */
+	 * They are forked from this process before the kept fixtures'
+	 * builders start, while it has no other thread: a child forked while
+	 * a thread held a lock (an allocator's, under a sanitizer) could
+	 * wait on it for ever. */
 	if (run.device && !run.gpu) {
-		t = child_now();
-		fixture_keep_wait(keep);
-		keep = NULL;
-		timesplit_add(&run.split, TS_FIXTURES_PREBUILT, t);
 		runner__sessions_start(&run, sel, nsel);
 		t = child_now();
 	}
+	fixture_keep_run(keep);
 	runner__compile_all(&run, compile_sel, ncompile);
 	t = timesplit_add(&run.split, TS_COMPILE, t);
 	fixture_keep_wait(keep);
