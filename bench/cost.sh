@@ -23,7 +23,8 @@
 # run and the median; "wall" is qual-run's start to its exit as this script
 # sees it; "unaccounted" is total less qual-run's own phases, and
 # "sessions_unaccounted" the sessions' wall less what they said they did
-# (forks, the relay, closing the GPU). The lines of every run, and
+# and less "close" (forks, the relay; negative when sessions opened the
+# GPU during the compiles). The lines of every run, and
 # OUTDIR/cost.json (every figure), stay in OUTDIR.
 set -u
 runs=3
@@ -78,7 +79,7 @@ out, runs = sys.argv[1], int(sys.argv[2])
 # qual-run's own phases, then the sessions' (docs/output.md, time_s).
 OWN = ["identify", "probe", "compile_setup", "user_fixtures", "compile",
        "fixtures_prebuilt", "sessions", "judge"]
-EXTRA = ["compile_children", "compile_calls"]
+EXTRA = ["compile_children", "compile_calls", "close"]
 SESSION = ["open", "fixtures", "alloc", "load", "warmup", "blocks", "timing",
            "replays_device", "checks", "release"]
 
@@ -91,8 +92,8 @@ def split(name):
     t = dict(verdict["time_s"])
     t["wall"] = float(open(os.path.join(out, name + ".wall")).read())
     t["unaccounted"] = t["total"] - sum(t.get(k, 0) for k in OWN)
-    t["sessions_unaccounted"] = t["sessions"] - sum(t.get(k, 0) for k in SESSION
-                                                    if k != "replays_device")
+    t["sessions_unaccounted"] = t["sessions"] - t.get("close", 0) - sum(
+        t.get(k, 0) for k in SESSION if k != "replays_device")
     t["timed"] = verdict["timed"]
     t["compiled_arms"] = sum(1 for l in lines if l["type"] == "case"
                              for a in ("baseline", "candidate")

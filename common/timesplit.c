@@ -17,6 +17,7 @@ static const char *const names[TS_COUNT] = {
 	[TS_COMPILE_CHILDREN] = "compile_children",
 	[TS_COMPILE_CALLS] = "compile_calls",
 	[TS_SESSIONS] = "sessions",
+	[TS_CLOSE] = "close",
 	[TS_JUDGE] = "judge",
 	[TS_TOTAL] = "total",
 	[TS_OPEN] = "open",

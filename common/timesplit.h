@@ -29,6 +29,8 @@ enum timesplit_phase {
 	TS_COMPILE_CALLS,    /* the compiler calls in them, summed (compile_ms) */
 	TS_SESSIONS,         /* the sessions, wall, each start to end; in a run
 			      * of one process, its cases one after the other */
+	TS_CLOSE,            /* in TS_SESSIONS: waiting for sessions' contexts
+			      * to close after their last lines */
 	TS_JUDGE,            /* the statistics and the verdict lines */
 	TS_TOTAL,            /* the job, wall, up to its verdict line */
 	/* The sessions, summed. */

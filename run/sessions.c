@@ -760,6 +760,10 @@ static bool settle_lingering(struct supervisor *u, bool kill)
 {
 	struct run *run = u->plan.run;
 	bool failed = false;
+	double t = child_now();
+
+	if (u->nlinger == 0)
+		return false;
 
 	for (int i = 0; i < u->nlinger; i++)
 		child_kill(&u->lingering[i].c, kill ? SIGKILL : SIGTERM);
@@ -771,6 +775,7 @@ static bool settle_lingering(struct supervisor *u, bool kill)
 			failed = true;
 	}
 	u->nlinger = 0;
+	timesplit_add(&run->split, TS_CLOSE, t);
 	return failed;
 }
 
@@ -922,8 +927,10 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		if (cur.arg.linger && u->ended && !over && !stop) {
 			u->lingering[u->nlinger++] = cur;  /* reaped by settle_lingering() */
 		} else {
+			double tc = child_now();
 			int rc = child_wait(&cur.c, 0, &ex);
 
+			timesplit_add(&run->split, TS_CLOSE, tc);
 			if (!over && session_end_failed(run, &cur, rc, &ex))
 				stop = true;
 		}

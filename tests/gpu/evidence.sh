@@ -14,6 +14,9 @@
 #   planted  its planted jobs (PLANT_BLOCKS=first, $PLANT_DELAYS, default 16,
 #            three repeats) and, with $EXIT_GROUPS, its single-case jobs of
 #            exit statuses in doubt, for $PLANTED_BUDGET_S s (default 90)
+#   pair     a real nvrtc of another version against the toolkit's, three
+#            jobs: the first pack of $PAIR_PACKS (default .carry-n12, from
+#            scripts/fetch-nvrtc.sh) unpacked by tests/gpu/unpack-nvrtc.sh
 #   suites   tests/gpu/suites.sh, ended after $SUITES_S s (default 200)
 #
 # Every part runs even when one before it failed; the exit status is 1 when
@@ -54,6 +57,15 @@ for p in ${EVIDENCE_PARTS:-cost aa planted suites}; do
       PLANT_DELAYS="${PLANT_DELAYS:-16}" PLANT_REPEATS="${PLANT_REPEATS:-3}" AA_REPEATS=0 \
       EXIT_GROUPS="${EXIT_GROUPS:-}" EXIT_REPEATS="${EXIT_REPEATS:-5}" \
       bash "$here/verdicts.sh" "$out/planted" "$build" ;;
+  pair)
+    lib=$(bash "$here/unpack-nvrtc.sh" "${PAIR_PACKS:-.carry-n12}" | head -n 1 | cut -d' ' -f2)
+    if [ -z "$lib" ]; then
+      echo "evidence.sh: no nvrtc pack in ${PAIR_PACKS:-.carry-n12}" >&2
+      failed=1
+      continue
+    fi
+    part pair env VERDICTS_BUDGET_S=120 AA_REPEATS=0 PLANT_DELAYS=" " PAIR_LIB="$lib" \
+      bash "$here/verdicts.sh" "$out/pair" "$build" ;;
   suites)
     part suites timeout "${SUITES_S:-200}" bash "$here/suites.sh" "$out/suites" "$build" ;;
   *)

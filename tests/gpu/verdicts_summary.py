@@ -172,7 +172,7 @@ def main():
         tot["wall"].append(j["wall"])
     if jobs:
         keys = ["wall", "total", "identify", "probe", "compile", "fixtures_prebuilt",
-                "sessions", "open", "fixtures", "load", "warmup", "blocks", "timing",
+                "sessions", "close", "open", "fixtures", "load", "warmup", "blocks", "timing",
                 "replays_device", "checks", "judge", "session_count"]
         print("time of a job (median over all jobs, s): " + ", ".join(
             f"{k} {median(tot[k]):.3f}" for k in keys if tot.get(k)))

@@ -2422,7 +2422,8 @@ static void assert_stop_line(const struct outcome *o, const char *want)
  * in order, after its pairs; the verdict's time_s sums them (session_count
  * k), has every phase of qual-run's own, and its replays_device is the
  * pairs' device time (each pair line's per-kernel times, times the replays),
- * which no other phase can be. */
+ * which no other phase can be; its close (the waits for the sessions'
+ * contexts to close) lies inside its sessions. */
 static void assert_session_split(const struct outcome *o, int k)
 {
 	json_t *l, *ts = json_object_get(last_line(o), "time_s");
@@ -2463,6 +2464,14 @@ static void assert_session_split(const struct outcome *o, int k)
 	assert_true(fabs(got - device) <= 1e-6 * (double)json_array_size(o->lines));
 	assert_true(json_number_value(json_object_get(ts, "total")) >=
 		    json_number_value(json_object_get(ts, "sessions")));
+	/* The closes are waited for inside the sessions' time, with sessions
+	 * (a run of one process closes after its verdict). */
+	got = json_number_value(json_object_get(ts, "close"));
+	assert_true(got <= json_number_value(json_object_get(ts, "sessions")));
+	if (k > 1)
+		assert_true(got > 0);
+	else
+		assert_true(got == 0);
 }
 
 /* With sessions the device is found by the probe, a child started before
