@@ -50,7 +50,7 @@ for p in ${EVIDENCE_PARTS:-cost aa planted suites}; do
   cost)
     part cost bash "$root/bench/cost.sh" -n "${COST_RUNS:-5}" "$out/cost" "$build" ;;
   aa)
-    part aa env VERDICTS_BUDGET_S="${AA_BUDGET_S:-150}" AA_REPEATS="${AA_REPEATS:-40}" \
+    part aa env VERDICTS_BUDGET_S="${AA_BUDGET_S:-150}" AA_REPEATS="${AA_REPEATS:-40}" EXIT_GROUPS= \
       PLANT_DELAYS=" " bash "$here/verdicts.sh" "$out/aa" "$build" ;;
   planted)
     part planted env VERDICTS_BUDGET_S="${PLANTED_BUDGET_S:-90}" PLANT_BLOCKS=first \
@@ -64,7 +64,7 @@ for p in ${EVIDENCE_PARTS:-cost aa planted suites}; do
       failed=1
       continue
     fi
-    part pair env VERDICTS_BUDGET_S=120 AA_REPEATS=0 PLANT_DELAYS=" " PAIR_LIB="$lib" \
+    part pair env VERDICTS_BUDGET_S=120 AA_REPEATS=0 PLANT_DELAYS=" " EXIT_GROUPS= PAIR_LIB="$lib" \
       bash "$here/verdicts.sh" "$out/pair" "$build" ;;
   suites)
     part suites timeout "${SUITES_S:-200}" bash "$here/suites.sh" "$out/suites" "$build" ;;
