@@ -12,8 +12,9 @@
  * and rtc.c's process-wide settings (helper, compile user) are only read
  * while compiles run. The threads are joined before anything else runs, so
  * the sessions forked after the compiles are forked from a process of one
- * thread. The first session is forked before them (sessions.c), while only
- * the kept fixtures' builders run (fixtures/keep.c). */
+ * thread. The first look's sessions are forked before them (sessions.c),
+ * from a process of one thread, before the kept fixtures' builders start
+ * (fixtures/keep.c), which then run beside the compiles. */
 #include "run/runner_internal.h"
 
 #include <math.h>
@@ -355,7 +356,8 @@ void runner__compile_all(struct run *run, const int *sel, int nsel)
 	 * schedules of the 26 compile times of a full job measured on the
 	 * H200's host, on 16 CPUs: 1.48 s in the cases' order, 1.28 s
 	 * longest first). */
-	qsort(p.jobs, (size_t)p.njobs, sizeof *p.jobs, longest_first);
+	if (p.njobs > 1)  /* p.jobs is NULL with none */
+		qsort(p.jobs, (size_t)p.njobs, sizeof *p.jobs, longest_first);
 	pool_run(&p);
 	for (int k = 0; k < p.njobs; k++) {
 		struct job *j = &p.jobs[k];

@@ -1686,7 +1686,7 @@ out:
 	runner__sessions_end(&run);
 	runner__clocks_close(&run);
 	runner__probe_abandon(&run);
-	fixture_keep_wait(keep);
+	fixture_keep_abandon(keep);
 	if (run.gpu)
 		gpu_close(run.gpu);
 	runner__compile_release(&run);

@@ -173,19 +173,22 @@ void runner__probe_abandon(struct run *run);
 /* The timed part of a run in sessions: every case of sel compiled here,
  * then each session started in turn with its share of the blocks, its lines
  * relayed to run->out and applied to run->judge, until all have run or one
- * stopped GPU work. A session that died by a fault signal sets
+ * stopped GPU work. A session that died by a fault signal (at work, or
+ * idle with its context kept, or closing it when asked) sets
  * run->crash_signal.
  *
  * runner__sessions_start(), called before the compiles (with the same sel,
- * which must outlive the run), starts the first session then, so that it
- * opens the GPU while the code compiles: it is forked from a process with
- * no thread but the kept fixtures' builders (whose results it finds in
- * shared memory: fixtures/keep.c), and runner__run_sessions() hands it the
- * compiled code and the cases to run in a file of its own (a memfd) before
- * its go. Without that call, runner__run_sessions() starts the first session
- * itself. runner__sessions_end() ends a session started and never let go
- * (nothing when none) and frees the supervisor; call it before the run
- * ends. */
+ * which must outlive the run), starts the first look's sessions then (only
+ * the first where the device may take one context at a time), so that they
+ * open the GPU while the code compiles: they are forked from a process of
+ * one thread, before the kept fixtures' builders start (whose results they
+ * find in shared memory: fixtures/keep.c), and runner__run_sessions() hands
+ * them the compiled code and the cases to run in a file (a memfd) before
+ * their go. Without that call, runner__run_sessions() starts the first
+ * session itself. runner__sessions_end() ends the sessions started and
+ * never let go and kills those that kept their contexts past their last
+ * lines (nothing when none), and frees the supervisor; call it after the
+ * verdict, before the run ends. */
 void runner__sessions_start(struct run *run, const int *sel, int nsel);
 void runner__run_sessions(struct run *run, const int *sel, int nsel);
 void runner__sessions_end(struct run *run);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,10 +229,10 @@ struct session_arg {
 	 * supervisor's close would never reach them as an end of file. */
 	int inherited_go[SESSIONS_AHEAD];
 	int ninherited_go;
-	/* After its last line the session keeps its context, idle, and
-	 * closes it only when the supervisor asks (SIGTERM: linger()), so
-	 * that no close lies between the first look's sessions
-	 * (docs/verdicts.md, "Sessions"). */
+	/* After its last line the session keeps its context, idle, so that
+	 * no close lies between the first look's sessions (docs/verdicts.md,
+	 * "Sessions"): it closes it when the supervisor asks (SIGTERM:
+	 * linger()), or its end does when the supervisor kills it. */
 	bool linger;
 };
 
@@ -282,7 +283,8 @@ out:
 }
 
 /* Waits for the supervisor's go: it closes this session's stdin once the
- * session before this one has ended, context and all (a close, which
+ * session before this one has ended, context and all, or, lingering, has
+ * closed its output, its work over (a close, which
  * cannot raise SIGPIPE in the supervisor as a write to a dead session
  * would). A session not to run is killed instead; one whose supervisor
  * died (its end closed too) is killed with it (die_with_parent), and goes
@@ -297,46 +299,37 @@ static bool wait_for_go(pid_t supervisor)
 	return n == 0 && getppid() == supervisor;
 }
 
-static volatile sig_atomic_t close_asked;
-
-static void on_close_asked(int sig)
+/* SIGTERM alone, a lingering session's request to close its context. */
+static void close_request_set(sigset_t *set)
 {
-	(void)sig;
-	close_asked = 1;
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+}
+
+/* Blocks the request in this thread, and so in every thread the GPU
+ * runtime and NVML start from it later (they inherit the mask): only
+ * linger()'s wait takes it, wherever the kernel would have delivered it. */
+static void hold_close_request(void)
+{
+	sigset_t term;
+
+	close_request_set(&term);
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
 }
 
 /* A lingering session's last line is out: its pipe is closed (the
  * supervisor's end of file, which it takes as the session's end) and it
  * waits, its context open and idle, until the supervisor asks it to close
- * (SIGTERM), or dies with it. SIGTERM is held from before the close of the
- * pipe, after which alone the supervisor asks, so the request cannot come
- * before it is waited for. */
+ * (SIGTERM, held since the session started: hold_close_request()), kills
+ * it, or dies. */
 static void linger(FILE *out)
-{
-	struct sigaction sa;
-	sigset_t old;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_close_asked;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	fclose(out);
-	sigprocmask(SIG_SETMASK, NULL, &old);
-	sigdelset(&old, SIGTERM);
-	while (!close_asked)
-		sigsuspend(&old);
-}
-
-/* Holds SIGTERM (a lingering session's request to close), from before its
- * last line, until linger() waits for it. */
-static void hold_close_request(void)
 {
 	sigset_t term;
 
-	close_asked = 0;
-	sigemptyset(&term);
-	sigaddset(&term, SIGTERM);
-	sigprocmask(SIG_BLOCK, &term, NULL);
+	fclose(out);
+	close_request_set(&term);
+	while (sigwaitinfo(&term, NULL) < 0 && errno == EINTR)
+		;
 }
 
 /* The body of a session, in the child: its own GPU context, every case that
@@ -361,6 +354,8 @@ static int session_body(void *arg)
 
 	if (!out)
 		return QUAL_EXIT_ERROR;
+	if (a->linger)
+		hold_close_request();  /* before any thread is started */
 	for (int i = 0; i < a->ninherited_go; i++)
 		close(a->inherited_go[i]);
 	/* This session's own phases, for its session_time line. */
@@ -419,8 +414,6 @@ static int session_body(void *arg)
 		runner__emit_stop(run);
 	free(cases);
 	lingers = a->linger && !run->hung && !run->gpu_dead;
-	if (lingers)
-		hold_close_request();
 	/* The last line: the supervisor starts the next session on it. */
 	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
@@ -701,8 +694,8 @@ static void start_next(struct supervisor *u)
 }
 
 /* The relay's on_end: a session wrote its last line and is closing its
- * context, so the next one starts opening its own now, unless GPU work
- * stopped. */
+ * context (or lingers), so the next one, unless it opened ahead, starts
+ * opening its own now, unless GPU work stopped. */
 static void on_session_end(void *ctx, bool stop)
 {
 	struct supervisor *u = ctx;
@@ -753,26 +746,75 @@ static bool session_end_failed(struct run *run, const struct pending *p, int rc,
 	return true;
 }
 
+/* How long a session that was asked to close its context, or that ended
+ * its work without lingering, may take to end before it is killed and
+ * said to have failed: a context closes in well under a second, and the
+ * supervisor must not wait for ever on a session lingering where it was
+ * not expected to (a last line it could not read). */
+#define SESSION_END_S 30.0
+
+/* The lingering sessions that ended on their own (none should: a crash
+ * while idle) are reaped, judged and taken off the list. True when one
+ * was. */
+static bool reap_ended_lingering(struct supervisor *u)
+{
+	struct run *run = u->plan.run;
+	bool failed = false;
+	int n = 0;
+
+	for (int i = 0; i < u->nlinger; i++) {
+		struct pending *p = &u->lingering[i];
+		struct child_exit ex;
+
+		if (!child_exited(&p->c)) {
+			u->lingering[n++] = *p;
+			continue;
+		}
+		/* Ended unasked, even with status 0, it is no session's end. */
+		if (!session_end_failed(run, p, child_reap(&p->c, &ex), &ex)) {
+			char text[200];
+
+			snprintf(text, sizeof text, "session %d of %d ended while it was to "
+				 "keep its context", p->arg.session + 1, p->of);
+			session_failed(run, text);
+		}
+		failed = true;
+	}
+	u->nlinger = n;
+	return failed;
+}
+
 /* Closes the contexts of the lingering sessions, all at once, and reaps
  * them: asked to close (SIGTERM), their ends judged, before a session that
- * did not open ahead gets its go; or killed (kill), once GPU work has
- * stopped or the run has its verdict. True when one of them failed. */
+ * did not open ahead gets its go (each within SESSION_END_S); or killed
+ * (kill), once GPU work has stopped or the run has its verdict, and reaped
+ * as they end within CHILD_REAP_GRACE_S (one stuck in the driver's
+ * teardown is left to the end of this process). True when one of them
+ * failed. */
 static bool settle_lingering(struct supervisor *u, bool kill)
 {
 	struct run *run = u->plan.run;
 	bool failed = false;
-	double t = child_now();
+	double t = child_now(), until = t + CHILD_REAP_GRACE_S;
 
 	if (u->nlinger == 0)
 		return false;
-
 	for (int i = 0; i < u->nlinger; i++)
 		child_kill(&u->lingering[i].c, kill ? SIGKILL : SIGTERM);
 	for (int i = 0; i < u->nlinger; i++) {
+		struct pending *p = &u->lingering[i];
 		struct child_exit ex;
-		int rc = child_wait(&u->lingering[i].c, 0, &ex);
+		int rc;
 
-		if (!kill && session_end_failed(run, &u->lingering[i], rc, &ex))
+		if (kill) {
+			while (!child_exited(&p->c) && child_now() < until)
+				usleep(2000);
+			if (child_exited(&p->c))
+				(void)child_reap(&p->c, NULL);
+			continue;
+		}
+		rc = child_wait(&p->c, child_now() + SESSION_END_S, &ex);
+		if (session_end_failed(run, p, rc, &ex))
 			failed = true;
 	}
 	u->nlinger = 0;
@@ -875,7 +917,9 @@ static int write_work(struct supervisor *u, const int *sel, int nsel)
 /* The sessions one after the other, never two at work on the device: a
  * session not started before the compiles is started (and opens its
  * context) when the one before has written its last line, and every
- * session gets its go once the one before has ended. */
+ * session gets its go once the one before has ended, or lingers, idle
+ * (session_arg.linger); lingering sessions are ended before the go of one
+ * that did not open ahead. */
 void runner__run_sessions(struct run *run, const int *sel, int nsel)
 {
 	struct supervisor *u;
@@ -929,7 +973,9 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			u->lingering[u->nlinger++] = cur;  /* reaped by settle_lingering() */
 		} else {
 			double tc = child_now();
-			int rc = child_wait(&cur.c, 0, &ex);
+			/* One started to linger that did not, or not as seen
+			 * here, is not waited for for ever. */
+			int rc = child_wait(&cur.c, cur.arg.linger ? tc + SESSION_END_S : 0, &ex);
 
 			timesplit_add(&run->split, TS_CLOSE, tc);
 			if (!over && session_end_failed(run, &cur, rc, &ex))
@@ -944,11 +990,18 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		if (!u->next.live && !u->planned_out)
 			start_next(u);  /* it ended without its last line */
 	}
-	/* The first look's sessions, when no round followed, keep their
-	 * contexts until runner__sessions_end(), after the verdict: their
-	 * work is over, their lines judged, and the driver's teardown of
-	 * several contexts, one after the other (some 0.3 s for four on the
-	 * H200), changes nothing the verdict says. */
+	/* Lingering sessions that ended on their own are judged here. The
+	 * others, when GPU work stopped, are killed now; when no round
+	 * followed, they keep their contexts until runner__sessions_end(),
+	 * after the verdict: their work is over, their lines judged, and the
+	 * driver's teardown of several contexts, one after the other (some
+	 * 0.3 s for four on the H200), changes nothing the verdict says. */
+	if (reap_ended_lingering(u) && !halted) {
+		/* A crash while idle is a crash like any other. */
+		halted = true;
+		abandon(&u->next);
+		abandon_ahead(u);
+	}
 	if (halted)
 		(void)settle_lingering(u, true);
 	timesplit_add(&run->split, TS_SESSIONS, t);

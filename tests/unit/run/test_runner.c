@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -277,6 +278,7 @@ static struct fk_shared {
 		int tick;
 	} ev[FK_EVENTS];
 	int clock;
+	int closes;      /* fake_close() calls over every process */
 	int nproc;
 	struct {
 		pid_t pid;
@@ -503,6 +505,29 @@ static void fake_info(struct gpu_info *info, int ordinal)
 	info->shared = !fk.busy_first_open;
 }
 
+/* The test's own process: a run of one process opens the fake there. */
+static pid_t fk_test_pid;
+
+static void *fake_runtime_idle(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* In a session, a thread of the runtime's own, as CUDA and NVML start
+ * them: a signal for the process may be delivered to it (a lingering
+ * session's request to close must reach the session all the same). It
+ * ends with the process. */
+static void fake_runtime_thread(void)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, fake_runtime_idle, NULL) == 0)
+		pthread_detach(th);
+}
+
 static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 		     struct qual_msg *msg)
 {
@@ -517,6 +542,8 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	}
 	g = xcalloc(1, sizeof *g);
 	fake_info(&g->info, ordinal);
+	if (getpid() != fk_test_pid)
+		fake_runtime_thread();
 	fk.opens++;
 	fk_worked = false;
 	fk_event('o');
@@ -553,7 +580,9 @@ static void fake_close(struct gpu *g)
 	fk.closes++;
 	fk_event('c');
 	if (fk.crash_at_close) {
-		if (fk_count('c') == fk.crash_at_close) {
+		/* One count over every process, taken at once: closes may
+		 * come together (lingering sessions asked at once). */
+		if (__atomic_add_fetch(&fk_sh->closes, 1, __ATOMIC_SEQ_CST) == fk.crash_at_close) {
 			struct rlimit none = {0, 0};
 
 			/* No core file; not the test framework's handler. */
@@ -1135,6 +1164,7 @@ static void fake_reset(void)
 		free(fk.cases[i].want);
 	}
 	memset(&fk, 0, sizeof fk);
+	fk_test_pid = getpid();
 	if (!fk_times_total) {
 		fk_times_total = mmap(NULL, 2 * sizeof *fk_times_total, PROT_READ | PROT_WRITE,
 				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
