@@ -143,17 +143,22 @@ static bool probe_answers(const struct run *run, int fd)
  * within CHILD_REAP_GRACE_S. A driver stuck in an uninterruptible call may
  * not end even then: it is left to qual-run's exit (child_kill_orphans())
  * rather than waited for; returns false then. */
-static bool probe_kill(struct run *run)
+/* Reaps a killed child once it has ended, if it does by until (child_now()
+ * seconds): true when it was reaped. */
+static bool reap_by(struct child *c, double until)
 {
-	double until = child_now() + CHILD_REAP_GRACE_S;
-
-	child_kill(&run->probe, SIGKILL);
-	while (!child_exited(&run->probe)) {
+	while (!child_exited(c)) {
 		if (child_now() >= until)
 			return false;
-		usleep(10000);
+		usleep(2000);
 	}
-	return child_reap(&run->probe, NULL) == 0;
+	return child_reap(c, NULL) == 0;
+}
+
+static bool probe_kill(struct run *run)
+{
+	child_kill(&run->probe, SIGKILL);
+	return reap_by(&run->probe, child_now() + CHILD_REAP_GRACE_S);
 }
 
 int runner__probe_finish(struct run *run, char *why, size_t whylen)
@@ -807,10 +812,7 @@ static bool settle_lingering(struct supervisor *u, bool kill)
 		int rc;
 
 		if (kill) {
-			while (!child_exited(&p->c) && child_now() < until)
-				usleep(2000);
-			if (child_exited(&p->c))
-				(void)child_reap(&p->c, NULL);
+			(void)reap_by(&p->c, until);
 			continue;
 		}
 		rc = child_wait(&p->c, child_now() + SESSION_END_S, &ex);
@@ -828,6 +830,14 @@ static void abandon_ahead(struct supervisor *u)
 {
 	while (u->ahead_i < u->nahead)
 		abandon(&u->ahead[u->ahead_i++]);
+}
+
+/* GPU work stops: every session started and not yet let go is ended. */
+static void halt(struct supervisor *u, bool *halted)
+{
+	*halted = true;
+	abandon(&u->next);
+	abandon_ahead(u);
 }
 
 /* The supervisor of run's sessions over sel, its plan made, its first
@@ -956,9 +966,8 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		/* The lingering sessions close before one that did not open
 		 * ahead of its turn gets its go: that one opens meanwhile. */
 		if (!cur.arg.linger && u->nlinger && settle_lingering(u, false)) {
-			halted = true;
 			abandon(&cur);
-			abandon_ahead(u);
+			halt(u, &halted);
 			break;
 		}
 		close(cur.c.in_pipe);  /* its go */
@@ -982,9 +991,7 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 				stop = true;
 		}
 		if (stop || over || u->start_failed) {
-			halted = true;
-			abandon(&u->next);
-			abandon_ahead(u);
+			halt(u, &halted);
 			break;
 		}
 		if (!u->next.live && !u->planned_out)
@@ -996,12 +1003,8 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 	 * after the verdict: their work is over, their lines judged, and the
 	 * driver's teardown of several contexts, one after the other (some
 	 * 0.3 s for four on the H200), changes nothing the verdict says. */
-	if (reap_ended_lingering(u) && !halted) {
-		/* A crash while idle is a crash like any other. */
-		halted = true;
-		abandon(&u->next);
-		abandon_ahead(u);
-	}
+	if (reap_ended_lingering(u) && !halted)
+		halt(u, &halted);  /* a crash while idle is a crash like any other */
 	if (halted)
 		(void)settle_lingering(u, true);
 	timesplit_add(&run->split, TS_SESSIONS, t);

@@ -2534,6 +2534,18 @@ static void test_no_device_sessions(void **state)
 	outcome_release(&o);
 }
 
+/* test_sampling_rounds' run, named name: the conv case 1% slower,
+ * undecided at the first look, so rounds of more sessions follow. */
+static struct scenario rounds_scenario(const char *name)
+{
+	return (struct scenario){
+		.name = name, .cases = {CASE_GEMM, CASE_CONV},
+		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
+	};
+}
+
 /* Never two sessions at work on the device: each session's first work
  * comes after every other process that worked on the device (the sessions
  * before it) has ended and been reaped, over a run that samples
@@ -2541,13 +2553,7 @@ static void test_no_device_sessions(void **state)
  * line of the one before); every session opened, worked and closed. */
 static void test_sessions_one_at_a_time(void **state)
 {
-	/* test_sampling_rounds' run: the conv case 1% slower, undecided. */
-	struct scenario s = {
-		.name = "runner_sessions_one_at_a_time", .cases = {CASE_GEMM, CASE_CONV},
-		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
-		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
-	};
+	struct scenario s = rounds_scenario("runner_sessions_one_at_a_time");
 	struct outcome o = {0};
 	int sessions;
 
@@ -2649,6 +2655,25 @@ static void test_sessions_busy_device(void **state)
 	outcome_release(&o);
 }
 
+/* A run that a session's crash ended (the fake's crash at close): error,
+ * on_crash told of SIGSEGV, one error line whose message holds want, and
+ * works sessions worked, each with its session_time line. */
+static void assert_session_crashed(const struct outcome *o, const char *want, int works)
+{
+	json_t *l;
+	size_t i;
+	int n = 0;
+
+	assert_int_equal(o->status, QUAL_EXIT_ERROR);
+	assert_int_equal(fk.on_crash_calls, 1);
+	assert_int_equal(fk.on_crash_signal, SIGSEGV);
+	json_array_foreach(o->lines, i, l)
+		n += has_type(l, "error") && strstr(str(l, "message"), want) != NULL;
+	assert_int_equal(n, 1);
+	assert_int_equal(fk_count('w'), works);
+	assert_int_equal(count_lines(o, "session_time", NULL), works);
+}
+
 /* On a device that takes one context at a time (where a session closes
  * its context after its last line, while the next opens), a session that
  * dies closing its context is a crash like any other, and the next
@@ -2664,20 +2689,10 @@ static void test_session_crash_at_close(void **state)
 		.busy_first_open = true, .validate = "--crashed",
 	};
 	struct outcome o = {0};
-	json_t *l, *found = NULL;
-	size_t i;
 
 	(void)state;
 	scenario_run(&s, &o);
-	assert_int_equal(o.status, QUAL_EXIT_ERROR);
-	assert_int_equal(fk.on_crash_calls, 1);
-	assert_int_equal(fk.on_crash_signal, SIGSEGV);
-	json_array_foreach(o.lines, i, l)
-		if (has_type(l, "error") && strstr(str(l, "message"), want))
-			found = l;
-	assert_non_null(found);
-	assert_int_equal(fk_count('w'), 2);
-	assert_int_equal(count_lines(&o, "session_time", NULL), 2);
+	assert_session_crashed(&o, want, 2);
 	outcome_release(&o);
 }
 
@@ -2715,31 +2730,14 @@ static void test_sessions_linger(void **state)
  * session of the round works. */
 static void test_sessions_linger_crash(void **state)
 {
-	/* test_sessions_one_at_a_time's run: the conv case undecided. */
-	struct scenario s = {
-		.name = "runner_sessions_linger_crash", .cases = {CASE_GEMM, CASE_CONV},
-		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
-		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
-		.crash_at_close = 2, .validate = "--crashed",
-	};
+	struct scenario s = rounds_scenario("runner_sessions_linger_crash");
 	struct outcome o = {0};
-	json_t *l;
-	size_t i;
-	int crashed = 0;
 
 	(void)state;
+	s.crash_at_close = 2;
+	s.validate = "--crashed";
 	scenario_run(&s, &o);
-	assert_int_equal(o.status, QUAL_EXIT_ERROR);
-	assert_int_equal(fk.on_crash_calls, 1);
-	assert_int_equal(fk.on_crash_signal, SIGSEGV);
-	json_array_foreach(o.lines, i, l)
-		if (has_type(l, "error") && strstr(str(l, "message"), " of 4 ended: killed by "
-						   "signal SIGSEGV"))
-			crashed++;
-	assert_int_equal(crashed, 1);
-	assert_int_equal(fk_count('w'), 4);
-	assert_int_equal(count_lines(&o, "session_time", NULL), 4);
+	assert_session_crashed(&o, " of 4 ended: killed by signal SIGSEGV", 4);
 	assert_null(find_line(&o, "verdict", NULL));
 	outcome_release(&o);
 }
@@ -3330,12 +3328,7 @@ static void assert_rejudged_same(const struct outcome *o)
  * gives the same. */
 static void test_sampling_rounds(void **state)
 {
-	struct scenario s = {
-		.name = "runner_sampling_rounds", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
-		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
-		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
-	};
+	struct scenario s = rounds_scenario("runner_sampling_rounds");
 	struct outcome o = {0};
 	int per_block[2][64] = {{0}}, session_of[2][64] = {{0}}, npairs[2] = {0};
 	json_t *start, *cv, *l;
