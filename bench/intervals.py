@@ -68,11 +68,14 @@ def read(path):
     lines = [json.loads(line) for line in open(path) if line.strip()]
     verdicts = {}
     settings = {}
+    settings["time_s"] = {}
     for d in lines:
         if d["type"] == "start":
-            settings = d["settings"]
+            settings = dict(d["settings"], time_s={})
         elif d["type"] == "case_verdict":
             verdicts[d["case"]] = d
+        elif d["type"] == "verdict":
+            settings["time_s"] = d.get("time_s", {})
     return settings, timed_pairs(lines), verdicts
 
 
@@ -105,12 +108,24 @@ def main():
             methods.insert(0, ("blocks", lambda prs, cv: by_blocks(cv)))
         print(f"{config}: {len(rs)} runs, {npairs} pairs, " +
               (f"in blocks of {per}" if per else "one load (schema 1)"))
+        times = defaultdict(list)
+        for settings, _, _ in rs:
+            for k, v in settings["time_s"].items():
+                times[k].append(v)
+        if times:
+            print("  time_s medians: " + ", ".join(
+                f"{k} {median(times[k]):.3f}" for k in
+                ("total", "sessions", "blocks", "timing", "warmup", "checks") if k in times))
         for label, judge in methods:
             est = defaultdict(list)  # case -> [(median, lo, hi, p)]
             for settings, pairs, verdicts in rs:
                 for case, prs in pairs.items():
                     if case in verdicts:
                         est[case].append(judge(prs, verdicts[case]))
+            halves = [(hi - lo) / 2 / m for v in est.values() for m, lo, hi, _ in v]
+            if halves:
+                print(f"  {label:12s} half-widths: mean {100 * sum(halves) / len(halves):.3f}%, "
+                      f"median {100 * median(halves):.3f}% over {len(halves)} case runs")
             if config.startswith("aa"):
                 n = max(1, sum(len(v) for v in est.values()))
                 hold = sum(lo <= 1 <= hi for v in est.values() for _, lo, hi, _ in v)

@@ -18,6 +18,11 @@
 #            jobs: the first pack of $PAIR_PACKS (default .carry-n12, from
 #            scripts/fetch-nvrtc.sh) unpacked by tests/gpu/unpack-nvrtc.sh
 #   suites   tests/gpu/suites.sh, ended after $SUITES_S s (default 200)
+#   blocks   tests/gpu/blocks.sh, $BLOCKS_REPEATS (default 8) rounds of
+#            $BLOCKS_CONFIGS (default "aalt_ppb2 aalt_ppb4 aalt_ppb8
+#            plant_ppb2 plant_ppb4 plant_ppb8": 15 blocks of 2, 4 and 8 pairs)
+#   costppb  bench/cost.sh -n $COST_RUNS at 15 blocks of each K of
+#            $COST_PPB (default "2 4 8") pairs: --pairs-per-block K --pairs 15K
 #
 # Every part runs even when one before it failed; the exit status is 1 when
 # any did.
@@ -40,7 +45,7 @@ part() {
   echo "==== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$out/$name.out"
   [ $rc = 0 ] || failed=1
   if [ -d "$out/$name" ]; then
-    rm -f "$out/$name/verdicts.tar.gz"
+    rm -f "$out/$name/verdicts.tar.gz" "$out/$name/blocks.tar.gz"
     tar czf "$out/$name.tar.gz" -C "$out" "$name" && rm -rf "${out:?}/$name"
   fi
 }
@@ -66,6 +71,14 @@ for p in ${EVIDENCE_PARTS:-cost aa planted suites}; do
     fi
     part pair env VERDICTS_BUDGET_S=120 AA_REPEATS=0 PLANT_DELAYS=" " EXIT_GROUPS= PAIR_LIB="$lib" \
       bash "$here/verdicts.sh" "$out/pair" "$build" ;;
+  blocks)
+    part blocks bash "$here/blocks.sh" "$out/blocks" "$build" "${BLOCKS_REPEATS:-8}" \
+      "${BLOCKS_CONFIGS:-aalt_ppb2 aalt_ppb4 aalt_ppb8 plant_ppb2 plant_ppb4 plant_ppb8}" ;;
+  costppb)
+    part costppb bash -c 'for k in $1; do
+        echo "---- $((15 * k)) pairs in blocks of $k"
+        COST_ARGS="--pairs-per-block $k --pairs $((15 * k))" bash "$2" -n "$3" "$4/ppb$k" "$5" || exit 1
+      done' costppb "${COST_PPB:-2 4 8}" "$root/bench/cost.sh" "${COST_RUNS:-5}" "$out/costppb" "$build" ;;
   suites)
     part suites timeout "${SUITES_S:-200}" bash "$here/suites.sh" "$out/suites" "$build" ;;
   *)
