@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "common/fsutil.h"
+#include "common/sampling.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "common/calib_record.h"
@@ -316,7 +317,7 @@ static void calib_timer_fired(uv_timer_t *t)
 			continue;
 		memset(&a, 0, sizeof a);
 		a.baseline = a.candidate = j->calib_lib;
-		a.pairs = 30;
+		a.pairs = QUAL_DEFAULT_PAIRS;
 		a.alpha = 0.05;
 		a.margin = 0.01;
 		a.calibrate = j->calib_runs;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/sampling.h"
 #include "common/xalloc.h"
 
 /* Limits on what a request may carry, beyond the line length. Paths are at
@@ -27,7 +28,7 @@
 
 /* The engine's own bounds (qual-run's option checks), so that a request the
  * daemon accepts is one the worker accepts. */
-#define REQUEST_MIN_PAIRS 30
+#define REQUEST_MIN_PAIRS QUAL_MIN_PAIRS
 #define REQUEST_MAX_PAIRS 1000000
 #define REQUEST_MIN_ALPHA 1e-9
 #define REQUEST_MAX_SEED 2147483647LL
@@ -298,7 +299,7 @@ static void submit_release(struct submit_args *s)
 static void submit_defaults(struct submit_args *s)
 {
 	memset(s, 0, sizeof *s);
-	s->pairs = REQUEST_MIN_PAIRS;
+	s->pairs = QUAL_DEFAULT_PAIRS;  /* qual-run's default */
 	s->alpha = 0.05;  /* the engine's defaults (runner_config_init) */
 	s->margin = 0.01;
 	s->seed = 0;

@@ -67,7 +67,7 @@ struct bufs {
 void runner_config_init(struct runner_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-	cfg->pairs = RUNNER_MIN_PAIRS;
+	cfg->pairs = RUNNER_DEFAULT_PAIRS;
 	cfg->pairs_per_block = RUNNER_PAIRS_PER_BLOCK;
 	cfg->sessions = RUNNER_SESSIONS;
 	cfg->warmup = RUNNER_WARMUP;

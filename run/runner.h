@@ -12,11 +12,13 @@
 
 #include <jansson.h>
 
+#include "common/sampling.h"
 #include "compile/rtc.h"
 #include "compile/rtc_mode.h"
 #include "stats/stats.h"
 
-#define RUNNER_MIN_PAIRS 30
+#define RUNNER_MIN_PAIRS QUAL_MIN_PAIRS
+#define RUNNER_DEFAULT_PAIRS QUAL_DEFAULT_PAIRS
 #define RUNNER_REPLAYS 32   /* launches per graph: one timing = one replay */
 #define RUNNER_WARMUP 5     /* graph replays per arm before the first check */
 
@@ -38,7 +40,7 @@
  * odd: the first timed replay after a block's setup ran 0.2-0.4% slower on
  * the H200 even after one untimed replay per arm, so the arm timed first in
  * a block alternates between blocks (and the warm-up is longer). */
-#define RUNNER_PAIRS_PER_BLOCK 2
+#define RUNNER_PAIRS_PER_BLOCK QUAL_PAIRS_PER_BLOCK
 #define RUNNER_BUFFER_SETS 8
 /* Each buffer of set s takes RUNNER_SET_PAGE-aligned room plus s more pages,
  * so that the sets lie in different pages of device memory. */

@@ -26,7 +26,7 @@ if(EXISTS ${NVRTC} AND EXISTS ${NVRTC_ALT})
               --expect-case-verdict *=not_timed -- ${RUN} ${NVRTC} ${NVRTC} --compile-only)
   # Usage errors: exit 4, one error line naming the problem.
   qual_expect(run_usage_pairs 4 --no-verdict --expect-error-code usage --expect-error-substring "at least 30" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 5)
-  qual_expect(run_usage_blocks 4 --no-verdict --expect-error-code usage --expect-error-substring "make 5 blocks, too few" -- ${RUN} ${NVRTC} ${NVRTC} --pairs-per-block 6)
+  qual_expect(run_usage_blocks 4 --no-verdict --expect-error-code usage --expect-error-substring "make 5 blocks, too few" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 30 --pairs-per-block 6)
   qual_expect(run_usage_block_seed 4 --expect-stderr "qual-run: --block-seed must be an integer >= 1, got '0'" - -- ${RUN} ${NVRTC} ${NVRTC} --block-seed 0)
   qual_expect(run_usage_sessions 4 --expect-stderr "qual-run: --sessions must be an integer in [1, 64], got '0'" - -- ${RUN} ${NVRTC} ${NVRTC} --sessions 0)
   qual_expect(run_usage_flush 4 --expect-stderr "qual-run: --flush-mib must be an integer in [0, 65536], got '-1'" - -- ${RUN} ${NVRTC} ${NVRTC} --flush-mib -1)

@@ -1077,13 +1077,21 @@ const struct gpu_backend gpu__hip_backend = {
 	.name = "hip", .built = false, .open = fake_hip_open, FAKE_OPS
 };
 
+/* The scenarios' pairs and blocks unless they say otherwise: the product's
+ * floor of 30 pairs in 15 blocks of 2, the sizes these tests were written
+ * for (the defaults, 60 pairs in blocks of 4, are runner_defaults'). */
+#define TEST_PAIRS RUNNER_MIN_PAIRS
+#define TEST_PER_BLOCK 2
+
 /* ---- scenarios ----------------------------------------------------------- */
 
 struct scenario {
 	const char *name;       /* names the stream's file */
 	const char *cases[2];
 	int ncases;
-	int pairs;              /* 0: the default (RUNNER_MIN_PAIRS) */
+	int pairs;              /* 0: TEST_PAIRS */
+	bool defaults;          /* the runner's own pairs and blocks: pairs
+				 * and per_block are left out */
 	int per_block;          /* 0: one_load (one load per arm, as these
 				 * tests count loads and replays, every pair
 				 * judged alone); else the pairs per block */
@@ -1250,7 +1258,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.instance = s->instance;
 	fk.slow_case = s->slow_case;
 	fk.slow_factor = s->slow_factor;
-	fk.per_block = s->per_block ? s->per_block : (s->pairs ? s->pairs : RUNNER_MIN_PAIRS);
+	fk.per_block = s->defaults ? RUNNER_PAIRS_PER_BLOCK : s->per_block ? s->per_block :
+		       (s->pairs ? s->pairs : TEST_PAIRS);
 	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
 	fk.busy_first_open = s->busy_first_open;
@@ -1271,12 +1280,13 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	runner_config_init(&cfg);
 	cfg.baseline = RUNNER_TEST_NVRTC;
 	cfg.candidate = RUNNER_TEST_NVRTC;
-	if (s->pairs)
-		cfg.pairs = s->pairs;
-	if (s->per_block)
-		cfg.pairs_per_block = s->per_block;
-	else
-		cfg.one_load = true;
+	if (!s->defaults) {
+		cfg.pairs = s->pairs ? s->pairs : TEST_PAIRS;
+		if (s->per_block)
+			cfg.pairs_per_block = s->per_block;
+		else
+			cfg.one_load = true;
+	}
 	cfg.block_seed = s->block_seed;
 	cfg.flush_bytes = s->no_flush ? 0 : FAKE_FLUSH_BYTES;
 	cfg.sessions = s->sessions ? s->sessions : 1;
@@ -1580,6 +1590,45 @@ static void assert_specialization(json_t *l, const char *case_name)
 
 /* Both arms right, the same compiler and code, equal timings up to noise:
  * a full A/A run over two cases. */
+/* With no settings, a case is timed in 60 pairs: 15 blocks of 4, two of
+ * each order, as the start line says (common/sampling.h). */
+static void test_defaults(void **state)
+{
+	struct scenario s = {
+		.name = "runner_defaults", .cases = {CASE_GEMM}, .ncases = 1, .defaults = true,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .differ = true,
+		.validate = "--expect-verdict neutral --expect-pairs 60",
+	};
+	struct outcome o = {0};
+	json_t *settings, *l;
+	int per_block[64] = {0}, cand_first[64] = {0}, nblocks = 0;
+	size_t i;
+
+	(void)state;
+	scenario_run(&s, &o);
+	settings = json_object_get(json_array_get(o.lines, 0), "settings");
+	assert_int_equal(json_integer_value(json_object_get(settings, "pairs")), 60);
+	assert_int_equal(json_integer_value(json_object_get(settings, "pairs_per_block")), 4);
+	assert_pairs(&o, CASE_GEMM, 60);
+	json_array_foreach(o.lines, i, l) {
+		json_int_t b;
+
+		if (strcmp(str(l, "type"), "pair") != 0)
+			continue;
+		b = json_integer_value(json_object_get(l, "block"));
+		assert_true(b >= 1 && b < 64);
+		nblocks = b > nblocks ? (int)b : nblocks;
+		per_block[b]++;
+		cand_first[b] += strcmp(str(l, "order"), "candidate_first") == 0;
+	}
+	assert_int_equal(nblocks, 15);
+	for (int b = 1; b <= nblocks; b++) {
+		assert_int_equal(per_block[b], 4);
+		assert_int_equal(cand_first[b], 2);
+	}
+	outcome_release(&o);
+}
+
 static void test_correct_identical(void **state)
 {
 	struct scenario s = {
@@ -1633,7 +1682,7 @@ static void test_correct_equivalent(void **state)
 	struct scenario s = {
 		.name = "runner_correct_equivalent", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .no_flush = true,
+		.per_block = TEST_PER_BLOCK, .no_flush = true,
 		.validate = "--expect-verdict neutral --expect-pairs 30 --expect-identical none",
 	};
 	struct outcome o = {0};
@@ -1656,7 +1705,7 @@ static void test_candidate_slower(void **state)
 {
 	struct scenario s = {
 		.name = "runner_slower", .cases = {CASE_GEMM}, .ncases = 1, .differ = true,
-		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict regression --expect-case-verdict " CASE_GEMM "=slower",
 	};
 	struct outcome o = {0};
@@ -1679,7 +1728,7 @@ static void test_candidate_faster(void **state)
 {
 	struct scenario s = {
 		.name = "runner_faster", .cases = {CASE_GEMM}, .ncases = 1, .differ = true,
-		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict improvement --expect-case-verdict " CASE_GEMM "=faster",
 	};
 	struct outcome o = {0};
@@ -2223,11 +2272,11 @@ static void test_blocks(void **state)
 	struct scenario s = {
 		.name = "runner_blocks", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict regression --expect-pairs 30",
 	};
 	struct outcome o = {0};
-	int blocks = 30 / RUNNER_PAIRS_PER_BLOCK, swapped = 0;
+	int blocks = 30 / TEST_PER_BLOCK, swapped = 0;
 	size_t i;
 	json_t *l, *start;
 
@@ -2237,7 +2286,7 @@ static void test_blocks(void **state)
 	assert_run_verdict(&o, "regression", QUAL_EXIT_REGRESSION);
 	start = json_array_get(o.lines, 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(start, "settings"),
-							    "pairs_per_block")), RUNNER_PAIRS_PER_BLOCK);
+							    "pairs_per_block")), TEST_PER_BLOCK);
 	for (int c = 0; c < 2; c++) {
 		json_t *cv = find_line(&o, "case_verdict", s.cases[c]);
 		int p = 0;
@@ -2247,7 +2296,7 @@ static void test_blocks(void **state)
 			if (!has_type(l, "pair") || strcmp(str(l, "case"), s.cases[c]) != 0)
 				continue;
 			assert_int_equal(json_integer_value(json_object_get(l, "block")),
-					 p / RUNNER_PAIRS_PER_BLOCK + 1);
+					 p / TEST_PER_BLOCK + 1);
 			p++;
 		}
 		assert_string_equal(str(cv, "verdict"), "slower");
@@ -2348,7 +2397,7 @@ static void test_blocks_cover_instance_effects(void **state)
 				.name = "runner_instance", .cases = {CASE_GEMM}, .ncases = 1,
 				.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.001,
 				.instance = 0.02, .margin = 0.001,
-				.per_block = mode ? RUNNER_PAIRS_PER_BLOCK : 0,
+				.per_block = mode ? TEST_PER_BLOCK : 0,
 				.seed = 0x9e3779b97f4a7c15ull * (uint64_t)seed,
 				.block_seed = 7919 * (uint64_t)seed,
 			};
@@ -2393,7 +2442,7 @@ static void test_fault_in_later_block(void **state)
 	struct scenario s = {
 		.name = "runner_fault_later_block", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict fail",
 	};
 	struct outcome o = {0};
@@ -2417,7 +2466,7 @@ static void test_wrong_in_timing_blocks(void **state)
 	struct scenario s = {
 		.name = "runner_wrong_timing_blocks", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict fail",
 	};
 	struct outcome o = {0};
@@ -2512,7 +2561,7 @@ static void test_no_device_sessions(void **state)
 	struct scenario s = {
 		.name = "runner_no_device_sessions", .cases = {CASE_GEMM}, .ncases = 1,
 		.arm = {arm_ok, arm_ok}, .open_rc = QUAL_ENODEV, .sessions = 4,
-		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict not_timed --expect-case-verdict *=not_timed",
 	};
 	struct outcome o = {0};
@@ -2541,7 +2590,7 @@ static struct scenario rounds_scenario(const char *name)
 	return (struct scenario){
 		.name = name, .cases = {CASE_GEMM, CASE_CONV},
 		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
 	};
 }
@@ -2583,7 +2632,7 @@ static void test_first_session_during_compiles(void **state)
 	struct scenario s = {
 		.name = "runner_first_session_during_compiles", .cases = {CASE_GEMM, CASE_CONV},
 		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 	};
 	struct outcome o = {0};
 
@@ -2593,8 +2642,8 @@ static void test_first_session_during_compiles(void **state)
 	assert_one_at_a_time();
 	assert_int_equal(fk_count('o'), 4);
 	assert_int_equal(fk_count('w'), 4);
-	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), RUNNER_MIN_PAIRS);
-	assert_int_equal(count_lines(&o, "pair", CASE_CONV), RUNNER_MIN_PAIRS);
+	assert_int_equal(count_lines(&o, "pair", CASE_GEMM), TEST_PAIRS);
+	assert_int_equal(count_lines(&o, "pair", CASE_CONV), TEST_PAIRS);
 	assert_int_equal(count_lines(&o, "case", NULL), 2);
 	assert_string_equal(case_verdict(&o, CASE_GEMM), "equivalent");
 	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
@@ -2610,7 +2659,7 @@ static void test_first_session_no_case_compiled(void **state)
 	struct scenario s = {
 		.name = "runner_first_session_no_case_compiled", .cases = {CASE_GEMM, CASE_CONV},
 		.ncases = 2, .candidate_bad_option = true, .arm = {arm_ok, arm_ok},
-		.noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.noise = 0.002, .per_block = TEST_PER_BLOCK, .sessions = 4,
 	};
 	struct outcome o = {0};
 
@@ -2635,7 +2684,7 @@ static void test_sessions_busy_device(void **state)
 	struct scenario s = {
 		.name = "runner_sessions_busy_device", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4, .busy_first_open = true,
+		.per_block = TEST_PER_BLOCK, .sessions = 4, .busy_first_open = true,
 		.validate = "--expect-verdict regression --expect-pairs 30",
 	};
 	struct outcome o = {0};
@@ -2685,7 +2734,7 @@ static void test_session_crash_at_close(void **state)
 	struct scenario s = {
 		.name = "runner_session_crash_at_close", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4, .crash_at_close = 2,
+		.per_block = TEST_PER_BLOCK, .sessions = 4, .crash_at_close = 2,
 		.busy_first_open = true, .validate = "--crashed",
 	};
 	struct outcome o = {0};
@@ -2706,7 +2755,7 @@ static void test_sessions_linger(void **state)
 	struct scenario s = {
 		.name = "runner_sessions_linger", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 	};
 	struct outcome o = {0};
 	int gone = 0;
@@ -2752,7 +2801,7 @@ static void test_sessions(void **state)
 	struct scenario s = {
 		.name = "runner_sessions", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.validate = "--expect-verdict regression --expect-pairs 30",
 	};
 	struct outcome o = {0};
@@ -2811,7 +2860,7 @@ static void test_session_fault(void **state)
 	struct scenario s = {
 		.name = "runner_session_fault", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.validate = "--expect-verdict fail",
 	};
 	struct outcome o = {0};
@@ -2836,7 +2885,7 @@ static void test_session_hang(void **state)
 	struct scenario s = {
 		.name = "runner_session_hang", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.hang_floor_ms = 50,
 		.validate = "--expect-verdict fail",
 	};
@@ -2868,7 +2917,7 @@ static void test_session_crash(void **state)
 	struct scenario s = {
 		.name = "runner_session_crash", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.validate = "--crashed",
 	};
 	struct outcome o = {0};
@@ -2902,7 +2951,7 @@ static void test_session_killed(void **state)
 	struct scenario s = {
 		.name = "runner_session_killed", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.validate = "--expect-verdict error",
 	};
 	struct outcome o = {0};
@@ -3077,7 +3126,7 @@ static void test_wgmma_tensor_maps(void **state)
 {
 	struct scenario s = {
 		.name = "runner_wgmma_tensor_maps", .cases = {CASE_WGMMA}, .ncases = 1,
-		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = RUNNER_PAIRS_PER_BLOCK,
+		.arm = {arm_ok, arm_ok}, .noise = 0.002, .per_block = TEST_PER_BLOCK,
 		.validate = "--expect-verdict neutral --expect-pairs 30 "
 			    "--expect-case-verdict " CASE_WGMMA "=identical "
 			    "--expect-not-applicable=",
@@ -3141,7 +3190,7 @@ static void check_not_applicable(int sessions)
 		.name = sessions > 1 ? "runner_not_applicable_sessions" : "runner_not_applicable",
 		.cases = {CASE_GEMM, CASE_WGMMA_I8}, .ncases = 2, .arm = {arm_ok, arm_ok},
 		.noise = 0.002, .arch = "sm_80", .sessions = sessions,
-		.per_block = sessions > 1 ? RUNNER_PAIRS_PER_BLOCK : 0,
+		.per_block = sessions > 1 ? TEST_PER_BLOCK : 0,
 		.validate = "--expect-verdict neutral --expect-not-applicable " CASE_WGMMA_I8
 			    " --expect-case-verdict " CASE_GEMM "=identical",
 	};
@@ -3405,8 +3454,8 @@ static void test_sampling_caps(void **state)
 	struct scenario s = {
 		.name = "runner_sampling_off", .cases = {CASE_CONV}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
-		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = RUNNER_MIN_PAIRS,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
+		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = TEST_PAIRS,
 		.validate = "--expect-pairs 30",
 	};
 	struct outcome o = {0};
@@ -3443,7 +3492,7 @@ static void test_sampling_round_session_dies(void **state)
 	struct scenario s = {
 		.name = "runner_sampling_round_session_dies", .cases = {CASE_CONV}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
 		.validate = "--expect-verdict error",
 	};
@@ -3669,7 +3718,7 @@ static void test_block_lines(void **state)
 	struct scenario s = {
 		.name = "runner_block_lines", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .block_seed = 4242,
+		.per_block = TEST_PER_BLOCK, .block_seed = 4242,
 		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0x1",
 	};
 	struct outcome o = {0}, again = {0};
@@ -3755,7 +3804,7 @@ static void test_throttled_blocks_retaken(void **state)
 	struct scenario s = {
 		.name = "runner_throttled", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.per_block = TEST_PER_BLOCK,
 		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0,0,0x4,0",
 	};
 	struct outcome o = {0};
@@ -3815,7 +3864,7 @@ static void test_no_clocks(void **state)
 	struct scenario s = {
 		.name = "runner_no_clocks", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK,
+		.per_block = TEST_PER_BLOCK,
 		.nvml = "/nonexistent/libnvidia-ml.so.1",
 	};
 	struct outcome o = {0};
@@ -3851,7 +3900,7 @@ static void test_throttled_sessions(void **state)
 	struct scenario s = {
 		.name = "runner_throttled_sessions", .cases = {CASE_GEMM}, .ncases = 1,
 		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = RUNNER_PAIRS_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0x4",
 	};
 	struct outcome o = {0};
@@ -3895,6 +3944,7 @@ QUAL_TESTS(
 	T(differential_candidate_wrong),
 	T(differential_wrong_in_timing),
 	T(differential_baseline_skips),
+	T(defaults),
 	T(correct_identical),
 	T(correct_equivalent),
 	T(candidate_slower),
