@@ -11,9 +11,10 @@
 /* Pairs per block: per load of both arms' code, half of them of each
  * order. A block's log ratio is the median of its pairs', so that one
  * replay's outlier moves it little: on the H200, 15 blocks of 4 pairs gave
- * A/A intervals less than half as wide as 15 blocks of 2 (half-widths
- * 0.130% against 0.294%, nvrtc 13.0 against its alt copy, 104 case runs
- * each; docs/gpu-runs/2026-12-02/issue12e/), for 0.06 s more a full job. */
+ * A/A intervals less than half as wide as 15 blocks of 2 (mean half-widths
+ * 0.120% against 0.283%, nvrtc 13.0 against its alt copy, 52 case runs
+ * each; docs/gpu-runs/2026-12-02/issue12e/call2-blocks), for 0.2 s more a
+ * full job; blocks of 8 narrowed them to 0.086% for 0.45 s more. */
 #define QUAL_PAIRS_PER_BLOCK 4
 
 /* The first look's blocks by default; the default pairs are these blocks'. */
