@@ -23,6 +23,8 @@
 #            plant_ppb2 plant_ppb4 plant_ppb8": 15 blocks of 2, 4 and 8 pairs)
 #   costppb  bench/cost.sh -n $COST_RUNS at 15 blocks of each K of
 #            $COST_PPB (default "2 4 8") pairs: --pairs-per-block K --pairs 15K
+#   ctxopen  bench/ctx_open.py $CTX_OPEN_REPEATS (default 3): what opening
+#            sessions' contexts side by side costs against one after another
 #
 # Every part runs even when one before it failed; the exit status is 1 when
 # any did.
@@ -79,6 +81,8 @@ for p in ${EVIDENCE_PARTS:-cost aa planted suites}; do
         echo "---- $((15 * k)) pairs in blocks of $k"
         COST_ARGS="--pairs-per-block $k --pairs $((15 * k))" bash "$2" -n "$3" "$4/ppb$k" "$5" || exit 1
       done' costppb "${COST_PPB:-2 4 8}" "$root/bench/cost.sh" "${COST_RUNS:-5}" "$out/costppb" "$build" ;;
+  ctxopen)
+    part ctxopen python3 "$root/bench/ctx_open.py" "${CTX_OPEN_REPEATS:-3}" ;;
   suites)
     part suites timeout "${SUITES_S:-200}" bash "$here/suites.sh" "$out/suites" "$build" ;;
   *)
