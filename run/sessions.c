@@ -214,8 +214,21 @@ void runner__probe_abandon(struct run *run)
 
 /* ---- one session ------------------------------------------------------ */
 
-/* The sessions of the first look started before the compiles, at most. */
-#define SESSIONS_AHEAD 8
+/* The sessions started ahead of their turns, at most: the first look's
+ * before the compiles, and each later round's together, at its start
+ * (start_batch()). Sixteen: the default's largest round. */
+#define SESSIONS_AHEAD 16
+
+/* What a session writes, once only and before any line, when its first
+ * try to open the device is over (opened or not): the supervisor waits for
+ * it from every session started ahead before it lets the first of them go
+ * (await_opened()), so that no context opens while a session times. */
+#define SESSION_OPENED 'o'
+
+/* How long the supervisor waits for that byte from each session before it
+ * gives the go all the same: on the H200, sixteen contexts opened side by
+ * side were all open in 2.3 s (bench/ctx_open.py). */
+#define SESSION_OPEN_S 30.0
 
 /* What a session is given: the run as it stands after the compiles (for
  * the first session, forked before them, as it stood then, the rest being
@@ -375,6 +388,7 @@ static int session_body(void *arg)
 		runner__clocks_open(run, gpu_get_info(run->gpu));
 		timesplit_add(&run->split, TS_OPEN, t);
 	}
+	(void)fs_write_all(fileno(out), &(char){ SESSION_OPENED }, 1);
 	if (!wait_for_go(supervisor)) {
 		if (rc == 0) {
 			runner__clocks_close(run);
@@ -649,6 +663,9 @@ struct pending {
 	struct session_arg arg;
 	int of;
 	bool live;
+	bool opened;    /* its SESSION_OPENED read (or its output's end) */
+	bool first;     /* the first of the sessions started ahead together */
+	bool asked;     /* lingering, asked to close (start_batch()) */
 };
 
 struct supervisor {
@@ -670,8 +687,74 @@ struct supervisor {
 				 * -1: none */
 };
 
-/* Makes the next session: the next of those started before the compiles,
- * or one planned and started now; it opens the GPU and waits for its go. */
+/* Starts the session planned in n->arg, after the ones of
+ * u->ahead[0..ninherit), whose go pipes it closes; false when it could not
+ * be (n->c untouched, msg says why). */
+static bool start_session(struct pending *n, const struct pending *ahead, int ninherit,
+			  struct qual_msg *msg)
+{
+	n->arg.ninherited_go = 0;
+	for (int i = 0; i < ninherit; i++)
+		n->arg.inherited_go[n->arg.ninherited_go++] = ahead[i].c.in_pipe;
+	if (start_fn(&n->c, session_body, &n->arg, true, msg) < 0)
+		return false;
+	n->live = true;
+	n->opened = n->asked = false;
+	return true;
+}
+
+static void abandon(struct pending *n);
+static void abandon_ahead(struct supervisor *u);
+
+/* Where contexts live side by side, the sessions of a round are started
+ * together when it begins, as many as SESSIONS_AHEAD, each to linger after
+ * its last line: they open their contexts side by side while none times
+ * (on the H200 sixteen in 2.3 s, against 5.9 s one after another:
+ * bench/ctx_open.py), the sessions still lingering are asked to close
+ * meanwhile, and they then go one after the other as the first look's do.
+ * A round of more sessions starts the rest one at a time. False when none
+ * was planned (u->planned_out) or none could be started. */
+static bool start_batch(struct supervisor *u)
+{
+	struct run *run = u->plan.run;
+	struct qual_msg msg = {{0}};
+	char text[sizeof msg.text + 64];
+
+	u->nahead = u->ahead_i = 0;
+	while (u->nahead < SESSIONS_AHEAD && (u->nahead == 0 || u->plan.r_i < u->plan.r_m)) {
+		struct pending *n = &u->ahead[u->nahead];
+
+		if (!plan_next(&u->plan, &n->arg, &n->of)) {
+			u->planned_out = true;
+			break;
+		}
+		n->arg.work_fd = -1;
+		n->arg.linger = true;
+		n->first = u->nahead == 0;
+		if (!start_session(n, u->ahead, u->nahead, &msg)) {
+			snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1,
+				 n->of, msg.text);
+			session_failed(run, text);
+			u->start_failed = true;
+			abandon_ahead(u);
+			return false;
+		}
+		if (u->nahead == 0)
+			for (int i = 0; i < u->nlinger; i++) {
+				child_kill(&u->lingering[i].c, SIGTERM);  /* settle_lingering() waits */
+				u->lingering[i].asked = true;
+			}
+		u->nahead++;
+	}
+	return u->nahead > 0;
+}
+
+/* Makes the next session: the next of those started ahead, or one planned
+ * and started now (with those of its round where contexts live side by
+ * side: start_batch()); it opens the GPU and waits for its go. The time
+ * cap also ends a round between its sessions (a round is up to 16 of them):
+ * the blocks timed so far are a look of their own size (docs/verdicts.md),
+ * and the round's sessions not yet let go are ended. */
 static void start_next(struct supervisor *u)
 {
 	struct run *run = u->plan.run;
@@ -680,7 +763,21 @@ static void start_next(struct supervisor *u)
 	char text[sizeof msg.text + 64];
 
 	if (u->ahead_i < u->nahead) {
-		*n = u->ahead[u->ahead_i++];
+		struct pending *a = &u->ahead[u->ahead_i];
+
+		if (!a->first && a->arg.session >= u->plan.k &&
+		    child_now() - u->plan.t0 >= run->max_seconds) {
+			abandon_ahead(u);
+			u->planned_out = true;
+			return;
+		}
+		*n = *a;
+		u->ahead_i++;
+		return;
+	}
+	if (run->probed.shared) {
+		if (start_batch(u))
+			*n = u->ahead[u->ahead_i++];
 		return;
 	}
 	if (!plan_next(&u->plan, &n->arg, &n->of)) {
@@ -688,14 +785,40 @@ static void start_next(struct supervisor *u)
 		return;
 	}
 	n->arg.work_fd = -1;
-	if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
+	n->first = false;
+	if (!start_session(n, NULL, 0, &msg)) {
 		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
 			 msg.text);
 		session_failed(run, text);
 		u->start_failed = true;
-		return;
 	}
-	n->live = true;
+}
+
+/* Reads p's SESSION_OPENED (or its output's end), once: waiting until the
+ * time until at most (0: for as long as it takes, as the relay would for
+ * its lines); if it has not come by then, it is read before p's go. */
+static void await_opened(struct pending *p, double until)
+{
+	char b;
+
+	if (!p->live || p->opened)
+		return;
+	while (until > 0) {
+		double left = until - child_now();
+		struct pollfd pfd = { .fd = p->c.out_pipe, .events = POLLIN };
+		int r;
+
+		if (left <= 0)
+			return;
+		r = poll(&pfd, 1, (int)(left * 1000) + 1);
+		if (r > 0)
+			break;
+		if (r == 0 || errno != EINTR)
+			return;
+	}
+	while (read(p->c.out_pipe, &b, 1) < 0 && errno == EINTR)
+		;
+	p->opened = true;
 }
 
 /* The relay's on_end: a session wrote its last line and is closing its
@@ -775,15 +898,18 @@ static bool reap_ended_lingering(struct supervisor *u)
 			u->lingering[n++] = *p;
 			continue;
 		}
-		/* Ended unasked, even with status 0, it is no session's end. */
-		if (!session_end_failed(run, p, child_reap(&p->c, &ex), &ex)) {
+		/* Ended unasked, even with status 0, it is no session's end;
+		 * asked (start_batch()), one that exited 0 closed as told. */
+		if (session_end_failed(run, p, child_reap(&p->c, &ex), &ex)) {
+			failed = true;
+		} else if (!p->asked) {
 			char text[200];
 
 			snprintf(text, sizeof text, "session %d of %d ended while it was to "
 				 "keep its context", p->arg.session + 1, p->of);
 			session_failed(run, text);
+			failed = true;
 		}
-		failed = true;
 	}
 	u->nlinger = n;
 	return failed;
@@ -880,16 +1006,14 @@ void runner__sessions_start(struct run *run, const int *sel, int nsel)
 		n->arg.work_fd = u->work_fd;
 		/* Where contexts of several processes live side by side. */
 		n->arg.linger = run->probed.shared;
-		for (int i = 0; i < u->nahead; i++)
-			n->arg.inherited_go[n->arg.ninherited_go++] = u->ahead[i].c.in_pipe;
-		if (start_fn(&n->c, session_body, &n->arg, true, &msg) < 0) {
+		n->first = u->nahead == 0;
+		if (!start_session(n, u->ahead, u->nahead, &msg)) {
 			/* This one and the rest are started later instead,
 			 * as if never planned. */
 			u->plan.s--;
 			u->plan.r_i--;
 			break;
 		}
-		n->live = true;
 		u->nahead++;
 	}
 	if (u->nahead == 0) {
@@ -963,9 +1087,22 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		bool over, stop;
 
 		u->next.live = false;
+		/* No context opens while a session times: the first of the
+		 * sessions started together goes once all of them have
+		 * opened (or SESSION_OPEN_S has passed: each is then waited
+		 * for before its own go). */
+		if (cur.first) {
+			double until = child_now() + SESSION_OPEN_S;
+
+			for (int i = u->ahead_i; i < u->nahead; i++)
+				await_opened(&u->ahead[i], until);
+		}
+		await_opened(&cur, 0);
 		/* The lingering sessions close before one that did not open
-		 * ahead of its turn gets its go: that one opens meanwhile. */
-		if (!cur.arg.linger && u->nlinger && settle_lingering(u, false)) {
+		 * ahead of its turn gets its go (that one opens meanwhile),
+		 * and before the first of a round's sessions started together
+		 * does (they were asked to as the round's opened). */
+		if ((!cur.arg.linger || cur.first) && u->nlinger && settle_lingering(u, false)) {
 			abandon(&cur);
 			halt(u, &halted);
 			break;

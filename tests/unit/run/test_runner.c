@@ -247,6 +247,10 @@ static struct {
 	bool busy_first_open;
 	bool opened_once;
 	int crash_at_close;
+	/* Each open in a session takes this many milliseconds times one more
+	 * than the opens begun before it over the run, mod 4: the later of
+	 * sessions opening together take longer (0: opens take no time). */
+	int slow_open_ms;
 	/* "case arm" of each compile that on_compile saw alone in flight, in
 	 * order. */
 	char compiled[FAKE_MAX_COMPILED][96];
@@ -279,6 +283,7 @@ static struct fk_shared {
 	} ev[FK_EVENTS];
 	int clock;
 	int closes;      /* fake_close() calls over every process */
+	int opens_begun; /* fake_open() calls in sessions (fk.slow_open_ms) */
 	int nproc;
 	struct {
 		pid_t pid;
@@ -326,6 +331,23 @@ static int fk_count(char kind)
 	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++)
 		n += fk_sh->ev[i].kind == kind;
 	return n;
+}
+
+/* The most events of kind that came with no first work ('w') between
+ * them. */
+static int fk_longest_run(char kind)
+{
+	int best = 0, run = 0;
+
+	for (int i = 0; i < fk_sh->nev && i < FK_EVENTS; i++) {
+		char k = fk_sh->ev[i].kind;
+
+		if (k == kind)
+			best = ++run > best ? run : best;
+		else if (k == 'w')
+			run = 0;
+	}
+	return best;
 }
 
 /* How many events of the kinds in kinds came before the compile phase
@@ -542,6 +564,11 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	}
 	g = xcalloc(1, sizeof *g);
 	fake_info(&g->info, ordinal);
+	if (fk.slow_open_ms && getpid() != fk_test_pid) {
+		int k = __atomic_fetch_add(&fk_sh->opens_begun, 1, __ATOMIC_SEQ_CST);
+
+		usleep((useconds_t)(fk.slow_open_ms * (k % 4 + 1)) * 1000);
+	}
 	if (getpid() != fk_test_pid)
 		fake_runtime_thread();
 	fk.opens++;
@@ -1127,6 +1154,7 @@ struct scenario {
 	const char *reasons;
 	bool busy_first_open;   /* fk's */
 	int crash_at_close;     /* fk's */
+	int slow_open_ms;       /* fk's */
 	int compile_jobs;       /* runner_config's (0: its default) */
 };
 
@@ -1264,6 +1292,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.open_rc = s->open_rc;
 	fk.busy_first_open = s->busy_first_open;
 	fk.crash_at_close = s->crash_at_close;
+	fk.slow_open_ms = s->slow_open_ms;
 	snprintf(fk.arch, sizeof fk.arch, "%s", s->arch ? s->arch : "");
 	snprintf(fk.bus, sizeof fk.bus, "%s", s->nvml ? "00000000:1B:00.0" : "");
 	if (s->nvml)
@@ -2614,12 +2643,38 @@ static void test_sessions_one_at_a_time(void **state)
 	assert_true(sessions > 4);
 	assert_int_equal(fk_count('w'), sessions);
 	assert_int_equal(fk_count('o'), sessions);  /* the probe describes, and opens nothing */
-	/* Every session closes its own: the first look's four when asked,
-	 * before the next round's go, the rest after their last lines; the
-	 * waits lie inside the sessions' time. */
-	assert_int_equal(fk_count('c'), sessions);
+	/* Rounds of 4, 4 and 8 sessions (looks at 15, 30 and 60 blocks), each
+	 * round's sessions started together: all of a round's opens come
+	 * before its first work, side by side. */
+	assert_int_equal(sessions, 16);
+	assert_int_equal(fk_longest_run('o'), 8);
+	/* Each round's sessions linger and close when asked, as the next
+	 * round's sessions have opened and before its first goes; the last
+	 * round's are ended after the verdict (the end of each process closes
+	 * its context: no close of the fake's). The waits lie inside the
+	 * sessions' time. */
+	assert_int_equal(fk_count('c'), sessions - 8);
 	assert_true(json_number_value(json_object_get(json_object_get(last_line(&o), "time_s"),
 						      "close")) > 0);
+	outcome_release(&o);
+}
+
+/* Sessions that take a while to open, the later of each round's the
+ * longer: the first of a round's goes only once all of them have opened,
+ * so none opens while another works (the run samples beyond the first
+ * look, and every session works). */
+static void test_sessions_open_together(void **state)
+{
+	struct scenario s = rounds_scenario("runner_sessions_open_together");
+	struct outcome o = {0};
+
+	(void)state;
+	s.slow_open_ms = 40;
+	scenario_run(&s, &o);
+	assert_one_at_a_time();
+	assert_int_equal(fk_count('w'), 16);
+	assert_int_equal(fk_longest_run('o'), 8);
+	assert_string_equal(case_verdict(&o, CASE_GEMM), "equivalent");
 	outcome_release(&o);
 }
 
@@ -3956,6 +4011,7 @@ QUAL_TESTS(
 	T(sessions),
 	T(next_round),
 	T(sessions_one_at_a_time),
+	T(sessions_open_together),
 	T(first_session_during_compiles),
 	T(first_session_no_case_compiled),
 	T(sessions_busy_device),
