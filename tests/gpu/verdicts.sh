@@ -30,7 +30,9 @@
 #            (default 5) jobs of that case alone (--case) with shim_delay at
 #            DELAY cycles (and $PLANT_BLOCKS): whether the group's exit
 #            statuses agree. Run after the planted part, whose long runs give
-#            the true effects.
+#            the true effects. EXIT_GROUPS=all: every case of each delay's
+#            long run at that delay, delay by delay (every case's exit
+#            status, not only those in doubt).
 #   pair     a real nvrtc of another version ($PAIR_LIB, e.g. a wheel that
 #            tests/gpu/unpack-nvrtc.sh unpacked; skipped when unset)
 #            against the toolkit's: $PAIR_REPEATS (default 3) jobs, their exit
@@ -82,7 +84,17 @@ if [ -n "$delay" ]; then
       QUAL_SHIM_DELAY_CYCLES=$d job planted "delay$d$tag.$r" "$nvrtc" "$delay" || break
     done
   done
-  for g in ${EXIT_GROUPS:-}; do
+  groups=${EXIT_GROUPS:-}
+  if [ "$groups" = all ]; then
+    groups=
+    for d in ${PLANT_DELAYS:-64 256}; do
+      for c in $(grep -o '"type":"case_verdict","case":"[^"]*"' "$out/jobs/delay$d$tag.long.jsonl" \
+                 2>/dev/null | sed 's/.*"case":"//; s/"$//'); do
+        groups="$groups $d:$c"
+      done
+    done
+  fi
+  for g in $groups; do
     d=${g%%:*} c=${g#*:}
     for r in $(seq "${EXIT_REPEATS:-5}"); do
       QUAL_SHIM_DELAY_CYCLES=$d job exit "exit-delay$d$tag-$c.$r" "$nvrtc" "$delay" \
