@@ -84,9 +84,12 @@
  * log-uniform) 97% of A/A cases are decided by 120 blocks, at a mean of 45;
  * the noisiest alone (sd 0.025) would need about twice that, a cost paid
  * only by the noisiest cases, so the cap stops there (docs/verdicts.md).
- * Every session costs about 1.5 s of setup on the H200, so a case that
- * takes every round costs about 28 more sessions: the time cap stops the
- * rounds of such a run before the last look. */
+ * A case that takes every round costs 28 more sessions: on the H200,
+ * each round's made side by side (docs/verdicts.md, "Sessions"), their
+ * contexts took 0.73, 1.22 and 2.82 s for rounds of 4, 8 and 16, and a
+ * real nvrtc pair with one such case took 9.3 s to its exit, against 2.6 s
+ * for a run decided at the first look (docs/gpu-runs/2026-12-03/issue12f).
+ * The time cap stops the rounds of a run whose sessions take longer. */
 #define RUNNER_MAX_PAIRS_FACTOR 8
 #define RUNNER_MAX_SECONDS 20.0
 
