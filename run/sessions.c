@@ -225,11 +225,6 @@ void runner__probe_abandon(struct run *run)
  * (await_opened()), so that no context opens while a session times. */
 #define SESSION_OPENED 'o'
 
-/* How long the supervisor waits for that byte from each session before it
- * gives the go all the same: on the H200, sixteen contexts opened side by
- * side were all open in 2.3 s (bench/ctx_open.py). */
-#define SESSION_OPEN_S 30.0
-
 /* What a session is given: the run as it stands after the compiles (for
  * the first session, forked before them, as it stood then, the rest being
  * in its work file), the cases, and which session it is with its share of
@@ -712,7 +707,8 @@ static void abandon_ahead(struct supervisor *u);
  * (on the H200 sixteen in 2.3 s, against 5.9 s one after another:
  * bench/ctx_open.py), the sessions still lingering are asked to close
  * meanwhile, and they then go one after the other as the first look's do.
- * A round of more sessions starts the rest one at a time. False when none
+ * A round of more sessions starts the rest as another batch on the last
+ * line of the sixteenth, which closes those before it. False when none
  * was planned (u->planned_out) or none could be started. */
 static bool start_batch(struct supervisor *u)
 {
@@ -794,28 +790,15 @@ static void start_next(struct supervisor *u)
 	}
 }
 
-/* Reads p's SESSION_OPENED (or its output's end), once: waiting until the
- * time until at most (0: for as long as it takes, as the relay would for
- * its lines); if it has not come by then, it is read before p's go. */
-static void await_opened(struct pending *p, double until)
+/* Reads p's SESSION_OPENED (or its output's end), once, waiting for as
+ * long as it takes, as the relay would for its lines (a session's open
+ * that never returns holds the run either way). */
+static void await_opened(struct pending *p)
 {
 	char b;
 
 	if (!p->live || p->opened)
 		return;
-	while (until > 0) {
-		double left = until - child_now();
-		struct pollfd pfd = { .fd = p->c.out_pipe, .events = POLLIN };
-		int r;
-
-		if (left <= 0)
-			return;
-		r = poll(&pfd, 1, (int)(left * 1000) + 1);
-		if (r > 0)
-			break;
-		if (r == 0 || errno != EINTR)
-			return;
-	}
 	while (read(p->c.out_pipe, &b, 1) < 0 && errno == EINTR)
 		;
 	p->opened = true;
@@ -1089,15 +1072,11 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 		u->next.live = false;
 		/* No context opens while a session times: the first of the
 		 * sessions started together goes once all of them have
-		 * opened (or SESSION_OPEN_S has passed: each is then waited
-		 * for before its own go). */
-		if (cur.first) {
-			double until = child_now() + SESSION_OPEN_S;
-
+		 * opened. */
+		if (cur.first)
 			for (int i = u->ahead_i; i < u->nahead; i++)
-				await_opened(&u->ahead[i], until);
-		}
-		await_opened(&cur, 0);
+				await_opened(&u->ahead[i]);
+		await_opened(&cur);
 		/* The lingering sessions close before one that did not open
 		 * ahead of its turn gets its go (that one opens meanwhile),
 		 * and before the first of a round's sessions started together
@@ -1116,6 +1095,14 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			child_kill(&cur.c, SIGKILL);
 		/* One that stopped GPU work does not linger (session_body). */
 		if (cur.arg.linger && u->ended && !over && !stop) {
+			/* Asked to close at once when the sessions started
+			 * together after it are opening (none times before
+			 * settle_lingering() has waited for it): fewer contexts
+			 * held at once. */
+			if (u->next.live && u->next.first) {
+				child_kill(&cur.c, SIGTERM);
+				cur.asked = true;
+			}
 			u->lingering[u->nlinger++] = cur;  /* reaped by settle_lingering() */
 		} else {
 			double tc = child_now();

@@ -2678,6 +2678,36 @@ static void test_sessions_open_together(void **state)
 	outcome_release(&o);
 }
 
+/* More sessions than are started ahead at once (20 of 16): the first
+ * sixteen open together before the compiles end, the last four together
+ * as another batch on the sixteenth's last line, once the sixteen have
+ * worked; none opens or closes while another works, every session works
+ * once, and none is left behind. */
+static void test_sessions_more_than_ahead(void **state)
+{
+	struct scenario s = {
+		.name = "runner_sessions_more_than_ahead", .cases = {CASE_GEMM}, .ncases = 1,
+		.pairs = 40, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = TEST_PER_BLOCK, .sessions = 20,
+	};
+	struct outcome o = {0};
+	int gone = 0;
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	assert_one_at_a_time();
+	assert_int_equal(count_lines(&o, "session_time", NULL), 20);
+	assert_int_equal(fk_count('w'), 20);
+	assert_int_equal(fk_longest_run('o'), 16);
+	assert_int_equal(fk_before_compiles_end("o"), 16);
+	assert_int_equal(fk_count('c'), 16);  /* the sixteen, asked before the batch's go */
+	for (int p = 0; p < fk_sh->nproc; p++)
+		gone += kill(fk_sh->proc[p].pid, 0) < 0 && errno == ESRCH;
+	assert_int_equal(gone, 20);
+	outcome_release(&o);
+}
+
 /* The first look's sessions open the device while the code compiles: all
  * four opens come before the compile phase ends (the last 'k'), each is
  * handed the code (every case timed in full, the verdict what the sessions'
@@ -4012,6 +4042,7 @@ QUAL_TESTS(
 	T(next_round),
 	T(sessions_one_at_a_time),
 	T(sessions_open_together),
+	T(sessions_more_than_ahead),
 	T(first_session_during_compiles),
 	T(first_session_no_case_compiled),
 	T(sessions_busy_device),
