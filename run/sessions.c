@@ -701,6 +701,27 @@ static bool start_session(struct pending *n, const struct pending *ahead, int ni
 static void abandon(struct pending *n);
 static void abandon_ahead(struct supervisor *u);
 
+/* n could not be started (start_session()'s msg): the run says so, and no
+ * session starts after it. */
+static void start_failed(struct supervisor *u, const struct pending *n,
+			 const struct qual_msg *msg)
+{
+	char text[sizeof msg->text + 64];
+
+	snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
+		 msg->text);
+	session_failed(u->plan.run, text);
+	u->start_failed = true;
+}
+
+/* A lingering session is asked to close its context (SIGTERM);
+ * settle_lingering() waits for it. */
+static void ask_to_close(struct pending *p)
+{
+	child_kill(&p->c, SIGTERM);
+	p->asked = true;
+}
+
 /* Where contexts live side by side, the sessions of a round are started
  * together when it begins, as many as SESSIONS_AHEAD, each to linger after
  * its last line: they open their contexts side by side while none times
@@ -712,9 +733,7 @@ static void abandon_ahead(struct supervisor *u);
  * was planned (u->planned_out) or none could be started. */
 static bool start_batch(struct supervisor *u)
 {
-	struct run *run = u->plan.run;
 	struct qual_msg msg = {{0}};
-	char text[sizeof msg.text + 64];
 
 	u->nahead = u->ahead_i = 0;
 	while (u->nahead < SESSIONS_AHEAD && (u->nahead == 0 || u->plan.r_i < u->plan.r_m)) {
@@ -728,18 +747,13 @@ static bool start_batch(struct supervisor *u)
 		n->arg.linger = true;
 		n->first = u->nahead == 0;
 		if (!start_session(n, u->ahead, u->nahead, &msg)) {
-			snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1,
-				 n->of, msg.text);
-			session_failed(run, text);
-			u->start_failed = true;
+			start_failed(u, n, &msg);
 			abandon_ahead(u);
 			return false;
 		}
 		if (u->nahead == 0)
-			for (int i = 0; i < u->nlinger; i++) {
-				child_kill(&u->lingering[i].c, SIGTERM);  /* settle_lingering() waits */
-				u->lingering[i].asked = true;
-			}
+			for (int i = 0; i < u->nlinger; i++)
+				ask_to_close(&u->lingering[i]);
 		u->nahead++;
 	}
 	return u->nahead > 0;
@@ -756,7 +770,6 @@ static void start_next(struct supervisor *u)
 	struct run *run = u->plan.run;
 	struct pending *n = &u->next;
 	struct qual_msg msg = {{0}};
-	char text[sizeof msg.text + 64];
 
 	if (u->ahead_i < u->nahead) {
 		struct pending *a = &u->ahead[u->ahead_i];
@@ -782,12 +795,8 @@ static void start_next(struct supervisor *u)
 	}
 	n->arg.work_fd = -1;
 	n->first = false;
-	if (!start_session(n, NULL, 0, &msg)) {
-		snprintf(text, sizeof text, "session %d of %d: %s", n->arg.session + 1, n->of,
-			 msg.text);
-		session_failed(run, text);
-		u->start_failed = true;
-	}
+	if (!start_session(n, NULL, 0, &msg))
+		start_failed(u, n, &msg);
 }
 
 /* Reads p's SESSION_OPENED (or its output's end), once, waiting for as
@@ -1099,10 +1108,8 @@ void runner__run_sessions(struct run *run, const int *sel, int nsel)
 			 * together after it are opening (none times before
 			 * settle_lingering() has waited for it): fewer contexts
 			 * held at once. */
-			if (u->next.live && u->next.first) {
-				child_kill(&cur.c, SIGTERM);
-				cur.asked = true;
-			}
+			if (u->next.live && u->next.first)
+				ask_to_close(&cur);
 			u->lingering[u->nlinger++] = cur;  /* reaped by settle_lingering() */
 		} else {
 			double tc = child_now();

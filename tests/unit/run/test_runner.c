@@ -365,6 +365,17 @@ static int fk_before_compiles_end(const char *kinds)
 	return n;
 }
 
+/* How many of the processes that worked on the device are gone: ended and
+ * reaped (a zombie still answers kill(pid, 0)). */
+static int fk_gone(void)
+{
+	int gone = 0;
+
+	for (int p = 0; p < fk_sh->nproc && p < FK_PROCS; p++)
+		gone += kill(fk_sh->proc[p].pid, 0) < 0 && errno == ESRCH;
+	return gone;
+}
+
 /* A call on the device, at its tick: this process's span grows. */
 static void fk_work(void)
 {
@@ -2691,7 +2702,6 @@ static void test_sessions_more_than_ahead(void **state)
 		.per_block = TEST_PER_BLOCK, .sessions = 20,
 	};
 	struct outcome o = {0};
-	int gone = 0;
 
 	(void)state;
 	scenario_run(&s, &o);
@@ -2702,9 +2712,7 @@ static void test_sessions_more_than_ahead(void **state)
 	assert_int_equal(fk_longest_run('o'), 16);
 	assert_int_equal(fk_before_compiles_end("o"), 16);
 	assert_int_equal(fk_count('c'), 16);  /* the sixteen, asked before the batch's go */
-	for (int p = 0; p < fk_sh->nproc; p++)
-		gone += kill(fk_sh->proc[p].pid, 0) < 0 && errno == ESRCH;
-	assert_int_equal(gone, 20);
+	assert_int_equal(fk_gone(), 20);
 	outcome_release(&o);
 }
 
@@ -2843,7 +2851,6 @@ static void test_sessions_linger(void **state)
 		.per_block = TEST_PER_BLOCK, .sessions = 4,
 	};
 	struct outcome o = {0};
-	int gone = 0;
 
 	(void)state;
 	scenario_run(&s, &o);
@@ -2852,9 +2859,7 @@ static void test_sessions_linger(void **state)
 	assert_int_equal(fk_count('w'), 4);
 	assert_int_equal(fk_count('c'), 0);
 	assert_int_equal(fk_sh->nproc, 4);
-	for (int p = 0; p < fk_sh->nproc; p++)
-		gone += kill(fk_sh->proc[p].pid, 0) < 0 && errno == ESRCH;
-	assert_int_equal(gone, 4);  /* reaped: no zombie either */
+	assert_int_equal(fk_gone(), 4);  /* reaped: no zombie either */
 	outcome_release(&o);
 }
 
