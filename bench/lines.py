@@ -1,4 +1,20 @@
 """What bench/'s scripts read from qual-run's lines, in one place."""
+import json
+
+
+def parse(text):
+    """The JSON objects of text's lines (qual-run output or a job's log);
+    blank lines and lines that are not JSON (a torn last line) are left
+    out."""
+    out = []
+    for t in text.splitlines():
+        t = t.strip()
+        if t:
+            try:
+                out.append(json.loads(t))
+            except ValueError:
+                pass
+    return out
 
 
 def attempt(d):

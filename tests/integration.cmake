@@ -162,3 +162,8 @@ endif()
 # attempts, as the judge does (tests/tools/bench_lines_test.py).
 add_test(NAME bench_lines COMMAND ${SYSTEM_PYTHON} ${QT}/bench_lines_test.py)
 set_tests_properties(bench_lines PROPERTIES LABELS unit)
+
+# exit_flips: bench/exit_flips.py's spread at the cap, exit groups and
+# model flips on evidence the test makes (tests/tools/exit_flips_test.py).
+add_test(NAME exit_flips COMMAND ${SYSTEM_PYTHON} ${QT}/exit_flips_test.py)
+set_tests_properties(exit_flips PROPERTIES LABELS unit)

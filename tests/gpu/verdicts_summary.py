@@ -3,23 +3,17 @@
 OUTDIR/jobs/NAME.jsonl. Prints, per part, the figures that docs/verdicts.md
 states targets for; exits 1 when an A/A job did not pass (exit status 0)."""
 import collections
-import json
 import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from lines import parse  # noqa: E402
+
 
 def load(path):
-    lines = []
     with open(path) as f:
-        for text in f:
-            text = text.strip()
-            if text:
-                try:
-                    lines.append(json.loads(text))
-                except ValueError:
-                    pass
-    return lines
+        return parse(f.read())
 
 
 def median(xs):
