@@ -6,7 +6,8 @@ verdicts.tar.gz as docs/gpu-runs/ keeps it as callN-planted.tar.gz) and
 prints, for each cap (max_pairs in the start line):
 
 - sigma: the spread (sample sd, pooled) of a case's median ratio between
-  repeats of the same single-case job that all sampled to the cap, the
+  repeats of the same single-case job, over those of its repeats that
+  sampled to the cap, the
   noise of the figure the gate compares with 1 + margin when nothing
   decided the case earlier;
 - the exit groups (tests/gpu/verdicts.sh EXIT_GROUPS) at that cap: how many
@@ -15,10 +16,12 @@ prints, for each cap (max_pairs in the start line):
 - the agreement the model gives for true effects spread evenly over a
   range of slowdowns (default 0.25% to 3%, the issue's planted range).
 
-The model: a run's gate says regression when its estimate (a median ratio
-at the cap, near Normal(t, sigma^2)) lies beyond the margin's edge, so a
-case of true ratio t is a regression with p = Phi((t - (1 + margin)) /
-sigma), and three repeats all agree with 1 - 3 p (1 - p). Averaged over t
+The model: a run's gate (the default, beyond) says regression when its
+interval's lower end lies above the margin's edge, that is when its
+estimate (a median ratio at the cap, near Normal(t, sigma^2)) lies above
+the edge plus the interval's lower half-width h (the median over the runs
+at the cap), so a case of true ratio t is a regression with
+p = Phi((t - (1 + margin + h)) / sigma), and three repeats all agree with 1 - 3 p (1 - p). Averaged over t
 spread evenly over a range R much wider than sigma, the chance that they do
 not is 3 sigma / (R sqrt(pi)) (the integral of 3 Phi(z) (1 - Phi(z)) over
 z is 3 / sqrt(pi)), whatever the gate's rule (the interval's edge moves
@@ -39,16 +42,7 @@ import tarfile
 from lines import parse
 
 
-def phi(z):
-    return 0.5 * math.erfc(-z / math.sqrt(2))
-
-
-def inv_phi(p):
-    lo, hi = -10.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if phi(mid) < p else (lo, mid)
-    return lo
+N = statistics.NormalDist()
 
 
 def read_evidence(path):
@@ -85,6 +79,7 @@ def main():
     groups = collections.defaultdict(list)    # (cap, src, group) -> [(rc, case)]
     truth = {}                                # (src, delay, case) -> ratio
     from_interval = collections.defaultdict(list)  # cap -> sigma of one run
+    below = collections.defaultdict(list)  # cap -> estimate minus ratio_lo
     for src in a.evidence:
         rows, jobs = read_evidence(src)
         for part, name, rc, _ in rows:
@@ -105,9 +100,10 @@ def main():
                 at_cap[(cap, src, group, c["case"])].append(c["ratio_median"])
                 looks = c.get("looks") or 1
                 w = 1.0 if looks == 1 else 0.5 / (looks - 1)
-                z = inv_phi(1 - (1 - c.get("conf", 0.95)) * w / 2)
+                z = N.inv_cdf(1 - (1 - c.get("conf", 0.95)) * w / 2)
                 if c.get("ratio_lo") and c.get("ratio_hi"):
                     from_interval[cap].append((c["ratio_hi"] - c["ratio_lo"]) / (2 * z))
+                    below[cap].append(c["ratio_median"] - c["ratio_lo"])
 
     caps = sorted({k[0] for k in groups})
     if not caps:
@@ -130,6 +126,9 @@ def main():
         sigma = math.sqrt(ss / dof) if dof >= 10 else sigma_iv
         gs = {k: v for k, v in groups.items() if k[0] == cap and len(v) > 1}
         agree = sum(len({rc for rc, _ in v}) == 1 for v in gs.values())
+        # The default gate (beyond) needs ratio_lo above the edge: the
+        # estimate must clear it by the interval's lower half-width.
+        gate_edge = edge + (statistics.median(below[cap]) if below.get(cap) else 0.0)
         predicted = 0.0
         known = 0
         for (_, src, group), v in gs.items():
@@ -138,7 +137,7 @@ def main():
             if t is None or not sigma == sigma:
                 continue
             known += 1
-            p = phi((t - edge) / sigma)
+            p = N.cdf((t - gate_edge) / sigma)
             n = len(v)
             predicted += 1 - p ** n - (1 - p) ** n
         flip = 3 * sigma / (width * math.sqrt(math.pi))
@@ -147,12 +146,15 @@ def main():
               f"between repeats {100 * math.sqrt(ss / dof) if dof else float('nan'):.3f}% "
               f"({int(dof)} degrees of freedom, {sum(1 for k in at_cap if k[0] == cap)} groups "
               f"that sampled to it), from the intervals at the cap {100 * sigma_iv:.3f}% "
-              f"(median of {len(fi)} runs: the width over 2 z of the last look's level)")
+              f"(median of {len(fi)} runs: the reported interval, every look's "
+              f"intersection, over 2 z of the last look's level)")
         for case in sorted(per_case):
             print(f"  {case:30s} sd between repeats at the cap: "
                   + ", ".join(f"{100 * s:.3f}%" for s in per_case[case]))
         print(f"  exit groups of 2 or more jobs: {agree} of {len(gs)} agree; the model predicts "
-              f"{predicted:.2f} flips in the {known} with a measured true effect")
+              f"{predicted:.2f} flips in the {known} with a measured true effect "
+              f"(threshold of the estimate {gate_edge:.4f}: the edge plus the median lower "
+              f"half-width at the cap)")
         print(f"  model, true effects spread evenly, three repeats: agree in "
               f"{100 * (1 - flip):.1f}% of groups; 99% needs sigma <= {100 * need:.3f}%, "
               f"about {(sigma / need) ** 2:.1f}x the pairs at the cap ({cap * (sigma / need) ** 2:.0f})")

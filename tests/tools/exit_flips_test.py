@@ -28,7 +28,7 @@ def job(d, name, cap, cases, rows, part, rc):
 with tempfile.TemporaryDirectory() as d:
     os.mkdir(os.path.join(d, "jobs"))
     rows = []
-    job(d, "delay8.long", 240, [{"case": "k", "ratio_median": 1.0100},
+    job(d, "delay8.long", 240, [{"case": "k", "ratio_median": 1.0120},
                                 {"case": "m", "ratio_median": 1.03}], rows, "planted-long", 1)
     a = [1.010, 1.012, 1.014, 1.010, 1.012, 1.014]
     b = [1.000, 1.002, 1.004, 1.000, 1.002, 1.004]
@@ -57,8 +57,11 @@ with tempfile.TemporaryDirectory() as d:
                   r"([0-9.]+) flips in the (\d+)", out)
     assert m, out
     assert m.group(1) == "2" and m.group(2) == "3", out
-    # Only delay8's groups have a true effect; k at exactly 1.01 flips
-    # with 1 - 2 / 2^6 among six repeats, m far beyond does not.
+    # Only delay8's groups have a true effect; k sits exactly at the
+    # gate's threshold for the estimate (1.01 plus the intervals' lower
+    # half-width, 0.002) and flips with 1 - 2 / 2^6 among six repeats; m
+    # far beyond does not.
+    assert "threshold of the estimate 1.0120" in out, out
     assert m.group(4) == "2" and abs(float(m.group(3)) - (1 - 2 / 64)) < 0.01, out
     bad = os.path.join(d, "jobs")
     r = subprocess.run([sys.executable, script, bad], capture_output=True, text=True)
