@@ -63,6 +63,10 @@ def read_evidence(path):
     if "jobs.txt" not in files:
         raise SystemExit(f"exit_flips: {path}: no jobs.txt (not tests/gpu/verdicts.sh output)")
     rows = [t.split() for t in io.StringIO(files["jobs.txt"]) if t.strip()]
+    for i, r in enumerate(rows):
+        if len(r) != 4 or not r[2].lstrip("-").isdigit():
+            raise SystemExit(f"exit_flips: {path}: jobs.txt row {i + 1} is not "
+                             f"'PART NAME STATUS WALL_MS': {' '.join(r)!r}")
     return rows, {n[:-len(".jsonl")]: parse(t) for n, t in files.items() if n != "jobs.txt"}
 
 

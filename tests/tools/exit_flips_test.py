@@ -66,4 +66,8 @@ with tempfile.TemporaryDirectory() as d:
     bad = os.path.join(d, "jobs")
     r = subprocess.run([sys.executable, script, bad], capture_output=True, text=True)
     assert r.returncode != 0 and bad in r.stderr and "jobs.txt" in r.stderr, r.stderr
+    with open(os.path.join(d, "jobs.txt"), "a") as f:
+        f.write("exit torn-row\n")
+    r = subprocess.run([sys.executable, script, d], capture_output=True, text=True)
+    assert r.returncode != 0 and "row 17" in r.stderr and "torn-row" in r.stderr, r.stderr
 print("exit_flips: all hold")
