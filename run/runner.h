@@ -90,7 +90,8 @@
  * real nvrtc pair with one such case took 9.3 s to its exit, against 2.6 s
  * for a run decided at the first look (docs/gpu-runs/2026-12-03/issue12f).
  * The time cap stops the rounds of a run whose sessions take longer. */
-#define RUNNER_MAX_PAIRS_FACTOR 8
+#define RUNNER_MAX_PAIRS_FACTOR 64
+#define RUNNER_ROUND_SESSIONS 16
 #define RUNNER_MAX_SECONDS 20.0
 
 /* Seconds the device probe (the driver initialized, the device's

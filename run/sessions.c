@@ -216,8 +216,9 @@ void runner__probe_abandon(struct run *run)
 
 /* The sessions started ahead of their turns, at most: the first look's
  * before the compiles, and each later round's together, at its start
- * (start_batch()). Sixteen: the default's largest round. */
-#define SESSIONS_AHEAD 16
+ * (start_batch()): a later round's sessions, at most, so that one batch
+ * makes every context of a round (runner__round_sessions()). */
+#define SESSIONS_AHEAD RUNNER_ROUND_SESSIONS
 
 /* What a session writes, once only and before any line, when its first
  * try to open the device is over (opened or not): the supervisor waits for
@@ -588,6 +589,8 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
 	if (round_blocks < 1 || first_blocks < 1 || first_sessions < 1)
 		return 1;
 	m = ((long)round_blocks * first_sessions + first_blocks - 1) / first_blocks;
+	if (m > RUNNER_ROUND_SESSIONS)
+		m = RUNNER_ROUND_SESSIONS;
 	return m > round_blocks ? round_blocks : (int)m;
 }
 

@@ -3370,6 +3370,11 @@ static void test_next_round(void **state)
 	assert_int_equal(runner__round_sessions(20, 30, 4), 3);
 	assert_int_equal(runner__round_sessions(2, 15, 8), 2);
 	assert_int_equal(runner__round_sessions(40, 15, 1), 3);
+	/* ... and never more than one batch of sessions made side by side:
+	 * the later rounds' sessions time more blocks each. */
+	assert_int_equal(runner__round_sessions(120, 15, 4), RUNNER_ROUND_SESSIONS);
+	assert_int_equal(runner__round_sessions(480, 15, 4), RUNNER_ROUND_SESSIONS);
+	assert_int_equal(runner__round_sessions(480, 15, 64), RUNNER_ROUND_SESSIONS);
 }
 
 /* A calibration record is kept in the verdict line only for the device it

@@ -91,6 +91,7 @@ struct run_result {
  * runner__round_sessions), or, with one_per_round, over one session (the
  * runner before, for comparison). */
 #define FIRST_SESSIONS 4
+#define ROUND_SESSIONS 16
 #define SESSION_SD 0.005
 
 struct session_model {
@@ -106,6 +107,7 @@ static void share_round(int lo, int hi, int first_blocks, bool one, int *session
 	int n = hi - lo, m;
 
 	m = (int)(((long)n * FIRST_SESSIONS + first_blocks - 1) / first_blocks);
+	m = m > ROUND_SESSIONS ? ROUND_SESSIONS : m;
 	m = one ? 1 : m < 1 ? 1 : m > n ? n : m;
 	for (int q = 0; q < m; q++)
 		for (int b = lo + q * n / m; b < lo + (q + 1) * n / m; b++)
@@ -356,7 +358,7 @@ int main(int argc, char **argv)
 	/* The runner's defaults: 30 pairs in blocks of 2 first, 8 x 30 at
 	 * most (run/runner.h). Blocks here are simulated directly. */
 	s.first_look = 15;
-	s.last_look = 120;
+	s.last_look = 960;
 	k = stats_looks(&s, at, w);
 	printf("looks (blocks):");
 	for (int i = 0; i < k; i++)
