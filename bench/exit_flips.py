@@ -33,41 +33,13 @@ usage: bench/exit_flips.py [--margin M] [--range LO HI] EVIDENCE...
 """
 import argparse
 import collections
-import io
 import math
-import os
 import statistics
-import tarfile
 
-from lines import parse
+from lines import read_evidence
 
 
 N = statistics.NormalDist()
-
-
-def read_evidence(path):
-    """(jobs.txt rows, {name: lines}) of one OUTDIR or tarball."""
-    files = {}
-    if os.path.isdir(path):
-        for root, _, names in os.walk(path):
-            for n in names:
-                if n == "jobs.txt" or n.endswith(".jsonl"):
-                    with open(os.path.join(root, n)) as f:
-                        files[n] = f.read()
-    else:
-        with tarfile.open(path) as tar:
-            for m in tar.getmembers():
-                n = os.path.basename(m.name)
-                if m.isfile() and (n == "jobs.txt" or n.endswith(".jsonl")):
-                    files[n] = tar.extractfile(m).read().decode()
-    if "jobs.txt" not in files:
-        raise SystemExit(f"exit_flips: {path}: no jobs.txt (not tests/gpu/verdicts.sh output)")
-    rows = [t.split() for t in io.StringIO(files["jobs.txt"]) if t.strip()]
-    for i, r in enumerate(rows):
-        if len(r) != 4 or not r[2].lstrip("-").isdigit():
-            raise SystemExit(f"exit_flips: {path}: jobs.txt row {i + 1} is not "
-                             f"'PART NAME STATUS WALL_MS': {' '.join(r)!r}")
-    return rows, {n[:-len(".jsonl")]: parse(t) for n, t in files.items() if n != "jobs.txt"}
 
 
 def main():
@@ -85,7 +57,7 @@ def main():
     from_interval = collections.defaultdict(list)  # cap -> sigma of one run
     below = collections.defaultdict(list)  # cap -> estimate minus ratio_lo
     for src in a.evidence:
-        rows, jobs = read_evidence(src)
+        rows, jobs = read_evidence(src, "exit_flips")
         for part, name, rc, _ in rows:
             ls = jobs.get(name, [])
             start = next((l for l in ls if l.get("type") == "start"), {})
@@ -147,8 +119,9 @@ def main():
         flip = 3 * sigma / (width * math.sqrt(math.pi))
         need = sigma * min(1.0, 0.01 / flip) if flip > 0 else sigma
         print(f"cap {cap} pairs: sigma of the median ratio at the cap {100 * sigma:.3f}%: "
-              f"between repeats {100 * math.sqrt(ss / dof) if dof else float('nan'):.3f}% "
-              f"({int(dof)} degrees of freedom, {sum(1 for k in at_cap if k[0] == cap)} groups "
+              + (f"between repeats {100 * math.sqrt(ss / dof):.3f}% " if dof else
+                 "between repeats none ")
+              + f"({int(dof)} degrees of freedom, {sum(1 for k in at_cap if k[0] == cap)} groups "
               f"that sampled to it), from the intervals at the cap {100 * sigma_iv:.3f}% "
               f"(median of {len(fi)} runs: the reported interval, every look's "
               f"intersection, over 2 z of the last look's level)")

@@ -1,5 +1,8 @@
 """What bench/'s scripts read from qual-run's lines, in one place."""
+import io
 import json
+import os
+import tarfile
 
 
 def parse(text):
@@ -33,3 +36,30 @@ def timed_pairs(lines):
         if d.get("type") == "pair" and attempt(d) not in throttled:
             pairs.setdefault(d["case"], []).append(d)
     return pairs
+
+
+def read_evidence(path, who):
+    """(jobs.txt rows, {job name: its lines}) of one tests/gpu/verdicts.sh
+    OUTDIR or its tarball (docs/gpu-runs/'s callN-planted.tar.gz); who, the
+    script, names it in the refusals."""
+    files = {}
+    if os.path.isdir(path):
+        for root, _, names in os.walk(path):
+            for n in names:
+                if n == "jobs.txt" or n.endswith(".jsonl"):
+                    with open(os.path.join(root, n)) as f:
+                        files[n] = f.read()
+    else:
+        with tarfile.open(path) as tar:
+            for m in tar.getmembers():
+                n = os.path.basename(m.name)
+                if m.isfile() and (n == "jobs.txt" or n.endswith(".jsonl")):
+                    files[n] = tar.extractfile(m).read().decode()
+    if "jobs.txt" not in files:
+        raise SystemExit(f"{who}: {path}: no jobs.txt (not tests/gpu/verdicts.sh output)")
+    rows = [t.split() for t in io.StringIO(files["jobs.txt"]) if t.strip()]
+    for i, r in enumerate(rows):
+        if len(r) != 4 or not r[2].lstrip("-").isdigit():
+            raise SystemExit(f"{who}: {path}: jobs.txt row {i + 1} is not "
+                             f"'PART NAME STATUS WALL_MS': {' '.join(r)!r}")
+    return rows, {n[:-len(".jsonl")]: parse(t) for n, t in files.items() if n != "jobs.txt"}

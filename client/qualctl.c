@@ -59,7 +59,7 @@ static const struct command commands[] = {
 	 "  --mode M              processor mode: default, cu or wgp (hiprtc targets\n"
 	 "                        with workgroup processors, gfx10 and later)\n"
 	 "  --max-pairs N         sample undecided cases up to N pairs each\n"
-	 "                        (default 8 x --pairs; equal to --pairs: off)\n"
+	 "                        (default 64 x --pairs; equal to --pairs: off)\n"
 	 "  --max-seconds S       no round of sampling starts after S seconds of\n"
 	 "                        timing (default 20)\n"
 	 "  --gate-slower R       beyond (default: a slower case makes a regression\n"

@@ -40,7 +40,7 @@ static void usage(FILE *f)
 		"                       blocks, each the median of its pairs, are the units\n"
 		"                       of the test and the interval\n"
 		"  --max-pairs N        sample until decided: the undecided cases get more\n"
-		"                       blocks, up to N pairs per case (default 8 x --pairs;\n"
+		"                       blocks, up to N pairs per case (default 64 x --pairs;\n"
 		"                       equal to --pairs: no sampling beyond them; needs\n"
 		"                       --sessions 2 or more)\n"
 		"  --max-seconds S      no round of sampling, nor a session of one, starts\n"

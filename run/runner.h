@@ -75,21 +75,22 @@
  * After the sessions that time the first cfg->pairs pairs, while some case
  * is undecided, one more round times the undecided cases up to the next
  * planned look (twice the blocks so far), in sessions of as many blocks as
- * the first look's (runner__round_sessions: 4, then 8, then 16 for the
- * default), until each case is decided or a
- * cap is hit: RUNNER_MAX_PAIRS_FACTOR x pairs per case (240 of the default
- * 30: looks at 15, 30, 60 and 120 blocks) or RUNNER_MAX_SECONDS of timing
- * (no round starts past it). In the simulation (tests/unit/stats/sim_seq.c)
- * at the block spreads the H200 showed (block log ratio sd 0.004 to 0.025,
- * log-uniform) 97% of A/A cases are decided by 120 blocks, at a mean of 45;
- * the noisiest alone (sd 0.025) would need about twice that, a cost paid
- * only by the noisiest cases, so the cap stops there (docs/verdicts.md).
- * A case that takes every round costs 28 more sessions: on the H200,
- * each round's made side by side (docs/verdicts.md, "Sessions"), their
- * contexts took 0.73, 1.22 and 2.82 s for rounds of 4, 8 and 16, and a
- * real nvrtc pair with one such case took 9.3 s to its exit, against 2.6 s
- * for a run decided at the first look (docs/gpu-runs/2026-12-03/issue12f).
- * The time cap stops the rounds of a run whose sessions take longer. */
+ * the first look's, at most RUNNER_ROUND_SESSIONS a round
+ * (runner__round_sessions: 4, 8, 16, 16, 16 and 16 for the default), until
+ * each case is decided or a cap is hit: RUNNER_MAX_PAIRS_FACTOR x pairs per
+ * case (3840 of the default 60: looks at 15, 30, 60, 120, 240, 480 and 960
+ * blocks) or RUNNER_MAX_SECONDS of timing (no round starts past it). A case
+ * near the margin's edge samples to the last looks, where the spread of its
+ * estimate decides whether repeats give the same exit status: at the cap of
+ * 480 pairs before, 90 of 92 single-case groups on the H200 agreed and the
+ * spread (0.05-0.06%) allowed about 96% over planted effects of 0.25-3%;
+ * at 3840, 61 of 61 (docs/verdicts.md, the gate). The later rounds' sessions
+ * time more blocks each (at most one batch of contexts made side by side,
+ * 2.82 s for 16 on the H200), since near the margin a session shifts the
+ * ratio little (bench/session_sd.py: F 1.20, 0.06% sd); a planted job with
+ * such cases took up to 22 s (median 18.4 s, docs/gpu-runs/2026-12-03/
+ * issue12h), one decided at the first look 2.6 s. The time cap stops the
+ * rounds of a run whose sessions take longer. */
 #define RUNNER_MAX_PAIRS_FACTOR 64
 #define RUNNER_ROUND_SESSIONS 16
 #define RUNNER_MAX_SECONDS 20.0

@@ -167,3 +167,7 @@ set_tests_properties(bench_lines PROPERTIES LABELS unit)
 # model flips on evidence the test makes (tests/tools/exit_flips_test.py).
 add_test(NAME exit_flips COMMAND ${SYSTEM_PYTHON} ${QT}/exit_flips_test.py)
 set_tests_properties(exit_flips PROPERTIES LABELS unit)
+# session_sd: bench/session_sd.py's analysis of variance between sessions on
+# evidence the test makes (tests/tools/session_sd_test.py).
+add_test(NAME session_sd COMMAND ${SYSTEM_PYTHON} ${QT}/session_sd_test.py)
+set_tests_properties(session_sd PROPERTIES LABELS unit)

@@ -7,7 +7,7 @@
 # Runs qual-run REPEATS times (default 8) for each candidate against nvrtc
 # (CANDIDATES, default nvrtc itself and nvrtc.alt: A/A controls), interleaved
 # so that drift of the GPU's state reaches every candidate alike, with the
-# default sampling (--max-pairs 8 x 30) and gate. Then, per candidate: how
+# default sampling (--max-pairs 64 x --pairs) and gate. Then, per candidate: how
 # many case runs were called slower or faster (an A/A run must have none),
 # how many were decided, why sampling stopped, the pairs timed, whether
 # repeats agree on each case verdict and on the exit status, and each run's
