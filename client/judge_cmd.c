@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -14,12 +15,14 @@
 #include "common/timesplit.h"
 #include "stats/judge.h"
 #include "client/judge_cmd.h"
+#include "client/view.h"
 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"usage: %s [--alpha A] [--margin M] [--gate-slower R] [--gate-faster R]\n"
-		"       [--undecided U] [FILE]\n"
+		"       [--undecided U] [--format table|json] [--json] [--json-out FILE]\n"
+		"       [--junit FILE] [--markdown FILE] [FILE]\n"
 		"\n"
 		"Reads qual JSON lines (qual-run output or a stored job log) from FILE or\n"
 		"stdin and recomputes every case verdict and the run verdict from the pair\n"
@@ -33,6 +36,17 @@ static void usage(FILE *f, const char *prog)
 		"                   regression (docs/verdicts.md, The gate)\n"
 		"  --gate-faster R  the same for an improvement\n"
 		"  --undecided U    pass or regression: what a case undecided at the cap does\n"
+		"  --format F       table: the summary a person reads (per case the verdict,\n"
+		"                   code, time per arm, change with its interval, p, the\n"
+		"                   detectable change; the geomean; colour on a terminal\n"
+		"                   unless NO_COLOR is set); json: the case_verdict and\n"
+		"                   verdict lines. Default: table when stdout is a terminal,\n"
+		"                   json otherwise\n"
+		"  --json           the same as --format json\n"
+		"  --json-out FILE  also write the lines to FILE, whatever the format\n"
+		"  --junit FILE     also write a JUnit XML report: a case that makes the run\n"
+		"                   a regression, or fails, is a failed testcase\n"
+		"  --markdown FILE  also write the summary as a markdown table\n"
 		"\n"
 		"Exit status: 0 improvement, neutral or not timed; 1 regression; 2 fail;\n"
 		"3 error (also: no valid pair); 4 usage (bad options, unreadable file,\n"
@@ -63,6 +77,89 @@ static int parse_unit(const char *prog, const char *opt, const char *s, double h
 	return 0;
 }
 
+/* Writes a file at path with fn(f, ctx); -1 (said on stderr) when it
+ * cannot be written. */
+static int write_file(const char *prog, const char *path, const char *what,
+		      void (*fn)(FILE *, const void *), const void *ctx)
+{
+	FILE *f = fopen(path, "w");
+	int bad;
+
+	if (!f) {
+		fprintf(stderr, "%s: cannot write the %s to '%s': %s\n", prog, what, path,
+			strerror(errno));
+		return -1;
+	}
+	fn(f, ctx);
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		fprintf(stderr, "%s: cannot write the %s to '%s'\n", prog, what, path);
+		return -1;
+	}
+	return 0;
+}
+
+struct bytes {
+	const char *p;
+	size_t n;
+};
+
+static void lines_fn(FILE *f, const void *ctx)
+{
+	const struct bytes *b = ctx;
+
+	fwrite(b->p, 1, b->n, f);
+}
+
+static void junit_fn(FILE *f, const void *ctx)
+{
+	view_junit(f, ctx, "qual");
+}
+
+static void markdown_fn(FILE *f, const void *ctx)
+{
+	view_markdown(f, ctx);
+}
+
+/* The judge's lines (res, len bytes) shown and written: taken into the view
+ * (which has the input's start, case and pair lines), then to stdout as the
+ * table or as they are, and into the files asked for. -1 when a file
+ * could not be written (said). */
+static int write_outputs(const char *prog, const char *res, size_t len, struct view_job *v,
+			 int table, const char *json_out, const char *junit,
+			 const char *markdown)
+{
+	const char *at = res, *end = res + len;
+	struct bytes lines = {res, len};
+	int rc = 0;
+
+	while (at < end) {
+		const char *nl = memchr(at, '\n', (size_t)(end - at));
+		size_t n = nl ? (size_t)(nl - at) : (size_t)(end - at);
+		json_t *line = json_loadb(at, n, 0, NULL);
+
+		if (line) {
+			view_clean(line);
+			view_job_take(v, line, NULL, 0);
+			json_decref(line);
+		}
+		at += n + (nl != NULL);
+	}
+	if (table) {
+		v->color = view_color_wanted(stdout);
+		view_summary(stdout, v);
+	} else {
+		fwrite(res, 1, len, stdout);
+	}
+	if (json_out && write_file(prog, json_out, "lines", lines_fn, &lines) < 0)
+		rc = -1;
+	if (junit && write_file(prog, junit, "JUnit report", junit_fn, v) < 0)
+		rc = -1;
+	if (markdown && write_file(prog, markdown, "markdown summary", markdown_fn, v) < 0)
+		rc = -1;
+	return rc;
+}
+
 int judge_cmd_main(const char *prog, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -71,6 +168,11 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		{"gate-slower", required_argument, NULL, 'S'},
 		{"gate-faster", required_argument, NULL, 'F'},
 		{"undecided", required_argument, NULL, 'U'},
+		{"format", required_argument, NULL, 'f'},
+		{"json", no_argument, NULL, 'j'},
+		{"json-out", required_argument, NULL, 'o'},
+		{"junit", required_argument, NULL, 'J'},
+		{"markdown", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -90,6 +192,13 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	long lineno = 0;
 	bool not_timed;
 	int opt, status = QUAL_EXIT_USAGE;
+	/* -1: table on a terminal, json otherwise; 0 json; 1 table. */
+	int table = -1;
+	const char *json_out = NULL, *junit = NULL, *markdown = NULL;
+	struct view_job view;
+	char *res = NULL;
+	size_t reslen = 0;
+	FILE *resf;
 
 	optind = 0; /* GNU: start afresh, whatever parsed argv before */
 	opterr = 0; /* our own message, naming the option */
@@ -126,6 +235,26 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 			}
 			undecided = (int)und;
 			break;
+		case 'f':
+			if (strcmp(optarg, "table") != 0 && strcmp(optarg, "json") != 0) {
+				fprintf(stderr, "%s: --format must be table or json, got '%s'\n",
+					prog, optarg);
+				return QUAL_EXIT_USAGE;
+			}
+			table = strcmp(optarg, "table") == 0;
+			break;
+		case 'j':
+			table = 0;
+			break;
+		case 'o':
+			json_out = optarg;
+			break;
+		case 'J':
+			junit = optarg;
+			break;
+		case 'M':
+			markdown = optarg;
+			break;
 		case 'h':
 			usage(stdout, prog);
 			return QUAL_EXIT_PASS;
@@ -155,7 +284,10 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 			return QUAL_EXIT_USAGE;
 		}
 	}
+	if (table < 0)
+		table = isatty(STDOUT_FILENO);
 	stats_settings_init(&run_settings);
+	view_job_init(&view, NULL);
 	judge_init(&j);
 	timesplit_init(&split);
 	j.on_verdict = add_session_split;
@@ -180,6 +312,13 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 			goto out;
 		}
 		type = json_string_value(json_object_get(line, "type"));
+		/* The view takes what the judge does not write again: the
+		 * start, case and pair lines give it the arms' times and the
+		 * static differences; the verdicts come from the judge. */
+		if (type && (!strcmp(type, "start") || !strcmp(type, "case") || !strcmp(type, "pair"))) {
+			view_clean(line);
+			view_job_take(&view, line, NULL, 0);
+		}
 		if (type && !strcmp(type, "session_time") && timesplit_take_line(&split, line) < 0) {
 			fprintf(stderr, "%s: '%s' line %ld: session_time line's time_s must hold "
 				"finite numbers >= 0\n", prog, path, lineno);
@@ -207,12 +346,22 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		s.gate_faster = (enum gate_rule)gate_faster;
 	if (undecided >= 0)
 		s.undecided = (enum gate_undecided)undecided;
-	status = judge_exit_status(judge_finish(&j, &s, stdout, &not_timed));
+	resf = open_memstream(&res, &reslen);
+	if (!resf) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		goto out;
+	}
+	status = judge_exit_status(judge_finish(&j, &s, resf, &not_timed));
+	fclose(resf);
+	if (write_outputs(prog, res, reslen, &view, table, json_out, junit, markdown) < 0)
+		status = QUAL_EXIT_USAGE;
 	if (j.no_valid_pair)
 		fprintf(stderr, "%s: '%s': no valid pair: every timed pair has a timing that is "
 			"not finite and positive, so nothing was measured\n", prog, path);
 out:
 	free(buf);
+	free(res);
+	view_job_release(&view);
 	judge_release(&j);
 	if (in != stdin)
 		fclose(in);

@@ -136,7 +136,7 @@ static const struct command commands[] = {
 	 "and its 95% upper bound, and per case the same with the detectable ratio.\n"
 	 "--json prints quald's reply as it is.\n\n"
 	 CTL_COMMON_HELP EXIT_HELP},
-	{"judge", cmd_judge, "judge [--alpha A] [--margin M] [FILE]",
+	{"judge", cmd_judge, "judge [--alpha A] [--margin M] [--format F] [--junit FILE] [FILE]",
 	 "Recomputes a run's verdicts from its stored lines (a file, or stdin),\n"
 	 "locally, as qual-judge does. Needs no daemon.\n"},
 	{"help", cmd_help, "help [COMMAND]", "Shows the help of qualctl or of a command.\n"},

@@ -3,6 +3,7 @@
  * or quald's own verdict line, does not write. */
 #include <math.h>
 #include <stdarg.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,14 @@ void view_job_init(struct view_job *v, const char *job)
 
 void view_job_release(struct view_job *v)
 {
+	for (size_t i = 0; i < v->ncases_seen; i++) {
+		free(v->cases[i].ns[0]);
+		free(v->cases[i].ns[1]);
+		json_decref(v->cases[i].statics);
+	}
+	free(v->cases);
+	v->cases = NULL;
+	v->ncases_seen = v->capcases = 0;
 	json_decref(v->case_verdicts);
 	json_decref(v->verdict);
 	v->case_verdicts = NULL;
@@ -53,6 +62,26 @@ static const char *num_text(json_t *x, const char *fmt, char *buf, size_t len)
 		return "-";
 	snprintf(buf, len, fmt, d);
 	return buf;
+}
+
+/* The case name's record, made when first seen; NULL for no name. */
+static struct view_case *case_record(struct view_job *v, const char *name)
+{
+	struct view_case *c;
+
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < v->ncases_seen; i++)
+		if (strcmp(v->cases[i].name, name) == 0)
+			return &v->cases[i];
+	if (v->ncases_seen == v->capcases) {
+		v->capcases = v->capcases ? 2 * v->capcases : 16;
+		v->cases = xrealloc(v->cases, v->capcases * sizeof *v->cases);
+	}
+	c = &v->cases[v->ncases_seen++];
+	memset(c, 0, sizeof *c);
+	snprintf(c->name, sizeof c->name, "%s", name);
+	return c;
 }
 
 /* Starts a plain line: the job prefix when asked for. */
@@ -124,25 +153,31 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 	fputc('\n', out);
 }
 
+/* A case line's static differences (docs/output.md, "static"): the key,
+ * how a plain line names it and its unit, and the same for the summary's
+ * narrower code column. */
+static const struct {
+	const char *key, *what, *unit, *short_what, *short_unit;
+} static_deltas[] = {
+	{"code_bytes_delta", "code", " bytes", "size", " B"},
+	{"registers_delta", "registers", "", "regs", ""},
+	{"spill_stores_delta", "spill stores", "", "spill st", ""},
+	{"spill_loads_delta", "spill loads", "", "spill ld", ""},
+	{"stack_bytes_delta", "stack", " bytes", "stack", " B"},
+};
+#define NSTATIC_DELTAS (sizeof static_deltas / sizeof static_deltas[0])
+
 /* The nonzero static differences of a case line, ", registers +2" each. */
 static void print_static_deltas(FILE *out, json_t *st)
 {
-	static const struct {
-		const char *key, *what, *unit;
-	} deltas[] = {
-		{"code_bytes_delta", "code", " bytes"},
-		{"registers_delta", "registers", ""},
-		{"spill_stores_delta", "spill stores", ""},
-		{"spill_loads_delta", "spill loads", ""},
-		{"stack_bytes_delta", "stack", " bytes"},
-	};
 	bool any = false;
 
-	for (size_t i = 0; i < sizeof deltas / sizeof deltas[0]; i++) {
-		long long d = int_field(st, deltas[i].key, 0);
+	for (size_t i = 0; i < NSTATIC_DELTAS; i++) {
+		long long d = int_field(st, static_deltas[i].key, 0);
 		if (d == 0)
 			continue;
-		fprintf(out, "%s%s %+lld%s", any ? ", " : ": ", deltas[i].what, d, deltas[i].unit);
+		fprintf(out, "%s%s %+lld%s", any ? ", " : ": ", static_deltas[i].what, d,
+			static_deltas[i].unit);
 		any = true;
 	}
 	if (!any)
@@ -156,6 +191,13 @@ static void take_case(struct view_job *v, const struct lines_info *info, json_t 
 	bool b = json_is_true(json_object_get(json_object_get(line, "baseline"), "compiled"));
 	bool c = json_is_true(json_object_get(json_object_get(line, "candidate"), "compiled"));
 
+	struct view_case *rec = case_record(v, name);
+	json_t *st = json_object_get(line, "static");
+
+	if (rec && json_is_object(st)) {
+		json_decref(rec->statics);
+		rec->statics = json_incref(st);
+	}
 	report_pairs(v, out, flags);
 	v->case_index++;
 	snprintf(v->case_name, sizeof v->case_name, "%s", name ? name : "?");
@@ -208,6 +250,17 @@ static void take_pair(struct view_job *v, const struct lines_info *info, json_t 
 	v->pairs_done++;
 	if (json_is_number(b) && json_is_number(c)) {
 		double tb = json_number_value(b), tc = json_number_value(c);
+		struct view_case *rec = case_record(v, name ? name : v->case_name);
+
+		if (rec && isfinite(tb) && isfinite(tc) && tb > 0 && tc > 0) {
+			if (rec->n == rec->cap) {
+				rec->cap = rec->cap ? 2 * rec->cap : 64;
+				rec->ns[0] = xrealloc(rec->ns[0], rec->cap * sizeof *rec->ns[0]);
+				rec->ns[1] = xrealloc(rec->ns[1], rec->cap * sizeof *rec->ns[1]);
+			}
+			rec->ns[0][rec->n] = tb;
+			rec->ns[1][rec->n++] = tc;
+		}
 		if (tc < tb)
 			v->faster++;
 		else if (tc > tb)
@@ -477,38 +530,389 @@ void view_table(FILE *out, const char *const *head, size_t ncols,
 	free(w);
 }
 
+/* ---- the summary, for a terminal, markdown and JUnit ------------------- */
+
+enum { SUM_CASE, SUM_VERDICT, SUM_CODE, SUM_BASE, SUM_CAND, SUM_CHANGE, SUM_P, SUM_DETECT,
+       SUM_NCOL };
+
+static const char *const sum_head[SUM_NCOL] = {
+	"case", "verdict", "code", "baseline us", "candidate us", "change [lo, hi]", "p_holm",
+	"detectable",
+};
+
+/* The summary's rows, as text, and the geometric mean of its timed cases. */
+struct summary {
+	json_t *rows;                 /* borrowed: summary_rows() */
+	size_t n;
+	char (*cells)[SUM_NCOL][112];
+	int ngeo;                     /* timed cases in the geometric mean */
+	double geo;                   /* their geometric mean ratio */
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of x[0..n) (sorted in place), n > 0. */
+static double median_of(double *x, size_t n)
+{
+	qsort(x, n, sizeof *x, cmp_double);
+	return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+/* "+1.23%" of a ratio, "-" when it is not a finite positive number. */
+static const char *change_text(json_t *ratio, char *buf, size_t len)
+{
+	double r = json_number_value(ratio);
+
+	if (!json_is_number(ratio) || !isfinite(r) || !(r > 0))
+		return "-";
+	snprintf(buf, len, "%+.2f%%", 100 * (r - 1));
+	return buf;
+}
+
+/* The code column: identical, or the differences of the case line's static
+ * ("regs +2, code +64 B"), "differs" when it has none to say. */
+static void code_cell(const struct view_job *v, json_t *cv, char *buf, size_t len)
+{
+	json_t *ident = json_object_get(cv, "identical_code"), *st = NULL;
+	const char *name = str_field(cv, "case");
+	size_t used = 0;
+
+	if (!json_is_boolean(ident) || is_not_applicable(cv)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (json_is_true(ident)) {
+		snprintf(buf, len, "identical");
+		return;
+	}
+	for (size_t i = 0; name && i < v->ncases_seen; i++)
+		if (strcmp(v->cases[i].name, name) == 0)
+			st = v->cases[i].statics;
+	buf[0] = '\0';
+	for (size_t i = 0; i < NSTATIC_DELTAS && used < len; i++) {
+		long long d = int_field(st, static_deltas[i].key, 0);
+		int k;
+
+		if (d == 0)
+			continue;
+		k = snprintf(buf + used, len - used, "%s%s %+lld%s", used ? ", " : "",
+			     static_deltas[i].short_what, d, static_deltas[i].short_unit);
+		used += k > 0 ? (size_t)k : 0;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "differs");
+}
+
+/* Whether a case verdict's ratio is a timing to count in the geometric
+ * mean: timed, not failed. */
+static bool counts_in_geomean(json_t *cv)
+{
+	const char *verdict = str_field(cv, "verdict");
+	double r = json_number_value(json_object_get(cv, "ratio_median"));
+
+	return verdict && strcmp(verdict, "fail") != 0 && strcmp(verdict, "not_timed") != 0 &&
+	       strcmp(verdict, "not_applicable") != 0 &&
+	       json_is_number(json_object_get(cv, "ratio_median")) && isfinite(r) && r > 0;
+}
+
+static void summary_build(const struct view_job *v, struct summary *sm)
+{
+	double logsum = 0;
+
+	sm->rows = summary_rows(v);
+	sm->n = json_array_size(sm->rows);
+	sm->cells = xcalloc(sm->n ? sm->n : 1, sizeof *sm->cells);
+	sm->ngeo = 0;
+	for (size_t i = 0; i < sm->n; i++) {
+		json_t *cv = json_array_get(sm->rows, i);
+		char (*c)[112] = sm->cells[i];
+		const char *name = str_field(cv, "case");
+		char a[32], lo[32], hi[32], p[32];
+
+		snprintf(c[SUM_CASE], sizeof c[0], "%s", name ? name : "?");
+		verdict_cell(cv, c[SUM_VERDICT], sizeof c[0]);
+		code_cell(v, cv, c[SUM_CODE], sizeof c[0]);
+		snprintf(c[SUM_BASE], sizeof c[0], "-");
+		snprintf(c[SUM_CAND], sizeof c[0], "-");
+		for (size_t k = 0; name && k < v->ncases_seen; k++) {
+			struct view_case *rec = &v->cases[k];
+
+			if (strcmp(rec->name, name) != 0 || rec->n == 0)
+				continue;
+			for (int arm = 0; arm < 2; arm++) {
+				double *x = xcalloc(rec->n, sizeof *x);
+
+				memcpy(x, rec->ns[arm], rec->n * sizeof *x);
+				snprintf(c[SUM_BASE + arm], sizeof c[0], "%.3f",
+					 median_of(x, rec->n) / 1000);
+				free(x);
+			}
+		}
+		if (!counts_in_geomean(cv))
+			snprintf(a, sizeof a, "-");
+		else
+			change_text(json_object_get(cv, "ratio_median"), a, sizeof a);
+		if (strcmp(a, "-") != 0 && json_object_get(cv, "ratio_lo"))
+			snprintf(c[SUM_CHANGE], sizeof c[0], "%s [%s, %s]", a,
+				 change_text(json_object_get(cv, "ratio_lo"), lo, sizeof lo),
+				 change_text(json_object_get(cv, "ratio_hi"), hi, sizeof hi));
+		else
+			snprintf(c[SUM_CHANGE], sizeof c[0], "%s", a);
+		snprintf(c[SUM_P], sizeof c[0], "%s",
+			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));
+		snprintf(c[SUM_DETECT], sizeof c[0], "%s",
+			 change_text(json_object_get(cv, "detectable_ratio"), a, sizeof a));
+		if (counts_in_geomean(cv)) {
+			logsum += log(json_number_value(json_object_get(cv, "ratio_median")));
+			sm->ngeo++;
+		}
+	}
+	sm->geo = sm->ngeo ? exp(logsum / sm->ngeo) : NAN;
+}
+
+/* The SGR colour of a verdict on a terminal, "" for none. */
+static const char *verdict_color(const char *verdict)
+{
+	if (!verdict)
+		return "";
+	if (!strncmp(verdict, "fail", 4) || !strcmp(verdict, "slower"))
+		return "\033[31m";      /* red */
+	if (!strcmp(verdict, "faster"))
+		return "\033[32m";      /* green */
+	if (!strcmp(verdict, "inconclusive"))
+		return "\033[33m";      /* yellow */
+	return "";
+}
+
+/* "geomean over 9 timed cases: +1.23% (candidate against baseline)". */
+static void geomean_text(const struct summary *sm, char *buf, size_t len)
+{
+	char g[32];
+
+	if (sm->ngeo == 0) {
+		snprintf(buf, len, "geomean: no timed case");
+		return;
+	}
+	snprintf(g, sizeof g, "%+.2f%%", 100 * (sm->geo - 1));
+	snprintf(buf, len, "geomean over %d timed case%s: %s (candidate against baseline)",
+		 sm->ngeo, sm->ngeo == 1 ? "" : "s", g);
+}
+
 void view_summary(FILE *out, const struct view_job *v)
 {
-	static const char *const head[] = {"case", "verdict", "code", "ratio [lo, hi]", "p_holm"};
-	enum { NCOL = 5 };
-	json_t *rows = summary_rows(v);
-	size_t n = json_array_size(rows);
-	char (*cells)[NCOL][96] = xcalloc(n ? n : 1, sizeof *cells);
-	const char **table = xcalloc(n * NCOL + 1, sizeof *table);
+	struct summary sm;
+	size_t w[SUM_NCOL];
+	char geo[160];
 
-	for (size_t i = 0; i < n; i++) {
-		json_t *cv = json_array_get(rows, i);
-		json_t *ident = json_object_get(cv, "identical_code");
-		char p[32];
+	summary_build(v, &sm);
+	if (sm.n > 0) {
+		for (int k = 0; k < SUM_NCOL; k++) {
+			w[k] = strlen(sum_head[k]);
+			for (size_t i = 0; i < sm.n; i++)
+				if (strlen(sm.cells[i][k]) > w[k])
+					w[k] = strlen(sm.cells[i][k]);
+		}
+		for (int k = 0; k + 1 < SUM_NCOL; k++)
+			fprintf(out, "%-*s  ", (int)w[k], sum_head[k]);
+		fprintf(out, "%s\n", sum_head[SUM_NCOL - 1]);
+		for (size_t i = 0; i < sm.n; i++) {
+			for (int k = 0; k < SUM_NCOL; k++) {
+				const char *cell = sm.cells[i][k];
+				const char *col = k == SUM_VERDICT && v->color ? verdict_color(cell) : "";
 
-		snprintf(cells[i][0], sizeof cells[i][0], "%s",
-			 str_field(cv, "case") ? str_field(cv, "case") : "?");
-		verdict_cell(cv, cells[i][1], sizeof cells[i][1]);
-		snprintf(cells[i][2], sizeof cells[i][2], "%s",
-			 !json_is_boolean(ident) || is_not_applicable(cv) ? "-" :
-			 json_is_true(ident) ? "identical" : "differs");
-		ratio_cell(cv, cells[i][3], sizeof cells[i][3]);
-		snprintf(cells[i][4], sizeof cells[i][4], "%s",
-			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));
-		for (int k = 0; k < NCOL; k++)
-			table[i * NCOL + (size_t)k] = cells[i][k];
+				/* The colour codes around the text, the padding
+				 * after them: columns line up as without. */
+				fprintf(out, "%s%s%s", col, cell, col[0] ? "\033[0m" : "");
+				if (k + 1 < SUM_NCOL)
+					fprintf(out, "%*s", (int)(w[k] - strlen(cell) + 2), "");
+			}
+			fputc('\n', out);
+		}
+		geomean_text(&sm, geo, sizeof geo);
+		fprintf(out, "%s\n", geo);
 	}
-	if (n > 0)
-		view_table(out, head, NCOL, table, n);
-	free(table);
-	free(cells);
+	free(sm.cells);
 	if (v->verdict)
 		print_run_verdict(v, out, 0);
+}
+
+/* A markdown table cell: '|' and control characters would break the row. */
+static void md_cell(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputs("\\|", out);
+		else if ((unsigned char)*s < 0x20)
+			fputc(' ', out);
+		else
+			fputc(*s, out);
+	}
+}
+
+void view_markdown(FILE *out, const struct view_job *v)
+{
+	struct summary sm;
+	char geo[160];
+	const char *verdict = str_field(v->verdict, "verdict");
+
+	summary_build(v, &sm);
+	fprintf(out, "### qual: %s\n\n", verdict ? verdict : "no verdict");
+	if (sm.n > 0) {
+		fputs("|", out);
+		for (int k = 0; k < SUM_NCOL; k++)
+			fprintf(out, " %s |", sum_head[k]);
+		fputs("\n|", out);
+		for (int k = 0; k < SUM_NCOL; k++)
+			fputs(k >= SUM_BASE && k != SUM_CHANGE ? " ---: |" : " --- |", out);
+		fputc('\n', out);
+		for (size_t i = 0; i < sm.n; i++) {
+			fputs("|", out);
+			for (int k = 0; k < SUM_NCOL; k++) {
+				fputc(' ', out);
+				md_cell(out, sm.cells[i][k]);
+				fputs(" |", out);
+			}
+			fputc('\n', out);
+		}
+		geomean_text(&sm, geo, sizeof geo);
+		fprintf(out, "\n%s\n", geo);
+	}
+	if (v->verdict) {
+		const char *message = str_field(v->verdict, "message");
+
+		fputs("\nverdict: ", out);
+		md_cell(out, verdict ? verdict : "?");
+		if (message) {
+			fputs(": ", out);
+			md_cell(out, message);
+		}
+		fputc('\n', out);
+	}
+	free(sm.cells);
+}
+
+/* Text as XML character data or an attribute value (quotes escaped);
+ * control characters XML 1.0 does not allow become spaces. */
+static void xml_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		switch (ch) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&apos;", out); break;
+		default:
+			fputc(ch < 0x20 && ch != '\t' && ch != '\n' ? ' ' : ch, out);
+		}
+	}
+}
+
+/* Whether name is in the verdict line's gate list key. */
+static bool in_gate_list(const struct view_job *v, const char *key, const char *name)
+{
+	json_t *list = json_object_get(json_object_get(v->verdict, "gate"), key), *x;
+	size_t i;
+
+	json_array_foreach(list, i, x)
+		if (name && json_is_string(x) && strcmp(json_string_value(x), name) == 0)
+			return true;
+	return false;
+}
+
+void view_junit(FILE *out, const struct view_job *v, const char *suite)
+{
+	struct summary sm;
+	int failures = 0, skipped = 0, errors = 0;
+	const char *run_verdict = str_field(v->verdict, "verdict");
+	const char *message = str_field(v->verdict, "message");
+	bool run_error = run_verdict && strcmp(run_verdict, "error") == 0;
+	char geo[160];
+
+	summary_build(v, &sm);
+	for (size_t i = 0; i < sm.n; i++) {
+		json_t *cv = json_array_get(sm.rows, i);
+		const char *verdict = str_field(cv, "verdict");
+
+		if (in_gate_list(v, "regression_cases", str_field(cv, "case")) ||
+		    (verdict && strcmp(verdict, "fail") == 0))
+			failures++;
+		else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable")))
+			skipped++;
+	}
+	errors = run_error || !v->verdict;
+	geomean_text(&sm, geo, sizeof geo);
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
+	fprintf(out, "<testsuites tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
+		sm.n + (size_t)errors, failures, errors, skipped);
+	fputs("  <testsuite name=\"", out);
+	xml_text(out, suite);
+	fprintf(out, "\" tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
+		sm.n + (size_t)errors, failures, errors, skipped);
+	fputs("    <properties>\n      <property name=\"verdict\" value=\"", out);
+	xml_text(out, run_verdict ? run_verdict : "none");
+	fputs("\"/>\n      <property name=\"geomean\" value=\"", out);
+	xml_text(out, geo);
+	fputs("\"/>\n    </properties>\n", out);
+	for (size_t i = 0; i < sm.n; i++) {
+		json_t *cv = json_array_get(sm.rows, i);
+		const char *verdict = str_field(cv, "verdict");
+		char row[SUM_NCOL * 120];
+		size_t used = 0;
+
+		for (int k = 0; k < SUM_NCOL; k++) {
+			int m = snprintf(row + used, sizeof row - used, "%s%s: %s", k ? ", " : "",
+					 sum_head[k], sm.cells[i][k]);
+			used += m > 0 && (size_t)m < sizeof row - used ? (size_t)m : 0;
+		}
+		fputs("    <testcase classname=\"", out);
+		xml_text(out, suite);
+		fputs("\" name=\"", out);
+		xml_text(out, sm.cells[i][SUM_CASE]);
+		fputs("\">\n", out);
+		if (in_gate_list(v, "regression_cases", str_field(cv, "case"))) {
+			fputs("      <failure type=\"regression\" message=\"", out);
+			xml_text(out, sm.cells[i][SUM_VERDICT]);
+			fputs(" ", out);
+			xml_text(out, sm.cells[i][SUM_CHANGE]);
+			fputs("\"/>\n", out);
+		} else if (verdict && strcmp(verdict, "fail") == 0) {
+			fputs("      <failure type=\"fail\" message=\"", out);
+			xml_text(out, sm.cells[i][SUM_VERDICT]);
+			fputs("\"/>\n", out);
+		} else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable"))) {
+			fputs("      <skipped message=\"", out);
+			xml_text(out, verdict);
+			fputs("\"/>\n", out);
+		}
+		fputs("      <system-out>", out);
+		xml_text(out, row);
+		fputs("</system-out>\n    </testcase>\n", out);
+	}
+	if (errors) {
+		fputs("    <testcase classname=\"", out);
+		xml_text(out, suite);
+		fputs("\" name=\"run\">\n      <error type=\"error\" message=\"", out);
+		xml_text(out, message ? message : v->verdict ? "the run's verdict is error" :
+			  "the lines end with no verdict");
+		fputs("\"/>\n    </testcase>\n", out);
+	}
+	fputs("  </testsuite>\n</testsuites>\n", out);
+	free(sm.cells);
+}
+
+bool view_color_wanted(FILE *f)
+{
+	const char *term = getenv("TERM"), *no = getenv("NO_COLOR");
+
+	return isatty(fileno(f)) && !(term && strcmp(term, "dumb") == 0) && !(no && no[0]);
 }
 
 bool view_not_timed(const struct view_job *v)

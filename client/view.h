@@ -24,6 +24,16 @@ enum view_flags {
 	VIEW_PREFIX = 1 << 1,
 };
 
+/* What the summary keeps of one case from its case and pair lines: the
+ * pair timings (ns per kernel, both finite and positive) for the time per
+ * arm, and the case line's static differences for the code column. */
+struct view_case {
+	char name[VIEW_CASE_MAX];
+	double *ns[2];          /* baseline, candidate: n of cap each */
+	size_t n, cap;
+	json_t *statics;        /* the case line's "static" (own reference), or NULL */
+};
+
 /* One job as seen so far. */
 struct view_job {
 	char job[VIEW_JOB_MAX];
@@ -44,6 +54,10 @@ struct view_job {
 	bool pairs_reported;   /* its pair summary line is written */
 	json_t *case_verdicts; /* the case_verdict lines (own references) */
 	json_t *verdict;       /* the verdict line (own reference), NULL before */
+	struct view_case *cases; /* per case, in the order first seen */
+	size_t ncases_seen, capcases;
+	bool color;            /* the summary's verdicts in colour (a terminal,
+				* NO_COLOR unset: view_color_wanted()) */
 };
 
 void view_job_init(struct view_job *v, const char *job);
@@ -59,10 +73,32 @@ void view_job_take(struct view_job *v, json_t *line, FILE *out, unsigned flags);
  * it never wraps and "\r" can redraw it. Empty once the verdict is in. */
 void view_progress(const struct view_job *v, char *buf, size_t len, size_t width);
 
-/* The summary table (case, verdict, code, median ratio [lo, hi], p_holm) and
- * the run verdict line, from the case_verdict lines (or, when there were
- * none, the verdict line's cases). */
+/* The summary table and the run verdict line, from the case_verdict lines
+ * (or, when there were none, the verdict line's cases): per case the
+ * verdict, the code (identical, or the candidate's register, size, spill
+ * and stack differences), the median time per kernel of each arm in us
+ * (from the pair lines seen), the change in percent with its interval, p
+ * after Holm and the detectable change; then the geometric mean of the
+ * timed cases' median ratios as a change in percent. Verdicts in colour
+ * when v->color. */
 void view_summary(FILE *out, const struct view_job *v);
+
+/* The same summary as a GitHub-flavoured markdown table with the run
+ * verdict and the geometric mean, for a CI job's summary page. */
+void view_markdown(FILE *out, const struct view_job *v);
+
+/* The same cases as a JUnit XML report (one testsuite named suite, one
+ * testcase per case): a case that made the run a regression under its gate
+ * (the verdict line's gate.regression_cases) or failed is a failure, one
+ * not timed or not applicable is skipped, and every case's row is its
+ * system-out; a run verdict of error with no failed case is an error of
+ * the suite's first testcase-less entry "run". */
+void view_junit(FILE *out, const struct view_job *v, const char *suite);
+
+/* Whether the summary on stream f should be in colour: f is a terminal,
+ * TERM is not "dumb" and NO_COLOR (https://no-color.org) is unset or
+ * empty. */
+bool view_color_wanted(FILE *f);
 
 /* A table on out: the head row, then nrows rows of ncols cells (row i's
  * cell k is cells[i * ncols + k]), each column as wide as its widest cell

@@ -27,3 +27,13 @@ foreach(c ${QUALCTL_FAKE_CASES})
                    ${CMAKE_CURRENT_SOURCE_DIR}/data/client ${c})
   set_tests_properties(client_fake_${c} PROPERTIES LABELS unit TIMEOUT 120)
 endforeach()
+
+# qualctl judge and qual-judge as a person (a pseudo-terminal: the summary
+# table, times per arm, percent, geomean, colour and NO_COLOR) and a CI job
+# (--json-out, --junit parsed as XML, --markdown) see a stored H200 run
+# (tests/tools/judge_view_test.py).
+add_test(NAME client_judge_view
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/judge_view_test.py
+                 $<TARGET_FILE:qualctl> $<TARGET_FILE:qual-judge>
+                 ${CMAKE_SOURCE_DIR}/docs/gpu-runs/2026-11-29/slow.jsonl)
+set_tests_properties(client_judge_view PROPERTIES LABELS unit)

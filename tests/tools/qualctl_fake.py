@@ -419,19 +419,27 @@ def submit_timed_plain(ctx):
     ]:
         check(want in out, "missing: " + want, out)
     table = out[out.index("case  "):].splitlines()
-    check(table[0].split() == ["case", "verdict", "code", "ratio", "[lo,", "hi]", "p_holm"],
+    check(table[0].split() == ["case", "verdict", "code", "baseline", "us", "candidate", "us",
+                               "change", "[lo,", "hi]", "p_holm", "detectable"],
           "table header", out)
-    check(table[1].split() == ["gemm_f16-256x512x256", "equivalent", "differs", "1.0012",
-                               "[0.9990,", "1.0031]", "1"], "equivalent row", table[1])
-    check(table[2].split() == ["gemm_i8-256x512x256", "fail", "(candidate)", "differs", "-", "-"],
+    # Times per arm: the median of the pair lines' ns per kernel, in us;
+    # the change in percent with its interval; the static differences.
+    check(table[1].split() == ["gemm_f16-256x512x256", "equivalent", "size",
+                               "+128", "B,", "regs", "-2", "10.014", "10.025", "+0.12%", "[-0.10%,", "+0.31%]",
+                               "1", "-"], "equivalent row", table[1])
+    check(table[2].split() == ["gemm_i8-256x512x256", "fail", "(candidate)", "size", "+128",
+                               "B,", "regs", "-2", "-", "-", "-", "-", "-"],
           "fail row", table[2])
-    check(table[3].split() == ["conv3x3_f16-7x7x512x512", "faster", "differs", "0.9500",
-                               "[0.9480,", "0.9530]", "3.7e-09"], "faster row", table[3])
+    check(table[3].split() == ["conv3x3_f16-7x7x512x512", "faster", "size",
+                               "+128", "B,", "regs", "-2", "10.014", "9.514", "-5.00%", "[-5.20%,", "-4.70%]",
+                               "3.7e-09", "-"], "faster row", table[3])
+    check(table[4] == "geomean over 2 timed cases: -2.47% (candidate against baseline)",
+          "geomean", "\n".join(table))
     # The columns line up: each header starts where its cells start.
     col = table[0].index("verdict")
     check(all(row[col - 2:col] == "  " and row[col] != " " for row in table[1:4]),
           "aligned columns", "\n".join(table))
-    check(len(out.splitlines()) == 13, "no line per pair", out)
+    check(len(out.splitlines()) == 14, "no line per pair", out)
 
 
 @case

@@ -371,9 +371,10 @@ static void test_not_applicable(void **state)
 	free(out);
 	out = summary_of("j5", lines);
 	assert_string_equal(out,
-		"case  verdict         code     ratio [lo, hi]           p_holm\n"
-		"a-1   equivalent      differs  1.0000 [0.9990, 1.0010]  1\n"
-		"w-2   not_applicable  -        -                        -\n"
+		"case  verdict         code     baseline us  candidate us  change [lo, hi]          p_holm  detectable\n"
+		"a-1   equivalent      differs  -            -             +0.00% [-0.10%, +0.10%]  1       -\n"
+		"w-2   not_applicable  -        -            -             -                        -       -\n"
+		"geomean over 1 timed case: +0.00% (candidate against baseline)\n"
 		"verdict: neutral (1 equivalent, 1 not_applicable)\n");
 	free(out);
 }
@@ -396,9 +397,10 @@ static void test_summary_table(void **state)
 	(void)state;
 	out = summary_of("j4", lines);
 	assert_string_equal(out,
-		"case             verdict    code       ratio [lo, hi]           p_holm\n"
-		"gemm_f16-1       slower     differs    1.0500 [1.0450, 1.0550]  1.86e-08\n"
-		"conv3x3_f16-7x7  identical  identical  1.0000 [0.9900, 1.0100]  1\n"
+		"case             verdict    code       baseline us  candidate us  change [lo, hi]          p_holm    detectable\n"
+		"gemm_f16-1       slower     differs    -            -             +5.00% [+4.50%, +5.50%]  1.86e-08  -\n"
+		"conv3x3_f16-7x7  identical  identical  -            -             +0.00% [-1.00%, +1.00%]  1         -\n"
+		"geomean over 2 timed cases: +2.47% (candidate against baseline)\n"
 		"verdict: regression (1 slower, 1 identical)\n");
 	free(out);
 }
@@ -418,8 +420,9 @@ static void test_summary_from_verdict_line(void **state)
 	(void)state;
 	out = summary_of("j5", lines);
 	assert_string_equal(out,
-		"case  verdict  code  ratio [lo, hi]  p_holm\n"
-		"a-1   faster   -     0.9000          0.01\n"
+		"case  verdict  code  baseline us  candidate us  change [lo, hi]  p_holm  detectable\n"
+		"a-1   faster   -     -            -             -10.00%          0.01    -\n"
+		"geomean over 1 timed case: -10.00% (candidate against baseline)\n"
 		"verdict: interrupted (1 faster)\n"
 		"  quald stopped\n");
 	free(out);
