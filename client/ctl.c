@@ -18,6 +18,9 @@ static const struct option common_opts[] = {
 	{.name = "token-file", .has_arg = required_argument, .val = CTL_OPT_TOKEN_FILE},
 	{.name = "timeout", .has_arg = required_argument, .val = CTL_OPT_TIMEOUT},
 	{.name = "json", .has_arg = no_argument, .val = CTL_OPT_JSON},
+	{.name = "json-out", .has_arg = required_argument, .val = CTL_OPT_JSON_OUT},
+	{.name = "junit", .has_arg = required_argument, .val = CTL_OPT_JUNIT},
+	{.name = "markdown", .has_arg = required_argument, .val = CTL_OPT_MARKDOWN},
 	{.name = "help", .has_arg = no_argument, .val = 'h'},
 };
 #define NCOMMON (sizeof common_opts / sizeof common_opts[0])
@@ -29,7 +32,10 @@ size_t ctl_common_options(struct option *opts, bool with_json)
 	size_t n = 0;
 
 	for (size_t i = 0; i < NCOMMON; i++)
-		if (with_json || common_opts[i].val != CTL_OPT_JSON)
+		if (with_json || (common_opts[i].val != CTL_OPT_JSON &&
+				  common_opts[i].val != CTL_OPT_JSON_OUT &&
+				  common_opts[i].val != CTL_OPT_JUNIT &&
+				  common_opts[i].val != CTL_OPT_MARKDOWN))
 			opts[n++] = common_opts[i];
 	return n;
 }
@@ -121,6 +127,19 @@ int ctl_take_common(struct ctl *ctl, const struct command *cmd, int opt, const c
 	}
 	if (opt == CTL_OPT_JSON) {
 		ctl->json = true;
+		return 0;
+	}
+	if (opt == CTL_OPT_JSON_OUT || opt == CTL_OPT_JUNIT || opt == CTL_OPT_MARKDOWN) {
+		const char *name = opt == CTL_OPT_JSON_OUT ? "--json-out" :
+				   opt == CTL_OPT_JUNIT ? "--junit" : "--markdown";
+
+		/* The commands that follow one job to its verdict. */
+		if (strcmp(cmd->name, "submit") != 0 && strcmp(cmd->name, "show") != 0 &&
+		    strcmp(cmd->name, "wait") != 0)
+			return ctl_usage_error(cmd, "%s is for submit, show and wait, which end "
+					       "with a job's verdict", name);
+		*(opt == CTL_OPT_JSON_OUT ? &ctl->rep.json_out :
+		  opt == CTL_OPT_JUNIT ? &ctl->rep.junit : &ctl->rep.markdown) = arg;
 		return 0;
 	}
 	if (opt != CTL_OPT_TIMEOUT)

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "client/conn.h"
+#include "client/report.h"
 
 /* How long a request waits for its reply line. A submit's reply comes after
  * quald has loaded both libraries in identify children (each up to its
@@ -37,6 +38,8 @@ struct ctl {
 	const char *token_file; /* --token-file, or NULL: $QUAL_TOKEN_FILE */
 	int timeout_ms;      /* for each reply line */
 	bool json;           /* raw lines on stdout, no tables */
+	struct report_files rep; /* --json-out, --junit, --markdown (submit,
+				  * show, wait) */
 	struct conn conn;
 	char path_buf[PATH_MAX];
 };
@@ -55,6 +58,9 @@ enum {
 	CTL_OPT_TOKEN_FILE,
 	CTL_OPT_TIMEOUT,
 	CTL_OPT_JSON,
+	CTL_OPT_JSON_OUT,
+	CTL_OPT_JUNIT,
+	CTL_OPT_MARKDOWN,
 	CTL_OPT_OWN,
 };
 
@@ -67,6 +73,10 @@ enum {
 	"  --token-file PATH  with --tcp: the token quald's --tcp-token-file\n"  \
 	"                   holds (default $QUAL_TOKEN_FILE)\n"                   \
 	"  --timeout S      seconds to wait for a reply (default 120)\n"         \
+	"  --json-out FILE  (submit, show, wait) the job's lines also to FILE\n" \
+	"  --junit FILE     (submit, show, wait) a JUnit XML report of the\n"   \
+	"                   verdict: regression and failed cases fail\n"        \
+	"  --markdown FILE  (submit, show, wait) the summary as markdown\n"     \
 	"  -h, --help       this help\n"
 
 /* ---- options (ctl.c) ------------------------------------------------- */
@@ -74,7 +84,7 @@ enum {
 /* The common options' getopt_long() entries (CTL_NCOMMON at most) into
  * opts, --json among them when with_json (qualctl's own options are the
  * same less --json); returns how many. */
-#define CTL_NCOMMON 6
+#define CTL_NCOMMON 9
 size_t ctl_common_options(struct option *opts, bool with_json);
 
 void ctl_init(struct ctl *ctl);
@@ -153,6 +163,9 @@ int ctl_request(struct ctl *ctl, json_t *request, struct reply *r);
 
 int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_watch(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
+/* wait JOB: follows one job (its stored lines, then its live ones) to its
+ * verdict, as submit does, and exits with its status. */
+int ctl_wait(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_status(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv);

@@ -68,11 +68,12 @@ static const char *job_of(json_t *line)
 /* A job line (text, len bytes, parsed into line) on stdout: as it came with
  * --json, else as plain text (flags: view.h's); v takes it either way.
  * Returns whether it was the job's verdict line. */
-static bool take_line(const struct ctl *ctl, struct view_job *v, json_t *line,
+static bool take_line(struct ctl *ctl, struct view_job *v, json_t *line,
 		      const char *text, size_t len, unsigned flags)
 {
 	struct lines_info info;
 
+	report_line(&ctl->rep, text, len);
 	if (ctl->json) {
 		fwrite(text, 1, len, stdout);
 		fputc('\n', stdout);
@@ -87,11 +88,12 @@ static bool take_line(const struct ctl *ctl, struct view_job *v, json_t *line,
 /* Follows job's lines on the connection until its verdict line, printing
  * them as --json or the plain lines and progress say, then the summary.
  * Returns the exit status of the verdict, except that a passing job that
- * timed nothing though the submit did not ask for compile_only is
+ * timed nothing though the submit did not ask for compile_only (1 it did,
+ * 0 it did not, -1 unknown: the job's start line says) is
  * QUAL_EXIT_NOT_TIMED, with why on stderr: a gate must not pass what was
  * never measured. Without a verdict (connection lost, ^C) the job's outcome
  * is unknown to us: QUAL_EXIT_ERROR. */
-static int follow_job(struct ctl *ctl, const char *job, int position, bool compile_only)
+static int follow_job(struct ctl *ctl, const char *job, int position, int compile_only)
 {
 	struct progress prog = {.on = stdout_is_terminal(ctl)};
 	struct lines_info info;
@@ -151,10 +153,18 @@ static int follow_job(struct ctl *ctl, const char *job, int position, bool compi
 		fflush(stdout);
 	}
 	progress_clear(&prog);
-	if (!ctl->json)
+	if (!ctl->json) {
+		v.color = view_color_wanted(stdout);
 		view_summary(stdout, &v);
+	}
 	lines_classify(v.verdict, &info);
 	status = view_exit_status(info.verdict);
+	if (report_finish("qualctl", &ctl->rep, &v) < 0) {
+		status = QUAL_EXIT_USAGE;
+		goto out;
+	}
+	if (compile_only < 0) /* wait: what the job's start line says was asked */
+		compile_only = v.compile_only_asked;
 	if (status == QUAL_EXIT_PASS && !compile_only && view_not_timed(&v)) {
 		fprintf(stderr, "qualctl: job %s was not timed (%s) though the submit did not ask "
 			"for --compile-only: exit %d, not a pass; run it where quald has a GPU, or "
@@ -164,6 +174,7 @@ static int follow_job(struct ctl *ctl, const char *job, int position, bool compi
 		status = QUAL_EXIT_NOT_TIMED;
 	}
 out:
+	report_abandon(&ctl->rep);
 	fflush(stdout);
 	view_job_release(&v);
 	return status;
@@ -391,6 +402,15 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 	}
 	json_object_set_new(s.req, "follow", json_boolean(s.follow));
 	compile_only = json_is_true(json_object_get(s.req, "compile_only"));
+	if (s.follow && report_open("qualctl", &ctl->rep) < 0) {
+		rc = QUAL_EXIT_USAGE;
+		goto out;
+	}
+	if (!s.follow && (ctl->rep.json_out || ctl->rep.junit || ctl->rep.markdown)) {
+		rc = ctl_usage_error(cmd, "%s", "--json-out, --junit and --markdown need the job "
+				     "followed: with --no-follow, give them to 'qualctl wait JOB'");
+		goto out;
+	}
 	rc = ctl_request(ctl, s.req, &r);
 	s.req = NULL; /* taken */
 	if (rc >= 0)
@@ -412,15 +432,49 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 		goto out;
 	}
 	position = (int)json_integer_value(json_object_get(r.obj, "position"));
-	if (!ctl->json && !stdout_is_terminal(ctl)) {
+	if (!ctl->json) {
+		/* On a terminal too: the progress line that follows is
+		 * redrawn and cleared, and the job id must stay on screen. */
 		printf("job %s: queued, position %d\n", job, position);
 		fflush(stdout);
 	}
-	rc = follow_job(ctl, job, position, compile_only);
+	rc = follow_job(ctl, job, position, compile_only ? 1 : 0);
 out:
+	report_abandon(&ctl->rep);
 	json_decref(s.req);
 	ctl_reply_release(&r);
 	return rc;
+}
+
+/* ---- wait ---- */
+
+int ctl_wait(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
+{
+	struct reply r = {0};
+	const char *job;
+	int first, rc;
+
+	rc = ctl_parse_args(ctl, cmd, argc, argv, NULL, ctl_take_nothing, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 1)
+		return ctl_usage_error(cmd, "%s", "needs one job id");
+	job = argv[first];
+	if (report_open("qualctl", &ctl->rep) < 0)
+		return QUAL_EXIT_USAGE;
+	/* A watch from the job's first line: its stored lines, then its live
+	 * ones (and other jobs', which follow_job() passes over). */
+	rc = ctl_request(ctl, json_pack("{s:s,s:s,s:I}", "op", "watch", "after_job", job,
+					"after_seq", (json_int_t)-1), &r);
+	if (rc >= 0) {
+		report_abandon(&ctl->rep);
+		return rc;
+	}
+	ctl_reply_release(&r);
+	if (!ctl->json)
+		printf("job %s: waiting for its verdict\n", job);
+	fflush(stdout);
+	return follow_job(ctl, job, -1, -1);
 }
 
 int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv)

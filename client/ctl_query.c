@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "client/view.h"
+#include "common/lines.h"
 #include "common/exitcode.h"
 #include "common/xalloc.h"
 
@@ -281,6 +282,10 @@ int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		return rc;
 	n = json_integer_value(json_object_get(r.obj, "lines"));
 	view_job_init(&v, job);
+	if (report_open("qualctl", &ctl->rep) < 0) {
+		rc = QUAL_EXIT_USAGE;
+		goto out;
+	}
 	if (!ctl->json) {
 		json_t *fixtures = json_object_get(r.obj, "fixtures");
 		size_t i;
@@ -298,16 +303,38 @@ int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 				ctl->conn.where, (long long)i, (long long)n, v.job);
 			goto out;
 		}
+		report_line(&ctl->rep, line.text, line.len);
 		if (ctl->json)
 			ctl_print_raw(&line);
 		else
 			view_job_take(&v, line.obj, stdout, 0);
 		ctl_reply_release(&line);
 	}
-	if (!ctl->json && v.verdict)
+	if (!ctl->json && v.verdict) {
+		v.color = view_color_wanted(stdout);
 		view_summary(stdout, &v);
-	rc = QUAL_EXIT_PASS;
+	}
+	/* The job's verdict status, as submit gives it; 0 while it has none
+	 * (queued or running: 'qualctl wait' gates on it). */
+	if (v.verdict) {
+		struct lines_info info;
+
+		lines_classify(v.verdict, &info);
+		rc = view_exit_status(info.verdict);
+	} else {
+		rc = QUAL_EXIT_PASS;
+	}
+	if ((ctl->rep.junit || ctl->rep.markdown) && !v.verdict) {
+		fprintf(stderr, "qualctl: job %s has no verdict yet (%s): no --junit or --markdown "
+			"report written ('qualctl wait %s' waits for it)\n", v.job,
+			state ? state : "?", v.job);
+		rc = QUAL_EXIT_ERROR;
+		report_abandon(&ctl->rep);
+	} else if (report_finish("qualctl", &ctl->rep, &v) < 0) {
+		rc = QUAL_EXIT_USAGE;
+	}
 out:
+	report_abandon(&ctl->rep);
 	view_job_release(&v);
 	ctl_reply_release(&r);
 	return rc;

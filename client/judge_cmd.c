@@ -15,6 +15,7 @@
 #include "common/timesplit.h"
 #include "stats/judge.h"
 #include "client/judge_cmd.h"
+#include "client/report.h"
 #include "client/view.h"
 
 static void usage(FILE *f, const char *prog)
@@ -77,67 +78,21 @@ static int parse_unit(const char *prog, const char *opt, const char *s, double h
 	return 0;
 }
 
-/* Writes a file at path with fn(f, ctx); -1 (said on stderr) when it
- * cannot be written. */
-static int write_file(const char *prog, const char *path, const char *what,
-		      void (*fn)(FILE *, const void *), const void *ctx)
-{
-	FILE *f = fopen(path, "w");
-	int bad;
-
-	if (!f) {
-		fprintf(stderr, "%s: cannot write the %s to '%s': %s\n", prog, what, path,
-			strerror(errno));
-		return -1;
-	}
-	fn(f, ctx);
-	bad = ferror(f);
-	if (fclose(f) != 0 || bad) {
-		fprintf(stderr, "%s: cannot write the %s to '%s'\n", prog, what, path);
-		return -1;
-	}
-	return 0;
-}
-
-struct bytes {
-	const char *p;
-	size_t n;
-};
-
-static void lines_fn(FILE *f, const void *ctx)
-{
-	const struct bytes *b = ctx;
-
-	fwrite(b->p, 1, b->n, f);
-}
-
-static void junit_fn(FILE *f, const void *ctx)
-{
-	view_junit(f, ctx, "qual");
-}
-
-static void markdown_fn(FILE *f, const void *ctx)
-{
-	view_markdown(f, ctx);
-}
-
 /* The judge's lines (res, len bytes) shown and written: taken into the view
  * (which has the input's start, case and pair lines), then to stdout as the
- * table or as they are, and into the files asked for. -1 when a file
+ * table or as they are, and into the files asked for (rep). -1 when a file
  * could not be written (said). */
 static int write_outputs(const char *prog, const char *res, size_t len, struct view_job *v,
-			 int table, const char *json_out, const char *junit,
-			 const char *markdown)
+			 int table, struct report_files *rep)
 {
 	const char *at = res, *end = res + len;
-	struct bytes lines = {res, len};
-	int rc = 0;
 
 	while (at < end) {
 		const char *nl = memchr(at, '\n', (size_t)(end - at));
 		size_t n = nl ? (size_t)(nl - at) : (size_t)(end - at);
 		json_t *line = json_loadb(at, n, 0, NULL);
 
+		report_line(rep, at, n);
 		if (line) {
 			view_clean(line);
 			view_job_take(v, line, NULL, 0);
@@ -151,13 +106,7 @@ static int write_outputs(const char *prog, const char *res, size_t len, struct v
 	} else {
 		fwrite(res, 1, len, stdout);
 	}
-	if (json_out && write_file(prog, json_out, "lines", lines_fn, &lines) < 0)
-		rc = -1;
-	if (junit && write_file(prog, junit, "JUnit report", junit_fn, v) < 0)
-		rc = -1;
-	if (markdown && write_file(prog, markdown, "markdown summary", markdown_fn, v) < 0)
-		rc = -1;
-	return rc;
+	return report_finish(prog, rep, v);
 }
 
 int judge_cmd_main(const char *prog, int argc, char **argv)
@@ -194,7 +143,7 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	int opt, status = QUAL_EXIT_USAGE;
 	/* -1: table on a terminal, json otherwise; 0 json; 1 table. */
 	int table = -1;
-	const char *json_out = NULL, *junit = NULL, *markdown = NULL;
+	struct report_files rep = {0};
 	struct view_job view;
 	char *res = NULL;
 	size_t reslen = 0;
@@ -247,13 +196,13 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 			table = 0;
 			break;
 		case 'o':
-			json_out = optarg;
+			rep.json_out = optarg;
 			break;
 		case 'J':
-			junit = optarg;
+			rep.junit = optarg;
 			break;
 		case 'M':
-			markdown = optarg;
+			rep.markdown = optarg;
 			break;
 		case 'h':
 			usage(stdout, prog);
@@ -346,6 +295,8 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		s.gate_faster = (enum gate_rule)gate_faster;
 	if (undecided >= 0)
 		s.undecided = (enum gate_undecided)undecided;
+	if (report_open(prog, &rep) < 0)
+		goto out;
 	resf = open_memstream(&res, &reslen);
 	if (!resf) {
 		fprintf(stderr, "%s: out of memory\n", prog);
@@ -353,12 +304,13 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	}
 	status = judge_exit_status(judge_finish(&j, &s, resf, &not_timed));
 	fclose(resf);
-	if (write_outputs(prog, res, reslen, &view, table, json_out, junit, markdown) < 0)
+	if (write_outputs(prog, res, reslen, &view, table, &rep) < 0)
 		status = QUAL_EXIT_USAGE;
 	if (j.no_valid_pair)
 		fprintf(stderr, "%s: '%s': no valid pair: every timed pair has a timing that is "
 			"not finite and positive, so nothing was measured\n", prog, path);
 out:
+	report_abandon(&rep);
 	free(buf);
 	free(res);
 	view_job_release(&view);

@@ -85,6 +85,15 @@ static const struct command commands[] = {
 	 CTL_COMMON_HELP
 	 "\nExit status: 0 when interrupted (^C, SIGTERM); 4 usage or refused;\n"
 	 "5 quald cannot be reached or went away.\n"},
+	{"wait", ctl_wait, "wait JOB [options]",
+	 "Follows a job to its verdict (a job submitted with --no-follow, or one\n"
+	 "already done: its stored lines, then its live ones), shows it as submit\n"
+	 "does, and exits with its verdict's status: a CI job can submit early and\n"
+	 "gate later (job=$(qualctl submit --no-follow ...); ...; qualctl wait\n"
+	 "\"$job\" --junit report.xml).\n"
+	 CTL_COMMON_HELP
+	 "\nExit status: as submit's (the job's verdict); 6 when the job timed\n"
+	 "nothing though it was not submitted with --compile-only.\n"},
 	{"status", ctl_status, "status [options]",
 	 "Shows quald's version, its worker slots and what runs in them, and the\n"
 	 "queue.\n\n" CTL_COMMON_HELP EXIT_HELP},
@@ -95,7 +104,11 @@ static const struct command commands[] = {
 	{"show", ctl_show, "show JOB [options]",
 	 "Shows a job's state and its stored lines (plain, with the summary table\n"
 	 "once it has a verdict); --json prints the stored lines exactly.\n\n"
-	 CTL_COMMON_HELP EXIT_HELP},
+	 CTL_COMMON_HELP
+	 "\nExit status: the job's verdict's, as submit's, once it has one; 0\n"
+	 "while it has none (queued, running: 'qualctl wait' gates on it), 3\n"
+	 "when a --junit or --markdown report was asked of such a job; 4 usage\n"
+	 "or refused; 5 quald cannot be reached.\n"},
 	{"cancel", ctl_cancel, "cancel JOB [options]",
 	 "Cancels a queued or running job; its log ends with a cancelled verdict.\n\n"
 	 CTL_COMMON_HELP EXIT_HELP},

@@ -131,6 +131,7 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 	v->started = true;
 	snprintf(v->not_timed_because, sizeof v->not_timed_because, "%s",
 		 json_is_true(json_object_get(line, "timed")) ? "" : why ? why : "");
+	v->compile_only_asked = json_is_true(json_object_get(settings, "compile_only"));
 	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
 	v->npairs = (int)int_field(settings, "pairs", 0);
 	v->nsessions = (int)int_field(settings, "sessions", 0);
@@ -815,13 +816,19 @@ static void xml_text(FILE *out, const char *s)
 	}
 }
 
-/* Whether name is in the verdict line's gate list key. */
-static bool in_gate_list(const struct view_job *v, const char *key, const char *name)
+/* Whether case verdict cv made the run a regression: in the verdict line's
+ * gate.regression_cases; a verdict line without a gate (lines of an older
+ * engine) counts every slower case of a run that is a regression. */
+static bool is_regression_case(const struct view_job *v, json_t *cv)
 {
-	json_t *list = json_object_get(json_object_get(v->verdict, "gate"), key), *x;
+	json_t *gate = json_object_get(v->verdict, "gate"), *x;
+	const char *name = str_field(cv, "case"), *verdict = str_field(cv, "verdict");
+	const char *run = str_field(v->verdict, "verdict");
 	size_t i;
 
-	json_array_foreach(list, i, x)
+	if (!json_is_object(gate))
+		return verdict && run && !strcmp(verdict, "slower") && !strcmp(run, "regression");
+	json_array_foreach(json_object_get(gate, "regression_cases"), i, x)
 		if (name && json_is_string(x) && strcmp(json_string_value(x), name) == 0)
 			return true;
 	return false;
@@ -841,7 +848,7 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 		json_t *cv = json_array_get(sm.rows, i);
 		const char *verdict = str_field(cv, "verdict");
 
-		if (in_gate_list(v, "regression_cases", str_field(cv, "case")) ||
+		if (is_regression_case(v, cv) ||
 		    (verdict && strcmp(verdict, "fail") == 0))
 			failures++;
 		else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable")))
@@ -877,7 +884,7 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 		fputs("\" name=\"", out);
 		xml_text(out, sm.cells[i][SUM_CASE]);
 		fputs("\">\n", out);
-		if (in_gate_list(v, "regression_cases", str_field(cv, "case"))) {
+		if (is_regression_case(v, cv)) {
 			fputs("      <failure type=\"regression\" message=\"", out);
 			xml_text(out, sm.cells[i][SUM_VERDICT]);
 			fputs(" ", out);

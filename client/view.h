@@ -41,6 +41,8 @@ struct view_job {
 	bool started;          /* its start line arrived */
 	char not_timed_because[256]; /* the start line's reason, "" when timed
 				      * or unknown */
+	bool compile_only_asked; /* the start line's settings.compile_only:
+				  * the run was asked for a static comparison */
 	int ncases;            /* cases the run has (start line), 0 unknown */
 	int npairs;            /* pairs per timed case (start line), 0 unknown */
 	int nsessions;         /* processes timing the run (start line), 0 or 1:

@@ -1205,6 +1205,10 @@ static void emit_start(struct run *run, const int *sel, int nsel, const char *no
 	}
 	json_object_set_new(json_object_get(line, "settings"), "compile_jobs",
 			    json_integer(run->compile_jobs));
+	/* Asked for (--compile-only), not a compile-only slot's choice
+	 * (--compile-only-because): what 'qualctl wait' gates on. */
+	json_object_set_new(json_object_get(line, "settings"), "compile_only",
+			    json_boolean(cfg->compile_only && !cfg->compile_only_because));
 	json_object_set_new(json_object_get(line, "settings"), "cache", run->artifacts ?
 			    lines_text(run->artifacts->dir) : json_null());
 	lines_emit(run->out, line);

@@ -480,6 +480,118 @@ def submit_refused(ctx):
         check(out == "", "nothing on stdout", out)
 
 
+def check_reports(d, lines, want_failed):
+    """The --json-out, --junit and --markdown files of a job in d: the
+    lines as they came, JUnit that parses with want_failed failing, a
+    markdown row per case."""
+    import xml.etree.ElementTree as ET
+    with open(os.path.join(d, "lines.jsonl")) as f:
+        check(f.read() == "".join(l + "\n" for l in lines), "--json-out: the job's lines")
+    suite = ET.parse(os.path.join(d, "junit.xml")).getroot().find("testsuite")
+    names = [t.get("name") for t in suite.findall("testcase")]
+    check(names == [c[0] for c in TIMED_CASES], "a testcase per case", names)
+    failed = [t.get("name") for t in suite.findall("testcase") if t.find("failure") is not None]
+    check(failed == want_failed, "JUnit failures", failed)
+    with open(os.path.join(d, "summary.md")) as f:
+        md = f.read()
+    check(sum(1 for l in md.splitlines() if l.startswith("| ")) == 2 + len(TIMED_CASES) and
+          "| gemm_i8-256x512x256 | slower |" in md, "markdown table", md)
+
+
+def report_args(d):
+    return ["--json-out", os.path.join(d, "lines.jsonl"), "--junit",
+            os.path.join(d, "junit.xml"), "--markdown", os.path.join(d, "summary.md")]
+
+
+@case
+def submit_reports(ctx):
+    """submit with --json-out, --junit and --markdown: the files beside the
+    table; with --no-follow they are refused (wait takes them); a report
+    for another command is refused; one that cannot be made fails first,
+    before any submit."""
+    lines = timed_lines("regression")
+    fake = ctx.serve(lambda req: [submit_reply()] + lines)
+    with tempfile.TemporaryDirectory() as d:
+        code, out, err = ctx.run("submit", "/b.so", "/c.so", *report_args(d))
+        expect_status((code,), EXIT_REGRESSION, out, err)
+        check(out.startswith("job %s: queued, position 0\n" % JOB), "job id on screen", out)
+        check("geomean over 3 timed cases:" in out, "the table's geomean", out)
+        check_reports(d, lines, ["gemm_i8-256x512x256"])
+        fake.requests.clear()
+        code, out, err = ctx.run("submit", "/b.so", "/c.so", "--no-follow", "--junit",
+                                 os.path.join(d, "x.xml"))
+        check(code == EXIT_USAGE and "with --no-follow, give them to 'qualctl wait JOB'" in err
+              and not fake.requests, "--no-follow refuses reports", err)
+        code, out, err = ctx.run("status", "--junit", os.path.join(d, "x.xml"))
+        check(code == EXIT_USAGE and "--junit is for submit, show and wait" in err,
+              "reports only where a job ends", err)
+        code, out, err = ctx.run("submit", "/b.so", "/c.so", "--json-out",
+                                 os.path.join(d, "no", "dir", "l.jsonl"))
+        check(code == EXIT_USAGE and "cannot write the lines to" in err and not fake.requests,
+              "an unwritable --json-out fails before the submit", err)
+
+
+@case
+def show_reports(ctx):
+    """show with reports once the job has a verdict; of a job without one,
+    exit 3 and no report."""
+    lines = timed_lines("regression")
+    running = timed_lines("regression", cut_after=5)
+
+    def handler(req):
+        if req["job"] == JOB:
+            return [reply("show", job=JOB, state="done", lines=len(lines))] + lines
+        return [reply("show", job=req["job"], state="running", lines=len(running))] + running
+    ctx.serve(handler)
+    with tempfile.TemporaryDirectory() as d:
+        code, out, err = ctx.run("show", JOB, *report_args(d))
+        expect_status((code,), EXIT_REGRESSION, out, err)
+        check_reports(d, lines, ["gemm_i8-256x512x256"])
+        code, out, err = ctx.run("show", "j000050")
+        check(code == EXIT_PASS, "show of a running job: 0", out, err)
+        code, out, err = ctx.run("show", "j000050", "--junit", os.path.join(d, "r.xml"))
+        check(code == EXIT_ERROR and "has no verdict yet (running)" in err and
+              not os.path.exists(os.path.join(d, "r.xml")), "no report of a running job", err)
+
+
+@case
+def wait_job(ctx):
+    """wait JOB: a watch from the job's first line; other jobs' lines passed
+    over; the table and the reports; the verdict's exit status; a job that
+    timed nothing though not asked to compile only is 6; a refused job id
+    is a usage error."""
+    a = timed_lines("regression")
+    other = compile_only_lines(ctx.data, job="j000099")
+    mixed = [x for pair in zip(a, other) for x in pair] + a[len(other):]
+
+    def handler(req):
+        if req.get("after_job") == "j404":
+            return [json.dumps({"type": "refused", "op": "watch", "id": 1,
+                                "message": "no job 'j404'"})]
+        if req.get("after_job") == "j000099":
+            return [reply("watch")] + other
+        return [reply("watch")] + mixed + ["HOLD"]
+    fake = ctx.serve(handler)
+    with tempfile.TemporaryDirectory() as d:
+        code, out, err = ctx.run("wait", JOB, *report_args(d))
+        check(fake.requests[0] == {"op": "watch", "id": 1, "after_job": JOB, "after_seq": -1},
+              "wait's request", fake.requests)
+        expect_status((code,), EXIT_REGRESSION, out, err)
+        check(out.startswith("job %s: waiting for its verdict\n" % JOB) and
+              "[j000099]" not in out and "attention_f16-128" not in out,
+              "only the job's lines", out)
+        check("verdict: regression (" in out and "geomean over 3" in out, "wait's table", out)
+        check_reports(d, a, ["gemm_i8-256x512x256"])
+    # A compile-only job's lines (the engine's, not asked for compile_only
+    # in their start line: a slot without a GPU) are not a pass.
+    code, out, err = ctx.run("wait", "j000099")
+    check(code == EXIT_NOT_TIMED and "was not timed" in err, "wait: not timed is 6", out, err)
+    code, out, err = ctx.run("wait", "j404")
+    check(code == EXIT_USAGE and "no job 'j404'" in err, "wait: unknown job", err)
+    code, out, err = ctx.run("wait")
+    check(code == EXIT_USAGE and "needs one job id" in err, "wait usage", err)
+
+
 @case
 def submit_no_follow(ctx):
     fake = ctx.serve(lambda req: [submit_reply(position=3)])
@@ -624,7 +736,7 @@ def show_cancel(ctx):
         return [reply("cancel", job=req["job"], state="cancelled")]
     ctx.serve(handler)
     code, out, err = ctx.run("show", JOB)
-    check(code == 0, "show exit", out, err)
+    check(code == EXIT_REGRESSION, "show exits with the job's verdict status", out, err)
     check(out.startswith("job j000042: done, %d lines\n" % len(lines)), "show header", out)
     rows = [l.split()[:2] for l in out.splitlines()]
     check(["gemm_i8-256x512x256", "slower"] in rows and "verdict: regression (" in out,
@@ -632,7 +744,7 @@ def show_cancel(ctx):
     check("fixtures:" not in out, "show without fixture directories", out)
     # A job with fixture directories: each under the header line.
     code, out, err = ctx.run("show", "j000043")
-    check(code == 0 and out.startswith("job j000043: done, %d lines\nfixtures: '/srv/fx/a'\n"
+    check(code == EXIT_REGRESSION and out.startswith("job j000043: done, %d lines\nfixtures: '/srv/fx/a'\n"
                                        "fixtures: '/srv/fx/b'\n" % len(lines)),
           "show's fixture directories", out)
     code, out, err = ctx.run("show", JOB, "--json")
