@@ -153,6 +153,20 @@ int ctl_take_common(struct ctl *ctl, const struct command *cmd, int opt, const c
 	return 0;
 }
 
+int ctl_job_operand(struct ctl *ctl, const struct command *cmd, int argc, char **argv,
+		    const char **job)
+{
+	int first, rc;
+
+	rc = ctl_parse_args(ctl, cmd, argc, argv, NULL, ctl_take_nothing, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 1)
+		return ctl_usage_error(cmd, "%s", "needs one job id");
+	*job = argv[first];
+	return -1;
+}
+
 int ctl_take_nothing(void *st, const struct command *cmd, int opt, const char *arg)
 {
 	(void)st;

@@ -116,6 +116,11 @@ int ctl_take_common(struct ctl *ctl, const struct command *cmd, int opt, const c
  * and returns 0 or an exit status. */
 typedef int (*ctl_take_fn)(void *st, const struct command *cmd, int opt, const char *arg);
 
+/* The common options and one operand, a job id, into *job: -1 to go on,
+ * or the exit status (help, a usage error). */
+int ctl_job_operand(struct ctl *ctl, const struct command *cmd, int argc, char **argv,
+		    const char **job);
+
 /* take for a command without options of its own. */
 int ctl_take_nothing(void *st, const struct command *cmd, int opt, const char *arg);
 

@@ -452,14 +452,11 @@ int ctl_wait(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
 	struct reply r = {0};
 	const char *job;
-	int first, rc;
+	int rc;
 
-	rc = ctl_parse_args(ctl, cmd, argc, argv, NULL, ctl_take_nothing, NULL, &first);
+	rc = ctl_job_operand(ctl, cmd, argc, argv, &job);
 	if (rc >= 0)
 		return rc;
-	if (argc - first != 1)
-		return ctl_usage_error(cmd, "%s", "needs one job id");
-	job = argv[first];
 	if (report_open("qualctl", &ctl->rep) < 0)
 		return QUAL_EXIT_USAGE;
 	/* A watch from the job's first line: its stored lines, then its live

@@ -252,19 +252,18 @@ int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 static int job_request(struct ctl *ctl, const struct command *cmd, int argc, char **argv,
 		       struct reply *r, const char **job, const char **state)
 {
-	int first, rc;
+	const char *operand;
+	int rc;
 
-	rc = ctl_parse_args(ctl, cmd, argc, argv, NULL, ctl_take_nothing, NULL, &first);
+	rc = ctl_job_operand(ctl, cmd, argc, argv, &operand);
 	if (rc >= 0)
 		return rc;
-	if (argc - first != 1)
-		return ctl_usage_error(cmd, "%s", "needs one job id");
-	rc = ctl_request(ctl, json_pack("{s:s,s:s}", "op", cmd->name, "job", argv[first]), r);
+	rc = ctl_request(ctl, json_pack("{s:s,s:s}", "op", cmd->name, "job", operand), r);
 	if (rc >= 0)
 		return rc;
 	*job = json_string_value(json_object_get(r->obj, "job"));
 	if (!*job)
-		*job = argv[first];
+		*job = operand;
 	*state = json_string_value(json_object_get(r->obj, "state"));
 	return -1;
 }
