@@ -1,5 +1,5 @@
 /* qual-run: one qualification of a candidate compiler library against a
- * baseline, as JSON lines on stdout. See docs/qual-run.md. */
+ * baseline, as JSON lines on stdout. See docs/output.md. */
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include "common/lines.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "common/fsutil.h"
 #include "compile/rtc.h"
 #include "fixtures/fixture.h"
 #include "gpu/health.h"
@@ -119,6 +120,13 @@ static void usage(FILE *f)
 		"  --probe-timeout S    seconds the device probe may take before it is\n"
 		"                       killed and the run goes on without a GPU (default 60)\n"
 		"  --list               print the case names and exit\n"
+		"  --format F           table: plain lines as they come and the summary a\n"
+		"                       person reads (time per arm, change in percent,\n"
+		"                       geomean; colour unless NO_COLOR); json: the JSON\n"
+		"                       lines. Default: table when stdout is a terminal\n"
+		"  --json-out FILE      also write the JSON lines to FILE\n"
+		"  --junit FILE         also write a JUnit XML report of the verdict\n"
+		"  --markdown FILE      also write the summary as a markdown table\n"
 		"\n"
 		"exit status: 0 improvement, neutral or compile-only pass; 1 regression;\n"
 		"2 fail (candidate wrong, did not compile, faulted or hung); 3 error\n"
@@ -133,7 +141,7 @@ enum {
 	OPT_FIXTURES, OPT_ONLY_FIXTURES, OPT_ORACLE_TIMEOUT, OPT_COMPILE_JOBS,
 	OPT_CACHE, OPT_NO_CACHE, OPT_CACHE_MAX, OPT_MODE, OPT_MAX_PAIRS, OPT_MAX_SECONDS,
 	OPT_GATE_SLOWER, OPT_GATE_FASTER, OPT_UNDECIDED, OPT_SAMPLE_IDENTICAL,
-	OPT_PROBE_TIMEOUT,
+	OPT_PROBE_TIMEOUT, OPT_FORMAT, OPT_REPORT,
 };
 
 /* A sha256 as quald stores it: 64 lower-case hex digits. */
@@ -349,6 +357,35 @@ static int run_health(int device)
 	return status;
 }
 
+/* Whether a person's table or a report is asked for, so that qual-view
+ * (client/run_view.h) is to show this run: --format table, --json-out,
+ * --junit or --markdown, or stdout a terminal (TERM not dumb) without
+ * --format json; never for --help, --list, --health, nor in qual-view's
+ * own run of us (--format=json). */
+static bool wants_view(int argc, char **argv)
+{
+	const char *term = getenv("TERM");
+	bool json = false, asked = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : "";
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--list") ||
+		    !strcmp(a, "--health") || !strcmp(a, "--"))
+			return false;
+		if (!strcmp(a, "--format=json") || (!strcmp(a, "--format") && !strcmp(next, "json")))
+			json = true;
+		if (!strcmp(a, "--format=table") || (!strcmp(a, "--format") && !strcmp(next, "table")) ||
+		    !strncmp(a, "--json-out", 10) || !strncmp(a, "--junit", 7) ||
+		    !strncmp(a, "--markdown", 10))
+			asked = true;
+	}
+	if (asked)
+		return true;
+	return !json && isatty(STDOUT_FILENO) && !(term && strcmp(term, "dumb") == 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -396,6 +433,13 @@ int main(int argc, char **argv)
 		{"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
 		{"list", no_argument, NULL, OPT_LIST},
 		{"help", no_argument, NULL, OPT_HELP},
+		/* What the renderer takes (run_view_main()): checked here,
+		 * and the reports have nothing to report with --list,
+		 * --health or --help. */
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"json-out", required_argument, NULL, OPT_REPORT},
+		{"junit", required_argument, NULL, OPT_REPORT},
+		{"markdown", required_argument, NULL, OPT_REPORT},
 		{NULL, 0, NULL, 0},
 	};
 	struct runner_config cfg;
@@ -434,6 +478,19 @@ int main(int argc, char **argv)
 	bool health = false, list = false, no_cache = false;
 	char cache_dir[PATH_MAX];
 
+	/* A person's table (or a report) asked for: qual-view, beside us,
+	 * shows the lines of a run of ours (client/run_view.h). */
+	if (wants_view(argc, argv)) {
+		char *view = fs_beside_self("qual-view");
+
+		if (view) {
+			argv[0] = "qual-view";
+			execv(view, argv);
+		}
+		fprintf(stderr, "qual-run: cannot run qual-view%s%s%s: JSON lines instead\n",
+			view ? " (" : "", view ? view : "", view ? ")" : "");
+		free(view);
+	}
 	/* Our stdout is the job's verdict: no compile child may take it
 	 * (confine.h). */
 	qual_confine_nondumpable("qual-run");
@@ -587,6 +644,15 @@ int main(int argc, char **argv)
 			break;
 		case OPT_LIST:
 			list = true;
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "table") != 0 && strcmp(optarg, "json") != 0) {
+				fprintf(stderr, "qual-run: --format must be table or json, got '%s'\n",
+					optarg);
+				goto out;
+			}
+			break;
+		case OPT_REPORT:
 			break;
 		case OPT_HELP:
 		case 'h':

@@ -24,6 +24,10 @@ if(EXISTS ${NVRTC} AND EXISTS ${NVRTC_ALT})
   # One compiler against itself: byte-identical code in every case.
   qual_expect(run_static_nvrtc_self 0 --expect-verdict not_timed --expect-identical all
               --expect-case-verdict *=not_timed -- ${RUN} ${NVRTC} ${NVRTC} --compile-only)
+  # qual-run for a person and for CI: the table on a pseudo-terminal, the
+  # report files, JSON lines off a terminal (tests/tools/run_view_test.py).
+  add_test(NAME run_view COMMAND ${SYSTEM_PYTHON} ${QT}/run_view_test.py ${RUN} ${NVRTC} ${NVRTC_ALT})
+  set_tests_properties(run_view PROPERTIES LABELS integration TIMEOUT 300)
   # Usage errors: exit 4, one error line naming the problem.
   qual_expect(run_usage_pairs 4 --no-verdict --expect-error-code usage --expect-error-substring "at least 30" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 5)
   qual_expect(run_usage_blocks 4 --no-verdict --expect-error-code usage --expect-error-substring "make 5 blocks, too few" -- ${RUN} ${NVRTC} ${NVRTC} --pairs 30 --pairs-per-block 6)

@@ -476,12 +476,17 @@ def scenario_full(args, root):
               f"plain submit's first line: {out[0]!r}")
         check(out[1].startswith(f"start: {BUILTIN_CASES} cases, not timed"),
               f"plain submit's start line: {out[1]!r}")
-        head = [i for i, l in enumerate(out) if re.match(r"case\s+verdict\s+code\s+ratio", l)]
+        head = [i for i, l in enumerate(out)
+                if re.match(r"case\s+verdict\s+code\s+baseline us\s+candidate us\s+change", l)]
         check(len(head) == 1, f"no summary table header in the plain output:\n{p.stdout}")
         rows = out[head[0] + 1:head[0] + 1 + BUILTIN_CASES]
+        # Compile-only: no times, no change; the code column says what
+        # differs (identical, or the static differences).
         for c, row in zip(cases, rows):
-            check(re.match(rf"{re.escape(c)}\s+not_timed\s+(identical|differs)\s+-\s+-$", row),
-                  f"summary row for {c}: {row!r}")
+            check(re.match(rf"{re.escape(c)}\s+not_timed\s+(identical|.*[-+]\d+.*)\s+-\s+-\s+-\s+-\s+-$",
+                           row), f"summary row for {c}: {row!r}")
+        check(out[head[0] + 1 + BUILTIN_CASES] == "geomean: no timed case",
+              f"no geomean line after the rows:\n{p.stdout}")
         check(f"verdict: not_timed ({BUILTIN_CASES} not_timed)" in out[head[0] + 1 + BUILTIN_CASES:],
               f"no run verdict line after the table:\n{p.stdout}")
         # A job's state is written when its worker exits, just after its
