@@ -20,13 +20,14 @@ usage: judge_view_test.py QUALCTL QUAL_JUDGE [RUN.jsonl]"""
 import json
 import math
 import os
-import pty
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+
+from ptyrun import on_pty
 
 qualctl, qual_judge = sys.argv[1], sys.argv[2]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -37,24 +38,6 @@ run = sys.argv[3] if len(sys.argv) > 3 else os.path.join(here, "..", "..", "docs
 def check(ok, what, detail=""):
     if not ok:
         raise AssertionError(f"{what}\n{detail}")
-
-
-def on_pty(argv, env):
-    """(exit status, output) of argv with stdout and stderr a terminal."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(argv[0], argv, env)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, st = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(st), out.decode().replace("\r\n", "\n")
 
 
 lines = [json.loads(t) for t in open(run) if t.strip()]

@@ -14,11 +14,12 @@ qualification of the real nvrtc against its alt build.
 usage: run_view_test.py QUAL_RUN BASELINE_LIB CANDIDATE_LIB"""
 import json
 import os
-import pty
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+
+from ptyrun import on_pty
 
 run, base, cand = sys.argv[1:4]
 CASES = ["gemm_f16-256x512x256", "conv3x3_f16-7x7x512x512"]
@@ -30,26 +31,10 @@ def check(ok, what, detail=""):
         raise AssertionError(f"{what}\n{detail}")
 
 
-def on_pty(argv):
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(argv[0], argv, dict(os.environ, TERM="xterm", NO_COLOR="1"))
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, st = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(st), out.decode().replace("\r\n", "\n")
-
-
 with tempfile.TemporaryDirectory() as d:
     jo, ju, md = (os.path.join(d, n) for n in ("l.jsonl", "r.xml", "s.md"))
-    code, out = on_pty([run] + args + ["--json-out", jo, "--junit", ju, "--markdown", md])
+    code, out = on_pty([run] + args + ["--json-out", jo, "--junit", ju, "--markdown", md],
+                       dict(os.environ, TERM="xterm", NO_COLOR="1"))
     check(code == 0, "exit 0: a compile-only pass", out)
     rows = out.splitlines()
     check(rows[0].startswith("start: 2 cases, not timed"), "plain start line", out)
