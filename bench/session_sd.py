@@ -7,15 +7,22 @@ each block's median log ratio (candidate over baseline, its pairs as the
 verdict counts them: bench/lines.py timed_pairs) and splits their spread
 into a part between the job's sessions and a part within them (one-way
 analysis of variance, sessions of two blocks or more, three such sessions
-or more). Pooled over the case runs whose ratio lies in each bin (half a
-percent wide), it prints the case runs, sessions and blocks, the sd within
-a session, the F ratio (between-session mean square over within) with its
-degrees of freedom, and the sd of a session's shift, sqrt((MSB - MSW) / n0)
-(0 when MSB <= MSW), and the same pooled over the runs whose ratio lies
-within --near of 1 + margin: the cases that sample on
-(docs/verdicts.md, "Sampling until decided"), whose later rounds time
-more blocks to a session. An F near 1 is a session that adds nothing to
-the blocks' own spread.
+or more). Runs differ in their blocks' spread (one case's blocks are ten
+times as noisy as another's), so each run is judged on its own scale and
+the runs are pooled standardised: F = sum of dfB_i F_i over sum of dfB_i,
+F_i = MSB_i / MSW_i of run i (each run's sessions against its own blocks;
+summing raw sums of squares instead would let the noisy runs with fewer
+blocks a session make a session effect of nothing), and the session's
+share rho = sum of dfB_i (F_i - 1) / n0_i over sum of dfB_i, the variance of
+a session's shift over a block's (0 when negative). Pooled over the case
+runs whose ratio lies in each bin (half a percent wide), it prints the case
+runs, sessions and blocks, the blocks' sd within a session (root mean
+square over the runs), F with its degrees of freedom, sqrt(rho) and the
+session's sd, sqrt(rho) times that within sd; and the same over the runs
+whose ratio lies within --near of either edge of the margin, 1 - margin or
+1 + margin: the cases that sample on (docs/verdicts.md, "Sampling until
+decided"), whose later rounds time more blocks to a session. An F near 1
+is a session that adds nothing to the blocks' own spread.
 
 usage: bench/session_sd.py [--margin M] [--near D] EVIDENCE...
 """
@@ -60,21 +67,27 @@ def case_runs(lines):
 
 
 def pooled(runs):
-    ssb = sum(r[0] for r in runs)
+    """The runs pooled standardised (module docstring); runs whose blocks
+    have no spread within a session (MSW 0) say nothing and are left out."""
+    runs = [r for r in runs if r[3] > 0 and r[2] > 0]
     dfb = sum(r[1] for r in runs)
-    ssw = sum(r[2] for r in runs)
     dfw = sum(r[3] for r in runs)
-    n0 = sum(r[4] * r[1] for r in runs) / dfb
-    msb, msw = ssb / dfb, ssw / dfw
+    if dfb == 0:
+        return None
+    fs = [(r[0] / r[1]) / (r[2] / r[3]) for r in runs]
+    f = sum(r[1] * fi for r, fi in zip(runs, fs)) / dfb
+    rho = max(0.0, sum(r[1] * (fi - 1) / r[4] for r, fi in zip(runs, fs)) / dfb)
+    within = math.sqrt(sum(r[2] for r in runs) / dfw)
     return {"runs": len(runs), "sessions": dfb + len(runs), "blocks": sum(r[6] for r in runs),
-            "within": math.sqrt(msw), "f": msb / msw if msw > 0 else math.inf,
-            "dfb": dfb, "dfw": dfw, "session": math.sqrt(max(0.0, (msb - msw) / n0))}
+            "within": within, "f": f, "dfb": dfb, "dfw": dfw, "ratio": math.sqrt(rho),
+            "session": math.sqrt(rho) * within}
 
 
 def show(label, p):
-    print(f"{label:>14} {p['runs']:6d} {p['sessions']:8d} {p['blocks']:7d} "
-          f"{100 * p['within']:9.3f}% {p['f']:7.3f} ({p['dfb']}, {p['dfw']}) "
-          f"{100 * p['session']:9.4f}%")
+    if p:
+        print(f"{label:>16} {p['runs']:6d} {p['sessions']:8d} {p['blocks']:7d} "
+              f"{100 * p['within']:9.3f}% {p['f']:7.3f} ({p['dfb']}, {p['dfw']}) "
+              f"{p['ratio']:7.3f} {100 * p['session']:9.4f}%")
 
 
 def main():
@@ -95,12 +108,13 @@ def main():
     bins = collections.defaultdict(list)
     for r in runs:
         bins[math.floor(200 * (math.exp(r[5]) - 1) + 0.5) / 2].append(r)
-    print("ratio bin (%)  case runs sessions blocks  within sd  F (d.f.)  session sd")
+    print("   ratio bin (%)  case runs sessions blocks  within sd  F (d.f.)  "
+          "session/block  session sd")
     for b in sorted(bins):
         show(f"{b:+.1f}", pooled(bins[b]))
-    near = [r for r in runs if abs(math.exp(r[5]) - 1 - a.margin) <= a.near]
+    near = [r for r in runs if abs(abs(math.exp(r[5]) - 1) - a.margin) <= a.near]
     if near:
-        show(f"near {100 * (1 + a.margin - a.near - 1):.1f}-{100 * (a.margin + a.near):.1f}",
+        show(f"near +-{100 * (a.margin - a.near):.1f}-{100 * (a.margin + a.near):.1f}%",
              pooled(near))
     show("all", pooled(runs))
 

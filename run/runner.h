@@ -87,7 +87,7 @@
  * at 3840, 61 of 61 (docs/verdicts.md, the gate). The later rounds' sessions
  * time more blocks each (at most one batch of contexts made side by side,
  * 2.82 s for 16 on the H200), since near the margin a session shifts the
- * ratio little (bench/session_sd.py: F 1.20, 0.06% sd); a planted job with
+ * ratio little (bench/session_sd.py: F 0.96, none to measure); a planted job with
  * such cases took up to 22 s (median 18.4 s, docs/gpu-runs/2026-12-03/
  * issue12h), one decided at the first look 2.6 s. The time cap stops the
  * rounds of a run whose sessions take longer. */

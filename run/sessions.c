@@ -731,8 +731,10 @@ static void ask_to_close(struct pending *p)
  * (on the H200 sixteen in 2.3 s, against 5.9 s one after another:
  * bench/ctx_open.py), the sessions still lingering are asked to close
  * meanwhile, and they then go one after the other as the first look's do.
- * A round of more sessions starts the rest as another batch on the last
- * line of the sixteenth, which closes those before it. False when none
+ * A later round is at most SESSIONS_AHEAD sessions (runner__round_sessions),
+ * so it is one batch; only a first look of more (--sessions above 16)
+ * starts the rest as another batch on the last line of the sixteenth,
+ * which closes those before it. False when none
  * was planned (u->planned_out) or none could be started. */
 static bool start_batch(struct supervisor *u)
 {
