@@ -160,7 +160,7 @@ static int follow_job(struct ctl *ctl, const char *job, int position, int compil
 	lines_classify(v.verdict, &info);
 	status = view_exit_status(info.verdict);
 	if (report_finish("qualctl", &ctl->rep, &v) < 0) {
-		status = QUAL_EXIT_USAGE;
+		status = report_status(status);
 		goto out;
 	}
 	if (compile_only < 0) /* wait: what the job's start line says was asked */

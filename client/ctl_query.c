@@ -305,8 +305,9 @@ int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		report_line(&ctl->rep, line.text, line.len);
 		if (ctl->json)
 			ctl_print_raw(&line);
-		else
-			view_job_take(&v, line.obj, stdout, 0);
+		/* The view takes every line: its verdict is the exit status
+		 * and the reports', with --json too. */
+		view_job_take(&v, line.obj, ctl->json ? NULL : stdout, 0);
 		ctl_reply_release(&line);
 	}
 	if (!ctl->json && v.verdict) {
@@ -330,7 +331,7 @@ int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		rc = QUAL_EXIT_ERROR;
 		report_abandon(&ctl->rep);
 	} else if (report_finish("qualctl", &ctl->rep, &v) < 0) {
-		rc = QUAL_EXIT_USAGE;
+		rc = report_status(rc);
 	}
 out:
 	report_abandon(&ctl->rep);

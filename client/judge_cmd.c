@@ -305,7 +305,7 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	status = judge_exit_status(judge_finish(&j, &s, resf, &not_timed));
 	fclose(resf);
 	if (write_outputs(prog, res, reslen, &view, table, &rep) < 0)
-		status = QUAL_EXIT_USAGE;
+		status = report_status(status);
 	if (j.no_valid_pair)
 		fprintf(stderr, "%s: '%s': no valid pair: every timed pair has a timing that is "
 			"not finite and positive, so nothing was measured\n", prog, path);

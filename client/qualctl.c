@@ -93,7 +93,8 @@ static const struct command commands[] = {
 	 "\"$job\" --junit report.xml).\n"
 	 CTL_COMMON_HELP
 	 "\nExit status: as submit's (the job's verdict); 6 when the job timed\n"
-	 "nothing though it was not submitted with --compile-only.\n"},
+	 "nothing though its start line says no static comparison was asked\n"
+	 "for (settings.compile_only).\n"},
 	{"status", ctl_status, "status [options]",
 	 "Shows quald's version, its worker slots and what runs in them, and the\n"
 	 "queue.\n\n" CTL_COMMON_HELP EXIT_HELP},

@@ -3,20 +3,44 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/exitcode.h"
 
 int report_open(const char *prog, struct report_files *r)
 {
+	const char *made[2] = {r->junit, r->markdown};
+	const char *what[2] = {"JUnit report", "markdown summary"};
+
 	r->lines = NULL;
 	r->failed = false;
+	for (int i = 0; i < 2; i++) {
+		FILE *f = made[i] ? fopen(made[i], "we") : NULL;
+
+		if (made[i] && !f) {
+			fprintf(stderr, "%s: cannot write the %s to '%s': %s\n", prog, what[i],
+				made[i], strerror(errno));
+			return -1;
+		}
+		if (f)
+			fclose(f);
+	}
+	r->made = r->junit || r->markdown;
 	if (!r->json_out)
 		return 0;
-	r->lines = fopen(r->json_out, "w");
+	/* Close-on-exec: no child (the run, its compilers) inherits it. */
+	r->lines = fopen(r->json_out, "we");
 	if (!r->lines) {
 		fprintf(stderr, "%s: cannot write the lines to '%s': %s\n", prog, r->json_out,
 			strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+int report_status(int status)
+{
+	return status == QUAL_EXIT_PASS ? QUAL_EXIT_USAGE : status;
 }
 
 void report_line(struct report_files *r, const char *text, size_t len)
@@ -32,7 +56,7 @@ void report_line(struct report_files *r, const char *text, size_t len)
 static int write_file(const char *prog, const char *path, const char *what,
 		      void (*fn)(FILE *, const struct view_job *), const struct view_job *v)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = fopen(path, "we");
 	int bad;
 
 	if (!f) {
@@ -74,6 +98,7 @@ int report_finish(const char *prog, struct report_files *r, const struct view_jo
 {
 	int rc = close_lines(prog, r);
 
+	r->made = false;
 	if (r->junit && write_file(prog, r->junit, "JUnit report", junit_fn, v) < 0)
 		rc = -1;
 	if (r->markdown && write_file(prog, r->markdown, "markdown summary", view_markdown, v) < 0)
@@ -86,4 +111,11 @@ void report_abandon(struct report_files *r)
 	if (r->lines)
 		fclose(r->lines);
 	r->lines = NULL;
+	if (r->made) {
+		if (r->junit)
+			unlink(r->junit);
+		if (r->markdown)
+			unlink(r->markdown);
+		r->made = false;
+	}
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,8 +51,15 @@ static int show_lines(int fd, struct report_files *rep, bool table, pid_t pid)
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	int st, status;
+	int st = 0, status;
 
+	if (!in) {
+		fprintf(stderr, "qual-run: cannot read the run's lines: %s\n", strerror(errno));
+		close(fd);
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+		return QUAL_EXIT_ERROR;
+	}
 	view_job_init(&v, NULL);
 	while ((n = getline(&buf, &cap, in)) > 0) {
 		json_t *line;
@@ -60,12 +68,14 @@ static int show_lines(int fd, struct report_files *rep, bool table, pid_t pid)
 			buf[--n] = '\0';
 		report_line(rep, buf, (size_t)n);
 		line = json_loadb(buf, (size_t)n, 0, NULL);
-		if (table && json_is_object(line)) {
-			/* Plain lines of those it has a form for (none for
-			 * block and session lines). */
+		if (json_is_object(line)) {
+			/* The view takes every line (the reports need its
+			 * verdict); on a table, the plain lines of those it has
+			 * a form for (none for block and session lines). */
 			view_clean(line);
-			view_job_take(&v, line, stdout, 0);
-		} else {
+			view_job_take(&v, line, table ? stdout : NULL, 0);
+		}
+		if (!table || !json_is_object(line)) {
 			fwrite(buf, 1, (size_t)n, stdout);
 			fputc('\n', stdout);
 		}
@@ -74,22 +84,24 @@ static int show_lines(int fd, struct report_files *rep, bool table, pid_t pid)
 	}
 	fclose(in);
 	free(buf);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(st)) {
-		status = WEXITSTATUS(st);
-	} else {
-		fprintf(stderr, "qual-run: the run ended by signal %d before its verdict\n",
-			WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-		status = QUAL_EXIT_ERROR;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "qual-run: cannot wait for the run: %s\n", strerror(errno));
+			st = -1;
+			break;
+		}
 	}
+	if (st != -1 && WIFEXITED(st))
+		status = WEXITSTATUS(st);
+	else
+		status = QUAL_EXIT_ERROR;
 	if (table && v.verdict) {
 		v.color = view_color_wanted(stdout);
 		view_summary(stdout, &v);
 	}
 	if (v.verdict) {
-		if (report_finish("qual-run", rep, &v) < 0 && status == QUAL_EXIT_PASS)
-			status = QUAL_EXIT_USAGE;
+		if (report_finish("qual-run", rep, &v) < 0)
+			status = report_status(status);
 	} else {
 		if (rep->junit || rep->markdown)
 			fprintf(stderr, "qual-run: the run wrote no verdict line: no --junit or "
@@ -97,7 +109,22 @@ static int show_lines(int fd, struct report_files *rep, bool table, pid_t pid)
 		report_abandon(rep);
 	}
 	view_job_release(&v);
+	if (st != -1 && WIFSIGNALED(st)) {
+		/* The run ended by a signal (^C): so does this process, so
+		 * that a shell loop around it stops as it would. */
+		signal(WTERMSIG(st), SIG_DFL);
+		raise(WTERMSIG(st));
+	}
 	return status;
+}
+
+static pid_t run_pid;
+
+/* SIGTERM and SIGHUP for this process are the run's too. */
+static void pass_on(int sig)
+{
+	if (run_pid > 0)
+		kill(run_pid, sig);
 }
 
 int run_view_main(int argc, char **argv)
@@ -162,6 +189,7 @@ int run_view_main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		close(fds[0]);
+		setenv("QUAL_VIEW_CHILD", "1", 1);
 		if (dup2(fds[1], STDOUT_FILENO) < 0)
 			_exit(QUAL_EXIT_ERROR);
 		close(fds[1]);
@@ -172,9 +200,12 @@ int run_view_main(int argc, char **argv)
 	close(fds[1]);
 	free(child_argv);
 	free(run);
-	/* ^C reaches the run too (one process group): it ends itself and its
-	 * lines, which this process still shows. */
+	/* ^C reaches the run too (one process group); this process shows
+	 * what the run wrote until it ended, then ends as the run did. */
+	run_pid = pid;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	signal(SIGTERM, pass_on);
+	signal(SIGHUP, pass_on);
 	return show_lines(fds[0], &rep, table, pid);
 }

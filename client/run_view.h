@@ -9,8 +9,10 @@
 
 /* qual-view's main: qual-run execs it with its own arguments when a table
  * or a report is asked for (run/qual_run.c wants_view()); it runs the
- * qual-run beside it with them, less its own options, and --format=json,
- * and returns that run's exit status (4 when a report cannot be made). */
+ * qual-run beside it with them, less its own options, and --format=json
+ * (and QUAL_VIEW_CHILD set, so that it never execs qual-view again), and
+ * returns that run's exit status (report_status() when a report cannot be
+ * written), or ends by the signal that ended the run. */
 int run_view_main(int argc, char **argv);
 
 #endif

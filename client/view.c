@@ -131,7 +131,12 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 	v->started = true;
 	snprintf(v->not_timed_because, sizeof v->not_timed_because, "%s",
 		 json_is_true(json_object_get(line, "timed")) ? "" : why ? why : "");
-	v->compile_only_asked = json_is_true(json_object_get(settings, "compile_only"));
+	/* Lines of an engine before settings.compile_only: its reason says
+	 * whether the run was asked for (runner.c's emit_start()). */
+	if (json_is_boolean(json_object_get(settings, "compile_only")))
+		v->compile_only_asked = json_is_true(json_object_get(settings, "compile_only"));
+	else
+		v->compile_only_asked = why && !strcmp(why, "compile-only run requested");
 	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
 	v->npairs = (int)int_field(settings, "pairs", 0);
 	v->nsessions = (int)int_field(settings, "sessions", 0);
@@ -742,12 +747,17 @@ void view_summary(FILE *out, const struct view_job *v)
 		print_run_verdict(v, out, 0);
 }
 
-/* A markdown table cell: '|' and control characters would break the row. */
+/* A markdown table cell as its text: '|' and control characters would
+ * break the row, and the markdown characters that act inside a word ('*',
+ * '`', '\\', '<') are escaped so that a case name shows as it is ('_' and
+ * brackets do not act there in GitHub's markdown, and stay readable). */
 static void md_cell(FILE *out, const char *s)
 {
 	for (; *s; s++) {
-		if (*s == '|')
-			fputs("\\|", out);
+		if (strchr("|\\*`", *s))
+			fprintf(out, "\\%c", *s);
+		else if (*s == '<')
+			fputs("&lt;", out);
 		else if ((unsigned char)*s < 0x20)
 			fputc(' ', out);
 		else
@@ -804,6 +814,14 @@ static void xml_text(FILE *out, const char *s)
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
+		/* U+FFFE and U+FFFF (EF BF BE, EF BF BF) are no XML
+		 * characters either. */
+		if (ch == 0xEF && (unsigned char)s[1] == 0xBF &&
+		    ((unsigned char)s[2] == 0xBE || (unsigned char)s[2] == 0xBF)) {
+			fputc(' ', out);
+			s += 2;
+			continue;
+		}
 		switch (ch) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;
@@ -854,7 +872,11 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 		else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable")))
 			skipped++;
 	}
-	errors = run_error || !v->verdict;
+	/* A run that did not end in a verdict of its own (error, or quald's
+	 * cancelled and interrupted) is an error, never a green suite. */
+	errors = run_error || !v->verdict ||
+		 (run_verdict && (!strcmp(run_verdict, "cancelled") ||
+				  !strcmp(run_verdict, "interrupted")));
 	geomean_text(&sm, geo, sizeof geo);
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
 	fprintf(out, "<testsuites tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
@@ -907,8 +929,8 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 		fputs("    <testcase classname=\"", out);
 		xml_text(out, suite);
 		fputs("\" name=\"run\">\n      <error type=\"error\" message=\"", out);
-		xml_text(out, message ? message : v->verdict ? "the run's verdict is error" :
-			  "the lines end with no verdict");
+		xml_text(out, message ? message : !v->verdict ? "the lines end with no verdict" :
+			  run_verdict);
 		fputs("\"/>\n    </testcase>\n", out);
 	}
 	fputs("  </testsuite>\n</testsuites>\n", out);

@@ -93,8 +93,8 @@ void view_markdown(FILE *out, const struct view_job *v);
  * testcase per case): a case that made the run a regression under its gate
  * (the verdict line's gate.regression_cases) or failed is a failure, one
  * not timed or not applicable is skipped, and every case's row is its
- * system-out; a run verdict of error with no failed case is an error of
- * the suite's first testcase-less entry "run". */
+ * system-out; a run that ended in error, cancelled or interrupted, or
+ * whose lines have no verdict, has an error testcase "run" besides. */
 void view_junit(FILE *out, const struct view_job *v, const char *suite);
 
 /* Whether the summary on stream f should be in colour: f is a terminal,

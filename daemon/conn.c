@@ -1,6 +1,7 @@
 /* A connection of quald's server (server_internal.h): its write queue,
  * the cap on what it may leave unread, authentication, refusal and linger,
  * reading and framing its requests. */
+#include "daemon/oplog.h"
 #include "daemon/server_internal.h"
 
 #include <errno.h>
@@ -14,6 +15,17 @@
 
 #include "common/text.h"
 #include "common/xalloc.h"
+
+
+/* Why a connection closed by error errcode goes in the journal, or NULL
+ * for none: a client that went away (^C, a closed pipe, a reset) is an
+ * ordinary end, not the operator's business. */
+static const char *close_why(int errcode)
+{
+	if (errcode == UV_EPIPE || errcode == UV_ECONNRESET || errcode == UV_EOF)
+		return NULL;
+	return uv_strerror(errcode);
+}
 
 /* One write handed to libuv: every line that was queued for the connection
  * when it was issued (docs/quald.md, "Slow and vanishing clients"). */
@@ -107,7 +119,7 @@ static void conn_flush(struct conn *c)
 				conn__obuf_unref(w->b[i]);
 			c->reply_inflight -= w->reply_bytes;
 			free(w);
-			conn__close(c, uv_strerror(rc));
+			conn__close(c, close_why(rc));
 			return;
 		}
 		c->writes++;
@@ -127,7 +139,7 @@ static void on_write(uv_write_t *req, int status)
 	if (c->closing)
 		return;
 	if (status < 0) {
-		conn__close(c, uv_strerror(status));
+		conn__close(c, close_why(status));
 		return;
 	}
 	if (c->writes == 0)
@@ -422,7 +434,7 @@ static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 		server__ratelog(c->srv, &c->srv->log_unauth, "tcp connection %lu refused: %s",
 				c->serial, message);
 	else
-		fprintf(stderr, "quald: connection %lu refused: %s\n", c->serial, message);
+		oplog_warn("connection %lu refused: %s", c->serial, message);
 	conn__refuse(c, op, id, message);
 	if (c->closing || c->shutting)
 		return;
@@ -520,7 +532,7 @@ void conn__close(struct conn *c, const char *why)
 		uv_close((uv_handle_t *)&c->linger, on_linger_closed);
 	}
 	if (why)
-		fprintf(stderr, "quald: connection %lu closed: %s\n", c->serial, why);
+		oplog_warn("connection %lu closed: %s", c->serial, why);
 	c->replay.active = false;
 	conn_drop_queue(c);
 	uv_close(&c->h.handle, on_conn_closed);
@@ -604,7 +616,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		uv_read_stop(stream);
 		c->reading = false;
 	} else if (nread < 0) {
-		conn__close(c, uv_strerror((int)nread));
+		conn__close(c, close_why((int)nread));
 		return;
 	} else {
 		c->in_len += (size_t)nread;
@@ -762,7 +774,7 @@ void conn__accepted(struct listener *l, int fd)
 	if (rc < 0) {
 		/* The handle did not take fd. */
 		close(fd);
-		conn__close(c, uv_strerror(rc));
+		conn__close(c, close_why(rc));
 		return;
 	}
 	if (l->is_tcp) {

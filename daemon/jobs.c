@@ -35,6 +35,7 @@
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/policy.h"
+#include "daemon/oplog.h"
 
 #define JOBS_DEFAULT_TIMEOUT_S 7200.0
 #define JOBS_DEFAULT_CHECK_TIMEOUT_S 30.0
@@ -202,6 +203,7 @@ static void enqueue_done(void *ctx, const struct writer_done *d)
 		jobs__job_free(job);
 	} else {
 		jobs__job_add(j, job);
+		jobs__log_submitted(job, position);
 		c->cb(c->ctx, 0, job->id, position, NULL);
 		jobs__schedule_soon(j);
 	}
@@ -394,6 +396,54 @@ static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool
 	free(text);
 }
 
+/* A path for a journal line: JSON-quoted, so that its control characters
+ * are escapes and it cannot end the line or fake another. Malloc'd. */
+static char *quoted(const char *path)
+{
+	json_t *s = text_json_str(path ? path : "");
+	char *q = json_dumps(s, JSON_ENCODE_ANY);
+
+	json_decref(s);
+	return q ? q : xstrdup("\"?\"");
+}
+
+void jobs__log_submitted(const struct job *job, int position)
+{
+	char *b = quoted(job->args.baseline), *c = quoted(job->args.candidate);
+
+	if (job->args.calibrate)
+		oplog(LOG_INFO, "job %s: submitted, a calibration of %d runs of %s, queue "
+		      "position %d", job->id, job->args.calibrate, b, position);
+	else
+		oplog(LOG_INFO, "job %s: submitted, baseline %s, candidate %s, queue position %d",
+		      job->id, b, c, position);
+	free(b);
+	free(c);
+}
+
+void jobs__log_started(const struct job *job)
+{
+	if (job->device >= 0)
+		oplog(LOG_INFO, "job %s: started on slot %d (GPU %d)", job->id, job->slot,
+		      job->device);
+	else
+		oplog(LOG_INFO, "job %s: started on slot %d (compile only)", job->id, job->slot);
+}
+
+void jobs__log_ended(const struct jobs *j, const struct job *job)
+{
+	const char *v = job->verdict[0] ? job->verdict : "none";
+	/* What a gate fails on is worth an operator's notice. */
+	int prio = !strcmp(v, "regression") || !strcmp(v, "fail") || !strcmp(v, "error") ||
+		   !strcmp(v, "interrupted") ? LOG_NOTICE : LOG_INFO;
+
+	if (job->started_ms)
+		oplog(prio, "job %s: verdict %s after %.1f s on slot %d", job->id, v,
+		      (double)(uv_now(j->loop) - job->started_ms) / 1000, job->slot);
+	else
+		oplog(prio, "job %s: verdict %s before it started", job->id, v);
+}
+
 void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
 		       const char *message, bool notify)
 {
@@ -427,6 +477,7 @@ void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
 	job->state = state;
 	jobs__now(job->finished);
 	jobs__state_save(j, job);
+	jobs__log_ended(j, job);
 }
 
 /* ---- scheduling ------------------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #define QUAL_DAEMON_JOBS_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -65,6 +66,7 @@ struct job {
 	char submitted[32];        /* UTC, RFC 3339; "" = none */
 	char started[32];
 	char finished[32];
+	uint64_t started_ms;       /* the loop's clock when its worker started */
 	int slot;                  /* -1 unless it has run */
 	int device;                /* GPU ordinal it ran on, -1 = none */
 	struct submit_args args;   /* as request_submit_from_json gives it */
@@ -200,6 +202,14 @@ void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
 /* An error line written by the daemon (stage "setup", arm and case null). */
 void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
 		     const char *message, bool notify);
+
+/* The operator's journal line of a job's event (oplog.h, LOG_INFO; a
+ * verdict a gate fails on LOG_NOTICE): submitted (its libraries, JSON-
+ * quoted, and its queue position), started on its slot, ended with its
+ * verdict and how long it ran. */
+void jobs__log_submitted(const struct job *job, int position);
+void jobs__log_started(const struct job *job);
+void jobs__log_ended(const struct jobs *j, const struct job *job);
 
 /* Ends a job that is not running (queued, or found running at start). */
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,

@@ -487,6 +487,7 @@ static void worker_conclude(struct worker *w)
 	job->w = NULL;
 	jobs__now(job->finished);
 	jobs__state_save(j, job);
+	jobs__log_ended(j, job);
 	w->job = NULL;
 }
 
@@ -878,7 +879,9 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	job->slot = slot;
 	job->device = j->devices ? j->devices[slot] : -1;
 	jobs__now(job->started);
+	job->started_ms = uv_now(j->loop);
 	jobs__state_save(j, job);
+	jobs__log_started(job);
 
 	lines_splitter_init(&w->split, LINES_MAX);
 	uv_pipe_init(j->loop, &w->out, 0);

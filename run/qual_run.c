@@ -362,24 +362,49 @@ static int run_health(int device)
  * --junit or --markdown, or stdout a terminal (TERM not dumb) without
  * --format json; never for --help, --list, --health, nor in qual-view's
  * own run of us (--format=json). */
-static bool wants_view(int argc, char **argv)
+/* Whether a is option name, alone or as NAME=VALUE. */
+static bool is_opt(const char *a, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(a, name, n) && (a[n] == '\0' || a[n] == '=');
+}
+
+/* Whether a is a long option of opts that takes a value ("--case"). */
+static bool option_takes_value(const char *a, const struct option *opts)
+{
+	for (; opts->name; opts++)
+		if (a[0] == '-' && a[1] == '-' && !strcmp(a + 2, opts->name))
+			return opts->has_arg == required_argument;
+	return false;
+}
+
+static bool wants_view(int argc, char **argv, const struct option *opts)
 {
 	const char *term = getenv("TERM");
 	bool json = false, asked = false;
 
+	/* qual-view's own run of us: never again (its --format=json says
+	 * so too; this holds whatever else the command line says). */
+	if (getenv("QUAL_VIEW_CHILD"))
+		return false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : "";
 
+		if (!strcmp(a, "--"))
+			break; /* operands from here on */
 		if (!strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--list") ||
-		    !strcmp(a, "--health") || !strcmp(a, "--"))
+		    !strcmp(a, "--health"))
 			return false;
 		if (!strcmp(a, "--format=json") || (!strcmp(a, "--format") && !strcmp(next, "json")))
 			json = true;
 		if (!strcmp(a, "--format=table") || (!strcmp(a, "--format") && !strcmp(next, "table")) ||
-		    !strncmp(a, "--json-out", 10) || !strncmp(a, "--junit", 7) ||
-		    !strncmp(a, "--markdown", 10))
+		    is_opt(a, "--json-out") || is_opt(a, "--junit") || is_opt(a, "--markdown"))
 			asked = true;
+		/* An option's value is not an option. */
+		if (!strchr(a, '=') && option_takes_value(a, opts))
+			i++;
 	}
 	if (asked)
 		return true;
@@ -475,12 +500,13 @@ int main(int argc, char **argv)
 	const char **bopts = xcalloc((size_t)argc, sizeof *bopts);
 	const char **copts = xcalloc((size_t)argc, sizeof *copts);
 	int status = QUAL_EXIT_USAGE, opt;
-	bool health = false, list = false, no_cache = false;
+	bool health = false, list = false, no_cache = false, reports_unserved = false;
+	int optidx = 0;
 	char cache_dir[PATH_MAX];
 
 	/* A person's table (or a report) asked for: qual-view, beside us,
 	 * shows the lines of a run of ours (client/run_view.h). */
-	if (wants_view(argc, argv)) {
+	if (wants_view(argc, argv, longopts)) {
 		char *view = fs_beside_self("qual-view");
 
 		if (view) {
@@ -490,6 +516,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qual-run: cannot run qual-view%s%s%s: JSON lines instead\n",
 			view ? " (" : "", view ? view : "", view ? ")" : "");
 		free(view);
+		reports_unserved = true;
 	}
 	/* Our stdout is the job's verdict: no compile child may take it
 	 * (confine.h). */
@@ -510,7 +537,7 @@ int main(int argc, char **argv)
 	cfg.cases = cases;
 	cfg.baseline_opts = bopts;
 	cfg.candidate_opts = copts;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", longopts, &optidx)) != -1) {
 		const struct number_opt *num = NULL;
 
 		for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
@@ -651,9 +678,23 @@ int main(int argc, char **argv)
 					optarg);
 				goto out;
 			}
+			/* Here only when qual-view did not take it: spelt
+			 * short, or qual-view could not run. */
+			if (!strcmp(optarg, "table") && !getenv("QUAL_VIEW_CHILD")) {
+				fprintf(stderr, "qual-run: --format table %s\n", reports_unserved ?
+					"needs qual-view, which could not run" :
+					"must be written out in full (--format table)");
+				goto out;
+			}
 			break;
 		case OPT_REPORT:
-			break;
+			/* The same: a report qual-view did not take is refused,
+			 * never silently left out. */
+			fprintf(stderr, "qual-run: --%s %s\n", longopts[optidx].name,
+				reports_unserved ? "needs qual-view, which could not run" :
+				"is not taken with --help, --list or --health, and must be written "
+				"out in full");
+			goto out;
 		case OPT_HELP:
 		case 'h':
 			usage(stdout);

@@ -34,7 +34,7 @@ set(QUAL_SERVICE_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPAT
     "A hiprtc, for the mismatched-abi refusal (skipped when missing)")
 
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario full concurrent watch cancel sigkill shim_crash shim_hang bad_requests)
+  foreach(scenario full journal concurrent watch cancel sigkill shim_crash shim_hang bad_requests)
     add_test(NAME service_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/service_test.py
                      --quald $<TARGET_FILE:quald>

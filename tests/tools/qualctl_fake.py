@@ -547,6 +547,9 @@ def show_reports(ctx):
         code, out, err = ctx.run("show", JOB, *report_args(d))
         expect_status((code,), EXIT_REGRESSION, out, err)
         check_reports(d, lines, ["gemm_i8-256x512x256"])
+        code, out, err = ctx.run("show", JOB, "--json", "--junit", os.path.join(d, "j2.xml"))
+        check(code == EXIT_REGRESSION and os.path.getsize(os.path.join(d, "j2.xml")) > 0,
+              "show --json: the verdict's status and the report", out, err)
         code, out, err = ctx.run("show", "j000050")
         check(code == EXIT_PASS, "show of a running job: 0", out, err)
         code, out, err = ctx.run("show", "j000050", "--junit", os.path.join(d, "r.xml"))
@@ -563,6 +566,12 @@ def wait_job(ctx):
     a = timed_lines("regression")
     other = compile_only_lines(ctx.data, job="j000099")
     mixed = [x for pair in zip(a, other) for x in pair] + a[len(other):]
+    # The same compile-only lines as a slot without a GPU ran them (not
+    # asked for): its start line's reason, and settings.compile_only false.
+    start = json.loads(other[0])
+    start["not_timed_because"] = "slot 0 has no GPU"
+    start["settings"]["compile_only"] = False
+    slot = [json.dumps(start)] + other[1:]
 
     def handler(req):
         if req.get("after_job") == "j404":
@@ -570,6 +579,8 @@ def wait_job(ctx):
                                 "message": "no job 'j404'"})]
         if req.get("after_job") == "j000099":
             return [reply("watch")] + other
+        if req.get("after_job") == "j000098":
+            return [reply("watch")] + [t.replace('"j000099"', '"j000098"') for t in slot]
         return [reply("watch")] + mixed + ["HOLD"]
     fake = ctx.serve(handler)
     with tempfile.TemporaryDirectory() as d:
@@ -582,9 +593,12 @@ def wait_job(ctx):
               "only the job's lines", out)
         check("verdict: regression (" in out and "geomean over 3" in out, "wait's table", out)
         check_reports(d, a, ["gemm_i8-256x512x256"])
-    # A compile-only job's lines (the engine's, not asked for compile_only
-    # in their start line: a slot without a GPU) are not a pass.
+    # A compile-only run asked for (an engine's lines from before
+    # settings.compile_only: its reason says so) passes; one a slot without
+    # a GPU ran, not asked for, is not a pass.
     code, out, err = ctx.run("wait", "j000099")
+    check(code == EXIT_PASS, "wait: a compile-only run asked for is 0", out, err)
+    code, out, err = ctx.run("wait", "j000098")
     check(code == EXIT_NOT_TIMED and "was not timed" in err, "wait: not timed is 6", out, err)
     code, out, err = ctx.run("wait", "j404")
     check(code == EXIT_USAGE and "no job 'j404'" in err, "wait: unknown job", err)

@@ -59,6 +59,24 @@ with tempfile.TemporaryDirectory() as d:
 r = subprocess.run([run] + args, capture_output=True, text=True)
 check(r.returncode == 0 and all(t.startswith("{") for t in r.stdout.splitlines()),
       "not a terminal: JSON lines", r.stdout[:300])
+with tempfile.TemporaryDirectory() as d:
+    # Off a terminal (CI's case): the JSON lines and the report.
+    ju = os.path.join(d, "r.xml")
+    r = subprocess.run([run] + args + ["--junit", ju], capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0 and all(t.startswith("{") for t in r.stdout.splitlines()) and
+          len(ET.parse(ju).getroot().find("testsuite").findall("testcase")) == len(CASES),
+          "off a terminal: the lines and the JUnit report", (r.stdout[:300], r.stderr))
+    # A report option misspelt or cut short is refused, not left out (and
+    # never runs the renderer again and again).
+    for bad in ("--junitX=" + ju, "--jun=" + ju):
+        r = subprocess.run([run] + args + [bad], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 4, f"{bad}: a usage error", (r.returncode, r.stderr))
+    # The value of an option is not an option: a case named like one.
+    r = subprocess.run([run, base, cand, "--compile-only", "--case", "--junit"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 4 and "unknown case" in r.stdout + r.stderr,
+          "--case --junit: the case '--junit', unknown", (r.stdout[-300:], r.stderr))
 r = subprocess.run([run] + args + ["--format", "table"], capture_output=True, text=True)
 check(r.returncode == 0 and "verdict: not_timed (2 not_timed)" in r.stdout and
       not r.stdout.startswith("{"), "--format table off a terminal", r.stdout[:300])

@@ -120,9 +120,11 @@ def alive(pid):
 class Quald:
     """One quald on ROOT/quald.sock with its state in ROOT/state."""
 
-    def __init__(self, args, root, slots=1, extra=()):
+    def __init__(self, args, root, slots=1, extra=(), journal=False):
         """slots None: no --slots (quald's default, --devices auto); extra:
-        more options of quald's."""
+        more options of quald's; journal: $JOURNAL_STREAM names its stderr,
+        as systemd's does when stderr is the journal."""
+        self.journal = journal
         self.args = args
         self.root = root
         self.sock = os.path.join(root, "quald.sock")
@@ -145,6 +147,11 @@ class Quald:
                   "NOTIFY_SOCKET", "LISTEN_PID", "LISTEN_FDS"):
             env.pop(k, None)
         with open(self.log, "ab") as errf:
+            if self.journal:
+                st = os.fstat(errf.fileno())
+                env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
+            else:
+                env.pop("JOURNAL_STREAM", None)
             self.proc = subprocess.Popen(
                 [self.args.quald, "--socket", self.sock, "--state-dir", self.state,
                  *(["--slots", str(self.slots)] if self.slots else []),
@@ -642,7 +649,8 @@ def scenario_cancel(args, root):
         wait_until(lambda: not alive(worker[0]) and not alive(compiling), 10,
                    "the cancelled job's worker and compile child to end")
         s = d.ctl("show", running)
-        check(s.returncode == 0 and "cancelled" in s.stdout.splitlines()[0],
+        # show exits with the job's verdict status: cancelled is 3.
+        check(s.returncode == 3 and "cancelled" in s.stdout.splitlines()[0],
               f"show {running}: exit {s.returncode}: {s.stdout[:300]}")
         check(any(l.startswith("verdict: cancelled") for l in s.stdout.splitlines()),
               f"show {running} does not give the cancelled verdict:\n{s.stdout}")
@@ -789,7 +797,8 @@ def scenario_sigkill(args, root):
             check(not missing, f"lines the watcher received are missing from the logs: "
                   f"{missing[:3]}")
             s = d2.ctl("show", hang)
-            check(s.returncode == 0 and "interrupted" in s.stdout,
+            # show exits with the job's verdict status: interrupted is 3.
+            check(s.returncode == 3 and "interrupted" in s.stdout,
                   f"show {hang}: exit {s.returncode}: {s.stdout[:300]}")
 
 
@@ -961,8 +970,45 @@ def scenario_bad_requests(args, root):
         log(f"ok: --mode cu for nvrtc: exit {r.returncode}")
 
 
+def scenario_journal(args, root):
+    """The admin's journal: one line per job event (submitted with its
+    libraries, started on its slot, its verdict and how long it ran), with
+    sd-daemon priority prefixes when $JOURNAL_STREAM names quald's stderr
+    and without them otherwise; no line for a client that went away."""
+    for journal in (True, False):
+        sub = os.path.join(root, "journal" if journal else "plain")
+        os.makedirs(sub)
+        with serving(Quald(args, sub, slots=1, journal=journal)) as d:
+            w, probes = ready_watcher(d, args)
+            # The watcher goes away without a word (killed), and quald then
+            # writes the next job's lines to it: an ordinary end.
+            w.proc.kill()
+            w.proc.wait()
+            r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST, "--compile-only",
+                      "--json")
+            check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}")
+            job = json.loads(r.stdout.splitlines()[0])["job"]
+            wait_until(lambda: d.ctl_json("list")["jobs"][0]["state"] == "done", 15,
+                       "the job to be done")
+        text = d.log_text()
+        p = "<6>" if journal else ""
+        for want in (rf"{p}quald: job {job}: submitted, baseline {re.escape(json.dumps(args.nvrtc))}, "
+                     rf"candidate {re.escape(json.dumps(args.nvrtc_alt))}, queue position 0",
+                     rf"{p}quald: job {job}: started on slot 0 \(compile only\)",
+                     rf"{p}quald: job {job}: verdict not_timed after \d+\.\d s on slot 0"):
+            check(re.search("^" + want + "$", text, re.M),
+                  f"journal={journal}: no line {want!r} in quald's log:\n{text}")
+        check(not re.search(r"closed: (broken pipe|connection reset)", text),
+              f"journal={journal}: a line for a client that went away:\n{text}")
+        if not journal:
+            check(not re.search(r"^<\d>", text, re.M),
+                  f"priority prefixes with stderr not the journal:\n{text}")
+        log(f"ok: journal={journal}: the job's three lines, none for the client that left")
+
+
 SCENARIOS = {
     "full": scenario_full,
+    "journal": scenario_journal,
     "concurrent": scenario_concurrent,
     "watch": scenario_watch,
     "cancel": scenario_cancel,
