@@ -1,5 +1,6 @@
 /* Children on the loop (children.h). */
 #include "daemon/children.h"
+#include "daemon/oplog.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -34,7 +35,7 @@ static void children_sweep(struct children *set, double deadline)
 		keep[n++] = w->child->pid;
 	}
 	if (child_kill_orphans(keep, n, deadline) < 0)
-		fprintf(stderr, "quald: cannot look for orphaned processes in /proc: %s\n",
+		oplog(LOG_ERR, "cannot look for orphaned processes in /proc: %s",
 			strerror(errno));
 	free(keep);
 }
@@ -61,7 +62,7 @@ again:
 			/* It had exited, so only someone else's waitpid can
 			 * have taken it: report it as killed, the least it can
 			 * have been. */
-			fprintf(stderr, "quald: cannot reap a child that has exited\n");
+			oplog(LOG_ERR, "cannot reap a child that has exited");
 			ex.status = SIGKILL;
 		}
 		w->cb(w, &ex);
@@ -105,7 +106,7 @@ void children_init(uv_loop_t *loop, struct children *set)
 	/* Fails only for a bad signal number, or when sigaction() does, which
 	 * it does not for SIGCHLD: a bug, which a program stops on. */
 	if ((rc = uv_signal_start(&set->sigchld, on_sigchld, SIGCHLD)) < 0) {
-		fprintf(stderr, "quald: cannot watch SIGCHLD: %s\n", uv_strerror(rc));
+		oplog(LOG_ERR, "cannot watch SIGCHLD: %s", uv_strerror(rc));
 		abort();
 	}
 	/* Neither keeps the loop alive: a child does, through its owner's
@@ -145,7 +146,7 @@ int children_adopt_orphans(struct children *set, struct qual_msg *msg)
 void children_close(struct children *set, void (*closed)(struct children *set))
 {
 	if (!list_empty(&set->watched))
-		fprintf(stderr, "quald: closing while children are watched\n");
+		oplog(LOG_ERR, "closing while children are watched");
 	if (set->adopt)
 		children_sweep(set, child_now() + CHILD_REAP_GRACE_S);
 	set->closed = closed;

@@ -181,7 +181,7 @@ void conn__send_json(struct conn *c, json_t *o)
 	if (!text) {
 		/* Only an invalid string could do this, and every string here
 		 * comes from text_json_str or from parsed JSON. */
-		fprintf(stderr, "quald: cannot encode a reply\n");
+		oplog(LOG_ERR, "cannot encode a reply");
 		return;
 	}
 	b = conn__line_new(text, strlen(text));

@@ -22,6 +22,7 @@
 #include "daemon/policy.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
+#include "daemon/oplog.h"
 #include "common/fsutil.h"
 #include "common/text.h"
 #include "common/xalloc.h"
@@ -53,21 +54,21 @@ static char *read_token(const char *path)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		fprintf(stderr, "quald: cannot read the token file '%s': %s\n", path, strerror(errno));
+		oplog(LOG_ERR, "cannot read the token file '%s': %s", path, strerror(errno));
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "quald: the token file '%s' is not a regular file\n", path);
+		oplog(LOG_ERR, "the token file '%s' is not a regular file", path);
 		goto out;
 	}
 	if (st.st_mode & 0137) {
-		fprintf(stderr, "quald: the token file '%s' has mode %04o: it must be 0640 or "
-			"stricter (chmod 0640 '%s')\n", path, (unsigned)(st.st_mode & 07777), path);
+		oplog(LOG_ERR, "the token file '%s' has mode %04o: it must be 0640 or "
+			"stricter (chmod 0640 '%s')", path, (unsigned)(st.st_mode & 07777), path);
 		goto out;
 	}
 	n = read(fd, buf, sizeof buf - 1);
 	if (n < 0) {
-		fprintf(stderr, "quald: cannot read the token file '%s': %s\n", path, strerror(errno));
+		oplog(LOG_ERR, "cannot read the token file '%s': %s", path, strerror(errno));
 		goto out;
 	}
 	buf[n] = '\0';
@@ -77,8 +78,8 @@ static char *read_token(const char *path)
 		e--;
 	*e = '\0';
 	if (!*p || n == (ssize_t)sizeof buf - 1) {
-		fprintf(stderr, "quald: the token file '%s' must hold a token of 1 to %d bytes "
-			"on its first line\n", path, SERVER_MAX_TOKEN);
+		oplog(LOG_ERR, "the token file '%s' must hold a token of 1 to %d bytes "
+			"on its first line", path, SERVER_MAX_TOKEN);
 		goto out;
 	}
 	tok = xstrdup(p);
@@ -173,7 +174,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 	struct qual_msg msg;
 
 	if (text_parse_long(opt, s, lo, hi, out, &msg) < 0) {
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 		return -1;
 	}
 	return 0;
@@ -188,20 +189,20 @@ static int parse_devices(const char *s, int *dev, int max)
 
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == max) {
-			fprintf(stderr, "quald: --devices lists more than %d devices\n", max);
+			oplog(LOG_ERR, "--devices lists more than %d devices", max);
 			goto out;
 		}
 		if (parse_long("--devices entry", tok, 0, 1023, &x) < 0)
 			goto out;
 		for (int i = 0; i < n; i++)
 			if (dev[i] == x) {
-				fprintf(stderr, "quald: --devices lists device %ld twice\n", x);
+				oplog(LOG_ERR, "--devices lists device %ld twice", x);
 				goto out;
 			}
 		dev[n++] = (int)x;
 	}
 	if (n == 0) {
-		fprintf(stderr, "quald: --devices must list at least one GPU ordinal, got '%s'\n", s);
+		oplog(LOG_ERR, "--devices must list at least one GPU ordinal, got '%s'", s);
 		goto out;
 	}
 	rc = n;
@@ -225,7 +226,7 @@ static void notify(struct daemon *d, const char *state, bool may_block)
 	struct qual_msg msg;
 
 	if (sd_notify_send(&d->sd, state, may_block, &msg) < 0)
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 }
 
 static void on_status(void *ctx, int queued, int running)
@@ -255,11 +256,11 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct daemon *d = h->data;
 
 	if (d->stopping) {
-		fprintf(stderr, "quald: %s: already stopping\n", strsignal(signum));
+		oplog(LOG_NOTICE, "%s: already stopping", strsignal(signum));
 		return;
 	}
 	d->stopping = true;
-	fprintf(stderr, "quald: %s: stopping\n", strsignal(signum));
+	oplog(LOG_NOTICE, "%s: stopping", strsignal(signum));
 	notify(d, "STOPPING=1\nSTATUS=stopping", true);
 	server_close(d->srv, on_server_closed, d);
 }
@@ -267,7 +268,7 @@ static void on_signal(uv_signal_t *h, int signum)
 static void print_handle(uv_handle_t *h, void *arg)
 {
 	(void)arg;
-	fprintf(stderr, "quald: handle still open at exit: %s%s\n",
+	oplog(LOG_ERR, "handle still open at exit: %s%s",
 		uv_handle_type_name(uv_handle_get_type(h)),
 		uv_is_closing(h) ? " (closing)" : "");
 }
@@ -380,7 +381,7 @@ int main(int argc, char **argv)
 		int nallow_roots;
 
 		if (policy_args_take(&argc, argv, &allow_roots, &nallow_roots, &msg) < 0) {
-			fprintf(stderr, "quald: %s\n", msg.text);
+			oplog(LOG_ERR, "%s", msg.text);
 			return QUAL_EXIT_USAGE;
 		}
 		jcfg.allow_roots = (const char *const *)allow_roots;
@@ -410,7 +411,7 @@ int main(int argc, char **argv)
 		case OPT_JOB_TIMEOUT:
 			if (text_parse_double("--job-timeout", optarg, 1, 1e7, &job_timeout,
 					      &msg) < 0) {
-				fprintf(stderr, "quald: %s\n", msg.text);
+				oplog(LOG_ERR, "%s", msg.text);
 				goto usage;
 			}
 			break;
@@ -418,7 +419,7 @@ int main(int argc, char **argv)
 			double t;
 
 			if (text_parse_double("--auth-timeout", optarg, 0.001, 3600, &t, &msg) < 0) {
-				fprintf(stderr, "quald: %s\n", msg.text);
+				oplog(LOG_ERR, "%s", msg.text);
 				goto usage;
 			}
 			scfg.auth_timeout_ms = t * 1000 < 1 ? 1 : (int)(t * 1000);
@@ -435,7 +436,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_GROUP:
 			if (!*optarg) {
-				fprintf(stderr, "quald: --group must name a group\n");
+				oplog(LOG_ERR, "--group must name a group");
 				goto usage;
 			}
 			group = optarg;
@@ -445,7 +446,7 @@ int main(int argc, char **argv)
 			gid_t gid;
 
 			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
-				fprintf(stderr, "quald: %s\n", msg.text);
+				oplog(LOG_ERR, "%s", msg.text);
 				goto usage;
 			}
 			/* Our own submit checks load the library too. */
@@ -462,14 +463,14 @@ int main(int argc, char **argv)
 		case OPT_CALIBRATE_EVERY:
 			if (text_parse_double("--calibrate-every", optarg, 1e-6, 1e5,
 					      &jcfg.calibrate_every_h, &msg) < 0) {
-				fprintf(stderr, "quald: %s\n", msg.text);
+				oplog(LOG_ERR, "%s", msg.text);
 				goto usage;
 			}
 			break;
 		case OPT_CALIBRATE_LIB:
 			if (optarg[0] != '/') {
-				fprintf(stderr, "quald: --calibrate-lib must be an absolute path, "
-					"got '%s'\n", optarg);
+				oplog(LOG_ERR, "--calibrate-lib must be an absolute path, "
+					"got '%s'", optarg);
 				goto usage;
 			}
 			jcfg.calibrate_lib = optarg;
@@ -478,7 +479,7 @@ int main(int argc, char **argv)
 			long runs;
 
 			if (text_parse_long("--calibrate-runs", optarg, 1, 100, &runs, &msg) < 0) {
-				fprintf(stderr, "quald: %s\n", msg.text);
+				oplog(LOG_ERR, "%s", msg.text);
 				goto usage;
 			}
 			jcfg.calibrate_runs = (int)runs;
@@ -498,13 +499,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "quald: unexpected argument '%s'\n", argv[optind]);
+		oplog(LOG_ERR, "unexpected argument '%s'", argv[optind]);
 		usage(stderr);
 		goto usage;
 	}
 	if (scfg.tcp_port >= 0 && !token_file) {
-		fprintf(stderr, "quald: --tcp needs --tcp-token-file: tcp clients must "
-			"authenticate with a token\n");
+		oplog(LOG_ERR, "--tcp needs --tcp-token-file: tcp clients must "
+			"authenticate with a token");
 		goto usage;
 	}
 	if (token_file) {
@@ -521,11 +522,11 @@ int main(int argc, char **argv)
 		scfg.has_group = true;
 		scfg.allow_gid = (unsigned)gr->gr_gid;
 	} else {
-		fprintf(stderr, "quald: group '%s' does not exist: only root and quald's "
-			"user may use the socket\n", group);
+		oplog(LOG_WARNING, "group '%s' does not exist: only root and quald's "
+			"user may use the socket", group);
 	}
 	if (slots && (ndevices || devices_auto)) {
-		fprintf(stderr, "quald: --slots and --devices cannot be combined: each device is one slot\n");
+		oplog(LOG_ERR, "--slots and --devices cannot be combined: each device is one slot");
 		goto usage;
 	}
 
@@ -535,31 +536,31 @@ int main(int argc, char **argv)
 		if (asprintf(&socket_path, "%s/%s", dir ? dir : DEFAULT_RUNTIME_DIR, SOCKET_NAME) < 0)
 			abort();
 		if (!dir && mkdir(DEFAULT_RUNTIME_DIR, 0755) < 0 && errno != EEXIST)
-			fprintf(stderr, "quald: cannot create '%s': %s\n", DEFAULT_RUNTIME_DIR,
+			oplog(LOG_ERR, "cannot create '%s': %s", DEFAULT_RUNTIME_DIR,
 				strerror(errno));
 		free(dir);
 	}
 	if (!state_dir && !(state_dir = first_dir("STATE_DIRECTORY")))
 		state_dir = xstrdup(DEFAULT_STATE_DIR);
 	if (!worker && !(worker = find_beside("qual-run"))) {
-		fprintf(stderr, "quald: cannot find qual-run beside quald: use --worker\n");
+		oplog(LOG_ERR, "cannot find qual-run beside quald: use --worker");
 		goto usage;
 	}
 	if (jcfg.calibrate_every_h > 0 && !jcfg.calibrate_lib) {
-		fprintf(stderr, "quald: --calibrate-every needs --calibrate-lib\n");
+		oplog(LOG_ERR, "--calibrate-every needs --calibrate-lib");
 		goto usage;
 	}
 	if (!helper && !(helper = find_beside("qual-compile"))) {
-		fprintf(stderr, "quald: cannot find qual-compile beside quald: use --compile-helper\n");
+		oplog(LOG_ERR, "cannot find qual-compile beside quald: use --compile-helper");
 		goto usage;
 	}
 
 	/* Before anything can fork: the systemd variables are ours alone. */
 	if (sd_notifier_init(&d.sd, &msg) < 0)
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 	nfds = sd_listen_fds(&msg);
 	if (nfds < 0) {
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 		goto usage;
 	}
 	if (nfds > 0) {
@@ -568,7 +569,7 @@ int main(int argc, char **argv)
 			listen_fds[i] = SD_LISTEN_FDS_START + i;
 		scfg.listen_fds = listen_fds;
 		scfg.nlisten_fds = nfds;
-		fprintf(stderr, "quald: listening on %d socket%s from the service manager\n",
+		oplog(LOG_INFO, "listening on %d socket%s from the service manager",
 			nfds, nfds == 1 ? "" : "s");
 	} else {
 		scfg.socket_path = socket_path;
@@ -581,7 +582,7 @@ int main(int argc, char **argv)
 	if (devices_auto) {
 		ndevices = jobs_find_gpus(worker, devices, MAX_SLOTS, no_gpu, sizeof no_gpu);
 		if (ndevices == 0)
-			fprintf(stderr, "quald: no GPU found (%s): compile-only slots\n", no_gpu);
+			oplog(LOG_WARNING, "no GPU found (%s): compile-only slots", no_gpu);
 	}
 
 	/* A client that goes away mid-write is an EPIPE, not a signal. */
@@ -605,20 +606,20 @@ int main(int argc, char **argv)
 	/* Room for the connection limits in the open file limit (server.h). */
 	rc = server_fit_files(&scfg, jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN, &msg);
 	if (rc < 0) {
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 		goto out;
 	}
 	if (rc > 0)
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 
 	rc = uv_loop_init(&d.loop);
 	if (rc < 0) {
-		fprintf(stderr, "quald: cannot start the event loop: %s\n", uv_strerror(rc));
+		oplog(LOG_ERR, "cannot start the event loop: %s", uv_strerror(rc));
 		goto out;
 	}
 	rc = server_open(&d.loop, &scfg, &d.srv, &msg);
 	if (rc < 0) {
-		fprintf(stderr, "quald: %s\n", msg.text);
+		oplog(LOG_ERR, "%s", msg.text);
 		uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
 		goto close_loop;
 	}
@@ -656,12 +657,12 @@ int main(int argc, char **argv)
 close_loop:
 	rc = uv_loop_close(&d.loop);
 	if (rc != 0) {
-		fprintf(stderr, "quald: the event loop did not close cleanly: %s\n",
+		oplog(LOG_ERR, "the event loop did not close cleanly: %s",
 			uv_strerror(rc));
 		uv_walk(&d.loop, print_handle, NULL);
 		status = QUAL_EXIT_ERROR;
 	} else if (status == QUAL_EXIT_PASS) {
-		fprintf(stderr, "quald: stopped\n");
+		oplog(LOG_NOTICE, "stopped");
 	}
 	goto out;
 usage:

@@ -1,5 +1,6 @@
 /* The relay of worker lines (relay.h). */
 #include "daemon/relay.h"
+#include "daemon/oplog.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ static bool is_space(char c)
 static void *must(void *p)
 {
 	if (!p) {
-		fprintf(stderr, "quald: out of memory making a job line\n");
+		oplog(LOG_ERR, "out of memory making a job line");
 		abort();
 	}
 	return p;
@@ -92,7 +93,7 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 
 		if (n < 0 || (size_t)n >= sizeof ids) {
 			/* A caller's bug: job ids are JOB_ID_MAX bytes. */
-			fprintf(stderr, "quald: job id '%.32s...' is too long\n", job);
+			oplog(LOG_ERR, "job id '%.32s...' is too long", job);
 			abort();
 		}
 		*out = xmalloc(len - 1 + (size_t)n + 1);

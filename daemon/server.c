@@ -3,6 +3,7 @@
  * lives in conn.c and the relay of job lines in fanout.c
  * (server_internal.h). */
 #include "daemon/server_internal.h"
+#include "daemon/oplog.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -371,7 +372,7 @@ void server__handle_line(struct conn *c, const char *line, size_t len)
 static void ratelog_flush(struct ratelog *rl, uint64_t now)
 {
 	if (rl->held)
-		fprintf(stderr, "quald: and %lu more like it in the last %d s, the last: %s\n",
+		oplog(LOG_WARNING, "and %lu more like it in the last %d s, the last: %s",
 			rl->held, SERVER_LOG_INTERVAL_MS / 1000, rl->last);
 	rl->held = 0;
 	rl->next_ms = now + SERVER_LOG_INTERVAL_MS;
@@ -402,7 +403,7 @@ void server__ratelog(struct server *s, struct ratelog *rl, const char *fmt, ...)
 	if (now >= rl->next_ms) {
 		/* What the timer has not said yet comes first. */
 		ratelog_flush(rl, now);
-		fprintf(stderr, "quald: %s\n", text);
+		oplog(LOG_WARNING, "%s", text);
 		return;
 	}
 	memcpy(rl->last, text, sizeof text);

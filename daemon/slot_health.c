@@ -19,6 +19,7 @@
 #include "common/lifetime.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
+#include "daemon/oplog.h"
 
 /* A GPU health check taking longer than this failed (a hung GPU). */
 #define HEALTH_TIMEOUT_MS 60000
@@ -216,7 +217,7 @@ int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t 
 		 * JOBS_PROBE_SILENT_MAX such probes in a row (a worker that
 		 * cannot run at all fails every one). */
 		if (!line) {
-			fprintf(stderr, "quald: gpu %d: no slot for it: %s\n", dev, text);
+			oplog(LOG_WARNING, "gpu %d: no slot for it: %s", dev, text);
 			if (n == 0 && !why[0])
 				snprintf(why, cap, "%s", text);
 			if (++silent >= JOBS_PROBE_SILENT_MAX)
@@ -233,8 +234,8 @@ int jobs_find_gpus(const char *worker, int *devices, int max, char *why, size_t 
 		if (json_is_true(json_object_get(line, "ok")))
 			devices[n++] = dev;
 		else
-			fprintf(stderr, "quald: gpu %d failed its health check at start, no slot for "
-				"it: %s\n", dev, message ? message : "(no message)");
+			oplog(LOG_WARNING, "gpu %d failed its health check at start, no slot for "
+				"it: %s", dev, message ? message : "(no message)");
 		json_decref(line);
 	}
 	return n;

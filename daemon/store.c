@@ -83,8 +83,8 @@ static __thread char fatal_job[STORE_ID_MAX];
 static void fatal_default(void *ctx, const char *message)
 {
 	(void)ctx;
-	fprintf(stderr, "quald: fatal: %s; stopping: the state directory can no "
-		"longer be trusted\n", message);
+	oplog(LOG_CRIT, "fatal: %s; stopping: the state directory can no "
+		"longer be trusted", message);
 	_exit(QUAL_EXIT_ERROR);
 }
 
@@ -556,7 +556,7 @@ static void check_compute(const char *line, size_t len, char hex[CHECK_HEX + 1])
 	int i;
 
 	if (!EVP_Digest(line, len, md, &n, EVP_sha256(), NULL) || n * 2 < CHECK_HEX) {
-		fprintf(stderr, "quald: cannot compute a sha-256 of %zu bytes (openssl)\n",
+		oplog(LOG_CRIT, "cannot compute a sha-256 of %zu bytes (openssl)",
 			len);
 		abort();
 	}

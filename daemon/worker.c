@@ -97,6 +97,7 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/relay.h"
+#include "daemon/oplog.h"
 
 /* Bytes of a worker's stderr kept for messages (its last lines). */
 #define WORKER_STDERR_KEEP 4096
@@ -740,8 +741,8 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	 * (recover.c) instead of queueing it. */
 	if (!a->baseline_sha256 || !a->candidate_sha256 || !a->baseline_real ||
 	    !a->candidate_real) {
-		fprintf(stderr, "quald: bug: job '%s' reached its worker without pinned "
-			"libraries\n", job->id);
+		oplog(LOG_ERR, "bug: job '%s' reached its worker without pinned "
+			"libraries", job->id);
 		abort();
 	}
 	if (asprintf(&argv[k++], "--baseline-real-path=%s", a->baseline_real) < 0 ||

@@ -253,7 +253,7 @@ static json_t *copy(json_t *o)
 	json_t *c = json_deep_copy(o);
 
 	if (!c) {
-		fprintf(stderr, "quald: cannot copy a json object\n");
+		oplog(LOG_ERR, "cannot copy a json object");
 		abort();
 	}
 	return c;

@@ -27,7 +27,7 @@ set(QUAL_FUZZ_COMMON ${PROJECT_SOURCE_DIR}/common/err.c ${PROJECT_SOURCE_DIR}/co
 set(QUAL_FUZZ_DRIVES_request ${PROJECT_SOURCE_DIR}/daemon/frame.c
     ${PROJECT_SOURCE_DIR}/daemon/request.c ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c
     ${PROJECT_SOURCE_DIR}/common/gate.c)
-set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c
+set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
     ${PROJECT_SOURCE_DIR}/common/lines.c ${PROJECT_SOURCE_DIR}/common/text.c)
 set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c
     ${PROJECT_SOURCE_DIR}/fixtures/check.c ${PROJECT_SOURCE_DIR}/oracles/half.c
