@@ -2,6 +2,7 @@
  * the cap on what it may leave unread, authentication, refusal and linger,
  * reading and framing its requests. */
 #include "daemon/oplog.h"
+#include "daemon/peer.h"
 #include "daemon/server_internal.h"
 
 #include <errno.h>
@@ -264,6 +265,7 @@ void conn__send_live(struct conn *c, struct obuf *b)
 			snprintf(why, sizeof why, "not reading: %zu bytes of output pending, "
 				 "cap %zu, over it for %llu ms", live, cap,
 				 (unsigned long long)(now - c->over_since));
+			c->srv->stats.clients_dropped++;
 			conn__close(c, why);
 			return;
 		}
@@ -701,50 +703,18 @@ void conn__process(struct conn *c)
 	conn__maybe_finish(c);
 }
 
-/* Whether the peer of Unix connection c may use quald: root, quald's own
- * effective user, or a member of the configured group. Membership is the
- * peer's groups at connect time as the kernel recorded them (SO_PEERGROUPS,
- * Linux 4.13): its primary and supplementary groups, as the process really
- * had them, with no race on a pid that may be reused (/proc/PID/status could
- * be another process by the time it is read) and no trust in the group
- * database's member list, which says nothing about the groups a process was
- * started with. Without SO_PEERGROUPS only the primary group counts. On
- * refusal, why holds the message. */
-static bool peer_allowed(struct conn *c, char *why, size_t whylen)
+/* Whether the peer of Unix connection c may use quald (peer.h). */
+static bool conn_peer_allowed(struct conn *c, char *why, size_t whylen)
 {
 	struct server *s = c->srv;
-	struct ucred cred;
-	socklen_t len = sizeof cred;
+	struct peer_rule rule = {s->cfg.has_group, s->cfg.allow_gid, s->group_name};
 	uv_os_fd_t fd;
-	gid_t groups[256];
-	int ngroups = 0;
 
-	if (uv_fileno(&c->h.handle, &fd) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		snprintf(why, whylen, "cannot tell who the peer is: %s", strerror(errno));
+	if (uv_fileno(&c->h.handle, &fd) < 0) {
+		snprintf(why, whylen, "cannot tell who the peer is: no descriptor");
 		return false;
 	}
-	if (cred.uid == 0 || cred.uid == geteuid())
-		return true;
-	if (s->cfg.has_group) {
-		if (cred.gid == (gid_t)s->cfg.allow_gid)
-			return true;
-#ifdef SO_PEERGROUPS
-		len = sizeof groups;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
-			ngroups = (int)(len / sizeof groups[0]);
-#endif
-		for (int i = 0; i < ngroups; i++)
-			if (groups[i] == (gid_t)s->cfg.allow_gid)
-				return true;
-	}
-	if (s->cfg.has_group)
-		snprintf(why, whylen, "uid %u is not allowed: not root, not quald's user, "
-			 "not in group '%s'", (unsigned)cred.uid, s->group_name);
-	else
-		snprintf(why, whylen, "uid %u is not allowed: not root, not quald's user "
-			 "(group '%s' does not exist)", (unsigned)cred.uid, s->group_name);
-	return false;
+	return peer_allowed(fd, &rule, why, whylen);
 }
 
 void conn__accepted(struct listener *l, int fd)
@@ -802,7 +772,7 @@ void conn__accepted(struct listener *l, int fd)
 			conn_refuse_close(c, NULL, NULL, why);
 			return;
 		}
-		if (!peer_allowed(c, why, sizeof why)) {
+		if (!conn_peer_allowed(c, why, sizeof why)) {
 			conn_refuse_close(c, NULL, NULL, why);
 			return;
 		}

@@ -115,11 +115,14 @@ void fanout__on_line(void *ctx, const char *job, long seq, const char *line,
 	struct obuf *b = conn__line_new(line, len);
 	struct conn *c, *next;
 
+	s->stats.lines_relayed++;
 	for (c = s->conns; c; c = next) {
 		next = c->next;
 		deliver(c, job, seq, verdict, b);
 	}
 	conn__obuf_unref(b);
+	if (s->line_hook)
+		s->line_hook(s->line_hook_ctx, job, seq, line, len, verdict);
 	if (verdict || seq == 0)
 		server__status_update(s);
 }

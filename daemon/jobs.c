@@ -430,7 +430,39 @@ void jobs__log_started(const struct job *job)
 		oplog(LOG_INFO, "job %s: started on slot %d (compile only)", job->id, job->slot);
 }
 
-void jobs__log_ended(const struct jobs *j, const struct job *job)
+const double jobs_duration_le[JOBS_DURATION_BUCKETS] = {
+	1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 7200,
+};
+const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS] = {
+	"neutral", "improvement", "regression", "fail", "error",
+	"cancelled", "interrupted", "other",
+};
+
+const struct jobs_stats *jobs_stats(const struct jobs *j)
+{
+	return &j->stats;
+}
+
+static void count_ended(struct jobs *j, const struct job *job, const char *v)
+{
+	int k = 0;
+
+	while (k < JOBS_VERDICT_KINDS - 1 && strcmp(v, jobs_verdict_kinds[k]))
+		k++;
+	j->stats.ended[k]++;
+	if (job->started_ms) {
+		double s = (double)(uv_now(j->loop) - job->started_ms) / 1000;
+		int b = 0;
+
+		while (b < JOBS_DURATION_BUCKETS && s > jobs_duration_le[b])
+			b++;
+		j->stats.duration_bucket[b]++;
+		j->stats.duration_sum_s += s;
+		j->stats.ran++;
+	}
+}
+
+void jobs__log_ended(struct jobs *j, const struct job *job)
 {
 	const char *v = job->verdict[0] ? job->verdict : "none";
 	/* What a gate fails on is worth an operator's notice. */
@@ -442,6 +474,7 @@ void jobs__log_ended(const struct jobs *j, const struct job *job)
 		      (double)(uv_now(j->loop) - job->started_ms) / 1000, job->slot);
 	else
 		oplog(prio, "job %s: verdict %s before it started", job->id, v);
+	count_ended(j, job, v);
 }
 
 void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,

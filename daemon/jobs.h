@@ -208,6 +208,24 @@ void jobs_ids_free(char **ids, int n);
  * written is on disk. */
 long jobs_writes_pending(const struct jobs *j);
 
+/* What the metrics endpoint counts of jobs that ended since quald started
+ * (daemon/metrics.h): how many, by verdict, and how long the ones that ran
+ * took from their worker's start to their verdict, as a histogram with
+ * upper bounds jobs_duration_le (seconds; a last bucket holds the rest).
+ * Jobs that ended before they ran (cancelled while queued) count in
+ * ended but have no duration. */
+#define JOBS_DURATION_BUCKETS 12
+extern const double jobs_duration_le[JOBS_DURATION_BUCKETS];
+#define JOBS_VERDICT_KINDS 8
+extern const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS]; /* the last: "other" */
+struct jobs_stats {
+	unsigned long long ended[JOBS_VERDICT_KINDS];
+	unsigned long long ran;                   /* of them, had started */
+	unsigned long long duration_bucket[JOBS_DURATION_BUCKETS + 1];
+	double duration_sum_s;
+};
+const struct jobs_stats *jobs_stats(const struct jobs *j);
+
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
 

@@ -146,6 +146,7 @@ struct jobs {
 	char *calib_lib;
 	int calib_runs;
 	uv_timer_t calib_timer;    /* the schedule's check */
+	struct jobs_stats stats;   /* jobs that ended since the start (jobs.h) */
 	int closing_handles;       /* tick, children and writer, once closing */
 	bool closing, handles_closing;
 	void (*done)(void *ctx);
@@ -209,7 +210,8 @@ void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
  * verdict and how long it ran. */
 void jobs__log_submitted(const struct job *job, int position);
 void jobs__log_started(const struct job *job);
-void jobs__log_ended(const struct jobs *j, const struct job *job);
+/* Says in the operator's log that job ended, and counts it (jobs_stats). */
+void jobs__log_ended(struct jobs *j, const struct job *job);
 
 /* Ends a job that is not running (queued, or found running at start). */
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,

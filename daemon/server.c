@@ -3,6 +3,7 @@
  * lives in conn.c and the relay of job lines in fanout.c
  * (server_internal.h). */
 #include "daemon/server_internal.h"
+#include "daemon/listen.h"
 #include "daemon/oplog.h"
 
 #include <arpa/inet.h>
@@ -27,7 +28,6 @@
 #define QUAL_VERSION "unknown"
 #endif
 
-#define LISTEN_BACKLOG 128
 
 /* What a refusal says: the callee's message, else fallback. */
 static const char *msg_or(const struct qual_msg *msg, const char *fallback)
@@ -567,70 +567,14 @@ static int listener_add(struct server *s, int fd, bool is_tcp, const char *name,
 	return 0;
 }
 
-/* Whether a live daemon answers on the socket at path. A connect to a Unix
- * socket does not wait: it succeeds, is refused (nobody listens: a stale
- * file) or finds the backlog full (somebody listens). */
-static bool socket_answers(const char *path)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	bool answers;
-
-	if (fd < 0)
-		return false;
-	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-	answers = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EAGAIN;
-	close(fd);
-	return answers;
-}
-
 static int listen_path(struct server *s, const char *path, struct qual_msg *msg)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	char name[sizeof a.sun_path + 2];
-	struct stat st;
-	int fd, rc;
+	char name[PATH_MAX + 2];
+	int fd, rc = listen_unix(path, &fd, msg);
 
-	if (strlen(path) >= sizeof a.sun_path)
-		return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': a socket path has at most %zu bytes",
-				 path, sizeof a.sun_path - 1);
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': it exists and is not a socket",
-					 path);
-		if (socket_answers(path))
-			return qual_fail(msg, QUAL_EINVAL, "cannot listen on '%s': another daemon answers there",
-					 path);
-		if (unlink(path) < 0 && errno != ENOENT)
-			return qual_fail(msg, QUAL_EIO, "cannot remove the stale socket '%s': %s",
-					 path, strerror(errno));
-	}
-	memcpy(a.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, strerror(errno));
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-		char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-		int e = errno;
-
-		if (slash)
-			*slash = '\0';
-		if (e == ENOENT && slash && slash != dir)
-			rc = qual_fail(msg, QUAL_ENOENT, "cannot listen on '%s': no directory '%s'",
-				       path, dir);
-		else
-			rc = qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, strerror(e));
-		free(dir);
-		close(fd);
+	if (rc < 0)
 		return rc;
-	}
 	s->socket_path = xstrdup(path);
-	/* Before listen, so that nobody connects while the mode is wider. */
-	if (chmod(path, 0660) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", path, strerror(errno));
-		close(fd);
-		return rc;
-	}
 	snprintf(name, sizeof name, "'%s'", path);
 	return listener_add(s, fd, false, name, msg);
 }
@@ -659,25 +603,17 @@ static int listen_fd(struct server *s, int fd, struct qual_msg *msg)
 	return listener_add(s, fd, domain != AF_UNIX, name, msg);
 }
 
-static int listen_tcp(struct server *s, int port, struct qual_msg *msg)
+static int listen_loopback(struct server *s, int port, struct qual_msg *msg)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
 	char name[32];
-	int fd, one = 1, rc;
+	int fd, rc;
 
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-	    bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
-		rc = qual_fail(msg, QUAL_EIO, "cannot listen on 127.0.0.1:%d: %s", port,
-			       strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	snprintf(name, sizeof name, "127.0.0.1:%d", port);
+	rc = listen_tcp((struct sockaddr *)&a, sizeof a, name, &fd, &s->tcp_port, msg);
+	if (rc < 0)
 		return rc;
-	}
-	s->tcp_port = ntohs(a.sin_port);
 	snprintf(name, sizeof name, "127.0.0.1:%d", s->tcp_port);
 	return listener_add(s, fd, true, name, msg);
 }
@@ -773,6 +709,24 @@ void server_close(struct server *s, void (*done)(void *ctx), void *ctx)
 		fanout__replay_free(&c->replay);
 	}
 	jobs_close(s->jobs, on_jobs_closed, s);
+}
+
+struct jobs *server_jobs(struct server *s)
+{
+	return s->jobs;
+}
+
+void server_set_line_hook(struct server *s, server_line_fn fn, void *ctx)
+{
+	s->line_hook = fn;
+	s->line_hook_ctx = ctx;
+}
+
+const struct server_stats *server_stats(struct server *s)
+{
+	s->stats.connections = s->nunix + s->ntcp + s->nunauth;
+	s->stats.watchers = s->nwatchers;
+	return &s->stats;
 }
 
 int server_tcp_port(const struct server *s)
@@ -879,7 +833,7 @@ int server_open(uv_loop_t *loop, const struct server_config *cfg,
 	if (rc == 0 && cfg->socket_path)
 		rc = listen_path(s, cfg->socket_path, msg);
 	if (rc == 0 && cfg->tcp_port >= 0)
-		rc = listen_tcp(s, cfg->tcp_port, msg);
+		rc = listen_loopback(s, cfg->tcp_port, msg);
 	if (rc == 0 && !s->listeners)
 		rc = qual_fail(msg, QUAL_EINVAL, "nothing to listen on");
 	if (rc == 0)

@@ -116,6 +116,16 @@ struct server_config {
 	void *status_ctx;
 };
 
+/* What the server counts since it opened, for the metrics endpoint
+ * (daemon/metrics.h). */
+struct server_stats {
+	unsigned long long lines_relayed;   /* job lines, each once, as written */
+	unsigned long long clients_dropped; /* connections closed for not reading
+					     * their live lines (follow, watch) */
+	int connections;                    /* open now: Unix and TCP, counted */
+	int watchers;                       /* watching now */
+};
+
 struct server;
 
 /* Makes room in RLIMIT_NOFILE for cfg's connection limits (the defaults
@@ -132,6 +142,20 @@ int server_fit_files(struct server_config *cfg, int other_fds, struct qual_msg *
  * still run the loop until it is empty before uv_loop_close. */
 int server_open(uv_loop_t *loop, const struct server_config *cfg,
 		struct server **out, struct qual_msg *msg);
+
+/* The jobs module the server opened (valid until server_close's done
+ * runs). */
+struct jobs *server_jobs(struct server *s);
+
+/* Calls fn for every line of every job too, after the server's own
+ * connections had it (the HTTP endpoint's event streams: main.c); verdict
+ * says it is the job's verdict line. NULL: none. */
+typedef void (*server_line_fn)(void *ctx, const char *job, long seq, const char *line,
+			       size_t len, bool verdict);
+void server_set_line_hook(struct server *s, server_line_fn fn, void *ctx);
+
+/* The server's counts (valid until server_close's done runs). */
+const struct server_stats *server_stats(struct server *s);
 
 /* The TCP port listened on, or -1. */
 int server_tcp_port(const struct server *s);

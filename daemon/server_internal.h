@@ -172,6 +172,10 @@ struct server {
 	uv_timer_t log_timer;      /* the end of an interval with events held */
 	unsigned long serial;
 	int nwatchers;             /* connections watching */
+	server_line_fn line_hook;  /* server_set_line_hook */
+	void *line_hook_ctx;
+	struct server_stats stats; /* lines_relayed, clients_dropped kept here;
+				    * the gauges filled by server_stats() */
 	int submits_pending;       /* submits waiting for jobs_submit's answer */
 	char *token;               /* the TCP token, or NULL */
 	char *group_name;          /* the allowed group's name, for messages */
