@@ -178,6 +178,7 @@ void jobs__job_free(struct job *job)
 	if (!job)
 		return;
 	args_release(&job->args);
+	json_decref(job->summary);
 	free(job);
 }
 
@@ -284,27 +285,44 @@ static void put_release(struct putting *p, const char *line, size_t len, long se
 		j->cb(j->cb_ctx, job->id, seq, line, len);
 }
 
-/* The state after a daemon's verdict line is written: the line goes out. */
+/* A state write in flight. */
+struct saving {
+	struct jobs *j;
+	struct job *job;
+};
+
+/* The state after a daemon's verdict line is written: the line goes out.
+ * Once a finished job's state is on disk, retention may prune (last: it
+ * may free this job). */
 static void state_done(void *ctx, const struct writer_done *d)
 {
-	struct job *job = ctx;
+	struct saving *sv = ctx;
+	struct jobs *j = sv->j;
+	struct job *job = sv->job;
 	struct putting *p = job->held;
 
 	(void)d;
-	if (!p)
-		return;
-	job->held = NULL;
-	put_release(p, p->line, p->len, p->seq);
-	free(p->line);
-	free(p);
+	free(sv);
+	job->state_writes--;
+	if (p) {
+		job->held = NULL;
+		put_release(p, p->line, p->len, p->seq);
+		free(p->line);
+		free(p);
+	}
+	if (job->state >= JOB_DONE)
+		retention__prune(j);
 }
 
 void jobs__state_save(struct jobs *j, struct job *job)
 {
 	json_t *st = jobs__state_json(job);
+	struct saving *sv = xmalloc(sizeof *sv);
 
+	*sv = (struct saving){ j, job };
+	job->state_writes++;
 	/* A failure is fatal, raised from the writer's callback (writer.h). */
-	writer_state_write(j->writer, job->id, st, state_done, job);
+	writer_state_write(j->writer, job->id, st, state_done, sv);
 	json_decref(st);
 }
 
@@ -657,13 +675,42 @@ static void job_settings_into(const struct job *job, json_t *o)
 		if (job->args.has_slot)
 			json_object_set_new(o, "slot", json_integer(job->args.slot));
 	}
-	if (job->args.fixtures) {
-		json_t *a = json_array();
+	if (job->args.fixtures)
+		json_object_set_new(o, "fixtures", request_list_json(job->args.fixtures));
+}
 
-		for (char **p = job->args.fixtures; *p; p++)
-			json_array_append_new(a, json_string(*p));
-		json_object_set_new(o, "fixtures", a);
-	}
+static json_t *labels_json(const struct job *job)
+{
+	return job->args.labels ? json_deep_copy(job->args.labels) : json_object();
+}
+
+/* What tells two jobs of a series apart besides their labels (list's
+ * "settings"): pairs and compile_only always; cases, each arm's extra
+ * options, the number of fixture directories, the mode, max_pairs and the
+ * seed only when given (docs/protocol.md). */
+static json_t *settings_json(const struct job *job)
+{
+	const struct submit_args *a = &job->args;
+	json_t *o = json_pack("{s:i,s:b}", "pairs", a->pairs, "compile_only", a->compile_only);
+	size_t nfix = 0;
+
+	if (a->cases)
+		json_object_set_new(o, "cases", request_list_json(a->cases));
+	if (a->baseline_options)
+		json_object_set_new(o, "baseline_options", request_list_json(a->baseline_options));
+	if (a->candidate_options)
+		json_object_set_new(o, "candidate_options", request_list_json(a->candidate_options));
+	for (char **p = a->fixtures; p && *p; p++)
+		nfix++;
+	if (nfix)
+		json_object_set_new(o, "fixtures", json_integer((json_int_t)nfix));
+	if (a->mode != RTC_MODE_DEFAULT)
+		json_object_set_new(o, "mode", json_string(rtc_mode_name(a->mode)));
+	if (a->max_pairs)
+		json_object_set_new(o, "max_pairs", json_integer(a->max_pairs));
+	if (a->seed)
+		json_object_set_new(o, "seed", json_integer(a->seed));
+	return o;
 }
 
 json_t *jobs_show_json(struct jobs *j, const char *id)
@@ -675,6 +722,7 @@ json_t *jobs_show_json(struct jobs *j, const char *id)
 		return NULL;
 	o = json_object();
 	job_settings_into(job, o);
+	json_object_set_new(o, "labels", labels_json(job));
 	return o;
 }
 
@@ -761,6 +809,8 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 			"candidate", str_or_null(job->args.candidate));
 
 		job_settings_into(job, o);
+		json_object_set_new(o, "labels", labels_json(job));
+		json_object_set_new(o, "settings", settings_json(job));
 		/* Only for a job whose stored log lost records (recover.c). */
 		if (job->damaged)
 			json_object_set_new(o, "damaged", json_true());
@@ -877,6 +927,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 			     cfg->submit_check_timeout_s : JOBS_DEFAULT_CHECK_TIMEOUT_S;
 	j->max_log_bytes = cfg->max_log_bytes > 0 ? cfg->max_log_bytes :
 			   JOBS_DEFAULT_MAX_LOG_BYTES;
+	j->keep_jobs = cfg->keep_jobs;
+	j->keep_days = cfg->keep_days;
 	if ((cfg->allow_roots && (rc = roots_resolve(j, cfg, msg))) ||
 	    (rc = store_open(cfg->state_dir, &j->store, msg)) ||
 	    (rc = worker__scratch_open(j, cfg->state_dir, msg))) {
@@ -902,6 +954,9 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 		writer_close(j->writer, jobs_free_cb, j);
 		return rc;
 	}
+	/* What retention lets go since the last run; its removals go on in
+	 * the writer while the loop serves. */
+	retention__prune(j);
 	uv_timer_init(loop, &j->tick);
 	j->tick.data = j;
 	calib__start(j);

@@ -79,6 +79,14 @@ struct jobs_config {
 	double calibrate_every_h;
 	const char *calibrate_lib;
 	int calibrate_runs;
+	/* Retention (docs/quald.md, "Retention"): with keep_jobs > 0, only the
+	 * newest keep_jobs finished jobs are kept; with keep_days > 0, a
+	 * finished job whose end is older than that many days goes. Both 0:
+	 * everything is kept. Only finished jobs are removed, oldest first,
+	 * never the newest job (store.h, "Pruning"), at open and after each
+	 * job ends, through the writer. */
+	int keep_jobs;
+	double keep_days;
 };
 
 struct jobs;
@@ -178,9 +186,29 @@ int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 
 /* What a show reply says of job besides its state and lines (new
  * reference): an object whose members go into the reply as they are,
- * {"fixtures":[REAL_PATH...]} for a job with fixture directories (the real
- * paths submit checked), {} for one without; NULL for an unknown job. */
+ * {"labels":{...}} (empty when it has none) and "fixtures":[REAL_PATH...]
+ * for a job with fixture directories (the real paths submit checked);
+ * NULL for an unknown job (one never submitted, or pruned). */
 json_t *jobs_show_json(struct jobs *j, const char *job);
+
+/* The history of ended jobs (docs/protocol.md, "history"): each job that
+ * has its verdict line and matches the query, a job matching when it has
+ * every label of q->labels with that value and, with q->case_name, a case
+ * verdict of that case. */
+struct jobs_history_query {
+	const char *case_name; /* NULL: every case */
+	json_t *labels;        /* borrowed object KEY -> VALUE, every one must match; NULL: any */
+	int limit;             /* the newest `limit` matching jobs, reported oldest first */
+};
+/* {"jobs":[...]} as the history reply (new reference): each job
+ * {"job","state","verdict","submitted","finished","labels","baseline":{"path",
+ * "sha256"},"candidate":{"path","sha256"},"cases":[{"case","verdict","ratio",
+ * "ci_low","ci_high","p_holm","baseline_ns","candidate_ns","timed"}]}, the
+ * cases in the order of their case_verdict lines (only q->case_name's with
+ * it). A job's summary is read from its log once, the first time a history
+ * asks for it after its verdict line is written (history.c); a call after
+ * that walks memory only. */
+json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q);
 
 /* The ids of all jobs after job (in id order; NULL = all), for watch resume.
  * job need not exist (ids with a larger number follow it). *ids is a new
@@ -199,8 +227,9 @@ void jobs_ids_free(char **ids, int n);
  * being checked has "health_check":true, one whose check failed is out of
  * service until restart and has "out_of_service":REASON, and with no slot in
  * service while jobs are queued the object has "waiting":REASON. List: {"jobs":[{"job","state","verdict",
- * "submitted","finished","baseline","candidate"}]} (and "fixtures", as in
- * jobs_show_json, for a job with fixture directories), newest first, at most
+ * "submitted","finished","baseline","candidate","labels","settings"}]} (and
+ * "fixtures", as in jobs_show_json, for a job with fixture directories;
+ * settings: what tells two jobs apart, docs/protocol.md), newest first, at most
  * limit; verdict and finished are null until the job has them; times are UTC
  * "YYYY-MM-DDTHH:MM:SSZ". */
 /* Writes to the state directory asked for and not yet done (the writer

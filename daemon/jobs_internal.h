@@ -10,6 +10,8 @@
  *   quarantine.c   strikes against a crashing candidate, and the refusal
  *   submit.c       the submit checks (jobs_submit)
  *   recover.c      the state directory read back at start
+ *   history.c      each ended job's summary, and the history reply
+ *   retention.c    pruning finished jobs (quald --keep-jobs, --keep-days)
  *   children.c     the loop's side of common/child.h (children.h)
  *
  * Every function here is named module__verb (STYLE.md); all run on the
@@ -82,6 +84,12 @@ struct job {
 	bool damaged;              /* records of its stored log were lost
 				    * (recover.c); state.json says so */
 	struct worker *w;          /* while running */
+	int state_writes;          /* state writes not yet called back (their
+				    * callbacks hold the job: it is not pruned
+				    * meanwhile) */
+	json_t *summary;           /* history.c: {"baseline","candidate",
+				    * "cases"}, read once after its verdict
+				    * line is written; NULL until then */
 	struct list_link qlink;    /* in the queue while queued */
 };
 
@@ -147,6 +155,8 @@ struct jobs {
 	int calib_runs;
 	uv_timer_t calib_timer;    /* the schedule's check */
 	struct jobs_stats stats;   /* jobs that ended since the start (jobs.h) */
+	int keep_jobs;             /* retention (jobs_config); 0: no limit */
+	double keep_days;
 	int closing_handles;       /* tick, children and writer, once closing */
 	bool closing, handles_closing;
 	void (*done)(void *ctx);
@@ -359,6 +369,21 @@ bool calib__fits(const struct job *job, int s);
 
 /* Stops the schedule's timer (shutdown). */
 void calib__stop(struct jobs *j);
+
+/* ---- history.c -------------------------------------------------------------- */
+
+/* Whether job has ended and its verdict line is written and relayed: what
+ * history reports and retention may remove. */
+bool jobs__ended(const struct job *job);
+
+/* ---- retention.c ------------------------------------------------------------ */
+
+/* Removes the finished jobs that retention (j->keep_jobs, j->keep_days)
+ * lets go, oldest first: out of the table at once (show, list, watch no
+ * longer know them), their folders through the writer (store_job_remove).
+ * Never a queued or running job, one with writes in flight, nor the newest
+ * job (store.h, "Pruning"). Does nothing without a retention setting. */
+void retention__prune(struct jobs *j);
 
 /* ---- recover.c -------------------------------------------------------------- */
 

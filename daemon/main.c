@@ -124,6 +124,11 @@ static void usage(FILE *f)
 		"                       itself (an absolute path, checked like a submit's)\n"
 		"  --calibrate-runs N   A/A runs per scheduled calibration (default 10, 1-100)\n"
 		"  --calibrator PATH    qual-calibrate (default: beside quald)\n"
+		"  --keep-jobs N        keep only the newest N finished jobs (default: all)\n"
+		"  --keep-days D        remove finished jobs that ended over D days ago\n"
+		"                       (default: never); either removes the oldest first,\n"
+		"                       at start and after each job ends, never a queued\n"
+		"                       or running job nor the newest one\n"
 		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
 		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
 		"                       the tree quald runs from)\n"
@@ -279,6 +284,7 @@ enum {
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
 	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER, OPT_NO_CACHE,
 	OPT_CALIBRATOR, OPT_CALIBRATE_EVERY, OPT_CALIBRATE_LIB, OPT_CALIBRATE_RUNS,
+	OPT_KEEP_JOBS, OPT_KEEP_DAYS,
 };
 
 /* Descriptors quald holds besides its connections: per slot a running
@@ -332,6 +338,8 @@ int main(int argc, char **argv)
 		{"calibrate-every", required_argument, NULL, OPT_CALIBRATE_EVERY},
 		{"calibrate-lib", required_argument, NULL, OPT_CALIBRATE_LIB},
 		{"calibrate-runs", required_argument, NULL, OPT_CALIBRATE_RUNS},
+		{"keep-jobs", required_argument, NULL, OPT_KEEP_JOBS},
+		{"keep-days", required_argument, NULL, OPT_KEEP_DAYS},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
@@ -485,6 +493,23 @@ int main(int argc, char **argv)
 			jcfg.calibrate_runs = (int)runs;
 			break;
 		}
+		case OPT_KEEP_JOBS: {
+			long n;
+
+			if (text_parse_long("--keep-jobs", optarg, 1, 100000000, &n, &msg) < 0) {
+				oplog(LOG_ERR, "%s", msg.text);
+				goto usage;
+			}
+			jcfg.keep_jobs = (int)n;
+			break;
+		}
+		case OPT_KEEP_DAYS:
+			if (text_parse_double("--keep-days", optarg, 0.0001, 1e6, &jcfg.keep_days,
+					      &msg) < 0) {
+				oplog(LOG_ERR, "%s", msg.text);
+				goto usage;
+			}
+			break;
 		case OPT_VERSION:
 			printf("quald %s\n", QUAL_VERSION);
 			status = QUAL_EXIT_PASS;

@@ -49,6 +49,7 @@ static const char *const op_names[] = {
 	[OP_AUTH] = "auth",
 	[OP_QUARANTINE] = "quarantine",
 	[OP_CALIBRATION] = "calibration",
+	[OP_HISTORY] = "history",
 };
 
 /* The fields each op accepts besides "op" and "id". */
@@ -56,7 +57,7 @@ static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
 	"compile_timeout", "follow", "fixtures", "mode", "max_pairs", "max_seconds",
-	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", NULL,
+	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", "labels", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", NULL};
@@ -64,6 +65,7 @@ static const char *const job_fields[] = {"job", NULL};
 static const char *const no_fields[] = {NULL};
 static const char *const auth_fields[] = {"token", NULL};
 static const char *const quarantine_fields[] = {"action", "sha256", NULL};
+static const char *const history_fields[] = {"case", "labels", "limit", NULL};
 
 static const char *const *const op_fields[] = {
 	[OP_SUBMIT] = submit_fields,
@@ -75,6 +77,7 @@ static const char *const *const op_fields[] = {
 	[OP_AUTH] = auth_fields,
 	[OP_QUARANTINE] = quarantine_fields,
 	[OP_CALIBRATION] = no_fields,
+	[OP_HISTORY] = history_fields,
 };
 
 /* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
@@ -281,6 +284,87 @@ static int get_list(json_t *o, const char *key, size_t max, size_t max_n, bool a
 	return 0;
 }
 
+static bool label_key_ok(const char *k)
+{
+	size_t n = strlen(k);
+
+	if (n < 1 || n > REQUEST_MAX_LABEL_KEY)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') ||
+		      (k[i] >= '0' && k[i] <= '9') || k[i] == '_' || k[i] == '.' || k[i] == '-'))
+			return false;
+	return true;
+}
+
+/* The byte offset of the first control character of s (C0, DEL, or C1 as
+ * UTF-8: 0xC2 0x80-0x9F), or -1. jansson's strings are valid UTF-8. */
+static long control_at(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7F)
+			return (long)i;
+		if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9F)
+			return (long)i;
+	}
+	return -1;
+}
+
+int request_labels_check(json_t *v, const char *field, struct qual_msg *msg)
+{
+	char got[64], clipped[CLIP_BUF];
+	const char *key;
+	json_t *x;
+
+	if (!json_is_object(v))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an object of strings, got %s",
+				 field, describe(v, got, sizeof got));
+	if (json_object_size(v) > REQUEST_MAX_LABELS)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %d are allowed",
+				 field, json_object_size(v), REQUEST_MAX_LABELS);
+	json_object_foreach(v, key, x) {
+		size_t n;
+		long at;
+
+		if (!label_key_ok(key))
+			return qual_fail(msg, QUAL_EINVAL, "'%s' key '%s' must be 1 to %d of "
+					 "A-Z a-z 0-9 _ . -", field, clip(key, clipped, CLIP_MAX),
+					 REQUEST_MAX_LABEL_KEY);
+		if (!json_is_string(x))
+			return qual_fail(msg, QUAL_EINVAL, "'%s' value of '%s' must be a string, "
+					 "got %s", field, key, describe(x, got, sizeof got));
+		n = json_string_length(x);
+		if (n == 0)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' value of '%s' is empty", field, key);
+		if (n > REQUEST_MAX_LABEL_VALUE)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' value of '%s' is longer than %d "
+					 "bytes", field, key, REQUEST_MAX_LABEL_VALUE);
+		if ((at = control_at(json_string_value(x), n)) >= 0)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' value of '%s' has a control "
+					 "character at byte %ld", field, key, at);
+	}
+	return 0;
+}
+
+/* labels of o, checked, into *out (kept when absent; an empty object is
+ * NULL). */
+static int get_labels(json_t *o, json_t **out, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, "labels");
+	int rc;
+
+	if (!v)
+		return 0;
+	if ((rc = request_labels_check(v, "labels", msg)) < 0)
+		return rc;
+	json_decref(*out);
+	*out = json_object_size(v) ? json_deep_copy(v) : NULL;
+	return 0;
+}
+
 static void submit_release(struct submit_args *s)
 {
 	free(s->baseline);
@@ -293,6 +377,7 @@ static void submit_release(struct submit_args *s)
 	free(s->candidate_real);
 	free(s->baseline_sha256);
 	free(s->candidate_sha256);
+	json_decref(s->labels);
 	memset(s, 0, sizeof *s);
 }
 
@@ -501,6 +586,8 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	    (rc = get_list(o, "fixtures", REQUEST_MAX_PATH, REQUEST_MAX_FIXTURES, false,
 			   &s->fixtures, msg)) < 0)
 		return rc;
+	if ((rc = get_labels(o, &s->labels, msg)) < 0)
+		return rc;
 	x = 0;
 	if ((rc = get_integer(o, "calibrate", 1, REQUEST_MAX_CALIBRATE, &x, msg)) < 0)
 		return rc;
@@ -594,6 +681,21 @@ static int parse_quarantine(json_t *o, struct request *r, struct qual_msg *msg)
 	if (!is_sha256(r->sha256))
 		return qual_fail(msg, QUAL_EINVAL, "'sha256' must be 64 lower-case hex "
 				 "digits, got '%s'", clip(r->sha256, clipped, CLIP_MAX));
+	return 0;
+}
+
+/* "limit" of o, an integer in [1, max], into *out (kept when absent). */
+static int get_limit(json_t *o, int max, int *out, struct qual_msg *msg)
+{
+	json_t *v = json_object_get(o, "limit");
+	char got[64];
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
+		return qual_fail(msg, QUAL_EINVAL, "'limit' must be an integer in [1, %d], "
+				 "got %s", max, describe(v, got, sizeof got));
+	*out = (int)json_integer_value(v);
 	return 0;
 }
 
@@ -706,19 +808,15 @@ int request_parse(const char *line, size_t len, struct request *r,
 		r->after_seq = r->after_job ? (long)x : -1;
 		break;
 	case OP_LIST:
-		x = r->limit;
-		if ((v = json_object_get(root, "limit")) &&
-		    (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		     json_integer_value(v) > REQUEST_MAX_LIMIT)) {
-			char got[64];
-
-			qual_fail(msg, rc, "'limit' must be an integer in [1, %d], got %s",
-				  REQUEST_MAX_LIMIT, describe(v, got, sizeof got));
+		if (get_limit(root, REQUEST_MAX_LIMIT, &r->limit, msg) < 0)
 			goto out;
-		}
-		if (v)
-			x = json_integer_value(v);
-		r->limit = (int)x;
+		break;
+	case OP_HISTORY:
+		r->limit = REQUEST_DEFAULT_HISTORY;
+		if (get_limit(root, REQUEST_MAX_HISTORY, &r->limit, msg) < 0 ||
+		    get_string(root, "case", REQUEST_MAX_CASE, &r->case_name, msg) < 0 ||
+		    get_labels(root, &r->labels, msg) < 0)
+			goto out;
 		break;
 	case OP_SHOW:
 	case OP_CANCEL:
@@ -759,20 +857,21 @@ out:
 
 void request_release(struct request *r)
 {
-	char *strings[] = {r->job, r->after_job, r->token, r->sha256};
+	char *strings[] = {r->job, r->after_job, r->token, r->sha256, r->case_name};
 
 	submit_release(&r->submit);
 	json_decref(r->id);
+	json_decref(r->labels);
 	for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
 		free(strings[i]);
 	memset(r, 0, sizeof *r);
 }
 
-static json_t *list_to_json(char *const *list)
+json_t *request_list_json(char *const *list)
 {
 	json_t *a = json_array();
 
-	for (char *const *p = list; *p; p++)
+	for (char *const *p = list; p && *p; p++)
 		json_array_append_new(a, json_string(*p));
 	return a;
 }
@@ -804,17 +903,19 @@ json_t *request_submit_to_json(const struct submit_args *s)
 	if (s->compile_timeout_s > 0)
 		json_object_set_new(o, "compile_timeout", json_real(s->compile_timeout_s));
 	if (s->cases)
-		json_object_set_new(o, "cases", list_to_json(s->cases));
+		json_object_set_new(o, "cases", request_list_json(s->cases));
 	if (s->baseline_options)
-		json_object_set_new(o, "baseline_options", list_to_json(s->baseline_options));
+		json_object_set_new(o, "baseline_options", request_list_json(s->baseline_options));
 	if (s->candidate_options)
-		json_object_set_new(o, "candidate_options", list_to_json(s->candidate_options));
+		json_object_set_new(o, "candidate_options", request_list_json(s->candidate_options));
 	if (s->fixtures)
-		json_object_set_new(o, "fixtures", list_to_json(s->fixtures));
+		json_object_set_new(o, "fixtures", request_list_json(s->fixtures));
 	if (s->calibrate)
 		json_object_set_new(o, "calibrate", json_integer(s->calibrate));
 	if (s->has_slot)
 		json_object_set_new(o, "slot", json_integer(s->slot));
+	if (s->labels)
+		json_object_set_new(o, "labels", json_deep_copy(s->labels));
 	if (s->baseline_sha256)
 		request_submit_set_pin(o, 0, s->baseline_real, s->baseline_sha256);
 	if (s->candidate_sha256)
@@ -834,7 +935,7 @@ void request_submit_set_pin(json_t *o, int arm, const char *real_path, const cha
 
 void request_submit_set_fixtures(json_t *o, char *const *real)
 {
-	json_object_set_new(o, "fixtures", list_to_json(real));
+	json_object_set_new(o, "fixtures", request_list_json(real));
 }
 
 /* The pins of a stored request: both keys of an arm or neither (a job of a

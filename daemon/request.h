@@ -18,6 +18,15 @@
 #define REQUEST_MAX_LIST 64            /* cases or options per list */
 #define REQUEST_MAX_TOKEN 4096         /* bytes of an auth token */
 #define REQUEST_MAX_FIXTURES 8         /* fixture directories per submit */
+/* Labels of a submit (and a history filter): at most this many, each key
+ * 1 to 64 of [A-Za-z0-9_.-], each value 1 to 1024 bytes without control
+ * characters (docs/protocol.md, "Labels"). */
+#define REQUEST_MAX_LABELS 32
+#define REQUEST_MAX_LABEL_KEY 64
+#define REQUEST_MAX_LABEL_VALUE 1024
+/* history: the newest `limit` matching jobs, 100 unless given. */
+#define REQUEST_DEFAULT_HISTORY 100
+#define REQUEST_MAX_HISTORY 10000
 
 enum request_op {
 	OP_SUBMIT,
@@ -29,6 +38,7 @@ enum request_op {
 	OP_AUTH,     /* a TCP connection's first request */
 	OP_QUARANTINE, /* list or clear the crash quarantine */
 	OP_CALIBRATION, /* the latest calibration of each slot's device */
+	OP_HISTORY,  /* per-case results of ended jobs, oldest first */
 };
 
 enum quarantine_action {
@@ -81,6 +91,10 @@ struct submit_args {
 	char *candidate_real;
 	char *baseline_sha256;
 	char *candidate_sha256;
+	/* The user's labels (commit, branch, build, ...): an object of KEY to
+	 * VALUE strings as request_labels_check allows (own reference), or
+	 * NULL for none (an empty object is NULL). */
+	json_t *labels;
 };
 
 struct request {
@@ -90,7 +104,10 @@ struct request {
 	char *job;                /* show, cancel */
 	char *after_job;          /* watch: resume after (after_job, after_seq) */
 	long after_seq;
-	int limit;                /* list */
+	int limit;                /* list, history */
+	char *case_name;          /* history: one case, or NULL: every case */
+	json_t *labels;           /* history: the labels a job must have (own
+				   * reference), or NULL: any */
 	char *token;              /* auth: at most REQUEST_MAX_TOKEN bytes */
 	enum quarantine_action action; /* quarantine */
 	char *sha256;             /* quarantine clear: 64 lower-case hex digits */
@@ -104,6 +121,18 @@ struct request {
 int request_parse(const char *line, size_t len, struct request *r,
 		  const char **op_name, struct qual_msg *msg);
 void request_release(struct request *r);
+
+/* Checks field's value v (borrowed) as labels: an object of at most
+ * REQUEST_MAX_LABELS members, each key 1 to REQUEST_MAX_LABEL_KEY bytes of
+ * [A-Za-z0-9_.-] and each value a string of 1 to REQUEST_MAX_LABEL_VALUE
+ * bytes without control characters (U+0000 to U+001F, U+007F to U+009F).
+ * Returns 0, or QUAL_EINVAL with msg naming the problem, e.g. "'labels' key
+ * 'a b' must be 1 to 64 of A-Z a-z 0-9 _ . -". */
+int request_labels_check(json_t *v, const char *field, struct qual_msg *msg);
+
+/* A NULL-terminated list of strings (NULL: none) as a JSON array (new
+ * reference). */
+json_t *request_list_json(char *const *list);
 
 /* The submit arguments as the JSON object stored with a job (new reference),
  * and back (for recovery after a restart). */

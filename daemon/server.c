@@ -268,6 +268,21 @@ static void do_list(struct conn *c, struct request *r)
 	conn__send_json(c, o);
 }
 
+static void do_history(struct conn *c, struct request *r)
+{
+	struct jobs_history_query q = { r->case_name, r->labels, r->limit };
+	json_t *o = conn__reply_new("history", r->id);
+	json_t *h = jobs_history_json(c->srv->jobs, &q);
+	json_t *list = json_object_get(h, "jobs");
+
+	if (json_is_array(list))
+		json_object_set(o, "jobs", list);
+	else
+		json_object_set_new(o, "jobs", json_array());
+	json_decref(h);
+	conn__send_json(c, o);
+}
+
 static void do_cancel(struct conn *c, struct request *r)
 {
 	struct qual_msg msg = {{0}};
@@ -353,6 +368,7 @@ void server__handle_line(struct conn *c, const char *line, size_t len)
 	case OP_WATCH: do_watch(c, &r); break;
 	case OP_STATUS: do_status(c, &r); break;
 	case OP_LIST: do_list(c, &r); break;
+	case OP_HISTORY: do_history(c, &r); break;
 	case OP_SHOW: do_show(c, &r); break;
 	case OP_CANCEL: do_cancel(c, &r); break;
 	case OP_QUARANTINE: do_quarantine(c, &r); break;

@@ -429,6 +429,41 @@ int store_scan(struct store *s, long **nums, int *n, struct qual_msg *msg)
 
 /* ---- job files ---------------------------------------------------------------- */
 
+/* A job's folder and its temporary name (".<id>.new", which a scan
+ * removes), for a write: refused after a fatal failure or for a bad id. */
+static int job_folders(struct store *s, const char *id, char tmp[PATH_MAX],
+		       char final[PATH_MAX], struct qual_msg *msg)
+{
+	int rc;
+
+	if (store_fatal())
+		return refuse_after_fatal(msg);
+	if (store_id_parse(id) < 0)
+		return qual_fail(msg, QUAL_EINVAL, "bad job id '%s'", id);
+	if ((rc = path_fmt(tmp, PATH_MAX, msg, "%s/.%s.new", s->jobs, id)) ||
+	    (rc = path_fmt(final, PATH_MAX, msg, "%s/%s", s->jobs, id)))
+		return rc;
+	return 0;
+}
+
+int store_job_remove(struct store *s, const char *id, struct qual_msg *msg)
+{
+	char tmp[PATH_MAX], final[PATH_MAX];
+	int rc;
+
+	if ((rc = job_folders(s, id, tmp, final, msg)))
+		return rc;
+	fs_rm_tree(tmp);
+	if (rename(final, tmp) < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot rename '%s' to '%s': %s", final, tmp,
+				 strerror(errno));
+	/* The name is gone once this sync returns; what is under the
+	 * temporary name goes now, or at the next scan after a crash. */
+	rc = sync_dir(s->jobs, false, msg);
+	fs_rm_tree(tmp);
+	return rc;
+}
+
 int store_job_create(struct store *s, const char *id, json_t *request,
 		     json_t *state, struct qual_msg *msg)
 {
@@ -436,12 +471,7 @@ int store_job_create(struct store *s, const char *id, json_t *request,
 	struct stat st;
 	int rc;
 
-	if (store_fatal())
-		return refuse_after_fatal(msg);
-	if (store_id_parse(id) < 0)
-		return qual_fail(msg, QUAL_EINVAL, "bad job id '%s'", id);
-	if ((rc = path_fmt(tmp, sizeof tmp, msg, "%s/.%s.new", s->jobs, id)) ||
-	    (rc = path_fmt(final, sizeof final, msg, "%s/%s", s->jobs, id)))
+	if ((rc = job_folders(s, id, tmp, final, msg)))
 		return rc;
 	if (lstat(final, &st) == 0)
 		return qual_fail(msg, QUAL_EINVAL, "job '%s' exists already in '%s'", id,

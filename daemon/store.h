@@ -16,6 +16,17 @@
  * next scan removes. Ids are "j" followed by at least 6 decimal digits
  * (j000001), increasing; the next id is one past the largest folder there.
  *
+ * Pruning (quald --keep-jobs, --keep-days: store_job_remove) renames a
+ * finished job's folder to that same temporary name, syncs the jobs folder
+ * and then removes it: a crash in between leaves a folder the next scan
+ * removes, never a job half there. Ids are never issued twice: retention
+ * never removes the newest job (the one with the largest id), so "one past
+ * the largest folder" stays one past every id issued, without a second
+ * record of the highest id that would have to be kept durable beside the
+ * folders and agree with them after a crash. (A create that failed left
+ * no folder and was never acknowledged; its id may come again.) The cost:
+ * the newest job outlives --keep-days until a newer one ends.
+ *
  * Log records. Each line L of a job (a JSON object: every line jobs.c writes
  * is one) is stored as L with one member spliced in before its closing brace
  * and a newline after it:
@@ -119,6 +130,13 @@ int store_scan(struct store *s, long **nums, int *n, struct qual_msg *msg);
  * fatal). */
 int store_job_create(struct store *s, const char *id, json_t *request,
 		     json_t *state, struct qual_msg *msg);
+
+/* Removes job id's folder (pruning, above): renamed to ".<id>.new", the
+ * jobs folder synced, then removed. Not fatal: a failure leaves the job on
+ * disk (the next start reads it back), and after a failed sync the job may
+ * come back after a crash; either way nothing acknowledged is lost.
+ * QUAL_EINVAL for a bad id, QUAL_EIO when the rename or sync failed. */
+int store_job_remove(struct store *s, const char *id, struct qual_msg *msg);
 
 /* Replaces state.json atomically: writes a temporary file, syncs it, renames
  * it over the old one and syncs the folder. Borrows state. Any failure is

@@ -15,7 +15,7 @@
 #include "common/xalloc.h"
 #include "daemon/oplog.h"
 
-enum op_kind { OP_CREATE, OP_STATE, OP_APPEND, OP_CLOSE, OP_FILE };
+enum op_kind { OP_CREATE, OP_STATE, OP_APPEND, OP_CLOSE, OP_FILE, OP_REMOVE };
 
 struct op {
 	struct op *next;
@@ -81,6 +81,9 @@ static void op_run(struct writer *w, struct op *op)
 		if (op->status == 0)
 			op->status = store_log_append(l->fd, l->path, op->line, op->len,
 						      op->sync, &op->msg);
+		break;
+	case OP_REMOVE:
+		op->status = store_job_remove(w->store, op->id, &op->msg);
 		break;
 	case OP_FILE:
 		op->status = fs_write_atomic(op->path, op->line, op->len, op->mode, NULL,
@@ -276,6 +279,11 @@ void writer_state_write(struct writer *w, const char *id, json_t *state,
 
 	op->state = copy(state);
 	op_push(w, op);
+}
+
+void writer_job_remove(struct writer *w, const char *id, writer_done_fn cb, void *ctx)
+{
+	op_push(w, op_new(OP_REMOVE, id, cb, ctx));
 }
 
 void writer_file_replace(struct writer *w, const char *path, const char *text, size_t len,

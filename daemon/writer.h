@@ -61,6 +61,10 @@ void writer_job_create(struct writer *w, const char *id, json_t *request,
 void writer_state_write(struct writer *w, const char *id, json_t *state,
 			writer_done_fn cb, void *ctx);
 
+/* store_job_remove in the thread (pruning; not fatal). cb (may be NULL)
+ * runs once on the loop after it, with its status and message. */
+void writer_job_remove(struct writer *w, const char *id, writer_done_fn cb, void *ctx);
+
 /* fs_write_atomic(path, text, len, mode) in the thread (quald's own files
  * beside the jobs: quarantine.json); copies both. A failure is not fatal:
  * cb (may be NULL) gets the status and message, on the loop. */

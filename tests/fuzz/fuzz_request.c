@@ -288,6 +288,7 @@ static void check_submit_round_trip(const struct submit_args *s)
 	FUZZ_CHECK(lists_equal(back.cases, s->cases));
 	FUZZ_CHECK(lists_equal(back.baseline_options, s->baseline_options));
 	FUZZ_CHECK(lists_equal(back.candidate_options, s->candidate_options));
+	FUZZ_CHECK(s->labels ? json_equal(back.labels, s->labels) : !back.labels);
 	/* back is released the way request_release releases a submit. */
 	{
 		struct request r = {0};
@@ -320,6 +321,15 @@ static void check_request(const struct request *r)
 	case OP_CANCEL:
 		FUZZ_CHECK(r->job && is_job_id(r->job));
 		break;
+	case OP_HISTORY:
+		/* docs/protocol.md: limit in [1, 10000]; labels checked as a
+		 * submit's (at most 32, none empty). */
+		FUZZ_CHECK(r->limit >= 1 && r->limit <= 10000);
+		FUZZ_CHECK(!r->case_name || strlen(r->case_name) >= 1);
+		FUZZ_CHECK(!r->labels || (json_is_object(r->labels) &&
+					  json_object_size(r->labels) >= 1 &&
+					  json_object_size(r->labels) <= 32));
+		break;
 	case OP_STATUS:
 	case OP_CALIBRATION:
 		break;
@@ -346,7 +356,7 @@ static void parse_line(const char *line, size_t len)
 {
 	static const char *const ops[] = {
 		"submit", "watch", "status", "list", "show", "cancel", "auth",
-		"quarantine", "calibration",
+		"quarantine", "calibration", "history",
 	};
 	struct qual_msg msg = {{0}};
 	const char *op_name = (const char *)&msg; /* must be overwritten */

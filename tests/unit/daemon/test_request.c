@@ -24,6 +24,7 @@ static const char *const op_names[] = {
 	[OP_SUBMIT] = "submit", [OP_WATCH] = "watch", [OP_STATUS] = "status",
 	[OP_LIST] = "list", [OP_SHOW] = "show", [OP_CANCEL] = "cancel",
 	[OP_AUTH] = "auth", [OP_QUARANTINE] = "quarantine", [OP_CALIBRATION] = "calibration",
+	[OP_HISTORY] = "history",
 };
 
 /* ---- data files: cases of (request line, expectation line) ---- */
@@ -146,6 +147,14 @@ static json_t *dump_request(const struct request *r)
 			json_object_set_new(o, "calibrate", json_integer(s->calibrate));
 		if (s->has_slot)
 			json_object_set_new(o, "slot", json_integer(s->slot));
+		if (s->labels) /* only when given */
+			json_object_set(o, "labels", s->labels);
+		break;
+	case OP_HISTORY:
+		json_object_set_new(o, "case",
+				    r->case_name ? json_string(r->case_name) : json_null());
+		json_object_set(o, "labels", r->labels ? r->labels : json_null());
+		json_object_set_new(o, "limit", json_integer(r->limit));
 		break;
 	case OP_WATCH:
 		json_object_set_new(o, "after_job",
