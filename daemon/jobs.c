@@ -452,7 +452,8 @@ const double jobs_duration_le[JOBS_DURATION_BUCKETS] = {
 	1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 7200,
 };
 const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS] = {
-	"neutral", "improvement", "regression", "fail", "error",
+	/* common/lines.c's verdict names, then "other" */
+	"improvement", "neutral", "regression", "fail", "error", "not_timed",
 	"cancelled", "interrupted", "other",
 };
 

@@ -245,7 +245,7 @@ long jobs_writes_pending(const struct jobs *j);
  * ended but have no duration. */
 #define JOBS_DURATION_BUCKETS 12
 extern const double jobs_duration_le[JOBS_DURATION_BUCKETS];
-#define JOBS_VERDICT_KINDS 8
+#define JOBS_VERDICT_KINDS 9
 extern const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS]; /* the last: "other" */
 struct jobs_stats {
 	unsigned long long ended[JOBS_VERDICT_KINDS];

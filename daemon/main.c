@@ -22,6 +22,7 @@
 #include "daemon/policy.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
+#include "daemon/http.h"
 #include "daemon/oplog.h"
 #include "common/fsutil.h"
 #include "common/text.h"
@@ -100,6 +101,10 @@ static void usage(FILE *f)
 		"  --socket PATH        unix socket (default $RUNTIME_DIRECTORY/quald.sock,\n"
 		"                       else " DEFAULT_RUNTIME_DIR "/" SOCKET_NAME ")\n"
 		"  --tcp PORT           also listen on 127.0.0.1:PORT (needs --tcp-token-file)\n"
+		"  --http ADDR:PORT|PATH  serve the read-only dashboard, its API and\n"
+		"                       /metrics over HTTP on a loopback address\n"
+		"                       (127.0.0.1:8080, [::1]:8080, localhost:0) or a unix\n"
+		"                       socket; who may connect as on --socket (docs/http.md)\n"
 		"  --tcp-token-file PATH  the token TCP clients must send first; mode\n"
 		"                       0640 or stricter\n"
 		"  --group NAME         members may use the unix socket, besides root and\n"
@@ -221,6 +226,7 @@ struct daemon {
 	uv_loop_t loop;
 	uv_signal_t sigterm, sigint, sighup;
 	struct server *srv;
+	struct http *http;       /* --http, or NULL */
 	struct sd_notifier sd;
 	bool ready, stopping;
 	char status[96];         /* the last STATUS= text */
@@ -256,6 +262,32 @@ static void on_server_closed(void *ctx)
 	uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
+static const struct server_stats *daemon_server_stats(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	return d->srv ? server_stats(d->srv) : NULL;
+}
+
+static void on_line(void *ctx, const char *job, long seq, const char *line, size_t len,
+		    bool verdict)
+{
+	struct daemon *d = ctx;
+
+	if (d->http)
+		http_on_line(d->http, job, seq, line, len, verdict);
+}
+
+/* The HTTP endpoint goes first (its event streams end, its responses
+ * finish), while the jobs module it reads is still open; then the server. */
+static void on_http_closed(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	d->http = NULL;
+	server_close(d->srv, on_server_closed, d);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
 	struct daemon *d = h->data;
@@ -267,7 +299,10 @@ static void on_signal(uv_signal_t *h, int signum)
 	d->stopping = true;
 	oplog(LOG_NOTICE, "%s: stopping", strsignal(signum));
 	notify(d, "STOPPING=1\nSTATUS=stopping", true);
-	server_close(d->srv, on_server_closed, d);
+	if (d->http)
+		http_close(d->http, on_http_closed, d);
+	else
+		server_close(d->srv, on_server_closed, d);
 }
 
 static void print_handle(uv_handle_t *h, void *arg)
@@ -284,7 +319,7 @@ enum {
 	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
 	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER, OPT_NO_CACHE,
 	OPT_CALIBRATOR, OPT_CALIBRATE_EVERY, OPT_CALIBRATE_LIB, OPT_CALIBRATE_RUNS,
-	OPT_KEEP_JOBS, OPT_KEEP_DAYS,
+	OPT_KEEP_JOBS, OPT_KEEP_DAYS, OPT_HTTP,
 };
 
 /* Descriptors quald holds besides its connections: per slot a running
@@ -339,6 +374,7 @@ int main(int argc, char **argv)
 		{"calibrate-lib", required_argument, NULL, OPT_CALIBRATE_LIB},
 		{"calibrate-runs", required_argument, NULL, OPT_CALIBRATE_RUNS},
 		{"keep-jobs", required_argument, NULL, OPT_KEEP_JOBS},
+		{"http", required_argument, NULL, OPT_HTTP},
 		{"keep-days", required_argument, NULL, OPT_KEEP_DAYS},
 		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
 		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
@@ -357,6 +393,7 @@ int main(int argc, char **argv)
 	struct group *gr;
 	struct jobs_config jcfg = {0};
 	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
+	char *http_listen = NULL;
 	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
 	int slots = 0;
 	bool devices_auto = false; /* --devices auto given */
@@ -403,7 +440,8 @@ int main(int argc, char **argv)
 			continue;
 		/* The options that name a file; the last one given counts. */
 		path = opt == OPT_SOCKET ? &socket_path : opt == OPT_STATE_DIR ? &state_dir :
-		       opt == OPT_WORKER ? &worker : opt == OPT_HELPER ? &helper : NULL;
+		       opt == OPT_WORKER ? &worker : opt == OPT_HELPER ? &helper :
+		       opt == OPT_HTTP ? &http_listen : NULL;
 		if (path) {
 			free(*path);
 			*path = xstrdup(optarg);
@@ -642,11 +680,30 @@ int main(int argc, char **argv)
 		oplog(LOG_ERR, "cannot start the event loop: %s", uv_strerror(rc));
 		goto out;
 	}
+	if (http_listen) {
+		struct http_config hcfg = {
+			.listen = http_listen,
+			.rule = {scfg.has_group, scfg.allow_gid, scfg.group_name},
+		};
+
+		rc = http_open(&d.loop, &hcfg, &d.http, &msg);
+		if (rc < 0) {
+			oplog(LOG_ERR, "%s", msg.text);
+			uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
+			goto close_loop;
+		}
+	}
 	rc = server_open(&d.loop, &scfg, &d.srv, &msg);
 	if (rc < 0) {
 		oplog(LOG_ERR, "%s", msg.text);
+		if (d.http)
+			http_close(d.http, NULL, NULL);
 		uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
 		goto close_loop;
+	}
+	if (d.http) {
+		http_attach(d.http, server_jobs(d.srv), daemon_server_stats, &d);
+		server_set_line_hook(d.srv, on_line, &d);
 	}
 	uv_signal_init(&d.loop, &d.sigterm);
 	uv_signal_init(&d.loop, &d.sigint);
@@ -665,6 +722,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "quald %s: listening", QUAL_VERSION);
 	if (server_tcp_port(d.srv) > 0)
 		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d.srv));
+	if (d.http)
+		fprintf(stderr, "; http on %s", http_where(d.http));
 	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", state_dir, jcfg.nslots,
 		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s",
 		!devices_auto ? "" : ndevices ? " (gpus found by --devices auto)" :
@@ -695,6 +754,7 @@ usage:
 out:
 	free(listen_fds);
 	free(socket_path);
+	free(http_listen);
 	free(state_dir);
 	free(worker);
 	free(helper);
