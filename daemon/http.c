@@ -57,7 +57,18 @@ struct hconn {
 	union uv_any_stream h;
 	struct http *http;
 	struct hconn *prev, *next; /* in http's list */
+	/* A refused one lingers: what it sent is read and thrown away until it
+	 * closes (at most LINGER_MS, LINGER_BYTES), so that closing with its
+	 * request unread does not reset the connection before it has read
+	 * the refusal. */
+	uv_shutdown_t shutdown;
+	uv_timer_t linger;
+	bool lingering;
+	size_t discarded;
 };
+
+#define LINGER_MS 2000
+#define LINGER_BYTES (1u << 20)
 
 /* An event stream: a response that H2O pulls (proceed) while lines come
  * (http_on_line). Allocated in the request's memory pool, so it lives
@@ -867,7 +878,54 @@ static struct hconn *hconn_new(struct http *h)
 	return c;
 }
 
-/* A refused peer gets a short answer and the door: one write, no waiting. */
+static void on_linger_closed(uv_handle_t *handle)
+{
+	struct hconn *c = container_of((uv_timer_t *)handle, struct hconn, linger);
+
+	uv_close(&c->h.handle, on_conn_closed);
+}
+
+static void linger_end(struct hconn *c)
+{
+	if (!c->lingering)
+		return;
+	c->lingering = false;
+	uv_read_stop(&c->h.stream);
+	uv_close((uv_handle_t *)&c->linger, on_linger_closed);
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+	linger_end(container_of(t, struct hconn, linger));
+}
+
+static void linger_alloc(uv_handle_t *handle, size_t size, uv_buf_t *buf)
+{
+	static char sink[16384];
+
+	(void)handle;
+	(void)size;
+	*buf = uv_buf_init(sink, sizeof sink);
+}
+
+static void linger_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
+{
+	struct hconn *c = container_of((union uv_any_stream *)stream, struct hconn, h);
+
+	(void)buf;
+	if (n > 0)
+		c->discarded += (size_t)n;
+	if (n < 0 || c->discarded > LINGER_BYTES)
+		linger_end(c);
+}
+
+static void on_refusal_shut(uv_shutdown_t *req, int status)
+{
+	(void)req;
+	(void)status;
+}
+
+/* A refused peer gets a short answer, its write side shut, and lingers. */
 static void refuse(struct hconn *c, const char *why)
 {
 	char resp[512];
@@ -878,7 +936,12 @@ static void refuse(struct hconn *c, const char *why)
 	uv_buf_t b = uv_buf_init(resp, (unsigned)n);
 
 	uv_try_write(&c->h.stream, &b, 1);
-	uv_close(&c->h.handle, on_conn_closed);
+	c->lingering = true;
+	uv_timer_init(c->http->loop, &c->linger);
+	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
+	if (uv_shutdown(&c->shutdown, &c->h.stream, on_refusal_shut) < 0 ||
+	    uv_read_start(&c->h.stream, linger_alloc, linger_read) < 0)
+		linger_end(c);
 }
 
 /* Wraps an accepted handle for H2O. */
@@ -1119,10 +1182,13 @@ static void http__maybe_done(struct http *h)
 			return;
 		/* Past the drain: cut what is left. H2O sees its reads end and
 		 * its writes fail, and closes each connection its own way. */
-		for (struct hconn *c = h->conns; c; c = c->next) {
+		for (struct hconn *c = h->conns, *next; c; c = next) {
 			uv_os_fd_t fd;
 
-			if (uv_fileno(&c->h.handle, &fd) == 0)
+			next = c->next;
+			if (c->lingering)
+				linger_end(c);
+			else if (uv_fileno(&c->h.handle, &fd) == 0)
 				shutdown(fd, SHUT_RDWR);
 		}
 		return;

@@ -5,6 +5,8 @@
 #                 parsing (daemon/request.c)
 #   fuzz_relay    a worker's stdout: the relay of its lines (daemon/relay.c)
 #   fuzz_manifest a user fixture's DIR/fixture.json (fixtures/manifest.c)
+#   fuzz_http     an HTTP client's bytes: quald's HTTP endpoint
+#                 (daemon/http.c, metrics.c) on H2O, over a real jobs module
 #
 # With -DQUAL_FUZZ=ON (clang only) each target is a libFuzzer binary with
 # ASan and UBSan, and ctest runs it for QUAL_FUZZ_SECONDS on its seed corpus
@@ -29,6 +31,11 @@ set(QUAL_FUZZ_DRIVES_request ${PROJECT_SOURCE_DIR}/daemon/frame.c
     ${PROJECT_SOURCE_DIR}/common/gate.c)
 set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
     ${PROJECT_SOURCE_DIR}/common/lines.c ${PROJECT_SOURCE_DIR}/common/text.c)
+# The endpoint itself is compiled into its target; the jobs module and what
+# it stands on come from quald's library (not instrumented).
+set(QUAL_FUZZ_DRIVES_http ${PROJECT_SOURCE_DIR}/daemon/http.c
+    ${PROJECT_SOURCE_DIR}/daemon/metrics.c ${PROJECT_SOURCE_DIR}/daemon/peer.c
+    ${PROJECT_SOURCE_DIR}/daemon/listen.c)
 set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c
     ${PROJECT_SOURCE_DIR}/fixtures/check.c ${PROJECT_SOURCE_DIR}/oracles/half.c
     ${PROJECT_SOURCE_DIR}/common/fsutil.c)
@@ -37,7 +44,7 @@ if(QUAL_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "QUAL_FUZZ needs clang (libFuzzer): configure with CC=clang")
 endif()
 
-foreach(name request relay manifest)
+foreach(name request relay manifest http)
   if(QUAL_FUZZ)
     set(exe fuzz_${name})
     add_executable(${exe} ${QUAL_FUZZ_SRC}/fuzz_${name}.c
@@ -54,6 +61,9 @@ foreach(name request relay manifest)
   endif()
   target_include_directories(${exe} PRIVATE ${QUAL_FUZZ_SRC})
   target_link_libraries(${exe} PRIVATE PkgConfig::JANSSON)
+  if(name STREQUAL "http")
+    target_link_libraries(${exe} PRIVATE qual_daemon PkgConfig::H2O)
+  endif()
 
   if(QUAL_FUZZ)
     # The corpus folder it writes (the first) and the seeds (read only).
