@@ -113,6 +113,44 @@ int ctl_parse_double(const struct command *cmd, const char *opt, const char *s,
 	return 0;
 }
 
+int ctl_take_label(const struct command *cmd, json_t *labels, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char *key;
+	int rc = 0;
+
+	if (!eq || eq == arg)
+		return ctl_usage_error(cmd, "--label must be KEY=VALUE, got '%s'", arg);
+	key = xmalloc((size_t)(eq - arg) + 1);
+	memcpy(key, arg, (size_t)(eq - arg));
+	key[eq - arg] = '\0';
+	if (json_object_get(labels, key))
+		rc = ctl_usage_error(cmd, "--label '%s' is given twice", key);
+	else
+		json_object_set_new(labels, key, json_string(eq + 1));
+	free(key);
+	return rc;
+}
+
+void ctl_labels_text(json_t *labels, char *buf, size_t len)
+{
+	const char *key;
+	size_t used = 0;
+	json_t *v;
+
+	buf[0] = '\0';
+	json_object_foreach(labels, key, v) {
+		int k = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", key,
+				 json_is_string(v) ? json_string_value(v) : "?");
+
+		if (k < 0 || (size_t)k >= len - used)
+			break;
+		used += (size_t)k;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "-");
+}
+
 int ctl_take_common(struct ctl *ctl, const struct command *cmd, int opt, const char *arg)
 {
 	/* The options that name where quald is. */

@@ -7,6 +7,7 @@
  *   ctl.c         options, connecting, authenticating, a request's reply
  *   ctl_follow.c  submit and watch: job lines as they come
  *   ctl_query.c   status, list, show, cancel, quarantine
+ *   ctl_history.c history and export
  *
  * Every function that ends a command returns its exit status
  * (common/exitcode.h); those that may go on return -1 instead. */
@@ -108,6 +109,15 @@ int ctl_parse_long(const struct command *cmd, const char *opt, const char *s, lo
 int ctl_parse_double(const struct command *cmd, const char *opt, const char *s,
 		     double *out);
 
+/* --label KEY=VALUE (submit's label, history's and export's filter) into
+ * the object labels: KEY is what comes before the first '=' and must not be
+ * empty (quald checks the rest: docs/protocol.md, "Labels"); a key given
+ * twice is a usage error. Returns 0 or QUAL_EXIT_USAGE. */
+int ctl_take_label(const struct command *cmd, json_t *labels, const char *arg);
+
+/* Labels as a person reads them: "KEY=VALUE KEY=VALUE", "-" for none. */
+void ctl_labels_text(json_t *labels, char *buf, size_t len);
+
 /* A common option (opt, arg) given before the command or after it: 0 when
  * taken, -1 when it is none of them, or an exit status. */
 int ctl_take_common(struct ctl *ctl, const struct command *cmd, int opt, const char *arg);
@@ -178,5 +188,9 @@ int ctl_cancel(struct ctl *ctl, const struct command *cmd, int argc, char **argv
 int ctl_quarantine(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_calibrate(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_calibration(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
+/* history and export (ctl_history.c): one history request, shown as a
+ * table, or written as CSV or LNT reports. */
+int ctl_history(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
+int ctl_export(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 
 #endif

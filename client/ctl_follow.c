@@ -192,6 +192,7 @@ enum submit_how {
 	SET_TRUE,     /* true; the option takes no value */
 	NO_FOLLOW,    /* no field: the submit is not followed */
 	FOLLOW,       /* no field: the submit is followed (calibrate --watch) */
+	LABEL,        /* KEY=VALUE into the object of field (ctl_take_label) */
 };
 
 /* Which commands take an option. */
@@ -220,6 +221,7 @@ static const struct submit_option {
 	{"gate-slower", SET_STRING, "gate_slower", FOR_SUBMIT},
 	{"gate-faster", SET_STRING, "gate_faster", FOR_SUBMIT},
 	{"undecided", SET_STRING, "undecided", FOR_SUBMIT},
+	{"label", LABEL, "labels", FOR_SUBMIT},
 	{"no-follow", NO_FOLLOW, NULL, FOR_SUBMIT},
 	{"runs", SET_INTEGER, "calibrate", FOR_CALIBRATE},
 	{"device", SET_INTEGER, "slot", FOR_CALIBRATE},
@@ -295,6 +297,10 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 	case FOLLOW:
 		s->follow = true;
 		break;
+	case LABEL:
+		if (!json_object_get(s->req, o->field))
+			json_object_set_new(s->req, o->field, json_object());
+		return ctl_take_label(cmd, json_object_get(s->req, o->field), arg);
 	}
 	return 0;
 }

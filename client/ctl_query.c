@@ -213,6 +213,52 @@ static void mark_damaged(json_t *jobs)
 	}
 }
 
+/* The settings summary of a list entry (docs/protocol.md, list) in brief:
+ * "60 pairs, compile-only, cases a b, options, 2 fixture dirs". */
+static void settings_text(json_t *st, char *buf, size_t len)
+{
+	json_t *cases = json_object_get(st, "cases"), *c;
+	size_t used, i;
+	int k;
+
+	k = snprintf(buf, len, "%lld pairs%s", (long long)json_integer_value(
+			     json_object_get(st, "pairs")),
+		     json_is_true(json_object_get(st, "compile_only")) ? ", compile-only" : "");
+	used = k > 0 ? (size_t)k : 0;
+	json_array_foreach(cases, i, c) {
+		k = snprintf(buf + used, len - used, "%s%s", i ? " " : ", cases ",
+			     json_is_string(c) ? json_string_value(c) : "?");
+		if (k < 0 || (size_t)k >= len - used)
+			return;
+		used += (size_t)k;
+	}
+	if (used < len && (json_object_get(st, "baseline_options") ||
+			   json_object_get(st, "candidate_options"))) {
+		k = snprintf(buf + used, len - used, ", options");
+		used += k > 0 ? (size_t)k : 0;
+	}
+	if (used < len && json_is_integer(json_object_get(st, "fixtures")))
+		snprintf(buf + used, len - used, ", %lld fixture dirs",
+			 (long long)json_integer_value(json_object_get(st, "fixtures")));
+}
+
+/* A list's labels and settings as the text of their columns. */
+static void list_texts(json_t *jobs)
+{
+	char text[CELL_MAX];
+	size_t i;
+	json_t *job;
+
+	json_array_foreach(jobs, i, job) {
+		ctl_labels_text(json_object_get(job, "labels"), text, sizeof text);
+		json_object_set_new(job, "labels", json_string(text));
+		if (json_is_object(json_object_get(job, "settings"))) {
+			settings_text(json_object_get(job, "settings"), text, sizeof text);
+			json_object_set_new(job, "settings", json_string(text));
+		}
+	}
+}
+
 int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
 	static const struct option own[] = {
@@ -220,9 +266,11 @@ int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	static const char *const keys[] = {"job", "state", "verdict", "submitted",
-					   "finished", "baseline", "candidate"};
+					   "finished", "baseline", "candidate", "labels",
+					   "settings"};
 	static const enum cell_kind kinds[] = {CELL_TEXT, CELL_TEXT, CELL_TEXT, CELL_TIME,
-					       CELL_TIME, CELL_TEXT, CELL_TEXT};
+					       CELL_TIME, CELL_TEXT, CELL_TEXT, CELL_TEXT,
+					       CELL_TEXT};
 	struct reply r = {0};
 	json_t *req;
 	long limit = -1;
@@ -239,8 +287,10 @@ int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 	rc = ctl_request(ctl, req, &r);
 	if (rc >= 0)
 		return rc;
-	if (!ctl->json)
+	if (!ctl->json) {
 		mark_damaged(json_object_get(r.obj, "jobs"));
+		list_texts(json_object_get(r.obj, "jobs"));
+	}
 	print_listing(ctl, &r, "jobs", "no jobs", keys, kinds, sizeof keys / sizeof keys[0]);
 	ctl_reply_release(&r);
 	return QUAL_EXIT_PASS;
@@ -290,7 +340,13 @@ int ctl_show(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		size_t i;
 		json_t *d;
 
+		char labels[CELL_MAX];
+
 		printf("job %s: %s, %lld lines\n", v.job, state ? state : "?", (long long)n);
+		if (json_object_size(json_object_get(r.obj, "labels"))) {
+			ctl_labels_text(json_object_get(r.obj, "labels"), labels, sizeof labels);
+			printf("labels: %s\n", labels);
+		}
 		json_array_foreach(fixtures, i, d)
 			if (json_is_string(d))
 				printf("fixtures: '%s'\n", json_string_value(d));

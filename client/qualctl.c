@@ -68,6 +68,9 @@ static const struct command commands[] = {
 	 "  --gate-faster R       the same for an improvement (default beyond)\n"
 	 "  --undecided U         a case undecided at the cap: pass (default) or\n"
 	 "                        regression\n"
+	 "  --label KEY=VALUE     a label of the job (repeatable, each key once):\n"
+	 "                        commit, branch, build, url, ...; KEY 1-64 of\n"
+	 "                        A-Z a-z 0-9 _ . -, VALUE 1-1024 bytes, at most 32\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 CTL_COMMON_HELP
 	 "\nExit status (the job's verdict): 0 improvement, neutral, or not timed\n"
@@ -99,8 +102,36 @@ static const struct command commands[] = {
 	 "Shows quald's version, its worker slots and what runs in them, and the\n"
 	 "queue.\n\n" CTL_COMMON_HELP EXIT_HELP},
 	{"list", ctl_list, "list [--limit N] [options]",
-	 "Lists jobs, newest first.\n\n"
+	 "Lists jobs, newest first, with their labels and settings in brief.\n\n"
 	 "  --limit N             at most N jobs (quald's default 20, at most 1000)\n"
+	 CTL_COMMON_HELP EXIT_HELP},
+	{"history", ctl_history, "history [--case NAME] [--label KEY=VALUE]... [--limit N] [options]",
+	 "Shows the per-case results of ended jobs over time, oldest first: per\n"
+	 "case a table of the jobs (id, finished date, labels, the case's verdict,\n"
+	 "the change in percent with its interval). --json prints quald's reply.\n"
+	 "\n"
+	 "  --case NAME           this case only (jobs without it are left out)\n"
+	 "  --label KEY=VALUE     only jobs with this label (repeatable: all must\n"
+	 "                        match)\n"
+	 "  --limit N             the newest N matching jobs (default 100, at most\n"
+	 "                        10000)\n"
+	 CTL_COMMON_HELP EXIT_HELP},
+	{"export", ctl_export,
+	 "export (--csv | --lnt [--machine NAME]) [--case NAME] [--label KEY=VALUE]... [--limit N]",
+	 "Writes the history (as 'qualctl history' selects it) on stdout, for a\n"
+	 "spreadsheet or LNT.\n"
+	 "\n"
+	 "  --csv                 CSV (RFC 4180): a header row, then one row per job\n"
+	 "                        and case, oldest first; the job's columns, each\n"
+	 "                        arm's path and sha256, the case's verdict, ratio,\n"
+	 "                        interval, p_holm, median ns per arm, timed; then one\n"
+	 "                        column label:KEY per label key seen, sorted\n"
+	 "  --lnt                 a JSON array of LNT reports (format_version 2), one\n"
+	 "                        per job, oldest first: labels as run info, a test\n"
+	 "                        qual.CASE per case with the candidate's median time\n"
+	 "                        in seconds as execution_time when timed\n"
+	 "  --machine NAME        the LNT machine name (default qual)\n"
+	 "  --case, --label, --limit  as for history\n"
 	 CTL_COMMON_HELP EXIT_HELP},
 	{"show", ctl_show, "show JOB [options]",
 	 "Shows a job's state and its stored lines (plain, with the summary table\n"

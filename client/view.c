@@ -580,6 +580,18 @@ static const char *change_text(json_t *ratio, char *buf, size_t len)
 	return buf;
 }
 
+void view_change_cell(json_t *ratio, json_t *lo, json_t *hi, char *buf, size_t len)
+{
+	char a[32], l[32], h[32];
+	const char *r = change_text(ratio, a, sizeof a);
+
+	if (strcmp(r, "-") != 0 && lo)
+		snprintf(buf, len, "%s [%s, %s]", r, change_text(lo, l, sizeof l),
+			 change_text(hi, h, sizeof h));
+	else
+		snprintf(buf, len, "%s", r);
+}
+
 /* The code column: identical, or the differences of the case line's static
  * ("regs +2, code +64 B"), "differs" when it has none to say. */
 static void code_cell(const struct view_job *v, json_t *cv, char *buf, size_t len)
@@ -638,7 +650,7 @@ static void summary_build(const struct view_job *v, struct summary *sm)
 		json_t *cv = json_array_get(sm->rows, i);
 		char (*c)[112] = sm->cells[i];
 		const char *name = str_field(cv, "case");
-		char a[32], lo[32], hi[32], p[32];
+		char a[32], p[32];
 
 		snprintf(c[SUM_CASE], sizeof c[0], "%s", name ? name : "?");
 		verdict_cell(cv, c[SUM_VERDICT], sizeof c[0]);
@@ -660,15 +672,11 @@ static void summary_build(const struct view_job *v, struct summary *sm)
 			}
 		}
 		if (!counts_in_geomean(cv))
-			snprintf(a, sizeof a, "-");
+			snprintf(c[SUM_CHANGE], sizeof c[0], "-");
 		else
-			change_text(json_object_get(cv, "ratio_median"), a, sizeof a);
-		if (strcmp(a, "-") != 0 && json_object_get(cv, "ratio_lo"))
-			snprintf(c[SUM_CHANGE], sizeof c[0], "%s [%s, %s]", a,
-				 change_text(json_object_get(cv, "ratio_lo"), lo, sizeof lo),
-				 change_text(json_object_get(cv, "ratio_hi"), hi, sizeof hi));
-		else
-			snprintf(c[SUM_CHANGE], sizeof c[0], "%s", a);
+			view_change_cell(json_object_get(cv, "ratio_median"),
+					 json_object_get(cv, "ratio_lo"),
+					 json_object_get(cv, "ratio_hi"), c[SUM_CHANGE], sizeof c[0]);
 		snprintf(c[SUM_P], sizeof c[0], "%s",
 			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));
 		snprintf(c[SUM_DETECT], sizeof c[0], "%s",

@@ -85,6 +85,11 @@ void view_progress(const struct view_job *v, char *buf, size_t len, size_t width
  * when v->color. */
 void view_summary(FILE *out, const struct view_job *v);
 
+/* The change column of a ratio: "+1.23% [-0.40%, +2.90%]" (the median
+ * ratio as a change in percent, its interval when lo is given), "-" when
+ * ratio is not a finite positive number. */
+void view_change_cell(json_t *ratio, json_t *lo, json_t *hi, char *buf, size_t len);
+
 /* The same summary as a GitHub-flavoured markdown table with the run
  * verdict and the geometric mean, for a CI job's summary page. */
 void view_markdown(FILE *out, const struct view_job *v);

@@ -727,6 +727,13 @@ json_t *jobs_show_json(struct jobs *j, const char *id)
 	return o;
 }
 
+bool jobs_gone(struct jobs *j, const char *id)
+{
+	long num = store_id_parse(id);
+
+	return num > 0 && j->njobs > 0 && num < j->all[j->njobs - 1]->num && !job_find(j, id);
+}
+
 int jobs_ids_after(struct jobs *j, const char *id, char ***ids, int *n)
 {
 	long after = 0;

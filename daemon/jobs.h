@@ -210,6 +210,12 @@ struct jobs_history_query {
  * that walks memory only. */
 json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q);
 
+/* Whether job names a job that is gone: a job id not in the table whose
+ * number is below the newest job's (retention pruned it, here or in an
+ * earlier run; or its create failed, and it was never acknowledged). A
+ * watch may resume after such a job: the jobs after it follow. */
+bool jobs_gone(struct jobs *j, const char *job);
+
 /* The ids of all jobs after job (in id order; NULL = all), for watch resume.
  * job need not exist (ids with a larger number follow it). *ids is a new
  * array of *n new strings: free it with jobs_ids_free(). Returns 0, or

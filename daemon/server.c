@@ -159,10 +159,11 @@ static void do_watch(struct conn *c, struct request *r)
 		return;
 	}
 	if (r->after_job) {
-		/* The job must exist; reading none of its lines says so. */
+		/* The job must exist, or be gone (pruned: the jobs after it
+		 * follow); reading none of its lines says so. */
 		rc = jobs_read_log(s->jobs, r->after_job, LONG_MAX, ignore_line, NULL,
 				   &state, &msg);
-		if (rc < 0) {
+		if (rc < 0 && !jobs_gone(s->jobs, r->after_job)) {
 			conn__refuse(c, "watch", r->id, msg_or(&msg, "unknown job"));
 			return;
 		}

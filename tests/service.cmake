@@ -21,6 +21,11 @@
 #   service_shim_hang     hanging candidate (2 s compile limit): fail (2)
 #   service_bad_requests  each bad request gets one refused line; quald keeps
 #                         serving; qualctl exits 4 with quald's message
+#   service_history       three labelled jobs: labels in list and show;
+#                         history by label, by case, oldest first, limit;
+#                         export --csv (parsed) and --lnt (LNT's shape)
+#   service_retention     --keep-jobs 2: the oldest of three pruned, show
+#                         says unknown job, a new id after a restart
 #
 # The shim libraries are named by generator expressions, which resolve when
 # the build system is generated, so this file does not depend on being
@@ -34,7 +39,8 @@ set(QUAL_SERVICE_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPAT
     "A hiprtc, for the mismatched-abi refusal (skipped when missing)")
 
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario full journal concurrent watch cancel sigkill shim_crash shim_hang bad_requests)
+  foreach(scenario full journal concurrent watch cancel sigkill shim_crash shim_hang bad_requests
+                   history retention)
     add_test(NAME service_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/service_test.py
                      --quald $<TARGET_FILE:quald>

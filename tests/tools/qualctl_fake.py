@@ -11,6 +11,8 @@ and synthetic timed runs written here, with quald's "job" and "seq" added as
 docs/protocol.md says. Each CASE runs qualctl and checks its request, its
 stdout and stderr, and its exit status (common/exitcode.h). The real daemon
 is tested end to end elsewhere; this pins the client to the protocol."""
+import csv
+import io
 import json
 import os
 import signal
@@ -708,7 +710,10 @@ def status_list(ctx):
              "baseline": "/b.so", "candidate": "/c.so"},
             {"job": "j000007", "state": "done", "verdict": "regression",
              "submitted": 1795953600, "finished": 1795953660.5,
-             "baseline": "/b.so", "candidate": "/c2.so"}])]
+             "baseline": "/b.so", "candidate": "/c2.so",
+             "labels": {"commit": "abc", "build": "n7"},
+             "settings": {"pairs": 90, "compile_only": True, "cases": ["a-1", "b-2"],
+                          "candidate_options": ["-G"], "fixtures": 2}}])]
     fake = ctx.serve(handler)
     code, out, err = ctx.run("status")
     check(code == 0, "status exit", out, err)
@@ -723,15 +728,97 @@ def status_list(ctx):
           fake.requests)
     lines = out.splitlines()
     check(lines[0].split() == ["job", "state", "verdict", "submitted", "finished",
-                               "baseline", "candidate"], "list header", out)
+                               "baseline", "candidate", "labels", "settings"],
+          "list header", out)
     check(lines[1].split() == ["j000008", "queued", "-", "2026-11-29T10:00:00Z", "-",
-                               "/b.so", "/c.so"], "queued row", out)
-    check(lines[2].split() == ["j000007", "done", "regression", "2026-11-29T12:00:00Z",
-                               "2026-11-29T12:01:00Z", "/b.so", "/c2.so"], "done row", out)
+                               "/b.so", "/c.so", "-", "-"], "queued row", out)
+    check(lines[2].split("  ")[0:1] == ["j000007"] and
+          lines[2].endswith("commit=abc build=n7  90 pairs, compile-only, cases a-1 b-2, "
+                            "options, 2 fixture dirs"), "done row", out)
+    check(lines[2].split()[:7] == ["j000007", "done", "regression", "2026-11-29T12:00:00Z",
+                                   "2026-11-29T12:01:00Z", "/b.so", "/c2.so"], "done row", out)
     code, out, err = ctx.run("list", "--json")
     check(out == handler({"op": "list"})[0] + "\n", "list --json is the reply line", out)
     code, out, err = ctx.run("list", "--limit", "0")
     check(code == EXIT_USAGE and "--limit must be an integer >= 1" in err, "bad limit", err)
+
+
+@case
+def history_export(ctx):
+    """history and export read one history request: the filters land in it;
+    the table shows the change with its interval; --csv quotes per RFC 4180
+    with one label column per key, sorted; --lnt gives LNT reports with the
+    candidate's median in seconds as execution_time."""
+    sha = "ab" * 32
+    jobs = [
+        {"job": "j000005", "state": "done", "verdict": "neutral",
+         "submitted": "2026-12-01T02:00:00Z", "finished": "2026-12-01T02:10:00Z",
+         "labels": {"commit": "c1", "url": 'https://ci/a,"b"\nc'},
+         "baseline": {"path": "/b.so", "sha256": sha}, "candidate": {"path": "/c.so", "sha256": sha},
+         "cases": [{"case": "gemm-1", "verdict": "equivalent", "ratio": 1.0123,
+                    "ci_low": 0.995, "ci_high": 1.03, "p_holm": 0.2, "baseline_ns": 1000.0,
+                    "candidate_ns": 1012.5, "timed": True},
+                   {"case": "conv-2", "verdict": "not_timed", "ratio": None, "ci_low": None,
+                    "ci_high": None, "p_holm": None, "baseline_ns": None,
+                    "candidate_ns": None, "timed": False}]},
+        {"job": "j000009", "state": "done", "verdict": "regression",
+         "submitted": "2026-12-02T02:00:00Z", "finished": "2026-12-02T02:10:00Z",
+         "labels": {"build": "n2", "commit": "c2"},
+         "baseline": {"path": "/b.so", "sha256": sha}, "candidate": {"path": "/c.so", "sha256": sha},
+         "cases": [{"case": "gemm-1", "verdict": "slower", "ratio": 1.25, "ci_low": 1.2,
+                    "ci_high": 1.3, "p_holm": 0.001, "baseline_ns": 1000.0,
+                    "candidate_ns": 1250.0, "timed": True}]},
+    ]
+
+    def handler(req):
+        return [reply("history", jobs=jobs)]
+    fake = ctx.serve(handler)
+    code, out, err = ctx.run("history", "--case", "gemm-1", "--label", "commit=c1",
+                             "--label", "build=n2", "--limit", "7")
+    check(code == 0, "history exit", out, err)
+    check(fake.requests[-1] == {"op": "history", "id": 1, "case": "gemm-1", "limit": 7,
+                                "labels": {"commit": "c1", "build": "n2"}},
+          "history request", fake.requests)
+    lines = out.splitlines()
+    check(lines[0] == "case gemm-1" and lines[1].split()[:4] == ["job", "finished", "labels",
+                                                                 "verdict"], "table head", out)
+    check("+1.23% [-0.50%, +3.00%]" in lines[2] and "+25.00% [+20.00%, +30.00%]" in lines[3]
+          and "build=n2 commit=c2" in lines[3] and "2026-12-02" in lines[3], "table rows", out)
+    check("case conv-2" in out, "second case", out)
+    code, out, err = ctx.run("history", "--label", "a=1", "--label", "a=2")
+    check(code == EXIT_USAGE and "--label 'a' is given twice" in err, "repeated label", err)
+
+    code, out, err = ctx.run("export", "--csv")
+    check(code == 0, "export --csv exit", out, err)
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    head = rows[0]
+    check(head[:5] == ["job", "state", "verdict", "submitted", "finished"] and
+          head[-3:] == ["label:build", "label:commit", "label:url"], "csv head", out)
+    check(len(rows) == 4 and all(len(r) == len(head) for r in rows), "csv rows", out)
+    col = {n: i for i, n in enumerate(head)}
+    check(rows[1][col["label:url"]] == 'https://ci/a,"b"\nc' and
+          rows[3][col["label:url"]] == "" and rows[3][col["label:build"]] == "n2",
+          "csv labels", out)
+    check(rows[1][col["ratio"]] == "1.0123" and rows[1][col["candidate_ns"]] == "1012.5" and
+          rows[1][col["timed"]] == "true" and rows[2][col["ratio"]] == "" and
+          rows[2][col["case_verdict"]] == "not_timed" and rows[1][col["baseline_sha256"]] == sha,
+          "csv cells", out)
+    check(out.count("\r\n") == 4, "csv lines end with CRLF", repr(out))
+
+    code, out, err = ctx.run("export", "--lnt", "--machine", "m1")
+    check(code == 0, "export --lnt exit", out, err)
+    reps = json.loads(out)
+    check(len(reps) == 2 and all(r["format_version"] == "2" and r["machine"] == {"name": "m1"}
+                                 for r in reps), "lnt reports", out)
+    run = reps[0]["run"]
+    check(run["start_time"] == "2026-12-01T02:00:00" and run["end_time"] == "2026-12-01T02:10:00"
+          and run["commit"] == "c1" and run["llvm_project_revision"] == "5" and
+          run["qual_job"] == "j000005", "lnt run", out)
+    tests = reps[0]["tests"]
+    check(tests[0]["name"] == "qual.gemm-1" and abs(tests[0]["execution_time"][0] - 1.0125e-6) < 1e-15
+          and tests[1] == {"name": "qual.conv-2"}, "lnt tests", out)
+    code, out, err = ctx.run("export", "--csv", "--machine", "m1")
+    check(code == EXIT_USAGE and "--machine is for --lnt" in err, "machine without lnt", err)
 
 
 @case

@@ -23,6 +23,10 @@ behaviour should be):
   shim_crash    a crashing candidate ends its job as fail; the next passes
   shim_hang     a hanging candidate ends its job as fail; the next passes
   bad_requests  each bad request gets one refused line; quald serves on
+  history       labels through list, show, history (filters, order, limit),
+                export --csv and --lnt
+  retention     --keep-jobs 2: the oldest of three pruned, ids never reused,
+                a restart keeps it so
 Exits 0 when every check holds, 1 with the first failed check otherwise."""
 import argparse
 import contextlib
@@ -1006,7 +1010,209 @@ def scenario_journal(args, root):
         log(f"ok: journal={journal}: the job's three lines, none for the client that left")
 
 
+def raw_request(d, request):
+    """One request (a dict) on a connection of its own: its first reply line."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(JOB_S)
+        s.connect(d.sock)
+        f = s.makefile("rb")
+        s.sendall(json.dumps(request).encode() + b"\n")
+        return json.loads(f.readline())
+
+
+# The three jobs of the history scenario: a nightly series on main, and one
+# on another branch whose url needs CSV quoting.
+SERIES = [
+    ({"branch": "main", "build": "n1", "commit": "aaa"}, (FAST, SECOND)),
+    ({"branch": "main", "build": "n2", "commit": "bbb"}, (FAST,)),
+    ({"branch": "dev", "build": "n3", "url": 'https://ci/x?a=1,b="2"'}, (FAST, SECOND)),
+]
+
+
+def submit_series(args, d):
+    """Submits SERIES one job after the other (each followed to its
+    verdict); returns their ids."""
+    jobs = []
+    for labels, cases in SERIES:
+        argv = ["submit", args.nvrtc, args.nvrtc_alt, "--compile-only", "--json"]
+        for c in cases:
+            argv += ["--case", c]
+        for k, v in labels.items():
+            argv += ["--label", f"{k}={v}"]
+        r = d.ctl(*argv)
+        check(r.returncode == 0, f"submit with labels: exit {r.returncode}: {r.stderr}")
+        jobs.append(submit_job_id(r))
+    for job in jobs:
+        d.wait_job_state(job, ("done",), timeout=10)
+    return jobs
+
+
+def scenario_history(args, root):
+    """Labels round-trip through list, show and history; history filters by
+    label and by case, oldest first, newest `limit`; export --csv parses
+    with its label columns, export --lnt has LNT's report shape."""
+    import csv
+    import io
+    with serving(Quald(args, root, slots=1)) as d:
+        # A key twice is qualctl's usage error; a bad key is quald's refusal.
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--compile-only",
+                  "--label", "a=1", "--label", "a=2")
+        check(r.returncode == 4 and "--label 'a' is given twice" in r.stderr,
+              f"a repeated --label: exit {r.returncode}: {r.stderr}")
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--compile-only", "--label", "a b=1")
+        check(r.returncode == 4 and "'labels' key 'a b' must be 1 to 64" in r.stderr,
+              f"a bad label key: exit {r.returncode}: {r.stderr}")
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--label", "novalue")
+        check(r.returncode == 4 and "--label must be KEY=VALUE" in r.stderr,
+              f"--label without '=': exit {r.returncode}: {r.stderr}")
+        jobs = submit_series(args, d)
+        check(len(set(jobs)) == 3, f"job ids: {jobs}")
+
+        # list: labels and the settings summary, newest first.
+        listed = d.ctl_json("list")["jobs"]
+        check([j["job"] for j in listed] == jobs[::-1], f"list order: {listed}")
+        for j, (labels, cases) in zip(listed[::-1], SERIES):
+            check(j["labels"] == labels, f"list labels of {j['job']}: {j['labels']}")
+            st = j["settings"]
+            check(st["compile_only"] is True and st["pairs"] == 60 and
+                  st["cases"] == list(cases), f"list settings of {j['job']}: {st}")
+        plain = d.ctl("list")
+        check(plain.returncode == 0 and "branch=main build=n1 commit=aaa" in plain.stdout and
+              "compile-only" in plain.stdout and "labels" in plain.stdout.splitlines()[0],
+              f"plain list:\n{plain.stdout}")
+
+        # show: the reply carries the labels; plain show prints them.
+        rep = raw_request(d, {"op": "show", "job": jobs[0]})
+        check(rep.get("labels") == SERIES[0][0], f"show reply: {rep}")
+        sh = d.ctl("show", jobs[0])
+        check("labels: branch=main build=n1 commit=aaa" in sh.stdout, f"plain show:\n{sh.stdout}")
+
+        # history: oldest first, every job, each case's entry.
+        h = d.ctl_json("history")
+        check(h["type"] == "reply" and h["op"] == "history", f"history reply: {h}")
+        check([j["job"] for j in h["jobs"]] == jobs, f"history order: {h['jobs']}")
+        for j, (labels, cases) in zip(h["jobs"], SERIES):
+            check(j["labels"] == labels and j["state"] == "done" and
+                  j["verdict"] == "not_timed" and j["finished"] and j["submitted"],
+                  f"history job: {j}")
+            check(j["baseline"]["path"] == args.nvrtc and
+                  re.fullmatch(r"[0-9a-f]{64}", j["baseline"]["sha256"]) and
+                  j["candidate"]["path"] == args.nvrtc_alt, f"history arms: {j}")
+            check([c["case"] for c in j["cases"]] == list(cases), f"history cases: {j}")
+            for c in j["cases"]:
+                check(c["verdict"] == "not_timed" and c["timed"] is False and
+                      c["ratio"] is None and c["baseline_ns"] is None and
+                      c["candidate_ns"] is None and "ci_low" in c and "ci_high" in c and
+                      "p_holm" in c, f"history case entry: {c}")
+        # by label (every given one must match), by case, and the limit.
+        h = d.ctl_json("history", "--label", "branch=main")
+        check([j["job"] for j in h["jobs"]] == jobs[:2], f"history --label branch=main: {h}")
+        h = d.ctl_json("history", "--label", "branch=main", "--label", "build=n2")
+        check([j["job"] for j in h["jobs"]] == [jobs[1]], f"two labels: {h}")
+        h = d.ctl_json("history", "--label", "branch=nope")
+        check(h["jobs"] == [], f"no match: {h}")
+        h = d.ctl_json("history", "--case", SECOND)
+        check([j["job"] for j in h["jobs"]] == [jobs[0], jobs[2]] and
+              all([c["case"] for c in j["cases"]] == [SECOND] for j in h["jobs"]),
+              f"history --case {SECOND}: {h}")
+        h = d.ctl_json("history", "--limit", "2")
+        check([j["job"] for j in h["jobs"]] == jobs[1:], f"history --limit 2: {h}")
+        t = d.ctl("history", "--case", FAST)
+        check(t.returncode == 0 and t.stdout.startswith(f"case {FAST}\n") and
+              all(j in t.stdout for j in jobs) and "build=n3" in t.stdout and
+              "not_timed" in t.stdout, f"plain history:\n{t.stdout}")
+
+        # export --csv: one row per job and case, a label column per key.
+        e = d.ctl("export", "--csv")
+        check(e.returncode == 0, f"export --csv: exit {e.returncode}: {e.stderr}")
+        rows = list(csv.reader(io.StringIO(e.stdout, newline="")))
+        head, body = rows[0], rows[1:]
+        check(head[-4:] == ["label:branch", "label:build", "label:commit", "label:url"],
+              f"csv header: {head}")
+        check(len(body) == 5 and all(len(r) == len(head) for r in body), f"csv rows: {rows}")
+        col = {name: i for i, name in enumerate(head)}
+        got = [(r[col["job"]], r[col["case"]]) for r in body]
+        want = [(j, c) for j, (_, cases) in zip(jobs, SERIES) for c in cases]
+        check(got == want, f"csv job x case rows: {got}, expected {want}")
+        check(body[-1][col["label:url"]] == SERIES[2][0]["url"] and
+              body[0][col["label:url"]] == "" and body[0][col["label:commit"]] == "aaa",
+              f"csv label cells: {body}")
+        check(all(r[col["case_verdict"]] == "not_timed" and r[col["timed"]] == "false"
+                  for r in body), f"csv case cells: {body}")
+        raw = subprocess.run([args.qualctl, "--socket", d.sock, "export", "--csv"],
+                             capture_output=True, timeout=JOB_S).stdout
+        check(raw.count(b"\r\n") == len(rows) and raw.endswith(b"\r\n"),
+              "csv rows do not end with CRLF (RFC 4180)")
+        e = d.ctl("export", "--csv", "--label", "build=n2", "--case", FAST)
+        rows = list(csv.reader(io.StringIO(e.stdout, newline="")))
+        check(len(rows) == 2 and rows[1][0] == jobs[1], f"filtered csv: {rows}")
+
+        # export --lnt: a report per job, LNT's format_version 2.
+        e = d.ctl("export", "--lnt", "--machine", "h200-nightly")
+        check(e.returncode == 0, f"export --lnt: exit {e.returncode}: {e.stderr}")
+        reports = json.loads(e.stdout)
+        check(isinstance(reports, list) and len(reports) == 3, f"lnt: {e.stdout[:500]}")
+        for rep, job, (labels, cases) in zip(reports, jobs, SERIES):
+            check(rep["format_version"] == "2" and rep["machine"] == {"name": "h200-nightly"},
+                  f"lnt report head: {rep}")
+            run = rep["run"]
+            for k in ("start_time", "end_time"):
+                check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", run[k]),
+                      f"lnt {k}: {run}")
+            check(all(run[k] == v for k, v in labels.items()) and run["qual_job"] == job and
+                  run["llvm_project_revision"] == str(int(job[1:])), f"lnt run info: {run}")
+            check([t["name"] for t in rep["tests"]] == [f"qual.{c}" for c in cases] and
+                  all("execution_time" not in t for t in rep["tests"]),
+                  f"lnt tests (compile-only: no time): {rep['tests']}")
+        e = d.ctl("export", "--case", FAST)
+        check(e.returncode == 4 and "needs --csv or --lnt" in e.stderr, f"export: {e.stderr}")
+        e = d.ctl("export", "--csv", "--lnt")
+        check(e.returncode == 4 and "one of --csv and --lnt" in e.stderr, f"export: {e.stderr}")
+
+
+def scenario_retention(args, root):
+    """quald --keep-jobs 2 after three jobs keeps the newest two; the pruned
+    job is unknown to show; a new job gets a new id; a restart keeps it so."""
+    d = Quald(args, root, slots=1, extra=("--keep-jobs", "2"))
+    with serving(d):
+        jobs = submit_series(args, d)
+
+        def pruned():
+            return d.job_ids() == jobs[1:] and \
+                [j["job"] for j in d.ctl_json("list")["jobs"]] == jobs[:0:-1]
+        wait_until(pruned, 10, f"job {jobs[0]} to be pruned")
+        r = d.ctl("show", jobs[0])
+        check(r.returncode == 4 and f"no job '{jobs[0]}'" in r.stderr,
+              f"show of a pruned job: exit {r.returncode}: {r.stderr}")
+        h = d.ctl_json("history")
+        check([j["job"] for j in h["jobs"]] == jobs[1:], f"history after pruning: {h}")
+        left = [n for n in os.listdir(os.path.join(d.state, "jobs")) if n.startswith(".")]
+        check(not left, f"a pruned job left a folder: {left}")
+    # A restart: the pruned job stays gone; the next id is new.
+    with serving(d):
+        check(d.job_ids() == jobs[1:], f"after a restart: {d.job_ids()}")
+        r = d.ctl("submit", args.nvrtc, args.nvrtc_alt, "--compile-only", "--case", FAST,
+                  "--json")
+        check(r.returncode == 0, f"submit after a restart: exit {r.returncode}: {r.stderr}")
+        new = submit_job_id(r)
+        check(int(new[1:]) == int(jobs[-1][1:]) + 1, f"new job {new} after {jobs}")
+        d.wait_job_state(new, ("done",), timeout=10)
+        wait_until(lambda: d.job_ids() == [jobs[2], new], 10,
+                   f"the newest two jobs to be kept: {d.job_ids()}")
+        r = d.ctl("show", jobs[1])
+        check(r.returncode == 4 and f"no job '{jobs[1]}'" in r.stderr,
+              f"show of a pruned job: exit {r.returncode}: {r.stderr}")
+        # watch's resume skips what is gone: the kept jobs' lines only.
+        w = Watcher(d, "--after", f"{jobs[0]}:-1")
+        with cleanup(w.stop):
+            wait_until(lambda: w.has_verdict(new), 10, "the watcher to reach the new job")
+            seen = {json.loads(t)["job"] for t in w.texts()}
+        check(seen == {jobs[2], new}, f"watch --after a pruned job saw {seen}")
+
+
 SCENARIOS = {
+    "history": scenario_history,
+    "retention": scenario_retention,
     "full": scenario_full,
     "journal": scenario_journal,
     "concurrent": scenario_concurrent,
