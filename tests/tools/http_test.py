@@ -111,8 +111,8 @@ class Events:
         self.c = h.conn(timeout=JOB_S)
         self.c.request("GET", path, headers=headers or {})
         self.r = self.c.getresponse()
-        check(self.r.status == 200, f"GET {path}: status {self.r.status}: "
-              f"{self.r.read()[:300]!r}")
+        if self.r.status != 200:
+            raise Failure(f"GET {path}: status {self.r.status}: {self.r.read()[:300]!r}")
         ct = self.r.getheader("content-type", "")
         check(ct.startswith("text/event-stream"), f"{path}: content-type {ct!r}")
         self.events = []
