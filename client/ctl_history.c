@@ -27,6 +27,18 @@ enum {
 
 enum export_format { EXPORT_NONE, EXPORT_CSV, EXPORT_LNT };
 
+/* export's options; history takes the first HISTORY_NOPTS, the filters. */
+static const struct option export_options[] = {
+	{"case", required_argument, NULL, OPT_CASE},
+	{"label", required_argument, NULL, OPT_LABEL},
+	{"limit", required_argument, NULL, OPT_LIMIT},
+	{"csv", no_argument, NULL, OPT_CSV},
+	{"lnt", no_argument, NULL, OPT_LNT},
+	{"machine", required_argument, NULL, OPT_MACHINE},
+	{NULL, 0, NULL, 0},
+};
+#define HISTORY_NOPTS 3
+
 struct history_args {
 	json_t *req;               /* the history request being built */
 	enum export_format format;
@@ -156,18 +168,15 @@ static void print_case(json_t *jobs, const char *name)
 
 int ctl_history(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
-	static const struct option own[] = {
-		{"case", required_argument, NULL, OPT_CASE},
-		{"label", required_argument, NULL, OPT_LABEL},
-		{"limit", required_argument, NULL, OPT_LIMIT},
-		{NULL, 0, NULL, 0},
-	};
 	struct history_args h = { json_pack("{s:s}", "op", "history"), EXPORT_NONE, NULL };
+	struct option own[HISTORY_NOPTS + 1];
 	struct reply r = {0};
 	json_t *jobs, *names;
 	size_t i;
 	int rc;
 
+	memcpy(own, export_options, HISTORY_NOPTS * sizeof *own);
+	own[HISTORY_NOPTS] = (struct option){NULL, 0, NULL, 0};
 	rc = history_request(ctl, cmd, argc, argv, own, &h, &r);
 	json_decref(h.req);
 	if (rc >= 0)
@@ -406,21 +415,12 @@ static void export_lnt(FILE *f, json_t *jobs, const char *machine)
 
 int ctl_export(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
-	static const struct option own[] = {
-		{"case", required_argument, NULL, OPT_CASE},
-		{"label", required_argument, NULL, OPT_LABEL},
-		{"limit", required_argument, NULL, OPT_LIMIT},
-		{"csv", no_argument, NULL, OPT_CSV},
-		{"lnt", no_argument, NULL, OPT_LNT},
-		{"machine", required_argument, NULL, OPT_MACHINE},
-		{NULL, 0, NULL, 0},
-	};
 	struct history_args h = { json_pack("{s:s}", "op", "history"), EXPORT_NONE, NULL };
 	struct reply r = {0};
 	json_t *raw, *jobs;
 	int rc;
 
-	rc = history_request(ctl, cmd, argc, argv, own, &h, &r);
+	rc = history_request(ctl, cmd, argc, argv, export_options, &h, &r);
 	json_decref(h.req);
 	if (rc >= 0)
 		return rc;
