@@ -358,8 +358,9 @@ static json_t *lnt_time(json_t *t)
 }
 
 /* One LNT report (format_version 2) of a history job: the machine, the run
- * (its times, the job's labels as run info, its order field and what
- * identifies the job), a test "qual.CASE" per case, with the candidate's
+ * (its times, the job's labels as run info (a label named like one of
+ * the run's own fields is overridden), its order field and what identifies
+ * the job), a test "qual.CASE" per case, with the candidate's
  * median time in seconds as execution_time where it was timed. */
 static json_t *lnt_report(json_t *job, const char *machine)
 {
@@ -368,10 +369,12 @@ static json_t *lnt_report(json_t *job, const char *machine)
 	const char *key, *id = str_of(job, "job", "j0");
 	size_t i;
 
-	json_object_set_new(run, "start_time", lnt_time(json_object_get(job, "submitted")));
-	json_object_set_new(run, "end_time", lnt_time(json_object_get(job, "finished")));
+	/* The labels first: the run's own fields win over a label of the
+	 * same name. */
 	json_object_foreach(labels, key, v)
 		json_object_set(run, key, v);
+	json_object_set_new(run, "start_time", lnt_time(json_object_get(job, "submitted")));
+	json_object_set_new(run, "end_time", lnt_time(json_object_get(job, "finished")));
 	/* LNT orders runs by this field: the job's number, which increases
 	 * with submission, unless the labels give one. */
 	if (!json_object_get(run, "llvm_project_revision"))
