@@ -27,6 +27,18 @@ enum {
 
 enum export_format { EXPORT_NONE, EXPORT_CSV, EXPORT_LNT };
 
+/* export's options; history takes the first HISTORY_NOPTS, the filters. */
+static const struct option export_options[] = {
+	{"case", required_argument, NULL, OPT_CASE},
+	{"label", required_argument, NULL, OPT_LABEL},
+	{"limit", required_argument, NULL, OPT_LIMIT},
+	{"csv", no_argument, NULL, OPT_CSV},
+	{"lnt", no_argument, NULL, OPT_LNT},
+	{"machine", required_argument, NULL, OPT_MACHINE},
+	{NULL, 0, NULL, 0},
+};
+#define HISTORY_NOPTS 3
+
 struct history_args {
 	json_t *req;               /* the history request being built */
 	enum export_format format;
@@ -156,18 +168,15 @@ static void print_case(json_t *jobs, const char *name)
 
 int ctl_history(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
-	static const struct option own[] = {
-		{"case", required_argument, NULL, OPT_CASE},
-		{"label", required_argument, NULL, OPT_LABEL},
-		{"limit", required_argument, NULL, OPT_LIMIT},
-		{NULL, 0, NULL, 0},
-	};
 	struct history_args h = { json_pack("{s:s}", "op", "history"), EXPORT_NONE, NULL };
+	struct option own[HISTORY_NOPTS + 1];
 	struct reply r = {0};
 	json_t *jobs, *names;
 	size_t i;
 	int rc;
 
+	memcpy(own, export_options, HISTORY_NOPTS * sizeof *own);
+	own[HISTORY_NOPTS] = (struct option){NULL, 0, NULL, 0};
 	rc = history_request(ctl, cmd, argc, argv, own, &h, &r);
 	json_decref(h.req);
 	if (rc >= 0)
@@ -349,8 +358,9 @@ static json_t *lnt_time(json_t *t)
 }
 
 /* One LNT report (format_version 2) of a history job: the machine, the run
- * (its times, the job's labels as run info, its order field and what
- * identifies the job), a test "qual.CASE" per case, with the candidate's
+ * (its times, the job's labels as run info (a label named like one of
+ * the run's own fields is overridden), its order field and what identifies
+ * the job), a test "qual.CASE" per case, with the candidate's
  * median time in seconds as execution_time where it was timed. */
 static json_t *lnt_report(json_t *job, const char *machine)
 {
@@ -359,10 +369,12 @@ static json_t *lnt_report(json_t *job, const char *machine)
 	const char *key, *id = str_of(job, "job", "j0");
 	size_t i;
 
-	json_object_set_new(run, "start_time", lnt_time(json_object_get(job, "submitted")));
-	json_object_set_new(run, "end_time", lnt_time(json_object_get(job, "finished")));
+	/* The labels first: the run's own fields win over a label of the
+	 * same name. */
 	json_object_foreach(labels, key, v)
 		json_object_set(run, key, v);
+	json_object_set_new(run, "start_time", lnt_time(json_object_get(job, "submitted")));
+	json_object_set_new(run, "end_time", lnt_time(json_object_get(job, "finished")));
 	/* LNT orders runs by this field: the job's number, which increases
 	 * with submission, unless the labels give one. */
 	if (!json_object_get(run, "llvm_project_revision"))
@@ -406,21 +418,12 @@ static void export_lnt(FILE *f, json_t *jobs, const char *machine)
 
 int ctl_export(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
-	static const struct option own[] = {
-		{"case", required_argument, NULL, OPT_CASE},
-		{"label", required_argument, NULL, OPT_LABEL},
-		{"limit", required_argument, NULL, OPT_LIMIT},
-		{"csv", no_argument, NULL, OPT_CSV},
-		{"lnt", no_argument, NULL, OPT_LNT},
-		{"machine", required_argument, NULL, OPT_MACHINE},
-		{NULL, 0, NULL, 0},
-	};
 	struct history_args h = { json_pack("{s:s}", "op", "history"), EXPORT_NONE, NULL };
 	struct reply r = {0};
 	json_t *raw, *jobs;
 	int rc;
 
-	rc = history_request(ctl, cmd, argc, argv, own, &h, &r);
+	rc = history_request(ctl, cmd, argc, argv, export_options, &h, &r);
 	json_decref(h.req);
 	if (rc >= 0)
 		return rc;

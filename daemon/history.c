@@ -228,7 +228,7 @@ static json_t *history_job(const struct job *job, const char *case_name)
 json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 {
 	int limit = q->limit > 0 ? q->limit : REQUEST_DEFAULT_HISTORY;
-	struct job **hit = xcalloc((size_t)limit, sizeof *hit);
+	struct job **hit = xcalloc((size_t)j->njobs + 1, sizeof *hit);
 	json_t *list = json_array();
 	int n = 0;
 

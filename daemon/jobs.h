@@ -194,7 +194,8 @@ json_t *jobs_show_json(struct jobs *j, const char *job);
 /* The history of ended jobs (docs/protocol.md, "history"): each job that
  * has its verdict line and matches the query, a job matching when it has
  * every label of q->labels with that value and, with q->case_name, a case
- * verdict of that case. */
+ * verdict of that case. A limit <= 0 is the protocol's default, 100; any
+ * larger limit costs no more than the jobs there are. */
 struct jobs_history_query {
 	const char *case_name; /* NULL: every case */
 	json_t *labels;        /* borrowed object KEY -> VALUE, every one must match; NULL: any */

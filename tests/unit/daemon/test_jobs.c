@@ -1865,6 +1865,259 @@ static void test_health_fail(void **state)
 	finish();
 }
 
+/* ---- history and retention ---------------------------------------------------- */
+
+/* A job that ended: its request with labels (JSON text, or NULL), its
+ * checked log lines, and a done state that finished at finished. */
+static void plant_ended(struct store *s, const char *id, const char *labels,
+			const char *finished, const char *const *lines)
+{
+	struct submit_args a;
+	struct qual_msg m = { "" };
+	json_t *req, *st;
+
+	args_init(&a, lib("base"), lib("ok"));
+	req = request_submit_to_json(&a);
+	if (labels)
+		json_object_set_new(req, "labels", json_loads(labels, 0, NULL));
+	request_submit_set_pin(req, 0, "/base.so", "0000000000000000000000000000000000000000000000000000000000000000");
+	request_submit_set_pin(req, 1, "/cand.so", "1111111111111111111111111111111111111111111111111111111111111111");
+	st = json_pack("{s:s,s:s,s:s,s:s}", "state", "done", "verdict",
+		       "neutral", "submitted", finished, "finished", finished);
+	if (store_job_create(s, id, req, st, &m))
+		fail_msg("plant '%s': %s", id, m.text);
+	json_decref(req);
+	json_decref(st);
+	plant_lines(s, id, lines);
+}
+
+static json_t *history(const char *case_name, const char *labels, int limit)
+{
+	json_t *l = labels ? json_loads(labels, 0, NULL) : NULL;
+	struct jobs_history_query q = { case_name, l, limit };
+	json_t *h = jobs_history_json(H.j, &q);
+
+	json_decref(l);
+	return h;
+}
+
+/* The job ids of a history reply, "j1 j2 ..." by number. */
+static const char *history_ids(json_t *h)
+{
+	static char out[256];
+	size_t i, used = 0;
+	json_t *job;
+
+	out[0] = '\0';
+	json_array_foreach(json_object_get(h, "jobs"), i, job)
+		used += (size_t)snprintf(out + used, sizeof out - used, "%sj%ld", i ? " " : "",
+					 atol(json_string_value(json_object_get(job, "job")) + 1));
+	json_decref(h);
+	return out;
+}
+
+static double num(json_t *o, const char *key)
+{
+	assert_true(json_is_number(json_object_get(o, key)));
+	return json_number_value(json_object_get(o, key));
+}
+
+static void test_history(void **state)
+{
+	static const char *const j1[] = {
+		"{\"type\":\"start\",\"job\":\"j000001\",\"seq\":0}",
+		"{\"type\":\"pair\",\"case\":\"gemm-1\",\"pair\":0,\"baseline_ns\":100.0,\"candidate_ns\":110.0,\"job\":\"j000001\",\"seq\":1}",
+		"{\"type\":\"pair\",\"case\":\"gemm-1\",\"pair\":1,\"baseline_ns\":300.0,\"candidate_ns\":290.0,\"job\":\"j000001\",\"seq\":2}",
+		"{\"type\":\"pair\",\"case\":\"gemm-1\",\"pair\":2,\"baseline_ns\":200.0,\"candidate_ns\":210.0,\"job\":\"j000001\",\"seq\":3}",
+		"{\"type\":\"block\",\"case\":\"gemm-1\",\"block\":1,\"pairs\":3,\"job\":\"j000001\",\"seq\":4}",
+		"{\"type\":\"case_verdict\",\"case\":\"gemm-1\",\"verdict\":\"equivalent\",\"identical_code\":false,\"n\":3,\"ratio_median\":1.05,\"ratio_lo\":0.99,\"ratio_hi\":1.1,\"p_holm\":0.3,\"job\":\"j000001\",\"seq\":5}",
+		"{\"type\":\"case_verdict\",\"case\":\"conv-2\",\"verdict\":\"not_timed\",\"identical_code\":true,\"n\":0,\"job\":\"j000001\",\"seq\":6}",
+		"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"job\":\"j000001\",\"seq\":7}",
+		NULL,
+	};
+	static const char *const j2[] = {
+		"{\"type\":\"pair\",\"case\":\"gemm-1\",\"pair\":0,\"baseline_ns\":100.0,\"candidate_ns\":150.0,\"job\":\"j000002\",\"seq\":0}",
+		"{\"type\":\"pair\",\"case\":\"gemm-1\",\"pair\":1,\"baseline_ns\":120.0,\"candidate_ns\":null,\"job\":\"j000002\",\"seq\":1}",
+		"{\"type\":\"case_verdict\",\"case\":\"gemm-1\",\"verdict\":\"slower\",\"identical_code\":false,\"n\":2,\"ratio_median\":1.5,\"ratio_lo\":1.4,\"ratio_hi\":1.6,\"p_holm\":0.001,\"job\":\"j000002\",\"seq\":2}",
+		"{\"type\":\"verdict\",\"verdict\":\"regression\",\"job\":\"j000002\",\"seq\":3}",
+		NULL,
+	};
+	static const char *const j3[] = {
+		"{\"type\":\"case_verdict\",\"case\":\"conv-2\",\"verdict\":\"identical\",\"identical_code\":true,\"n\":0,\"job\":\"j000003\",\"seq\":0}",
+		"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"job\":\"j000003\",\"seq\":1}",
+		NULL,
+	};
+	struct store *s = NULL;
+	struct qual_msg m = { "" };
+	char path[PATH_MAX + 64];
+	json_t *h, *job, *c, *o;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(store_open(H.state, &s, &m), 0);
+	plant_ended(s, "j000001", "{\"branch\":\"main\",\"build\":\"n1\"}", "2026-12-01T01:00:00Z", j1);
+	plant_ended(s, "j000002", "{\"branch\":\"main\",\"build\":\"n2\"}", "2026-12-02T01:00:00Z", j2);
+	plant_ended(s, "j000003", "{\"branch\":\"dev\"}", "2026-12-03T01:00:00Z", j3);
+	store_free(s);
+	open_jobs();
+
+	/* Oldest first; each job's cases from its case_verdict lines. */
+	h = history(NULL, NULL, 100);
+	job = json_array_get(json_object_get(h, "jobs"), 0);
+	assert_string_equal(json_string_value(json_object_get(job, "verdict")), "neutral");
+	assert_string_equal(json_string_value(json_object_get(job, "finished")),
+			    "2026-12-01T01:00:00Z");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(job, "labels"),
+							       "build")), "n1");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(job, "candidate"),
+							       "sha256")),
+			    "1111111111111111111111111111111111111111111111111111111111111111");
+	assert_int_equal(json_array_size(json_object_get(job, "cases")), 2);
+	c = json_array_get(json_object_get(job, "cases"), 0);
+	assert_string_equal(json_string_value(json_object_get(c, "case")), "gemm-1");
+	assert_string_equal(json_string_value(json_object_get(c, "verdict")), "equivalent");
+	assert_true(num(c, "ratio") == 1.05 && num(c, "ci_low") == 0.99 &&
+		    num(c, "ci_high") == 1.1 && num(c, "p_holm") == 0.3);
+	/* The medians of the case's pair lines (the block line is none). */
+	assert_true(num(c, "baseline_ns") == 200.0 && num(c, "candidate_ns") == 210.0);
+	assert_true(json_is_true(json_object_get(c, "timed")));
+	c = json_array_get(json_object_get(job, "cases"), 1);
+	assert_true(json_is_null(json_object_get(c, "ratio")) &&
+		    json_is_null(json_object_get(c, "baseline_ns")) &&
+		    json_is_false(json_object_get(c, "timed")));
+	/* A null timing is left out of its arm's median. */
+	c = json_array_get(json_object_get(json_array_get(json_object_get(h, "jobs"), 1),
+					   "cases"), 0);
+	assert_true(num(c, "baseline_ns") == 110.0 && num(c, "candidate_ns") == 150.0);
+	assert_string_equal(history_ids(h), "j1 j2 j3");
+
+	/* Filters, and the newest `limit` of what matches. */
+	assert_string_equal(history_ids(history(NULL, "{\"branch\":\"main\"}", 100)), "j1 j2");
+	assert_string_equal(history_ids(history(NULL, "{\"branch\":\"main\",\"build\":\"n2\"}",
+						100)), "j2");
+	assert_string_equal(history_ids(history(NULL, "{\"nope\":\"main\"}", 100)), "");
+	assert_string_equal(history_ids(history("conv-2", NULL, 100)), "j1 j3");
+	assert_string_equal(history_ids(history("gemm-1", NULL, 1)), "j2");
+	assert_string_equal(history_ids(history(NULL, NULL, 2)), "j2 j3");
+	h = history("conv-2", NULL, 100);
+	job = json_array_get(json_object_get(h, "jobs"), 0);
+	assert_int_equal(json_array_size(json_object_get(job, "cases")), 1);
+	json_decref(h);
+
+	/* The summaries are in memory: a log changed under quald (it never
+	 * is) does not change the history, which reads no log again. */
+	snprintf(path, sizeof path, "%s/jobs/j000001/log.jsonl", H.state);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	h = history("gemm-1", NULL, 100);
+	c = json_array_get(json_object_get(json_array_get(json_object_get(h, "jobs"), 0),
+					   "cases"), 0);
+	assert_true(num(c, "baseline_ns") == 200.0);
+	json_decref(h);
+
+	/* show and list carry the labels; list the settings summary. */
+	o = jobs_show_json(H.j, "j000003");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "labels"),
+							       "branch")), "dev");
+	json_decref(o);
+	o = jobs_list_json(H.j, 1);
+	job = json_array_get(json_object_get(o, "jobs"), 0);
+	assert_true(json_is_object(json_object_get(job, "labels")));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(job, "settings"),
+							     "pairs")), 30);
+	assert_true(json_is_false(json_object_get(json_object_get(job, "settings"),
+						  "compile_only")));
+	json_decref(o);
+
+	/* A job of this run joins the history once its verdict is written. */
+	{
+		const char *id = run_kind("ok");
+
+		assert_string_equal(history_ids(history(NULL, NULL, 1)), "j4");
+		assert_string_equal(id, "j000004");
+	}
+	finish();
+}
+
+static bool folder_exists(const char *id)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof path, "%s/jobs/%s", H.state, id);
+	return access(path, F_OK) == 0;
+}
+
+static void test_retention_jobs(void **state)
+{
+	static const char *const lines[] = {
+		"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"job\":\"j\",\"seq\":0}", NULL,
+	};
+	struct store *s = NULL;
+	struct qual_msg m = { "" };
+	const char *id;
+	json_t *o;
+
+	(void)state;
+	assert_int_equal(store_open(H.state, &s, &m), 0);
+	plant_ended(s, "j000001", NULL, "2026-12-01T01:00:00Z", lines);
+	plant_ended(s, "j000002", NULL, "2026-12-01T02:00:00Z", lines);
+	plant_ended(s, "j000003", NULL, "2026-12-01T03:00:00Z", lines);
+	plant_ended(s, "j000004", NULL, "2026-12-01T04:00:00Z", lines);
+	store_free(s);
+	H.cfg.keep_jobs = 2;
+	open_jobs();
+	/* At start: the oldest two of four finished jobs. */
+	assert_null(jobs_show_json(H.j, "j000001"));
+	assert_null(jobs_show_json(H.j, "j000002"));
+	RUN_UNTIL(!folder_exists("j000001") && !folder_exists("j000002"), 10);
+	assert_true(folder_exists("j000003") && folder_exists("j000004"));
+	assert_true(jobs_gone(H.j, "j000001"));
+	assert_false(jobs_gone(H.j, "j000003"));
+	assert_false(jobs_gone(H.j, "j000009"));
+	o = jobs_list_json(H.j, 10);
+	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 2);
+	json_decref(o);
+	/* After a job ends: the oldest again. */
+	id = run_kind("ok");
+	assert_string_equal(id, "j000005");
+	RUN_UNTIL(!folder_exists("j000003"), 10);
+	assert_true(folder_exists("j000004") && folder_exists("j000005"));
+	close_jobs();
+	/* Ids go on from the newest, which is never pruned. */
+	open_jobs();
+	id = run_kind("ok");
+	assert_string_equal(id, "j000006");
+	RUN_UNTIL(!folder_exists("j000004"), 10);
+	finish();
+}
+
+static void test_retention_days(void **state)
+{
+	static const char *const lines[] = {
+		"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"job\":\"j\",\"seq\":0}", NULL,
+	};
+	struct store *s = NULL;
+	struct qual_msg m = { "" };
+
+	(void)state;
+	assert_int_equal(store_open(H.state, &s, &m), 0);
+	plant_ended(s, "j000001", NULL, "2020-01-01T00:00:00Z", lines);
+	plant_ended(s, "j000002", NULL, "2099-01-01T00:00:00Z", lines);
+	plant_ended(s, "j000003", NULL, "2020-01-02T00:00:00Z", lines);
+	plant_job(s, "j000004", "ok", "queued", "");
+	plant_ended(s, "j000005", NULL, "2020-01-03T00:00:00Z", lines);
+	store_free(s);
+	H.cfg.keep_days = 30;
+	open_jobs();
+	/* The old ones go; a queued job and the newest (old too) stay. */
+	RUN_UNTIL(!folder_exists("j000001") && !folder_exists("j000003"), 10);
+	assert_true(folder_exists("j000002") && folder_exists("j000004") &&
+		    folder_exists("j000005"));
+	RUN_UNTIL(finished("j000004"), 10);
+	finish();
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
 QUAL_TESTS(
@@ -1898,4 +2151,7 @@ QUAL_TESTS(
 	T(crash_code),
 	T(health_pass),
 	T(health_fail),
+	T(history),
+	T(retention_jobs),
+	T(retention_days),
 )

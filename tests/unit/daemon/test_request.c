@@ -370,7 +370,8 @@ static void test_submit_round_trip(void **state)
 			"\"compile_only\":true,\"follow\":false,\"cases\":[\"c1\",\"c2\"],"
 			"\"candidate_options\":[\"-G\"],\"mode\":\"wgp\",\"fixtures\":[\"/srv/fx\",\"/srv/fy\"],"
 			"\"max_pairs\":128,\"max_seconds\":12.5,\"gate_slower\":\"significant\","
-			"\"gate_faster\":\"significant\",\"undecided\":\"regression\"}";
+			"\"gate_faster\":\"significant\",\"undecided\":\"regression\","
+			"\"labels\":{\"commit\":\"0123abc\",\"url\":\"https://ci/1?a=b\"}}";
 	struct submit_args back;
 	struct qual_msg msg;
 	const char *op;
@@ -392,6 +393,14 @@ static void test_submit_round_trip(void **state)
 	d2 = dump_request(&r2);
 	assert_true(json_equal(d1, d2));
 	assert_true(back.follow);
+	assert_string_equal(json_string_value(json_object_get(back.labels, "url")),
+			    "https://ci/1?a=b");
+
+	/* Stored labels get the request's checks too. */
+	json_object_set_new(json_object_get(stored, "labels"), "bad key", json_string("x"));
+	assert_int_equal(request_submit_from_json(stored, &back, &msg), QUAL_EINVAL);
+	assert_non_null(strstr(msg.text, "'labels' key 'bad key' must be 1 to 64"));
+	json_object_del(json_object_get(stored, "labels"), "bad key");
 
 	/* Stored files get the request's checks. */
 	json_object_set_new(stored, "pairs", json_integer(3));
