@@ -13,6 +13,8 @@ packages=(
   valgrind                 # quald under memcheck: tests/valgrind.cmake
   clang                    # libFuzzer targets: tests/fuzz.cmake (and below)
   llvm                     # llvm-objdump: the v_mfma checks of tests/fixtures_amd.cmake
+  groff-base               # groff -man -ww: tests/man.cmake lints the man pages
+  zsh                      # the zsh completion's compsys test: tests/completion.cmake
 )
 
 sudo=""

@@ -356,8 +356,9 @@ elseif(MODE STREQUAL "policy")
   endif()
   # The install rewrote the paths for the prefix.
   expect_value(${SERVICE} ExecStart ${WORK}/prefix/bin/quald)
-  expect_value(${SERVICE} Documentation file:${WORK}/prefix/share/doc/qual/service.md)
-  expect_value(${SOCKET} Documentation file:${WORK}/prefix/share/doc/qual/service.md)
+  set(docs "man:quald(8);file:${WORK}/prefix/share/doc/qual/docs/service.md")
+  expect_value(${SERVICE} Documentation "${docs}")
+  expect_value(${SOCKET} Documentation "${docs}")
 
 else()
   message(FATAL_ERROR "tests/systemd.cmake: unknown MODE '${MODE}'")
