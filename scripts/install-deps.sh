@@ -15,6 +15,8 @@ packages=(
   llvm                     # llvm-objdump: the v_mfma checks of tests/fixtures_amd.cmake
   groff-base               # groff -man -ww: tests/man.cmake lints the man pages
   zsh                      # the zsh completion's compsys test: tests/completion.cmake
+  dpkg-dev                 # dpkg-shlibdeps: cpack's Depends: (cmake/package.cmake)
+  fakeroot                 # dpkg --root as a user: tests/package.cmake
 )
 
 sudo=""

@@ -21,6 +21,11 @@
 #                      hardening, GPU devices) and the agreement between the
 #                      service, the socket, sysusers and quald's defaults
 #
+# One mode is not a test of its own: MODE=verify_root -DROOT=DIR runs verify
+# on the units installed in the root folder DIR (a package installed with
+# dpkg --root: tests/package.cmake), with --root=DIR, so that ExecStart=
+# /usr/bin/quald is looked for there.
+#
 # systemd-analyze and systemd-sysusers come with Debian's systemd package
 # (scripts/install-deps.sh): a test that needs one fails when it is missing.
 # Only the security test may skip, when systemd is older than 250 and has no
@@ -178,7 +183,16 @@ function(expect_contains file key want)
   endif()
 endfunction()
 
-if(MODE STREQUAL "verify")
+if(MODE STREQUAL "verify_root")
+  set(unitdir ${ROOT}/usr/lib/systemd/system)
+  verify_units(--root=${ROOT} ${unitdir}/quald.service ${unitdir}/quald.socket)
+  if(NOT PROBLEM STREQUAL "")
+    message(FATAL_ERROR "systemd-analyze verify reports problems in the units "
+                        "installed in '${ROOT}':\n${PROBLEM}")
+  endif()
+  message(STATUS "systemd-analyze verify --root: the units in '${ROOT}' are clean")
+
+elseif(MODE STREQUAL "verify")
   install_with_quald()
   verify_units(${SERVICE} ${SOCKET})
   if(NOT PROBLEM STREQUAL "")
