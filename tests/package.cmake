@@ -102,6 +102,8 @@ set(files
   usr/lib/sysusers.d/qual.conf usr/lib/tmpfiles.d/qual.conf
   usr/share/man/man8/quald.8.gz usr/share/man/man1/qualctl.1.gz
   usr/share/man/man1/qual-run.1.gz usr/share/man/man1/qual-judge.1.gz
+  usr/share/man/man1/qual-compile.1.gz usr/share/man/man1/qual-view.1.gz
+  usr/share/man/man1/qual-calibrate.1.gz
   usr/share/bash-completion/completions/qualctl usr/share/bash-completion/completions/quald
   usr/share/bash-completion/completions/qual-run
   usr/share/bash-completion/completions/qual-judge
