@@ -1,17 +1,20 @@
-# Install rules: the programs, the systemd units, the sysusers.d entry and the
-# documents. Included from the top-level CMakeLists.txt after every
-# add_subdirectory() that defines a program below.
+# Install rules: the programs, the systemd units, the sysusers.d and
+# tmpfiles.d entries, the documents, the man pages and the shell completions.
+# Included from the top-level CMakeLists.txt after every add_subdirectory()
+# that defines a program below.
 #
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && cmake --build build
 #   sudo cmake --install build
 #
-# Components: programs, systemd (units and sysusers.d), doc. The systemd
-# component needs nothing built: tests/systemd.cmake installs it alone.
+# Components: programs, systemd (units, sysusers.d, tmpfiles.d), doc (README,
+# docs/, LICENSE), man, completion. The systemd component needs nothing
+# built: tests/systemd.cmake installs it alone. The package (cmake/package.cmake)
+# takes them all but LICENSE, which it carries as its copyright file.
 include(GNUInstallDirs)
 
 # All programs in one folder: qual-run finds qual-compile next to itself
 # (compile/rtc.c), and quald finds its worker qual-run the same way.
-install(TARGETS quald qualctl qual-run qual-compile qual-judge qual-view
+install(TARGETS quald qualctl qual-run qual-compile qual-judge qual-view qual-calibrate
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT programs)
 
 # systemd looks for units and sysusers.d files under /usr/lib and also under
@@ -22,6 +25,8 @@ set(QUAL_SYSTEMD_UNITDIR "lib/systemd/system" CACHE STRING
     "Where quald.service and quald.socket go (relative to the prefix, or absolute)")
 set(QUAL_SYSUSERSDIR "lib/sysusers.d" CACHE STRING
     "Where the sysusers.d entry goes (relative to the prefix, or absolute)")
+set(QUAL_TMPFILESDIR "lib/tmpfiles.d" CACHE STRING
+    "Where the tmpfiles.d entry goes (relative to the prefix, or absolute)")
 
 # The unit files name /usr/bin/quald and /usr/share/doc/qual; they are
 # rewritten for the prefix when they are installed, not when cmake configures,
@@ -73,8 +78,57 @@ install(CODE [[
 install(FILES ${QUAL_SYSTEMD_SOURCE}/qual.sysusers DESTINATION ${QUAL_SYSUSERSDIR}
         RENAME qual.conf COMPONENT systemd)
 
+install(FILES ${QUAL_SYSTEMD_SOURCE}/qual.tmpfiles DESTINATION ${QUAL_TMPFILESDIR}
+        RENAME qual.conf COMPONENT systemd)
+
+# The documents keep the source tree's layout under the docdir (README.md at
+# the top, docs/ below it), so that their relative links work where they are
+# installed: README.md links docs/x.md, the docs link each other and
+# docs/schema/. Of what README.md links outside docs/, only the two summaries
+# of the GPU runs go (docs/gpu-runs/README.md, bench/RESULTS.md), not the
+# runs' evidence (tens of MiB). The test install_docs checks every relative
+# link of every installed .md file (tests/install.cmake).
 file(GLOB QUAL_DOCS ${QUAL_SOURCE_ROOT}/docs/*.md)
-install(FILES ${QUAL_SOURCE_ROOT}/README.md ${QUAL_DOCS}
-        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-install(DIRECTORY ${QUAL_SOURCE_ROOT}/docs/schema DESTINATION ${CMAKE_INSTALL_DOCDIR}
+install(FILES ${QUAL_SOURCE_ROOT}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
         COMPONENT doc)
+install(FILES ${QUAL_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc)
+install(DIRECTORY ${QUAL_SOURCE_ROOT}/docs/schema DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        COMPONENT doc)
+install(FILES ${QUAL_SOURCE_ROOT}/docs/gpu-runs/README.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs/gpu-runs COMPONENT doc)
+install(FILES ${QUAL_SOURCE_ROOT}/bench/RESULTS.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench COMPONENT doc)
+# A component of its own: the .deb has /usr/share/doc/qual/copyright instead.
+install(FILES ${QUAL_SOURCE_ROOT}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        COMPONENT license)
+
+# Man pages (docs/man/), compressed as Debian installs them (gzip -9n: no
+# name or time stamp in the header, so that a rebuild gives the same bytes);
+# man(1) reads them either way. tests/man.cmake lints the sources and checks
+# them against each program's --help.
+file(GLOB QUAL_MAN_PAGES ${QUAL_SOURCE_ROOT}/docs/man/*.[1-8])
+set(QUAL_MAN_GZ "")
+foreach(page ${QUAL_MAN_PAGES})
+  get_filename_component(name ${page} NAME)
+  string(REGEX REPLACE ".*\\.([1-8])$" "\\1" section ${name})
+  set(gz ${CMAKE_BINARY_DIR}/man/${name}.gz)
+  add_custom_command(OUTPUT ${gz}
+                     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+                     COMMAND sh -c "gzip -9n -c \"$1\" > \"$2\"" sh ${page} ${gz}
+                     DEPENDS ${page} VERBATIM)
+  list(APPEND QUAL_MAN_GZ ${gz})
+  install(FILES ${gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT man)
+endforeach()
+add_custom_target(man_pages ALL DEPENDS ${QUAL_MAN_GZ})
+
+# Shell completions (dist/completion/): bash-completion loads a command's
+# completion on first use from a file named after the command, so the one
+# script goes in under each name; zsh's compinit reads the #compdef line of
+# _qual, which names all four commands.
+foreach(cmd qualctl quald qual-run qual-judge)
+  install(FILES ${QUAL_SOURCE_ROOT}/dist/completion/qual.bash
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+          RENAME ${cmd} COMPONENT completion)
+endforeach()
+install(FILES ${QUAL_SOURCE_ROOT}/dist/completion/_qual
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT completion)

@@ -13,6 +13,10 @@ packages=(
   valgrind                 # quald under memcheck: tests/valgrind.cmake
   clang                    # libFuzzer targets: tests/fuzz.cmake (and below)
   llvm                     # llvm-objdump: the v_mfma checks of tests/fixtures_amd.cmake
+  groff-base               # groff -man -ww: tests/man.cmake lints the man pages
+  zsh                      # the zsh completion's compsys test: tests/completion.cmake
+  dpkg-dev                 # dpkg-shlibdeps: cpack's Depends: (cmake/package.cmake)
+  fakeroot                 # dpkg --root as a user: tests/package.cmake
 )
 
 sudo=""

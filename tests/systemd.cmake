@@ -21,6 +21,11 @@
 #                      hardening, GPU devices) and the agreement between the
 #                      service, the socket, sysusers and quald's defaults
 #
+# One mode is not a test of its own: MODE=verify_root -DROOT=DIR runs verify
+# on the units installed in the root folder DIR (a package installed with
+# dpkg --root: tests/package.cmake), with --root=DIR, so that ExecStart=
+# /usr/bin/quald is looked for there.
+#
 # systemd-analyze and systemd-sysusers come with Debian's systemd package
 # (scripts/install-deps.sh): a test that needs one fails when it is missing.
 # Only the security test may skip, when systemd is older than 250 and has no
@@ -178,7 +183,16 @@ function(expect_contains file key want)
   endif()
 endfunction()
 
-if(MODE STREQUAL "verify")
+if(MODE STREQUAL "verify_root")
+  set(unitdir ${ROOT}/usr/lib/systemd/system)
+  verify_units(--root=${ROOT} ${unitdir}/quald.service ${unitdir}/quald.socket)
+  if(NOT PROBLEM STREQUAL "")
+    message(FATAL_ERROR "systemd-analyze verify reports problems in the units "
+                        "installed in '${ROOT}':\n${PROBLEM}")
+  endif()
+  message(STATUS "systemd-analyze verify --root: the units in '${ROOT}' are clean")
+
+elseif(MODE STREQUAL "verify")
   install_with_quald()
   verify_units(${SERVICE} ${SOCKET})
   if(NOT PROBLEM STREQUAL "")
@@ -356,8 +370,9 @@ elseif(MODE STREQUAL "policy")
   endif()
   # The install rewrote the paths for the prefix.
   expect_value(${SERVICE} ExecStart ${WORK}/prefix/bin/quald)
-  expect_value(${SERVICE} Documentation file:${WORK}/prefix/share/doc/qual/service.md)
-  expect_value(${SOCKET} Documentation file:${WORK}/prefix/share/doc/qual/service.md)
+  set(docs "man:quald(8);file:${WORK}/prefix/share/doc/qual/docs/service.md")
+  expect_value(${SERVICE} Documentation "${docs}")
+  expect_value(${SOCKET} Documentation "${docs}")
 
 else()
   message(FATAL_ERROR "tests/systemd.cmake: unknown MODE '${MODE}'")
