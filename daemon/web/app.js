@@ -231,6 +231,31 @@
 		return [Math.exp(l0 - d), Math.exp(l1 + d)];
 	}
 
+	/* The ratios a plot spans: around 1 and the margin, and when some of
+	 * the values lie within 25% (or ten margins) of 1 and others far
+	 * beyond (a 20x slowdown among cases near 1), only the near ones, so
+	 * that the far ones do not flatten the rest: those are drawn at the
+	 * edge with their value. clipped says whether any lies outside. */
+	function robustDomain(vals, m) {
+		const v = vals.filter(x => isNum(x) && x > 0);
+		const cap = Math.max(0.25, 10 * m);
+		const core = v.filter(x => x >= 1 / (1 + cap) && x <= 1 + cap);
+		const use = core.length && core.length < v.length ? core : v;
+		const lo = Math.min(1 - 1.5 * m, 0.999, ...use), hi = Math.max(1 + 1.5 * m, 1.001, ...use);
+		return {lo, hi, clipped: use !== v};
+	}
+
+	/* A triangle pointing out of the plot at (x, y), up or down. */
+	function edgeMark(x, y, up, r) {
+		const d = up ? -1 : 1;
+		return sv('path', {class: 'mark', d: 'M' + (x - r) + ' ' + y + 'L' + (x + r) + ' ' + y + 'L' + x + ' ' + (y + d * 1.6 * r) + 'Z'});
+	}
+
+	function edgeMarkX(x, y, right, r) {
+		const d = right ? 1 : -1;
+		return sv('path', {class: 'mark', d: 'M' + x + ' ' + (y - r) + 'L' + x + ' ' + (y + r) + 'L' + (x + d * 1.6 * r) + ' ' + y + 'Z'});
+	}
+
 	/* ---- index page -------------------------------------------------- */
 
 	function initIndex() {
@@ -835,16 +860,9 @@
 			if (!rows.length)
 				return;
 			const m = J.margin !== null ? J.margin : 0;
-			let lo = 1 - 1.5 * m, hi = 1 + 1.5 * m;
-			for (const c of rows)
-				for (const k of ['ratio_lo', 'ratio_median', 'ratio_hi'])
-					if (isNum(c.cv[k]) && c.cv[k] > 0) {
-						lo = Math.min(lo, c.cv[k]);
-						hi = Math.max(hi, c.cv[k]);
-					}
-			lo = Math.min(lo, 0.999);
-			hi = Math.max(hi, 1.001);
-			[lo, hi] = padRatio(lo, hi, 0.05);
+			const dom = robustDomain(rows.flatMap(c => [c.cv.ratio_lo, c.cv.ratio_median, c.cv.ratio_hi]), m);
+			const [lo, hi] = padRatio(dom.lo, dom.hi, 0.05);
+			const clamp = r => Math.min(hi, Math.max(lo, r));
 			const RH = 20, W = 980, L = 250, R = 190, T = 6, B = 24, H = T + RH * rows.length + B;
 			const X = logScale(lo, hi, L, W - R);
 			const g = sv('svg', {class: 'plot', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'change per case'});
@@ -861,13 +879,20 @@
 				const row = sv('g', {class: 'v-' + cv.verdict, 'data-forest-case': c.name});
 				row.append(sv('line', {class: 'rowline', x1: 0, x2: W, y1: y + RH / 2, y2: y + RH / 2}),
 					   sv('text', {class: 'name', x: L - 10, y: y + 4, 'text-anchor': 'end', text: c.name}));
-				if (isNum(cv.ratio_lo) && isNum(cv.ratio_hi))
-					row.append(sv('line', {class: 'ci', x1: X(cv.ratio_lo), x2: X(cv.ratio_hi), y1: y, y2: y}),
-						   sv('line', {class: 'ci', x1: X(cv.ratio_lo), x2: X(cv.ratio_lo), y1: y - 4, y2: y + 4}),
-						   sv('line', {class: 'ci', x1: X(cv.ratio_hi), x2: X(cv.ratio_hi), y1: y - 4, y2: y + 4}));
-				row.append(sv('circle', {class: 'mark', cx: X(cv.ratio_median), cy: y, r: 4.5},
-					      sv('title', {text: c.name + ': ' + cv.verdict + ' ' + changeCell(cv)})),
-					   sv('text', {x: W - R + 10, y: y + 4, text: changeCell(cv)}));
+				if (isNum(cv.ratio_lo) && isNum(cv.ratio_hi) && cv.ratio_lo > 0) {
+					const a = clamp(cv.ratio_lo), b = clamp(cv.ratio_hi);
+					row.append(sv('line', {class: 'ci', x1: X(a), x2: X(b), y1: y, y2: y}));
+					if (a === cv.ratio_lo)
+						row.append(sv('line', {class: 'ci', x1: X(a), x2: X(a), y1: y - 4, y2: y + 4}));
+					if (b === cv.ratio_hi)
+						row.append(sv('line', {class: 'ci', x1: X(b), x2: X(b), y1: y - 4, y2: y + 4}));
+				}
+				const r = cv.ratio_median, tip = sv('title', {text: c.name + ': ' + cv.verdict + ' ' + changeCell(cv)});
+				if (r > hi || r < lo)
+					row.append(edgeMarkX(X(clamp(r)), y, r > hi, 5), tip);
+				else
+					row.append(sv('circle', {class: 'mark', cx: X(r), cy: y, r: 4.5}, tip));
+				row.append(sv('text', {x: W - R + 10, y: y + 4, text: changeCell(cv)}));
 				g.append(row);
 			});
 			g.append(sv('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}));
@@ -1063,14 +1088,13 @@
 		/* One case across the jobs: x the job (in order), y the change on a
 		 * log-ratio axis, whiskers for the interval, the margin band per job. */
 		function historyPlot(name, jobs, margins, xLabel) {
-			const W = 980, L = 64, R = 14, T = 10;
+			const W = 640, L = 56, R = 10, T = 10;
 			const labels = jobs.map(xLabel);
 			const longest = Math.max(...labels.map(s => s.length), 1);
 			const rotate = jobs.length > 6 || longest > 12;
-			const B = rotate ? Math.min(110, 18 + 6.2 * Math.min(longest, 16)) : 28;
-			const H = 230 + B;
+			const B = rotate ? Math.min(96, 16 + 5.6 * Math.min(longest, 16)) : 26;
+			const H = 190 + B;
 			const DEFAULT_MARGIN = 0.01;
-			let lo = 0.995, hi = 1.005;
 			const entries = [];
 			jobs.forEach((j, i) => {
 				const c = (j.cases || []).find(c => c.case === name);
@@ -1078,13 +1102,11 @@
 					return;
 				const m = margins.has(j.job) ? margins.get(j.job) : DEFAULT_MARGIN;
 				entries.push({i, j, c, m});
-				for (const v of [c.ratio, c.ci_low, c.ci_high, 1 - 1.2 * m, 1 + 1.2 * m])
-					if (isNum(v) && v > 0) {
-						lo = Math.min(lo, v);
-						hi = Math.max(hi, v);
-					}
 			});
-			[lo, hi] = padRatio(lo, hi, 0.06);
+			const mmax = Math.max(0, ...entries.map(e => e.m));
+			const dom = robustDomain(entries.flatMap(e => [e.c.ratio, e.c.ci_low, e.c.ci_high]), mmax);
+			const [lo, hi] = padRatio(dom.lo, dom.hi, 0.08);
+			const clamp = r => Math.min(hi, Math.max(lo, r));
 			const n = Math.max(1, jobs.length);
 			const step = (W - L - R) / n;
 			const X = i => L + step * (i + 0.5);
@@ -1098,7 +1120,7 @@
 				g.append(sv('rect', {class: 'band', x: X(e.i) - step / 2, width: step, y: a, height: Math.max(0, b - a)}));
 			}
 			g.append(sv('line', {class: 'one', x1: L, x2: W - R, y1: Y(1), y2: Y(1)}));
-			const every = Math.max(1, Math.ceil(n / 40));
+			const every = Math.max(1, Math.ceil(n / 30));
 			labels.forEach((s, i) => {
 				if (i % every)
 					return;
@@ -1116,11 +1138,21 @@
 				const pt = sv('g', {class: 'v-' + c.verdict, 'data-point': '', 'data-job': e.j.job, 'data-case': name});
 				pt.append(sv('title', {text: tip}));
 				if (isNum(c.ratio) && c.ratio > 0) {
-					if (isNum(c.ci_low) && isNum(c.ci_high) && c.ci_low > 0)
-						pt.append(sv('line', {class: 'ci', x1: x, x2: x, y1: Y(c.ci_low), y2: Y(c.ci_high)}),
-							  sv('line', {class: 'ci', x1: x - r, x2: x + r, y1: Y(c.ci_low), y2: Y(c.ci_low)}),
-							  sv('line', {class: 'ci', x1: x - r, x2: x + r, y1: Y(c.ci_high), y2: Y(c.ci_high)}));
-					pt.append(sv('circle', {class: 'mark', cx: x, cy: Y(c.ratio), r}));
+					if (isNum(c.ci_low) && isNum(c.ci_high) && c.ci_low > 0) {
+						const a = clamp(c.ci_low), b = clamp(c.ci_high);
+						pt.append(sv('line', {class: 'ci', x1: x, x2: x, y1: Y(a), y2: Y(b)}));
+						if (a === c.ci_low)
+							pt.append(sv('line', {class: 'ci', x1: x - r, x2: x + r, y1: Y(a), y2: Y(a)}));
+						if (b === c.ci_high)
+							pt.append(sv('line', {class: 'ci', x1: x - r, x2: x + r, y1: Y(b), y2: Y(b)}));
+					}
+					if (c.ratio > hi || c.ratio < lo) {
+						const up = c.ratio > hi, y = Y(clamp(c.ratio)) + (up ? 6 : -6);
+						pt.append(edgeMark(x, y, up, r + 1),
+							  sv('text', {class: 'clip-label', x: x + r + 4, y: y + (up ? 2 : 4),
+								text: c.ratio >= 2 ? '×' + fmtG(c.ratio, 3) : pct(c.ratio)}));
+					} else
+						pt.append(sv('circle', {class: 'mark', cx: x, cy: Y(c.ratio), r}));
 				} else {
 					/* Not timed (compile-only, failed, not applicable): a
 					 * cross on the line at 1, so that the job still shows. */
