@@ -13,6 +13,9 @@ packages=(
   valgrind                 # quald under memcheck: tests/valgrind.cmake
   clang                    # libFuzzer targets: tests/fuzz.cmake (and below)
   llvm                     # llvm-objdump: the v_mfma checks of tests/fixtures_amd.cmake
+  chromium                 # headless browser for the dashboard: tests/tools/browser_test.py
+  python3-websocket        # browser_test.py drives chromium over the DevTools protocol
+  fonts-dejavu-core        # the dashboard's fonts (no web fonts): readable screenshots
 )
 
 sudo=""

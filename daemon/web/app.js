@@ -586,13 +586,14 @@
 			     s.version ? el('span', {class: 'note', text: '  ' + (s.tool || '') + ' ' + s.version + ', schema ' + s.schema_version}) : '');
 			const g = s.settings || {};
 			const bits = [];
-			if (g.compile_only)
-				bits.push('compile only');
-			if (isNum(g.pairs))
+			/* The timing settings say nothing of a run not timed. */
+			if (s.timed === false)
+				bits.push(g.compile_only ? 'compile only' : 'not timed');
+			else if (isNum(g.pairs))
 				bits.push(g.pairs + ' pairs' + (isNum(g.max_pairs) && g.max_pairs > g.pairs ? ' (up to ' + g.max_pairs + ')' : ''));
-			if (isNum(g.pairs_per_block))
+			if (isNum(g.pairs_per_block) && s.timed !== false)
 				bits.push(g.pairs_per_block + ' a block');
-			if (isNum(g.sessions))
+			if (isNum(g.sessions) && s.timed !== false)
 				bits.push(g.sessions + ' session' + (g.sessions === 1 ? '' : 's'));
 			if (isNum(g.margin))
 				bits.push('margin ' + fmtG(100 * g.margin, 3) + '%');
@@ -614,7 +615,7 @@
 			if (s.timed === false) {
 				nt.hidden = false;
 				nt.textContent = 'Nothing was timed' + (s.not_timed_because ? ': ' + s.not_timed_because : '') +
-					'. The cases show what the compiles produced.';
+					'. The cases below show what the compiles produced.';
 			}
 		}
 
@@ -625,7 +626,13 @@
 				return;
 			}
 			const c = J.cases.get(J.current);
-			let t = 'case ' + J.caseIndex + (J.ncases ? ' of ' + J.ncases : '') + (J.current ? ': ' + J.current : '');
+			const last = c && c.pairs.length ? c.pairs[c.pairs.length - 1] : null;
+			let t;
+			/* The later sessions time the cases again, case by case. */
+			if (last && last.session > 1)
+				t = 'session ' + last.session + ': ' + J.current;
+			else
+				t = 'case ' + J.caseIndex + (J.ncases ? ' of ' + J.ncases : '') + (J.current ? ': ' + J.current : '');
 			if (c && c.pairs.length)
 				t += ', ' + c.pairs.length + ' pairs';
 			if ([...J.cases.values()].some(x => x.cv))
@@ -702,9 +709,10 @@
 			const errs = J.errors.filter(e => e.case === c.name);
 			c.dom.errs.replaceChildren(...errs.map(e => el('div', {class: 'case-error'},
 				(e.arm ? e.arm + ' ' : '') + (e.stage || 'run') + (e.code ? ' (' + e.code + ')' : '') + ': ' + (e.message || ''))));
-			const timedCase = c.pairs.length > 0 || (c.line && c.line.timed);
-			if (!timedCase || (J.start && J.start.timed === false && !c.pairs.length)) {
-				c.dom.count.textContent = 'not timed';
+			if (!c.pairs.length) {
+				/* Until its first pair, a case being timed shows no plot. */
+				const waiting = !c.cv && !J.verdict && c.line && c.line.timed && J.start && J.start.timed !== false;
+				c.dom.count.textContent = waiting ? 'no pairs yet' : 'not timed';
 				c.dom.plot.replaceChildren();
 				return;
 			}
@@ -863,7 +871,7 @@
 			const dom = robustDomain(rows.flatMap(c => [c.cv.ratio_lo, c.cv.ratio_median, c.cv.ratio_hi]), m);
 			const [lo, hi] = padRatio(dom.lo, dom.hi, 0.05);
 			const clamp = r => Math.min(hi, Math.max(lo, r));
-			const RH = 20, W = 980, L = 250, R = 190, T = 6, B = 24, H = T + RH * rows.length + B;
+			const RH = 20, W = 1000, L = 240, R = 260, T = 6, B = 24, H = T + RH * rows.length + B;
 			const X = logScale(lo, hi, L, W - R);
 			const g = sv('svg', {class: 'plot', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'change per case'});
 			for (const [r, label] of ratioTicks(lo, hi, 7))

@@ -19,7 +19,8 @@ Chromium is driven through the DevTools protocol over a WebSocket
                  screenshot DIR/job-ID.png
   /jobs/UNKNOWN  shows quald's 404 message
   /history       (and /history?label=K=V with --label) one point and one
-                 table row per job x case of /api/history; DIR/history.png
+                 table row per job x case of /api/history, one plot per case;
+                 DIR/history.png (and DIR/history-label.png)
   every page     no console error, no uncaught exception
 
 Each screenshot must be a PNG of plausible size that is not blank. Exit 0
@@ -396,7 +397,14 @@ class Test:
         # Let the page draw what came with the verdict (it draws every 200 ms).
         b.wait("document.body.dataset.done === '1'", 5)
         time.sleep(0.5)
-        job = get_json(a.base, "/api/jobs/" + urllib.parse.quote(a.job))
+        # quald says running until the verdict line is on disk, which may
+        # come a moment after the page has it.
+        deadline = time.time() + 10
+        while True:
+            job = get_json(a.base, "/api/jobs/" + urllib.parse.quote(a.job))
+            if job.get("state") not in ("queued", "running") or time.time() > deadline:
+                break
+            time.sleep(0.2)
         lines = job.get("lines", [])
         vl = [l for l in lines if l.get("type") == "verdict"]
         if vl and vl[-1].get("verdict") != verdict:
@@ -481,8 +489,13 @@ class Test:
         b.ignore.remove(bogus)
 
     def history(self):
+        self.history_page([], "history.png")
+        if self.a.label:
+            self.history_page(self.a.label, "history-label.png")
+
+    def history_page(self, labels, png):
         a, b = self.a, self.b
-        q = [("label", l) for l in a.label]
+        q = [("label", l) for l in labels]
         page = a.base + "/history" + ("?" + urllib.parse.urlencode(q) if q else "")
         api = get_json(a.base, "/api/history?" + urllib.parse.urlencode(q + [("limit", "100")]))
         want = {(j["job"], c["case"]) for j in api.get("jobs", []) for c in j.get("cases", [])}
@@ -515,7 +528,7 @@ class Test:
             print("note: /api/history has no job for %s" % page, flush=True)
         if not bad:
             self.ok("%s: %d points in %d plots and %d rows, as /api/history says" % (page, len(got_p), len(plots), len(got_r)))
-        shot = os.path.join(a.out, "history.png")
+        shot = os.path.join(a.out, png)
         b.screenshot(shot)
         why = check_png(shot, min_h=300)
         self.fail(why) if why else self.ok("screenshot " + shot)
