@@ -322,12 +322,12 @@
 					el('td', {}, jobLink(j.job)),
 					el('td', {class: 'v-' + j.state, text: j.state}),
 					el('td', {}, j.verdict ? verdictBadge(j.verdict) : el('span', {class: 'note', text: '-'})),
-					el('td', {class: 'note progress-cell', text: prog}),
+					el('td', {class: 'note progress-cell wrap', text: prog}),
 					el('td', {class: 'mono', text: utc(j.submitted)}),
 					el('td', {class: 'mono', text: utc(j.finished)}),
 					el('td', {class: 'wrap'}, labelChips(j.labels)),
-					el('td', {title: j.baseline || '', text: basename(j.baseline)}),
-					el('td', {title: j.candidate || '', text: basename(j.candidate)})));
+					el('td', {class: 'wrap files', title: j.baseline || '', text: basename(j.baseline)}),
+					el('td', {class: 'wrap files', title: j.candidate || '', text: basename(j.candidate)})));
 			}
 			if (!jobs.length)
 				tb.append(el('tr', {class: 'empty'}, el('td', {colspan: 9, text: 'no jobs yet'})));
@@ -339,7 +339,7 @@
 			const id = line.job;
 			let c = cursor.get(id);
 			if (!c) {
-				c = {ncases: 0, index: 0, name: '', pairs: 0};
+				c = {ncases: 0, index: 0, name: '', pairs: 0, session: 0};
 				cursor.set(id, c);
 			}
 			if (line.type === 'start') {
@@ -349,15 +349,17 @@
 				c.name = line.case;
 				c.pairs = 0;
 			} else if (line.type === 'pair') {
-				if (line.case !== c.name) {
+				if (line.case !== c.name || (line.session || 0) !== c.session) {
 					c.name = line.case;
+					c.session = line.session || 0;
 					c.pairs = 0;
 				}
 				c.pairs++;
 			}
-			let text = c.name ? 'case ' + c.index + (c.ncases ? '/' + c.ncases : '') + ' ' + c.name : 'started';
-			if (line.type === 'pair')
-				text += ': pair ' + c.pairs;
+			let text = !c.name ? 'started' : c.session > 1 ? 'session ' + c.session + ': ' + c.name :
+				'case ' + c.index + (c.ncases ? '/' + c.ncases : '') + ' ' + c.name;
+			if (c.pairs)
+				text += ', ' + c.pairs + ' pair' + (c.pairs === 1 ? '' : 's');
 			if (line.type === 'case_verdict')
 				text = 'judging';
 			progress.set(id, text);
@@ -1075,8 +1077,10 @@
 				for (const c of j.cases || []) {
 					const ch = isNum(c.ratio) ? pct(c.ratio) + (isNum(c.ci_low) && isNum(c.ci_high) ?
 						' [' + pct(c.ci_low) + ', ' + pct(c.ci_high) + ']' : '') : '-';
+					const files = 'baseline ' + ((j.baseline || {}).path || '?') + ' (sha256 ' + ((j.baseline || {}).sha256 || '?') +
+						'), candidate ' + ((j.candidate || {}).path || '?') + ' (sha256 ' + ((j.candidate || {}).sha256 || '?') + ')';
 					tb.append(el('tr', {class: 'hist-row', 'data-job': j.job, 'data-case': c.case, 'data-verdict': c.verdict},
-						el('td', {}, jobLink(j.job)),
+						el('td', {title: files}, jobLink(j.job)),
 						el('td', {text: xLabel(j)}),
 						el('td', {class: 'mono', text: utc(j.finished)}),
 						el('td', {class: 'mono', text: c.case}),
@@ -1084,12 +1088,10 @@
 						el('td', {class: 'num', text: ch}),
 						el('td', {class: 'num', text: fmtG(c.p_holm, 3)}),
 						el('td', {class: 'num', text: isNum(c.baseline_ns) ? (c.baseline_ns / 1000).toFixed(3) : '-'}),
-						el('td', {class: 'num', text: isNum(c.candidate_ns) ? (c.candidate_ns / 1000).toFixed(3) : '-'}),
-						el('td', {title: ((j.baseline || {}).path || '') + ' ' + ((j.baseline || {}).sha256 || ''), text: basename((j.baseline || {}).path)}),
-						el('td', {title: ((j.candidate || {}).path || '') + ' ' + ((j.candidate || {}).sha256 || ''), text: basename((j.candidate || {}).path)})));
+						el('td', {class: 'num', text: isNum(c.candidate_ns) ? (c.candidate_ns / 1000).toFixed(3) : '-'})));
 				}
 			if (!tb.rows.length)
-				tb.append(el('tr', {class: 'empty'}, el('td', {colspan: 11, text: 'nothing to show'})));
+				tb.append(el('tr', {class: 'empty'}, el('td', {colspan: 9, text: 'nothing to show'})));
 			document.body.dataset.ready = '1';
 		}
 
