@@ -369,8 +369,14 @@
 		}
 
 		refresh();
+		/* A submit writes no line until its job starts: a slow poll shows
+		 * new queued jobs, the events everything else at once. */
+		setInterval(soon, 10000);
 		const es = new EventSource('/api/events');
-		es.onopen = () => setLive('on', 'live');
+		es.onopen = () => {
+			setLive('on', 'live');
+			soon();   /* after a reconnect, lines may have been missed */
+		};
 		es.onerror = () => setLive('off', 'reconnecting');
 		es.onmessage = ev => {
 			let line;
@@ -568,7 +574,8 @@
 			const fact = (k, ...v) => dl.append(el('dt', {text: k}), el('dd', {}, ...v));
 			const s = J.start;
 			if (!s) {
-				fact('state', J.state === 'queued' ? 'queued: the job has not started' : 'no start line yet');
+				fact('started', J.verdict ? 'never: the job ended before its run started' :
+				     J.state === 'queued' ? 'not yet: the job is queued' : 'no start line yet');
 				return;
 			}
 			const ident = a => a ? [(a.abi || '?') + ' ' + (a.version || '?') + ' ',
