@@ -526,8 +526,12 @@
 			}
 			case 'verdict':
 				J.verdict = line;
-				J.state = line.verdict === 'cancelled' || line.verdict === 'interrupted' ?
-					line.verdict : 'done';
+				/* A job that ended while the page watched: its state as
+				 * quald names it (docs/protocol.md, "Job states"); a job
+				 * loaded finished keeps the state quald gave. */
+				if (!J.state || J.state === 'queued' || J.state === 'running')
+					J.state = line.verdict === 'cancelled' || line.verdict === 'interrupted' ?
+						line.verdict : 'done';
 				J.all = true;
 				break;
 			default:
