@@ -547,6 +547,7 @@
 		}
 
 		function render() {
+			clearTimeout(J.timer);
 			J.timer = null;
 			for (const c of J.dirty)
 				renderCase(c);
@@ -800,8 +801,7 @@
 				 sv('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}));
 			for (const t of linearTicks(0, maxX, 6))
 				g.append(sv('text', {x: X(t - 0.5), y: H - B + 14, 'text-anchor': 'middle', text: String(t)}));
-			g.append(sv('text', {x: W - R, y: H - 2, 'text-anchor': 'end', text: 'pair'}),
-				 sv('text', {x: 2, y: T + 2, 'dominant-baseline': 'hanging', text: ''}));
+			g.append(sv('text', {x: W - R, y: H - 2, 'text-anchor': 'end', text: 'pair'}));
 			return g;
 		}
 
