@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libuv1-dev libjansson-dev libssl-dev
+  libh2o-dev               # quald --http: H2O's library on libuv (daemon/http.c)
+  python3-prometheus-client  # /metrics read by Prometheus' parser: tests/http.cmake
   libamdhip64-dev          # HIP runtime headers and hiprtc (libamdhip64.so.5)
   libcmocka-dev            # unit test framework
   python3 python3-scipy python3-jsonschema python3-numpy
@@ -17,6 +19,9 @@ packages=(
   zsh                      # the zsh completion's compsys test: tests/completion.cmake
   dpkg-dev                 # dpkg-shlibdeps: cpack's Depends: (cmake/package.cmake)
   fakeroot                 # dpkg --root as a user: tests/package.cmake
+  chromium                 # headless browser for the dashboard: tests/tools/browser_test.py
+  python3-websocket        # browser_test.py drives chromium over the DevTools protocol
+  fonts-dejavu-core        # the dashboard's fonts (no web fonts): readable screenshots
 )
 
 sudo=""
