@@ -740,12 +740,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		return respond_asset(req, "index.html");
 	if (is(path, len, "/history"))
 		return respond_asset(req, "history.html");
-	if (len > 6 && !memcmp(path, "/jobs/", 6)) {
-		if (!path_job(path, len, 6, id, rest, sizeof rest) || *rest)
-			return respond_error(req, 404, "Not Found", "not a job page: '%.*s'",
-					     (int)(len > 80 ? 80 : len), path);
+	/* Any one segment: the page asks /api/jobs/ID and shows its answer,
+	 * a 404's message included. */
+	if (len > 6 && !memcmp(path, "/jobs/", 6) && !memchr(path + 6, '/', len - 6))
 		return respond_asset(req, "job.html");
-	}
 	if (len > 8 && !memcmp(path, "/static/", 8)) {
 		char name[128];
 

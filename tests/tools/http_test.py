@@ -160,13 +160,19 @@ def http_where(d):
     return wait_until(found, 10, "quald's 'http on' line")
 
 
-def submit(d, *extra, case=FAST):
-    r = d.ctl("submit", "--no-follow", "--compile-only", "--case", case, *extra,
+def submit_job(d, extra=(), compile_only=True, cases=()):
+    """Submits nvrtc against nvrtc.alt without following; the job's id."""
+    r = d.ctl("submit", "--no-follow", *(["--compile-only"] if compile_only else []),
+              *[a for c in cases for a in ("--case", c)], *extra,
               d.args.nvrtc, d.args.nvrtc_alt)
     check(r.returncode == 0, f"qualctl submit: exit {r.returncode}: {r.stderr}")
     m = re.search(r"\b(j[0-9]{6,})\b", r.stdout + r.stderr)
     check(m, f"qualctl submit printed no job id: {r.stdout!r} {r.stderr!r}")
     return m.group(1)
+
+
+def submit(d, *extra, case=FAST):
+    return submit_job(d, extra, cases=(case,))
 
 
 def scenario_api(args, root):
@@ -379,9 +385,7 @@ def scenario_stop(args, root):
     d = Quald(args, root, extra=["--http", "127.0.0.1:0"]).start()
     try:
         h = Http(http_where(d))
-        r = d.ctl("submit", "--no-follow", "--compile-only", args.nvrtc, args.nvrtc_alt)
-        check(r.returncode == 0, f"submit: {r.stderr}")
-        job = re.search(r"\b(j[0-9]{6,})\b", r.stdout + r.stderr).group(1)
+        job = submit_job(d)
         ev = Events(h, f"/api/jobs/{job}/events")
         wait_until(lambda: len(ev.events) >= 2, JOB_S, "two lines on the stream")
         t0 = time.monotonic()

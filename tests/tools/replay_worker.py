@@ -1,0 +1,34 @@
+#!/usr/bin/python3
+"""A stand-in for qual-run under quald (--worker) that replays a real H200
+job: the lines qual-run printed for nvrtc 13.0 against 12.4.127 on the H200
+(docs/gpu-runs/2026-12-03/issue12h/call2-pair.tar.gz, pair/jobs/pair.1.jsonl:
+1,007 lines, 780 pairs of nine cases), paced over $QUAL_REPLAY_SECONDS
+(default 8) so that a job's pages can be watched while it runs, with no GPU.
+It takes quald's worker command line (options, --, BASELINE CANDIDATE) and
+ignores it: quald checks and pins the libraries as for any job; what runs
+is this replay. tests/browser.cmake uses it."""
+import os
+import sys
+import tarfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARBALL = os.path.join(HERE, "..", "..", "docs", "gpu-runs", "2026-12-03", "issue12h",
+                       "call2-pair.tar.gz")
+MEMBER = "pair/jobs/pair.1.jsonl"
+
+
+def main():
+    with tarfile.open(TARBALL) as t:
+        lines = t.extractfile(MEMBER).read().decode().splitlines()
+    total = float(os.environ.get("QUAL_REPLAY_SECONDS", "8"))
+    step = total / max(len(lines), 1)
+    for line in lines:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        time.sleep(step)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
