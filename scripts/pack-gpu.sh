@@ -4,7 +4,8 @@
 # and the benchmark need into .carry/ (ignored by git), laid out like a build
 # folder: .carry/bin/{qual-run,qual-compile,qual-view,quald,qualctl,qual-judge,qual-calibrate},
 # .carry/tests/{gpu_smoke,fixture-source},
-# .carry/shims/*.so. Carry .carry with the device tool and run
+# .carry/shims/*.so, and .carry/lib/ with quald's shared libraries (libh2o
+# and what it needs). Carry .carry with the device tool and run
 # `bash tests/gpu/run.sh $OUT .carry` there (and tests/gpu/faults.sh, which
 # needs qual-run, qual-compile and the shims oob and spin).
 set -euo pipefail
@@ -21,7 +22,20 @@ cp build-carry/shims/*.so .carry/shims/
 for s in slow miscompile oob spin delay; do
   [ -f ".carry/shims/libshim_$s.so" ] || { echo "libshim_$s.so missing from .carry/shims" >&2; exit 1; }
 done
-for b in .carry/bin/qual-run .carry/bin/quald .carry/bin/qualctl .carry/bin/qual-calibrate; do
+for b in .carry/bin/qual-run .carry/bin/qualctl .carry/bin/qual-calibrate; do
   ! ldd "$b" | grep -E 'jansson|crypto|libuv' || { echo "$b: not static" >&2; exit 1; }
+done
+# quald's HTTP endpoint: Debian ships libh2o as a shared library only. It and
+# the libraries it needs go to .carry/lib, where quald's RPATH looks
+# ($ORIGIN/../lib; daemon/CMakeLists.txt); the GPU machine's own glibc serves.
+mkdir -p .carry/lib
+for l in libh2o.so.0.13 libuv.so.1 libwslay.so.1 libssl.so.3 libcrypto.so.3 libz.so.1; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$l" .carry/lib/ 2>/dev/null ||
+    cp -L "/lib/x86_64-linux-gnu/$l" .carry/lib/
+done
+! ldd .carry/bin/quald | grep -E 'jansson' || { echo "quald: jansson not static" >&2; exit 1; }
+for l in libh2o.so.0.13 libuv.so.1 libwslay.so.1; do
+  ldd .carry/bin/quald | grep -q "=> $PWD/.carry/bin/../lib/$l" ||
+    { echo "quald does not find $l in .carry/lib" >&2; ldd .carry/bin/quald >&2; exit 1; }
 done
 du -sh .carry

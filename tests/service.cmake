@@ -31,10 +31,6 @@
 # the build system is generated, so this file does not depend on being
 # included after tests/rtc.cmake (it is, alphabetically).
 
-set(QUAL_SERVICE_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
-    "The real nvrtc the service tests qualify")
-set(QUAL_SERVICE_NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13 CACHE FILEPATH
-    "A second real nvrtc of the same version, the service tests' candidate")
 set(QUAL_SERVICE_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
     "A hiprtc, for the mismatched-abi refusal (skipped when missing)")
 
