@@ -22,8 +22,7 @@
 
 bool jobs__ended(const struct job *job)
 {
-	return job->state >= JOB_DONE && job->verdict[0] && job->logged_seq >= job->next_seq &&
-	       !job->held;
+	return jobs__verdict(job)[0] && job->logged_seq >= job->next_seq && !job->held;
 }
 
 /* The timings of one case's pair lines, ns per kernel. */
@@ -213,7 +212,7 @@ static json_t *history_job(const struct job *job, const char *case_name)
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o},s:o}",
 			 "job", job->id,
 			 "state", jobs__state_names[job->state],
-			 "verdict", job->verdict,
+			 "verdict", jobs__verdict(job),
 			 "submitted", str_or_null(job->submitted),
 			 "finished", str_or_null(job->finished),
 			 "labels", job->args.labels ? json_deep_copy(job->args.labels) :

@@ -372,9 +372,14 @@ void calib__stop(struct jobs *j);
 
 /* ---- history.c -------------------------------------------------------------- */
 
-/* Whether job has ended and its verdict line is written and relayed: what
- * history reports and retention may remove. */
+/* Whether job's verdict line is written and relayed (its worker may still be
+ * exiting, its state not yet done): its log is whole, what history reports;
+ * retention also waits for the worker and the state. */
 bool jobs__ended(const struct job *job);
+
+/* The job's verdict: its state's, or while its worker is still exiting the
+ * one its verdict line gave (worker.c); "" for none yet. */
+const char *jobs__verdict(const struct job *job);
 
 /* ---- retention.c ------------------------------------------------------------ */
 

@@ -297,6 +297,13 @@ static void worker_say_refused(struct worker *w)
 	jobs__put_error(w->j, w->job, LINES_CODE_FOREIGN_LINE, text, true);
 }
 
+const char *jobs__verdict(const struct job *job)
+{
+	if (job->verdict[0] || !job->w)
+		return job->verdict;
+	return job->w->seen.verdict;
+}
+
 /* Relays one worker line (len bytes, no newline). */
 static int worker_relay(void *ctx, const char *line, size_t len)
 {

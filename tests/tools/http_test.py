@@ -245,6 +245,14 @@ def scenario_api(args, root):
 
         # The metrics moved by what the two jobs did.
         m1 = h.metrics()
+        # A submit that followed its job to the verdict line finds it in the
+        # history at once (its worker may still be exiting).
+        r = d.ctl("submit", "--compile-only", "--case", FAST, "--label", "build=a3",
+                  args.nvrtc, args.nvrtc_alt)
+        check(r.returncode == 0, f"followed compile-only submit: exit {r.returncode}: {r.stderr}")
+        hist = h.json("/api/history?label=build=a3")["jobs"]
+        check(len(hist) == 1 and hist[0]["verdict"] == "not_timed" and hist[0]["cases"],
+              f"/api/history right after a followed submit: {hist}")
 
         def moved(key):
             return m1.get(key, 0) - m0.get(key, 0)
