@@ -682,7 +682,8 @@ static void on_heartbeat(uv_timer_t *t)
 {
 	struct http *h = container_of(t, struct http, heartbeat);
 
-	for (struct stream *st = h->streams; st; st = st->next) {
+	for (struct stream *st = h->streams, *next; st; st = next) {
+		next = st->next; /* a flush may end st */
 		if (st->ended || st->final || st->drop)
 			continue;
 		stream_put(st, ":\n\n", 3);
@@ -1239,7 +1240,8 @@ void http_close(struct http *h, void (*done)(void *ctx), void *ctx)
 	uv_close(&h->listener.handle, on_handle_closed);
 	if (h->unix_path)
 		unlink(h->unix_path);
-	for (struct stream *st = h->streams; st; st = st->next) {
+	for (struct stream *st = h->streams, *next; st; st = next) {
+		next = st->next; /* a flush may end st */
 		if (st->ended)
 			continue;
 		st->final = true;

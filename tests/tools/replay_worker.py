@@ -4,7 +4,10 @@ job: the lines qual-run printed for nvrtc 13.0 against 12.4.127 on the H200
 (docs/gpu-runs/2026-12-03/issue12h/call2-pair.tar.gz, pair/jobs/pair.1.jsonl:
 1,007 lines, 780 pairs of nine cases), paced over $QUAL_REPLAY_SECONDS
 (default 8) so that a job's pages can be watched while it runs, with no GPU.
-It takes quald's worker command line (options, --, BASELINE CANDIDATE) and
+$QUAL_REPLAY_FILE, when set, names another file of such lines to replay
+(e.g. a job's lines saved by `qualctl show JOB --json`: their "job" and
+"seq" are replaced by quald's as any worker line's are). It takes quald's
+worker command line (options, --, BASELINE CANDIDATE) and
 ignores it: quald checks and pins the libraries as for any job; what runs
 is this replay. tests/browser.cmake uses it."""
 import os
@@ -19,8 +22,12 @@ MEMBER = "pair/jobs/pair.1.jsonl"
 
 
 def main():
-    with tarfile.open(TARBALL) as t:
-        lines = t.extractfile(MEMBER).read().decode().splitlines()
+    if os.environ.get("QUAL_REPLAY_FILE"):
+        with open(os.environ["QUAL_REPLAY_FILE"]) as f:
+            lines = [ln.rstrip("\n") for ln in f if ln.strip()]
+    else:
+        with tarfile.open(TARBALL) as t:
+            lines = t.extractfile(MEMBER).read().decode().splitlines()
     total = float(os.environ.get("QUAL_REPLAY_SECONDS", "8"))
     step = total / max(len(lines), 1)
     for line in lines:
