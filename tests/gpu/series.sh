@@ -75,10 +75,15 @@ for j in "${jobs[@]}"; do
   start=$SECONDS
   timeout 300 "$build/bin/qualctl" --socket "$out/q.sock" wait "$job" --json >"$out/job-$job.jsonl" 2>"$out/job-$job.err"
   rc=$?
-  note "job $job build=$version: exit $rc, waited $((SECONDS - start)) s; $(grep -o '"verdict":"[a-z_]*"' "$out/job-$job.jsonl" | tail -n 1)"
+  note "job $job build=$version: exit $rc, waited $((SECONDS - start)) s; $(grep -o '"type":"verdict","verdict":"[a-z_]*"' "$out/job-$job.jsonl" | tail -n 1 | sed 's/.*"verdict":/verdict /')"
   [ $rc -le 3 ] || status=1
 done
-wait_live=0
+# The verdict line comes before the worker has exited and the job's state is
+# written: the counts below are taken once no job runs.
+for _ in $(seq 300); do
+  ctl status --json 2>/dev/null | grep -q '"running":\[\]' && break
+  sleep 0.1
+done
 for j in "${jobs[@]}"; do
   job=${j%% *}
   for _ in $(seq 100); do [ -s "$out/live-$job.txt" ] && break; sleep 0.1; done
