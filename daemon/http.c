@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "common/lines.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 #include "daemon/jobs.h"
 #include "daemon/listen.h"
@@ -110,7 +111,8 @@ struct http {
 	int nconns;                /* connection handles not yet closed */
 	uv_timer_t heartbeat, drain;
 	int handles;               /* our own handles not yet closed */
-	bool closing, drained;
+	bool closing, drained, timers_closing, done_called;
+	bool free_when_closed;     /* http_open failed: nothing to dispose */
 	void (*done)(void *ctx);
 	void *done_ctx;
 };
@@ -172,7 +174,8 @@ static int respond_error(h2o_req_t *req, int status, const char *reason, const c
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
-	return respond_json(req, status, reason, json_pack("{s:s}", "error", m));
+	/* A message quotes the request, which may hold any bytes. */
+	return respond_json(req, status, reason, json_pack("{s:o}", "error", text_json_str(m)));
 }
 
 static const char *content_type(const char *name)
@@ -389,7 +392,9 @@ static int api_job(struct http *h, h2o_req_t *req, const char *id)
 				     "%s", msg.text[0] ? msg.text : qual_strerror(rc));
 	}
 	joined_put(&x, "],\"state\":", 10);
-	text = json_dumps(json_string(state ? state : "unknown"), JSON_ENCODE_ANY);
+	head = json_string(state ? state : "unknown");
+	text = json_dumps(head, JSON_ENCODE_ANY);
+	json_decref(head);
 	joined_put(&x, text, strlen(text));
 	free(text);
 	joined_put(&x, "}", 1);
@@ -554,19 +559,45 @@ struct replay {
 	bool verdict;
 };
 
+/* A stored line's seq: quald puts "job" and "seq" last in every line it
+ * relays (daemon/relay.c), so it is read from the end; a line that does not
+ * end so is parsed whole. -1 when it has none. */
+static long line_seq(const char *line, size_t len)
+{
+	static const char key[] = ",\"seq\":";
+	const char *p = line + len;
+	json_t *o, *seq;
+	long v = -1;
+
+	while (p > line && p[-1] != ':')
+		p--;
+	if (p - line >= (long)sizeof key - 1 && !memcmp(p - (sizeof key - 1), key, sizeof key - 1) &&
+	    len > 1 && line[len - 1] == '}') {
+		char *end;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (!errno && end == line + len - 1 && v >= 0)
+			return v;
+	}
+	o = json_loadb(line, len, 0, NULL);
+	seq = json_object_get(o, "seq");
+	v = json_is_integer(seq) ? (long)json_integer_value(seq) : -1;
+	json_decref(o);
+	return v;
+}
+
 static void replay_line(void *ctx, const char *line, size_t len)
 {
+	static const char verdict[] = "{\"type\":\"verdict\"";
 	struct replay *r = ctx;
-	json_t *o = json_loadb(line, len, 0, NULL);
-	json_t *seq = json_object_get(o, "seq");
-	struct lines_info info;
+	long seq = line_seq(line, len);
 
-	lines_classify(o, &info);
-	if (json_is_integer(seq) && json_integer_value(seq) > r->st->seq)
-		r->st->seq = (long)json_integer_value(seq);
-	if (info.type == LINES_VERDICT)
+	if (seq > r->st->seq)
+		r->st->seq = seq;
+	/* Every line the engine or quald writes starts with its type. */
+	if (len >= sizeof verdict - 1 && !memcmp(line, verdict, sizeof verdict - 1))
 		r->verdict = true;
-	json_decref(o);
 	stream_event(r->st, r->st->seq, line, len);
 }
 
@@ -608,23 +639,35 @@ static int after_param(void *ctx, const char *key, const char *value, char *why,
 	return 0;
 }
 
+static bool is_head(h2o_req_t *req)
+{
+	return h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+}
+
 static int api_job_events(struct http *h, h2o_req_t *req, const char *id)
 {
-	struct after_param p = {.after = resume_after(req)};
+	struct after_param p = {.after = -1};
+	long last_id = resume_after(req);
 	struct qual_msg msg = {{0}};
 	struct replay r = {0};
 	struct stream *st;
 	const char *state;
+	json_t *known;
 	char why[160];
 	int rc;
 
 	if (query_each(req, after_param, &p, why, sizeof why) < 0)
 		return respond_error(req, 400, "Bad Request", "%s", why);
-	json_t *known = jobs_show_json(h->jobs, id);
-
+	/* An EventSource reconnects to the URL it was given, ?after included,
+	 * with Last-Event-ID: the later of the two is where it stands. */
+	if (last_id > p.after)
+		p.after = last_id;
+	known = jobs_show_json(h->jobs, id);
 	if (!known)
 		return respond_error(req, 404, "Not Found", "unknown job '%s'", id);
 	json_decref(known);
+	if (is_head(req))
+		return respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
 	if (h->st.streams >= HTTP_MAX_STREAMS)
 		return respond_error(req, 503, "Service Unavailable",
 				     "too many event streams: %d open", h->st.streams);
@@ -632,12 +675,13 @@ static int api_job_events(struct http *h, h2o_req_t *req, const char *id)
 	r.st = st;
 	/* Stored lines, then live ones: the log read hands out exactly the
 	 * lines whose writes were called back, and the fan-out runs in those
-	 * same callbacks, so nothing is missed or sent twice (jobs.h). */
+	 * same callbacks, so nothing is missed or sent twice (jobs.h). A
+	 * replay is as long as the job's log (bounded by quald's log limit):
+	 * the cap on what waits applies to the live lines after it. */
 	st->seq = p.after;
 	rc = jobs_read_log(h->jobs, id, p.after, replay_line, &r, &state, &msg);
-	if (rc < 0 || r.verdict)
+	if (rc < 0 || r.verdict || jobs_log_complete(h->jobs, id))
 		stream_end_event(st);
-	stream_check(st);
 	stream_flush(st);
 	return 0;
 }
@@ -646,6 +690,8 @@ static int api_events(struct http *h, h2o_req_t *req)
 {
 	struct stream *st;
 
+	if (is_head(req))
+		return respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
 	if (h->st.streams >= HTTP_MAX_STREAMS)
 		return respond_error(req, 503, "Service Unavailable",
 				     "too many event streams: %d open", h->st.streams);
@@ -704,7 +750,7 @@ static bool path_job(const char *path, size_t len, size_t prefix, char *id, char
 	const char *slash = memchr(p, '/', (size_t)(end - p));
 	size_t n = (size_t)((slash ? slash : end) - p);
 
-	if (n == 0 || n >= JOB_ID_MAX)
+	if (n == 0 || n >= JOB_ID_MAX || memchr(p, '\0', n))
 		return false;
 	memcpy(id, p, n);
 	id[n] = '\0';
@@ -969,6 +1015,13 @@ static void on_connection(uv_stream_t *listener, int status)
 		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}
+	if (h->nconns > HTTP_MAX_CONNECTIONS) {
+		/* At the cap (refused ones lingering count too): closed at once,
+		 * so that no local user holds quald's descriptors. */
+		h->st.refused++;
+		uv_close(&c->h.handle, on_conn_closed);
+		return;
+	}
 	if (uv_fileno(&c->h.handle, &fd) < 0 || !peer_allowed(fd, &h->rule, why, sizeof why)) {
 		h->st.refused++;
 		refuse(c, why);
@@ -1012,14 +1065,16 @@ static int parse_listen(const char *spec, struct sockaddr_storage *a, socklen_t 
 	if (errno || end == colon + 1 || *end || port < 0 || port > 65535)
 		return qual_fail(msg, QUAL_EINVAL, "--http '%s': the port must be 0 to 65535",
 				 spec);
+	const char *hs = spec;
+
 	n = (size_t)(colon - spec);
 	if (spec[0] == '[' && n >= 2 && spec[n - 1] == ']') {
-		spec++;
+		hs++;
 		n -= 2;
 	}
 	if (n >= sizeof host)
-		return qual_fail(msg, QUAL_EINVAL, "--http '%s': not a loopback address", spec);
-	memcpy(host, spec, n);
+		return qual_fail(msg, QUAL_EINVAL, "--http '%s': not an ip address", spec);
+	memcpy(host, hs, n);
 	host[n] = '\0';
 	memset(a, 0, sizeof *a);
 	if (!strcmp(host, "localhost"))
@@ -1032,7 +1087,7 @@ static int parse_listen(const char *spec, struct sockaddr_storage *a, socklen_t 
 		*alen = sizeof *s;
 		if ((ntohl(s->sin_addr.s_addr) >> 24) != 127)
 			return qual_fail(msg, QUAL_EINVAL, "--http '%s': not a loopback address: "
-					 "quald serves http to this host only", host);
+					 "quald serves http to this host only", spec);
 		return 0;
 	}
 	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)a)->sin6_addr) == 1) {
@@ -1043,20 +1098,71 @@ static int parse_listen(const char *spec, struct sockaddr_storage *a, socklen_t 
 		*alen = sizeof *s;
 		if (!IN6_IS_ADDR_LOOPBACK(&s->sin6_addr))
 			return qual_fail(msg, QUAL_EINVAL, "--http '%s': not a loopback address: "
-					 "quald serves http to this host only", host);
+					 "quald serves http to this host only", spec);
 		return 0;
 	}
 	return qual_fail(msg, QUAL_EINVAL, "--http '%s': '%s' is not an ip address (give "
 			 "127.0.0.1, [::1] or localhost)", spec, host);
 }
 
+/* The handles H2O's context opens on the loop (its timers, and the async
+ * handle of its queue between threads, which quald does not use) are
+ * unreferenced, so that they do not keep the loop alive: quald's loop ends
+ * when quald's own work is done, and http_free then disposes of them. */
+struct seen_handles {
+	uv_handle_t **h;
+	int n, cap;
+};
+
+static void note_handle(uv_handle_t *handle, void *arg)
+{
+	struct seen_handles *s = arg;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		s->h = xrealloc(s->h, (size_t)s->cap * sizeof *s->h);
+	}
+	s->h[s->n++] = handle;
+}
+
+static void unref_new(uv_handle_t *handle, void *arg)
+{
+	struct seen_handles *s = arg;
+
+	for (int i = 0; i < s->n; i++)
+		if (s->h[i] == handle)
+			return;
+	uv_unref(handle);
+}
+
+static void context_open(struct http *h)
+{
+	struct seen_handles before = {0};
+	h2o_hostconf_t *host;
+	h2o_pathconf_t *path;
+	h2o_handler_t *handler;
+
+	h2o_config_init(&h->config);
+	h->config.server_name = h2o_iovec_init(H2O_STRLIT("quald"));
+	h->config.max_request_entity_size = 0;   /* read-only: no bodies */
+	h->config.http1.upgrade_to_http2 = 0;    /* HTTP/1.1 only */
+	host = h2o_config_register_host(&h->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+	path = h2o_config_register_path(host, "/", 0);
+	handler = h2o_create_handler(path, sizeof *handler);
+	handler->on_req = on_req;
+	uv_walk(h->loop, note_handle, &before);
+	h2o_context_init(&h->ctx, h->loop, &h->config);
+	uv_walk(h->loop, unref_new, &before);
+	free(before.h);
+	h->ctx_open = true;
+	h->accept_ctx.ctx = &h->ctx;
+	h->accept_ctx.hosts = h->config.hosts;
+}
+
 int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	      struct qual_msg *msg)
 {
 	struct http *h;
-	h2o_hostconf_t *host;
-	h2o_pathconf_t *path;
-	h2o_handler_t *handler;
 	int fd = -1, port = 0, rc;
 
 	*out = NULL;
@@ -1091,33 +1197,26 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 		uv_tcp_init(loop, &h->listener.tcp);
 		rc = uv_tcp_open(&h->listener.tcp, fd);
 	}
+	/* The handle is open (and must be closed) either way; it owns fd only
+	 * once it took it. */
 	h->listener_open = true;
 	h->listener.handle.data = h;
 	h->handles = 1;
-	if (rc == 0)
+	if (rc < 0) {
+		close(fd);
+	} else {
+		fd = -1;
 		rc = uv_listen(&h->listener.stream, LISTEN_BACKLOG, on_connection);
+	}
 	if (rc < 0) {
 		qual_fail(msg, QUAL_EIO, "cannot listen on '%s': %s", cfg->listen, uv_strerror(rc));
 		rc = QUAL_EIO;
 		goto fail;
 	}
-	fd = -1;
 	h->group_name = xstrdup(cfg->rule.group_name ? cfg->rule.group_name : "qual");
 	h->rule = cfg->rule;
 	h->rule.group_name = h->group_name;
-
-	h2o_config_init(&h->config);
-	h->config.server_name = h2o_iovec_init(H2O_STRLIT("quald"));
-	h->config.max_request_entity_size = 0;   /* read-only: no bodies */
-	h->config.http1.upgrade_to_http2 = 0;    /* HTTP/1.1 only */
-	host = h2o_config_register_host(&h->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-	path = h2o_config_register_path(host, "/", 0);
-	handler = h2o_create_handler(path, sizeof *handler);
-	handler->on_req = on_req;
-	h2o_context_init(&h->ctx, loop, &h->config);
-	h->ctx_open = true;
-	h->accept_ctx.ctx = &h->ctx;
-	h->accept_ctx.hosts = h->config.hosts;
+	context_open(h);
 	uv_timer_init(loop, &h->heartbeat);
 	uv_timer_init(loop, &h->drain);
 	h->heartbeat.data = h->drain.data = h;
@@ -1127,14 +1226,15 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	*out = h;
 	return 0;
 fail:
-	if (fd >= 0 && !h->listener_open)
+	if (fd >= 0)
 		close(fd);
 	if (h->unix_path)
 		unlink(h->unix_path);
 	if (h->listener_open) {
-		/* The handle owns fd now; it is freed with h once closed. */
+		/* Closed from the loop; h goes with it (nothing else is open). */
 		h->closing = true;
 		h->drained = true;
+		h->free_when_closed = true;
 		uv_close(&h->listener.handle, on_handle_closed);
 		return rc;
 	}
@@ -1156,8 +1256,6 @@ const char *http_where(const struct http *h)
 	return h->where;
 }
 
-static void on_disposed(uv_timer_t *t);
-
 static void on_handle_closed(uv_handle_t *handle)
 {
 	struct http *h = handle->data;
@@ -1166,13 +1264,11 @@ static void on_handle_closed(uv_handle_t *handle)
 	http__maybe_done(h);
 }
 
-/* Last: once no connection is open (or the drain is over and the rest were
- * cut), H2O's context goes (its own handles close with it), then our
- * timers, then h. */
+/* Once no connection is open (or the drain is over and the rest were cut),
+ * our handles close, then done runs. H2O's context stays until http_free. */
 static void http__maybe_done(struct http *h)
 {
 	void (*done)(void *ctx);
-	void *ctx;
 
 	if (!h->closing)
 		return;
@@ -1192,34 +1288,23 @@ static void http__maybe_done(struct http *h)
 		}
 		return;
 	}
-	if (h->ctx_open) {
-		h->ctx_open = false;
-		h2o_context_dispose(&h->ctx);
-		h2o_config_dispose(&h->config);
-		/* H2O closed its own handles, without callbacks and in memory
-		 * that h holds: ours close in the next loop iteration, once
-		 * libuv is done with those (it finishes closes in the order
-		 * opposite to the calls). */
-		uv_timer_start(&h->drain, on_disposed, 0, 0);
+	if (!h->timers_closing && h->handles == 2) {
+		h->timers_closing = true;
+		uv_close((uv_handle_t *)&h->heartbeat, on_handle_closed);
+		uv_close((uv_handle_t *)&h->drain, on_handle_closed);
 		return;
 	}
-	if (h->handles > 0)
+	if (h->handles > 0 || h->done_called)
 		return;
+	if (h->free_when_closed) {
+		free(h->unix_path);
+		free(h);
+		return;
+	}
+	h->done_called = true;
 	done = h->done;
-	ctx = h->done_ctx;
-	free(h->unix_path);
-	free(h->group_name);
-	free(h);
 	if (done)
-		done(ctx);
-}
-
-static void on_disposed(uv_timer_t *t)
-{
-	struct http *h = container_of(t, struct http, drain);
-
-	uv_close((uv_handle_t *)&h->heartbeat, on_handle_closed);
-	uv_close((uv_handle_t *)&h->drain, on_handle_closed);
+		done(h->done_ctx);
 }
 
 static void on_drain(uv_timer_t *t)
@@ -1250,4 +1335,20 @@ void http_close(struct http *h, void (*done)(void *ctx), void *ctx)
 	uv_timer_stop(&h->heartbeat);
 	uv_timer_start(&h->drain, on_drain, HTTP_DRAIN_MS, 0);
 	http__maybe_done(h);
+}
+
+void http_free(struct http *h)
+{
+	if (!h)
+		return;
+	if (h->ctx_open) {
+		/* Closes H2O's handles (and runs the loop once to finish them:
+		 * H2O's own way, harmless here, outside every callback). */
+		h2o_context_dispose(&h->ctx);
+		h2o_config_dispose(&h->config);
+		uv_run(h->loop, UV_RUN_NOWAIT);
+	}
+	free(h->unix_path);
+	free(h->group_name);
+	free(h);
 }

@@ -35,6 +35,10 @@
 struct jobs;
 struct server_stats;
 
+/* HTTP connections open at once, at most (refused ones that linger
+ * included); one more is closed as soon as it is accepted. quald counts
+ * them in its descriptor budget. */
+#define HTTP_MAX_CONNECTIONS 256
 /* Event streams open at once, at most; one more gets 503. */
 #define HTTP_MAX_STREAMS 64
 /* Bytes an event stream may have waiting for its client: over it, the
@@ -67,9 +71,10 @@ struct http_stats {
 struct http;
 
 /* Checks cfg->listen and listens. Refused: an address that is not loopback
- * ("--http '0.0.0.0:80': not a loopback address: quald serves HTTP to this
+ * ("--http '0.0.0.0:80': not a loopback address: quald serves http to this
  * host only"), a malformed one, a port in use. Nothing is served until
- * http_attach. On failure nothing is left open. */
+ * http_attach. On failure *out is NULL and a listener may be closing: run
+ * the loop to finish it (it frees itself). */
 int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	      struct qual_msg *msg);
 
@@ -93,8 +98,15 @@ void http_on_line(struct http *h, const char *job, long seq, const char *line,
 int http_adopt_fd(struct http *h, int fd);
 
 /* Stops listening, ends the event streams, lets open responses finish (at
- * most HTTP_DRAIN_MS), closes everything and frees h, then calls done (from
- * a loop callback, never inside this call; done may be NULL). */
+ * most HTTP_DRAIN_MS, then cuts the rest), closes its own handles, then
+ * calls done (from a loop callback, never inside this call; done may be
+ * NULL). H2O's context stays: its handles do not keep the loop alive. */
 void http_close(struct http *h, void (*done)(void *ctx), void *ctx);
+
+/* Disposes of H2O's context and frees h, after http_close's done has run
+ * (or http_open failed: NULL does nothing). Call it outside every loop
+ * callback, once the loop has returned (H2O runs the loop once to finish
+ * closing its handles); the loop is then empty of the endpoint's handles. */
+void http_free(struct http *h);
 
 #endif

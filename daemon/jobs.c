@@ -727,6 +727,13 @@ json_t *jobs_show_json(struct jobs *j, const char *id)
 	return o;
 }
 
+bool jobs_log_complete(struct jobs *j, const char *id)
+{
+	struct job *job = job_find(j, id);
+
+	return job && jobs__ended(job);
+}
+
 bool jobs_gone(struct jobs *j, const char *id)
 {
 	long num = store_id_parse(id);

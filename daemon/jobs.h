@@ -184,6 +184,11 @@ int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
 		  struct qual_msg *msg);
 
+/* Whether job's log is complete: its verdict line is written and relayed,
+ * so no line of it is to come (its worker may still be exiting). False for
+ * an unknown job. */
+bool jobs_log_complete(struct jobs *j, const char *job);
+
 /* What a show reply says of job besides its state and lines (new
  * reference): an object whose members go into the reply as they are,
  * {"labels":{...}} (empty when it has none) and "fixtures":[REAL_PATH...]

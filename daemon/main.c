@@ -226,7 +226,8 @@ struct daemon {
 	uv_loop_t loop;
 	uv_signal_t sigterm, sigint, sighup;
 	struct server *srv;
-	struct http *http;       /* --http, or NULL */
+	struct http *http;       /* --http, or NULL; freed after the loop */
+	bool http_closed;        /* its close is done: no more lines to it */
 	struct sd_notifier sd;
 	bool ready, stopping;
 	char status[96];         /* the last STATUS= text */
@@ -274,7 +275,7 @@ static void on_line(void *ctx, const char *job, long seq, const char *line, size
 {
 	struct daemon *d = ctx;
 
-	if (d->http)
+	if (d->http && !d->http_closed)
 		http_on_line(d->http, job, seq, line, len, verdict);
 }
 
@@ -284,7 +285,7 @@ static void on_http_closed(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	d->http = NULL;
+	d->http_closed = true;
 	server_close(d->srv, on_server_closed, d);
 }
 
@@ -667,7 +668,8 @@ int main(int argc, char **argv)
 	scfg.status_ctx = &d;
 
 	/* Room for the connection limits in the open file limit (server.h). */
-	rc = server_fit_files(&scfg, jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN, &msg);
+	rc = server_fit_files(&scfg, jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN +
+			      (http_listen ? HTTP_MAX_CONNECTIONS + 1 : 0), &msg);
 	if (rc < 0) {
 		oplog(LOG_ERR, "%s", msg.text);
 		goto out;
@@ -699,6 +701,7 @@ int main(int argc, char **argv)
 		if (d.http)
 			http_close(d.http, NULL, NULL);
 		uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
+		http_free(d.http);
 		goto close_loop;
 	}
 	if (d.http) {
@@ -737,6 +740,7 @@ int main(int argc, char **argv)
 	}
 
 	uv_run(&d.loop, UV_RUN_DEFAULT);
+	http_free(d.http);
 	status = QUAL_EXIT_PASS;
 close_loop:
 	rc = uv_loop_close(&d.loop);

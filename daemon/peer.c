@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,6 +145,14 @@ static int tcp_peer_uid(int fd, unsigned *uid, char *why, size_t whylen)
 		    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
 			const struct inet_diag_msg *m = NLMSG_DATA(h);
 
+			/* A peer that closed leaves a socket that no process
+			 * holds (inode 0: orphaned, or a TIME_WAIT stub whose
+			 * uid reads 0): nobody can be named for it. */
+			if (m->idiag_inode == 0 || m->idiag_state == TCP_TIME_WAIT ||
+			    m->idiag_state == TCP_CLOSE) {
+				snprintf(why, whylen, "the peer closed its socket");
+				goto out;
+			}
 			*uid = m->idiag_uid;
 			rc = 0;
 			goto out;
@@ -168,6 +177,10 @@ static bool tcp_allowed(int fd, const struct peer_rule *rule, char *why, size_t 
 
 	if (tcp_peer_uid(fd, &uid, why, whylen) < 0)
 		return false;
+	/* Decided without the group database when it can be: its lookups
+	 * (NSS: LDAP, sssd) may block. */
+	if (uid == 0 || uid == (unsigned)geteuid() || !rule->has_group)
+		return rule_allows(rule, uid, (unsigned)-1, NULL, 0, why, whylen);
 	if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) != 0 || !pwp ||
 	    getgrouplist(pw.pw_name, pw.pw_gid, groups, &ngroups) < 0)
 		ngroups = 0;

@@ -11,6 +11,7 @@
  *   "HTTP/1.1 NNN " (a status of three digits);
  *   a 2xx status only for a GET or a HEAD (it is read-only);
  *   a whole request for /api/status or the stored job is answered 200;
+ *   a single HEAD request is answered with headers and nothing after them;
  *   the connection ends (every response closes it) and http_close's done
  *   runs, with every handle of the endpoint closed;
  *   ASan, UBSan and LeakSanitizer find nothing. */
@@ -180,6 +181,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (resp[9] == '2')
 			FUZZ_CHECK(is_safe_method(data, size));
 	}
+	/* A HEAD is answered with headers alone. */
+	if (got > 0 && size >= 5 && !memcmp(data, "HEAD ", 5) && memmem(data, size, "\r\n\r\n", 4) ==
+	    (const void *)(data + size - 4)) {
+		const char *end = memmem(resp, got, "\r\n\r\n", 4);
+
+		FUZZ_CHECK(end && (size_t)(end + 4 - resp) == got);
+	}
 	if (is_whole_get(data, size, "/api/status") || is_whole_get(data, size, "/api/jobs/j000001"))
 		FUZZ_CHECK(got >= 13 && !memcmp(resp, "HTTP/1.1 200 ", 13));
 	closed = false;
@@ -188,5 +196,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 100000 && !closed; i++)
 		uv_run(&loop, UV_RUN_ONCE);
 	FUZZ_CHECK(closed);
+	http_free(h);
 	return 0;
 }

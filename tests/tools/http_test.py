@@ -20,6 +20,8 @@ Scenarios:
   stop     SIGTERM while an event stream follows a running job: quald ends
            the stream and exits 0
   listen   --http refuses what is not loopback, a bad port, a bad address
+  handover a stream opened mid-job (a replayed H200 job): stored lines then
+           live ones, each once
 Exits 0 when every check holds, 77 when a scenario cannot run here (access
 without root), 1 with the first failed check otherwise."""
 import argparse
@@ -153,6 +155,23 @@ class Events:
         self.c.close()
 
 
+def raw(h, request, timeout=10):
+    """Sends request bytes as they are and reads until the server closes:
+    the whole answer, bytes."""
+    c = h.conn(timeout)
+    c.connect()
+    sock = c.sock
+    sock.sendall(request)
+    out = b""
+    while True:
+        b = sock.recv(65536)
+        if not b:
+            break
+        out += b
+    sock.close()
+    return out
+
+
 def http_where(d):
     def found():
         m = re.search(r"http on (\S+);", d.log_text())
@@ -223,6 +242,23 @@ def scenario_api(args, root):
                   f"{how} 1: ids {ids}, expected 2..{len(stored) - 1}")
             check(got[-1][1] == "end", f"{how}: no end event")
 
+        # Resumed at its verdict, a finished job's stream ends at once; of
+        # ?after and Last-Event-ID the later one counts (an EventSource
+        # reconnects to its URL with both).
+        last = len(stored) - 1
+        got = Events(h, f"/api/jobs/{j2}/events?after={last}").wait_closed(10)
+        check([e[1] for e in got] == ["end"], f"?after={last}: {got}")
+        got = Events(h, f"/api/jobs/{j2}/events?after=0", {"Last-Event-ID": "2"}).wait_closed(10)
+        ids = [e[0] for e in got if e[1] == "message"]
+        check(ids == [str(i) for i in range(3, len(stored))],
+              f"?after=0 with Last-Event-ID 2: ids {ids}")
+        # HEAD: headers, no body, also for a stream, and the connection ends.
+        for path in ("/api/status", f"/api/jobs/{j2}/events", "/api/events"):
+            ans = raw(h, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            head, sep, body = ans.partition(b"\r\n\r\n")
+            check(head.startswith(b"HTTP/1.1 200") and sep and body == b"",
+                  f"HEAD {path}: {ans[:200]!r}")
+
         # /api/jobs/ID: the job's show, with its lines parsed.
         one = h.json(f"/api/jobs/{j2}")
         check(one["job"] == j2 and one["state"] == "done", f"/api/jobs/{j2}: {one.get('state')}")
@@ -278,15 +314,16 @@ def scenario_api(args, root):
                 ("/api/jobs?limit=0", 400, "'limit' must be an integer"),
                 (f"/api/jobs/{j1}/events?after=x", 400, "'after' must be"),
                 ("/api/history?label=nokey", 400, "'label' must be KEY=VALUE"),
-                ("/api/history?case=%zz", 400, "malformed query parameter")):
+                ("/api/history?case=%zz", 400, "malformed query parameter"),
+                ("/nope%ff", 404, "no such page"),
+                ("/api/jobs/j000001%00/events", 404, "not a job id")):
             st, hdr, body = h.get(path)
             check(st == status, f"GET {path}: status {st}, expected {status}")
             check(text in json.loads(body)["error"], f"GET {path}: {body!r} lacks {text!r}")
         st, hdr, body = h.get("/api/status", method="POST")
         check(st == 405 and hdr.get("allow") == "GET, HEAD" and b"read-only" in body,
               f"POST: {st} {hdr.get('allow')} {body!r}")
-        st, hdr, body = h.get("/api/status", method="HEAD")
-        check(st == 200 and body == b"", f"HEAD: {st} {body[:40]!r}")
+        st, hdr, body = h.get("/api/status")
         check(hdr.get("connection", "").lower() == "close", "responses keep their connection")
         # The pages, when built in, say what they may load.
         st, hdr, body = h.get("/")
@@ -396,14 +433,57 @@ def scenario_stop(args, root):
         job = submit_job(d)
         ev = Events(h, f"/api/jobs/{job}/events")
         wait_until(lambda: len(ev.events) >= 2, JOB_S, "two lines on the stream")
+        # HTTP/1.0 streams (no chunked framing: their last send ends them
+        # at once) on the job and on every job, open at the stop too.
+        olds = []
+        for path in (f"/api/jobs/{job}/events", "/api/events"):
+            c = h.conn(JOB_S)
+            c.connect()
+            c.sock.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            olds.append(c.sock)
+        time.sleep(0.3)
         t0 = time.monotonic()
         d.stop()
         got = ev.wait_closed(5)
         check(time.monotonic() - t0 < 15, "quald took over 15 s to stop with a stream open")
         check(got, "the stream got nothing")
+        for sock in olds:
+            sock.settimeout(5)
+            data = b""
+            while True:
+                b = sock.recv(65536)
+                if not b:
+                    break
+                data += b
+            check(data.startswith(b"HTTP/1.1 200"), f"an HTTP/1.0 stream got {data[:80]!r}")
     except Exception:
         if d.proc:
             d.stop_quietly()
+        raise
+
+
+def scenario_handover(args, root):
+    """A stream opened while its job runs: stored lines, then live ones,
+    none missed, none twice (quald's worker replays a real H200 job over
+    QUAL_REPLAY_SECONDS, tests/tools/replay_worker.py)."""
+    os.environ["QUAL_REPLAY_SECONDS"] = "6"
+    args.worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_worker.py")
+    d = Quald(args, root, extra=["--http", "127.0.0.1:0"]).start()
+    try:
+        h = Http(http_where(d))
+        job = submit_job(d, compile_only=False)
+        wait_until(lambda: len(d.stored_lines(job)) >= 200, JOB_S, "200 stored lines")
+        ev = Events(h, f"/api/jobs/{job}/events")
+        got = ev.wait_closed(JOB_S)
+        stored = d.stored_lines(job)
+        check(len(stored) == 1007, f"{len(stored)} stored lines, the replay has 1007")
+        ids = [int(e[0]) for e in got if e[1] == "message"]
+        check(ids == list(range(len(stored))), f"ids {ids[:5]}..{ids[-5:]}: lines missed or repeated")
+        check([e[2] for e in got if e[1] == "message"] == stored, "the stream differs from the log")
+        check(got[-1][1] == "end", "no end event")
+        d.stop()
+    except Exception:
+        d.stop_quietly()
         raise
 
 
@@ -430,6 +510,7 @@ SCENARIOS = {
     "access": scenario_access,
     "stop": scenario_stop,
     "listen": scenario_listen,
+    "handover": scenario_handover,
 }
 
 
