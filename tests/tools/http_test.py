@@ -160,8 +160,12 @@ def raw(h, request, timeout=10):
     the whole answer, bytes."""
     c = h.conn(timeout)
     c.connect()
-    sock = c.sock
-    sock.sendall(request)
+    c.sock.sendall(request)
+    return read_to_end(c.sock)
+
+
+def read_to_end(sock):
+    """What sock gives until the peer closes, then closes it."""
     out = b""
     while True:
         b = sock.recv(65536)
@@ -449,12 +453,7 @@ def scenario_stop(args, root):
         check(got, "the stream got nothing")
         for sock in olds:
             sock.settimeout(5)
-            data = b""
-            while True:
-                b = sock.recv(65536)
-                if not b:
-                    break
-                data += b
+            data = read_to_end(sock)
             check(data.startswith(b"HTTP/1.1 200"), f"an HTTP/1.0 stream got {data[:80]!r}")
     except Exception:
         if d.proc:
