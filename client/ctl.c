@@ -126,8 +126,10 @@ int ctl_take_label(const struct command *cmd, json_t *labels, const char *arg)
 	key[eq - arg] = '\0';
 	if (json_object_get(labels, key))
 		rc = ctl_usage_error(cmd, "--label '%s' is given twice", key);
-	else
-		json_object_set_new(labels, key, json_string(eq + 1));
+	else if (json_object_set_new(labels, key, json_string(eq + 1)) < 0)
+		/* jansson takes UTF-8 only: no label is better than a lost one. */
+		rc = ctl_usage_error(cmd, "--label '%s': the key and the value must be UTF-8",
+				     key);
 	free(key);
 	return rc;
 }

@@ -136,10 +136,17 @@ static void print_case(json_t *jobs, const char *name)
 {
 	static const char *const head[H_NCOLS] = {"job", "finished", "labels", "verdict",
 						  "change [interval]"};
-	size_t n = json_array_size(jobs), rows = 0, i, k;
-	char (*text)[HISTORY_CELL] = xcalloc(n * H_NCOLS + 1, sizeof *text);
-	const char **cells = xcalloc(n * H_NCOLS + 1, sizeof *cells);
+	size_t n = 0, rows = 0, i, k;
+	char (*text)[HISTORY_CELL];
+	const char **cells;
 	json_t *job, *c;
+
+	/* One row per matching case entry (a reply may name a case twice). */
+	json_array_foreach(jobs, i, job)
+		json_array_foreach(json_object_get(job, "cases"), k, c)
+			n += strcmp(str_of(c, "case", ""), name) == 0;
+	text = xcalloc(n * H_NCOLS + 1, sizeof *text);
+	cells = xcalloc(n * H_NCOLS + 1, sizeof *cells);
 
 	json_array_foreach(jobs, i, job) {
 		json_array_foreach(json_object_get(job, "cases"), k, c) {
@@ -287,7 +294,9 @@ static const char *const csv_case_cols[] = {"case", "verdict", "ratio", "ci_low"
 
 static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t nkeys)
 {
-	char buf[2048];
+	/* Room for the longest field quald stores: a path (PATH_MAX) or a
+	 * label value (1024 bytes); nothing is cut. */
+	char buf[PATH_MAX + 64];
 
 	for (size_t k = 0; k < NJOBCOLS; k++) {
 		value_text(json_object_get(job, csv_job_cols[k]), buf, sizeof buf);

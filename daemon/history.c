@@ -145,7 +145,8 @@ static json_t *case_entry(json_t *cv, struct case_pairs *p)
 }
 
 /* Reads an ended job's log once into job->summary (its case entries). A
- * log that cannot be read gives no cases, with a warning. */
+ * log that cannot be read now (descriptors short, say) leaves it NULL, with
+ * a warning: the job is left out of this reply and read again next time. */
 static void summary_build(struct jobs *j, struct job *job)
 {
 	struct gather g = { NULL, 0, 0, json_array() };
@@ -153,8 +154,10 @@ static void summary_build(struct jobs *j, struct job *job)
 	json_t *cases = json_array(), *cv;
 	size_t i;
 
-	if (store_log_read(j->store, job->id, gather_line, &g, NULL, &m) < 0)
-		oplog_warn("job '%s': its history is empty: %s", job->id, m.text);
+	bool ok = store_log_read(j->store, job->id, gather_line, &g, NULL, &m) >= 0;
+
+	if (!ok)
+		oplog_warn("job '%s': left out of the history for now: %s", job->id, m.text);
 	json_array_foreach(g.verdicts, i, cv) {
 		const char *name = json_string_value(json_object_get(cv, "case"));
 
@@ -167,7 +170,10 @@ static void summary_build(struct jobs *j, struct job *job)
 	}
 	free(g.cases);
 	json_decref(g.verdicts);
-	job->summary = cases;
+	if (ok)
+		job->summary = cases;
+	else
+		json_decref(cases);
 }
 
 static bool labels_match(const struct job *job, json_t *want)
@@ -239,6 +245,8 @@ json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 			continue;
 		if (!job->summary)
 			summary_build(j, job);
+		if (!job->summary)
+			continue;
 		if (q->case_name && !case_in(job, q->case_name))
 			continue;
 		hit[n++] = job;

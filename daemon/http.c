@@ -851,10 +851,15 @@ static int history_param(void *ctx, const char *key, const char *value, char *wh
 			return -1;
 		}
 		char *k = xstrdup(value);
+		int rc;
 
 		k[eq - value] = '\0';
-		json_object_set_new(p->q.labels, k, json_string(eq + 1));
+		rc = json_object_set_new(p->q.labels, k, json_string(eq + 1));
 		free(k);
+		if (rc < 0) {
+			snprintf(why, whylen, "'label' must be UTF-8 KEY=VALUE");
+			return -1;
+		}
 	} else if (!strcmp(key, "limit")) {
 		long v;
 

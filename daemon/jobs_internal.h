@@ -87,8 +87,8 @@ struct job {
 	int state_writes;          /* state writes not yet called back (their
 				    * callbacks hold the job: it is not pruned
 				    * meanwhile) */
-	json_t *summary;           /* history.c: {"baseline","candidate",
-				    * "cases"}, read once after its verdict
+	json_t *summary;           /* history.c: the array of its case
+				    * entries, read once after its verdict
 				    * line is written; NULL until then */
 	struct list_link qlink;    /* in the queue while queued */
 };

@@ -48,16 +48,22 @@ static void removed(void *ctx, const struct writer_done *d)
 void retention__prune(struct jobs *j)
 {
 	time_t now = time(NULL);
-	int finished = 0, kept = 0, i;
+	int kept = 0, i;
+	int *newer; /* per job: finished jobs newer than it */
 
 	if ((j->keep_jobs <= 0 && !(j->keep_days > 0)) || j->closing || !j->writer)
 		return;
-	for (i = 0; i < j->njobs; i++)
-		finished += j->all[i]->state >= JOB_DONE;
+	/* A job is over --keep-jobs when at least keep_jobs finished jobs are
+	 * newer than it: ranked from the newest down, so that an older job
+	 * that cannot go yet (a write of it in flight) never costs a newer one
+	 * its place. */
+	newer = xcalloc((size_t)j->njobs + 1, sizeof *newer);
+	for (i = j->njobs - 1; i > 0; i--)
+		newer[i - 1] = newer[i] + (j->all[i]->state >= JOB_DONE);
 	/* Oldest first; never the newest job (store.h, "Pruning"). */
 	for (i = 0; i < j->njobs; i++) {
 		struct job *job = j->all[i];
-		bool over = j->keep_jobs > 0 && finished > j->keep_jobs;
+		bool over = j->keep_jobs > 0 && newer[i] >= j->keep_jobs;
 		bool old = j->keep_days > 0 &&
 			   difftime(now, ended_at(job)) > j->keep_days * 86400.0;
 
@@ -66,11 +72,11 @@ void retention__prune(struct jobs *j)
 			j->all[kept++] = job;
 			continue;
 		}
-		finished--;
 		oplog(LOG_INFO, "job %s: removed by retention (%s)", job->id,
 		      over ? "--keep-jobs" : "--keep-days");
 		writer_job_remove(j->writer, job->id, removed, xstrdup(job->id));
 		jobs__job_free(job);
 	}
 	j->njobs = kept;
+	free(newer);
 }

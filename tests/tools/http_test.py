@@ -213,10 +213,11 @@ def scenario_api(args, root):
 
         # Two jobs on one slot: the second's event stream opens while it is
         # queued, so every line it gets comes live.
+        # The all-jobs stream has new lines only: it opens before the jobs.
+        all_ev = Events(h, "/api/events")
         j1 = submit(d, "--label", "build=a1", "--label", "series=nightly")
         j2 = submit(d, "--label", "build=a2", "--label", "series=nightly", case=SECOND)
         ev = Events(h, f"/api/jobs/{j2}/events")
-        all_ev = Events(h, "/api/events")
         d.wait_job_state(j1, ("done",))
         d.wait_job_state(j2, ("done",))
         got = ev.wait_closed(JOB_S)
