@@ -1057,7 +1057,7 @@ int http_adopt_fd(struct http *h, int fd)
 static int parse_listen(const char *spec, struct sockaddr_storage *a, socklen_t *alen,
 			struct qual_msg *msg)
 {
-	const char *colon = strrchr(spec, ':');
+	const char *colon = strrchr(spec, ':'), *hs = spec;
 	char host[64], *end;
 	long port;
 	size_t n;
@@ -1070,8 +1070,6 @@ static int parse_listen(const char *spec, struct sockaddr_storage *a, socklen_t 
 	if (errno || end == colon + 1 || *end || port < 0 || port > 65535)
 		return qual_fail(msg, QUAL_EINVAL, "--http '%s': the port must be 0 to 65535",
 				 spec);
-	const char *hs = spec;
-
 	n = (size_t)(colon - spec);
 	if (spec[0] == '[' && n >= 2 && spec[n - 1] == ']') {
 		hs++;
