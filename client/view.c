@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "client/view.h"
+#include "stats/stats.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
 #include "common/xalloc.h"
@@ -555,20 +556,6 @@ struct summary {
 	double geo;                   /* their geometric mean ratio */
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The median of x[0..n) (sorted in place), n > 0. */
-static double median_of(double *x, size_t n)
-{
-	qsort(x, n, sizeof *x, cmp_double);
-	return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
-}
-
 /* "+1.23%" of a ratio, "-" when it is not a finite positive number. */
 static const char *change_text(json_t *ratio, char *buf, size_t len)
 {
@@ -662,14 +649,9 @@ static void summary_build(const struct view_job *v, struct summary *sm)
 
 			if (strcmp(rec->name, name) != 0 || rec->n == 0)
 				continue;
-			for (int arm = 0; arm < 2; arm++) {
-				double *x = xcalloc(rec->n, sizeof *x);
-
-				memcpy(x, rec->ns[arm], rec->n * sizeof *x);
+			for (int arm = 0; arm < 2; arm++)
 				snprintf(c[SUM_BASE + arm], sizeof c[0], "%.3f",
-					 median_of(x, rec->n) / 1000);
-				free(x);
-			}
+					 stats_median(rec->ns[arm], (int)rec->n) / 1000);
 		}
 		if (!counts_in_geomean(cv))
 			snprintf(c[SUM_CHANGE], sizeof c[0], "-");

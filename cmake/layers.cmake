@@ -16,7 +16,7 @@ set(QUAL_LAYER_MAY_gpu      gpu common)
 set(QUAL_LAYER_MAY_fixtures fixtures oracles common)
 set(QUAL_LAYER_MAY_run      run compile gpu fixtures oracles stats common)
 set(QUAL_LAYER_MAY_client   client stats common)
-set(QUAL_LAYER_MAY_daemon   daemon compile fixtures common)
+set(QUAL_LAYER_MAY_daemon   daemon compile fixtures stats common)
 
 function(qual_check_layers root)
   set(broken "")

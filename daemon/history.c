@@ -19,6 +19,7 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/oplog.h"
+#include "stats/stats.h"
 
 bool jobs__ended(const struct job *job)
 {
@@ -52,9 +53,13 @@ static struct case_pairs *pairs_of(struct gather *g, const char *name, bool add)
 	return &g->cases[g->ncases++];
 }
 
+/* A timing, NaN when it is none (not a positive number): stats_median
+ * leaves NaN out. */
 static double number_or_nan(json_t *v)
 {
-	return json_is_number(v) ? json_number_value(v) : NAN;
+	double x = json_is_number(v) ? json_number_value(v) : NAN;
+
+	return x > 0 ? x : NAN;
 }
 
 static int gather_line(void *ctx, const char *line, size_t len)
@@ -91,29 +96,6 @@ static int gather_line(void *ctx, const char *line, size_t len)
 	return 0;
 }
 
-static int double_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The median of the finite positive values of x[0..n) (sorted in place: the
- * caller's scratch), NaN when none. The daemon may not use stats/ (its
- * layers: docs/design.md); a median of timings needs nothing of it. */
-static double median(double *x, int n)
-{
-	int k = 0;
-
-	for (int i = 0; i < n; i++)
-		if (isfinite(x[i]) && x[i] > 0)
-			x[k++] = x[i];
-	if (k == 0)
-		return NAN;
-	qsort(x, (size_t)k, sizeof *x, double_cmp);
-	return k % 2 ? x[k / 2] : (x[k / 2 - 1] + x[k / 2]) / 2;
-}
-
 static json_t *number_or_null(json_t *v)
 {
 	return json_is_number(v) ? lines_real(json_number_value(v)) : json_null();
@@ -122,8 +104,7 @@ static json_t *number_or_null(json_t *v)
 /* One case_verdict line (borrowed) as a history entry: its verdict, its
  * median ratio (ratio_median) and the interval (ratio_lo, ratio_hi), the
  * Holm-corrected p; baseline_ns and candidate_ns, the medians over the
- * case's pair lines (p, NULL when it had none: null; its arrays are
- * sorted), ns per kernel, every attempt's pairs; timed when it had pair
+ * case's pair lines (p, NULL when it had none: null), ns per kernel, every attempt's pairs; timed when it had pair
  * lines or a ratio. */
 static json_t *case_entry(json_t *cv, struct case_pairs *p)
 {
@@ -137,9 +118,9 @@ static json_t *case_entry(json_t *cv, struct case_pairs *p)
 			 "ci_low", number_or_null(json_object_get(cv, "ratio_lo")),
 			 "ci_high", number_or_null(json_object_get(cv, "ratio_hi")),
 			 "p_holm", number_or_null(json_object_get(cv, "p_holm")),
-			 "baseline_ns", p && p->n ? lines_real(median(p->base, p->n)) :
+			 "baseline_ns", p && p->n ? lines_real(stats_median(p->base, p->n)) :
 			 json_null(),
-			 "candidate_ns", p && p->n ? lines_real(median(p->cand, p->n)) :
+			 "candidate_ns", p && p->n ? lines_real(stats_median(p->cand, p->n)) :
 			 json_null(),
 			 "timed", timed);
 }

@@ -407,13 +407,13 @@ static int api_history(struct http *h, h2o_req_t *req);
 
 static int api_metrics(struct http *h, h2o_req_t *req)
 {
+	struct http_stats st = h->st;
 	size_t len;
 	char *text;
 	int rc;
 
-	h->st.requests++; /* this one counts in what it shows */
-	text = metrics_render(h->jobs, h->stats ? h->stats(h->stats_ctx) : NULL, &h->st, &len);
-	h->st.requests--;
+	st.requests++; /* this one counts in what it shows */
+	text = metrics_render(h->jobs, h->stats ? h->stats(h->stats_ctx) : NULL, &st, &len);
 	rc = respond(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", text, len);
 	free(text);
 	return rc;

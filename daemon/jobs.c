@@ -462,13 +462,18 @@ const struct jobs_stats *jobs_stats(const struct jobs *j)
 	return &j->stats;
 }
 
-static void count_ended(struct jobs *j, const struct job *job, const char *v)
+int jobs_verdict_kind(const char *verdict)
 {
 	int k = 0;
 
-	while (k < JOBS_VERDICT_KINDS - 1 && strcmp(v, jobs_verdict_kinds[k]))
+	while (k < JOBS_VERDICT_KINDS - 1 && strcmp(verdict, jobs_verdict_kinds[k]))
 		k++;
-	j->stats.ended[k]++;
+	return k;
+}
+
+static void count_ended(struct jobs *j, const struct job *job, const char *v)
+{
+	j->stats.ended[jobs_verdict_kind(v)]++;
 	if (job->started_ms) {
 		double s = (double)(uv_now(j->loop) - job->started_ms) / 1000;
 		int b = 0;

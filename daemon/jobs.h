@@ -267,6 +267,10 @@ struct jobs_stats {
 };
 const struct jobs_stats *jobs_stats(const struct jobs *j);
 
+/* The index in jobs_verdict_kinds of a verdict's name ("other" for one it
+ * does not list). */
+int jobs_verdict_kind(const char *verdict);
+
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);
 

@@ -77,13 +77,8 @@ static void jobs_gauges(struct text *t, struct jobs *j)
 		for (size_t k = 0; st && k < NSTATES; k++)
 			if (!strcmp(st, state_names[k]))
 				by_state[k]++;
-		if (v) {
-			int k = 0;
-
-			while (k < JOBS_VERDICT_KINDS - 1 && strcmp(v, jobs_verdict_kinds[k]))
-				k++;
-			by_verdict[k]++;
-		}
+		if (v)
+			by_verdict[jobs_verdict_kind(v)]++;
 	}
 	json_decref(l);
 	head(t, "qual_jobs", "gauge", "Jobs in the state directory, by state.");

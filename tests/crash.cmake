@@ -11,13 +11,7 @@
 # The store's own unit tests (checks, torn tails, the fatal hook) are
 # test_store's, registered in tests/jobs.cmake.
 
-# The same cache entries as tests/service.cmake's (this file is included
-# first; a cache entry that exists already is left as it is).
-set(QUAL_SERVICE_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
-    "The real nvrtc the service tests qualify")
-set(QUAL_SERVICE_NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13 CACHE FILEPATH
-    "A second real nvrtc of the same version, the service tests' candidate")
-
+# The real nvrtc pair: tests/CMakeLists.txt.
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
   add_test(NAME crash_sigkill
            COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/crash_test.py

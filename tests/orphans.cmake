@@ -25,14 +25,11 @@
 #                         directory's, nor a link), as is the folder of a job
 #                         whose quald was SIGKILLed; a finished job leaves none
 #
-# The cache entries of tests/rtc.cmake and tests/service.cmake, which are
-# included after this file (an entry that exists already stays as it is).
+# The cache entry of tests/rtc.cmake, which is included after this file (an
+# entry that exists already stays as it is); the real nvrtc pair is
+# tests/CMakeLists.txt's.
 set(QUAL_SHIM_REAL_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
     "The real nvrtc the shim compilers forward to")
-set(QUAL_SERVICE_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
-    "The real nvrtc the service tests qualify")
-set(QUAL_SERVICE_NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13 CACHE FILEPATH
-    "A second real nvrtc of the same version, the service tests' candidate")
 
 add_library(shim_orphan SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_forward.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_orphan.c)

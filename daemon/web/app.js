@@ -58,6 +58,17 @@
 
 	function isNum(x) { return typeof x === 'number' && isFinite(x); }
 
+	/* The job line a server-sent event carries: an object, or null. */
+	function eventLine(ev) {
+		try {
+			const line = JSON.parse(ev.data);
+
+			return line && typeof line === 'object' ? line : null;
+		} catch (e) {
+			return null;
+		}
+	}
+
 	/* "+1.23%" for a ratio, as qual-view's change_text(); "-" when the
 	 * ratio is not a finite positive number. */
 	function pct(r) {
@@ -379,13 +390,9 @@
 		};
 		es.onerror = () => setLive('off', 'reconnecting');
 		es.onmessage = ev => {
-			let line;
-			try {
-				line = JSON.parse(ev.data);
-			} catch (e) {
-				return;
-			}
-			if (!line || typeof line !== 'object')
+			const line = eventLine(ev);
+
+			if (!line)
 				return;
 			track(line);
 			if (line.type === 'start' || line.type === 'verdict' || !known.has(line.job))
@@ -933,12 +940,8 @@
 			J.es = es;
 			es.onopen = () => setLive('on', 'live');
 			es.onmessage = ev => {
-				let line;
-				try {
-					line = JSON.parse(ev.data);
-				} catch (e) {
-					return;
-				}
+				const line = eventLine(ev);
+
 				if (line && !Number.isInteger(line.seq) && ev.lastEventId !== '')
 					line.seq = Number(ev.lastEventId);
 				take(line);
