@@ -7,16 +7,17 @@
 # layers_reject (tests/layers.cmake) as a script on a tree that breaks a rule:
 #   cmake -DQUAL_LAYERS_ROOT=DIR -P cmake/layers.cmake
 cmake_policy(SET CMP0057 NEW) # if(IN_LIST), when run as a script
-set(QUAL_LAYERS common oracles stats compile gpu fixtures run client daemon)
+set(QUAL_LAYERS common proto oracles stats compile gpu fixtures run client daemon)
 set(QUAL_LAYER_MAY_common   common)
+set(QUAL_LAYER_MAY_proto    proto common)
 set(QUAL_LAYER_MAY_oracles  oracles)
-set(QUAL_LAYER_MAY_stats    stats common)
-set(QUAL_LAYER_MAY_compile  compile common)
-set(QUAL_LAYER_MAY_gpu      gpu common)
-set(QUAL_LAYER_MAY_fixtures fixtures oracles common)
-set(QUAL_LAYER_MAY_run      run compile gpu fixtures oracles stats common)
-set(QUAL_LAYER_MAY_client   client stats common)
-set(QUAL_LAYER_MAY_daemon   daemon compile fixtures stats common)
+set(QUAL_LAYER_MAY_stats    stats proto common)
+set(QUAL_LAYER_MAY_compile  compile proto common)
+set(QUAL_LAYER_MAY_gpu      gpu proto common)
+set(QUAL_LAYER_MAY_fixtures fixtures oracles proto common)
+set(QUAL_LAYER_MAY_run      run compile gpu fixtures oracles stats proto common)
+set(QUAL_LAYER_MAY_client   client stats proto common)
+set(QUAL_LAYER_MAY_daemon   daemon compile fixtures stats proto common)
 
 function(qual_check_layers root)
   set(broken "")
