@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A stand-in for qual-run under quald (--worker) that replays a real H200
 job: the lines qual-run printed for nvrtc 13.0 against 12.4.127 on the H200
-(docs/gpu-runs/2026-12-03/issue12h/call2-pair.tar.gz, pair/jobs/pair.1.jsonl:
-1,007 lines, 780 pairs of nine cases), paced over $QUAL_REPLAY_SECONDS
+(tests/data/h200-nvrtc-12.4.127-job.jsonl, taken from
+pair/jobs/pair.1.jsonl of docs/gpu-runs/2026-12-03/issue12h/call2-pair.tar.gz,
+which scripts/gpu-evidence.sh restores: 1,007 lines, 780 pairs of nine cases), paced over $QUAL_REPLAY_SECONDS
 (default 8) so that a job's pages can be watched while it runs, with no GPU.
 $QUAL_REPLAY_FILE, when set, names another file of such lines to replay
 (e.g. a job's lines saved by `qualctl show JOB --json`: their "job" and
@@ -12,22 +13,15 @@ ignores it: quald checks and pins the libraries as for any job; what runs
 is this replay. tests/browser.cmake uses it."""
 import os
 import sys
-import tarfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARBALL = os.path.join(HERE, "..", "..", "docs", "gpu-runs", "2026-12-03", "issue12h",
-                       "call2-pair.tar.gz")
-MEMBER = "pair/jobs/pair.1.jsonl"
+JOB = os.path.join(HERE, "..", "data", "h200-nvrtc-12.4.127-job.jsonl")
 
 
 def main():
-    if os.environ.get("QUAL_REPLAY_FILE"):
-        with open(os.environ["QUAL_REPLAY_FILE"]) as f:
-            lines = [ln.rstrip("\n") for ln in f if ln.strip()]
-    else:
-        with tarfile.open(TARBALL) as t:
-            lines = t.extractfile(MEMBER).read().decode().splitlines()
+    with open(os.environ.get("QUAL_REPLAY_FILE") or JOB) as f:
+        lines = [ln.rstrip("\n") for ln in f if ln.strip()]
     total = float(os.environ.get("QUAL_REPLAY_SECONDS", "8"))
     step = total / max(len(lines), 1)
     for line in lines:
