@@ -4,7 +4,8 @@
 # the configure step with the file, the line and the rule it breaks.
 #
 # Used by the top-level CMakeLists.txt on the source tree, and by the test
-# layers_reject (tests/layers.cmake) as a script on a tree that breaks a rule:
+# layers_reject (tests/layers.cmake, tests/tools/layers_test.cmake) as a
+# script on a copy of the tree with a planted bad include:
 #   cmake -DQUAL_LAYERS_ROOT=DIR -P cmake/layers.cmake
 cmake_policy(SET CMP0057 NEW) # if(IN_LIST), when run as a script
 set(QUAL_LAYERS common proto oracles stats compile gpu fixtures run client daemon)
