@@ -34,8 +34,11 @@ for l in libh2o.so.0.13 libuv.so.1 libwslay.so.1 libssl.so.3 libcrypto.so.3 libz
     cp -L "/lib/x86_64-linux-gnu/$l" .carry/lib/
 done
 ! ldd .carry/bin/quald | grep -E 'jansson' || { echo "quald: jansson not static" >&2; exit 1; }
+# ldd's output is read whole first: `ldd | grep -q` under pipefail fails
+# whenever grep stops reading before ldd has written everything (SIGPIPE).
+quald_libs=$(ldd .carry/bin/quald)
 for l in libh2o.so.0.13 libuv.so.1 libwslay.so.1; do
-  ldd .carry/bin/quald | grep -q "=> $PWD/.carry/bin/../lib/$l" ||
-    { echo "quald does not find $l in .carry/lib" >&2; ldd .carry/bin/quald >&2; exit 1; }
+  grep -qF "=> $PWD/.carry/bin/../lib/$l" <<<"$quald_libs" ||
+    { echo "quald does not find $l in .carry/lib" >&2; echo "$quald_libs" >&2; exit 1; }
 done
 du -sh .carry
