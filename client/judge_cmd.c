@@ -1,8 +1,8 @@
 /* The judge command (judge_cmd.h): reads stored qual lines, feeds the pair
  * and failure lines to the engine's judge, and lets it write the verdicts. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +11,120 @@
 #include <jansson.h>
 
 #include "common/exitcode.h"
+#include "common/opts.h"
 #include "common/text.h"
 #include "common/timesplit.h"
 #include "stats/judge.h"
 #include "client/judge_cmd.h"
 #include "client/report.h"
 #include "client/view.h"
+
+/* What the command line asks of the judge (options[]). */
+struct judge_args {
+	double alpha, margin;      /* -1: the file's */
+	/* The gate's rules given here, or -1: the file's. */
+	int gate_slower, gate_faster, undecided;
+	int table;                 /* -1: table on a terminal, json otherwise;
+				    * 0 json; 1 table */
+	struct report_files rep;   /* --json-out, --junit, --markdown */
+	bool help;
+};
+
+static int take_alpha(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct judge_args *a = ctx;
+
+	if (text_parse_double("--alpha", s, 0, 0.5, &a->alpha, msg) < 0)
+		return QUAL_EINVAL;
+	/* As a file's alpha: a test at level 0 rejects nothing. */
+	if (a->alpha == 0)
+		return qual_fail(msg, QUAL_EINVAL, "--alpha must be a number in (0, 0.5], "
+				 "got '%s'", s);
+	return 0;
+}
+
+static int take_gate(const char *which, int *to, const char *s, struct qual_msg *msg)
+{
+	enum gate_rule rule;
+
+	if (gate_rule_parse(s, &rule) < 0)
+		return qual_fail(msg, QUAL_EINVAL, "--gate-%s must be beyond or significant, "
+				 "got '%s'", which, s);
+	*to = (int)rule;
+	return 0;
+}
+
+static int take_gate_slower(void *ctx, const char *s, struct qual_msg *msg)
+{
+	return take_gate("slower", &((struct judge_args *)ctx)->gate_slower, s, msg);
+}
+
+static int take_gate_faster(void *ctx, const char *s, struct qual_msg *msg)
+{
+	return take_gate("faster", &((struct judge_args *)ctx)->gate_faster, s, msg);
+}
+
+static int take_undecided(void *ctx, const char *s, struct qual_msg *msg)
+{
+	enum gate_undecided und;
+
+	if (gate_undecided_parse(s, &und) < 0)
+		return qual_fail(msg, QUAL_EINVAL, "--undecided must be pass or regression, "
+				 "got '%s'", s);
+	((struct judge_args *)ctx)->undecided = (int)und;
+	return 0;
+}
+
+static int take_format(void *ctx, const char *s, struct qual_msg *msg)
+{
+	if (strcmp(s, "table") != 0 && strcmp(s, "json") != 0)
+		return qual_fail(msg, QUAL_EINVAL, "--format must be table or json, got '%s'", s);
+	((struct judge_args *)ctx)->table = strcmp(s, "table") == 0;
+	return 0;
+}
+
+static int take_json(void *ctx, const char *s, struct qual_msg *msg)
+{
+	(void)s;
+	(void)msg;
+	((struct judge_args *)ctx)->table = 0;
+	return 0;
+}
+
+#define AT(member) offsetof(struct judge_args, member)
+
+/* The judge's options, in the order --help lists them. */
+static const struct opts_entry options[] = {
+	{"alpha", "A", OPTS_CALL, .fn = take_alpha, .help =
+		"significance level of each case's test, 0 < A <= 0.5"},
+	{"margin", "M", OPTS_REAL, AT(margin), 0, 0.5, .help =
+		"equivalence margin on the median ratio, 0 <= M <= 0.5"},
+	{"gate-slower", "R", OPTS_CALL, .fn = take_gate_slower, .help =
+		"beyond or significant: which slower cases make a\n"
+		"regression (docs/verdicts.md, The gate)"},
+	{"gate-faster", "R", OPTS_CALL, .fn = take_gate_faster, .help =
+		"the same for an improvement"},
+	{"undecided", "U", OPTS_CALL, .fn = take_undecided, .help =
+		"pass or regression: what a case undecided at the cap does"},
+	{"format", "F", OPTS_CALL, .fn = take_format, .help =
+		"table: the summary a person reads (per case the verdict,\n"
+		"code, time per arm, change with its interval, p, the\n"
+		"detectable change; the geomean; colour on a terminal\n"
+		"unless NO_COLOR is set); json: the case_verdict and\n"
+		"verdict lines. Default: table when stdout is a terminal,\n"
+		"json otherwise"},
+	{"json", NULL, OPTS_CALL, .fn = take_json, .help = "the same as --format json"},
+	{"json-out", "FILE", OPTS_STRING, AT(rep.json_out), .help =
+		"also write the lines to FILE, whatever the format"},
+	{"junit", "FILE", OPTS_STRING, AT(rep.junit), .help =
+		"also write a JUnit XML report: a case that makes the run\n"
+		"a regression, or fails, is a failed testcase"},
+	{"markdown", "FILE", OPTS_STRING, AT(rep.markdown), .help =
+		"also write the summary as a markdown table"},
+	{"help", NULL, OPTS_FLAG, AT(help), .stop = true, .letter = 'h'},
+};
+
+#undef AT
 
 static void usage(FILE *f, const char *prog)
 {
@@ -30,29 +138,53 @@ static void usage(FILE *f, const char *prog)
 		"lines. Alpha, margin and the gate default to the run's own settings,\n"
 		"which must be in range (alpha in (0, 0.5], margin in [0, 0.5]); the\n"
 		"looks of sampling are always the run's.\n"
-		"\n"
-		"  --alpha A        significance level of each case's test, 0 < A <= 0.5\n"
-		"  --margin M       equivalence margin on the median ratio, 0 <= M <= 0.5\n"
-		"  --gate-slower R  beyond or significant: which slower cases make a\n"
-		"                   regression (docs/verdicts.md, The gate)\n"
-		"  --gate-faster R  the same for an improvement\n"
-		"  --undecided U    pass or regression: what a case undecided at the cap does\n"
-		"  --format F       table: the summary a person reads (per case the verdict,\n"
-		"                   code, time per arm, change with its interval, p, the\n"
-		"                   detectable change; the geomean; colour on a terminal\n"
-		"                   unless NO_COLOR is set); json: the case_verdict and\n"
-		"                   verdict lines. Default: table when stdout is a terminal,\n"
-		"                   json otherwise\n"
-		"  --json           the same as --format json\n"
-		"  --json-out FILE  also write the lines to FILE, whatever the format\n"
-		"  --junit FILE     also write a JUnit XML report: a case that makes the run\n"
-		"                   a regression, or fails, is a failed testcase\n"
-		"  --markdown FILE  also write the summary as a markdown table\n"
+		"\n", prog);
+	opts_help(f, options, sizeof options / sizeof options[0], 19);
+	fprintf(f,
 		"\n"
 		"Exit status: 0 improvement, neutral or not timed; 1 regression; 2 fail;\n"
 		"3 error (also: no valid pair); 4 usage (bad options, unreadable file,\n"
-		"not qual lines, settings out of range).\n",
-		prog);
+		"not qual lines, settings out of range).\n");
+}
+
+/* Reads the command line into a (which holds the defaults) and opens the
+ * input: *in is stdin or the file named, *path its name. Returns -1 to go
+ * on, else the exit status (--help, a usage error). */
+static int args_read(const char *prog, int argc, char **argv, struct judge_args *a,
+		     FILE **in, const char **path)
+{
+	struct qual_msg msg = {{0}};
+	int first = opts_parse(options, sizeof options / sizeof options[0], argc, argv, a,
+			       &msg);
+
+	if (first == QUAL_ENOENT) {
+		fprintf(stderr, "%s: %s (see %s --help)\n", prog, msg.text, prog);
+		return QUAL_EXIT_USAGE;
+	}
+	if (first < 0) {
+		fprintf(stderr, "%s: %s\n", prog, msg.text);
+		return QUAL_EXIT_USAGE;
+	}
+	if (a->help) {
+		usage(stdout, prog);
+		return QUAL_EXIT_PASS;
+	}
+	if (argc - first > 1) {
+		fprintf(stderr, "%s: one input file at most, got '%s' and '%s'\n", prog,
+			argv[first], argv[first + 1]);
+		return QUAL_EXIT_USAGE;
+	}
+	if (argc - first == 1 && strcmp(argv[first], "-") != 0) {
+		*path = argv[first];
+		*in = fopen(*path, "r");
+		if (!*in) {
+			fprintf(stderr, "%s: cannot open '%s': %s\n", prog, *path, strerror(errno));
+			return QUAL_EXIT_USAGE;
+		}
+	}
+	if (a->table < 0)
+		a->table = isatty(STDOUT_FILENO);
+	return -1;
 }
 
 /* The judge's on_verdict: the sessions' part of the time split, summed
@@ -64,18 +196,6 @@ static void add_session_split(void *ctx, json_t *line)
 
 	if (t->sessions > 0)
 		json_object_set_new(line, "time_s", timesplit_json(t, false));
-}
-
-static int parse_unit(const char *prog, const char *opt, const char *s, double hi,
-		      double *out)
-{
-	struct qual_msg m;
-
-	if (text_parse_double(opt, s, 0, hi, out, &m) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, m.text);
-		return -1;
-	}
-	return 0;
 }
 
 /* The judge's lines (res, len bytes) shown and written: taken into the view
@@ -109,138 +229,20 @@ static int write_outputs(const char *prog, const char *res, size_t len, struct v
 	return report_finish(prog, rep, v);
 }
 
-int judge_cmd_main(const char *prog, int argc, char **argv)
+/* The input's lines: each to the judge (and the run's settings), and the
+ * start, case and pair lines to the view (the verdicts come from the
+ * judge), session_time lines to the time split. 0, or -1 after saying
+ * why (invalid json, not qual lines, a read error, no case at all). */
+static int read_input(const char *prog, const char *path, FILE *in, struct judge *j,
+		      struct stats_settings *run_settings, struct view_job *view,
+		      struct timesplit *split)
 {
-	static const struct option longopts[] = {
-		{"alpha", required_argument, NULL, 'a'},
-		{"margin", required_argument, NULL, 'm'},
-		{"gate-slower", required_argument, NULL, 'S'},
-		{"gate-faster", required_argument, NULL, 'F'},
-		{"undecided", required_argument, NULL, 'U'},
-		{"format", required_argument, NULL, 'f'},
-		{"json", no_argument, NULL, 'j'},
-		{"json-out", required_argument, NULL, 'o'},
-		{"junit", required_argument, NULL, 'J'},
-		{"markdown", required_argument, NULL, 'M'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct stats_settings run_settings, s;
-	double alpha = -1, margin = -1;
-	/* The gate's rules given here, or -1: the file's. */
-	int gate_slower = -1, gate_faster = -1, undecided = -1;
-	enum gate_rule rule;
-	enum gate_undecided und;
-	const char *path = "-";
-	FILE *in = stdin;
-	struct judge j;
-	struct timesplit split;
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	long lineno = 0;
-	bool not_timed;
-	int opt, status = QUAL_EXIT_USAGE;
-	/* -1: table on a terminal, json otherwise; 0 json; 1 table. */
-	int table = -1;
-	struct report_files rep = {0};
-	struct view_job view;
-	char *res = NULL;
-	size_t reslen = 0;
-	FILE *resf;
+	int rc = -1;
 
-	optind = 0; /* GNU: start afresh, whatever parsed argv before */
-	opterr = 0; /* our own message, naming the option */
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'a':
-			if (parse_unit(prog, "--alpha", optarg, 0.5, &alpha) < 0)
-				return QUAL_EXIT_USAGE;
-			if (alpha == 0) {
-				/* As a file's alpha: a test at level 0 rejects nothing. */
-				fprintf(stderr, "%s: --alpha must be a number in (0, 0.5], got '%s'\n",
-					prog, optarg);
-				return QUAL_EXIT_USAGE;
-			}
-			break;
-		case 'm':
-			if (parse_unit(prog, "--margin", optarg, 0.5, &margin) < 0)
-				return QUAL_EXIT_USAGE;
-			break;
-		case 'S':
-		case 'F':
-			if (gate_rule_parse(optarg, &rule) < 0) {
-				fprintf(stderr, "%s: --gate-%s must be beyond or significant, got '%s'\n",
-					prog, opt == 'S' ? "slower" : "faster", optarg);
-				return QUAL_EXIT_USAGE;
-			}
-			*(opt == 'S' ? &gate_slower : &gate_faster) = (int)rule;
-			break;
-		case 'U':
-			if (gate_undecided_parse(optarg, &und) < 0) {
-				fprintf(stderr, "%s: --undecided must be pass or regression, got '%s'\n",
-					prog, optarg);
-				return QUAL_EXIT_USAGE;
-			}
-			undecided = (int)und;
-			break;
-		case 'f':
-			if (strcmp(optarg, "table") != 0 && strcmp(optarg, "json") != 0) {
-				fprintf(stderr, "%s: --format must be table or json, got '%s'\n",
-					prog, optarg);
-				return QUAL_EXIT_USAGE;
-			}
-			table = strcmp(optarg, "table") == 0;
-			break;
-		case 'j':
-			table = 0;
-			break;
-		case 'o':
-			rep.json_out = optarg;
-			break;
-		case 'J':
-			rep.junit = optarg;
-			break;
-		case 'M':
-			rep.markdown = optarg;
-			break;
-		case 'h':
-			usage(stdout, prog);
-			return QUAL_EXIT_PASS;
-		case ':':
-			fprintf(stderr, "%s: option '%s' needs a value\n", prog, argv[optind - 1]);
-			return QUAL_EXIT_USAGE;
-		default:
-			if (optopt)
-				fprintf(stderr, "%s: unknown option '-%c' (see %s --help)\n", prog,
-					optopt, prog);
-			else
-				fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", prog,
-					argv[optind - 1], prog);
-			return QUAL_EXIT_USAGE;
-		}
-	}
-	if (argc - optind > 1) {
-		fprintf(stderr, "%s: one input file at most, got '%s' and '%s'\n", prog,
-			argv[optind], argv[optind + 1]);
-		return QUAL_EXIT_USAGE;
-	}
-	if (argc - optind == 1 && strcmp(argv[optind], "-") != 0) {
-		path = argv[optind];
-		in = fopen(path, "r");
-		if (!in) {
-			fprintf(stderr, "%s: cannot open '%s': %s\n", prog, path, strerror(errno));
-			return QUAL_EXIT_USAGE;
-		}
-	}
-	if (table < 0)
-		table = isatty(STDOUT_FILENO);
-	stats_settings_init(&run_settings);
-	view_job_init(&view, NULL);
-	judge_init(&j);
-	timesplit_init(&split);
-	j.on_verdict = add_session_split;
-	j.on_verdict_ctx = &split;
 	while ((n = getline(&buf, &cap, in)) > 0) {
 		json_error_t e;
 		const char *type;
@@ -255,7 +257,7 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 			fprintf(stderr, "%s: '%s' line %ld: invalid json: %s\n", prog, path, lineno, e.text);
 			goto out;
 		}
-		if (judge_take_line(&j, &run_settings, line, why, sizeof why) < 0) {
+		if (judge_take_line(j, run_settings, line, why, sizeof why) < 0) {
 			fprintf(stderr, "%s: '%s' line %ld: %s\n", prog, path, lineno, why);
 			json_decref(line);
 			goto out;
@@ -266,9 +268,9 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		 * static differences; the verdicts come from the judge. */
 		if (type && (!strcmp(type, "start") || !strcmp(type, "case") || !strcmp(type, "pair"))) {
 			view_clean(line);
-			view_job_take(&view, line, NULL, 0);
+			view_job_take(view, line, NULL, 0);
 		}
-		if (type && !strcmp(type, "session_time") && timesplit_take_line(&split, line) < 0) {
+		if (type && !strcmp(type, "session_time") && timesplit_take_line(split, line) < 0) {
 			fprintf(stderr, "%s: '%s' line %ld: session_time line's time_s must hold "
 				"finite numbers >= 0\n", prog, path, lineno);
 			json_decref(line);
@@ -280,22 +282,59 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 		fprintf(stderr, "%s: cannot read '%s': %s\n", prog, path, strerror(errno));
 		goto out;
 	}
-	if (j.ncases == 0) {
+	if (j->ncases == 0) {
 		fprintf(stderr, "%s: '%s' holds no case or pair lines\n", prog, path);
 		goto out;
 	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+int judge_cmd_main(const char *prog, int argc, char **argv)
+{
+	struct judge_args a = {
+		.alpha = -1, .margin = -1,
+		.gate_slower = -1, .gate_faster = -1, .undecided = -1,
+		.table = -1,
+	};
+	struct stats_settings run_settings, s;
+	const char *path = "-";
+	FILE *in = stdin;
+	struct judge j;
+	struct timesplit split;
+	bool not_timed;
+	int status;
+	struct view_job view;
+	char *res = NULL;
+	size_t reslen = 0;
+	FILE *resf;
+
+	status = args_read(prog, argc, argv, &a, &in, &path);
+	if (status >= 0)
+		return status;
+	status = QUAL_EXIT_USAGE;
+	stats_settings_init(&run_settings);
+	view_job_init(&view, NULL);
+	judge_init(&j);
+	timesplit_init(&split);
+	j.on_verdict = add_session_split;
+	j.on_verdict_ctx = &split;
+	if (read_input(prog, path, in, &j, &run_settings, &view, &split) < 0)
+		goto out;
 	s = run_settings;
-	if (alpha >= 0)
-		s.alpha = alpha;
-	if (margin >= 0)
-		s.margin = margin;
-	if (gate_slower >= 0)
-		s.gate_slower = (enum gate_rule)gate_slower;
-	if (gate_faster >= 0)
-		s.gate_faster = (enum gate_rule)gate_faster;
-	if (undecided >= 0)
-		s.undecided = (enum gate_undecided)undecided;
-	if (report_open(prog, &rep) < 0)
+	if (a.alpha >= 0)
+		s.alpha = a.alpha;
+	if (a.margin >= 0)
+		s.margin = a.margin;
+	if (a.gate_slower >= 0)
+		s.gate_slower = (enum gate_rule)a.gate_slower;
+	if (a.gate_faster >= 0)
+		s.gate_faster = (enum gate_rule)a.gate_faster;
+	if (a.undecided >= 0)
+		s.undecided = (enum gate_undecided)a.undecided;
+	if (report_open(prog, &a.rep) < 0)
 		goto out;
 	resf = open_memstream(&res, &reslen);
 	if (!resf) {
@@ -304,14 +343,13 @@ int judge_cmd_main(const char *prog, int argc, char **argv)
 	}
 	status = judge_exit_status(judge_finish(&j, &s, resf, &not_timed));
 	fclose(resf);
-	if (write_outputs(prog, res, reslen, &view, table, &rep) < 0)
+	if (write_outputs(prog, res, reslen, &view, a.table, &a.rep) < 0)
 		status = report_status(status);
 	if (j.no_valid_pair)
 		fprintf(stderr, "%s: '%s': no valid pair: every timed pair has a timing that is "
 			"not finite and positive, so nothing was measured\n", prog, path);
 out:
-	report_abandon(&rep);
-	free(buf);
+	report_abandon(&a.rep);
 	free(res);
 	view_job_release(&view);
 	judge_release(&j);

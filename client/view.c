@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "client/view.h"
+#include "client/view_internal.h"
 #include "stats/stats.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
@@ -38,21 +39,19 @@ void view_job_release(struct view_job *v)
 	v->verdict = NULL;
 }
 
-static const char *str_field(json_t *o, const char *key)
+const char *view__str_field(json_t *o, const char *key)
 {
 	return json_string_value(json_object_get(o, key));
 }
 
-/* An integer field, or def when absent or not an integer. */
-static long long int_field(json_t *o, const char *key, long long def)
+long long view__int_field(json_t *o, const char *key, long long def)
 {
 	json_t *x = json_object_get(o, key);
 
 	return json_is_integer(x) ? json_integer_value(x) : def;
 }
 
-/* A number as text: fmt for a finite number, "-" for null or absent. */
-static const char *num_text(json_t *x, const char *fmt, char *buf, size_t len)
+const char *view__num_text(json_t *x, const char *fmt, char *buf, size_t len)
 {
 	double d;
 
@@ -114,8 +113,8 @@ static void report_pairs(struct view_job *v, FILE *out, unsigned flags)
 /* "nvrtc 13.0 '/x/libnvrtc.so.13'" for a start line's arm identity. */
 static void print_identity(FILE *out, json_t *arm)
 {
-	const char *abi = str_field(arm, "abi"), *ver = str_field(arm, "version");
-	const char *path = str_field(arm, "path");
+	const char *abi = view__str_field(arm, "abi"), *ver = view__str_field(arm, "version");
+	const char *path = view__str_field(arm, "path");
 
 	fprintf(out, "%s %s '%s'", abi ? abi : "?", ver ? ver : "?", path ? path : "?");
 }
@@ -125,8 +124,8 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 {
 	json_t *settings = json_object_get(line, "settings");
 	json_t *device = json_object_get(line, "device");
-	const char *arch = str_field(line, "arch");
-	const char *why = str_field(line, "not_timed_because");
+	const char *arch = view__str_field(line, "arch");
+	const char *why = view__str_field(line, "not_timed_because");
 
 	(void)info;
 	v->started = true;
@@ -139,14 +138,14 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 	else
 		v->compile_only_asked = why && !strcmp(why, "compile-only run requested");
 	v->ncases = (int)json_array_size(json_object_get(settings, "cases"));
-	v->npairs = (int)int_field(settings, "pairs", 0);
-	v->nsessions = (int)int_field(settings, "sessions", 0);
+	v->npairs = (int)view__int_field(settings, "pairs", 0);
+	v->nsessions = (int)view__int_field(settings, "sessions", 0);
 	if (!out)
 		return;
 	line_start(v, out, flags);
 	fprintf(out, "start: %d cases, ", v->ncases);
 	if (json_is_true(json_object_get(line, "timed"))) {
-		const char *name = str_field(device, "name");
+		const char *name = view__str_field(device, "name");
 		fprintf(out, "%d pairs each on '%s'", v->npairs, name ? name : "?");
 	} else {
 		fprintf(out, "not timed (%s)", why ? why : "no device");
@@ -160,31 +159,24 @@ static void take_start(struct view_job *v, const struct lines_info *info, json_t
 	fputc('\n', out);
 }
 
-/* A case line's static differences (docs/output.md, "static"): the key,
- * how a plain line names it and its unit, and the same for the summary's
- * narrower code column. */
-static const struct {
-	const char *key, *what, *unit, *short_what, *short_unit;
-} static_deltas[] = {
+const struct view__static_delta view__static_deltas[VIEW__NSTATIC_DELTAS] = {
 	{"code_bytes_delta", "code", " bytes", "size", " B"},
 	{"registers_delta", "registers", "", "regs", ""},
 	{"spill_stores_delta", "spill stores", "", "spill st", ""},
 	{"spill_loads_delta", "spill loads", "", "spill ld", ""},
 	{"stack_bytes_delta", "stack", " bytes", "stack", " B"},
 };
-#define NSTATIC_DELTAS (sizeof static_deltas / sizeof static_deltas[0])
-
 /* The nonzero static differences of a case line, ", registers +2" each. */
 static void print_static_deltas(FILE *out, json_t *st)
 {
 	bool any = false;
 
-	for (size_t i = 0; i < NSTATIC_DELTAS; i++) {
-		long long d = int_field(st, static_deltas[i].key, 0);
+	for (size_t i = 0; i < VIEW__NSTATIC_DELTAS; i++) {
+		long long d = view__int_field(st, view__static_deltas[i].key, 0);
 		if (d == 0)
 			continue;
-		fprintf(out, "%s%s %+lld%s", any ? ", " : ": ", static_deltas[i].what, d,
-			static_deltas[i].unit);
+		fprintf(out, "%s%s %+lld%s", any ? ", " : ": ", view__static_deltas[i].what, d,
+			view__static_deltas[i].unit);
 		any = true;
 	}
 	if (!any)
@@ -216,7 +208,7 @@ static void take_case(struct view_job *v, const struct lines_info *info, json_t 
 	line_start(v, out, flags);
 	fprintf(out, "case %s: ", v->case_name);
 	if (json_is_false(json_object_get(line, "applicable"))) {
-		const char *why = str_field(line, "not_applicable_because");
+		const char *why = view__str_field(line, "not_applicable_because");
 		fprintf(out, "not applicable%s%s", why ? ": " : "", why ? why : "");
 	} else if (b && c && json_is_true(json_object_get(line, "identical_code"))) {
 		fputs("compiled (identical code)", out);
@@ -241,7 +233,7 @@ static void take_pair(struct view_job *v, const struct lines_info *info, json_t 
 	json_t *b = json_object_get(line, "baseline_ns");
 	json_t *c = json_object_get(line, "candidate_ns");
 
-	int session = (int)int_field(line, "session", 0);
+	int session = (int)view__int_field(line, "session", 0);
 
 	if ((name && strcmp(name, v->case_name) != 0) || session != v->session) {
 		/* Pairs of a case without its case line, or of the next
@@ -283,7 +275,8 @@ static void take_error(struct view_job *v, const struct lines_info *info, json_t
 		       FILE *out, unsigned flags)
 {
 	const char *name = info->case_name, *arm = info->arm;
-	const char *stage = str_field(line, "stage"), *message = str_field(line, "message");
+	const char *stage = view__str_field(line, "stage");
+	const char *message = view__str_field(line, "message");
 
 	report_pairs(v, out, flags);
 	if (!out)
@@ -297,10 +290,10 @@ static void take_error(struct view_job *v, const struct lines_info *info, json_t
 	fprintf(out, "%s: %s\n", stage ? stage : "run", message ? message : "(no message)");
 }
 
-/* "fail (candidate)", "equivalent", ... for a case_verdict line. */
-static void verdict_cell(json_t *cv, char *buf, size_t len)
+void view__verdict_cell(json_t *cv, char *buf, size_t len)
 {
-	const char *verdict = str_field(cv, "verdict"), *arm = str_field(cv, "failed_arm");
+	const char *verdict = view__str_field(cv, "verdict");
+	const char *arm = view__str_field(cv, "failed_arm");
 
 	if (arm)
 		snprintf(buf, len, "%s (%s)", verdict ? verdict : "?", arm);
@@ -313,9 +306,9 @@ static void verdict_cell(json_t *cv, char *buf, size_t len)
 static void ratio_cell(json_t *cv, char *buf, size_t len)
 {
 	char a[24], b[24], c[24];
-	const char *m = num_text(json_object_get(cv, "ratio_median"), "%.4f", a, sizeof a);
-	const char *lo = num_text(json_object_get(cv, "ratio_lo"), "%.4f", b, sizeof b);
-	const char *hi = num_text(json_object_get(cv, "ratio_hi"), "%.4f", c, sizeof c);
+	const char *m = view__num_text(json_object_get(cv, "ratio_median"), "%.4f", a, sizeof a);
+	const char *lo = view__num_text(json_object_get(cv, "ratio_lo"), "%.4f", b, sizeof b);
+	const char *hi = view__num_text(json_object_get(cv, "ratio_hi"), "%.4f", c, sizeof c);
 
 	if (strcmp(m, "-") != 0 && json_object_get(cv, "ratio_lo"))
 		snprintf(buf, len, "%s [%s, %s]", m, lo, hi);
@@ -323,11 +316,9 @@ static void ratio_cell(json_t *cv, char *buf, size_t len)
 		snprintf(buf, len, "%s", m);
 }
 
-/* A case that could not run on the target: never compiled, so its
- * identical_code says nothing. */
-static bool is_not_applicable(json_t *cv)
+bool view__is_not_applicable(json_t *cv)
 {
-	const char *verdict = str_field(cv, "verdict");
+	const char *verdict = view__str_field(cv, "verdict");
 
 	return verdict && strcmp(verdict, "not_applicable") == 0;
 }
@@ -342,11 +333,11 @@ static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 	json_array_append(v->case_verdicts, line);
 	if (!out || !(flags & VIEW_VERDICTS))
 		return;
-	verdict_cell(line, verdict, sizeof verdict);
+	view__verdict_cell(line, verdict, sizeof verdict);
 	line_start(v, out, flags);
 	fprintf(out, "case %s: ", info->case_name ? info->case_name : "?");
-	if (is_not_applicable(line)) {
-		const char *why = str_field(line, "not_applicable_because");
+	if (view__is_not_applicable(line)) {
+		const char *why = view__str_field(line, "not_applicable_because");
 		fprintf(out, "verdict %s%s%s", verdict, why ? ": " : "", why ? why : "");
 	} else if (verdict_name && (strcmp(verdict_name, "fail") == 0 ||
 				    strcmp(verdict_name, "not_timed") == 0)) {
@@ -354,18 +345,17 @@ static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 	} else {
 		ratio_cell(line, ratio, sizeof ratio);
 		fprintf(out, "%lld pairs, verdict %s, ratio %s, p_holm %s",
-			int_field(line, "n", 0), verdict, ratio,
-			num_text(json_object_get(line, "p_holm"), "%.3g", p, sizeof p));
+			view__int_field(line, "n", 0), verdict, ratio,
+			view__num_text(json_object_get(line, "p_holm"), "%.3g", p, sizeof p));
 	}
-	if (json_is_boolean(json_object_get(line, "identical_code")) && !is_not_applicable(line))
+	if (json_is_boolean(json_object_get(line, "identical_code")) &&
+	    !view__is_not_applicable(line))
 		fputs(json_is_true(json_object_get(line, "identical_code")) ?
 		      " (identical code)" : " (code differs)", out);
 	fputc('\n', out);
 }
 
-/* The rows of the summary: the case_verdict lines, else the verdict line's
- * cases (quald's own verdict lines may have neither). Borrowed. */
-static json_t *summary_rows(const struct view_job *v)
+json_t *view__summary_rows(const struct view_job *v)
 {
 	if (json_array_size(v->case_verdicts) > 0)
 		return v->case_verdicts;
@@ -380,20 +370,20 @@ static void print_tally(FILE *out, json_t *rows)
 	bool any = false;
 
 	for (i = 0; i < n; i++) {
-		const char *vi = str_field(json_array_get(rows, i), "verdict");
+		const char *vi = view__str_field(json_array_get(rows, i), "verdict");
 		int count = 0;
 
 		if (!vi)
 			continue;
 		for (k = 0; k < i; k++) {
-			const char *vk = str_field(json_array_get(rows, k), "verdict");
+			const char *vk = view__str_field(json_array_get(rows, k), "verdict");
 			if (vk && strcmp(vk, vi) == 0)
 				break;
 		}
 		if (k < i)
 			continue; /* counted at its first appearance */
 		for (k = i; k < n; k++) {
-			const char *vk = str_field(json_array_get(rows, k), "verdict");
+			const char *vk = view__str_field(json_array_get(rows, k), "verdict");
 			if (vk && strcmp(vk, vi) == 0)
 				count++;
 		}
@@ -402,12 +392,11 @@ static void print_tally(FILE *out, json_t *rows)
 	}
 }
 
-/* The run verdict line, and its message on the next line when it has one. */
-static void print_run_verdict(const struct view_job *v, FILE *out, unsigned flags)
+void view__print_run_verdict(const struct view_job *v, FILE *out, unsigned flags)
 {
 	struct lines_info info;
 	const char *verdict;
-	const char *message = str_field(v->verdict, "message");
+	const char *message = view__str_field(v->verdict, "message");
 	json_t *rows = json_object_get(v->verdict, "cases");
 
 	/* The verdict line's cases are all of them; the case_verdict lines
@@ -439,7 +428,7 @@ static void take_verdict(struct view_job *v, const struct lines_info *info, json
 	json_decref(v->verdict);
 	v->verdict = json_incref(line);
 	if (out && (flags & VIEW_VERDICTS))
-		print_run_verdict(v, out, flags);
+		view__print_run_verdict(v, out, flags);
 }
 
 void view_job_take(struct view_job *v, json_t *line, FILE *out, unsigned flags)
@@ -535,396 +524,6 @@ void view_table(FILE *out, const char *const *head, size_t ncols,
 		fprintf(out, "%s\n", cells[i * ncols + ncols - 1]);
 	}
 	free(w);
-}
-
-/* ---- the summary, for a terminal, markdown and JUnit ------------------- */
-
-enum { SUM_CASE, SUM_VERDICT, SUM_CODE, SUM_BASE, SUM_CAND, SUM_CHANGE, SUM_P, SUM_DETECT,
-       SUM_NCOL };
-
-static const char *const sum_head[SUM_NCOL] = {
-	"case", "verdict", "code", "baseline us", "candidate us", "change [lo, hi]", "p_holm",
-	"detectable",
-};
-
-/* The summary's rows, as text, and the geometric mean of its timed cases. */
-struct summary {
-	json_t *rows;                 /* borrowed: summary_rows() */
-	size_t n;
-	char (*cells)[SUM_NCOL][112];
-	int ngeo;                     /* timed cases in the geometric mean */
-	double geo;                   /* their geometric mean ratio */
-};
-
-/* "+1.23%" of a ratio, "-" when it is not a finite positive number. */
-static const char *change_text(json_t *ratio, char *buf, size_t len)
-{
-	double r = json_number_value(ratio);
-
-	if (!json_is_number(ratio) || !isfinite(r) || !(r > 0))
-		return "-";
-	snprintf(buf, len, "%+.2f%%", 100 * (r - 1));
-	return buf;
-}
-
-void view_change_cell(json_t *ratio, json_t *lo, json_t *hi, char *buf, size_t len)
-{
-	char a[32], l[32], h[32];
-	const char *r = change_text(ratio, a, sizeof a);
-
-	if (strcmp(r, "-") != 0 && lo)
-		snprintf(buf, len, "%s [%s, %s]", r, change_text(lo, l, sizeof l),
-			 change_text(hi, h, sizeof h));
-	else
-		snprintf(buf, len, "%s", r);
-}
-
-/* The code column: identical, or the differences of the case line's static
- * ("regs +2, code +64 B"), "differs" when it has none to say. */
-static void code_cell(const struct view_job *v, json_t *cv, char *buf, size_t len)
-{
-	json_t *ident = json_object_get(cv, "identical_code"), *st = NULL;
-	const char *name = str_field(cv, "case");
-	size_t used = 0;
-
-	if (!json_is_boolean(ident) || is_not_applicable(cv)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	if (json_is_true(ident)) {
-		snprintf(buf, len, "identical");
-		return;
-	}
-	for (size_t i = 0; name && i < v->ncases_seen; i++)
-		if (strcmp(v->cases[i].name, name) == 0)
-			st = v->cases[i].statics;
-	buf[0] = '\0';
-	for (size_t i = 0; i < NSTATIC_DELTAS && used < len; i++) {
-		long long d = int_field(st, static_deltas[i].key, 0);
-		int k;
-
-		if (d == 0)
-			continue;
-		k = snprintf(buf + used, len - used, "%s%s %+lld%s", used ? ", " : "",
-			     static_deltas[i].short_what, d, static_deltas[i].short_unit);
-		used += k > 0 ? (size_t)k : 0;
-	}
-	if (!buf[0])
-		snprintf(buf, len, "differs");
-}
-
-/* Whether a case verdict's ratio is a timing to count in the geometric
- * mean: timed, not failed. */
-static bool counts_in_geomean(json_t *cv)
-{
-	const char *verdict = str_field(cv, "verdict");
-	double r = json_number_value(json_object_get(cv, "ratio_median"));
-
-	return verdict && strcmp(verdict, "fail") != 0 && strcmp(verdict, "not_timed") != 0 &&
-	       strcmp(verdict, "not_applicable") != 0 &&
-	       json_is_number(json_object_get(cv, "ratio_median")) && isfinite(r) && r > 0;
-}
-
-static void summary_build(const struct view_job *v, struct summary *sm)
-{
-	double logsum = 0;
-
-	sm->rows = summary_rows(v);
-	sm->n = json_array_size(sm->rows);
-	sm->cells = xcalloc(sm->n ? sm->n : 1, sizeof *sm->cells);
-	sm->ngeo = 0;
-	for (size_t i = 0; i < sm->n; i++) {
-		json_t *cv = json_array_get(sm->rows, i);
-		char (*c)[112] = sm->cells[i];
-		const char *name = str_field(cv, "case");
-		char a[32], p[32];
-
-		snprintf(c[SUM_CASE], sizeof c[0], "%s", name ? name : "?");
-		verdict_cell(cv, c[SUM_VERDICT], sizeof c[0]);
-		code_cell(v, cv, c[SUM_CODE], sizeof c[0]);
-		snprintf(c[SUM_BASE], sizeof c[0], "-");
-		snprintf(c[SUM_CAND], sizeof c[0], "-");
-		for (size_t k = 0; name && k < v->ncases_seen; k++) {
-			struct view_case *rec = &v->cases[k];
-
-			if (strcmp(rec->name, name) != 0 || rec->n == 0)
-				continue;
-			for (int arm = 0; arm < 2; arm++)
-				snprintf(c[SUM_BASE + arm], sizeof c[0], "%.3f",
-					 stats_median(rec->ns[arm], (int)rec->n) / 1000);
-		}
-		if (!counts_in_geomean(cv))
-			snprintf(c[SUM_CHANGE], sizeof c[0], "-");
-		else
-			view_change_cell(json_object_get(cv, "ratio_median"),
-					 json_object_get(cv, "ratio_lo"),
-					 json_object_get(cv, "ratio_hi"), c[SUM_CHANGE], sizeof c[0]);
-		snprintf(c[SUM_P], sizeof c[0], "%s",
-			 num_text(json_object_get(cv, "p_holm"), "%.3g", p, sizeof p));
-		snprintf(c[SUM_DETECT], sizeof c[0], "%s",
-			 change_text(json_object_get(cv, "detectable_ratio"), a, sizeof a));
-		if (counts_in_geomean(cv)) {
-			logsum += log(json_number_value(json_object_get(cv, "ratio_median")));
-			sm->ngeo++;
-		}
-	}
-	sm->geo = sm->ngeo ? exp(logsum / sm->ngeo) : NAN;
-}
-
-/* The SGR colour of a verdict on a terminal, "" for none. */
-static const char *verdict_color(const char *verdict)
-{
-	if (!verdict)
-		return "";
-	if (!strncmp(verdict, "fail", 4) || !strcmp(verdict, "slower"))
-		return "\033[31m";      /* red */
-	if (!strcmp(verdict, "faster"))
-		return "\033[32m";      /* green */
-	if (!strcmp(verdict, "inconclusive"))
-		return "\033[33m";      /* yellow */
-	return "";
-}
-
-/* "geomean over 9 timed cases: +1.23% (candidate against baseline)". */
-static void geomean_text(const struct summary *sm, char *buf, size_t len)
-{
-	char g[32];
-
-	if (sm->ngeo == 0) {
-		snprintf(buf, len, "geomean: no timed case");
-		return;
-	}
-	snprintf(g, sizeof g, "%+.2f%%", 100 * (sm->geo - 1));
-	snprintf(buf, len, "geomean over %d timed case%s: %s (candidate against baseline)",
-		 sm->ngeo, sm->ngeo == 1 ? "" : "s", g);
-}
-
-void view_summary(FILE *out, const struct view_job *v)
-{
-	struct summary sm;
-	size_t w[SUM_NCOL];
-	char geo[160];
-
-	summary_build(v, &sm);
-	if (sm.n > 0) {
-		for (int k = 0; k < SUM_NCOL; k++) {
-			w[k] = strlen(sum_head[k]);
-			for (size_t i = 0; i < sm.n; i++)
-				if (strlen(sm.cells[i][k]) > w[k])
-					w[k] = strlen(sm.cells[i][k]);
-		}
-		for (int k = 0; k + 1 < SUM_NCOL; k++)
-			fprintf(out, "%-*s  ", (int)w[k], sum_head[k]);
-		fprintf(out, "%s\n", sum_head[SUM_NCOL - 1]);
-		for (size_t i = 0; i < sm.n; i++) {
-			for (int k = 0; k < SUM_NCOL; k++) {
-				const char *cell = sm.cells[i][k];
-				const char *col = k == SUM_VERDICT && v->color ? verdict_color(cell) : "";
-
-				/* The colour codes around the text, the padding
-				 * after them: columns line up as without. */
-				fprintf(out, "%s%s%s", col, cell, col[0] ? "\033[0m" : "");
-				if (k + 1 < SUM_NCOL)
-					fprintf(out, "%*s", (int)(w[k] - strlen(cell) + 2), "");
-			}
-			fputc('\n', out);
-		}
-		geomean_text(&sm, geo, sizeof geo);
-		fprintf(out, "%s\n", geo);
-	}
-	free(sm.cells);
-	if (v->verdict)
-		print_run_verdict(v, out, 0);
-}
-
-/* A markdown table cell as its text: '|' and control characters would
- * break the row, and the markdown characters that act inside a word ('*',
- * '`', '\\', '<') are escaped so that a case name shows as it is ('_' and
- * brackets do not act there in GitHub's markdown, and stay readable). */
-static void md_cell(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		if (strchr("|\\*`", *s))
-			fprintf(out, "\\%c", *s);
-		else if (*s == '<')
-			fputs("&lt;", out);
-		else if ((unsigned char)*s < 0x20)
-			fputc(' ', out);
-		else
-			fputc(*s, out);
-	}
-}
-
-void view_markdown(FILE *out, const struct view_job *v)
-{
-	struct summary sm;
-	char geo[160];
-	const char *verdict = str_field(v->verdict, "verdict");
-
-	summary_build(v, &sm);
-	fprintf(out, "### qual: %s\n\n", verdict ? verdict : "no verdict");
-	if (sm.n > 0) {
-		fputs("|", out);
-		for (int k = 0; k < SUM_NCOL; k++)
-			fprintf(out, " %s |", sum_head[k]);
-		fputs("\n|", out);
-		for (int k = 0; k < SUM_NCOL; k++)
-			fputs(k >= SUM_BASE && k != SUM_CHANGE ? " ---: |" : " --- |", out);
-		fputc('\n', out);
-		for (size_t i = 0; i < sm.n; i++) {
-			fputs("|", out);
-			for (int k = 0; k < SUM_NCOL; k++) {
-				fputc(' ', out);
-				md_cell(out, sm.cells[i][k]);
-				fputs(" |", out);
-			}
-			fputc('\n', out);
-		}
-		geomean_text(&sm, geo, sizeof geo);
-		fprintf(out, "\n%s\n", geo);
-	}
-	if (v->verdict) {
-		const char *message = str_field(v->verdict, "message");
-
-		fputs("\nverdict: ", out);
-		md_cell(out, verdict ? verdict : "?");
-		if (message) {
-			fputs(": ", out);
-			md_cell(out, message);
-		}
-		fputc('\n', out);
-	}
-	free(sm.cells);
-}
-
-/* Text as XML character data or an attribute value (quotes escaped);
- * control characters XML 1.0 does not allow become spaces. */
-static void xml_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		/* U+FFFE and U+FFFF (EF BF BE, EF BF BF) are no XML
-		 * characters either. */
-		if (ch == 0xEF && (unsigned char)s[1] == 0xBF &&
-		    ((unsigned char)s[2] == 0xBE || (unsigned char)s[2] == 0xBF)) {
-			fputc(' ', out);
-			s += 2;
-			continue;
-		}
-		switch (ch) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&apos;", out); break;
-		default:
-			fputc(ch < 0x20 && ch != '\t' && ch != '\n' ? ' ' : ch, out);
-		}
-	}
-}
-
-/* Whether case verdict cv made the run a regression: in the verdict line's
- * gate.regression_cases; a verdict line without a gate (lines of an older
- * engine) counts every slower case of a run that is a regression. */
-static bool is_regression_case(const struct view_job *v, json_t *cv)
-{
-	json_t *gate = json_object_get(v->verdict, "gate"), *x;
-	const char *name = str_field(cv, "case"), *verdict = str_field(cv, "verdict");
-	const char *run = str_field(v->verdict, "verdict");
-	size_t i;
-
-	if (!json_is_object(gate))
-		return verdict && run && !strcmp(verdict, "slower") && !strcmp(run, "regression");
-	json_array_foreach(json_object_get(gate, "regression_cases"), i, x)
-		if (name && json_is_string(x) && strcmp(json_string_value(x), name) == 0)
-			return true;
-	return false;
-}
-
-void view_junit(FILE *out, const struct view_job *v, const char *suite)
-{
-	struct summary sm;
-	int failures = 0, skipped = 0, errors = 0;
-	const char *run_verdict = str_field(v->verdict, "verdict");
-	const char *message = str_field(v->verdict, "message");
-	bool run_error = run_verdict && strcmp(run_verdict, "error") == 0;
-	char geo[160];
-
-	summary_build(v, &sm);
-	for (size_t i = 0; i < sm.n; i++) {
-		json_t *cv = json_array_get(sm.rows, i);
-		const char *verdict = str_field(cv, "verdict");
-
-		if (is_regression_case(v, cv) ||
-		    (verdict && strcmp(verdict, "fail") == 0))
-			failures++;
-		else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable")))
-			skipped++;
-	}
-	/* A run that did not end in a verdict of its own (error, or quald's
-	 * cancelled and interrupted) is an error, never a green suite. */
-	errors = run_error || !v->verdict ||
-		 (run_verdict && (!strcmp(run_verdict, "cancelled") ||
-				  !strcmp(run_verdict, "interrupted")));
-	geomean_text(&sm, geo, sizeof geo);
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
-	fprintf(out, "<testsuites tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
-		sm.n + (size_t)errors, failures, errors, skipped);
-	fputs("  <testsuite name=\"", out);
-	xml_text(out, suite);
-	fprintf(out, "\" tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
-		sm.n + (size_t)errors, failures, errors, skipped);
-	fputs("    <properties>\n      <property name=\"verdict\" value=\"", out);
-	xml_text(out, run_verdict ? run_verdict : "none");
-	fputs("\"/>\n      <property name=\"geomean\" value=\"", out);
-	xml_text(out, geo);
-	fputs("\"/>\n    </properties>\n", out);
-	for (size_t i = 0; i < sm.n; i++) {
-		json_t *cv = json_array_get(sm.rows, i);
-		const char *verdict = str_field(cv, "verdict");
-		char row[SUM_NCOL * 120];
-		size_t used = 0;
-
-		for (int k = 0; k < SUM_NCOL; k++) {
-			int m = snprintf(row + used, sizeof row - used, "%s%s: %s", k ? ", " : "",
-					 sum_head[k], sm.cells[i][k]);
-			used += m > 0 && (size_t)m < sizeof row - used ? (size_t)m : 0;
-		}
-		fputs("    <testcase classname=\"", out);
-		xml_text(out, suite);
-		fputs("\" name=\"", out);
-		xml_text(out, sm.cells[i][SUM_CASE]);
-		fputs("\">\n", out);
-		if (is_regression_case(v, cv)) {
-			fputs("      <failure type=\"regression\" message=\"", out);
-			xml_text(out, sm.cells[i][SUM_VERDICT]);
-			fputs(" ", out);
-			xml_text(out, sm.cells[i][SUM_CHANGE]);
-			fputs("\"/>\n", out);
-		} else if (verdict && strcmp(verdict, "fail") == 0) {
-			fputs("      <failure type=\"fail\" message=\"", out);
-			xml_text(out, sm.cells[i][SUM_VERDICT]);
-			fputs("\"/>\n", out);
-		} else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable"))) {
-			fputs("      <skipped message=\"", out);
-			xml_text(out, verdict);
-			fputs("\"/>\n", out);
-		}
-		fputs("      <system-out>", out);
-		xml_text(out, row);
-		fputs("</system-out>\n    </testcase>\n", out);
-	}
-	if (errors) {
-		fputs("    <testcase classname=\"", out);
-		xml_text(out, suite);
-		fputs("\" name=\"run\">\n      <error type=\"error\" message=\"", out);
-		xml_text(out, message ? message : !v->verdict ? "the lines end with no verdict" :
-			  run_verdict);
-		fputs("\"/>\n    </testcase>\n", out);
-	}
-	fputs("  </testsuite>\n</testsuites>\n", out);
-	free(sm.cells);
 }
 
 bool view_color_wanted(FILE *f)
@@ -1031,3 +630,4 @@ int view_exit_status(const char *verdict)
 			return map[i].status;
 	return QUAL_EXIT_ERROR; /* an unknown verdict must not pass a gate */
 }
+

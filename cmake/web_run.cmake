@@ -1,6 +1,6 @@
 # Script mode helper for daemon/CMakeLists.txt: writes OUT, the table of the
 # dashboard's files (daemon/web/) that quald serves: each file's name and its
-# text, as http.c declares them.
+# text, as http_respond.c declares them.
 set(decls "")
 set(rows "")
 set(i 0)

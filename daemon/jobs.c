@@ -122,7 +122,7 @@ static void args_release(struct submit_args *s)
 
 /* ---- the job table and the queue ---------------------------------------------- */
 
-static struct job *job_find(struct jobs *j, const char *id)
+struct job *jobs__job_find(struct jobs *j, const char *id)
 {
 	long num = store_id_parse(id);
 	int lo = 0, hi = j->njobs - 1;
@@ -240,7 +240,7 @@ int jobs__enqueue(struct jobs *j, json_t *request, jobs_submit_cb cb, void *ctx,
 
 /* ---- state and lines ------------------------------------------------------------ */
 
-static json_t *str_or_null(const char *s)
+json_t *jobs__str_or_null(const char *s)
 {
 	return s && *s ? json_string(s) : json_null();
 }
@@ -249,10 +249,10 @@ json_t *jobs__state_json(const struct job *job)
 {
 	json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
 			      "state", jobs__state_names[job->state],
-			      "verdict", str_or_null(job->verdict),
-			      "submitted", str_or_null(job->submitted),
-			      "started", str_or_null(job->started),
-			      "finished", str_or_null(job->finished),
+			      "verdict", jobs__str_or_null(job->verdict),
+			      "submitted", jobs__str_or_null(job->submitted),
+			      "started", jobs__str_or_null(job->started),
+			      "finished", jobs__str_or_null(job->finished),
 			      "slot", job->slot >= 0 ? json_integer(job->slot) : json_null(),
 			      "device", job->device >= 0 ? json_integer(job->device) :
 			      json_null());
@@ -583,22 +583,11 @@ void jobs__schedule_soon(struct jobs *j)
 		uv_timer_start(&j->tick, jobs_tick, 0, 0);
 }
 
-/* The state a job is reported in (show, watch, list): a finished job reads
- * as it was (running, or queued) until its lines, its verdict line last,
- * are written, so that no one is told it is done before its verdict can be
- * read and has been relayed. */
-static const char *state_name(const struct job *job)
-{
-	if (job->state >= JOB_DONE && job->logged_seq < job->next_seq)
-		return jobs__state_names[job->started[0] ? JOB_RUNNING : JOB_QUEUED];
-	return jobs__state_names[job->state];
-}
-
-/* ---- cancel, logs, status --------------------------------------------------------- */
+/* ---- cancel ---------------------------------------------------------------------- */
 
 int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 {
-	struct job *job = job_find(j, id);
+	struct job *job = jobs__job_find(j, id);
 
 	if (!job)
 		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
@@ -617,226 +606,6 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 	}
 	return qual_fail(msg, QUAL_EINVAL, "job '%s' has already finished (%s)", id,
 			 jobs__state_names[job->state]);
-}
-
-struct read_ctx {
-	long after_seq;
-	long logged_seq;
-	long index;
-	long count;
-	jobs_each_cb fn;
-	void *ctx;
-};
-
-static int read_one(void *ctx, const char *line, size_t len)
-{
-	struct read_ctx *r = ctx;
-	long seq = jobs__line_seq(line, len, r->index);
-
-	/* Every line of a job is in its log in seq order; a line whose write
-	 * has not been called back yet is not handed out (it is relayed
-	 * once it is). Seqs have no gaps unless records were lost (recover.c),
-	 * so the line's own seq counts, not its place. */
-	r->index++;
-	if (seq >= r->logged_seq)
-		return 1;
-	if (seq > r->after_seq) {
-		r->count++;
-		if (r->fn)
-			r->fn(r->ctx, line, len);
-	}
-	return 0;
-}
-
-int jobs_read_log(struct jobs *j, const char *id, long after_seq,
-		  jobs_each_cb fn, void *ctx, const char **state,
-		  struct qual_msg *msg)
-{
-	struct job *job = job_find(j, id);
-	struct read_ctx r = { after_seq, 0, 0, 0, fn, ctx };
-	int rc;
-
-	if (state)
-		*state = NULL;
-	if (!job)
-		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
-	if (state)
-		*state = state_name(job);
-	r.logged_seq = job->logged_seq;
-	if ((rc = store_log_read(j->store, job->id, read_one, &r, NULL, msg)) < 0)
-		return rc;
-	return (int)r.count;
-}
-
-/* The request's settings a person looks for in show and list that no line
- * of the engine's holds: what the start line cannot say before it comes.
- * Members only when set, so that replies keep their shape otherwise. */
-static void job_settings_into(const struct job *job, json_t *o)
-{
-	/* What the job is: only a calibration says so, so that a
-	 * qualification's replies keep their shape. */
-	if (job->args.calibrate) {
-		json_object_set_new(o, "kind", json_string("calibration"));
-		json_object_set_new(o, "runs", json_integer(job->args.calibrate));
-		if (job->args.has_slot)
-			json_object_set_new(o, "slot", json_integer(job->args.slot));
-	}
-	if (job->args.fixtures)
-		json_object_set_new(o, "fixtures", request_list_json(job->args.fixtures));
-}
-
-static json_t *labels_json(const struct job *job)
-{
-	return job->args.labels ? json_deep_copy(job->args.labels) : json_object();
-}
-
-/* What tells two jobs of a series apart besides their labels (list's
- * "settings"): pairs and compile_only always; cases, each arm's extra
- * options, the number of fixture directories, the mode, max_pairs and the
- * seed only when given (docs/protocol.md). */
-static json_t *settings_json(const struct job *job)
-{
-	const struct submit_args *a = &job->args;
-	json_t *o = json_pack("{s:i,s:b}", "pairs", a->pairs, "compile_only", a->compile_only);
-	size_t nfix = 0;
-
-	if (a->cases)
-		json_object_set_new(o, "cases", request_list_json(a->cases));
-	if (a->baseline_options)
-		json_object_set_new(o, "baseline_options", request_list_json(a->baseline_options));
-	if (a->candidate_options)
-		json_object_set_new(o, "candidate_options", request_list_json(a->candidate_options));
-	for (char **p = a->fixtures; p && *p; p++)
-		nfix++;
-	if (nfix)
-		json_object_set_new(o, "fixtures", json_integer((json_int_t)nfix));
-	if (a->mode != RTC_MODE_DEFAULT)
-		json_object_set_new(o, "mode", json_string(rtc_mode_name(a->mode)));
-	if (a->max_pairs)
-		json_object_set_new(o, "max_pairs", json_integer(a->max_pairs));
-	if (a->seed)
-		json_object_set_new(o, "seed", json_integer(a->seed));
-	return o;
-}
-
-json_t *jobs_show_json(struct jobs *j, const char *id)
-{
-	struct job *job = job_find(j, id);
-	json_t *o;
-
-	if (!job)
-		return NULL;
-	o = json_object();
-	job_settings_into(job, o);
-	json_object_set_new(o, "labels", labels_json(job));
-	return o;
-}
-
-bool jobs_log_complete(struct jobs *j, const char *id)
-{
-	struct job *job = job_find(j, id);
-
-	return job && jobs__ended(job);
-}
-
-bool jobs_gone(struct jobs *j, const char *id)
-{
-	long num = store_id_parse(id);
-
-	return num > 0 && j->njobs > 0 && num < j->all[j->njobs - 1]->num && !job_find(j, id);
-}
-
-int jobs_ids_after(struct jobs *j, const char *id, char ***ids, int *n)
-{
-	long after = 0;
-	int i, k = 0;
-
-	*ids = NULL;
-	*n = 0;
-	if (id && (after = store_id_parse(id)) < 0)
-		return QUAL_EINVAL;
-	*ids = xcalloc((size_t)j->njobs + 1, sizeof **ids);
-	for (i = 0; i < j->njobs; i++)
-		if (j->all[i]->num > after)
-			(*ids)[k++] = xstrdup(j->all[i]->id);
-	*n = k;
-	return 0;
-}
-
-void jobs_ids_free(char **ids, int n)
-{
-	int i;
-
-	for (i = 0; ids && i < n; i++)
-		free(ids[i]);
-	free(ids);
-}
-
-long jobs_writes_pending(const struct jobs *j)
-{
-	return j->writer ? writer_pending(j->writer) : 0;
-}
-
-json_t *jobs_status_json(struct jobs *j)
-{
-	json_t *slots = json_array(), *queued = json_array(), *running = json_array();
-	struct list_link *q;
-	json_t *reply;
-	int s, in_service = 0;
-
-	for (s = 0; s < j->nslots; s++) {
-		struct job *job = j->slots[s] ? worker__job(j->slots[s]) : NULL;
-		json_t *o = json_pack("{s:i,s:o,s:o}", "slot", s,
-			"device", j->devices ? json_integer(j->devices[s]) : json_null(),
-			"job", job ? json_string(job->id) : json_null());
-		/* Only for a slot out of service or being checked: the usual
-		 * reply keeps its shape. */
-		if (j->out_reason[s])
-			json_object_set_new(o, "out_of_service", json_string(j->out_reason[s]));
-		else
-			in_service++;
-		if (j->checks[s])
-			json_object_set_new(o, "health_check", json_true());
-		json_array_append_new(slots, o);
-		if (job)
-			json_array_append_new(running, json_string(job->id));
-	}
-	list_each(q, &j->queue)
-		json_array_append_new(queued, json_string(list_item(q, struct job, qlink)->id));
-	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, "queued", queued,
-			  "running", running);
-	if (!in_service && !list_empty(&j->queue))
-		json_object_set_new(reply, "waiting", json_string(
-			"no slot is in service (every gpu failed its health check): "
-			"queued jobs wait until quald restarts"));
-	return reply;
-}
-
-json_t *jobs_list_json(struct jobs *j, int limit)
-{
-	json_t *list = json_array();
-	int i;
-
-	for (i = j->njobs - 1; i >= 0 && (int)json_array_size(list) < limit; i--) {
-		struct job *job = j->all[i];
-		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
-			"job", job->id, "state", state_name(job),
-			"verdict", state_name(job) == jobs__state_names[job->state] ?
-				   str_or_null(job->verdict) : json_null(),
-			"submitted", str_or_null(job->submitted),
-			"finished", str_or_null(job->finished),
-			"baseline", str_or_null(job->args.baseline),
-			"candidate", str_or_null(job->args.candidate));
-
-		job_settings_into(job, o);
-		json_object_set_new(o, "labels", labels_json(job));
-		json_object_set_new(o, "settings", settings_json(job));
-		/* Only for a job whose stored log lost records (recover.c). */
-		if (job->damaged)
-			json_object_set_new(o, "damaged", json_true());
-		json_array_append_new(list, o);
-	}
-	return json_pack("{s:o}", "jobs", list);
 }
 
 /* ---- open ----------------------------------------------------------------------- */
@@ -1055,3 +824,4 @@ void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)
 	}
 	jobs__close_check(j);
 }
+

@@ -4,6 +4,7 @@
  *
  *   jobs.c         the job table, the queue, scheduling, lines into a job's
  *                  log, and the public API that is not below
+ *   jobs_reply.c   the replies about jobs: stored lines, show, status, list
  *   worker.c       one worker process (qual-run): start, stdout and stderr,
  *                  the relay of its lines, and the end of its job
  *   slot_health.c  the GPU health check of a slot
@@ -167,6 +168,12 @@ struct jobs {
 
 /* The time now, UTC, "YYYY-MM-DDTHH:MM:SSZ". */
 void jobs__now(char out[32]);
+
+/* The job of id in the table (borrowed), or NULL. */
+struct job *jobs__job_find(struct jobs *j, const char *id);
+
+/* s as a JSON string (a new reference), or null when s is NULL or "". */
+json_t *jobs__str_or_null(const char *s);
 
 /* A new job of number num, in no table; jobs__job_free() frees one that
  * never went into the table. */

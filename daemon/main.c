@@ -3,7 +3,7 @@
  * See docs/quald.md. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "common/confine.h"
+#include "common/opts.h"
 #include "common/exitcode.h"
 #include "compile/rtc.h"
 #include "daemon/jobs.h"
@@ -89,6 +90,199 @@ out:
 	return tok;
 }
 
+/* What the command line gives quald: what its options set (options[]),
+ * before the defaults are filled in. Strings are borrowed from argv. */
+struct quald_args {
+	struct server_config scfg;
+	struct jobs_config jcfg;
+	const char *socket_path, *state_dir, *worker, *helper, *http_listen;
+	const char *token_file, *group;
+	int devices[MAX_SLOTS], ndevices, slots;
+	bool devices_auto;         /* --devices auto given */
+	bool help, version;
+};
+
+/* "0,1,3" into ordinals; no empty entries, no repeats. */
+static int take_devices(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct quald_args *a = ctx;
+	char *copy = xstrdup(s), *save = NULL, *tok;
+	int n = 0, rc = QUAL_EINVAL;
+	long x;
+
+	a->devices_auto = strcmp(s, "auto") == 0;
+	a->ndevices = 0;
+	if (a->devices_auto) {
+		free(copy);
+		return 0;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_SLOTS) {
+			qual_fail(msg, rc, "--devices lists more than %d devices", MAX_SLOTS);
+			goto out;
+		}
+		if (text_parse_long("--devices entry", tok, 0, 1023, &x, msg) < 0)
+			goto out;
+		for (int i = 0; i < n; i++)
+			if (a->devices[i] == x) {
+				qual_fail(msg, rc, "--devices lists device %ld twice", x);
+				goto out;
+			}
+		a->devices[n++] = (int)x;
+	}
+	if (n == 0) {
+		qual_fail(msg, rc, "--devices must list at least one GPU ordinal, got '%s'", s);
+		goto out;
+	}
+	a->ndevices = n;
+	rc = 0;
+out:
+	free(copy);
+	return rc;
+}
+
+static int take_auth_timeout(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct quald_args *a = ctx;
+	double t;
+
+	if (text_parse_double("--auth-timeout", s, 0.001, 3600, &t, msg) < 0)
+		return QUAL_EINVAL;
+	a->scfg.auth_timeout_ms = t * 1000 < 1 ? 1 : (int)(t * 1000);
+	return 0;
+}
+
+static int take_client_buffer(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct quald_args *a = ctx;
+	long x;
+
+	if (text_parse_long("--client-buffer", s, SERVER_MIN_CLIENT_BUFFER, 1L << 40, &x,
+			    msg) < 0)
+		return QUAL_EINVAL;
+	a->scfg.client_buffer = (size_t)x;
+	return 0;
+}
+
+static int take_group(void *ctx, const char *s, struct qual_msg *msg)
+{
+	if (!*s)
+		return qual_fail(msg, QUAL_EINVAL, "--group must name a group");
+	((struct quald_args *)ctx)->group = s;
+	return 0;
+}
+
+static int take_compile_user(void *ctx, const char *s, struct qual_msg *msg)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (qual_confine_user(s, &uid, &gid, msg) < 0)
+		return QUAL_EINVAL;
+	/* Our own submit checks load the library too. */
+	rtc_set_compile_user(true, uid, gid);
+	((struct quald_args *)ctx)->jcfg.compile_user = s;
+	return 0;
+}
+
+static int take_calibrate_lib(void *ctx, const char *s, struct qual_msg *msg)
+{
+	if (s[0] != '/')
+		return qual_fail(msg, QUAL_EINVAL, "--calibrate-lib must be an absolute path, "
+				 "got '%s'", s);
+	((struct quald_args *)ctx)->jcfg.calibrate_lib = s;
+	return 0;
+}
+
+#define AT(member) offsetof(struct quald_args, member)
+
+/* quald's options, in the order --help lists them. */
+static const struct opts_entry options[] = {
+	{"socket", "PATH", OPTS_STRING, AT(socket_path), .help =
+		"unix socket (default $RUNTIME_DIRECTORY/quald.sock,\n"
+		"else " DEFAULT_RUNTIME_DIR "/" SOCKET_NAME ")"},
+	{"tcp", "PORT", OPTS_INT, AT(scfg.tcp_port), 1, 65535, .help =
+		"also listen on 127.0.0.1:PORT (needs --tcp-token-file)"},
+	{"http", "ADDR:PORT|PATH", OPTS_STRING, AT(http_listen), .help =
+		"serve the read-only dashboard, its API and\n"
+		"/metrics over HTTP on a loopback address\n"
+		"(127.0.0.1:8080, [::1]:8080, localhost:0) or a unix\n"
+		"socket; who may connect as on --socket (docs/http.md)"},
+	{"tcp-token-file", "PATH", OPTS_STRING, AT(token_file), .help =
+		"the token TCP clients must send first; mode\n"
+		"0640 or stricter"},
+	{"group", "NAME", OPTS_CALL, .fn = take_group, .help =
+		"members may use the unix socket, besides root and\n"
+		"quald's user (default " DEFAULT_GROUP ")"},
+	{"state-dir", "DIR", OPTS_STRING, AT(state_dir), .help =
+		"job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")"},
+	{"worker", "PATH", OPTS_STRING, AT(worker), .help = "qual-run (default: beside quald)"},
+	{"compile-helper", "PATH", OPTS_STRING, AT(helper), .help =
+		"qual-compile (default: beside quald)"},
+	{"compile-user", "NAME", OPTS_CALL, .fn = take_compile_user, .help =
+		"run the compile children, which load the libraries\n"
+		"under test, as this unprivileged user (quald must\n"
+		"run as root; docs/service.md, \"Trust model\")"},
+	{"no-cache", NULL, OPTS_FLAG, AT(jcfg.no_cache), .help =
+		"workers compile everything (default: they share\n"
+		"the artifact cache STATE_DIR/cache)"},
+	{"devices", "LIST|auto", OPTS_CALL, .fn = take_devices, .help =
+		"GPU ordinals, one slot each (e.g. 0,1); auto (the\n"
+		"default): every GPU that passes a health check at\n"
+		"start, or one compile-only slot when none is found"},
+	{"slots", "N", OPTS_INT, AT(slots), 1, MAX_SLOTS, .help =
+		"compile-only slots instead of GPUs (not with --devices)"},
+	{"job-timeout", "S", OPTS_REAL, AT(jcfg.job_timeout_s), 1, 1e7, .help =
+		"seconds a job may run before it is killed (default 7200)"},
+	{"calibrate-every", "H", OPTS_REAL, AT(jcfg.calibrate_every_h), 1e-6, 1e5, .help =
+		"queue a calibration of each slot's device whose latest\n"
+		"record is older than H hours (or missing), at start\n"
+		"and then checked every minute (needs --calibrate-lib)"},
+	{"calibrate-lib", "LIB", OPTS_CALL, .fn = take_calibrate_lib, .help =
+		"the compiler library those calibrations run against\n"
+		"itself (an absolute path, checked like a submit's)"},
+	{"calibrate-runs", "N", OPTS_INT, AT(jcfg.calibrate_runs), 1, 100, .help =
+		"A/A runs per scheduled calibration (default 10, 1-100)"},
+	{"calibrator", "PATH", OPTS_STRING, AT(jcfg.calibrator), .help =
+		"qual-calibrate (default: beside quald)"},
+	{"keep-jobs", "N", OPTS_INT, AT(jcfg.keep_jobs), 1, 100000000, .help =
+		"keep only the newest N finished jobs (default: all)"},
+	{"keep-days", "D", OPTS_REAL, AT(jcfg.keep_days), 0.0001, 1e6, .help =
+		"remove finished jobs that ended over D days ago\n"
+		"(default: never); either removes the oldest first,\n"
+		"at start and after each job ends, never a queued\n"
+		"or running job nor the newest one"},
+	/* Taken out of argv before the table is read (policy_args_take), which
+	 * builds the whole list of roots in one place. */
+	{"allow-root", "DIR", OPTS_LISTED, .help =
+		"also accept compiler libraries under DIR (repeatable;\n"
+		"always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
+		"the tree quald runs from)"},
+	{"client-buffer", "B", OPTS_CALL, .fn = take_client_buffer, .help =
+		"bytes of output a client may leave unread before\n"
+		"it is dropped (default 8388608)"},
+	{"slow-grace-ms", "MS", OPTS_INT, AT(scfg.slow_grace_ms), 0, 3600000, .help =
+		"how long a client may stay over --client-buffer\n"
+		"before it is dropped (default 2000)"},
+	{"max-connections", "N", OPTS_INT, AT(scfg.max_connections), 1, 1000000, .help =
+		"unix connections at once, and apart from them\n"
+		"authenticated tcp connections (default 1024)"},
+	{"max-unauthenticated", "N", OPTS_INT, AT(scfg.max_unauth), 1, 1000000, .help =
+		"tcp connections not yet authenticated at\n"
+		"once; a new one closes the oldest (default 64)"},
+	{"auth-timeout", "S", OPTS_CALL, .fn = take_auth_timeout, .help =
+		"seconds a tcp client has to authenticate (default 10)"},
+	{"max-watchers", "N", OPTS_INT, AT(scfg.max_watchers), 1, 1000000, .help =
+		"watching connections at once (default 256)"},
+	{"max-queued", "N", OPTS_INT, AT(scfg.max_queued), 1, 1000000, .help =
+		"jobs waiting in the queue (default 1000)"},
+	{"version", NULL, OPTS_FLAG, AT(version), .stop = true, .help =
+		"print the version and exit"},
+	{"help", NULL, OPTS_FLAG, AT(help), .stop = true, .help = "print this help and exit"},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -97,59 +291,8 @@ static void usage(FILE *f)
 		"The qualification service: queues qualification jobs, runs each in a\n"
 		"worker process (qual-run) on one GPU slot, stores their lines and\n"
 		"streams them to clients (qualctl). See docs/quald.md.\n"
-		"\n"
-		"  --socket PATH        unix socket (default $RUNTIME_DIRECTORY/quald.sock,\n"
-		"                       else " DEFAULT_RUNTIME_DIR "/" SOCKET_NAME ")\n"
-		"  --tcp PORT           also listen on 127.0.0.1:PORT (needs --tcp-token-file)\n"
-		"  --http ADDR:PORT|PATH  serve the read-only dashboard, its API and\n"
-		"                       /metrics over HTTP on a loopback address\n"
-		"                       (127.0.0.1:8080, [::1]:8080, localhost:0) or a unix\n"
-		"                       socket; who may connect as on --socket (docs/http.md)\n"
-		"  --tcp-token-file PATH  the token TCP clients must send first; mode\n"
-		"                       0640 or stricter\n"
-		"  --group NAME         members may use the unix socket, besides root and\n"
-		"                       quald's user (default " DEFAULT_GROUP ")\n"
-		"  --state-dir DIR      job store (default $STATE_DIRECTORY, else " DEFAULT_STATE_DIR ")\n"
-		"  --worker PATH        qual-run (default: beside quald)\n"
-		"  --compile-helper PATH  qual-compile (default: beside quald)\n"
-		"  --compile-user NAME  run the compile children, which load the libraries\n"
-		"                       under test, as this unprivileged user (quald must\n"
-		"                       run as root; docs/service.md, \"Trust model\")\n"
-		"  --no-cache           workers compile everything (default: they share\n"
-		"                       the artifact cache STATE_DIR/cache)\n"
-		"  --devices LIST|auto  GPU ordinals, one slot each (e.g. 0,1); auto (the\n"
-		"                       default): every GPU that passes a health check at\n"
-		"                       start, or one compile-only slot when none is found\n"
-		"  --slots N            compile-only slots instead of GPUs (not with --devices)\n"
-		"  --job-timeout S      seconds a job may run before it is killed (default 7200)\n"
-		"  --calibrate-every H  queue a calibration of each slot's device whose latest\n"
-		"                       record is older than H hours (or missing), at start\n"
-		"                       and then checked every minute (needs --calibrate-lib)\n"
-		"  --calibrate-lib LIB  the compiler library those calibrations run against\n"
-		"                       itself (an absolute path, checked like a submit's)\n"
-		"  --calibrate-runs N   A/A runs per scheduled calibration (default 10, 1-100)\n"
-		"  --calibrator PATH    qual-calibrate (default: beside quald)\n"
-		"  --keep-jobs N        keep only the newest N finished jobs (default: all)\n"
-		"  --keep-days D        remove finished jobs that ended over D days ago\n"
-		"                       (default: never); either removes the oldest first,\n"
-		"                       at start and after each job ends, never a queued\n"
-		"                       or running job nor the newest one\n"
-		"  --allow-root DIR     also accept compiler libraries under DIR (repeatable;\n"
-		"                       always: /usr/lib, /usr/lib64, /usr/local, /opt and\n"
-		"                       the tree quald runs from)\n"
-		"  --client-buffer B    bytes of output a client may leave unread before\n"
-		"                       it is dropped (default 8388608)\n"
-		"  --slow-grace-ms MS   how long a client may stay over --client-buffer\n"
-		"                       before it is dropped (default 2000)\n"
-		"  --max-connections N  unix connections at once, and apart from them\n"
-		"                       authenticated tcp connections (default 1024)\n"
-		"  --max-unauthenticated N  tcp connections not yet authenticated at\n"
-		"                       once; a new one closes the oldest (default 64)\n"
-		"  --auth-timeout S     seconds a tcp client has to authenticate (default 10)\n"
-		"  --max-watchers N     watching connections at once (default 256)\n"
-		"  --max-queued N       jobs waiting in the queue (default 1000)\n"
-		"  --version            print the version and exit\n"
-		"  --help               print this help and exit\n");
+		"\n");
+	opts_help(f, options, sizeof options / sizeof options[0], 23);
 }
 
 /* The first entry of a colon-separated systemd directory list
@@ -176,49 +319,6 @@ static char *find_beside(const char *name)
 		path = NULL;
 	}
 	return path;
-}
-
-/* An option's number, or a usage message on stderr and -1. */
-static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
-{
-	struct qual_msg msg;
-
-	if (text_parse_long(opt, s, lo, hi, out, &msg) < 0) {
-		oplog(LOG_ERR, "%s", msg.text);
-		return -1;
-	}
-	return 0;
-}
-
-/* "0,1,3" into ordinals; no empty entries, no repeats. */
-static int parse_devices(const char *s, int *dev, int max)
-{
-	char *copy = xstrdup(s), *save = NULL, *tok;
-	int n = 0, rc = -1;
-	long x;
-
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == max) {
-			oplog(LOG_ERR, "--devices lists more than %d devices", max);
-			goto out;
-		}
-		if (parse_long("--devices entry", tok, 0, 1023, &x) < 0)
-			goto out;
-		for (int i = 0; i < n; i++)
-			if (dev[i] == x) {
-				oplog(LOG_ERR, "--devices lists device %ld twice", x);
-				goto out;
-			}
-		dev[n++] = (int)x;
-	}
-	if (n == 0) {
-		oplog(LOG_ERR, "--devices must list at least one GPU ordinal, got '%s'", s);
-		goto out;
-	}
-	rc = n;
-out:
-	free(copy);
-	return rc;
 }
 
 /* The daemon's state while the loop runs. */
@@ -314,454 +414,318 @@ static void print_handle(uv_handle_t *h, void *arg)
 		uv_is_closing(h) ? " (closing)" : "");
 }
 
-enum {
-	OPT_SOCKET = 256, OPT_TCP, OPT_STATE_DIR, OPT_WORKER, OPT_HELPER, OPT_DEVICES,
-	OPT_SLOTS, OPT_JOB_TIMEOUT, OPT_CLIENT_BUFFER, OPT_VERSION, OPT_HELP,
-	OPT_TOKEN_FILE, OPT_GROUP, OPT_SLOW_GRACE, OPT_MAX_CONNECTIONS, OPT_MAX_WATCHERS,
-	OPT_MAX_QUEUED, OPT_MAX_UNAUTH, OPT_AUTH_TIMEOUT, OPT_COMPILE_USER, OPT_NO_CACHE,
-	OPT_CALIBRATOR, OPT_CALIBRATE_EVERY, OPT_CALIBRATE_LIB, OPT_CALIBRATE_RUNS,
-	OPT_KEEP_JOBS, OPT_KEEP_DAYS, OPT_HTTP,
-};
-
 /* Descriptors quald holds besides its connections: per slot a running
  * job's worker pipes and log and its slot's health check, and a margin for
  * the store, the listeners, the submit checks' children and libuv. */
 #define FDS_PER_SLOT 16
 #define FDS_MARGIN 64
 
-/* An option that takes an integer: its range, and the int it sets. */
-struct int_option {
-	int opt;
-	const char *name;
-	long lo, hi;
-	int *to;
-};
-
-/* When opt is one of the n in opts, parses arg into its int. Returns 1 when
- * it was one, 0 when not, -1 after saying why arg is not a value of it. */
-static int int_option(const struct int_option *opts, size_t n, int opt, const char *arg)
+/* Reads the command line into a (which holds the defaults). Returns -1 to
+ * go on, else the exit status (--help, --version, a usage error).
+ * --allow-root's list (a->jcfg.allow_roots) is a new array for
+ * policy_roots_free. */
+static int args_read(struct quald_args *a, int argc, char **argv)
 {
-	long x;
-
-	for (size_t i = 0; i < n; i++) {
-		if (opts[i].opt != opt)
-			continue;
-		if (parse_long(opts[i].name, arg, opts[i].lo, opts[i].hi, &x) < 0)
-			return -1;
-		*opts[i].to = (int)x;
-		return 1;
-	}
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"socket", required_argument, NULL, OPT_SOCKET},
-		{"tcp", required_argument, NULL, OPT_TCP},
-		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
-		{"worker", required_argument, NULL, OPT_WORKER},
-		{"compile-helper", required_argument, NULL, OPT_HELPER},
-		{"devices", required_argument, NULL, OPT_DEVICES},
-		{"slots", required_argument, NULL, OPT_SLOTS},
-		{"job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT},
-		{"client-buffer", required_argument, NULL, OPT_CLIENT_BUFFER},
-		{"tcp-token-file", required_argument, NULL, OPT_TOKEN_FILE},
-		{"group", required_argument, NULL, OPT_GROUP},
-		{"compile-user", required_argument, NULL, OPT_COMPILE_USER},
-		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
-		{"calibrator", required_argument, NULL, OPT_CALIBRATOR},
-		{"calibrate-every", required_argument, NULL, OPT_CALIBRATE_EVERY},
-		{"calibrate-lib", required_argument, NULL, OPT_CALIBRATE_LIB},
-		{"calibrate-runs", required_argument, NULL, OPT_CALIBRATE_RUNS},
-		{"keep-jobs", required_argument, NULL, OPT_KEEP_JOBS},
-		{"http", required_argument, NULL, OPT_HTTP},
-		{"keep-days", required_argument, NULL, OPT_KEEP_DAYS},
-		{"slow-grace-ms", required_argument, NULL, OPT_SLOW_GRACE},
-		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-		{"max-watchers", required_argument, NULL, OPT_MAX_WATCHERS},
-		{"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
-		{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTH},
-		{"auth-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"help", no_argument, NULL, OPT_HELP},
-		{NULL, 0, NULL, 0},
-	};
-	struct server_config scfg = {.tcp_port = -1,
-				     .slow_grace_ms = SERVER_DEFAULT_SLOW_GRACE_MS};
-	const char *token_file = NULL, *group = DEFAULT_GROUP;
-	char *token = NULL;
-	struct group *gr;
-	struct jobs_config jcfg = {0};
-	char *socket_path = NULL, *state_dir = NULL, *worker = NULL, *helper = NULL, **path;
-	char *http_listen = NULL;
-	int devices[MAX_SLOTS], ndevices = 0, *listen_fds = NULL;
-	int slots = 0;
-	bool devices_auto = false; /* --devices auto given */
-	char no_gpu[PATH_MAX + 256] = ""; /* why detection found none */
-	long x;
-	double job_timeout = DEFAULT_JOB_TIMEOUT_S;
-	struct daemon d = {0};
+	char **allow_roots;
 	struct qual_msg msg = {{0}};
-	int rc, opt, nfds, status = QUAL_EXIT_ERROR;
-	const struct int_option ints[] = {
-		{OPT_TCP, "--tcp", 1, 65535, &scfg.tcp_port},
-		{OPT_SLOTS, "--slots", 1, MAX_SLOTS, &slots},
-		{OPT_SLOW_GRACE, "--slow-grace-ms", 0, 3600000, &scfg.slow_grace_ms},
-		{OPT_MAX_CONNECTIONS, "--max-connections", 1, 1000000, &scfg.max_connections},
-		{OPT_MAX_WATCHERS, "--max-watchers", 1, 1000000, &scfg.max_watchers},
-		{OPT_MAX_QUEUED, "--max-queued", 1, 1000000, &scfg.max_queued},
-		{OPT_MAX_UNAUTH, "--max-unauthenticated", 1, 1000000, &scfg.max_unauth},
-	};
-
-	/* Nothing a compile child runs may reach our descriptors or memory
-	 * (confine.h). */
-	qual_confine_nondumpable("quald");
-	qual_confine_userns_probe("quald");
+	int nallow_roots, first;
 
 	/* Library policy (policy.h): --allow-root DIR, taken out of argv before
-	 * getopt sees it; the defaults apply with or without it. Static: kept
-	 * (reachable) until exit. */
-	{
-		static char **allow_roots;
-		int nallow_roots;
-
-		if (policy_args_take(&argc, argv, &allow_roots, &nallow_roots, &msg) < 0) {
-			oplog(LOG_ERR, "%s", msg.text);
-			return QUAL_EXIT_USAGE;
-		}
-		jcfg.allow_roots = (const char *const *)allow_roots;
-		jcfg.nallow_roots = nallow_roots;
+	 * the table is read; the defaults apply with or without it. */
+	if (policy_args_take(&argc, argv, &allow_roots, &nallow_roots, &msg) < 0) {
+		oplog(LOG_ERR, "%s", msg.text);
+		return QUAL_EXIT_USAGE;
 	}
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		rc = int_option(ints, sizeof ints / sizeof ints[0], opt, optarg);
-		if (rc < 0)
-			goto usage;
-		if (rc > 0)
-			continue;
-		/* The options that name a file; the last one given counts. */
-		path = opt == OPT_SOCKET ? &socket_path : opt == OPT_STATE_DIR ? &state_dir :
-		       opt == OPT_WORKER ? &worker : opt == OPT_HELPER ? &helper :
-		       opt == OPT_HTTP ? &http_listen : NULL;
-		if (path) {
-			free(*path);
-			*path = xstrdup(optarg);
-			continue;
-		}
-		switch (opt) {
-		case OPT_DEVICES:
-			devices_auto = strcmp(optarg, "auto") == 0;
-			ndevices = devices_auto ? 0 : parse_devices(optarg, devices, MAX_SLOTS);
-			if (ndevices < 0)
-				goto usage;
-			break;
-		case OPT_JOB_TIMEOUT:
-			if (text_parse_double("--job-timeout", optarg, 1, 1e7, &job_timeout,
-					      &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			break;
-		case OPT_AUTH_TIMEOUT: {
-			double t;
-
-			if (text_parse_double("--auth-timeout", optarg, 0.001, 3600, &t, &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			scfg.auth_timeout_ms = t * 1000 < 1 ? 1 : (int)(t * 1000);
-			break;
-		}
-		case OPT_CLIENT_BUFFER:
-			if (parse_long("--client-buffer", optarg, SERVER_MIN_CLIENT_BUFFER,
-				       1L << 40, &x) < 0)
-				goto usage;
-			scfg.client_buffer = (size_t)x;
-			break;
-		case OPT_TOKEN_FILE:
-			token_file = optarg;
-			break;
-		case OPT_GROUP:
-			if (!*optarg) {
-				oplog(LOG_ERR, "--group must name a group");
-				goto usage;
-			}
-			group = optarg;
-			break;
-		case OPT_COMPILE_USER: {
-			uid_t uid;
-			gid_t gid;
-
-			if (qual_confine_user(optarg, &uid, &gid, &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			/* Our own submit checks load the library too. */
-			rtc_set_compile_user(true, uid, gid);
-			jcfg.compile_user = optarg;
-			break;
-		}
-		case OPT_NO_CACHE:
-			jcfg.no_cache = true;
-			break;
-		case OPT_CALIBRATOR:
-			jcfg.calibrator = optarg;
-			break;
-		case OPT_CALIBRATE_EVERY:
-			if (text_parse_double("--calibrate-every", optarg, 1e-6, 1e5,
-					      &jcfg.calibrate_every_h, &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			break;
-		case OPT_CALIBRATE_LIB:
-			if (optarg[0] != '/') {
-				oplog(LOG_ERR, "--calibrate-lib must be an absolute path, "
-					"got '%s'", optarg);
-				goto usage;
-			}
-			jcfg.calibrate_lib = optarg;
-			break;
-		case OPT_CALIBRATE_RUNS: {
-			long runs;
-
-			if (text_parse_long("--calibrate-runs", optarg, 1, 100, &runs, &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			jcfg.calibrate_runs = (int)runs;
-			break;
-		}
-		case OPT_KEEP_JOBS: {
-			long n;
-
-			if (text_parse_long("--keep-jobs", optarg, 1, 100000000, &n, &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			jcfg.keep_jobs = (int)n;
-			break;
-		}
-		case OPT_KEEP_DAYS:
-			if (text_parse_double("--keep-days", optarg, 0.0001, 1e6, &jcfg.keep_days,
-					      &msg) < 0) {
-				oplog(LOG_ERR, "%s", msg.text);
-				goto usage;
-			}
-			break;
-		case OPT_VERSION:
-			printf("quald %s\n", QUAL_VERSION);
-			status = QUAL_EXIT_PASS;
-			goto out;
-		case OPT_HELP:
-			usage(stdout);
-			status = QUAL_EXIT_PASS;
-			goto out;
-		default:
+	a->jcfg.allow_roots = (const char *const *)allow_roots;
+	a->jcfg.nallow_roots = nallow_roots;
+	first = opts_parse(options, sizeof options / sizeof options[0], argc, argv, a, &msg);
+	if (first < 0) {
+		oplog(LOG_ERR, "%s", msg.text);
+		if (first == QUAL_ENOENT)
 			usage(stderr);
-			goto usage;
-		}
+		return QUAL_EXIT_USAGE;
 	}
-	if (optind < argc) {
-		oplog(LOG_ERR, "unexpected argument '%s'", argv[optind]);
+	if (a->version || a->help) {
+		if (a->version)
+			printf("quald %s\n", QUAL_VERSION);
+		else
+			usage(stdout);
+		return QUAL_EXIT_PASS;
+	}
+	if (first < argc) {
+		oplog(LOG_ERR, "unexpected argument '%s'", argv[first]);
 		usage(stderr);
-		goto usage;
+		return QUAL_EXIT_USAGE;
 	}
-	if (scfg.tcp_port >= 0 && !token_file) {
+	if (a->scfg.tcp_port >= 0 && !a->token_file) {
 		oplog(LOG_ERR, "--tcp needs --tcp-token-file: tcp clients must "
 			"authenticate with a token");
-		goto usage;
+		return QUAL_EXIT_USAGE;
 	}
-	if (token_file) {
-		token = read_token(token_file);
-		if (!token)
-			goto usage;
-		scfg.tcp_token = token;
+	if (a->slots && (a->ndevices || a->devices_auto)) {
+		oplog(LOG_ERR, "--slots and --devices cannot be combined: each device is one slot");
+		return QUAL_EXIT_USAGE;
+	}
+	if (a->jcfg.calibrate_every_h > 0 && !a->jcfg.calibrate_lib) {
+		oplog(LOG_ERR, "--calibrate-every needs --calibrate-lib");
+		return QUAL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* What quald found or made for itself from its arguments; freed at exit. */
+struct quald_owned {
+	char *token, *socket_path, *state_dir, *worker, *helper;
+	int *listen_fds;
+};
+
+/* The token, the group, the paths not given (the environment's, else the
+ * defaults, else beside quald) and the sockets systemd hands over. Returns
+ * -1 to go on, else the exit status. */
+static int args_settle(struct quald_args *a, struct quald_owned *o, struct daemon *d)
+{
+	struct server_config *scfg = &a->scfg;
+	struct qual_msg msg = {{0}};
+	struct group *gr;
+	int nfds;
+
+	if (a->token_file) {
+		o->token = read_token(a->token_file);
+		if (!o->token)
+			return QUAL_EXIT_USAGE;
+		scfg->tcp_token = o->token;
 	}
 	/* Resolved once, at start: a group created later needs a restart. */
-	scfg.group_name = group;
+	scfg->group_name = a->group;
 	errno = 0;
-	gr = getgrnam(group);
+	gr = getgrnam(a->group);
 	if (gr) {
-		scfg.has_group = true;
-		scfg.allow_gid = (unsigned)gr->gr_gid;
+		scfg->has_group = true;
+		scfg->allow_gid = (unsigned)gr->gr_gid;
 	} else {
 		oplog(LOG_WARNING, "group '%s' does not exist: only root and quald's "
-			"user may use the socket", group);
+			"user may use the socket", a->group);
 	}
-	if (slots && (ndevices || devices_auto)) {
-		oplog(LOG_ERR, "--slots and --devices cannot be combined: each device is one slot");
-		goto usage;
-	}
-
-	if (!socket_path) {
+	if (a->socket_path) {
+		o->socket_path = xstrdup(a->socket_path);
+	} else {
 		char *dir = first_dir("RUNTIME_DIRECTORY");
 
-		if (asprintf(&socket_path, "%s/%s", dir ? dir : DEFAULT_RUNTIME_DIR, SOCKET_NAME) < 0)
+		if (asprintf(&o->socket_path, "%s/%s", dir ? dir : DEFAULT_RUNTIME_DIR,
+			     SOCKET_NAME) < 0)
 			abort();
 		if (!dir && mkdir(DEFAULT_RUNTIME_DIR, 0755) < 0 && errno != EEXIST)
 			oplog(LOG_ERR, "cannot create '%s': %s", DEFAULT_RUNTIME_DIR,
 				strerror(errno));
 		free(dir);
 	}
-	if (!state_dir && !(state_dir = first_dir("STATE_DIRECTORY")))
-		state_dir = xstrdup(DEFAULT_STATE_DIR);
-	if (!worker && !(worker = find_beside("qual-run"))) {
+	o->state_dir = a->state_dir ? xstrdup(a->state_dir) : first_dir("STATE_DIRECTORY");
+	if (!o->state_dir)
+		o->state_dir = xstrdup(DEFAULT_STATE_DIR);
+	o->worker = a->worker ? xstrdup(a->worker) : find_beside("qual-run");
+	if (!o->worker) {
 		oplog(LOG_ERR, "cannot find qual-run beside quald: use --worker");
-		goto usage;
+		return QUAL_EXIT_USAGE;
 	}
-	if (jcfg.calibrate_every_h > 0 && !jcfg.calibrate_lib) {
-		oplog(LOG_ERR, "--calibrate-every needs --calibrate-lib");
-		goto usage;
-	}
-	if (!helper && !(helper = find_beside("qual-compile"))) {
+	o->helper = a->helper ? xstrdup(a->helper) : find_beside("qual-compile");
+	if (!o->helper) {
 		oplog(LOG_ERR, "cannot find qual-compile beside quald: use --compile-helper");
-		goto usage;
+		return QUAL_EXIT_USAGE;
 	}
 
 	/* Before anything can fork: the systemd variables are ours alone. */
-	if (sd_notifier_init(&d.sd, &msg) < 0)
+	if (sd_notifier_init(&d->sd, &msg) < 0)
 		oplog(LOG_ERR, "%s", msg.text);
 	nfds = sd_listen_fds(&msg);
 	if (nfds < 0) {
 		oplog(LOG_ERR, "%s", msg.text);
-		goto usage;
+		return QUAL_EXIT_USAGE;
 	}
 	if (nfds > 0) {
-		listen_fds = xcalloc((size_t)nfds, sizeof *listen_fds);
+		o->listen_fds = xcalloc((size_t)nfds, sizeof *o->listen_fds);
 		for (int i = 0; i < nfds; i++)
-			listen_fds[i] = SD_LISTEN_FDS_START + i;
-		scfg.listen_fds = listen_fds;
-		scfg.nlisten_fds = nfds;
+			o->listen_fds[i] = SD_LISTEN_FDS_START + i;
+		scfg->listen_fds = o->listen_fds;
+		scfg->nlisten_fds = nfds;
 		oplog(LOG_INFO, "listening on %d socket%s from the service manager",
 			nfds, nfds == 1 ? "" : "s");
 	} else {
-		scfg.socket_path = socket_path;
+		scfg->socket_path = o->socket_path;
 	}
+	return -1;
+}
 
-	/* --devices auto, the default unless --slots or a list says otherwise:
-	 * the GPUs are found by the worker's health check in children (quald
-	 * never loads a GPU runtime), before the loop runs. */
-	devices_auto |= !slots && !ndevices;
-	if (devices_auto) {
-		ndevices = jobs_find_gpus(worker, devices, MAX_SLOTS, no_gpu, sizeof no_gpu);
-		if (ndevices == 0)
+/* The slots: --devices auto, the default unless --slots or a list says
+ * otherwise, finds the GPUs by the worker's health check in children
+ * (quald never loads a GPU runtime), before the loop runs. Then the jobs
+ * module's configuration is complete. */
+static void slots_settle(struct quald_args *a, const struct quald_owned *o,
+			 struct daemon *d)
+{
+	struct jobs_config *jcfg = &a->jcfg;
+	char no_gpu[PATH_MAX + 256] = ""; /* why detection found none */
+
+	a->devices_auto |= !a->slots && !a->ndevices;
+	if (a->devices_auto) {
+		a->ndevices = jobs_find_gpus(o->worker, a->devices, MAX_SLOTS, no_gpu,
+					     sizeof no_gpu);
+		if (a->ndevices == 0)
 			oplog(LOG_WARNING, "no GPU found (%s): compile-only slots", no_gpu);
 	}
-
-	/* A client that goes away mid-write is an EPIPE, not a signal. */
-	signal(SIGPIPE, SIG_IGN);
-
-	jcfg.state_dir = state_dir;
-	jcfg.worker = worker;
-	jcfg.compile_helper = helper;
-	jcfg.nslots = ndevices ? ndevices : (slots ? (int)slots : 1);
-	jcfg.devices = ndevices ? devices : NULL;
-	jcfg.no_gpu_because = devices_auto ? "no GPU found: compile-only slots" :
-			      "quald runs compile-only slots (--slots)";
-	jcfg.job_timeout_s = job_timeout;
-	jcfg.submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
+	jcfg->state_dir = o->state_dir;
+	jcfg->worker = o->worker;
+	jcfg->compile_helper = o->helper;
+	jcfg->nslots = a->ndevices ? a->ndevices : (a->slots ? a->slots : 1);
+	jcfg->devices = a->ndevices ? a->devices : NULL;
+	jcfg->no_gpu_because = a->devices_auto ? "no GPU found: compile-only slots" :
+			       "quald runs compile-only slots (--slots)";
+	jcfg->submit_check_timeout_s = SUBMIT_CHECK_TIMEOUT_S;
 	/* What a worker leaves behind is quald's to kill (children.h). */
-	jcfg.adopt_orphans = true;
-	scfg.jobs = &jcfg;
-	scfg.on_status = on_status;
-	scfg.status_ctx = &d;
+	jcfg->adopt_orphans = true;
+	a->scfg.jobs = jcfg;
+	a->scfg.on_status = on_status;
+	a->scfg.status_ctx = d;
+}
 
-	/* Room for the connection limits in the open file limit (server.h). */
-	rc = server_fit_files(&scfg, jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN +
-			      (http_listen ? HTTP_MAX_CONNECTIONS + 1 : 0), &msg);
-	if (rc < 0) {
-		oplog(LOG_ERR, "%s", msg.text);
-		goto out;
-	}
-	if (rc > 0)
-		oplog(LOG_ERR, "%s", msg.text);
+/* Opens the HTTP endpoint (--http) and the server on d's loop, and the
+ * signals that stop them. Returns 0, or -1 after saying why (and after
+ * letting what was opened close). */
+static int daemon_open(struct daemon *d, struct quald_args *a)
+{
+	struct qual_msg msg = {{0}};
+	int rc;
 
-	rc = uv_loop_init(&d.loop);
-	if (rc < 0) {
-		oplog(LOG_ERR, "cannot start the event loop: %s", uv_strerror(rc));
-		goto out;
-	}
-	if (http_listen) {
+	if (a->http_listen) {
 		struct http_config hcfg = {
-			.listen = http_listen,
-			.rule = {scfg.has_group, scfg.allow_gid, scfg.group_name},
+			.listen = a->http_listen,
+			.rule = {a->scfg.has_group, a->scfg.allow_gid, a->scfg.group_name},
 		};
 
-		rc = http_open(&d.loop, &hcfg, &d.http, &msg);
+		rc = http_open(&d->loop, &hcfg, &d->http, &msg);
 		if (rc < 0) {
 			oplog(LOG_ERR, "%s", msg.text);
-			uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
-			goto close_loop;
+			uv_run(&d->loop, UV_RUN_DEFAULT); /* let what was opened close */
+			return -1;
 		}
 	}
-	rc = server_open(&d.loop, &scfg, &d.srv, &msg);
+	rc = server_open(&d->loop, &a->scfg, &d->srv, &msg);
 	if (rc < 0) {
 		oplog(LOG_ERR, "%s", msg.text);
-		if (d.http)
-			http_close(d.http, NULL, NULL);
-		uv_run(&d.loop, UV_RUN_DEFAULT); /* let what was opened close */
-		http_free(d.http);
-		goto close_loop;
+		if (d->http)
+			http_close(d->http, NULL, NULL);
+		uv_run(&d->loop, UV_RUN_DEFAULT); /* let what was opened close */
+		http_free(d->http);
+		return -1;
 	}
-	if (d.http) {
-		http_attach(d.http, server_jobs(d.srv), daemon_server_stats, &d);
-		server_set_line_hook(d.srv, on_line, &d);
+	if (d->http) {
+		http_attach(d->http, server_jobs(d->srv), daemon_server_stats, d);
+		server_set_line_hook(d->srv, on_line, d);
 	}
-	uv_signal_init(&d.loop, &d.sigterm);
-	uv_signal_init(&d.loop, &d.sigint);
-	uv_signal_init(&d.loop, &d.sighup);
-	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
-	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	uv_signal_init(&d->loop, &d->sigterm);
+	uv_signal_init(&d->loop, &d->sigint);
+	uv_signal_init(&d->loop, &d->sighup);
+	d->sigterm.data = d->sigint.data = d->sighup.data = d;
+	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->sigint, on_signal, SIGINT);
 	/* SIGHUP (a closed terminal, a reload by hand) stops in order like
 	 * SIGTERM: quald has nothing to reload, and the default action would
 	 * leave the socket and a running job behind (docs/quald.md). */
-	uv_signal_start(&d.sighup, on_signal, SIGHUP);
+	uv_signal_start(&d->sighup, on_signal, SIGHUP);
+	return 0;
+}
 
-	if (scfg.socket_path)
-		fprintf(stderr, "quald %s: listening on '%s'", QUAL_VERSION, scfg.socket_path);
+/* The operator's line that quald is up, and READY=1 for systemd. */
+static void daemon_ready(struct daemon *d, const struct quald_args *a)
+{
+	const struct jobs_config *jcfg = &a->jcfg;
+	char text[128];
+
+	if (a->scfg.socket_path)
+		fprintf(stderr, "quald %s: listening on '%s'", QUAL_VERSION, a->scfg.socket_path);
 	else
 		fprintf(stderr, "quald %s: listening", QUAL_VERSION);
-	if (server_tcp_port(d.srv) > 0)
-		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d.srv));
-	if (d.http)
-		fprintf(stderr, "; http on %s", http_where(d.http));
-	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", state_dir, jcfg.nslots,
-		ndevices ? "gpu" : "compile-only", jcfg.nslots == 1 ? "" : "s",
-		!devices_auto ? "" : ndevices ? " (gpus found by --devices auto)" :
+	if (server_tcp_port(d->srv) > 0)
+		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d->srv));
+	if (d->http)
+		fprintf(stderr, "; http on %s", http_where(d->http));
+	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", jcfg->state_dir, jcfg->nslots,
+		a->ndevices ? "gpu" : "compile-only", jcfg->nslots == 1 ? "" : "s",
+		!a->devices_auto ? "" : a->ndevices ? " (gpus found by --devices auto)" :
 		" (no GPU found: compile-only slots)");
-	{
-		char text[128];
+	snprintf(text, sizeof text, "READY=1\nSTATUS=%s", d->status);
+	d->ready = true;
+	notify(d, text, true);
+}
 
-		snprintf(text, sizeof text, "READY=1\nSTATUS=%s", d.status);
-		d.ready = true;
-		notify(&d, text, true);
+/* Runs quald until a signal stops it; returns the exit status. */
+static int daemon_run(struct daemon *d, struct quald_args *a)
+{
+	struct qual_msg msg = {{0}};
+	int rc, status = QUAL_EXIT_ERROR;
+
+	/* Room for the connection limits in the open file limit (server.h). */
+	rc = server_fit_files(&a->scfg, a->jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN +
+			      (a->http_listen ? HTTP_MAX_CONNECTIONS + 1 : 0), &msg);
+	if (rc < 0) {
+		oplog(LOG_ERR, "%s", msg.text);
+		return QUAL_EXIT_ERROR;
 	}
-
-	uv_run(&d.loop, UV_RUN_DEFAULT);
-	http_free(d.http);
-	status = QUAL_EXIT_PASS;
-close_loop:
-	rc = uv_loop_close(&d.loop);
+	if (rc > 0)
+		oplog(LOG_ERR, "%s", msg.text);
+	rc = uv_loop_init(&d->loop);
+	if (rc < 0) {
+		oplog(LOG_ERR, "cannot start the event loop: %s", uv_strerror(rc));
+		return QUAL_EXIT_ERROR;
+	}
+	if (daemon_open(d, a) == 0) {
+		daemon_ready(d, a);
+		uv_run(&d->loop, UV_RUN_DEFAULT);
+		http_free(d->http);
+		status = QUAL_EXIT_PASS;
+	}
+	rc = uv_loop_close(&d->loop);
 	if (rc != 0) {
 		oplog(LOG_ERR, "the event loop did not close cleanly: %s",
 			uv_strerror(rc));
-		uv_walk(&d.loop, print_handle, NULL);
+		uv_walk(&d->loop, print_handle, NULL);
 		status = QUAL_EXIT_ERROR;
 	} else if (status == QUAL_EXIT_PASS) {
 		oplog(LOG_NOTICE, "stopped");
 	}
-	goto out;
-usage:
-	status = QUAL_EXIT_USAGE;
-out:
-	free(listen_fds);
-	free(socket_path);
-	free(http_listen);
-	free(state_dir);
-	free(worker);
-	free(helper);
-	free(token);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct quald_args a = {
+		.scfg = {.tcp_port = -1, .slow_grace_ms = SERVER_DEFAULT_SLOW_GRACE_MS},
+		.jcfg = {.job_timeout_s = DEFAULT_JOB_TIMEOUT_S},
+		.group = DEFAULT_GROUP,
+	};
+	struct quald_owned o = {0};
+	struct daemon d = {0};
+	int status;
+
+	/* Nothing a compile child runs may reach our descriptors or memory
+	 * (confine.h). */
+	qual_confine_nondumpable("quald");
+	qual_confine_userns_probe("quald");
+
+	status = args_read(&a, argc, argv);
+	if (status < 0)
+		status = args_settle(&a, &o, &d);
+	if (status < 0) {
+		slots_settle(&a, &o, &d);
+		/* A client that goes away mid-write is an EPIPE, not a signal. */
+		signal(SIGPIPE, SIG_IGN);
+		status = daemon_run(&d, &a);
+	}
+	free(o.listen_fds);
+	free(o.socket_path);
+	free(o.state_dir);
+	free(o.worker);
+	free(o.helper);
+	free(o.token);
+	policy_roots_free((char **)a.jcfg.allow_roots);
 	return status;
 }

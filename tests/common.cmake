@@ -1,7 +1,7 @@
 # common/: the modules every layer uses, each against its own test file in
-# tests/unit/common/ (child, text, fsutil, lines, xalloc). Real processes,
+# tests/unit/common/ (child, text, opts, fsutil, lines, xalloc). Real processes,
 # pipes and files under /tmp; no GPU, no network.
-foreach(t child text fsutil lines xalloc)
+foreach(t child text opts fsutil lines xalloc)
   qual_unit_tests(test_common_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/common/test_${t}.c
                   LABEL unit PREFIX common_${t} TIMEOUT 60 LIBS qual_common)
 endforeach()

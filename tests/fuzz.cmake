@@ -6,7 +6,7 @@
 #   fuzz_relay    a worker's stdout: the relay of its lines (daemon/relay.c)
 #   fuzz_manifest a user fixture's DIR/fixture.json (fixtures/manifest.c)
 #   fuzz_http     an HTTP client's bytes: quald's HTTP endpoint
-#                 (daemon/http.c, metrics.c) on H2O, over a real jobs module
+#                 (daemon/http*.c, metrics.c) on H2O, over a real jobs module
 #
 # With -DQUAL_FUZZ=ON (clang only) each target is a libFuzzer binary with
 # ASan and UBSan, and ctest runs it for QUAL_FUZZ_SECONDS on its seed corpus
@@ -34,6 +34,8 @@ set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c ${PROJECT_SOURCE
 # The endpoint itself is compiled into its target; the jobs module and what
 # it stands on come from quald's library (not instrumented).
 set(QUAL_FUZZ_DRIVES_http ${PROJECT_SOURCE_DIR}/daemon/http.c
+    ${PROJECT_SOURCE_DIR}/daemon/http_respond.c ${PROJECT_SOURCE_DIR}/daemon/http_api.c
+    ${PROJECT_SOURCE_DIR}/daemon/http_events.c
     ${PROJECT_SOURCE_DIR}/daemon/metrics.c ${PROJECT_SOURCE_DIR}/daemon/peer.c
     ${PROJECT_SOURCE_DIR}/daemon/listen.c)
 set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c

@@ -1,11 +1,12 @@
-# The daemon's job queue and state directory (daemon/jobs.c, daemon/store.c):
+# The daemon's job queue and state directory (daemon/jobs*.c, daemon/store*.c):
 # unit tests with a real libuv loop and fake workers (tests/tools/fake_worker.sh).
 
 # The store alone: its own source and the operator's log, nothing else of
 # the daemon.
 qual_unit_tests(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_store.c
                 LABEL unit TIMEOUT 30
-                SOURCES ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
+                SOURCES ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/store_log.c
+                        ${PROJECT_SOURCE_DIR}/daemon/oplog.c
                 LIBS qual_common PkgConfig::JANSSON OpenSSL::Crypto)
 
 # Jobs: a real loop, fake workers and a fake compile helper (the folder name

@@ -1,0 +1,327 @@
+/* quald's HTTP endpoint: event streams (server-sent events), H2O generators
+ * fed from the server's fan-out (http_on_line) (http_internal.h). */
+#include "daemon/http_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+
+static void stream_put(struct stream *st, const char *s, size_t len)
+{
+	if (st->outlen + len > st->outcap) {
+		while (st->outlen + len > st->outcap)
+			st->outcap = st->outcap ? st->outcap * 2 : 16 << 10;
+		st->out = xrealloc(st->out, st->outcap);
+	}
+	memcpy(st->out + st->outlen, s, len);
+	st->outlen += len;
+}
+
+/* One line as an event: "id: SEQ" (job streams) and "data: LINE". */
+static void stream_event(struct stream *st, long seq, const char *line, size_t len)
+{
+	char id[48];
+
+	if (seq >= 0) {
+		int n = snprintf(id, sizeof id, "id: %ld\n", seq);
+
+		stream_put(st, id, (size_t)n);
+	}
+	stream_put(st, "data: ", 6);
+	stream_put(st, line, len);
+	stream_put(st, "\n\n", 2);
+}
+
+static void stream_end_event(struct stream *st)
+{
+	stream_put(st, "event: end\ndata: {}\n\n", 21);
+	st->final = true;
+}
+
+/* Hands what waits to H2O, unless a send is in flight (then proceed does). */
+void http__stream_flush(struct stream *st)
+{
+	h2o_iovec_t buf;
+
+	if (st->sending || st->ended)
+		return;
+	if (st->drop) {
+		st->ended = true;
+		h2o_send(st->req, NULL, 0, H2O_SEND_STATE_ERROR);
+		return;
+	}
+	if (!st->outlen && !st->final)
+		return;
+	free(st->inflight);
+	st->inflight = st->out;
+	buf = h2o_iovec_init(st->out, st->outlen);
+	st->out = NULL;
+	st->outlen = st->outcap = 0;
+	st->sending = true;
+	if (st->final)
+		st->ended = true;
+	h2o_send(st->req, &buf, buf.len ? 1 : 0,
+		 st->final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void stream_proceed(h2o_generator_t *g, h2o_req_t *req)
+{
+	struct stream *st = (struct stream *)g;
+
+	(void)req;
+	st->sending = false;
+	free(st->inflight);
+	st->inflight = NULL;
+	http__stream_flush(st);
+}
+
+static void stream_stop(h2o_generator_t *g, h2o_req_t *req)
+{
+	(void)req;
+	((struct stream *)g)->ended = true;
+}
+
+static void stream_dispose(void *p)
+{
+	struct stream *st = p;
+	struct http *h = st->http;
+
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		h->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	h->st.streams--;
+	free(st->out);
+	free(st->inflight);
+}
+
+/* Ends a stream whose client does not read. */
+static void stream_check(struct stream *st)
+{
+	if (st->outlen > HTTP_STREAM_MAX_PENDING && !st->drop) {
+		st->drop = true;
+		free(st->out);
+		st->out = NULL;
+		st->outlen = st->outcap = 0;
+		st->http->st.streams_dropped++;
+	}
+}
+
+static struct stream *stream_start(struct http *h, h2o_req_t *req, const char *job)
+{
+	struct stream *st = h2o_mem_alloc_shared(&req->pool, sizeof *st, stream_dispose);
+
+	memset(st, 0, sizeof *st);
+	st->gen.proceed = stream_proceed;
+	st->gen.stop = stream_stop;
+	st->req = req;
+	st->http = h;
+	st->seq = -1;
+	snprintf(st->job, sizeof st->job, "%s", job ? job : "");
+	st->next = h->streams;
+	if (h->streams)
+		h->streams->prev = st;
+	h->streams = st;
+	h->st.streams++;
+	h->st.requests++;
+	req->res.status = 200;
+	req->res.reason = "OK";
+	req->http1_is_persistent = 0;
+	http__add_header(req, H2O_TOKEN_CONTENT_TYPE, "text/event-stream; charset=utf-8");
+	http__add_header(req, H2O_TOKEN_CACHE_CONTROL, "no-store");
+	h2o_start_response(req, &st->gen);
+	/* The first bytes go at once, so that the client sees the stream open. */
+	stream_put(st, ": qual\n\n", 8);
+	return st;
+}
+
+/* A stored line of a job stream's replay: its seq (for the event's id) and
+ * whether it is the verdict line. */
+struct replay {
+	struct stream *st;
+	bool verdict;
+};
+
+/* A stored line's seq: quald puts "job" and "seq" last in every line it
+ * relays (daemon/relay.c), so it is read from the end; a line that does not
+ * end so is parsed whole. -1 when it has none. */
+static long line_seq(const char *line, size_t len)
+{
+	static const char key[] = ",\"seq\":";
+	const char *p = line + len;
+	json_t *o, *seq;
+	long v = -1;
+
+	while (p > line && p[-1] != ':')
+		p--;
+	if (p - line >= (long)sizeof key - 1 && !memcmp(p - (sizeof key - 1), key, sizeof key - 1) &&
+	    len > 1 && line[len - 1] == '}') {
+		char *end;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (!errno && end == line + len - 1 && v >= 0)
+			return v;
+	}
+	o = json_loadb(line, len, 0, NULL);
+	seq = json_object_get(o, "seq");
+	v = json_is_integer(seq) ? (long)json_integer_value(seq) : -1;
+	json_decref(o);
+	return v;
+}
+
+static void replay_line(void *ctx, const char *line, size_t len)
+{
+	static const char verdict[] = "{\"type\":\"verdict\"";
+	struct replay *r = ctx;
+	long seq = line_seq(line, len);
+
+	if (seq > r->st->seq)
+		r->st->seq = seq;
+	/* Every line the engine or quald writes starts with its type. */
+	if (len >= sizeof verdict - 1 && !memcmp(line, verdict, sizeof verdict - 1))
+		r->verdict = true;
+	stream_event(r->st, r->st->seq, line, len);
+}
+
+/* Last-Event-ID (an EventSource reconnecting) or ?after=SEQ: the stream
+ * resumes after that line. */
+static long resume_after(h2o_req_t *req)
+{
+	ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
+	char buf[32], *end;
+	long v;
+
+	if (i < 0 || req->headers.entries[i].value.len >= sizeof buf)
+		return -1;
+	memcpy(buf, req->headers.entries[i].value.base, req->headers.entries[i].value.len);
+	buf[req->headers.entries[i].value.len] = '\0';
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	return errno || end == buf || *end || v < -1 ? -1 : v;
+}
+
+struct after_param {
+	long after;
+};
+
+static int after_param(void *ctx, const char *key, const char *value, char *why, size_t whylen)
+{
+	struct after_param *p = ctx;
+	char *end;
+
+	if (strcmp(key, "after"))
+		return 0;
+	errno = 0;
+	p->after = strtol(value, &end, 10);
+	if (errno || end == value || *end || p->after < -1) {
+		snprintf(why, whylen, "'after' must be a line's seq (an integer >= -1), got '%.32s'",
+			 value);
+		return -1;
+	}
+	return 0;
+}
+
+static bool is_head(h2o_req_t *req)
+{
+	return h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+}
+
+int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
+{
+	struct after_param p = {.after = -1};
+	long last_id = resume_after(req);
+	struct qual_msg msg = {{0}};
+	struct replay r = {0};
+	struct stream *st;
+	const char *state;
+	json_t *known;
+	char why[160];
+	int rc;
+
+	if (http__query_each(req, after_param, &p, why, sizeof why) < 0)
+		return http__respond_error(req, 400, "Bad Request", "%s", why);
+	/* An EventSource reconnects to the URL it was given, ?after included,
+	 * with Last-Event-ID: the later of the two is where it stands. */
+	if (last_id > p.after)
+		p.after = last_id;
+	known = jobs_show_json(h->jobs, id);
+	if (!known)
+		return http__respond_error(req, 404, "Not Found", "unknown job '%s'", id);
+	json_decref(known);
+	if (is_head(req))
+		return http__respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
+	if (h->st.streams >= HTTP_MAX_STREAMS)
+		return http__respond_error(req, 503, "Service Unavailable",
+				     "too many event streams: %d open", h->st.streams);
+	st = stream_start(h, req, id);
+	r.st = st;
+	/* Stored lines, then live ones: the log read hands out exactly the
+	 * lines whose writes were called back, and the fan-out runs in those
+	 * same callbacks, so nothing is missed or sent twice (jobs.h). A
+	 * replay is as long as the job's log (bounded by quald's log limit):
+	 * the cap on what waits applies to the live lines after it. */
+	st->seq = p.after;
+	rc = jobs_read_log(h->jobs, id, p.after, replay_line, &r, &state, &msg);
+	if (rc < 0 || r.verdict || jobs_log_complete(h->jobs, id))
+		stream_end_event(st);
+	http__stream_flush(st);
+	return 0;
+}
+
+int http__api_events(struct http *h, h2o_req_t *req)
+{
+	struct stream *st;
+
+	if (is_head(req))
+		return http__respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
+	if (h->st.streams >= HTTP_MAX_STREAMS)
+		return http__respond_error(req, 503, "Service Unavailable",
+				     "too many event streams: %d open", h->st.streams);
+	st = stream_start(h, req, NULL);
+	http__stream_flush(st);
+	return 0;
+}
+
+void http_on_line(struct http *h, const char *job, long seq, const char *line,
+		  size_t len, bool verdict)
+{
+	struct stream *st, *next;
+
+	for (st = h->streams; st; st = next) {
+		next = st->next;
+		if (st->ended || st->final || st->drop)
+			continue;
+		if (!st->job[0]) {
+			stream_event(st, -1, line, len);
+		} else {
+			if (strcmp(st->job, job) || seq <= st->seq)
+				continue;
+			st->seq = seq;
+			stream_event(st, seq, line, len);
+			if (verdict)
+				stream_end_event(st);
+		}
+		stream_check(st);
+		http__stream_flush(st);
+	}
+}
+
+void http__on_heartbeat(uv_timer_t *t)
+{
+	struct http *h = container_of(t, struct http, heartbeat);
+
+	for (struct stream *st = h->streams, *next; st; st = next) {
+		next = st->next; /* a flush may end st */
+		if (st->ended || st->final || st->drop)
+			continue;
+		stream_put(st, ":\n\n", 3);
+		stream_check(st);
+		http__stream_flush(st);
+	}
+}

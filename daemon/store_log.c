@@ -1,0 +1,530 @@
+/* The state directory's logs (store.h: Logs): each job's append-only log
+ * of checked records, appended and synced by the writer thread, read back
+ * (show, watch, recovery) and repaired at start (store_internal.h). */
+#include "daemon/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "common/fsutil.h"
+#include "common/lines.h"
+#include "common/xalloc.h"
+#include "daemon/oplog.h"
+#include "daemon/store_internal.h"
+
+/* A log record is its line with this member spliced in before the line's
+ * closing brace: CHECK_KEY, CHECK_HEX hex digits, CHECK_END (store.h). */
+#define CHECK_KEY ",\"_check\":\""
+#define CHECK_KEY_LEN (sizeof CHECK_KEY - 1)
+#define CHECK_HEX 16 /* 64 bits of SHA-256: a torn or corrupted record goes
+		      * unnoticed with probability 2^-64 */
+#define CHECK_END "\"}"
+/* From the member's comma to the record's closing brace: 29 bytes. A record
+ * (with its newline) is its line's length plus CHECK_SUFFIX. */
+#define CHECK_SUFFIX (CHECK_KEY_LEN + CHECK_HEX + 2)
+
+/* The record check of a line: the first CHECK_HEX hex digits of its SHA-256,
+ * NUL-terminated. SHA-256 of a few hundred bytes fails only when OpenSSL
+ * cannot allocate, which a program treats as xmalloc does. */
+static void check_compute(const char *line, size_t len, char hex[CHECK_HEX + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	int i;
+
+	if (!EVP_Digest(line, len, md, &n, EVP_sha256(), NULL) || n * 2 < CHECK_HEX) {
+		oplog(LOG_CRIT, "cannot compute a sha-256 of %zu bytes (openssl)",
+			len);
+		abort();
+	}
+	for (i = 0; i < CHECK_HEX / 2; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
+	}
+	hex[CHECK_HEX] = '\0';
+}
+
+int store_log_open(struct store *s, const char *id, int *fd, struct qual_msg *msg)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	*fd = -1;
+	if (store_fatal())
+		return store__refuse_after_fatal(msg);
+	if ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
+		return rc;
+	*fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (*fd < 0)
+		return store__fail_io(true, msg, "cannot open '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* Whether line (len bytes) can take the check member: an object text with a
+ * member before its closing brace, and no newline. */
+static bool line_is_object(const char *line, size_t len)
+{
+	size_t i;
+
+	if (len < 2 || line[0] != '{' || line[len - 1] != '}' ||
+	    memchr(line, '\n', len))
+		return false;
+	for (i = len - 1; i-- > 0;) {
+		if (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')
+			continue;
+		return line[i] != '{';
+	}
+	return false;
+}
+
+int store_log_path(struct store *s, const char *id, char *out, size_t cap,
+		   struct qual_msg *msg)
+{
+	return store__path_fmt(out, cap, msg, "%s/%s/%s", s->jobs, id, STORE_LOG);
+}
+
+int store_log_append(int fd, const char *path, const char *line, size_t len,
+		     bool sync, struct qual_msg *msg)
+{
+	char tail[CHECK_SUFFIX + 2], hex[CHECK_HEX + 1];
+	struct iovec iov[2];
+	size_t left;
+
+	if (store_fatal())
+		return store__refuse_after_fatal(msg);
+	if (!line_is_object(line, len))
+		return qual_fail(msg, QUAL_EINVAL,
+				 "cannot append to log: not a json object with members");
+	check_compute(line, len, hex);
+	/* The line's closing brace comes back as the member's. */
+	snprintf(tail, sizeof tail, "%s%s%s\n", CHECK_KEY, hex, CHECK_END);
+	iov[0] = (struct iovec){ (void *)line, len - 1 };
+	iov[1] = (struct iovec){ tail, CHECK_SUFFIX + 1 };
+	left = len + CHECK_SUFFIX;
+
+	/* One writev for the whole record: O_APPEND makes it one append, so a
+	 * reader of the file (a watch resuming) never sees half a record
+	 * unless the disk itself fails. The loop only finishes a write the
+	 * kernel cut short (a full disk); a failure leaves a partial record,
+	 * which the next start finds torn and cuts off. */
+	while (left > 0) {
+		ssize_t put = writev(fd, iov, 2);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put < 0)
+			return store__fail_io(true, msg, "cannot append to '%s': %s",
+				       path ? path : "log", strerror(errno));
+		if (put == 0)
+			return store__fail_io(true, msg, "cannot append to '%s': nothing written",
+				       path ? path : "log");
+		left -= (size_t)put;
+		for (int i = 0; i < 2 && put > 0; i++) {
+			size_t take = (size_t)put < iov[i].iov_len ? (size_t)put
+								  : iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + take;
+			iov[i].iov_len -= take;
+			put -= (ssize_t)take;
+		}
+	}
+	return sync ? store_log_sync(fd, path, msg) : 0;
+}
+
+int store_log_sync(int fd, const char *path, struct qual_msg *msg)
+{
+	if (store_fatal())
+		return store__refuse_after_fatal(msg);
+	if (fdatasync(fd) < 0)
+		return store__fail_io(true, msg, "cannot sync '%s': %s", path ? path : "log",
+			       strerror(errno));
+	return 0;
+}
+
+/* Whether record rec (n bytes) ends like a checked one: a member with a
+ * 6-byte key and a 16-byte string value, then the closing brace. A record
+ * of that shape is held to the check however its key or digits read, so
+ * that a changed byte in "_check" cannot pass the record off as one from
+ * before checks (any other single changed byte of the member makes the
+ * record invalid JSON, or a check mismatch). */
+static bool record_shaped(const char *rec, size_t n)
+{
+	const char *t = rec + n - CHECK_SUFFIX;
+
+	return n >= CHECK_SUFFIX + 2 && t[0] == ',' && t[1] == '"' &&
+	       !memcmp(t + 2 + 6, "\":\"", 3) && !memcmp(rec + n - 2, CHECK_END, 2);
+}
+
+/* Turns record rec (n bytes without its newline, NUL-terminated) back into
+ * its line, in place, with the line's length in *len. *checked tells whether
+ * it had a check; seen_checked whether a record before it had one. Returns
+ * NULL for a valid record, else why it is not (static text). */
+static const char *record_open(char *rec, size_t n, bool seen_checked,
+			       size_t *len, bool *checked)
+{
+	char hex[CHECK_HEX + 1];
+	json_t *o;
+	bool object;
+
+	*checked = false;
+	*len = n;
+	if (record_shaped(rec, n)) {
+		/* The line: up to the member, and the closing brace. The hex
+		 * digits lie after the two bytes this overwrites. */
+		const char *want = rec + n - 2 - CHECK_HEX;
+		size_t line_len = n - CHECK_SUFFIX + 1;
+
+		if (memcmp(rec + n - CHECK_SUFFIX, CHECK_KEY, CHECK_KEY_LEN))
+			return "malformed check";
+		rec[line_len - 1] = '}';
+		rec[line_len] = '\0';
+		check_compute(rec, line_len, hex);
+		if (memcmp(hex, want, CHECK_HEX))
+			return "check mismatch";
+		*checked = true;
+		*len = line_len;
+		return NULL;
+	}
+	if (memmem(rec, n, "\"_check\"", 8))
+		return "malformed check";
+	if (seen_checked)
+		return "record without a check after checked ones";
+	/* A log from before checks: taken when the record is a JSON object. */
+	o = json_loadb(rec, n, 0, NULL);
+	object = json_is_object(o);
+	json_decref(o);
+	return object ? NULL : "record without a check that is not a json object";
+}
+
+/* The most bytes of one record, its newline included: a line of LINES_MAX
+ * (the most a worker may print), what relay adds to it ("job" and "seq"),
+ * and the check member. A longer one is not ours: it is skipped without
+ * being held (a planted line of 150 MB costs this much memory, not that). */
+#define RECORD_MAX (LINES_MAX + 256 + CHECK_SUFFIX + 1)
+
+/* Reads a log record by record through one buffer of RECORD_MAX bytes. */
+struct rec_reader {
+	int fd;
+	char *buf;
+	size_t start, end;   /* the bytes in buf not yet handed out */
+	bool eof;
+};
+
+enum rec_kind {
+	REC_LINE,        /* a record: *rec, *n bytes without its newline */
+	REC_OVERLONG,    /* over RECORD_MAX, skipped through its newline */
+	REC_TAIL,        /* the file ends without a newline (*n bytes) */
+	REC_TAIL_LONG,   /* ... after more than RECORD_MAX bytes */
+	REC_EOF,
+};
+
+/* Refills buf after what is left; 0 or -errno. */
+static int rec_fill(struct rec_reader *r)
+{
+	ssize_t got;
+
+	if (r->start > 0) {
+		memmove(r->buf, r->buf + r->start, r->end - r->start);
+		r->end -= r->start;
+		r->start = 0;
+	}
+	while (!r->eof && r->end < RECORD_MAX) {
+		got = read(r->fd, r->buf + r->end, RECORD_MAX - r->end);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			r->eof = true;
+		r->end += (size_t)got;
+	}
+	return 0;
+}
+
+/* The next record; *size is its length in the file (its newline counted). */
+static int rec_next(struct rec_reader *r, enum rec_kind *kind, char **rec,
+		    size_t *n, off_t *size)
+{
+	char *nl;
+	off_t skipped = 0;
+	int rc;
+
+	nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+	if (!nl && (rc = rec_fill(r)) < 0)
+		return rc;
+	if (!nl)
+		nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+	if (nl) {
+		*rec = r->buf + r->start;
+		*n = (size_t)(nl - *rec);
+		*nl = '\0';
+		*size = (off_t)*n + 1;
+		r->start += *n + 1;
+		*kind = REC_LINE;
+		return 0;
+	}
+	if (r->end - r->start < RECORD_MAX) {
+		/* rec_fill read to the end of the file. */
+		*size = (off_t)(r->end - r->start);
+		*n = r->end - r->start;
+		r->start = r->end;
+		*kind = *n ? REC_TAIL : REC_EOF;
+		return 0;
+	}
+	/* Over RECORD_MAX without a newline: dropped a buffer at a time. */
+	for (;;) {
+		nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+		if (nl) {
+			skipped += nl - (r->buf + r->start) + 1;
+			r->start = (size_t)(nl - r->buf) + 1;
+			*size = skipped;
+			*kind = REC_OVERLONG;
+			return 0;
+		}
+		skipped += (off_t)(r->end - r->start);
+		r->start = r->end;
+		if (r->eof) {
+			*size = skipped;
+			*kind = REC_TAIL_LONG;
+			return 0;
+		}
+		if ((rc = rec_fill(r)) < 0)
+			return rc;
+	}
+}
+
+/* Adds a lost span to info (the first few are named in lost_where). */
+static void lost_add(struct store_log_info *info, off_t at, off_t bytes,
+		     long records, const char *why)
+{
+	size_t used = strlen(info->lost_where);
+	int n;
+
+	info->lost += records;
+	info->lost_bytes += bytes;
+	if (used + 64 >= sizeof info->lost_where)
+		return;
+	n = snprintf(info->lost_where + used, sizeof info->lost_where - used,
+		     "%sbytes %lld-%lld (%s)", used ? ", " : "", (long long)at,
+		     (long long)(at + bytes), why);
+	if (n < 0 || (size_t)n >= sizeof info->lost_where - used)
+		snprintf(info->lost_where + used, sizeof info->lost_where - used, "...");
+}
+
+/* store_log_read, with its warnings left out when quiet. Records that do
+ * not check out are collected in a run: a valid record after the run makes
+ * it lost (skipped, counted in info), the end of the file makes it the torn
+ * tail. */
+static int log_read(struct store *s, const char *id, store_line_fn fn, void *ctx,
+		    struct store_log_info *info, bool quiet, struct qual_msg *msg)
+{
+	struct store_log_info local;
+	struct rec_reader r = { .fd = -1 };
+	char path[PATH_MAX];
+	bool seen_checked = false, checked, stopped = false;
+	off_t pos = 0, run_at = -1, size;
+	long run_records = 0;
+	const char *why, *run_why = NULL;
+	enum rec_kind kind;
+	struct stat st;
+	size_t n, len;
+	char *rec;
+	int rc = 0;
+
+	if (!info)
+		info = &local;
+	memset(info, 0, sizeof *info);
+	if ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
+		return rc;
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0)
+		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot read '%s': %s", path, strerror(errno));
+	r.buf = xmalloc(RECORD_MAX + 1);
+	for (;;) {
+		if ((rc = rec_next(&r, &kind, &rec, &n, &size)) < 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
+				       strerror(-rc));
+			goto out;
+		}
+		if (kind == REC_EOF)
+			break;
+		if (kind == REC_TAIL || kind == REC_TAIL_LONG) {
+			if (run_at < 0) {
+				run_at = pos;
+				run_why = kind == REC_TAIL ? "incomplete record" :
+					  "incomplete over-long record";
+			}
+			pos += size;
+			break;
+		}
+		why = kind == REC_OVERLONG ? "over-long record" :
+		      record_open(rec, n, seen_checked, &len, &checked);
+		if (why) {
+			if (run_at < 0) {
+				run_at = pos;
+				run_why = why;
+			}
+			run_records++;
+			pos += size;
+			continue;
+		}
+		if (run_at >= 0) {
+			/* Bad records with a good one after them: lost, the rest
+			 * kept. */
+			lost_add(info, run_at, pos - run_at, run_records, run_why);
+			run_at = -1;
+			run_records = 0;
+		}
+		seen_checked |= checked;
+		info->unchecked += !checked;
+		info->lines++;
+		pos += size;
+		info->good_bytes = pos;
+		if (fn && fn(ctx, rec, len)) {
+			stopped = true;
+			break;
+		}
+	}
+	if (!stopped) {
+		if (fstat(r.fd, &st) < 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
+				       strerror(errno));
+			goto out;
+		}
+		info->torn_bytes = st.st_size > info->good_bytes ?
+				   st.st_size - info->good_bytes : 0;
+		info->torn_why = info->torn_bytes ? (run_why ? run_why : "grew while read")
+						  : NULL;
+	}
+	if (!quiet && info->torn_bytes)
+		oplog_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
+			   "the %lld bytes from there on are not read", id, path,
+			   (long long)info->good_bytes, info->torn_why,
+			   (long long)info->torn_bytes);
+	if (!quiet && info->lost)
+		oplog_warn("job '%s': its stored log '%s' has %ld record%s that do%s not "
+			   "check out, skipped: %s", id, path, info->lost,
+			   info->lost == 1 ? "" : "s", info->lost == 1 ? "es" : "",
+			   info->lost_where);
+	if (!quiet && info->unchecked)
+		oplog_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
+			   "(written before checks): read unchecked", id, info->unchecked,
+			   info->unchecked == 1 ? "" : "s", path,
+			   info->unchecked == 1 ? "has" : "have");
+out:
+	free(r.buf);
+	close(r.fd);
+	return rc;
+}
+
+int store_log_read(struct store *s, const char *id, store_line_fn fn,
+		   void *ctx, struct store_log_info *info, struct qual_msg *msg)
+{
+	return log_read(s, id, fn, ctx, info, false, msg);
+}
+
+/* Keeps a copy of the last line read (repair's look at how the log ends). */
+static int keep_last(void *ctx, const char *line, size_t len)
+{
+	char **last = ctx;
+
+	free(*last);
+	*last = xmalloc(len + 1);
+	memcpy(*last, line, len + 1);
+	return 0;
+}
+
+static bool line_is_verdict(const char *line)
+{
+	json_t *o = line ? json_loads(line, 0, NULL) : NULL;
+	const char *type = json_string_value(json_object_get(o, "type"));
+	bool verdict = type && !strcmp(type, "verdict");
+
+	json_decref(o);
+	return verdict;
+}
+
+/* The seq after line's (its "seq" member), or fallback when line is NULL or
+ * has none: records may have been lost before it, so the count of records
+ * is not the next seq. */
+static long line_next_seq(const char *line, long fallback)
+{
+	json_t *o = line ? json_loads(line, 0, NULL) : NULL;
+	json_t *seq = json_object_get(o, "seq");
+	long next = json_is_integer(seq) && json_integer_value(seq) >= 0 ?
+		    (long)json_integer_value(seq) + 1 : fallback;
+
+	json_decref(o);
+	return next > fallback ? next : fallback;
+}
+
+int store_log_repair(struct store *s, const char *id,
+		     struct store_log_info *info, struct qual_msg *msg)
+{
+	struct store_log_info now;
+	char path[PATH_MAX], text[256];
+	char *last = NULL, *line = NULL;
+	json_t *note = NULL;
+	int fd = -1, rc;
+
+	if (info->torn_bytes == 0)
+		return 0;
+	if (store_fatal())
+		return store__refuse_after_fatal(msg);
+	if ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
+		return rc;
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return store__fail_io(true, msg, "cannot open '%s': %s", path, strerror(errno));
+	if (ftruncate(fd, info->good_bytes) < 0) {
+		rc = store__fail_io(true, msg, "cannot truncate '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (fdatasync(fd) < 0) {
+		rc = store__fail_io(true, msg, "cannot sync '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(text, sizeof text, "stored log was torn at byte %lld (%s): %lld "
+		 "bytes dropped", (long long)info->good_bytes,
+		 info->torn_why ? info->torn_why : "torn", (long long)info->torn_bytes);
+	info->torn_bytes = 0;
+	info->torn_why = NULL;
+
+	/* A log that ends with its verdict takes no line after it (every job
+	 * ends with exactly one verdict line); the warning on stderr stays the
+	 * only record there. */
+	if ((rc = log_read(s, id, keep_last, &last, &now, true, msg)) < 0)
+		goto out;
+	info->lines = now.lines;
+	info->good_bytes = now.good_bytes;
+	if (line_is_verdict(last))
+		goto out;
+	note = json_pack("{s:s,s:s,s:s,s:n,s:n,s:s,s:s,s:I}", "type", "error", "stage",
+			 "setup", "code", lines_code_name(LINES_CODE_INTERRUPTED), "arm",
+			 "case", "message", text, "job", id, "seq",
+			 (json_int_t)line_next_seq(last, now.lines));
+	line = note ? json_dumps(note, JSON_COMPACT) : NULL;
+	if (!line) {
+		rc = store__fail_io(true, msg, "cannot encode the torn-log line of job '%s'", id);
+		goto out;
+	}
+	if ((rc = store_log_append(fd, path, line, strlen(line), true, msg)) < 0)
+		goto out;
+	info->lines++;
+	info->good_bytes += (off_t)(strlen(line) + CHECK_SUFFIX);
+out:
+	free(line);
+	json_decref(note);
+	free(last);
+	close(fd);
+	return rc;
+}
