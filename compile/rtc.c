@@ -344,7 +344,7 @@ int rtc_identify_finish(struct rtc_pending *p, const struct child_exit *ex,
 	snprintf(id->real_path, sizeof id->real_path, "%s", p->real_path);
 	rtc__report_read(p->dir, &rep);
 	rc = rtc__outcome_status(ex, &rep, p->path, "while loading", timeout_s, p->dir,
-			    message, sizeof message);
+				 message, sizeof message);
 	if (rc) {
 		qual_fail(msg, rc, "%s", message);
 		goto out;
@@ -561,7 +561,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	if ((rc = helper_find(NULL, &exe, msg)) ||
 	    (rc = rtc__workdir_new(dir, sizeof dir, msg)) ||
 	    (rc = rtc__workdir_put(dir, RTC__SOURCE_FILE, req->source, strlen(req->source),
-			      src_path, sizeof src_path, msg)))
+				   src_path, sizeof src_path, msg)))
 		goto out;
 
 	dir_of(c->real_path, libdir, sizeof libdir);
@@ -600,7 +600,7 @@ int rtc_compile(const struct rtc_request *req, const struct rtc_limits *lim,
 	rtc__report_read(dir, &rep);
 	snprintf(doing, sizeof doing, "compiling '%s'", req->program_name);
 	out->status = rtc__outcome_status(&ex, &rep, c->path, doing, lim->timeout_s, dir,
-				     out->message, sizeof out->message);
+					  out->message, sizeof out->message);
 	out->compile_ms = rep.compile_ms;
 	if ((rc = outputs_read(dir, &rep, lim->log_cap, out, msg)))
 		goto out;

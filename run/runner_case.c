@@ -44,7 +44,8 @@ static bool compile_both(struct run *run, const struct fixture_case *c,
 	} else {
 		for (int arm = 0; arm < 2; arm++)
 			if (rc[arm] != 0)
-				runner__fail_arm(run, jc, arm, "compile", rc[arm], arms[arm].code->message);
+				runner__fail_arm(run, jc, arm, "compile", rc[arm],
+						 arms[arm].code->message);
 	}
 	jc->identical_code = arms[0].compiled && arms[1].compiled &&
 			     strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
@@ -129,8 +130,8 @@ void runner__run_case(struct run *run, int index)
 	if (timed && arms[0].compiled && arms[1].compiled) {
 		/* Until the baseline's warm-up has been timed. */
 		runner__set_limit(run, run->cfg->hang_floor_ms * RUNNER_BASELINE_ALLOWANCE,
-			  "the baseline's warm-up allowance, %g x the %g ms floor",
-			  RUNNER_BASELINE_ALLOWANCE, run->cfg->hang_floor_ms);
+				  "the baseline's warm-up allowance, %g x the %g ms floor",
+				  RUNNER_BASELINE_ALLOWANCE, run->cfg->hang_floor_ms);
 		t = child_now();
 		rc = runner__alloc_bufs(run, &c, &bufs, jc);
 		t = timesplit_add(&run->split, TS_ALLOC, t);

@@ -351,14 +351,16 @@ int runner__warm_up(struct run *run, const struct fixture_case *c,
 	int rc;
 
 	if ((rc = runner__run_and_check(run, c, 0, &arms[0], b, jc, cfg->warmup,
-				"after warm-up", &base_ns)) < 0)
+					"after warm-up", &base_ns)) < 0)
 		return rc;
 	if (base_ns > 0)
-		runner__set_limit(run, runner_hang_limit_ms(cfg->hang_floor_ms, cfg->hang_factor, base_ns / 1e6),
-			  "the larger of the %g ms floor and %g x the baseline's %.3f ms graph",
-			  cfg->hang_floor_ms, cfg->hang_factor, base_ns / 1e6);
+		runner__set_limit(run, runner_hang_limit_ms(cfg->hang_floor_ms, cfg->hang_factor,
+							    base_ns / 1e6),
+				  "the larger of the %g ms floor and %g x the baseline's %.3f ms graph",
+				  cfg->hang_floor_ms, cfg->hang_factor, base_ns / 1e6);
 	else
-		runner__set_limit(run, cfg->hang_floor_ms, "the %g ms floor (no baseline warm-up ran)",
-			  cfg->hang_floor_ms);
-	return runner__run_and_check(run, c, 1, &arms[1], b, jc, cfg->warmup, "after warm-up", NULL);
+		runner__set_limit(run, cfg->hang_floor_ms,
+				  "the %g ms floor (no baseline warm-up ran)", cfg->hang_floor_ms);
+	return runner__run_and_check(run, c, 1, &arms[1], b, jc, cfg->warmup, "after warm-up",
+				     NULL);
 }

@@ -224,8 +224,9 @@ void runner__calibration_for_device(json_t *line, const struct gpu_info *device)
 
 /* Compiles case index (fixture_find()'s) with both arms into run->cache
  * before any session runs, so that every session finds the same code
- * there (the first, started before the compiles, in its work file). A case that does not compile (or cannot be built) gets its error
- * and its case line here, and no session touches it. */
+ * there (the first, started before the compiles, in its work file). A case
+ * that does not compile (or cannot be built) gets its error and its case
+ * line here, and no session touches it. */
 void runner__compile_case(struct run *run, int index);
 
 /* Runs case index: compiles (from the cache when it can), and when timed

@@ -217,7 +217,8 @@ int runner__time_pairs(struct run *run, const struct fixture_case *c,
 		 * the failure did not repeat: it stays with the arm that ran last. */
 		for (int arm = 0; arm < 2; arm++)
 			if (runner__run_and_check(run, c, arm, &arms[arm], b, jc, 1,
-					  "when rerun alone after timing", NULL) < 0 && run->gpu_dead)
+						  "when rerun alone after timing", NULL) < 0 &&
+			    run->gpu_dead)
 				return QUAL_EGPU;
 		if (jc->failure == JUDGE_OK)
 			runner__fail_arm(run, jc, last, "check", QUAL_ECHECK, text);
@@ -226,5 +227,6 @@ int runner__time_pairs(struct run *run, const struct fixture_case *c,
 	if (rc < 0)
 		return rc;
 	/* The arm that did not run last is checked on a replay of its own. */
-	return runner__run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing", NULL);
+	return runner__run_and_check(run, c, 1 - last, &arms[1 - last], b, jc, 1, "after timing",
+				     NULL);
 }

@@ -538,29 +538,29 @@ static void test_child_report(void **state)
 	oc.status = SIGSEGV; /* as waitpid reports death by SIGSEGV */
 	assert_true(WIFSIGNALED(oc.status));
 	assert_int_equal(rtc__outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
-					message, sizeof message), QUAL_ECOMPILE);
+					     message, sizeof message), QUAL_ECOMPILE);
 	assert_string_equal(message, "compiler 'x' rejected 'k.cu'");
 	oc.timed_out = true;
 	assert_int_equal(rtc__outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
-					message, sizeof message), QUAL_ECOMPILE);
+					     message, sizeof message), QUAL_ECOMPILE);
 
 	/* Without the end line the report is not trusted. */
 	write_text(out, RTC__RESULT_FILE, "status=0\nmessage=\ncode_size=10\n");
 	rtc__report_read(dir, &rep);
 	assert_false(rep.complete);
 	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
-					dir, message, sizeof message), QUAL_ETIMEOUT);
+					     dir, message, sizeof message), QUAL_ETIMEOUT);
 	assert_string_equal(message, "compiler '/x/lib.so' did not finish within 2.5 s");
 	oc.timed_out = false;
 	oc.status = SIGABRT;
 	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
-					dir, message, sizeof message), QUAL_ECRASH);
+					     dir, message, sizeof message), QUAL_ECRASH);
 	assert_string_equal(message, "compiler '/x/lib.so' crashed while loading: "
 			    "killed by signal SIGABRT (Aborted)");
 	oc.status = 3 << 8; /* exit status 3: no crash (lines.h, compile_no_report) */
 	write_text(dir, RTC__STDERR_FILE, "noise\nqual-compile: cannot write 'x': No space left on device\n\n");
 	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
-					dir, message, sizeof message), QUAL_EEXIT);
+					     dir, message, sizeof message), QUAL_EEXIT);
 	assert_string_equal(message, "compiler '/x/lib.so' exited with status 3 compiling "
 			    "'k.cu' without reporting: qual-compile: cannot write 'x': No "
 			    "space left on device");
