@@ -22,24 +22,17 @@
 #define RUNNER_REPLAYS 32   /* launches per graph: one timing = one replay */
 #define RUNNER_WARMUP 5     /* graph replays per arm before the first check */
 
-/* Blocks (docs/verdicts.md, "Blocks"). The timed pairs of a case come in
- * blocks of RUNNER_PAIRS_PER_BLOCK, one of each order by default; before
- * each block after the first, both arms' code is loaded afresh in a random
- * order and their graphs rebuilt over one of RUNNER_BUFFER_SETS buffer sets
- * (separate allocations), drawn at random and moved by a random multiple of
- * RUNNER_SHIFT_STEP bytes below RUNNER_SHIFT_SPAN; then the arms replay
- * RUNNER_BLOCK_WARMUP rounds untimed, alternating. Whatever one load fixes
- * (where the code and the data lie, the graph objects) then varies between
- * blocks as it does between runs, and the blocks, not the pairs, are the
- * units of the sign test and of the ratio's interval: on the H200 an A/A
- * run of byte-identical code with one load for all its pairs gave intervals
- * that missed 1 (0.9992 to 0.9998, 1.0004 to 1.0042) and repeats whose
- * intervals did not overlap.
- *
- * Pair j of block b (both from 0) runs the candidate first when j + b is
- * odd: the first timed replay after a block's setup ran 0.2-0.4% slower on
- * the H200 even after one untimed replay per arm, so the arm timed first in
- * a block alternates between blocks (and the warm-up is longer). */
+/* Blocks (docs/verdicts.md, "Blocks", which gives the measurements behind
+ * them). The timed pairs of a case come in blocks of
+ * RUNNER_PAIRS_PER_BLOCK; before each block after the first, both arms'
+ * code is loaded afresh in a random order and their graphs rebuilt over one
+ * of RUNNER_BUFFER_SETS buffer sets (separate allocations), drawn at random
+ * and moved by a random multiple of RUNNER_SHIFT_STEP bytes below
+ * RUNNER_SHIFT_SPAN; then the arms replay RUNNER_BLOCK_WARMUP rounds
+ * untimed, alternating. The blocks, not the pairs, are the units of the
+ * sign test and of the ratio's interval. Pair j of block b (both from 0)
+ * runs the candidate first when j + b is odd, so that the arm timed first
+ * in a block alternates between blocks. */
 #define RUNNER_PAIRS_PER_BLOCK QUAL_PAIRS_PER_BLOCK
 #define RUNNER_BUFFER_SETS 8
 /* Each buffer of set s takes RUNNER_SET_PAGE-aligned room plus s more pages,
@@ -54,77 +47,51 @@
  * the GPU throttled is marked so in its block line, its pairs are left out
  * of the verdict, and it is timed again over the same placement. Each case
  * may retake RUNNER_RETAKES blocks in each session; a block still
- * throttled after that stays excluded. Three: a throttle that outlasts
- * three blocks (each a few milliseconds of replays and a reload) is a
- * state of the machine, not a passing event, and more retakes would only
- * lengthen a run that the case verdict already marks. */
+ * throttled after that stays excluded (a throttle that outlasts three
+ * blocks is a state of the machine, not a passing event). */
 #define RUNNER_RETAKES 3
 
-/* Sessions (docs/verdicts.md, "Sessions"). The blocks of a run are shared
- * out among RUNNER_SESSIONS processes, one after the other, each a child of
- * qual-run with its own GPU context that loads, warms up, checks and times
- * every case for its share of the blocks: what stays fixed for the life of a
- * process then varies between blocks too. On the H200, repeats of nvrtc
- * against the 12-27x slower shim, each run in one process, had overlapping
- * intervals in 56-71% of pairs of repeats; in 4 sessions, 91% (and A/A
- * intervals held 1 in 71 of 72). The price: a run took about 15 s instead
- * of 6 (each session opens the GPU and warms every case up again). */
+/* Sessions (docs/verdicts.md, "Sessions", which gives the measurements
+ * behind them). The blocks of a run are shared out among RUNNER_SESSIONS
+ * processes, one after the other, each a child of qual-run with its own GPU
+ * context that loads, warms up, checks and times every case for its share
+ * of the blocks: what stays fixed for the life of a process then varies
+ * between blocks too. */
 #define RUNNER_SESSIONS 4
 
-/* Sampling until decided (docs/verdicts.md, "Sampling until decided").
- * After the sessions that time the first cfg->pairs pairs, while some case
- * is undecided, one more round times the undecided cases up to the next
- * planned look (twice the blocks so far), in sessions of as many blocks as
- * the first look's, at most RUNNER_ROUND_SESSIONS a round
- * (runner__round_sessions: 4, 8, 16, 16, 16 and 16 for the default), until
- * each case is decided or a cap is hit: RUNNER_MAX_PAIRS_FACTOR x pairs per
- * case (3840 of the default 60: looks at 15, 30, 60, 120, 240, 480 and 960
- * blocks) or RUNNER_MAX_SECONDS of timing (no round starts past it). A case
- * near the margin's edge samples to the last looks, where the spread of its
- * estimate decides whether repeats give the same exit status: at the cap of
- * 480 pairs before, 90 of 92 single-case groups on the H200 agreed and the
- * spread (0.05-0.06%) allowed about 96% over planted effects of 0.25-3%;
- * at 3840, 61 of 61 (docs/verdicts.md, the gate). The later rounds' sessions
- * time more blocks each (at most one batch of contexts made side by side,
- * 2.82 s for 16 on the H200), since near the margin a session shifts the
- * ratio little (bench/session_sd.py: F 0.96, none to measure); a planted job with
- * such cases took up to 22 s (median 18.4 s, docs/gpu-runs/2026-12-03/
- * issue12h), one decided at the first look 2.6 s. The time cap stops the
- * rounds of a run whose sessions take longer. */
+/* Sampling until decided (docs/verdicts.md, "Sampling until decided",
+ * which gives the measurements behind the caps). After the sessions that
+ * time the first cfg->pairs pairs, while some case is undecided, one more
+ * round times the undecided cases up to the next planned look (twice the
+ * blocks so far), in sessions of as many blocks as the first look's, at
+ * most RUNNER_ROUND_SESSIONS a round (runner__round_sessions: 4, 8, 16, 16,
+ * 16 and 16 for the default), until each case is decided or a cap is hit:
+ * RUNNER_MAX_PAIRS_FACTOR x pairs per case (3840 of the default 60: looks
+ * at 15, 30, 60, 120, 240, 480 and 960 blocks) or RUNNER_MAX_SECONDS of
+ * timing (no round starts past it). */
 #define RUNNER_MAX_PAIRS_FACTOR 64
 #define RUNNER_ROUND_SESSIONS 16
 #define RUNNER_MAX_SECONDS 20.0
 
 /* Seconds the device probe (the driver initialized, the device's
- * attributes and clocks read: about 0.1 s on the H200) may take before it
- * is killed and the run goes on without a GPU, saying so
- * (runner_config.probe_timeout_s, qual-run --probe-timeout). */
+ * attributes and clocks read) may take before it is killed and the run goes
+ * on without a GPU, saying so (runner_config.probe_timeout_s, qual-run
+ * --probe-timeout). */
 #define RUNNER_PROBE_TIMEOUT_S 60.0
 
 /* With runner_config.flush_bytes set (qual-run --flush-mib), the runner
  * overwrites that many bytes before every timed replay, so that each starts
- * from a cold cache instead of what the other arm's replay left there; 512
- * MiB is more than the last-level cache of any GPU it times (H200: 50 MiB of
- * L2; MI300X: 256 MiB of Infinity Cache). Off by default: on the H200 it
- * doubled the width of A/A intervals (e.g. gemm_i8-256x512x256 +/-0.31% to
- * +/-0.59%) and did not make repeats agree better (docs/verdicts.md). */
+ * from a cold cache instead of what the other arm's replay left there. Off
+ * by default (docs/verdicts.md says why). */
 
-/* Deadlines (docs/faults.md). Every wait for the GPU is bounded. Once the
- * baseline's warm-up has run, each wait of the case (both arms' graphs, copies)
- * may take max(floor, factor x the baseline's graph time), the baseline's time
- * being the fastest host-measured replay of its warm-up.
- *
- * The floor, 2 s, is what decides for every fixture: the slowest baseline
- * graph measured on the H200 took 0.38 ms and the slowest candidate graph
- * (the slow shim: -O0 and 32 registers, 26x the baseline) 9.4 ms, so 2 s is
- * 200x above any honest graph seen, and a kernel that never ends is stopped
- * within about 2 s. The factor, 100, takes over only for a graph slower than
- * 20 ms; it leaves 4x above the worst honest slowdown measured (26x).
- *
- * The baseline's own warm-up runs before its time is known, with the floor
- * times RUNNER_BASELINE_ALLOWANCE (20 s): its first replay also pays for lazy
- * module loading, and the baseline is the reference compiler, bounded only so
- * that a wedged GPU cannot hold a worker. */
+/* Deadlines (docs/faults.md, which says where the floor and the factor
+ * come from). Every wait for the GPU is bounded. Once the baseline's
+ * warm-up has run, each wait of the case (both arms' graphs, copies) may
+ * take max(floor, factor x the baseline's graph time), the baseline's time
+ * being the fastest host-measured replay of its warm-up. The baseline's own
+ * warm-up runs before its time is known, with the floor times
+ * RUNNER_BASELINE_ALLOWANCE: its first replay also pays for lazy module
+ * loading. */
 #define RUNNER_HANG_FLOOR_MS 2000.0
 #define RUNNER_HANG_FACTOR 100.0
 #define RUNNER_BASELINE_ALLOWANCE 10.0
@@ -225,8 +192,11 @@ struct runner_config {
 	json_t *verdict_extra;
 };
 
-/* Fills the defaults: 30 pairs in blocks of 2, 5 warm-up replays, alpha 0.05, margin 1%,
- * the hang floor and factor above. */
+/* Fills the defaults: RUNNER_DEFAULT_PAIRS pairs in blocks of
+ * RUNNER_PAIRS_PER_BLOCK in RUNNER_SESSIONS sessions, RUNNER_WARMUP warm-up
+ * replays, the statistics' settings (stats_settings_init), the compile
+ * limits (rtc_limits_init), and the hang floor and factor and the probe's
+ * timeout above. */
 void runner_config_init(struct runner_config *cfg);
 
 /* The deadline of each wait once the baseline's graph time is known:

@@ -1,18 +1,23 @@
 /* What stays inside run/: the state of one run, shared by the pair runner
- * (runner.c: cases, arms, the verdict) and its session supervisor
- * (sessions.c: the device probe, the sessions and the relay of their
- * lines). Nothing outside run/ includes this. */
+ * (runner*.c: setup, cases, checks, timing, lines, the verdict), its
+ * compile phase (compile_all.c) and its sessions (sessions*.c: the device
+ * probe, the supervisor and the relay of the sessions' lines, each
+ * session's own side, and the plan of the rounds). Nothing outside run/
+ * includes this. */
 #ifndef QUAL_RUNNER_INTERNAL_H
 #define QUAL_RUNNER_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "common/child.h"
+#include "common/lines.h"
 #include "common/timesplit.h"
 #include "compile/rtc.h"
 #include "fixtures/fixture.h"
+#include "gpu/clocks.h"
 #include "gpu/gpu.h"
 #include "run/runner.h"
 #include "stats/judge.h"
@@ -87,18 +92,126 @@ struct run {
 	double judge_s;         /* ... when judging started */
 };
 
-/* ---- runner.c --------------------------------------------------------- */
+/* ---- one case's state ------------------------------------------------ */
 
-/* Compiles case index (fixture_find()'s) with both arms into run->cache
- * before any session runs, so that every session finds the same code
- * there (the first, started before the compiles, in its work file). A case that does not compile (or cannot be built) gets its error
- * and its case line here, and no session touches it. */
-void runner__compile_case(struct run *run, int index);
+/* One arm of one case: its compiled code and, when timed, its module and its
+ * graph. Both arms' graphs bind the same device buffers (struct bufs): with a
+ * buffer set per arm, an A/A run of identical code on the H200 measured one
+ * arm 3.5% slower in 29 of 30 pairs (gemm_f16-256x1024x1024), an artefact of
+ * where the buffers lay, not of the code. Inputs are restored before each
+ * arm's checked runs, and checked themselves, so a kernel that corrupts its
+ * inputs is still caught and blamed alone. */
+struct arm {
+	const struct rtc_result *code; /* in run->cache */
+	bool compiled;
+	bool cached;    /* code is from the artifact cache */
+	struct gpu_module *module;
+	struct gpu_graph *graph;
+	double max_err;
+	bool checked;   /* max_err is from at least one check of its output */
+};
 
-/* Runs case index: compiles (from the cache when it can), and when timed
- * loads, warms up, checks and times its pairs [block_lo, block_hi) of
- * blocks; its lines to run->out. */
-void runner__run_case(struct run *run, int index);
+/* The case's device buffers, shared by both arms: RUNNER_BUFFER_SETS sets,
+ * each buffer RUNNER_SHIFT_SPAN bytes larger than the fixture needs. The
+ * kernels see one set at a time, at dev = base + a shift; set and shifts
+ * change with every block. */
+struct bufs {
+	uint64_t base[RUNNER_BUFFER_SETS][FIXTURE_MAX_BUFFERS];
+	uint64_t dev[FIXTURE_MAX_BUFFERS];
+	uint64_t flush;  /* cfg->flush_bytes to overwrite before each timing */
+	void *scratch; /* host copy-back space, as large as the largest buffer */
+	/* Per arm, the case's last output in this process that passed the
+	 * oracle's check (NULL: none yet), and the error it was checked with: an output
+	 * byte-identical to one of them is checked by the comparison of its
+	 * bytes alone (inspect()). */
+	unsigned char *passed[2];
+	double passed_err[2];
+};
+
+/* Where a block's buffers lie and how its code was loaded: the buffer set
+ * (0..RUNNER_BUFFER_SETS-1), each buffer's shift in bytes from its set's
+ * base, and the arm loaded first. The first block of a process times under
+ * the warm-up's load: set 0, no shifts, the baseline loaded first. */
+struct placement {
+	int first;
+	int set;
+	uint64_t shift[FIXTURE_MAX_BUFFERS];
+	bool warm_up;
+};
+
+/* ---- runner.c's steps (runner_setup.c) -------------------------------- */
+
+/* Checks and completes the settings (refused: QUAL_EXIT_USAGE, said on
+ * err and in an error line), draws the block seed, selects the cases into
+ * sel (*nsel of them; room for every case and every name of cfg) and sets
+ * the sessions and the sampling in force. Returns 0 or the exit status. */
+int runner__settings(struct run *run, FILE *err, int *sel, int *nsel);
+
+/* Everything before the compile phase: the device probe started (with
+ * sessions), both libraries identified, the artifact cache opened, the
+ * fixtures' builds set up into *keep (the caller abandons or runs it), the
+ * device found (no_gpu, len bytes, says why there is none) and the
+ * processor mode's option added to both arms (mode_opts, freed by the
+ * caller). Returns 0 or the exit status that ends the run. */
+int runner__prepare(struct run *run, FILE *err, const int *sel, int nsel, char *no_gpu,
+		    size_t len, struct fixture_keep **keep, const char **mode_opts[2]);
+
+/* Builds every selected user case that applies (its inputs and its
+ * oracle's values, which the registry keeps for the process) before
+ * anything compiles, so that an oracle runs before the compiles; into out
+ * the cases of sel to compile: all but those whose build failed, which the
+ * case reports when it runs (fail_build, from the same kept failure).
+ * Returns their number. */
+int runner__build_user_cases(struct run *run, const int *sel, int nsel, int *out);
+
+/* ---- runner_emit.c ---------------------------------------------------- */
+
+/* The arms' names in lines and messages: "baseline", "candidate". */
+extern const char *const runner__arm_names[2];
+
+/* The case line of case c, its arms as they stand (timed: the case was
+ * timed, and max_abs_error is reported). */
+void runner__emit_case(struct run *run, const struct fixture_case *c,
+		       struct arm arms[2], bool identical, bool timed);
+
+/* Records a failure of arm (0 baseline, 1 candidate) in case jc (NULL: in
+ * none) with its error line. */
+void runner__fail_arm_as(struct run *run, struct judge_case *jc, int arm,
+			 const char *stage, enum lines_code code, const char *message);
+
+/* runner__fail_arm_as() with the code of err (QUAL_E*) at stage. */
+void runner__fail_arm(struct run *run, struct judge_case *jc, int arm,
+		      const char *stage, int err, const char *message);
+
+/* A GPU call failed while working for arm: the context may be unusable (a
+ * fault is sticky), so GPU work ends for the whole run. A hang is blamed the
+ * same way: every wait follows the one launch or copy before it, so the arm
+ * whose graph was waited for is the arm whose kernel did not finish. The
+ * code is gpu_fault or gpu_hang at every stage (an allocation that fails
+ * while loading is no refusal of the arm's code: that is load_failed,
+ * runner__prepare_arm's). */
+void runner__gpu_fault(struct run *run, struct judge_case *jc, int arm,
+		       const char *stage, const struct qual_msg *msg);
+
+/* The block line of one attempt at block (its number in the pair lines)
+ * after its npairs pairs, and its effect on jc (judge_case_block, as
+ * qual-judge applies the line): throttled when either reading, at the
+ * block's start or its end, gives a throttling reason. Returns that. */
+bool runner__emit_block(struct run *run, const struct fixture_case *c, struct judge_case *jc,
+			int block, int retake, int npairs, const struct placement *pl,
+			const struct gpu_clocks_reading ck[2], const bool ok[2]);
+
+/* The case line of a case that cannot run on the run's target: never
+ * compiled, so both arms say only that. */
+void runner__emit_not_applicable(struct run *run, const struct fixture_case *c, const char *why);
+
+/* The start line: the run's device, libraries, settings and cases (sel);
+ * no_gpu (NULL when timed) says why nothing is timed. */
+void runner__emit_start(struct run *run, const int *sel, int nsel, const char *no_gpu);
+
+/* The error line outside any case that says why GPU work stopped (from
+ * run->stop_reason), with its "gpu" field. */
+void runner__emit_stop(struct run *run);
 
 /* A verdict line's calibration record (line's "calibration") kept only
  * when it is of device: a record whose device names another PCI address
@@ -107,9 +220,86 @@ void runner__run_case(struct run *run, int index);
  * an address is taken as the same device. */
 void runner__calibration_for_device(json_t *line, const struct gpu_info *device);
 
-/* The error line outside any case that says why GPU work stopped (from
- * run->stop_reason), with its "gpu" field. */
-void runner__emit_stop(struct run *run);
+/* ---- runner_case.c ---------------------------------------------------- */
+
+/* Compiles case index (fixture_find()'s) with both arms into run->cache
+ * before any session runs, so that every session finds the same code
+ * there (the first, started before the compiles, in its work file). A case
+ * that does not compile (or cannot be built) gets its error and its case
+ * line here, and no session touches it. */
+void runner__compile_case(struct run *run, int index);
+
+/* Runs case index: compiles (from the cache when it can), and when timed
+ * loads, warms up, checks and times its pairs [block_lo, block_hi) of
+ * blocks; its lines to run->out. */
+void runner__run_case(struct run *run, int index);
+
+/* Whether case index is one of a user fixture's (loaded after the built-in
+ * cases). */
+bool runner__is_user_case(int index);
+
+/* ---- runner_check.c --------------------------------------------------- */
+
+/* CLOCK_MONOTONIC now, in ns. */
+double runner__now_ns(void);
+
+/* Sets the limit of every later wait for the GPU, and why (a phrase that
+ * follows "the limit was"). */
+void runner__set_limit(struct run *run, double ms, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Frees an arm's graph and module, or the case's buffers, and zeroes
+ * them. */
+void runner__release_arm(struct arm *a);
+void runner__release_bufs(struct run *run, struct bufs *b);
+
+/* Allocates the case's buffers. A failure here is the machine's. */
+int runner__alloc_bufs(struct run *run, const struct fixture_case *c,
+		       struct bufs *b, struct judge_case *jc);
+
+/* Restores every input from the host copy and poisons the output with all
+ * bits set (an f16 NaN), so the next check sees only what the next arm
+ * wrote: reset_bufs_with(): an f16 NaN. */
+int runner__reset_bufs(struct run *run, const struct fixture_case *c,
+		       struct bufs *b, int arm, struct judge_case *jc);
+
+/* Loads the arm's code and builds its graph over the shared buffers. */
+int runner__prepare_arm(struct run *run, const struct fixture_case *c, int arm,
+			struct arm *a, struct bufs *b, struct judge_case *jc);
+
+/* Copies the output back and checks it against the oracle, then checks that
+ * every input still holds what was uploaded. Returns 0, QUAL_ECHECK with what
+ * was wrong in text (nobody blamed yet), or a GPU error (already reported,
+ * against arm). */
+int runner__inspect(struct run *run, const struct fixture_case *c, int arm,
+		    struct arm *a, struct bufs *b, struct judge_case *jc,
+		    const char *when, char *text, size_t textlen);
+
+/* Runs arm's graph reps times on fresh inputs and checks what it left (see
+ * replay()); a differential case's first baseline run takes the reference. */
+int runner__run_and_check(struct run *run, const struct fixture_case *c, int arm,
+			  struct arm *a, struct bufs *b, struct judge_case *jc,
+			  int reps, const char *when, double *fastest_ns);
+
+/* Warm-up: each arm on fresh inputs and a poisoned output, reps replays,
+ * then checked. The timed pairs then start from the last arm's output. The
+ * baseline goes first, under its allowance (set by run_case); its fastest
+ * replay sets the deadline of everything after it in the case. */
+int runner__warm_up(struct run *run, const struct fixture_case *c,
+		    struct arm arms[2], struct bufs *b, struct judge_case *jc);
+
+/* ---- runner_time.c ---------------------------------------------------- */
+
+/* This process's blocks of the case, [block_lo, block_hi): each block's
+ * pairs, then its block line with the clocks read at its start (before its
+ * load and untimed rounds; the first block's, after the warm-up) and its
+ * end (after its last pair). A
+ * throttled attempt is timed again over the same placement (its pairs left
+ * out of the verdict by the block line), while the case has retakes left
+ * in this process (RUNNER_RETAKES); then the block stays excluded. Under
+ * one_load there is one block and no block line. */
+int runner__time_pairs(struct run *run, const struct fixture_case *c,
+		       struct arm arms[2], struct bufs *b, struct judge_case *jc);
 
 /* Opens run->clocks for the device info describes (run->gpu's, or the
  * probe's), setting clocks_source, or leaves it NULL with clocks_why; never
@@ -152,23 +342,7 @@ void runner__cache_pack(const struct run *run, unsigned char **buf, size_t *len,
 			size_t *cap);
 int runner__cache_unpack(struct run *run, const unsigned char **at, const unsigned char *end);
 
-/* ---- sessions.c ------------------------------------------------------- */
-
-/* The device probe: a child that opens the GPU and writes its description
- * back, so that this process never starts the GPU runtime (a process forked
- * after that could not use it, and the sessions are forked from this one).
- * It is started first and read when the run needs the device, so that it
- * runs beside the libraries' identify.
- *
- * runner__probe_start() starts it (0, run->probing set), or returns -1 with
- * why. runner__probe_finish() reads its answer and reaps it: 0 with
- * run->probed filled, or -1 with why; a probe that has not answered within
- * cfg->probe_timeout_s of its start (a driver stuck in its initialization)
- * is killed, and why says so. runner__probe_abandon() kills and
- * reaps one started and not finished (nothing when none). */
-int runner__probe_start(struct run *run, char *why, size_t whylen);
-int runner__probe_finish(struct run *run, char *why, size_t whylen);
-void runner__probe_abandon(struct run *run);
+/* ---- sessions.c: the supervisor -------------------------------------- */
 
 /* The timed part of a run in sessions: every case of sel compiled here,
  * then each session started in turn with its share of the blocks, its lines
@@ -193,6 +367,95 @@ void runner__sessions_start(struct run *run, const int *sel, int nsel);
 void runner__run_sessions(struct run *run, const int *sel, int nsel);
 void runner__sessions_end(struct run *run);
 
+/* ---- sessions_probe.c ------------------------------------------------- */
+
+/* The device probe: a child that opens the GPU and writes its description
+ * back, so that this process never starts the GPU runtime (a process forked
+ * after that could not use it, and the sessions are forked from this one).
+ * It is started first and read when the run needs the device, so that it
+ * runs beside the libraries' identify.
+ *
+ * runner__probe_start() starts it (0, run->probing set), or returns -1 with
+ * why. runner__probe_finish() reads its answer and reaps it: 0 with
+ * run->probed filled, or -1 with why; a probe that has not answered within
+ * cfg->probe_timeout_s of its start (a driver stuck in its initialization)
+ * is killed, and why says so. runner__probe_abandon() kills and
+ * reaps one started and not finished (nothing when none). */
+int runner__probe_start(struct run *run, char *why, size_t whylen);
+int runner__probe_finish(struct run *run, char *why, size_t whylen);
+void runner__probe_abandon(struct run *run);
+
+/* In a child started with out = CHILD_PIPE: takes the pipe off stdout
+ * (stdout then goes where stderr goes), so that nothing a GPU runtime
+ * prints can be taken for the child's answer or its lines. Returns the
+ * pipe's new descriptor; ends the child when it cannot. */
+int runner__pipe_off_stdout(void);
+
+/* Starts fn(arg) in a child killed with this process, its stdout a pipe,
+ * and with gated its stdin one too (a session's go: wait_for_go()). */
+int runner__start_fn(struct child *c, int (*fn)(void *arg), void *arg, bool gated,
+		     struct qual_msg *msg);
+
+/* How a child ended, for messages: child_exit_text()'s words, or that it
+ * could not be seen (wait_rc, child_wait()'s return, is not 0). */
+const char *runner__describe_end(int wait_rc, const struct child_exit *ex, char *buf,
+				 size_t len);
+
+/* Reaps a killed child once it has ended, if it does by until (child_now()
+ * seconds): true when it was reaped. */
+bool runner__reap_by(struct child *c, double until);
+
+/* ---- sessions_child.c ------------------------------------------------- */
+
+/* The sessions started ahead of their turns, at most: the first look's
+ * before the compiles, and each later round's together, at its start
+ * (start_batch()): a later round's sessions, at most, so that one batch
+ * makes every context of a round (runner__round_sessions()). */
+#define SESSIONS_AHEAD RUNNER_ROUND_SESSIONS
+
+/* What a session writes, once only and before any line, when its first
+ * try to open the device is over (opened or not): the supervisor waits for
+ * it from every session started ahead before it lets the first of them go
+ * (await_opened()), so that no context opens while a session times. */
+#define SESSION_OPENED 'o'
+
+/* What a session is given: the run as it stands after the compiles (for
+ * the first session, forked before them, as it stood then, the rest being
+ * in its work file), the cases, and which session it is with its share of
+ * the blocks. */
+struct session_arg {
+	struct run *run;
+	const int *sel;
+	int nsel;
+	int session, block_lo, block_hi;
+	/* A session started before the compiles: the file (a memfd) where
+	 * it finds them after its go (read_work()); -1 for one forked after. */
+	int work_fd;
+	/* The go pipes of the sessions started before it (before the
+	 * compiles) that this process inherited: closed at once, or the
+	 * supervisor's close would never reach them as an end of file. */
+	int inherited_go[SESSIONS_AHEAD];
+	int ninherited_go;
+	/* After its last line the session keeps its context, idle, so that
+	 * no close lies between the first look's sessions (docs/verdicts.md,
+	 * "Sessions"): it closes it when the supervisor asks (SIGTERM:
+	 * linger()), or its end does when the supervisor kills it. */
+	bool linger;
+};
+
+/* The body of a session, in the child: its own GPU context, every case that
+ * has not failed yet, its share of the blocks; lines into the pipe. The
+ * context is opened, and the clocks' source (NVML) started, before the go
+ * (the first look's sessions during the compiles; each later one while the
+ * one before it closes its own); nothing runs on the device before it.
+ * Where the device takes one context at a time (an exclusive compute mode)
+ * the open fails until the session before has ended: it is
+ * tried again after the go. After a hang it ends without closing the GPU:
+ * the end of the process is what stops the kernel (gpu.h, Deadlines). */
+int runner__session_body(void *arg);
+
+/* ---- sessions_plan.c -------------------------------------------------- */
+
 /* Why sampling ends, or that it goes on (runner__next_round). */
 enum runner_round {
 	ROUND_MORE,        /* one more round, up to *next blocks */
@@ -216,5 +479,34 @@ enum runner_round runner__next_round(const struct stats_settings *s, int blocks_
  * (rounded up: 15 blocks in 4 sessions make a round of 15 blocks 4
  * sessions, one of 30 blocks 8), at least 1 and at most round_blocks. */
 int runner__round_sessions(int round_blocks, int first_blocks, int first_sessions);
+
+/* The plan of a run's sessions (runner__run_sessions): the first k share
+ * the first look's blocks; then, while some case is undecided, each round
+ * times those cases alone up to the next look (runner__next_round), its
+ * blocks numbered on from where the last round ended and shared out over
+ * sessions of about as many blocks as the first look's
+ * (runner__round_sessions): blocks inside one process share what stays
+ * fixed for its life (docs/verdicts.md, "Sessions"), and the rule assumes
+ * blocks that do not. */
+struct plan {
+	struct run *run;
+	const int *sel;
+	int nsel;
+	int blocks, k, done;
+	/* The round under way: blocks [r_lo, r_lo + r_n) of the cases
+	 * cur[0..ncur) in r_m sessions, r_i of them planned. */
+	int r_lo, r_n, r_m, r_i, ncur;
+	const int *cur;
+	int *more;
+	int s;                  /* sessions planned so far */
+	double t0;              /* the start of the timing phase */
+};
+
+/* The next session of the plan into *arg, with the sessions so far and in
+ * its round (*of, for messages); false when there is none. Asked on the
+ * last line of the session before (on_session_end), when the judge has all
+ * of that session's lines: the elapsed time it checks against max_seconds
+ * leaves out that session's close. */
+bool runner__plan_next(struct plan *p, struct session_arg *arg, int *of);
 
 #endif

@@ -12,8 +12,8 @@ set(QUAL_TEST_NVRTC_ALT /usr/local/cuda/lib64/libnvrtc.alt.so.13 CACHE FILEPATH
 set(QUAL_TEST_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
     "A real hiprtc for the compile tests")
 
-# What the rtc modules stand on. test_rtc.c includes rtc.c and rtc_parse.c
-# to reach their statics, so they are not in this library.
+# What the rtc modules stand on. test_rtc.c includes rtc.c, rtc_child.c and
+# rtc_parse.c to reach their statics, so they are not in this library.
 add_library(qual_rtc_test_lib INTERFACE)
 target_link_libraries(qual_rtc_test_lib INTERFACE qual_common ${CMAKE_DL_LIBS})
 

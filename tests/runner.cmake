@@ -11,12 +11,15 @@ set(QUAL_RUNNER_TEST_NVRTC /usr/local/cuda/lib64/libnvrtc.so.13 CACHE FILEPATH
     "The nvrtc both arms of the runner test compile with")
 
 # test_runner.c includes run/sessions.c to reach the relay, so it is not in
-# this library.
+# this library (the rest of the sessions, sessions_*.c, are).
 set(S ${PROJECT_SOURCE_DIR})
 add_library(qual_runner_test_lib STATIC
-  ${S}/compile/rtc.c ${S}/compile/rtc_parse.c ${S}/gpu/gpu.c ${S}/gpu/clocks.c
-  ${S}/gpu/nvml.c ${S}/gpu/rocm_smi.c ${S}/run/runner.c
-  ${S}/run/compile_all.c ${S}/run/cache.c
+  ${S}/compile/rtc.c ${S}/compile/rtc_child.c ${S}/compile/rtc_parse.c
+  ${S}/gpu/gpu.c ${S}/gpu/clocks.c
+  ${S}/gpu/nvml.c ${S}/gpu/rocm_smi.c ${S}/run/runner.c ${S}/run/runner_setup.c
+  ${S}/run/runner_case.c ${S}/run/runner_check.c ${S}/run/runner_time.c
+  ${S}/run/runner_emit.c ${S}/run/sessions_probe.c ${S}/run/sessions_child.c
+  ${S}/run/sessions_plan.c ${S}/run/compile_all.c ${S}/run/cache.c
   ${S}/compile/rtc_mode.c)
 find_package(Threads REQUIRED)
 target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_judge

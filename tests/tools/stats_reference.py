@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Expected values for stats/stats.c, computed independently with scipy.
+"""Expected values for stats/stats*.c, computed independently with scipy.
 
 Usage: stats_reference.py OUT
 

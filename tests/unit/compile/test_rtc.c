@@ -8,6 +8,7 @@
 #include "tests/unit/test_main.h"
 
 #include "compile/rtc.c"
+#include "compile/rtc_child.c"
 #include "compile/rtc_parse.c"
 
 #include <dirent.h>
@@ -472,7 +473,7 @@ static void test_child_env(void **state)
 	(void)state;
 	setenv("LD_LIBRARY_PATH", "/a:/b", 1);
 	setenv("CUDA_CACHE_DISABLE", "0", 1);
-	env = child_env_for("/opt/cand/lib", "/tmp/q");
+	env = rtc__child_env_for("/opt/cand/lib", "/tmp/q");
 	/* nvrtc's disk cache is off in every compile child, whatever we had. */
 	assert_int_equal(env_count(env, "CUDA_CACHE_DISABLE=", &v), 1);
 	assert_string_equal(v, "CUDA_CACHE_DISABLE=1");
@@ -492,7 +493,7 @@ static void test_child_env(void **state)
 	assert_int_equal(atol(v + strlen(QUAL_PARENT_ENV "=")), (long)getpid());
 	child_env_free(env);
 	unsetenv("LD_LIBRARY_PATH");
-	env = child_env_for("/opt/cand/lib", "/tmp/q");
+	env = rtc__child_env_for("/opt/cand/lib", "/tmp/q");
 	assert_int_equal(env_count(env, "LD_LIBRARY_PATH=", &v), 1);
 	assert_string_equal(v, "LD_LIBRARY_PATH=/opt/cand/lib");
 	child_env_free(env);
@@ -515,13 +516,13 @@ static void test_child_report(void **state)
 	char dir[PATH_MAX], out[PATH_MAX + 8], message[512];
 
 	(void)state;
-	assert_int_equal(workdir_new(dir, sizeof dir, NULL), 0);
+	assert_int_equal(rtc__workdir_new(dir, sizeof dir, NULL), 0);
 	/* The child reports in its own folder; its stderr is ours. */
 	snprintf(out, sizeof out, "%s/" RTC__OUT_DIR, dir);
 	write_text(out, RTC__RESULT_FILE, "status=-7\nmessage=compiler 'x' rejected 'k.cu'\n"
 		   "abi=nvrtc\nversion=13.0\ncompile_ms=12.5\nlog_size=300\n"
 		   "log_kept=200\ncode_size=0\nend=1\n");
-	report_read(dir, &rep);
+	rtc__report_read(dir, &rep);
 	assert_true(rep.complete);
 	assert_int_equal(rep.status, QUAL_ECOMPILE);
 	assert_string_equal(rep.message, "compiler 'x' rejected 'k.cu'");
@@ -536,37 +537,37 @@ static void test_child_report(void **state)
 	memset(&oc, 0, sizeof oc);
 	oc.status = SIGSEGV; /* as waitpid reports death by SIGSEGV */
 	assert_true(WIFSIGNALED(oc.status));
-	assert_int_equal(outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
-					message, sizeof message), QUAL_ECOMPILE);
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
+					     message, sizeof message), QUAL_ECOMPILE);
 	assert_string_equal(message, "compiler 'x' rejected 'k.cu'");
 	oc.timed_out = true;
-	assert_int_equal(outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
-					message, sizeof message), QUAL_ECOMPILE);
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "x", "compiling 'k.cu'", 5, dir,
+					     message, sizeof message), QUAL_ECOMPILE);
 
 	/* Without the end line the report is not trusted. */
 	write_text(out, RTC__RESULT_FILE, "status=0\nmessage=\ncode_size=10\n");
-	report_read(dir, &rep);
+	rtc__report_read(dir, &rep);
 	assert_false(rep.complete);
-	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
-					dir, message, sizeof message), QUAL_ETIMEOUT);
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
+					     dir, message, sizeof message), QUAL_ETIMEOUT);
 	assert_string_equal(message, "compiler '/x/lib.so' did not finish within 2.5 s");
 	oc.timed_out = false;
 	oc.status = SIGABRT;
-	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
-					dir, message, sizeof message), QUAL_ECRASH);
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
+					     dir, message, sizeof message), QUAL_ECRASH);
 	assert_string_equal(message, "compiler '/x/lib.so' crashed while loading: "
 			    "killed by signal SIGABRT (Aborted)");
 	oc.status = 3 << 8; /* exit status 3: no crash (lines.h, compile_no_report) */
 	write_text(dir, RTC__STDERR_FILE, "noise\nqual-compile: cannot write 'x': No space left on device\n\n");
-	assert_int_equal(outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
-					dir, message, sizeof message), QUAL_EEXIT);
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "compiling 'k.cu'", 2.5,
+					     dir, message, sizeof message), QUAL_EEXIT);
 	assert_string_equal(message, "compiler '/x/lib.so' exited with status 3 compiling "
 			    "'k.cu' without reporting: qual-compile: cannot write 'x': No "
 			    "space left on device");
 
 	/* A status outside the error space is garbage. */
 	write_text(out, RTC__RESULT_FILE, "status=5\nend=1\n");
-	report_read(dir, &rep);
+	rtc__report_read(dir, &rep);
 	assert_false(rep.complete);
 	rtc_workdir_remove(dir);
 }

@@ -19,6 +19,7 @@
 #include "tests/unit/test_main.h"
 
 #include "compile/rtc.c"
+#include "compile/rtc_child.c"
 #include "compile/rtc_parse.c"
 
 #include <dirent.h>
@@ -192,7 +193,7 @@ static void test_folder_closed(void **state)
 	aux_path(err_victim, sizeof err_victim, "victim_err");
 	file_put(src_victim, "root's source\n", 0600);
 	file_put(err_victim, "root's errors\n", 0600);
-	assert_int_equal(workdir_new(dir, sizeof dir, &msg), 0);
+	assert_int_equal(rtc__workdir_new(dir, sizeof dir, &msg), 0);
 	/* nobody, as the compile child, between the folder's making and its
 	 * use (the race the reviewer won on a folder given to nobody). */
 	assert_int_equal(as_nobody(plant_in, dir), 0);
@@ -220,9 +221,9 @@ static void test_folder_closed(void **state)
 	assert_int_equal(symlink(src_victim, p), 0);
 	snprintf(p, sizeof p, "%s/" RTC__STDERR_FILE, dir);
 	assert_int_equal(symlink(err_victim, p), 0);
-	assert_int_equal(workdir_put(dir, RTC__SOURCE_FILE, "x", 1, p, sizeof p, &msg), QUAL_EIO);
+	assert_int_equal(rtc__workdir_put(dir, RTC__SOURCE_FILE, "x", 1, p, sizeof p, &msg), QUAL_EIO);
 	assert_non_null(strstr(msg.text, "File exists"));
-	assert_int_equal(helper_start(&c, argv, "/", dir, -1, &msg), QUAL_EIO);
+	assert_int_equal(rtc__helper_start(&c, argv, "/", dir, -1, &msg), QUAL_EIO);
 	assert_non_null(strstr(msg.text, "File exists"));
 	assert_int_equal(c.pid, -1);
 	rtc_workdir_remove(dir);
@@ -230,8 +231,8 @@ static void test_folder_closed(void **state)
 	victim_intact(err_victim, "root's errors\n", 0600);
 
 	/* A fresh folder: the source is root's, readable by nobody's group. */
-	assert_int_equal(workdir_new(dir, sizeof dir, &msg), 0);
-	assert_int_equal(workdir_put(dir, RTC__SOURCE_FILE, "x", 1, p, sizeof p, &msg), 0);
+	assert_int_equal(rtc__workdir_new(dir, sizeof dir, &msg), 0);
+	assert_int_equal(rtc__workdir_put(dir, RTC__SOURCE_FILE, "x", 1, p, sizeof p, &msg), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_true(st.st_uid == 0 && st.st_gid == nobody_gid && (st.st_mode & 0777) == 0640);
 	rtc_workdir_remove(dir);
