@@ -33,8 +33,8 @@
 
 void calib__key(const struct jobs *j, int s, char *out, size_t cap)
 {
-	if (j->devices)
-		snprintf(out, cap, "gpu-%d", j->devices[s]);
+	if (j->slots[s].device >= 0)
+		snprintf(out, cap, "gpu-%d", j->slots[s].device);
 	else
 		snprintf(out, cap, "slot-%d", s);
 }
@@ -70,16 +70,12 @@ int calib__open(struct jobs *j, const struct jobs_config *cfg, struct qual_msg *
 {
 	int rc;
 
-	j->calib = xcalloc((size_t)j->nslots, sizeof *j->calib);
-	j->calib_submitting = xcalloc((size_t)j->nslots, sizeof *j->calib_submitting);
-	j->calib_unstored = xcalloc((size_t)j->nslots, sizeof *j->calib_unstored);
-	j->calib_tried = xcalloc((size_t)j->nslots, sizeof *j->calib_tried);
 	if (asprintf(&j->calib_dir, "%s/calibration", cfg->state_dir) < 0)
 		abort();
 	if ((rc = fs_mkdir_p(j->calib_dir, 0750, msg)))
 		return rc;
 	for (int s = 0; s < j->nslots; s++)
-		j->calib[s] = calib_load(j, s);
+		j->slots[s].calib = calib_load(j, s);
 	j->calib_every_s = cfg->calibrate_every_h > 0 ? cfg->calibrate_every_h * 3600.0 : 0;
 	j->calib_lib = cfg->calibrate_lib ? xstrdup(cfg->calibrate_lib) : NULL;
 	j->calib_runs = cfg->calibrate_runs > 0 ? cfg->calibrate_runs : CALIB_DEFAULT_RUNS;
@@ -101,14 +97,10 @@ void calib__start(struct jobs *j)
 
 void calib__release(struct jobs *j)
 {
-	for (int s = 0; j->calib && s < j->nslots; s++)
-		json_decref(j->calib[s]);
-	for (int s = 0; j->calib_unstored && s < j->nslots; s++)
-		free(j->calib_unstored[s]);
-	free(j->calib);
-	free(j->calib_unstored);
-	free(j->calib_tried);
-	free(j->calib_submitting);
+	for (int s = 0; j->slots && s < j->nslots; s++) {
+		json_decref(j->slots[s].calib);
+		free(j->slots[s].calib_unstored);
+	}
 	free(j->calib_dir);
 	free(j->calib_lib);
 	free(j->calibrator);
@@ -136,15 +128,17 @@ static void calib_written(void *ctx, const struct writer_done *d)
 	struct calib_write *cw = ctx;
 	struct jobs *j = cw->j;
 
-	free(j->calib_unstored[cw->slot]);
-	j->calib_unstored[cw->slot] = NULL;
+	struct slot *sl = &j->slots[cw->slot];
+
+	free(sl->calib_unstored);
+	sl->calib_unstored = NULL;
 	if (d->status < 0) {
 		oplog_warn("cannot store a calibration record: %s", d->message);
-		j->calib_unstored[cw->slot] = xstrdup(d->message);
+		sl->calib_unstored = xstrdup(d->message);
 		json_decref(cw->rec);
 	} else {
-		json_decref(j->calib[cw->slot]);
-		j->calib[cw->slot] = cw->rec;
+		json_decref(sl->calib);
+		sl->calib = cw->rec;
 	}
 	free(cw);
 }
@@ -161,7 +155,7 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 		return;
 	/* A calibration that stores nothing (it timed nothing) is not tried
 	 * again by the schedule before the period has passed. */
-	j->calib_tried[s] = time(NULL);
+	j->slots[s].calib_tried = time(NULL);
 	if (!json_is_object(rec))
 		return;
 	/* Only timed A/A comparisons make a record of the device. */
@@ -217,15 +211,15 @@ void calib__worker_args(const struct jobs *j, const struct job *job, int s, char
 
 	if (job->args.calibrate)
 		return;
-	if (j->calib[s] && calib_path(j, s, path, sizeof path) == 0) {
+	if (j->slots[s].calib && calib_path(j, s, path, sizeof path) == 0) {
 		if (asprintf(&argv[(*k)++], "--calibration=%s", path) < 0)
 			abort();
 		return;
 	}
-	if (j->calib_unstored[s]) {
+	if (j->slots[s].calib_unstored) {
 		if (asprintf(&argv[(*k)++], "--no-calibration-because=no calibration of this "
 			     "device is stored: the last one could not be written (%s)",
-			     j->calib_unstored[s]) < 0)
+			     j->slots[s].calib_unstored) < 0)
 			abort();
 		return;
 	}
@@ -240,8 +234,9 @@ json_t *jobs_calibration_json(struct jobs *j)
 	for (int s = 0; s < j->nslots; s++) {
 		calib__key(j, s, key, sizeof key);
 		json_array_append_new(list, json_pack("{s:i,s:o,s:s,s:O?}", "slot", s,
-			"device", j->devices ? json_integer(j->devices[s]) : json_null(),
-			"device_key", key, "record", j->calib[s]));
+			"device", j->slots[s].device >= 0 ? json_integer(j->slots[s].device) :
+							    json_null(),
+			"device_key", key, "record", j->slots[s].calib));
 	}
 	return json_pack("{s:o}", "calibrations", list);
 }
@@ -252,11 +247,12 @@ json_t *jobs_calibration_json(struct jobs *j)
  * calibration of it ended within the period. */
 static bool calib_stale(const struct jobs *j, int s)
 {
-	const char *t = j->calib[s] ? json_string_value(json_object_get(j->calib[s], "time"))
-				    : NULL;
+	const json_t *rec = j->slots[s].calib;
+	const char *t = rec ? json_string_value(json_object_get(rec, "time")) : NULL;
 	struct tm tm;
 
-	if (j->calib_tried[s] && difftime(time(NULL), j->calib_tried[s]) < j->calib_every_s)
+	if (j->slots[s].calib_tried &&
+	    difftime(time(NULL), j->slots[s].calib_tried) < j->calib_every_s)
 		return false;
 	memset(&tm, 0, sizeof tm);
 	if (!t || !strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -292,7 +288,7 @@ static void calib_submitted(void *ctx, int status, const char *job, int position
 	char key[48];
 
 	(void)position;
-	cs->j->calib_submitting[cs->slot] = false;
+	cs->j->slots[cs->slot].calib_submitting = false;
 	calib__key(cs->j, cs->slot, key, sizeof key);
 	if (status < 0)
 		oplog_warn("cannot queue the calibration of %s: %s", key, message);
@@ -312,8 +308,8 @@ static void calib_timer_fired(uv_timer_t *t)
 		struct calib_submit *cs;
 		struct qual_msg m;
 
-		if (j->calib_submitting[s] || j->out_reason[s] || !calib_stale(j, s) ||
-		    calib_queued(j, s))
+		if (j->slots[s].calib_submitting || j->slots[s].state == SLOT_OUT ||
+		    !calib_stale(j, s) || calib_queued(j, s))
 			continue;
 		memset(&a, 0, sizeof a);
 		a.baseline = a.candidate = j->calib_lib;
@@ -326,9 +322,9 @@ static void calib_timer_fired(uv_timer_t *t)
 		cs = xcalloc(1, sizeof *cs);
 		cs->j = j;
 		cs->slot = s;
-		j->calib_submitting[s] = true;
+		j->slots[s].calib_submitting = true;
 		if (jobs_submit(j, &a, calib_submitted, cs, &m) < 0) {
-			j->calib_submitting[s] = false;
+			j->slots[s].calib_submitting = false;
 			oplog_warn("cannot queue the calibration of slot %d: %s", s, m.text);
 			free(cs);
 		}

@@ -89,7 +89,7 @@ static void conn_drop_queue(struct conn *c)
 #define WRITE_ALONE_BYTES ((size_t)64 << 10)
 static void conn_flush(struct conn *c)
 {
-	while (!c->closing && c->qn > 0) {
+	while (c->state != CONN_STATE_CLOSING && c->qn > 0) {
 		int n = 1, rc;
 		struct wreq *w;
 		uv_buf_t *bufs;
@@ -137,7 +137,7 @@ static void on_write(uv_write_t *req, int status)
 	c->reply_inflight -= w->reply_bytes;
 	c->writes--;
 	free(w);
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		return;
 	if (status < 0) {
 		conn__close(c, close_why(status));
@@ -158,7 +158,7 @@ static void on_write(uv_write_t *req, int status)
  * write side is being shut), else with the next write. */
 void conn__write(struct conn *c, struct obuf **b, int nb, bool reply)
 {
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		return;
 	XGROW(c->q, c->qn + nb, c->qcap);
 	for (int i = 0; i < nb; i++) {
@@ -168,7 +168,7 @@ void conn__write(struct conn *c, struct obuf **b, int nb, bool reply)
 		if (reply)
 			c->reply_inflight += b[i]->len;
 	}
-	if (c->writes == 0 || c->shutting)
+	if (c->writes == 0 || c->state != CONN_STATE_OPEN)
 		conn_flush(c);
 }
 
@@ -334,7 +334,7 @@ static void conn_drop(struct conn *c, const char *message)
 	char *text = json_dumps(o, JSON_COMPACT);
 
 	json_decref(o);
-	if (text && !c->shutting && c->writes == 0) {
+	if (text && c->state == CONN_STATE_OPEN && c->writes == 0) {
 		size_t n = strlen(text);
 		uv_buf_t b[2] = {uv_buf_init(text, (unsigned)n), uv_buf_init("\n", 1)};
 
@@ -438,12 +438,11 @@ static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 	else
 		oplog_warn("connection %lu refused: %s", c->serial, message);
 	conn__refuse(c, op, id, message);
-	if (c->closing || c->shutting)
+	if (c->state != CONN_STATE_OPEN)
 		return;
-	c->shutting = true;
-	c->refused = true;
+	c->state = CONN_STATE_REFUSED;
 	conn_flush(c);
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		return;
 	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_linger_shutdown) < 0) {
 		conn__close(c, NULL);
@@ -451,13 +450,14 @@ static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 	}
 	uv_timer_init(c->srv->loop, &c->linger);
 	c->linger.data = c;
-	c->linger_open = true;
+	c->flags |= CONN_F_LINGER;
 	c->refs++;
 	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
 	c->in_len = c->in_pos = 0;
-	if (!c->reading && !c->eof && uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
-		c->reading = true;
-	if (c->eof)
+	if (!(c->flags & (CONN_F_READING | CONN_F_EOF)) &&
+	    uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+		c->flags |= CONN_F_READING;
+	if (c->flags & CONN_F_EOF)
 		conn__close(c, NULL);
 }
 
@@ -498,7 +498,7 @@ static void conn_authenticate(struct conn *c, const char *line, size_t len)
 		conn_refuse_close(c, "auth", r.id, m);
 	} else {
 		conn_count(c, CONN_TCP);
-		c->authed = true;
+		c->flags |= CONN_F_AUTHED;
 		conn__send_json(c, conn__reply_new("auth", r.id));
 	}
 	request_release(&r);
@@ -523,14 +523,14 @@ static void on_conn_closed(uv_handle_t *h)
 
 void conn__close(struct conn *c, const char *why)
 {
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		return;
-	c->closing = true;
+	c->state = CONN_STATE_CLOSING;
 	conn_count(c, CONN_NONE);
-	if (c->watching)
+	if (c->flags & CONN_F_WATCHING)
 		c->srv->nwatchers--;
-	if (c->linger_open) {
-		c->linger_open = false;
+	if (c->flags & CONN_F_LINGER) {
+		c->flags &= ~CONN_F_LINGER;
 		uv_close((uv_handle_t *)&c->linger, on_linger_closed);
 	}
 	if (why)
@@ -551,16 +551,16 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 /* Closes once everything queued is written. */
 void conn__shutdown(struct conn *c)
 {
-	if (c->closing || c->shutting)
+	if (c->state != CONN_STATE_OPEN)
 		return;
-	c->shutting = true;
-	if (c->reading) {
+	c->state = CONN_STATE_SHUTTING;
+	if (c->flags & CONN_F_READING) {
 		uv_read_stop(&c->h.stream);
-		c->reading = false;
+		c->flags &= ~CONN_F_READING;
 	}
 	/* Everything queued goes to libuv first: the shutdown waits for it. */
 	conn_flush(c);
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		return;
 	if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0)
 		conn__close(c, NULL);
@@ -570,9 +570,9 @@ void conn__shutdown(struct conn *c)
  * come for it: no request in progress and nothing it follows or watches. */
 void conn__maybe_finish(struct conn *c)
 {
-	if (c->eof && !c->closing && !c->processing && !c->submit_pending &&
-	    !c->replay.active &&
-	    !c->watching && c->nfollows == 0 && c->in_pos == c->in_len)
+	if ((c->flags & CONN_F_EOF) && c->state != CONN_STATE_CLOSING &&
+	    !(c->flags & (CONN_F_PROCESSING | CONN_F_SUBMIT_PENDING | CONN_F_WATCHING)) &&
+	    !c->replay.active && c->nfollows == 0 && c->in_pos == c->in_len)
 		conn__shutdown(c);
 }
 
@@ -581,7 +581,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct conn *c = container_of(h, struct conn, h.handle);
 
 	(void)suggested;
-	if (c->is_tcp && !c->authed) {
+	if ((c->flags & CONN_F_TCP) && !(c->flags & CONN_F_AUTHED)) {
 		/* Before its auth a TCP connection costs at most this buffer:
 		 * one byte over the cap tells conn__process the line is too
 		 * long. */
@@ -601,7 +601,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	struct conn *c = container_of(stream, struct conn, h.stream);
 
 	(void)buf;
-	if (c->refused) {
+	if (c->state == CONN_STATE_REFUSED) {
 		/* Thrown away; the end (or an error) closes it. */
 		if (nread < 0) {
 			conn__close(c, NULL);
@@ -614,9 +614,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	if (nread == UV_EOF) {
-		c->eof = true;
+		c->flags |= CONN_F_EOF;
 		uv_read_stop(stream);
-		c->reading = false;
+		c->flags &= ~CONN_F_READING;
 	} else if (nread < 0) {
 		conn__close(c, close_why((int)nread));
 		return;
@@ -630,7 +630,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
  * the client has not read. */
 static bool conn_blocked(struct conn *c)
 {
-	return c->submit_pending || c->replay.active ||
+	return (c->flags & CONN_F_SUBMIT_PENDING) || c->replay.active ||
 	       conn__pending(c) > SERVER_REPLY_HIGH;
 }
 
@@ -642,27 +642,29 @@ void conn__process(struct conn *c)
 	struct server *s = c->srv;
 	bool want;
 
-	if (c->processing || c->closing || c->refused)
+	if ((c->flags & CONN_F_PROCESSING) || c->state == CONN_STATE_CLOSING ||
+	    c->state == CONN_STATE_REFUSED)
 		return;
-	c->processing = true;
-	while (!c->closing && !c->shutting && !s->stopping && !conn_blocked(c)) {
+	c->flags |= CONN_F_PROCESSING;
+	while (c->state == CONN_STATE_OPEN && !s->stopping && !conn_blocked(c)) {
 		const char *line;
 		size_t used, len;
-		size_t max = c->authed ? REQUEST_MAX_LINE : SERVER_MAX_AUTH_BYTES;
+		size_t max = c->flags & CONN_F_AUTHED ? REQUEST_MAX_LINE : SERVER_MAX_AUTH_BYTES;
 		enum frame_event ev = frame_next(&c->frame, c->in + c->in_pos,
-						 c->in_len - c->in_pos, c->eof,
+						 c->in_len - c->in_pos,
+						 (c->flags & CONN_F_EOF) != 0,
 						 max, &used, &line, &len);
 
 		c->in_pos += used;
 		if (ev == FRAME_OVERSIZE) {
 			char m[96];
 
-			if (c->authed)
+			if (c->flags & CONN_F_AUTHED)
 				snprintf(m, sizeof m, "request line over %d bytes", REQUEST_MAX_LINE);
 			else
 				snprintf(m, sizeof m, "authentication required: a first line of "
 					 "over %d bytes", SERVER_MAX_AUTH_BYTES);
-			if (c->authed) {
+			if (c->flags & CONN_F_AUTHED) {
 				conn__refuse(c, NULL, NULL, m);
 			} else {
 				conn_refuse_close(c, NULL, NULL, m);
@@ -671,13 +673,13 @@ void conn__process(struct conn *c)
 		}
 		if (ev != FRAME_LINE)
 			break;
-		if (c->authed)
+		if (c->flags & CONN_F_AUTHED)
 			server__handle_line(c, line, len);
 		else
 			conn_authenticate(c, line, len);
 	}
-	if (c->closing || c->refused) {
-		c->processing = false;
+	if (c->state == CONN_STATE_CLOSING || c->state == CONN_STATE_REFUSED) {
+		c->flags &= ~CONN_F_PROCESSING;
 		return;
 	}
 	if (c->in_pos > 0) {
@@ -691,15 +693,16 @@ void conn__process(struct conn *c)
 		c->in = NULL;
 		c->in_cap = 0;
 	}
-	want = !c->eof && !c->shutting && !s->stopping && !conn_blocked(c);
-	if (want && !c->reading) {
+	want = !(c->flags & CONN_F_EOF) && c->state == CONN_STATE_OPEN && !s->stopping &&
+	       !conn_blocked(c);
+	if (want && !(c->flags & CONN_F_READING)) {
 		if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
-			c->reading = true;
-	} else if (!want && c->reading) {
+			c->flags |= CONN_F_READING;
+	} else if (!want && (c->flags & CONN_F_READING)) {
 		uv_read_stop(&c->h.stream);
-		c->reading = false;
+		c->flags &= ~CONN_F_READING;
 	}
-	c->processing = false;
+	c->flags &= ~CONN_F_PROCESSING;
 	conn__maybe_finish(c);
 }
 
@@ -727,7 +730,8 @@ void conn__accepted(struct listener *l, int fd)
 	c->srv = s;
 	c->refs = 1;
 	c->serial = ++s->serial;
-	c->is_tcp = l->is_tcp;
+	if (l->is_tcp)
+		c->flags |= CONN_F_TCP;
 	c->accepted_ms = uv_now(s->loop);
 	if (l->is_tcp) {
 		uv_tcp_init(s->loop, &c->h.tcp);
@@ -777,7 +781,7 @@ void conn__accepted(struct listener *l, int fd)
 			return;
 		}
 		conn_count(c, CONN_UNIX);
-		c->authed = true;
+		c->flags |= CONN_F_AUTHED;
 	}
 	conn__process(c);
 }

@@ -64,9 +64,9 @@ static void deliver(struct conn *c, const char *job, long seq, bool verdict,
 	struct replay *rp = &c->replay;
 	struct mark *m;
 
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		return;
-	if (c->watching) {
+	if (c->flags & CONN_F_WATCHING) {
 		if (rp->active && job_cmp(job, rp->ids[rp->i]) >= 0) {
 			/* The replay will read this line from the log. A job
 			 * newer than the replay's list joins it. */
@@ -142,7 +142,7 @@ static void send_each(void *ctx, const char *line, size_t len)
 {
 	struct send_ctx *x = ctx;
 
-	if (x->paused || x->c->closing)
+	if (x->paused || x->c->state == CONN_STATE_CLOSING)
 		return;
 	conn__send_line(x->c, line, len);
 	x->sent++;
@@ -183,7 +183,7 @@ void fanout__replay_pump(struct conn *c)
 	struct server *s = c->srv;
 
 	rp->waiting = false;
-	while (rp->active && !c->closing) {
+	while (rp->active && c->state != CONN_STATE_CLOSING) {
 		struct send_ctx x = {.c = c, .may_pause = true};
 		const char *state = NULL;
 		struct qual_msg msg = {{0}};
@@ -224,7 +224,7 @@ void fanout__watch(struct conn *c, const char *after_job, long after_seq,
 {
 	struct replay *rp = &c->replay;
 
-	c->watching = true;
+	c->flags |= CONN_F_WATCHING;
 	c->srv->nwatchers++;
 	/* Follows are covered by the watch from now on; their marks stay, as
 	 * the points up to which those jobs' lines were sent. */

@@ -79,7 +79,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	    !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"))) {
 		http__add_header(req, H2O_TOKEN_ALLOW, "GET, HEAD");
 		return http__respond_error(req, 405, "Method Not Allowed",
-				     "quald's http endpoint is read-only: GET and HEAD only");
+					   "quald's http endpoint is read-only: GET and HEAD only");
 	}
 	if (!h->jobs || h->closing)
 		return http__respond_error(req, 503, "Service Unavailable", "quald is stopping");
@@ -117,14 +117,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	if (len > 10 && !memcmp(path, "/api/jobs/", 10)) {
 		if (!path_job(path, len, 10, id, rest, sizeof rest))
 			return http__respond_error(req, 404, "Not Found", "not a job id: '%.*s'",
-					     (int)(len - 10 > 40 ? 40 : len - 10), path + 10);
+						   (int)(len - 10 > 40 ? 40 : len - 10), path + 10);
 		if (!*rest)
 			return http__api_job(h, req, id);
 		if (!strcmp(rest, "/events"))
 			return http__api_job_events(h, req, id);
 	}
 	return http__respond_error(req, 404, "Not Found", "no such page: '%.*s'",
-			     (int)(len > 80 ? 80 : len), path);
+				   (int)(len > 80 ? 80 : len), path);
 }
 
 /* ---- connections ---- */

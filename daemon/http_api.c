@@ -117,8 +117,9 @@ int http__api_job(struct http *h, h2o_req_t *req, const char *id)
 	if (rc < 0) {
 		free(x.b);
 		return http__respond_error(req, rc == QUAL_ENOENT ? 404 : 500,
-				     rc == QUAL_ENOENT ? "Not Found" : "Internal Server Error",
-				     "%s", msg.text[0] ? msg.text : qual_strerror(rc));
+					   rc == QUAL_ENOENT ? "Not Found" :
+							       "Internal Server Error",
+					   "%s", msg.text[0] ? msg.text : qual_strerror(rc));
 	}
 	joined_put(&x, "],\"state\":", 10);
 	head = json_string(state ? state : "unknown");

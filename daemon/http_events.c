@@ -232,6 +232,21 @@ static bool is_head(h2o_req_t *req)
 	return h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
 }
 
+/* Answers a HEAD of an event stream, or refuses a stream over
+ * HTTP_MAX_STREAMS: true when req is answered, false when its stream may
+ * start. */
+static bool stream_answered_here(struct http *h, h2o_req_t *req)
+{
+	if (is_head(req))
+		http__respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
+	else if (h->st.streams >= HTTP_MAX_STREAMS)
+		http__respond_error(req, 503, "Service Unavailable",
+				    "too many event streams: %d open", h->st.streams);
+	else
+		return false;
+	return true;
+}
+
 int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
 {
 	struct after_param p = {.after = -1};
@@ -254,11 +269,8 @@ int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
 	if (!known)
 		return http__respond_error(req, 404, "Not Found", "unknown job '%s'", id);
 	json_decref(known);
-	if (is_head(req))
-		return http__respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
-	if (h->st.streams >= HTTP_MAX_STREAMS)
-		return http__respond_error(req, 503, "Service Unavailable",
-				     "too many event streams: %d open", h->st.streams);
+	if (stream_answered_here(h, req))
+		return 0;
 	st = stream_start(h, req, id);
 	r.st = st;
 	/* Stored lines, then live ones: the log read hands out exactly the
@@ -278,11 +290,8 @@ int http__api_events(struct http *h, h2o_req_t *req)
 {
 	struct stream *st;
 
-	if (is_head(req))
-		return http__respond(req, 200, "OK", "text/event-stream; charset=utf-8", "", 0);
-	if (h->st.streams >= HTTP_MAX_STREAMS)
-		return http__respond_error(req, 503, "Service Unavailable",
-				     "too many event streams: %d open", h->st.streams);
+	if (stream_answered_here(h, req))
+		return 0;
 	st = stream_start(h, req, NULL);
 	http__stream_flush(st);
 	return 0;

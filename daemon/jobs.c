@@ -548,9 +548,9 @@ static void jobs_schedule(struct jobs *j)
 	for (s = 0; s < j->nslots; s++) {
 		struct job *job = NULL;
 		struct list_link *q;
-		if (j->slots[s] || j->checks[s] || j->out_reason[s])
+		if (j->slots[s].state != SLOT_IDLE)
 			continue;
-		if (j->needs_check[s]) {
+		if (j->slots[s].needs_check) {
 			health__start(j, s);
 			continue;
 		}
@@ -629,8 +629,6 @@ static void jobs_free(struct jobs *j)
 	for (i = 0; i < j->njobs; i++)
 		jobs__job_free(j->all[i]);
 	free(j->all);
-	free(j->slots);
-	free(j->devices);
 	free(j->no_gpu_because);
 	free(j->worker);
 	free(j->helper);
@@ -641,13 +639,11 @@ static void jobs_free(struct jobs *j)
 	for (i = 0; i < j->nroots; i++)
 		free(j->roots[i]);
 	free(j->roots);
-	for (i = 0; j->out_reason && i < j->nslots; i++)
-		free(j->out_reason[i]);
-	free(j->out_reason);
-	free(j->needs_check);
-	free(j->checks);
 	quarantine__release(&j->quarantine);
 	calib__release(j);
+	for (i = 0; j->slots && i < j->nslots; i++)
+		free(j->slots[i].out_reason);
+	free(j->slots);
 	store_free(j->store);
 	free(j);
 }
@@ -695,13 +691,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	list_init(&j->submits);
 	j->nslots = cfg->nslots;
 	j->slots = xcalloc((size_t)cfg->nslots, sizeof *j->slots);
-	j->needs_check = xcalloc((size_t)cfg->nslots, sizeof *j->needs_check);
-	j->out_reason = xcalloc((size_t)cfg->nslots, sizeof *j->out_reason);
-	j->checks = xcalloc((size_t)cfg->nslots, sizeof *j->checks);
-	if (cfg->devices) {
-		j->devices = xcalloc((size_t)cfg->nslots, sizeof *j->devices);
-		memcpy(j->devices, cfg->devices, (size_t)cfg->nslots * sizeof *j->devices);
-	}
+	for (int s = 0; s < cfg->nslots; s++)
+		j->slots[s].device = cfg->devices ? cfg->devices[s] : -1;
 	j->no_gpu_because = xstrdup(cfg->no_gpu_because ? cfg->no_gpu_because :
 				    "quald runs compile-only slots");
 	j->worker = program(cfg->worker, "qual-run");
@@ -817,10 +808,10 @@ void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)
 	calib__stop(j);
 	submit__close_all(j);
 	for (s = 0; s < j->nslots; s++) {
-		if (j->slots[s])
-			worker__stop(j->slots[s], WORKER_STOP_SHUTDOWN);
-		if (j->checks[s])
-			health__stop(j->checks[s]);
+		if (j->slots[s].state == SLOT_RUNNING)
+			worker__stop(j->slots[s].w, WORKER_STOP_SHUTDOWN);
+		else if (j->slots[s].state == SLOT_CHECKING)
+			health__stop(j->slots[s].check);
 	}
 	jobs__close_check(j);
 }

@@ -94,6 +94,35 @@ struct job {
 	struct list_link qlink;    /* in the queue while queued */
 };
 
+/* What a slot is doing: one state at a time, which the scheduler, the
+ * status reply and the calibration schedule read. */
+enum slot_state {
+	SLOT_IDLE,      /* in service and free: the next job (or check) may start */
+	SLOT_RUNNING,   /* a job's worker occupies it (w), until its handles close */
+	SLOT_CHECKING,  /* its GPU's health check runs (check), until it closes */
+	SLOT_OUT,       /* out of service until quald restarts (out_reason) */
+};
+
+/* One worker slot: a GPU, or a compile-only slot. */
+struct slot {
+	enum slot_state state;
+	int device;                /* the GPU ordinal, or -1: compile-only */
+	struct worker *w;          /* SLOT_RUNNING's worker, else NULL */
+	struct health *check;      /* SLOT_CHECKING's check, else NULL */
+	char *out_reason;          /* SLOT_OUT's why (own string), else NULL */
+	bool needs_check;          /* a health check before its next job */
+	/* Calibration (calibration.c). */
+	json_t *calib;             /* the latest record of its device (own
+				    * reference), or NULL: the latest one
+				    * stored */
+	char *calib_unstored;      /* why the last record could not be
+				    * stored, or NULL (own string) */
+	time_t calib_tried;        /* when a calibration of it last ended
+				    * with a verdict, or 0 */
+	bool calib_submitting;     /* a scheduled calibration's submit is
+				    * being checked */
+};
+
 /* The quarantine (quarantine.c): strikes by SHA-256. */
 struct quarantine {
 	json_t *map;               /* {sha256: {"strikes","library","last"}},
@@ -115,17 +144,14 @@ struct jobs {
 	char *scratch;             /* where the workers' folders are: $TMPDIR */
 	char *scratch_prefix;      /* their names': "quald-<state>-" */
 	int nslots;
-	int *devices;              /* NULL: compile-only slots */
-	char *no_gpu_because;      /* with devices NULL: why (jobs_config) */
+	struct slot *slots;        /* nslots */
+	char *no_gpu_because;      /* compile-only slots: why (jobs_config) */
 	double job_timeout_s;
 	double check_timeout_s;
 	char **roots;              /* resolved allowed roots; NULL: no policy */
 	int nroots;
 	long long max_log_bytes;
 	struct quarantine quarantine;
-	bool *needs_check;         /* nslots: health check before the next job */
-	char **out_reason;         /* nslots: why it is out of service, or NULL */
-	struct health **checks;    /* nslots: the health check running there */
 	int nhealth;               /* health structs alive */
 	jobs_line_cb cb;
 	void *cb_ctx;
@@ -133,7 +159,6 @@ struct jobs {
 	int njobs, cap;
 	struct list_link queue;    /* queued jobs (struct job.qlink), in order */
 	int nqueued;
-	struct worker **slots;     /* nslots; the worker occupying each */
 	long next_num;
 	struct list_link submits;  /* submits being checked */
 	int nworkers;              /* worker structs alive */
@@ -142,15 +167,6 @@ struct jobs {
 	/* Calibration (calibration.c). */
 	char *calibrator;          /* qual-calibrate's path */
 	char *calib_dir;           /* state_dir/calibration */
-	json_t **calib;            /* nslots: the latest record of each slot's
-				    * device (own references), or NULL: the
-				    * latest one stored */
-	char **calib_unstored;     /* nslots: why the last record could not
-				    * be stored, or NULL (own strings) */
-	time_t *calib_tried;       /* nslots: when a calibration of the slot
-				    * last ended with a verdict, or 0 */
-	bool *calib_submitting;    /* nslots: a scheduled calibration's submit
-				    * is being checked */
 	double calib_every_s;      /* 0: no schedule */
 	char *calib_lib;
 	int calib_runs;
@@ -298,7 +314,9 @@ int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg 
 
 /* ---- slot_health.c ---------------------------------------------------------- */
 
-/* Starts slot s's health check (`WORKER --health --device N`). */
+/* Starts slot s's health check (`WORKER --health --device N`): the slot is
+ * SLOT_CHECKING until the check closes, then SLOT_IDLE when it passed, or
+ * SLOT_OUT when it failed or could not start. */
 void health__start(struct jobs *j, int s);
 
 /* Kills a running check (shutdown); it ends through its usual path. */

@@ -186,17 +186,18 @@ json_t *jobs_status_json(struct jobs *j)
 	int s, in_service = 0;
 
 	for (s = 0; s < j->nslots; s++) {
-		struct job *job = j->slots[s] ? worker__job(j->slots[s]) : NULL;
+		const struct slot *sl = &j->slots[s];
+		struct job *job = sl->state == SLOT_RUNNING ? worker__job(sl->w) : NULL;
 		json_t *o = json_pack("{s:i,s:o,s:o}", "slot", s,
-			"device", j->devices ? json_integer(j->devices[s]) : json_null(),
+			"device", sl->device >= 0 ? json_integer(sl->device) : json_null(),
 			"job", job ? json_string(job->id) : json_null());
 		/* Only for a slot out of service or being checked: the usual
 		 * reply keeps its shape. */
-		if (j->out_reason[s])
-			json_object_set_new(o, "out_of_service", json_string(j->out_reason[s]));
+		if (sl->state == SLOT_OUT)
+			json_object_set_new(o, "out_of_service", json_string(sl->out_reason));
 		else
 			in_service++;
-		if (j->checks[s])
+		if (sl->state == SLOT_CHECKING)
 			json_object_set_new(o, "health_check", json_true());
 		json_array_append_new(slots, o);
 		if (job)

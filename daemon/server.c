@@ -85,14 +85,17 @@ static void do_submit(struct conn *c, struct request *r)
 		return;
 	}
 	s->submits_pending++;
-	c->submit_pending = true;
-	c->submit_follow = r->submit.follow;
+	c->flags |= CONN_F_SUBMIT_PENDING;
+	if (r->submit.follow)
+		c->flags |= CONN_F_SUBMIT_FOLLOW;
+	else
+		c->flags &= ~CONN_F_SUBMIT_FOLLOW;
 	c->submit_id = r->id ? json_incref(r->id) : NULL;
 	c->refs++;
 	rc = jobs_submit(c->srv->jobs, &r->submit, on_submitted, c, &msg);
 	if (rc < 0) {
 		s->submits_pending--;
-		c->submit_pending = false;
+		c->flags &= ~CONN_F_SUBMIT_PENDING;
 		conn__refuse(c, "submit", r->id, msg_or(&msg, qual_strerror(rc)));
 		json_decref(c->submit_id);
 		c->submit_id = NULL;
@@ -108,9 +111,9 @@ static void on_submitted(void *ctx, int status, const char *job, int position,
 	json_t *id = c->submit_id, *o;
 
 	s->submits_pending--;
-	c->submit_pending = false;
+	c->flags &= ~CONN_F_SUBMIT_PENDING;
 	c->submit_id = NULL;
-	if (c->closing)
+	if (c->state == CONN_STATE_CLOSING)
 		goto out;
 	if (status < 0) {
 		conn__refuse(c, "submit", id, message && *message ? message : qual_strerror(status));
@@ -121,12 +124,12 @@ static void on_submitted(void *ctx, int status, const char *job, int position,
 	json_object_set_new(o, "position", json_integer(position));
 	json_object_set_new(o, "state", json_string("queued"));
 	conn__send_json(c, o);
-	if (c->submit_follow && !c->watching && !s->stopping)
+	if ((c->flags & CONN_F_SUBMIT_FOLLOW) && !(c->flags & CONN_F_WATCHING) && !s->stopping)
 		fanout__follow(c, job);
 out:
 	json_decref(id);
 	server__status_update(s);
-	if (!c->closing)
+	if (c->state != CONN_STATE_CLOSING)
 		conn__process(c);
 	conn__unref(c);
 }
@@ -146,7 +149,7 @@ static void do_watch(struct conn *c, struct request *r)
 	char **ids = NULL;
 	int n = 0, rc;
 
-	if (c->watching) {
+	if (c->flags & CONN_F_WATCHING) {
 		conn__refuse(c, "watch", r->id, "this connection is already watching");
 		return;
 	}
@@ -375,7 +378,8 @@ void server__handle_line(struct conn *c, const char *line, size_t len)
 	case OP_QUARANTINE: do_quarantine(c, &r); break;
 	case OP_CALIBRATION: do_calibration(c, &r); break;
 	case OP_AUTH:
-		conn__refuse(c, "auth", r.id, c->is_tcp ? "this connection is already authenticated"
+		conn__refuse(c, "auth", r.id, c->flags & CONN_F_TCP ?
+			     "this connection is already authenticated"
 			    : "auth is for tcp connections: this unix socket peer is "
 			      "allowed by its user and groups");
 		break;
@@ -719,9 +723,9 @@ void server_close(struct server *s, void (*done)(void *ctx), void *ctx)
 	/* No more requests or replays; lines of the jobs being stopped still
 	 * go out. */
 	for (c = s->conns; c; c = c->next) {
-		if (c->reading && !c->closing) {
+		if ((c->flags & CONN_F_READING) && c->state != CONN_STATE_CLOSING) {
 			uv_read_stop(&c->h.stream);
-			c->reading = false;
+			c->flags &= ~CONN_F_READING;
 		}
 		fanout__replay_free(&c->replay);
 	}

@@ -74,6 +74,38 @@ enum conn_kind {
 	CONN_TCP,                  /* TCP after its auth */
 };
 
+/* Where a connection is in its life: one state at a time, each later than
+ * the one before. */
+enum conn_state {
+	CONN_STATE_OPEN,      /* takes requests and answers them */
+	CONN_STATE_SHUTTING,  /* takes no more requests: what is queued is
+			       * written, its write side shut, then it closes
+			       * (conn__shutdown) */
+	CONN_STATE_REFUSED,   /* refused: the refusal is written and its write
+			       * side shut; what it sends is thrown away until
+			       * the peer closes or the linger timer fires */
+	CONN_STATE_CLOSING,   /* its handle is closing */
+};
+
+/* What holds for a connection besides its state, as libuv's handle flags
+ * do: each flag one fact, set and cleared where that fact begins and ends. */
+enum conn_flag {
+	CONN_F_TCP = 1 << 0,            /* accepted on a TCP listener */
+	CONN_F_AUTHED = 1 << 1,         /* may make requests: a Unix peer once
+					 * SO_PEERCRED allowed it, a TCP peer
+					 * once its first line was an auth with
+					 * the right token */
+	CONN_F_READING = 1 << 2,        /* uv_read_start is in effect */
+	CONN_F_EOF = 1 << 3,            /* the peer has sent everything */
+	CONN_F_PROCESSING = 1 << 4,     /* conn__process is running (it is not
+					 * entered again from its callbacks) */
+	CONN_F_SUBMIT_PENDING = 1 << 5, /* a submit waits for jobs_submit's
+					 * callback */
+	CONN_F_SUBMIT_FOLLOW = 1 << 6,  /* that submit asked to follow its job */
+	CONN_F_WATCHING = 1 << 7,       /* a watch: every job's lines */
+	CONN_F_LINGER = 1 << 8,         /* the linger timer is open (refused) */
+};
+
 /* Output shared by every connection it is written to (a broadcast line is
  * allocated once); freed when the last write of it completes. */
 struct obuf {
@@ -116,22 +148,15 @@ struct conn {
 	struct conn *prev, *next;
 	unsigned long serial;      /* for the log */
 	int refs;                  /* the handle, and a pending submit */
-	bool closing, shutting, eof, reading, processing;
+	enum conn_state state;
+	unsigned flags;            /* enum conn_flag */
 	struct frame frame;        /* splitting the input into request lines */
-	bool submit_pending;       /* a submit waits for jobs_submit's callback */
-	bool submit_follow;
-	json_t *submit_id;
-	bool watching;
-	/* May make requests: a Unix peer once SO_PEERCRED allowed it, a TCP
-	 * peer once its first line was an auth with the right token. */
-	bool authed;
-	bool is_tcp;
+	json_t *submit_id;         /* the pending submit's request id */
 	enum conn_kind kind;
 	uint64_t accepted_ms;      /* uv_now at accept: the auth deadline's start */
 	struct conn *uprev, *unext; /* in srv's unauth list, oldest first */
-	/* Refused: the refusal is written, the write side shut, and input is
-	 * discarded until the peer closes or the linger timer fires. */
-	bool refused, linger_open;
+	/* Refused (CONN_STATE_REFUSED): the linger timer, and the bytes
+	 * thrown away so far. */
 	uv_timer_t linger;
 	size_t discarded;
 	/* When (uv_now, ms) its live output went over client_buffer; 0 while

@@ -40,26 +40,33 @@ struct health {
 	struct child_watch watch;
 	uv_timer_t timer;          /* the time limit */
 	bool timed_out;            /* the limit killed it */
+	char *failed;              /* why the check failed (own string), or
+				    * NULL: it passed, or quald is closing */
 };
 
+/* The check is over: its slot is back in service, or out of service for
+ * why it failed. */
 static void health_closed(uv_handle_t *h)
 {
 	struct health *hc = h->data;
 	struct jobs *j = hc->j;
+	struct slot *sl = &j->slots[hc->slot];
 
-	j->checks[hc->slot] = NULL;
+	sl->check = NULL;
+	sl->state = hc->failed ? SLOT_OUT : SLOT_IDLE;
+	sl->out_reason = hc->failed;
 	j->nhealth--;
 	free(hc);
 	jobs__schedule_soon(j);
 	jobs__close_check(j);
 }
 
-/* Takes slot s out of service, for why. */
-static void health_out_of_service(struct jobs *j, int s, const char *why)
+/* The check failed, for why: its slot goes out of service once it closes. */
+static void health_failed(struct health *hc, const char *why)
 {
-	free(j->out_reason[s]);
-	j->out_reason[s] = xstrdup(why);
-	oplog_warn("slot %d: %s", s, why);
+	free(hc->failed);
+	hc->failed = xstrdup(why);
+	oplog_warn("slot %d: %s", hc->slot, why);
 }
 
 static void health_exit(struct child_watch *cw, const struct child_exit *ex)
@@ -71,8 +78,8 @@ static void health_exit(struct child_watch *cw, const struct child_exit *ex)
 
 	uv_timer_stop(&hc->timer);
 	if (ex->status == 0 && !hc->timed_out) {
-		j->needs_check[s] = false;
-		oplog_warn("slot %d (gpu %d): health check passed", s, j->devices[s]);
+		j->slots[s].needs_check = false;
+		oplog_warn("slot %d (gpu %d): health check passed", s, j->slots[s].device);
 	} else if (!j->closing) {
 		if (hc->timed_out)
 			snprintf(why, sizeof why, "did not finish within %d s",
@@ -83,8 +90,8 @@ static void health_exit(struct child_watch *cw, const struct child_exit *ex)
 			snprintf(why, sizeof why, "exit status %d", child_exit_code(ex));
 		snprintf(reason, sizeof reason, "gpu %d failed its health check (%s) after a "
 			 "faulted or hung job: out of service until quald restarts",
-			 j->devices[s], why);
-		health_out_of_service(j, s, reason);
+			 j->slots[s].device, why);
+		health_failed(hc, reason);
 	}
 	uv_close((uv_handle_t *)&hc->timer, health_closed);
 }
@@ -113,11 +120,12 @@ void health__start(struct jobs *j, int s)
 	char **env;
 	int rc;
 
-	snprintf(dev, sizeof dev, "%d", j->devices[s]);
+	snprintf(dev, sizeof dev, "%d", j->slots[s].device);
 	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
 	hc->j = j;
 	hc->slot = s;
-	j->checks[s] = hc;
+	j->slots[s].state = SLOT_CHECKING;
+	j->slots[s].check = hc;
 	j->nhealth++;
 	uv_timer_init(j->loop, &hc->timer);
 	hc->timer.data = hc;
@@ -130,15 +138,15 @@ void health__start(struct jobs *j, int s)
 	hc->child.group = CHILD_SESSION_NEW;
 	hc->child.die_with_parent = true;
 	oplog_warn("slot %d (gpu %d): checking the gpu's health before its next job", s,
-		   j->devices[s]);
-	snprintf(what, sizeof what, "the health check of gpu %d ('%s')", j->devices[s],
+		   j->slots[s].device);
+	snprintf(what, sizeof what, "the health check of gpu %d ('%s')", j->slots[s].device,
 		 j->worker);
 	hc->child.name = what;
 	rc = child_start(&hc->child, &m);
 	hc->child.name = NULL;
 	child_env_free(env);
 	if (rc < 0) {
-		health_out_of_service(j, s, m.text);
+		health_failed(hc, m.text);
 		uv_close((uv_handle_t *)&hc->timer, health_closed);
 		return;
 	}

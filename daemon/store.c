@@ -518,12 +518,12 @@ int store_job_read(struct store *s, const char *id, json_t **request,
 		*state = NULL;
 	if (request &&
 	    ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id,
-			    STORE_REQUEST)) ||
+				   STORE_REQUEST)) ||
 	     (rc = json_read(path, request, msg))))
 		return rc;
 	if (state &&
 	    ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id,
-			    STORE_STATE)) ||
+				   STORE_STATE)) ||
 	     (rc = json_read(path, state, msg)))) {
 		if (request) {
 			json_decref(*request);

@@ -123,10 +123,10 @@ int store_log_append(int fd, const char *path, const char *line, size_t len,
 			continue;
 		if (put < 0)
 			return store__fail_io(true, msg, "cannot append to '%s': %s",
-				       path ? path : "log", strerror(errno));
+					      path ? path : "log", strerror(errno));
 		if (put == 0)
 			return store__fail_io(true, msg, "cannot append to '%s': nothing written",
-				       path ? path : "log");
+					      path ? path : "log");
 		left -= (size_t)put;
 		for (int i = 0; i < 2 && put > 0; i++) {
 			size_t take = (size_t)put < iov[i].iov_len ? (size_t)put
@@ -145,7 +145,7 @@ int store_log_sync(int fd, const char *path, struct qual_msg *msg)
 		return store__refuse_after_fatal(msg);
 	if (fdatasync(fd) < 0)
 		return store__fail_io(true, msg, "cannot sync '%s': %s", path ? path : "log",
-			       strerror(errno));
+				      strerror(errno));
 	return 0;
 }
 

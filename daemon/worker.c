@@ -169,7 +169,8 @@ static void worker_handle_closed(uv_handle_t *h)
 	 * its $TMPDIR (its compile folders, what a library wrote there) goes
 	 * now, off the loop. */
 	jobs__remove_later(j, w->tmpdir, false);
-	j->slots[w->slot] = NULL;
+	j->slots[w->slot].state = SLOT_IDLE;
+	j->slots[w->slot].w = NULL;
 	j->nworkers--;
 	lines_splitter_release(&w->split);
 	free(w);
@@ -474,8 +475,8 @@ static void worker_conclude(struct worker *w)
 	jobs__log_close(j, job);
 	/* However a calibration ended (a verdict, a crash, a time limit), the
 	 * schedule does not try the slot again within the period. */
-	if (job->args.calibrate && j->calib_tried)
-		j->calib_tried[w->slot] = time(NULL);
+	if (job->args.calibrate)
+		j->slots[w->slot].calib_tried = time(NULL);
 	/* A crash counts against the candidate, once a job: its compiler
 	 * child crashed (the engine's error line says so by its code; counted
 	 * when the line came), or the worker itself died by a fault signal
@@ -487,10 +488,11 @@ static void worker_conclude(struct worker *w)
 	/* The GPU is checked before its next job after a fault or hang the
 	 * engine reported, a worker crash, or a time limit (a hang), but not
 	 * after a cancel or a shutdown. */
-	if (j->devices && w->stop != WORKER_STOP_CANCELLED && w->stop != WORKER_STOP_SHUTDOWN &&
+	if (j->slots[w->slot].device >= 0 && w->stop != WORKER_STOP_CANCELLED &&
+	    w->stop != WORKER_STOP_SHUTDOWN &&
 	    (w->seen.gpu_bad || w->stop == WORKER_STOP_TIMEOUT ||
 	     w->stop == WORKER_STOP_AFTER_VERDICT || w->stop == WORKER_CRASHED))
-		j->needs_check[w->slot] = true;
+		j->slots[w->slot].needs_check = true;
 	job->state = state;
 	job->w = NULL;
 	jobs__now(job->finished);
@@ -728,10 +730,11 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	 * not ask for it: that job is not timed, and qualctl exits 6. */
 	if (a->compile_only)
 		argv[k++] = xstrdup("--compile-only");
-	else if (!j->devices && asprintf(&argv[k++], "--compile-only-because=%s",
-					 j->no_gpu_because) < 0)
+	else if (j->slots[slot].device < 0 &&
+		 asprintf(&argv[k++], "--compile-only-because=%s", j->no_gpu_because) < 0)
 		abort();
-	if (j->devices && asprintf(&argv[k++], "--device=%d", j->devices[slot]) < 0)
+	if (j->slots[slot].device >= 0 &&
+	    asprintf(&argv[k++], "--device=%d", j->slots[slot].device) < 0)
 		abort();
 	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)
 		abort();
@@ -880,12 +883,13 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	w->j = j;
 	w->job = job;
 	w->slot = slot;
-	j->slots[slot] = w;
+	j->slots[slot].state = SLOT_RUNNING;
+	j->slots[slot].w = w;
 	j->nworkers++;
 	job->w = w;
 	job->state = JOB_RUNNING;
 	job->slot = slot;
-	job->device = j->devices ? j->devices[slot] : -1;
+	job->device = j->slots[slot].device;
 	jobs__now(job->started);
 	job->started_ms = uv_now(j->loop);
 	jobs__state_save(j, job);

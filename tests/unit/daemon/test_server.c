@@ -1150,7 +1150,7 @@ static void test_watch_replay_paced(void **state)
 	{
 		struct conn *c;
 
-		for (c = srv->conns; c && !c->watching; c = c->next)
+		for (c = srv->conns; c && !(c->flags & CONN_F_WATCHING); c = c->next)
 			;
 		assert_non_null(c);
 		assert_true(c->replay.active);
@@ -1747,7 +1747,7 @@ static void slow_open(struct slow *s, int grace_ms)
 	s->slow = client_connect();
 	client_sends(s->slow, "{\"op\":\"watch\"}\n");
 	pump_ms(20);
-	for (s->sc = srv->conns; s->sc && !s->sc->watching; s->sc = s->sc->next)
+	for (s->sc = srv->conns; s->sc && !(s->sc->flags & CONN_F_WATCHING); s->sc = s->sc->next)
 		;
 	assert_non_null(s->sc);
 	s->job = submit(s->sub, "/a", false);
@@ -1778,7 +1778,7 @@ static void test_slow_reader_grace(void **state)
 	while (!s.sc->over_since) {
 		stub_emit(s.job, "pair", s.extra);
 		uv_run(&loop, UV_RUN_NOWAIT);
-		assert_false(s.sc->closing);
+		assert_false(s.sc->state == CONN_STATE_CLOSING);
 		assert_true(++lines < 100000);
 	}
 	t0 = uv_hrtime();
@@ -1790,11 +1790,11 @@ static void test_slow_reader_grace(void **state)
 	pump_ms(150);
 	stub_emit(s.job, "pair", s.extra);
 	assert_true(uv_hrtime() - t0 < 1000000000ull); /* else the machine stalled */
-	assert_false(s.sc->closing);
+	assert_false(s.sc->state == CONN_STATE_CLOSING);
 	/* After the grace, the next line drops it. */
 	pump_ms(1000);
 	stub_emit(s.job, "pair", s.extra);
-	assert_true(s.sc->closing);
+	assert_true(s.sc->state == CONN_STATE_CLOSING);
 	pump_ms(20);
 	slow_close(&s);
 }
@@ -1814,7 +1814,7 @@ static void test_slow_reader_hard_cap(void **state)
 
 		peak = q > peak ? q : peak;
 		stub_emit(s.job, "pair", s.extra);
-		if (s.sc->closing)
+		if (s.sc->state == CONN_STATE_CLOSING)
 			break;
 		uv_run(&loop, UV_RUN_NOWAIT);
 		assert_true(++lines < 100000);
