@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "common/sampling.h"
 #include "common/xalloc.h"
+#include "proto/settings.h"
 
 /* Limits on what a request may carry, beyond the line length. Paths are at
  * most PATH_MAX (4096 on Linux, with the NUL); a case name is short (the
@@ -19,21 +20,14 @@
  * bounded like a path (an -I or --include-path option carries one). */
 #define REQUEST_MAX_PATH 4095
 #define REQUEST_MAX_CASE 128
-#define REQUEST_MAX_OPTION 4095
 /* Nesting deeper than this is refused before jansson parses the line: a
  * request is two levels deep (the object and a list), and the client's "id"
  * needs no deep structure. jansson's own limit (2048) is far too generous
  * for a line that any connection may send. */
 #define REQUEST_MAX_DEPTH 16
 
-/* The engine's own bounds (qual-run's option checks), so that a request the
- * daemon accepts is one the worker accepts. */
-#define REQUEST_MIN_PAIRS QUAL_MIN_PAIRS
-#define REQUEST_MAX_PAIRS 1000000
-#define REQUEST_MIN_ALPHA 1e-9
-#define REQUEST_MAX_SEED 2147483647LL
-#define REQUEST_MIN_COMPILE_TIMEOUT 0.1   /* seconds */
-#define REQUEST_MAX_COMPILE_TIMEOUT 86400.0
+/* The job's settings and their bounds are proto/settings.h's, the one
+ * table qual-run reads its options by too. */
 #define REQUEST_MAX_LIMIT 1000
 #define REQUEST_DEFAULT_LIMIT 20
 #define REQUEST_MAX_CALIBRATE 100   /* stats/calib.h: CALIB_MAX_RUNS */
@@ -80,54 +74,10 @@ static const char *const *const op_fields[] = {
 	[OP_HISTORY] = history_fields,
 };
 
-/* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
- * character boundary and marked with "..." when cut, so that a message
- * quoting a client's string stays short and stays valid UTF-8. */
-static const char *clip(const char *s, char *buf, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (n <= max)
-		return s;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	memcpy(buf, s, n);
-	memcpy(buf + n, "...", 4);
-	return buf;
-}
-
+#define clip settings_clip
+#define describe settings_describe
 #define CLIP_MAX 64
 #define CLIP_BUF (CLIP_MAX + 4)
-
-/* What a JSON value was, for "got ..." in a message: numbers and booleans by
- * value, the rest by kind. A real is written so that it reads as one (30.0,
- * not 30), since "must be an integer, got 30" would be a riddle. */
-static const char *describe(const json_t *v, char *buf, size_t n)
-{
-	switch (json_typeof(v)) {
-	case JSON_INTEGER:
-		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-		return buf;
-	case JSON_REAL: {
-		double x = json_real_value(v);
-
-		snprintf(buf, n, "%.15g", x);
-		if (strtod(buf, NULL) != x)
-			snprintf(buf, n, "%.17g", x);
-		if (!strpbrk(buf, ".eEn"))
-			strncat(buf, ".0", n - strlen(buf) - 1);
-		return buf;
-	}
-	case JSON_STRING: return "a string";
-	case JSON_ARRAY: return "an array";
-	case JSON_OBJECT: return "an object";
-	case JSON_TRUE: return "true";
-	case JSON_FALSE: return "false";
-	case JSON_NULL: return "null";
-	}
-	return "something else";
-}
 
 /* The nesting depth of a JSON text, ignoring brackets inside strings; an
  * early exit once it is over the limit. Runs before jansson so that a line of
@@ -218,72 +168,6 @@ static int get_integer(json_t *o, const char *key, long long lo, long long hi,
 	return 0;
 }
 
-static int get_bool(json_t *o, const char *key, bool *out, struct qual_msg *msg)
-{
-	json_t *v = json_object_get(o, key);
-	char got[64];
-
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be true or false, got %s",
-				 key, describe(v, got, sizeof got));
-	*out = json_is_true(v);
-	return 0;
-}
-
-static void free_list(char **list)
-{
-	if (!list)
-		return;
-	for (char **p = list; *p; p++)
-		free(*p);
-	free(list);
-}
-
-/* An array of non-empty strings of at most max bytes each, at most
- * max_n of them, as a NULL-terminated copy; absent leaves *out alone. An
- * empty array is NULL when allow_empty, refused otherwise. */
-static int get_list(json_t *o, const char *key, size_t max, size_t max_n, bool allow_empty,
-		    char ***out, struct qual_msg *msg)
-{
-	json_t *v = json_object_get(o, key);
-	char **list;
-	size_t n, i;
-	json_t *e;
-
-	if (!v)
-		return 0;
-	if (!json_is_array(v))
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
-	n = json_array_size(v);
-	if (n == 0) {
-		if (!allow_empty)
-			return qual_fail(msg, QUAL_EINVAL, "'%s' must not be empty", key);
-		free_list(*out);
-		*out = NULL;
-		return 0;
-	}
-	if (n > max_n)
-		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %zu are allowed",
-				 key, n, max_n);
-	json_array_foreach(v, i, e) {
-		if (!json_is_string(e))
-			return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
-		if (json_string_length(e) == 0)
-			return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is empty", key, i);
-		if (json_string_length(e) > max)
-			return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is longer than %zu bytes",
-					 key, i, max);
-	}
-	list = xcalloc(n + 1, sizeof *list);
-	json_array_foreach(v, i, e)
-		list[i] = xstrdup(json_string_value(e));
-	free_list(*out);
-	*out = list;
-	return 0;
-}
-
 static bool label_key_ok(const char *k)
 {
 	size_t n = strlen(k);
@@ -369,10 +253,10 @@ static void submit_release(struct submit_args *s)
 {
 	free(s->baseline);
 	free(s->candidate);
-	free_list(s->cases);
-	free_list(s->baseline_options);
-	free_list(s->candidate_options);
-	free_list(s->fixtures);
+	settings_list_free(s->cases);
+	settings_list_free(s->baseline_options);
+	settings_list_free(s->candidate_options);
+	settings_list_free(s->fixtures);
 	free(s->baseline_real);
 	free(s->candidate_real);
 	free(s->baseline_sha256);
@@ -381,71 +265,63 @@ static void submit_release(struct submit_args *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* s's settings as struct qual_settings (lists borrowed: q is never
+ * released), and back into s (the lists taken). */
+static void settings_of(const struct submit_args *s, struct qual_settings *q)
+{
+	settings_init(q);
+	q->pairs = s->pairs;
+	q->alpha = s->alpha;
+	q->margin = s->margin;
+	q->seed = s->seed;
+	q->compile_timeout_s = s->compile_timeout_s;
+	q->mode = (int)s->mode;
+	q->max_pairs = s->max_pairs;
+	q->max_seconds = s->max_seconds;
+	q->gate_slower = (int)s->gate_slower;
+	q->gate_faster = (int)s->gate_faster;
+	q->undecided = (int)s->undecided;
+	q->compile_only = s->compile_only;
+	q->follow = s->follow;
+	q->cases = s->cases;
+	q->baseline_options = s->baseline_options;
+	q->candidate_options = s->candidate_options;
+	q->fixtures = s->fixtures;
+}
+
+static void settings_into(const struct qual_settings *q, struct submit_args *s)
+{
+	s->pairs = q->pairs;
+	s->alpha = q->alpha;
+	s->margin = q->margin;
+	s->seed = q->seed;
+	s->compile_timeout_s = q->compile_timeout_s;
+	s->mode = (enum rtc_mode)q->mode;
+	s->max_pairs = q->max_pairs;
+	s->max_seconds = q->max_seconds;
+	s->gate_slower = (enum gate_rule)q->gate_slower;
+	s->gate_faster = (enum gate_rule)q->gate_faster;
+	s->undecided = (enum gate_undecided)q->undecided;
+	s->compile_only = q->compile_only;
+	s->follow = q->follow;
+	s->cases = q->cases;
+	s->baseline_options = q->baseline_options;
+	s->candidate_options = q->candidate_options;
+	s->fixtures = q->fixtures;
+}
+
 static void submit_defaults(struct submit_args *s)
 {
+	struct qual_settings q;
+
 	memset(s, 0, sizeof *s);
-	s->pairs = QUAL_DEFAULT_PAIRS;  /* qual-run's default */
-	s->alpha = 0.05;  /* the engine's defaults (runner_config_init) */
-	s->margin = 0.01;
-	s->seed = 0;
-	s->compile_only = false;
-	s->follow = true;
+	settings_init(&q);
+	settings_into(&q, s);
 }
 
-/* A rule of the gate, field key of o, into *to (kept when absent): the
- * words stats.h's parsers take (undecided: gate_undecided_parse). */
-static int get_rule(json_t *o, const char *key, bool undecided, int *to, struct qual_msg *msg)
+void request_submit_settings(const struct submit_args *s, struct qual_settings *q)
 {
-	json_t *v = json_object_get(o, key);
-	const char *w = json_string_value(v);
-	enum gate_rule g;
-	enum gate_undecided u;
-	char got[64], clipped[CLIP_BUF];
-
-	if (!v)
-		return 0;
-	if (undecided ? gate_undecided_parse(w, &u) < 0 : gate_rule_parse(w, &g) < 0) {
-		if (w)
-			snprintf(got, sizeof got, "'%s'", clip(w, clipped, CLIP_MAX));
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be %s, got %s", key,
-				 undecided ? "pass or regression" : "beyond or significant",
-				 w ? got : describe(v, got, sizeof got));
-	}
-	*to = undecided ? (int)u : (int)g;
-	return 0;
-}
-
-/* Sampling until decided and the gate (docs/verdicts.md): max_pairs in
- * [pairs, REQUEST_MAX_PAIRS], max_seconds in (0, 86400], the gate's words. */
-static int parse_sampling(json_t *o, struct submit_args *s, struct qual_msg *msg)
-{
-	int slower = (int)s->gate_slower, faster = (int)s->gate_faster;
-	int undecided = (int)s->undecided, rc;
-	long long x = s->max_pairs ? s->max_pairs : s->pairs;
-	json_t *v;
-	char got[64];
-
-	if (json_object_get(o, "max_pairs")) {
-		if ((rc = get_integer(o, "max_pairs", s->pairs, REQUEST_MAX_PAIRS, &x, msg)) < 0)
-			return rc;
-		s->max_pairs = (int)x;
-	}
-	if ((v = json_object_get(o, "max_seconds"))) {
-		double t = json_number_value(v);
-
-		if (!json_is_number(v) || !(t > 0 && t <= 86400))
-			return qual_fail(msg, QUAL_EINVAL, "'max_seconds' must be a number of "
-					 "seconds in (0, 86400], got %s", describe(v, got, sizeof got));
-		s->max_seconds = t;
-	}
-	if ((rc = get_rule(o, "gate_slower", false, &slower, msg)) < 0 ||
-	    (rc = get_rule(o, "gate_faster", false, &faster, msg)) < 0 ||
-	    (rc = get_rule(o, "undecided", true, &undecided, msg)) < 0)
-		return rc;
-	s->gate_slower = (enum gate_rule)slower;
-	s->gate_faster = (enum gate_rule)faster;
-	s->undecided = (enum gate_undecided)undecided;
-	return 0;
+	settings_of(s, q);
 }
 
 /* A calibration measures the false alarms of the default rule on timed A/A
@@ -502,8 +378,6 @@ static int check_calibration(const struct submit_args *s, struct qual_msg *msg)
 static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 {
 	long long x;
-	json_t *v;
-	char got[64];
 	int rc;
 
 	if (!json_object_get(o, "baseline"))
@@ -514,78 +388,16 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	    (rc = get_string(o, "candidate", REQUEST_MAX_PATH, &s->candidate, msg)) < 0)
 		return rc;
 
-	x = s->pairs;
-	if ((rc = get_integer(o, "pairs", REQUEST_MIN_PAIRS, REQUEST_MAX_PAIRS, &x, msg)) < 0)
-		return rc;
-	s->pairs = (int)x;
+	{
+		/* s's lists are NULL here: it holds the defaults. */
+		struct qual_settings q;
 
-	if ((v = json_object_get(o, "alpha"))) {
-		double a = json_number_value(v);
-
-		if (!json_is_number(v) || !(a > 0 && a <= 0.5))
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'alpha' must be a number with 0 < alpha <= 0.5, got %s",
-					 describe(v, got, sizeof got));
-		if (a < REQUEST_MIN_ALPHA)
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'alpha' must be at least %g, got %s",
-					 REQUEST_MIN_ALPHA, describe(v, got, sizeof got));
-		s->alpha = a;
+		settings_of(s, &q);
+		rc = settings_from_json(&q, o, SETTINGS_QUALD, msg);
+		settings_into(&q, s);
+		if (rc < 0)
+			return rc;
 	}
-	if ((v = json_object_get(o, "margin"))) {
-		double m = json_number_value(v);
-
-		if (!json_is_number(v) || !(m >= 0 && m <= 0.5))
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'margin' must be a number with 0 <= margin <= 0.5, got %s",
-					 describe(v, got, sizeof got));
-		s->margin = m;
-	}
-
-	x = s->seed;
-	if ((rc = get_integer(o, "seed", 0, REQUEST_MAX_SEED, &x, msg)) < 0)
-		return rc;
-	s->seed = x;
-
-	if ((v = json_object_get(o, "compile_timeout"))) {
-		double t = json_number_value(v);
-
-		if (!json_is_number(v) || !(t >= REQUEST_MIN_COMPILE_TIMEOUT &&
-					    t <= REQUEST_MAX_COMPILE_TIMEOUT))
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'compile_timeout' must be a number of seconds in [%g, %g], got %s",
-					 REQUEST_MIN_COMPILE_TIMEOUT, REQUEST_MAX_COMPILE_TIMEOUT,
-					 describe(v, got, sizeof got));
-		s->compile_timeout_s = t;
-	}
-
-	if ((v = json_object_get(o, "mode"))) {
-		char clipped[CLIP_BUF];
-
-		if (!json_is_string(v))
-			return qual_fail(msg, QUAL_EINVAL, "'mode' must be a string, got %s",
-					 describe(v, got, sizeof got));
-		if (rtc_mode_parse(json_string_value(v), &s->mode) < 0)
-			return qual_fail(msg, QUAL_EINVAL, "'mode' must be default, cu or wgp, "
-					 "got '%s'", clip(json_string_value(v), clipped, CLIP_MAX));
-	}
-
-	if ((rc = parse_sampling(o, s, msg)) < 0)
-		return rc;
-
-	if ((rc = get_bool(o, "compile_only", &s->compile_only, msg)) < 0 ||
-	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
-		return rc;
-
-	if ((rc = get_list(o, "cases", REQUEST_MAX_CASE, REQUEST_MAX_LIST, false, &s->cases,
-			   msg)) < 0 ||
-	    (rc = get_list(o, "baseline_options", REQUEST_MAX_OPTION, REQUEST_MAX_LIST, true,
-			   &s->baseline_options, msg)) < 0 ||
-	    (rc = get_list(o, "candidate_options", REQUEST_MAX_OPTION, REQUEST_MAX_LIST, true,
-			   &s->candidate_options, msg)) < 0 ||
-	    (rc = get_list(o, "fixtures", REQUEST_MAX_PATH, REQUEST_MAX_FIXTURES, false,
-			   &s->fixtures, msg)) < 0)
-		return rc;
 	if ((rc = get_labels(o, &s->labels, msg)) < 0)
 		return rc;
 	x = 0;
@@ -869,11 +681,7 @@ void request_release(struct request *r)
 
 json_t *request_list_json(char *const *list)
 {
-	json_t *a = json_array();
-
-	for (char *const *p = list; p && *p; p++)
-		json_array_append_new(a, json_string(*p));
-	return a;
+	return settings_list_json(list);
 }
 
 json_t *request_submit_to_json(const struct submit_args *s)
@@ -882,34 +690,14 @@ json_t *request_submit_to_json(const struct submit_args *s)
 
 	json_object_set_new(o, "baseline", json_string(s->baseline));
 	json_object_set_new(o, "candidate", json_string(s->candidate));
-	json_object_set_new(o, "pairs", json_integer(s->pairs));
-	json_object_set_new(o, "alpha", json_real(s->alpha));
-	json_object_set_new(o, "margin", json_real(s->margin));
-	json_object_set_new(o, "seed", json_integer(s->seed));
-	json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
-	if (s->mode != RTC_MODE_DEFAULT)
-		json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
-	if (s->max_pairs)
-		json_object_set_new(o, "max_pairs", json_integer(s->max_pairs));
-	if (s->max_seconds > 0)
-		json_object_set_new(o, "max_seconds", json_real(s->max_seconds));
-	if (s->gate_slower != GATE_BEYOND)
-		json_object_set_new(o, "gate_slower", json_string(gate_rule_name(s->gate_slower)));
-	if (s->gate_faster != GATE_BEYOND)
-		json_object_set_new(o, "gate_faster", json_string(gate_rule_name(s->gate_faster)));
-	if (s->undecided != UNDECIDED_PASS)
-		json_object_set_new(o, "undecided",
-				    json_string(gate_undecided_name(s->undecided)));
-	if (s->compile_timeout_s > 0)
-		json_object_set_new(o, "compile_timeout", json_real(s->compile_timeout_s));
-	if (s->cases)
-		json_object_set_new(o, "cases", request_list_json(s->cases));
-	if (s->baseline_options)
-		json_object_set_new(o, "baseline_options", request_list_json(s->baseline_options));
-	if (s->candidate_options)
-		json_object_set_new(o, "candidate_options", request_list_json(s->candidate_options));
-	if (s->fixtures)
-		json_object_set_new(o, "fixtures", request_list_json(s->fixtures));
+	{
+		struct qual_settings q;
+
+		settings_of(s, &q);
+		settings_to_json(&q, o);
+		/* follow is the submitter's, not the job's. */
+		json_object_del(o, "follow");
+	}
 	if (s->calibrate)
 		json_object_set_new(o, "calibrate", json_integer(s->calibrate));
 	if (s->has_slot)

@@ -13,11 +13,11 @@
 #include "common/err.h"
 #include "compile/rtc_mode.h"
 #include "common/gate.h"
+#include "proto/settings.h"
 
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
-#define REQUEST_MAX_LIST 64            /* cases or options per list */
 #define REQUEST_MAX_TOKEN 4096         /* bytes of an auth token */
-#define REQUEST_MAX_FIXTURES 8         /* fixture directories per submit */
+#define REQUEST_MAX_FIXTURES SETTINGS_MAX_FIXTURES         /* fixture directories per submit */
 /* Labels of a submit (and a history filter): at most this many, each key
  * 1 to 64 of [A-Za-z0-9_.-], each value 1 to 1024 bytes without control
  * characters (docs/protocol.md, "Labels"). */
@@ -133,6 +133,10 @@ int request_labels_check(json_t *v, const char *field, struct qual_msg *msg);
 /* A NULL-terminated list of strings (NULL: none) as a JSON array (new
  * reference). */
 json_t *request_list_json(char *const *list);
+
+/* s's settings as proto/settings.h's struct (q's lists borrow s's: never
+ * released through q), for the codecs of that table (the worker's argv). */
+void request_submit_settings(const struct submit_args *s, struct qual_settings *q);
 
 /* The submit arguments as the JSON object stored with a job (new reference),
  * and back (for recovery after a restart). */
