@@ -511,6 +511,16 @@ static int get_limit(json_t *o, int max, int *out, struct qual_msg *msg)
 	return 0;
 }
 
+/* The column of p in line as jansson counts them: in characters, from 1. */
+static int column_of(const char *line, const char *p)
+{
+	int column = 1;
+
+	for (const char *q = line; q < p; q++)
+		column += ((unsigned char)*q & 0xC0) != 0x80;
+	return column;
+}
+
 int request_parse(const char *line, size_t len, struct request *r,
 		  const char **op_name, struct qual_msg *msg)
 {
@@ -542,11 +552,7 @@ int request_parse(const char *line, size_t len, struct request *r,
 	 * jansson refuses the others. The column counts characters, as
 	 * jansson's do. */
 	if ((nul = memchr(line, '\0', len))) {
-		int column = 1;
-
-		for (const char *p = line; p < nul; p++)
-			column += ((unsigned char)*p & 0xC0) != 0x80;
-		qual_fail(msg, rc, "malformed json at column %d: nul byte", column);
+		qual_fail(msg, rc, "malformed json at column %d: nul byte", column_of(line, nul));
 		goto out;
 	}
 	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
