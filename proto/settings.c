@@ -506,32 +506,50 @@ void settings_to_json(const struct qual_settings *s, json_t *o)
 	}
 }
 
+/* One field of s as qual-run's options. An arm's compiler option is
+ * written --OPTION=VALUE, so that one starting with '-' is never taken for
+ * an option of qual-run's; a case or a fixture folder as two arguments. */
+static void field_to_argv(const struct qual_settings *s, const struct settings_field *f,
+			  struct strv *argv)
+{
+	switch (f->kind) {
+	case SETTINGS_INT: strv_pushf(argv, "--%s=%d", f->option, *AT(s, f, int)); break;
+	case SETTINGS_I64:
+		strv_pushf(argv, "--%s=%lld", f->option, (long long)*AT(s, f, int64_t));
+		break;
+	case SETTINGS_REAL: strv_pushf(argv, "--%s=%.17g", f->option, *AT(s, f, double)); break;
+	case SETTINGS_BOOL:
+		if (*AT(s, f, bool))
+			strv_pushf(argv, "--%s", f->option);
+		break;
+	case SETTINGS_WORD:
+		strv_pushf(argv, "--%s=%s", f->option, f->words[*AT(s, f, int)]);
+		break;
+	case SETTINGS_LIST:
+		for (char **p = *AT(s, f, char **); *p; p++) {
+			if (f->max_json) {
+				strv_pushf(argv, "--%s=%s", f->option, *p);
+				continue;
+			}
+			strv_pushf(argv, "--%s", f->option);
+			strv_push(argv, *p);
+		}
+		break;
+	}
+}
+
 void settings_to_argv(const struct qual_settings *s, struct strv *argv)
 {
-	for (size_t i = 0; i < NFIELDS; i++) {
-		const struct settings_field *f = &fields[i];
+	/* The fields always written, then the lists, then the rest: the
+	 * order quald's workers have always had. */
+	for (int pass = 0; pass < 3; pass++)
+		for (size_t i = 0; i < NFIELDS; i++) {
+			const struct settings_field *f = &fields[i];
+			int mine = always(f) ? 0 : f->kind == SETTINGS_LIST ? 1 : 2;
 
-		if (!(f->doors & SETTINGS_RUN) || (is_default(s, f) && !always(f)))
-			continue;
-		switch (f->kind) {
-		case SETTINGS_INT: strv_pushf(argv, "--%s=%d", f->option, *AT(s, f, int)); break;
-		case SETTINGS_I64:
-			strv_pushf(argv, "--%s=%lld", f->option, (long long)*AT(s, f, int64_t));
-			break;
-		case SETTINGS_REAL:
-			strv_pushf(argv, "--%s=%.17g", f->option, *AT(s, f, double));
-			break;
-		case SETTINGS_BOOL:
-			if (*AT(s, f, bool))
-				strv_pushf(argv, "--%s", f->option);
-			break;
-		case SETTINGS_WORD:
-			strv_pushf(argv, "--%s=%s", f->option, f->words[*AT(s, f, int)]);
-			break;
-		case SETTINGS_LIST:
-			for (char **p = *AT(s, f, char **); *p; p++)
-				strv_pushf(argv, "--%s=%s", f->option, *p);
-			break;
+			if (mine != pass || !(f->doors & SETTINGS_RUN) ||
+			    (is_default(s, f) && !always(f)))
+				continue;
+			field_to_argv(s, f, argv);
 		}
-	}
 }
