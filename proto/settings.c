@@ -360,13 +360,33 @@ static int take(struct qual_settings *s, const struct settings_field *f, json_t 
 	return QUAL_EINVAL;
 }
 
+int settings_check_value(const struct settings_field *f, double x, struct qual_msg *msg)
+{
+	char got[64];
+
+	if (x == f->def)
+		return 0;
+	if (f->kind == SETTINGS_INT || f->kind == SETTINGS_I64)
+		snprintf(got, sizeof got, "%.0f", x);
+	else
+		describe_real(x, got, sizeof got);
+	return settings_check_number(f, x, got, msg);
+}
+
+int settings_check_max_pairs(int pairs, int max_pairs, struct qual_msg *msg)
+{
+	if (max_pairs && max_pairs < pairs)
+		return qual_fail(msg, QUAL_EINVAL, "'max_pairs' must be an integer >= %d, got %d",
+				 pairs, max_pairs);
+	return 0;
+}
+
 int settings_check(const struct qual_settings *s, struct qual_msg *msg)
 {
-	const struct settings_field *mp = settings_find_key("max_pairs");
+	int rc;
 
-	if (s->max_pairs && s->max_pairs < s->pairs)
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an integer >= %d, got %d",
-				 mp->key, s->pairs, s->max_pairs);
+	if ((rc = settings_check_max_pairs(s->pairs, s->max_pairs, msg)) < 0)
+		return rc;
 	for (size_t i = 0; i < NFIELDS; i++) {
 		const struct settings_field *f = &fields[i];
 		size_t n = 0;

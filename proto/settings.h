@@ -120,6 +120,16 @@ bool settings_in_range(const struct settings_field *f, double x);
 int settings_check_number(const struct settings_field *f, double x, const char *got,
 			  struct qual_msg *msg);
 
+/* Checks x, a value of number field f as the engine holds it (its
+ * default, 0 for the caps that 0 leaves to the engine, always passes), with
+ * x said as the field's kind says it: "'pairs' must be an integer >= 30,
+ * got 29". For a program that has the value already typed (the runner). */
+int settings_check_value(const struct settings_field *f, double x, struct qual_msg *msg);
+
+/* max_pairs against pairs: 0 (max_pairs 0 is the engine's default), or
+ * QUAL_EINVAL with "'max_pairs' must be an integer >= 60, got 40". */
+int settings_check_max_pairs(int pairs, int max_pairs, struct qual_msg *msg);
+
 /* What crosses between fields and lists: max_pairs >= pairs, and each
  * arm's options within SETTINGS_MAX_OPTIONS_JSON. 0 or QUAL_EINVAL. */
 int settings_check(const struct qual_settings *s, struct qual_msg *msg);
