@@ -573,3 +573,49 @@ void settings_to_argv(const struct qual_settings *s, struct strv *argv)
 			field_to_argv(s, f, argv);
 		}
 }
+
+json_t *settings_table_json(void)
+{
+	static const char *const kinds[] = {"int", "i64", "real", "bool", "word", "list"};
+	static const char *const doors[] = {"", "run", "quald", "both"};
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const struct settings_field *f = &fields[i];
+		json_t *o = json_pack("{s:s,s:o,s:s,s:s}", "key", f->key, "option",
+				      f->option ? json_string(f->option) : json_null(), "kind",
+				      kinds[f->kind], "doors", doors[f->doors]);
+
+		switch (f->kind) {
+		case SETTINGS_INT:
+		case SETTINGS_I64:
+		case SETTINGS_REAL:
+			json_object_update_new(o, json_pack("{s:f,s:f,s:b,s:b,s:f,s:f}", "lo", f->lo,
+							    "hi", f->hi, "lo_open", f->lo_open,
+							    "hi_open", f->hi_open, "floor", f->floor,
+							    "default", f->def));
+			break;
+		case SETTINGS_BOOL:
+			json_object_set_new(o, "default", json_boolean(f->def != 0));
+			break;
+		case SETTINGS_WORD: {
+			json_t *w = json_array();
+
+			for (int k = 0; f->words[k]; k++)
+				json_array_append_new(w, json_string(f->words[k]));
+			json_object_set_new(o, "words", w);
+			json_object_set_new(o, "default", json_string(f->words[(int)f->def]));
+			break;
+		}
+		case SETTINGS_LIST:
+			json_object_update_new(o, json_pack("{s:I,s:I,s:I,s:b}", "max_len",
+							    (json_int_t)f->max_len, "max_n",
+							    (json_int_t)f->max_n, "max_json",
+							    (json_int_t)f->max_json, "allow_empty",
+							    f->allow_empty));
+			break;
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}

@@ -180,6 +180,14 @@ json_t *settings_option_json(const struct settings_field *f, const char *arg);
  * reference). */
 json_t *settings_list_json(char *const *list);
 
+/* The table as JSON (new reference), for a test that walks it at both
+ * doors (qual-run --settings-table): an array of one object a field, its
+ * key, option (null: quald's only), kind ("int", "i64", "real", "bool",
+ * "word", "list"), doors ("run", "quald" or "both"), default, and by kind
+ * lo, hi, lo_open, hi_open, floor (numbers), words, max_len, max_n, max_json
+ * and allow_empty (lists). */
+json_t *settings_table_json(void);
+
 /* Frees a NULL-terminated list (NULL: nothing). */
 void settings_list_free(char **list);
 
