@@ -14,6 +14,7 @@
 #include "common/lines.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "proto/settings.h"
 
 /* ---- the terminal's progress line ---- */
 
@@ -184,12 +185,13 @@ out:
 
 /* submit's own options: what each sets in the request. */
 enum submit_how {
+	/* A job's setting: the field of proto/settings.h whose option it is,
+	 * set to the value typed (settings_option_json: --alpha 0 is the
+	 * integer 0, as qual-run reads it), or one more entry of a list;
+	 * quald checks it with the check qual-run has. */
+	SETTING,
 	SET_INTEGER,  /* an integer >= 0 */
-	SET_NUMBER,   /* a number */
-	SET_STRING,   /* a string (quald checks it) */
-	APPEND,       /* one more string of a list */
 	APPEND_PATH,  /* one more path of a list, made absolute here */
-	SET_TRUE,     /* true; the option takes no value */
 	NO_FOLLOW,    /* no field: the submit is not followed */
 	FOLLOW,       /* no field: the submit is followed (calibrate --watch) */
 	LABEL,        /* KEY=VALUE into the object of field (ctl_take_label) */
@@ -198,29 +200,29 @@ enum submit_how {
 /* Which commands take an option. */
 enum { FOR_SUBMIT = 1, FOR_CALIBRATE = 2, FOR_BOTH = 3 };
 
-/* --NAME does HOW to the request's FIELD. */
+/* --NAME does HOW to the request's FIELD (a SETTING's is its key). */
 static const struct submit_option {
 	const char *name;
 	enum submit_how how;
 	const char *field;
 	int commands;       /* FOR_* */
 } submit_options[] = {
-	{"pairs", SET_INTEGER, "pairs", FOR_SUBMIT},
-	{"case", APPEND, "cases", FOR_SUBMIT},
-	{"alpha", SET_NUMBER, "alpha", FOR_SUBMIT},
-	{"margin", SET_NUMBER, "margin", FOR_SUBMIT},
-	{"baseline-opt", APPEND, "baseline_options", FOR_SUBMIT},
-	{"candidate-opt", APPEND, "candidate_options", FOR_SUBMIT},
-	{"compile-only", SET_TRUE, "compile_only", FOR_SUBMIT},
-	{"compile-timeout", SET_NUMBER, "compile_timeout", FOR_BOTH},
-	{"seed", SET_INTEGER, "seed", FOR_BOTH},
+	{"pairs", SETTING, NULL, FOR_SUBMIT},
+	{"case", SETTING, NULL, FOR_SUBMIT},
+	{"alpha", SETTING, NULL, FOR_SUBMIT},
+	{"margin", SETTING, NULL, FOR_SUBMIT},
+	{"baseline-opt", SETTING, NULL, FOR_SUBMIT},
+	{"candidate-opt", SETTING, NULL, FOR_SUBMIT},
+	{"compile-only", SETTING, NULL, FOR_SUBMIT},
+	{"compile-timeout", SETTING, NULL, FOR_BOTH},
+	{"seed", SETTING, NULL, FOR_BOTH},
 	{"fixtures", APPEND_PATH, "fixtures", FOR_SUBMIT},
-	{"mode", SET_STRING, "mode", FOR_SUBMIT},
-	{"max-pairs", SET_INTEGER, "max_pairs", FOR_SUBMIT},
-	{"max-seconds", SET_NUMBER, "max_seconds", FOR_SUBMIT},
-	{"gate-slower", SET_STRING, "gate_slower", FOR_SUBMIT},
-	{"gate-faster", SET_STRING, "gate_faster", FOR_SUBMIT},
-	{"undecided", SET_STRING, "undecided", FOR_SUBMIT},
+	{"mode", SETTING, NULL, FOR_SUBMIT},
+	{"max-pairs", SETTING, NULL, FOR_SUBMIT},
+	{"max-seconds", SETTING, NULL, FOR_SUBMIT},
+	{"gate-slower", SETTING, NULL, FOR_SUBMIT},
+	{"gate-faster", SETTING, NULL, FOR_SUBMIT},
+	{"undecided", SETTING, NULL, FOR_SUBMIT},
 	{"label", LABEL, "labels", FOR_SUBMIT},
 	{"no-follow", NO_FOLLOW, NULL, FOR_SUBMIT},
 	{"runs", SET_INTEGER, "calibrate", FOR_CALIBRATE},
@@ -234,7 +236,8 @@ struct submit_state {
 	bool follow;
 };
 
-static void append_string(json_t *obj, const char *key, const char *s)
+/* v (stolen) appended to the array at key of obj, made when missing. */
+static void append_value(json_t *obj, const char *key, json_t *v)
 {
 	json_t *a = json_object_get(obj, key);
 
@@ -242,10 +245,38 @@ static void append_string(json_t *obj, const char *key, const char *s)
 		a = json_array();
 		json_object_set_new(obj, key, a);
 	}
-	json_array_append_new(a, json_string(s));
+	json_array_append_new(a, v);
 }
 
 static char *absolute_path(const char *path);
+
+/* Setting f's value arg into the request: the JSON value a request would
+ * carry for what was typed, or, for what JSON cannot carry as typed (text
+ * that is not UTF-8, or not a number for a number), qual-run's refusal of
+ * it, here (settings_from_option). */
+static int take_setting(struct submit_state *s, const struct command *cmd,
+			const struct settings_field *f, const char *arg)
+{
+	json_t *v = settings_option_json(f, arg);
+
+	if (!v || (json_is_string(v) && (f->kind == SETTINGS_INT || f->kind == SETTINGS_I64 ||
+					 f->kind == SETTINGS_REAL))) {
+		struct qual_settings scratch;
+		struct qual_msg msg;
+
+		settings_init(&scratch);
+		settings_from_option(&scratch, f, arg, &msg);
+		settings_release(&scratch);
+		json_decref(v);
+		return ctl_usage_error(cmd, "%s", msg.text);
+	}
+	if (f->kind != SETTINGS_LIST) {
+		json_object_set_new(s->req, f->key, v);
+		return 0;
+	}
+	append_value(s->req, f->key, v);
+	return 0;
+}
 
 /* submit_options[i] is the option CTL_OPT_OWN + i. */
 static int take_submit(void *st, const struct command *cmd, int opt, const char *arg)
@@ -254,28 +285,18 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 	const struct submit_option *o;
 	char name[32], *path;
 	long n;
-	double x;
 
 	if (opt < CTL_OPT_OWN || opt >= CTL_OPT_OWN + (int)NSUBMIT)
 		return ctl_take_nothing(st, cmd, opt, arg);
 	o = &submit_options[opt - CTL_OPT_OWN];
 	snprintf(name, sizeof name, "--%s", o->name);
 	switch (o->how) {
+	case SETTING:
+		return take_setting(s, cmd, settings_find_option(o->name), arg);
 	case SET_INTEGER:
 		if (ctl_parse_long(cmd, name, arg, 0, &n) != 0)
 			return QUAL_EXIT_USAGE;
 		json_object_set_new(s->req, o->field, json_integer(n));
-		break;
-	case SET_NUMBER:
-		if (ctl_parse_double(cmd, name, arg, &x) != 0)
-			return QUAL_EXIT_USAGE;
-		json_object_set_new(s->req, o->field, json_real(x));
-		break;
-	case SET_STRING:
-		json_object_set_new(s->req, o->field, json_string(arg));
-		break;
-	case APPEND:
-		append_string(s->req, o->field, arg);
 		break;
 	case APPEND_PATH:
 		if (!arg[0])
@@ -285,11 +306,8 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 				arg, strerror(errno));
 			return QUAL_EXIT_USAGE;
 		}
-		append_string(s->req, o->field, path);
+		append_value(s->req, o->field, json_string(path));
 		free(path);
-		break;
-	case SET_TRUE:
-		json_object_set_new(s->req, o->field, json_true());
 		break;
 	case NO_FOLLOW:
 		s->follow = false;
@@ -342,6 +360,13 @@ static char *absolute_path(const char *path)
 	return abs;
 }
 
+/* Whether option o takes no value: a bool setting, or whether to follow. */
+static bool is_flag(const struct submit_option *o)
+{
+	return o->how == SETTING ? settings_find_option(o->name)->kind == SETTINGS_BOOL :
+	       o->how == NO_FOLLOW || o->how == FOLLOW;
+}
+
 /* Submit and calibrate: the request from the command line (their options,
  * FOR_SUBMIT or FOR_CALIBRATE), sent, and followed unless asked not to. A
  * calibration is a submit of one library as both arms, with "calibrate". */
@@ -360,12 +385,10 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 	size_t n = 0;
 
 	for (size_t i = 0; i < NSUBMIT; i++) {
-		enum submit_how how = submit_options[i].how;
-
 		if (!(submit_options[i].commands & commands))
 			continue;
 		own[n++] = (struct option){submit_options[i].name,
-					   how == SET_TRUE || how == NO_FOLLOW || how == FOLLOW ?
+					   is_flag(&submit_options[i]) ?
 					   no_argument : required_argument,
 					   NULL, CTL_OPT_OWN + (int)i};
 	}
