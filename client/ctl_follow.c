@@ -191,7 +191,6 @@ enum submit_how {
 	 * quald checks it with the check qual-run has. */
 	SETTING,
 	SET_INTEGER,  /* an integer >= 0 */
-	APPEND_PATH,  /* one more path of a list, made absolute here */
 	NO_FOLLOW,    /* no field: the submit is not followed */
 	FOLLOW,       /* no field: the submit is followed (calibrate --watch) */
 	LABEL,        /* KEY=VALUE into the object of field (ctl_take_label) */
@@ -216,7 +215,7 @@ static const struct submit_option {
 	{"compile-only", SETTING, NULL, FOR_SUBMIT},
 	{"compile-timeout", SETTING, NULL, FOR_BOTH},
 	{"seed", SETTING, NULL, FOR_BOTH},
-	{"fixtures", APPEND_PATH, "fixtures", FOR_SUBMIT},
+	{"fixtures", SETTING, NULL, FOR_SUBMIT},
 	{"mode", SETTING, NULL, FOR_SUBMIT},
 	{"max-pairs", SETTING, NULL, FOR_SUBMIT},
 	{"max-seconds", SETTING, NULL, FOR_SUBMIT},
@@ -234,6 +233,9 @@ static const struct submit_option {
 struct submit_state {
 	json_t *req;
 	bool follow;
+	/* The settings as qual-run would have read the same options, for
+	 * its wording of what qualctl cannot send as typed. */
+	struct qual_settings typed;
 };
 
 /* v (stolen) appended to the array at key of obj, made when missing. */
@@ -251,30 +253,40 @@ static void append_value(json_t *obj, const char *key, json_t *v)
 static char *absolute_path(const char *path);
 
 /* Setting f's value arg into the request: the JSON value a request would
- * carry for what was typed, or, for what JSON cannot carry as typed (text
- * that is not UTF-8, or not a number for a number), qual-run's refusal of
- * it, here (settings_from_option). */
+ * carry for what was typed (a fixture folder made absolute), for quald to
+ * check. What cannot be sent as typed (text that is not UTF-8, not a number
+ * for a number, an empty folder) is refused here in qual-run's words, from
+ * the options as qual-run would have read them (s->typed). */
 static int take_setting(struct submit_state *s, const struct command *cmd,
 			const struct settings_field *f, const char *arg)
 {
+	bool number = f->kind == SETTINGS_INT || f->kind == SETTINGS_I64 ||
+		      f->kind == SETTINGS_REAL;
+	bool path = !strcmp(f->key, "fixtures");
 	json_t *v = settings_option_json(f, arg);
+	struct qual_msg msg;
+	char *abs;
+	int rc = settings_from_option(&s->typed, f, arg, &msg);
 
-	if (!v || (json_is_string(v) && (f->kind == SETTINGS_INT || f->kind == SETTINGS_I64 ||
-					 f->kind == SETTINGS_REAL))) {
-		struct qual_settings scratch;
-		struct qual_msg msg;
-
-		settings_init(&scratch);
-		settings_from_option(&scratch, f, arg, &msg);
-		settings_release(&scratch);
+	if (!v || (number && json_is_string(v)) || (path && !arg[0])) {
 		json_decref(v);
-		return ctl_usage_error(cmd, "%s", msg.text);
+		return ctl_usage_error(cmd, "%s", rc < 0 ? msg.text : "cannot be sent as typed");
 	}
-	if (f->kind != SETTINGS_LIST) {
+	if (path) {
+		if (!(abs = absolute_path(arg))) {
+			fprintf(stderr, "qualctl %s: cannot make '%s' absolute: %s\n", cmd->name,
+				arg, strerror(errno));
+			json_decref(v);
+			return QUAL_EXIT_USAGE;
+		}
+		json_decref(v);
+		v = json_string(abs);
+		free(abs);
+	}
+	if (f->kind == SETTINGS_LIST)
+		append_value(s->req, f->key, v);
+	else
 		json_object_set_new(s->req, f->key, v);
-		return 0;
-	}
-	append_value(s->req, f->key, v);
 	return 0;
 }
 
@@ -283,7 +295,7 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 {
 	struct submit_state *s = st;
 	const struct submit_option *o;
-	char name[32], *path;
+	char name[32];
 	long n;
 
 	if (opt < CTL_OPT_OWN || opt >= CTL_OPT_OWN + (int)NSUBMIT)
@@ -297,17 +309,6 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		if (ctl_parse_long(cmd, name, arg, 0, &n) != 0)
 			return QUAL_EXIT_USAGE;
 		json_object_set_new(s->req, o->field, json_integer(n));
-		break;
-	case APPEND_PATH:
-		if (!arg[0])
-			return ctl_usage_error(cmd, "%s needs a path, got an empty one", name);
-		if (!(path = absolute_path(arg))) {
-			fprintf(stderr, "qualctl %s: cannot make '%s' absolute: %s\n", cmd->name,
-				arg, strerror(errno));
-			return QUAL_EXIT_USAGE;
-		}
-		append_value(s->req, o->field, json_string(path));
-		free(path);
 		break;
 	case NO_FOLLOW:
 		s->follow = false;
@@ -384,6 +385,7 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 	int first, rc, position;
 	size_t n = 0;
 
+	settings_init(&s.typed);
 	for (size_t i = 0; i < NSUBMIT; i++) {
 		if (!(submit_options[i].commands & commands))
 			continue;
@@ -471,6 +473,7 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 out:
 	report_abandon(&ctl->rep);
 	json_decref(s.req);
+	settings_release(&s.typed);
 	ctl_reply_release(&r);
 	return rc;
 }

@@ -313,9 +313,7 @@ static void calib_timer_fired(uv_timer_t *t)
 			continue;
 		memset(&a, 0, sizeof a);
 		a.baseline = a.candidate = j->calib_lib;
-		a.pairs = QUAL_DEFAULT_PAIRS;
-		a.alpha = 0.05;
-		a.margin = 0.01;
+		settings_init(&a.settings); /* the default rule, as a calibration measures */
 		a.calibrate = j->calib_runs;
 		a.has_slot = true;
 		a.slot = s;

@@ -253,10 +253,7 @@ static void submit_release(struct submit_args *s)
 {
 	free(s->baseline);
 	free(s->candidate);
-	settings_list_free(s->cases);
-	settings_list_free(s->baseline_options);
-	settings_list_free(s->candidate_options);
-	settings_list_free(s->fixtures);
+	settings_release(&s->settings);
 	free(s->baseline_real);
 	free(s->candidate_real);
 	free(s->baseline_sha256);
@@ -265,63 +262,10 @@ static void submit_release(struct submit_args *s)
 	memset(s, 0, sizeof *s);
 }
 
-/* s's settings as struct qual_settings (lists borrowed: q is never
- * released), and back into s (the lists taken). */
-static void settings_of(const struct submit_args *s, struct qual_settings *q)
-{
-	settings_init(q);
-	q->pairs = s->pairs;
-	q->alpha = s->alpha;
-	q->margin = s->margin;
-	q->seed = s->seed;
-	q->compile_timeout_s = s->compile_timeout_s;
-	q->mode = (int)s->mode;
-	q->max_pairs = s->max_pairs;
-	q->max_seconds = s->max_seconds;
-	q->gate_slower = (int)s->gate_slower;
-	q->gate_faster = (int)s->gate_faster;
-	q->undecided = (int)s->undecided;
-	q->compile_only = s->compile_only;
-	q->follow = s->follow;
-	q->cases = s->cases;
-	q->baseline_options = s->baseline_options;
-	q->candidate_options = s->candidate_options;
-	q->fixtures = s->fixtures;
-}
-
-static void settings_into(const struct qual_settings *q, struct submit_args *s)
-{
-	s->pairs = q->pairs;
-	s->alpha = q->alpha;
-	s->margin = q->margin;
-	s->seed = q->seed;
-	s->compile_timeout_s = q->compile_timeout_s;
-	s->mode = (enum rtc_mode)q->mode;
-	s->max_pairs = q->max_pairs;
-	s->max_seconds = q->max_seconds;
-	s->gate_slower = (enum gate_rule)q->gate_slower;
-	s->gate_faster = (enum gate_rule)q->gate_faster;
-	s->undecided = (enum gate_undecided)q->undecided;
-	s->compile_only = q->compile_only;
-	s->follow = q->follow;
-	s->cases = q->cases;
-	s->baseline_options = q->baseline_options;
-	s->candidate_options = q->candidate_options;
-	s->fixtures = q->fixtures;
-}
-
 static void submit_defaults(struct submit_args *s)
 {
-	struct qual_settings q;
-
 	memset(s, 0, sizeof *s);
-	settings_init(&q);
-	settings_into(&q, s);
-}
-
-void request_submit_settings(const struct submit_args *s, struct qual_settings *q)
-{
-	settings_of(s, q);
+	settings_init(&s->settings);
 }
 
 /* A calibration measures the false alarms of the default rule on timed A/A
@@ -331,39 +275,40 @@ void request_submit_settings(const struct submit_args *s, struct qual_settings *
  * as the stored form spells pairs, alpha, margin and compile_only always. */
 static int check_calibration(const struct submit_args *s, struct qual_msg *msg)
 {
-	struct submit_args d;
+	const struct qual_settings *q = &s->settings;
+	struct qual_settings d;
 	const char *field = NULL;
 
-	submit_defaults(&d);
-	if (s->compile_only)
+	settings_init(&d);
+	if (q->compile_only)
 		return qual_fail(msg, QUAL_EINVAL, "'compile_only' cannot be used with a "
 				 "calibration ('calibrate'): a calibration times A/A runs, and a "
 				 "compile-only run times nothing");
-	if (s->pairs != d.pairs)
+	if (q->pairs != d.pairs)
 		field = "pairs";
-	else if (s->alpha != d.alpha)
+	else if (q->alpha != d.alpha)
 		field = "alpha";
-	else if (s->margin != d.margin)
+	else if (q->margin != d.margin)
 		field = "margin";
-	else if (s->max_pairs)
+	else if (q->max_pairs)
 		field = "max_pairs";
-	else if (s->max_seconds > 0)
+	else if (q->max_seconds > 0)
 		field = "max_seconds";
-	else if (s->gate_slower != d.gate_slower)
+	else if (q->gate_slower != d.gate_slower)
 		field = "gate_slower";
-	else if (s->gate_faster != d.gate_faster)
+	else if (q->gate_faster != d.gate_faster)
 		field = "gate_faster";
-	else if (s->undecided != d.undecided)
+	else if (q->undecided != d.undecided)
 		field = "undecided";
-	else if (s->cases && s->cases[0])
+	else if (q->cases && q->cases[0])
 		field = "cases";
-	else if (s->fixtures && s->fixtures[0])
+	else if (q->fixtures && q->fixtures[0])
 		field = "fixtures";
-	else if (s->baseline_options && s->baseline_options[0])
+	else if (q->baseline_options && q->baseline_options[0])
 		field = "baseline_options";
-	else if (s->candidate_options && s->candidate_options[0])
+	else if (q->candidate_options && q->candidate_options[0])
 		field = "candidate_options";
-	else if (s->mode != d.mode)
+	else if (q->mode != d.mode)
 		field = "mode"; /* cu / wgp change both arms' compile options */
 	if (field)
 		return qual_fail(msg, QUAL_EINVAL, "'%s' cannot be used with a calibration "
@@ -388,16 +333,8 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	    (rc = get_string(o, "candidate", REQUEST_MAX_PATH, &s->candidate, msg)) < 0)
 		return rc;
 
-	{
-		/* s's lists are NULL here: it holds the defaults. */
-		struct qual_settings q;
-
-		settings_of(s, &q);
-		rc = settings_from_json(&q, o, SETTINGS_QUALD, msg);
-		settings_into(&q, s);
-		if (rc < 0)
-			return rc;
-	}
+	if ((rc = settings_from_json(&s->settings, o, SETTINGS_QUALD, msg)) < 0)
+		return rc;
 	if ((rc = get_labels(o, &s->labels, msg)) < 0)
 		return rc;
 	x = 0;
@@ -420,8 +357,8 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 		return rc;
 	/* quald's working directory is not the client's: a relative path
 	 * would name another folder (qualctl makes them absolute). */
-	for (size_t i = 0; s->fixtures && s->fixtures[i]; i++)
-		if (s->fixtures[i][0] != '/')
+	for (size_t i = 0; s->settings.fixtures && s->settings.fixtures[i]; i++)
+		if (s->settings.fixtures[i][0] != '/')
 			return qual_fail(msg, QUAL_EINVAL,
 					 "'fixtures' entry %zu must be an absolute path", i);
 	return 0;
@@ -696,14 +633,9 @@ json_t *request_submit_to_json(const struct submit_args *s)
 
 	json_object_set_new(o, "baseline", json_string(s->baseline));
 	json_object_set_new(o, "candidate", json_string(s->candidate));
-	{
-		struct qual_settings q;
-
-		settings_of(s, &q);
-		settings_to_json(&q, o);
-		/* follow is the submitter's, not the job's. */
-		json_object_del(o, "follow");
-	}
+	settings_to_json(&s->settings, o);
+	/* follow is the submitter's, not the job's. */
+	json_object_del(o, "follow");
 	if (s->calibrate)
 		json_object_set_new(o, "calibrate", json_integer(s->calibrate));
 	if (s->has_slot)

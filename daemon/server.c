@@ -86,7 +86,7 @@ static void do_submit(struct conn *c, struct request *r)
 	}
 	s->submits_pending++;
 	c->submit_pending = true;
-	c->submit_follow = r->submit.follow;
+	c->submit_follow = r->submit.settings.follow;
 	c->submit_id = r->id ? json_incref(r->id) : NULL;
 	c->refs++;
 	rc = jobs_submit(c->srv->jobs, &r->submit, on_submitted, c, &msg);

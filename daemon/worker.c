@@ -681,12 +681,12 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	/* The settings as proto/settings.h spells them: the table qual-run
 	 * reads them back by. The fixture directories are the real paths
 	 * submit checked and worker_fixtures_allowed checked again. */
-	request_submit_settings(a, &set);
+	set = a->settings; /* lists borrowed: set is never released */
 	set.compile_only = false; /* said below, with a compile-only slot's why */
 	settings_to_argv(&set, &argv);
 	/* A compile-only slot says why in the start line when the job did
 	 * not ask for it: that job is not timed, and qualctl exits 6. */
-	if (a->compile_only)
+	if (a->settings.compile_only)
 		strv_push(&argv, "--compile-only");
 	else if (!j->devices)
 		strv_pushf(&argv, "--compile-only-because=%s", j->no_gpu_because);
@@ -795,7 +795,7 @@ int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg 
 static int worker_fixtures_allowed(const struct jobs *j, const struct job *job,
 				   struct qual_msg *msg)
 {
-	char *const *stored = job->args.fixtures;
+	char *const *stored = job->args.settings.fixtures;
 	struct qual_msg why;
 	char **now;
 	int rc = 0;

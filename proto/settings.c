@@ -403,6 +403,26 @@ int settings_check(const struct qual_settings *s, struct qual_msg *msg)
 	return 0;
 }
 
+int settings_check_values(const struct qual_settings *s, struct qual_msg *msg)
+{
+	int rc;
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const struct settings_field *f = &fields[i];
+		double x;
+
+		switch (f->kind) {
+		case SETTINGS_INT: x = *AT(s, f, int); break;
+		case SETTINGS_I64: x = (double)*AT(s, f, int64_t); break;
+		case SETTINGS_REAL: x = *AT(s, f, double); break;
+		default: continue;
+		}
+		if ((rc = settings_check_value(f, x, msg)) < 0)
+			return rc;
+	}
+	return settings_check(s, msg);
+}
+
 int settings_from_json(struct qual_settings *s, json_t *o, unsigned door,
 		       struct qual_msg *msg)
 {

@@ -126,6 +126,11 @@ int settings_check_number(const struct settings_field *f, double x, const char *
  * got 29". For a program that has the value already typed (the runner). */
 int settings_check_value(const struct settings_field *f, double x, struct qual_msg *msg);
 
+/* Every number field of s checked as settings_check_value does, then
+ * settings_check: for settings that did not come through a door (a stored
+ * job, a test's). */
+int settings_check_values(const struct qual_settings *s, struct qual_msg *msg);
+
 /* max_pairs against pairs: 0 (max_pairs 0 is the engine's default), or
  * QUAL_EINVAL with "'max_pairs' must be an integer >= 60, got 40". */
 int settings_check_max_pairs(int pairs, int max_pairs, struct qual_msg *msg);
