@@ -3,7 +3,8 @@
  * the parse and the --help listing are all made from it, so that --help
  * cannot list an option the parser does not take or miss one it does (the
  * man pages are checked against --help: tests/man.cmake). Used by quald's
- * main (daemon/main.c) and the judge command (client/judge_cmd.c). */
+ * main (daemon/main.c), the judge command (client/judge_cmd.c) and qual-run
+ * (run/qual_run_args.c). */
 #ifndef QUAL_COMMON_OPTS_H
 #define QUAL_COMMON_OPTS_H
 
