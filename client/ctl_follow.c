@@ -14,6 +14,7 @@
 #include "common/lines.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "proto/settings.h"
 
 /* ---- the terminal's progress line ---- */
 
@@ -184,12 +185,12 @@ out:
 
 /* submit's own options: what each sets in the request. */
 enum submit_how {
+	/* A job's setting: the field of proto/settings.h whose option it is,
+	 * set to the value typed (settings_option_json: --alpha 0 is the
+	 * integer 0, as qual-run reads it), or one more entry of a list;
+	 * quald checks it with the check qual-run has. */
+	SETTING,
 	SET_INTEGER,  /* an integer >= 0 */
-	SET_NUMBER,   /* a number */
-	SET_STRING,   /* a string (quald checks it) */
-	APPEND,       /* one more string of a list */
-	APPEND_PATH,  /* one more path of a list, made absolute here */
-	SET_TRUE,     /* true; the option takes no value */
 	NO_FOLLOW,    /* no field: the submit is not followed */
 	FOLLOW,       /* no field: the submit is followed (calibrate --watch) */
 	LABEL,        /* KEY=VALUE into the object of field (ctl_take_label) */
@@ -198,29 +199,29 @@ enum submit_how {
 /* Which commands take an option. */
 enum { FOR_SUBMIT = 1, FOR_CALIBRATE = 2, FOR_BOTH = 3 };
 
-/* --NAME does HOW to the request's FIELD. */
+/* --NAME does HOW to the request's FIELD (a SETTING's is its key). */
 static const struct submit_option {
 	const char *name;
 	enum submit_how how;
 	const char *field;
 	int commands;       /* FOR_* */
 } submit_options[] = {
-	{"pairs", SET_INTEGER, "pairs", FOR_SUBMIT},
-	{"case", APPEND, "cases", FOR_SUBMIT},
-	{"alpha", SET_NUMBER, "alpha", FOR_SUBMIT},
-	{"margin", SET_NUMBER, "margin", FOR_SUBMIT},
-	{"baseline-opt", APPEND, "baseline_options", FOR_SUBMIT},
-	{"candidate-opt", APPEND, "candidate_options", FOR_SUBMIT},
-	{"compile-only", SET_TRUE, "compile_only", FOR_SUBMIT},
-	{"compile-timeout", SET_NUMBER, "compile_timeout", FOR_BOTH},
-	{"seed", SET_INTEGER, "seed", FOR_BOTH},
-	{"fixtures", APPEND_PATH, "fixtures", FOR_SUBMIT},
-	{"mode", SET_STRING, "mode", FOR_SUBMIT},
-	{"max-pairs", SET_INTEGER, "max_pairs", FOR_SUBMIT},
-	{"max-seconds", SET_NUMBER, "max_seconds", FOR_SUBMIT},
-	{"gate-slower", SET_STRING, "gate_slower", FOR_SUBMIT},
-	{"gate-faster", SET_STRING, "gate_faster", FOR_SUBMIT},
-	{"undecided", SET_STRING, "undecided", FOR_SUBMIT},
+	{"pairs", SETTING, NULL, FOR_SUBMIT},
+	{"case", SETTING, NULL, FOR_SUBMIT},
+	{"alpha", SETTING, NULL, FOR_SUBMIT},
+	{"margin", SETTING, NULL, FOR_SUBMIT},
+	{"baseline-opt", SETTING, NULL, FOR_SUBMIT},
+	{"candidate-opt", SETTING, NULL, FOR_SUBMIT},
+	{"compile-only", SETTING, NULL, FOR_SUBMIT},
+	{"compile-timeout", SETTING, NULL, FOR_BOTH},
+	{"seed", SETTING, NULL, FOR_BOTH},
+	{"fixtures", SETTING, NULL, FOR_SUBMIT},
+	{"mode", SETTING, NULL, FOR_SUBMIT},
+	{"max-pairs", SETTING, NULL, FOR_SUBMIT},
+	{"max-seconds", SETTING, NULL, FOR_SUBMIT},
+	{"gate-slower", SETTING, NULL, FOR_SUBMIT},
+	{"gate-faster", SETTING, NULL, FOR_SUBMIT},
+	{"undecided", SETTING, NULL, FOR_SUBMIT},
 	{"label", LABEL, "labels", FOR_SUBMIT},
 	{"no-follow", NO_FOLLOW, NULL, FOR_SUBMIT},
 	{"runs", SET_INTEGER, "calibrate", FOR_CALIBRATE},
@@ -232,9 +233,13 @@ static const struct submit_option {
 struct submit_state {
 	json_t *req;
 	bool follow;
+	/* The settings as qual-run would have read the same options, for
+	 * its wording of what qualctl cannot send as typed. */
+	struct qual_settings typed;
 };
 
-static void append_string(json_t *obj, const char *key, const char *s)
+/* v (stolen) appended to the array at key of obj, made when missing. */
+static void append_value(json_t *obj, const char *key, json_t *v)
 {
 	json_t *a = json_object_get(obj, key);
 
@@ -242,54 +247,68 @@ static void append_string(json_t *obj, const char *key, const char *s)
 		a = json_array();
 		json_object_set_new(obj, key, a);
 	}
-	json_array_append_new(a, json_string(s));
+	json_array_append_new(a, v);
 }
 
 static char *absolute_path(const char *path);
+
+/* Setting f's value arg into the request: the JSON value a request would
+ * carry for what was typed (a fixture folder made absolute), for quald to
+ * check. What cannot be sent as typed (text that is not UTF-8, not a number
+ * for a number, an empty folder) is refused here in qual-run's words, from
+ * the options as qual-run would have read them (s->typed). */
+static int take_setting(struct submit_state *s, const struct command *cmd,
+			const struct settings_field *f, const char *arg)
+{
+	bool number = f->kind == SETTINGS_INT || f->kind == SETTINGS_I64 ||
+		      f->kind == SETTINGS_REAL;
+	bool path = !strcmp(f->key, "fixtures");
+	json_t *v = settings_option_json(f, arg);
+	struct qual_msg msg;
+	char *abs;
+	int rc = settings_from_option(&s->typed, f, arg, &msg);
+
+	if (!v || (number && json_is_string(v)) || (path && !arg[0])) {
+		json_decref(v);
+		return ctl_usage_error(cmd, "%s", rc < 0 ? msg.text : "cannot be sent as typed");
+	}
+	if (path) {
+		if (!(abs = absolute_path(arg))) {
+			fprintf(stderr, "qualctl %s: cannot make '%s' absolute: %s\n", cmd->name,
+				arg, strerror(errno));
+			json_decref(v);
+			return QUAL_EXIT_USAGE;
+		}
+		json_decref(v);
+		v = json_string(abs);
+		free(abs);
+	}
+	if (f->kind == SETTINGS_LIST)
+		append_value(s->req, f->key, v);
+	else
+		json_object_set_new(s->req, f->key, v);
+	return 0;
+}
 
 /* submit_options[i] is the option CTL_OPT_OWN + i. */
 static int take_submit(void *st, const struct command *cmd, int opt, const char *arg)
 {
 	struct submit_state *s = st;
 	const struct submit_option *o;
-	char name[32], *path;
+	char name[32];
 	long n;
-	double x;
 
 	if (opt < CTL_OPT_OWN || opt >= CTL_OPT_OWN + (int)NSUBMIT)
 		return ctl_take_nothing(st, cmd, opt, arg);
 	o = &submit_options[opt - CTL_OPT_OWN];
 	snprintf(name, sizeof name, "--%s", o->name);
 	switch (o->how) {
+	case SETTING:
+		return take_setting(s, cmd, settings_find_option(o->name), arg);
 	case SET_INTEGER:
 		if (ctl_parse_long(cmd, name, arg, 0, &n) != 0)
 			return QUAL_EXIT_USAGE;
 		json_object_set_new(s->req, o->field, json_integer(n));
-		break;
-	case SET_NUMBER:
-		if (ctl_parse_double(cmd, name, arg, &x) != 0)
-			return QUAL_EXIT_USAGE;
-		json_object_set_new(s->req, o->field, json_real(x));
-		break;
-	case SET_STRING:
-		json_object_set_new(s->req, o->field, json_string(arg));
-		break;
-	case APPEND:
-		append_string(s->req, o->field, arg);
-		break;
-	case APPEND_PATH:
-		if (!arg[0])
-			return ctl_usage_error(cmd, "%s needs a path, got an empty one", name);
-		if (!(path = absolute_path(arg))) {
-			fprintf(stderr, "qualctl %s: cannot make '%s' absolute: %s\n", cmd->name,
-				arg, strerror(errno));
-			return QUAL_EXIT_USAGE;
-		}
-		append_string(s->req, o->field, path);
-		free(path);
-		break;
-	case SET_TRUE:
-		json_object_set_new(s->req, o->field, json_true());
 		break;
 	case NO_FOLLOW:
 		s->follow = false;
@@ -342,6 +361,13 @@ static char *absolute_path(const char *path)
 	return abs;
 }
 
+/* Whether option o takes no value: a bool setting, or whether to follow. */
+static bool is_flag(const struct submit_option *o)
+{
+	return o->how == SETTING ? settings_find_option(o->name)->kind == SETTINGS_BOOL :
+	       o->how == NO_FOLLOW || o->how == FOLLOW;
+}
+
 /* Submit and calibrate: the request from the command line (their options,
  * FOR_SUBMIT or FOR_CALIBRATE), sent, and followed unless asked not to. A
  * calibration is a submit of one library as both arms, with "calibrate". */
@@ -359,13 +385,12 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 	int first, rc, position;
 	size_t n = 0;
 
+	settings_init(&s.typed);
 	for (size_t i = 0; i < NSUBMIT; i++) {
-		enum submit_how how = submit_options[i].how;
-
 		if (!(submit_options[i].commands & commands))
 			continue;
 		own[n++] = (struct option){submit_options[i].name,
-					   how == SET_TRUE || how == NO_FOLLOW || how == FOLLOW ?
+					   is_flag(&submit_options[i]) ?
 					   no_argument : required_argument,
 					   NULL, CTL_OPT_OWN + (int)i};
 	}
@@ -448,6 +473,7 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 out:
 	report_abandon(&ctl->rep);
 	json_decref(s.req);
+	settings_release(&s.typed);
 	ctl_reply_release(&r);
 	return rc;
 }

@@ -40,6 +40,8 @@ static int take(const struct opts_entry *e, const char *arg, void *ctx, struct q
 		return rc;
 	case OPTS_CALL:
 		return e->fn(ctx, arg, msg);
+	case OPTS_ENTRY:
+		return e->fn_entry(ctx, e, arg, msg);
 	case OPTS_LISTED:
 		break;
 	}

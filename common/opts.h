@@ -3,7 +3,8 @@
  * the parse and the --help listing are all made from it, so that --help
  * cannot list an option the parser does not take or miss one it does (the
  * man pages are checked against --help: tests/man.cmake). Used by quald's
- * main (daemon/main.c) and the judge command (client/judge_cmd.c). */
+ * main (daemon/main.c), the judge command (client/judge_cmd.c) and qual-run
+ * (run/qual_run_args.c). */
 #ifndef QUAL_COMMON_OPTS_H
 #define QUAL_COMMON_OPTS_H
 
@@ -21,6 +22,9 @@ enum opts_kind {
 	OPTS_INT,     /* int: a whole number in [lo, hi] (text_parse_long) */
 	OPTS_REAL,    /* double: a finite number in [lo, hi] (text_parse_double) */
 	OPTS_CALL,    /* fn(ctx, arg): anything else (arg NULL for no argument) */
+	OPTS_ENTRY,   /* fn_entry(ctx, entry, arg): one handler for several
+		       * entries, which tells them apart by the entry (qual-run's
+		       * settings, each read by its field of proto/settings.h) */
 	OPTS_LISTED,  /* read before opts_parse by a parser of its own, which
 		       * takes it out of argv (quald's --allow-root: policy.h):
 		       * listed in the help only */
@@ -36,6 +40,9 @@ struct opts_entry {
 	/* OPTS_CALL: 0, or a negative code with msg saying why arg is not a
 	 * value of the option. */
 	int (*fn)(void *ctx, const char *arg, struct qual_msg *msg);
+	/* OPTS_ENTRY: the same, told which entry (borrowed) it is for. */
+	int (*fn_entry)(void *ctx, const struct opts_entry *e, const char *arg,
+			struct qual_msg *msg);
 	bool stop;            /* parsing stops once it is read (--help,
 			       * --version: what follows is not looked at) */
 	char letter;          /* a short option as well ('h'), or 0 */

@@ -189,41 +189,38 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 	free(text);
 }
 
-void calib__worker_prefix(const struct jobs *j, const struct job *job, int s, char **argv,
-			  size_t *k)
+void calib__worker_prefix(const struct jobs *j, const struct job *job, int s,
+			  struct strv *argv)
 {
 	char key[48];
 
 	if (!job->args.calibrate)
 		return;
 	calib__key(j, s, key, sizeof key);
-	argv[(*k)++] = xstrdup(j->calibrator);
-	if (asprintf(&argv[(*k)++], "--runs=%d", job->args.calibrate) < 0 ||
-	    asprintf(&argv[(*k)++], "--device-key=%s", key) < 0)
-		abort();
-	argv[(*k)++] = xstrdup("--");
+	strv_push(argv, j->calibrator);
+	strv_pushf(argv, "--runs=%d", job->args.calibrate);
+	strv_pushf(argv, "--device-key=%s", key);
+	strv_push(argv, "--");
 }
 
-void calib__worker_args(const struct jobs *j, const struct job *job, int s, char **argv,
-			size_t *k)
+void calib__worker_args(const struct jobs *j, const struct job *job, int s,
+			struct strv *argv)
 {
 	char path[4096];
 
 	if (job->args.calibrate)
 		return;
 	if (j->slots[s].calib && calib_path(j, s, path, sizeof path) == 0) {
-		if (asprintf(&argv[(*k)++], "--calibration=%s", path) < 0)
-			abort();
+		strv_pushf(argv, "--calibration=%s", path);
 		return;
 	}
 	if (j->slots[s].calib_unstored) {
-		if (asprintf(&argv[(*k)++], "--no-calibration-because=no calibration of this "
-			     "device is stored: the last one could not be written (%s)",
-			     j->slots[s].calib_unstored) < 0)
-			abort();
+		strv_pushf(argv, "--no-calibration-because=no calibration of this device is "
+			   "stored: the last one could not be written (%s)",
+			   j->slots[s].calib_unstored);
 		return;
 	}
-	argv[(*k)++] = xstrdup("--no-calibration-because=no calibration of this device yet");
+	strv_push(argv, "--no-calibration-because=no calibration of this device yet");
 }
 
 json_t *jobs_calibration_json(struct jobs *j)
@@ -313,9 +310,7 @@ static void calib_timer_fired(uv_timer_t *t)
 			continue;
 		memset(&a, 0, sizeof a);
 		a.baseline = a.candidate = j->calib_lib;
-		a.pairs = QUAL_DEFAULT_PAIRS;
-		a.alpha = 0.05;
-		a.margin = 0.01;
+		settings_init(&a.settings); /* the default rule, as a calibration measures */
 		a.calibrate = j->calib_runs;
 		a.has_slot = true;
 		a.slot = s;

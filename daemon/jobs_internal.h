@@ -32,6 +32,7 @@
 #include "common/lines.h"
 #include "daemon/children.h"
 #include "daemon/jobs.h"
+#include "proto/strv.h"
 #include "daemon/list.h"
 #include "daemon/oplog.h"
 #include "daemon/request.h"
@@ -381,12 +382,11 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 /* The worker's program and its first arguments for job in slot s: for a
  * calibration, qual-calibrate and its options then "--" (qual-run follows);
  * for any other job nothing here, and calib__worker_args gives qual-run's
- * --calibration or --no-calibration-because. Each appends to argv at *k
- * (room for 4). */
-void calib__worker_prefix(const struct jobs *j, const struct job *job, int s, char **argv,
-			  size_t *k);
-void calib__worker_args(const struct jobs *j, const struct job *job, int s, char **argv,
-			size_t *k);
+ * --calibration or --no-calibration-because. Each appends to argv. */
+void calib__worker_prefix(const struct jobs *j, const struct job *job, int s,
+			  struct strv *argv);
+void calib__worker_args(const struct jobs *j, const struct job *job, int s,
+			struct strv *argv);
 
 /* Whether a queued job may run in slot s (a calibration for another slot
  * may not). */

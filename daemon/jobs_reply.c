@@ -82,8 +82,8 @@ static void job_settings_into(const struct job *job, json_t *o)
 		if (job->args.has_slot)
 			json_object_set_new(o, "slot", json_integer(job->args.slot));
 	}
-	if (job->args.fixtures)
-		json_object_set_new(o, "fixtures", request_list_json(job->args.fixtures));
+	if (job->args.settings.fixtures)
+		json_object_set_new(o, "fixtures", request_list_json(job->args.settings.fixtures));
 }
 
 static json_t *labels_json(const struct job *job)
@@ -98,25 +98,25 @@ static json_t *labels_json(const struct job *job)
 static json_t *settings_json(const struct job *job)
 {
 	const struct submit_args *a = &job->args;
-	json_t *o = json_pack("{s:i,s:b}", "pairs", a->pairs, "compile_only", a->compile_only);
+	json_t *o = json_pack("{s:i,s:b}", "pairs", a->settings.pairs, "compile_only", a->settings.compile_only);
 	size_t nfix = 0;
 
-	if (a->cases)
-		json_object_set_new(o, "cases", request_list_json(a->cases));
-	if (a->baseline_options)
-		json_object_set_new(o, "baseline_options", request_list_json(a->baseline_options));
-	if (a->candidate_options)
-		json_object_set_new(o, "candidate_options", request_list_json(a->candidate_options));
-	for (char **p = a->fixtures; p && *p; p++)
+	if (a->settings.cases)
+		json_object_set_new(o, "cases", request_list_json(a->settings.cases));
+	if (a->settings.baseline_options)
+		json_object_set_new(o, "baseline_options", request_list_json(a->settings.baseline_options));
+	if (a->settings.candidate_options)
+		json_object_set_new(o, "candidate_options", request_list_json(a->settings.candidate_options));
+	for (char **p = a->settings.fixtures; p && *p; p++)
 		nfix++;
 	if (nfix)
 		json_object_set_new(o, "fixtures", json_integer((json_int_t)nfix));
-	if (a->mode != RTC_MODE_DEFAULT)
-		json_object_set_new(o, "mode", json_string(rtc_mode_name(a->mode)));
-	if (a->max_pairs)
-		json_object_set_new(o, "max_pairs", json_integer(a->max_pairs));
-	if (a->seed)
-		json_object_set_new(o, "seed", json_integer(a->seed));
+	if (a->settings.mode != RTC_MODE_DEFAULT)
+		json_object_set_new(o, "mode", json_string(rtc_mode_name(a->settings.mode)));
+	if (a->settings.max_pairs)
+		json_object_set_new(o, "max_pairs", json_integer(a->settings.max_pairs));
+	if (a->settings.seed)
+		json_object_set_new(o, "seed", json_integer(a->settings.seed));
 	return o;
 }
 

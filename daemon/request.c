@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "common/sampling.h"
 #include "common/xalloc.h"
+#include "proto/settings.h"
 
 /* Limits on what a request may carry, beyond the line length. Paths are at
  * most PATH_MAX (4096 on Linux, with the NUL); a case name is short (the
@@ -19,21 +20,14 @@
  * bounded like a path (an -I or --include-path option carries one). */
 #define REQUEST_MAX_PATH 4095
 #define REQUEST_MAX_CASE 128
-#define REQUEST_MAX_OPTION 4095
 /* Nesting deeper than this is refused before jansson parses the line: a
  * request is two levels deep (the object and a list), and the client's "id"
  * needs no deep structure. jansson's own limit (2048) is far too generous
  * for a line that any connection may send. */
 #define REQUEST_MAX_DEPTH 16
 
-/* The engine's own bounds (qual-run's option checks), so that a request the
- * daemon accepts is one the worker accepts. */
-#define REQUEST_MIN_PAIRS QUAL_MIN_PAIRS
-#define REQUEST_MAX_PAIRS 1000000
-#define REQUEST_MIN_ALPHA 1e-9
-#define REQUEST_MAX_SEED 2147483647LL
-#define REQUEST_MIN_COMPILE_TIMEOUT 0.1   /* seconds */
-#define REQUEST_MAX_COMPILE_TIMEOUT 86400.0
+/* The job's settings and their bounds are proto/settings.h's, the one
+ * table qual-run reads its options by too. */
 #define REQUEST_MAX_LIMIT 1000
 #define REQUEST_DEFAULT_LIMIT 20
 #define REQUEST_MAX_CALIBRATE 100   /* stats/calib.h: CALIB_MAX_RUNS */
@@ -80,54 +74,10 @@ static const char *const *const op_fields[] = {
 	[OP_HISTORY] = history_fields,
 };
 
-/* Copies at most max bytes of s into buf (size max + 4), cut at a UTF-8
- * character boundary and marked with "..." when cut, so that a message
- * quoting a client's string stays short and stays valid UTF-8. */
-static const char *clip(const char *s, char *buf, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (n <= max)
-		return s;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	memcpy(buf, s, n);
-	memcpy(buf + n, "...", 4);
-	return buf;
-}
-
+#define clip settings_clip
+#define describe settings_describe
 #define CLIP_MAX 64
 #define CLIP_BUF (CLIP_MAX + 4)
-
-/* What a JSON value was, for "got ..." in a message: numbers and booleans by
- * value, the rest by kind. A real is written so that it reads as one (30.0,
- * not 30), since "must be an integer, got 30" would be a riddle. */
-static const char *describe(const json_t *v, char *buf, size_t n)
-{
-	switch (json_typeof(v)) {
-	case JSON_INTEGER:
-		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
-		return buf;
-	case JSON_REAL: {
-		double x = json_real_value(v);
-
-		snprintf(buf, n, "%.15g", x);
-		if (strtod(buf, NULL) != x)
-			snprintf(buf, n, "%.17g", x);
-		if (!strpbrk(buf, ".eEn"))
-			strncat(buf, ".0", n - strlen(buf) - 1);
-		return buf;
-	}
-	case JSON_STRING: return "a string";
-	case JSON_ARRAY: return "an array";
-	case JSON_OBJECT: return "an object";
-	case JSON_TRUE: return "true";
-	case JSON_FALSE: return "false";
-	case JSON_NULL: return "null";
-	}
-	return "something else";
-}
 
 /* The nesting depth of a JSON text, ignoring brackets inside strings; an
  * early exit once it is over the limit. Runs before jansson so that a line of
@@ -218,72 +168,6 @@ static int get_integer(json_t *o, const char *key, long long lo, long long hi,
 	return 0;
 }
 
-static int get_bool(json_t *o, const char *key, bool *out, struct qual_msg *msg)
-{
-	json_t *v = json_object_get(o, key);
-	char got[64];
-
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be true or false, got %s",
-				 key, describe(v, got, sizeof got));
-	*out = json_is_true(v);
-	return 0;
-}
-
-static void free_list(char **list)
-{
-	if (!list)
-		return;
-	for (char **p = list; *p; p++)
-		free(*p);
-	free(list);
-}
-
-/* An array of non-empty strings of at most max bytes each, at most
- * max_n of them, as a NULL-terminated copy; absent leaves *out alone. An
- * empty array is NULL when allow_empty, refused otherwise. */
-static int get_list(json_t *o, const char *key, size_t max, size_t max_n, bool allow_empty,
-		    char ***out, struct qual_msg *msg)
-{
-	json_t *v = json_object_get(o, key);
-	char **list;
-	size_t n, i;
-	json_t *e;
-
-	if (!v)
-		return 0;
-	if (!json_is_array(v))
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
-	n = json_array_size(v);
-	if (n == 0) {
-		if (!allow_empty)
-			return qual_fail(msg, QUAL_EINVAL, "'%s' must not be empty", key);
-		free_list(*out);
-		*out = NULL;
-		return 0;
-	}
-	if (n > max_n)
-		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %zu are allowed",
-				 key, n, max_n);
-	json_array_foreach(v, i, e) {
-		if (!json_is_string(e))
-			return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", key);
-		if (json_string_length(e) == 0)
-			return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is empty", key, i);
-		if (json_string_length(e) > max)
-			return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is longer than %zu bytes",
-					 key, i, max);
-	}
-	list = xcalloc(n + 1, sizeof *list);
-	json_array_foreach(v, i, e)
-		list[i] = xstrdup(json_string_value(e));
-	free_list(*out);
-	*out = list;
-	return 0;
-}
-
 static bool label_key_ok(const char *k)
 {
 	size_t n = strlen(k);
@@ -369,10 +253,7 @@ static void submit_release(struct submit_args *s)
 {
 	free(s->baseline);
 	free(s->candidate);
-	free_list(s->cases);
-	free_list(s->baseline_options);
-	free_list(s->candidate_options);
-	free_list(s->fixtures);
+	settings_release(&s->settings);
 	free(s->baseline_real);
 	free(s->candidate_real);
 	free(s->baseline_sha256);
@@ -384,68 +265,7 @@ static void submit_release(struct submit_args *s)
 static void submit_defaults(struct submit_args *s)
 {
 	memset(s, 0, sizeof *s);
-	s->pairs = QUAL_DEFAULT_PAIRS;  /* qual-run's default */
-	s->alpha = 0.05;  /* the engine's defaults (runner_config_init) */
-	s->margin = 0.01;
-	s->seed = 0;
-	s->compile_only = false;
-	s->follow = true;
-}
-
-/* A rule of the gate, field key of o, into *to (kept when absent): the
- * words stats.h's parsers take (undecided: gate_undecided_parse). */
-static int get_rule(json_t *o, const char *key, bool undecided, int *to, struct qual_msg *msg)
-{
-	json_t *v = json_object_get(o, key);
-	const char *w = json_string_value(v);
-	enum gate_rule g;
-	enum gate_undecided u;
-	char got[64], clipped[CLIP_BUF];
-
-	if (!v)
-		return 0;
-	if (undecided ? gate_undecided_parse(w, &u) < 0 : gate_rule_parse(w, &g) < 0) {
-		if (w)
-			snprintf(got, sizeof got, "'%s'", clip(w, clipped, CLIP_MAX));
-		return qual_fail(msg, QUAL_EINVAL, "'%s' must be %s, got %s", key,
-				 undecided ? "pass or regression" : "beyond or significant",
-				 w ? got : describe(v, got, sizeof got));
-	}
-	*to = undecided ? (int)u : (int)g;
-	return 0;
-}
-
-/* Sampling until decided and the gate (docs/verdicts.md): max_pairs in
- * [pairs, REQUEST_MAX_PAIRS], max_seconds in (0, 86400], the gate's words. */
-static int parse_sampling(json_t *o, struct submit_args *s, struct qual_msg *msg)
-{
-	int slower = (int)s->gate_slower, faster = (int)s->gate_faster;
-	int undecided = (int)s->undecided, rc;
-	long long x = s->max_pairs ? s->max_pairs : s->pairs;
-	json_t *v;
-	char got[64];
-
-	if (json_object_get(o, "max_pairs")) {
-		if ((rc = get_integer(o, "max_pairs", s->pairs, REQUEST_MAX_PAIRS, &x, msg)) < 0)
-			return rc;
-		s->max_pairs = (int)x;
-	}
-	if ((v = json_object_get(o, "max_seconds"))) {
-		double t = json_number_value(v);
-
-		if (!json_is_number(v) || !(t > 0 && t <= 86400))
-			return qual_fail(msg, QUAL_EINVAL, "'max_seconds' must be a number of "
-					 "seconds in (0, 86400], got %s", describe(v, got, sizeof got));
-		s->max_seconds = t;
-	}
-	if ((rc = get_rule(o, "gate_slower", false, &slower, msg)) < 0 ||
-	    (rc = get_rule(o, "gate_faster", false, &faster, msg)) < 0 ||
-	    (rc = get_rule(o, "undecided", true, &undecided, msg)) < 0)
-		return rc;
-	s->gate_slower = (enum gate_rule)slower;
-	s->gate_faster = (enum gate_rule)faster;
-	s->undecided = (enum gate_undecided)undecided;
-	return 0;
+	settings_init(&s->settings);
 }
 
 /* A calibration measures the false alarms of the default rule on timed A/A
@@ -455,39 +275,40 @@ static int parse_sampling(json_t *o, struct submit_args *s, struct qual_msg *msg
  * as the stored form spells pairs, alpha, margin and compile_only always. */
 static int check_calibration(const struct submit_args *s, struct qual_msg *msg)
 {
-	struct submit_args d;
+	const struct qual_settings *q = &s->settings;
+	struct qual_settings d;
 	const char *field = NULL;
 
-	submit_defaults(&d);
-	if (s->compile_only)
+	settings_init(&d);
+	if (q->compile_only)
 		return qual_fail(msg, QUAL_EINVAL, "'compile_only' cannot be used with a "
 				 "calibration ('calibrate'): a calibration times A/A runs, and a "
 				 "compile-only run times nothing");
-	if (s->pairs != d.pairs)
+	if (q->pairs != d.pairs)
 		field = "pairs";
-	else if (s->alpha != d.alpha)
+	else if (q->alpha != d.alpha)
 		field = "alpha";
-	else if (s->margin != d.margin)
+	else if (q->margin != d.margin)
 		field = "margin";
-	else if (s->max_pairs)
+	else if (q->max_pairs)
 		field = "max_pairs";
-	else if (s->max_seconds > 0)
+	else if (q->max_seconds > 0)
 		field = "max_seconds";
-	else if (s->gate_slower != d.gate_slower)
+	else if (q->gate_slower != d.gate_slower)
 		field = "gate_slower";
-	else if (s->gate_faster != d.gate_faster)
+	else if (q->gate_faster != d.gate_faster)
 		field = "gate_faster";
-	else if (s->undecided != d.undecided)
+	else if (q->undecided != d.undecided)
 		field = "undecided";
-	else if (s->cases && s->cases[0])
+	else if (q->cases && q->cases[0])
 		field = "cases";
-	else if (s->fixtures && s->fixtures[0])
+	else if (q->fixtures && q->fixtures[0])
 		field = "fixtures";
-	else if (s->baseline_options && s->baseline_options[0])
+	else if (q->baseline_options && q->baseline_options[0])
 		field = "baseline_options";
-	else if (s->candidate_options && s->candidate_options[0])
+	else if (q->candidate_options && q->candidate_options[0])
 		field = "candidate_options";
-	else if (s->mode != d.mode)
+	else if (q->mode != d.mode)
 		field = "mode"; /* cu / wgp change both arms' compile options */
 	if (field)
 		return qual_fail(msg, QUAL_EINVAL, "'%s' cannot be used with a calibration "
@@ -502,8 +323,6 @@ static int check_calibration(const struct submit_args *s, struct qual_msg *msg)
 static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 {
 	long long x;
-	json_t *v;
-	char got[64];
 	int rc;
 
 	if (!json_object_get(o, "baseline"))
@@ -514,77 +333,7 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	    (rc = get_string(o, "candidate", REQUEST_MAX_PATH, &s->candidate, msg)) < 0)
 		return rc;
 
-	x = s->pairs;
-	if ((rc = get_integer(o, "pairs", REQUEST_MIN_PAIRS, REQUEST_MAX_PAIRS, &x, msg)) < 0)
-		return rc;
-	s->pairs = (int)x;
-
-	if ((v = json_object_get(o, "alpha"))) {
-		double a = json_number_value(v);
-
-		if (!json_is_number(v) || !(a > 0 && a <= 0.5))
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'alpha' must be a number with 0 < alpha <= 0.5, got %s",
-					 describe(v, got, sizeof got));
-		if (a < REQUEST_MIN_ALPHA)
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'alpha' must be at least %g, got %s",
-					 REQUEST_MIN_ALPHA, describe(v, got, sizeof got));
-		s->alpha = a;
-	}
-	if ((v = json_object_get(o, "margin"))) {
-		double m = json_number_value(v);
-
-		if (!json_is_number(v) || !(m >= 0 && m <= 0.5))
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'margin' must be a number with 0 <= margin <= 0.5, got %s",
-					 describe(v, got, sizeof got));
-		s->margin = m;
-	}
-
-	x = s->seed;
-	if ((rc = get_integer(o, "seed", 0, REQUEST_MAX_SEED, &x, msg)) < 0)
-		return rc;
-	s->seed = x;
-
-	if ((v = json_object_get(o, "compile_timeout"))) {
-		double t = json_number_value(v);
-
-		if (!json_is_number(v) || !(t >= REQUEST_MIN_COMPILE_TIMEOUT &&
-					    t <= REQUEST_MAX_COMPILE_TIMEOUT))
-			return qual_fail(msg, QUAL_EINVAL,
-					 "'compile_timeout' must be a number of seconds in [%g, %g], got %s",
-					 REQUEST_MIN_COMPILE_TIMEOUT, REQUEST_MAX_COMPILE_TIMEOUT,
-					 describe(v, got, sizeof got));
-		s->compile_timeout_s = t;
-	}
-
-	if ((v = json_object_get(o, "mode"))) {
-		char clipped[CLIP_BUF];
-
-		if (!json_is_string(v))
-			return qual_fail(msg, QUAL_EINVAL, "'mode' must be a string, got %s",
-					 describe(v, got, sizeof got));
-		if (rtc_mode_parse(json_string_value(v), &s->mode) < 0)
-			return qual_fail(msg, QUAL_EINVAL, "'mode' must be default, cu or wgp, "
-					 "got '%s'", clip(json_string_value(v), clipped, CLIP_MAX));
-	}
-
-	if ((rc = parse_sampling(o, s, msg)) < 0)
-		return rc;
-
-	if ((rc = get_bool(o, "compile_only", &s->compile_only, msg)) < 0 ||
-	    (rc = get_bool(o, "follow", &s->follow, msg)) < 0)
-		return rc;
-
-	if ((rc = get_list(o, "cases", REQUEST_MAX_CASE, REQUEST_MAX_LIST, false, &s->cases,
-			   msg)) < 0 ||
-	    (rc = get_list(o, "baseline_options", REQUEST_MAX_OPTION, REQUEST_MAX_LIST, true,
-			   &s->baseline_options, msg)) < 0 ||
-	    (rc = get_list(o, "candidate_options", REQUEST_MAX_OPTION, REQUEST_MAX_LIST, true,
-			   &s->candidate_options, msg)) < 0 ||
-	    (rc = get_list(o, "fixtures", REQUEST_MAX_PATH, REQUEST_MAX_FIXTURES, false,
-			   &s->fixtures, msg)) < 0)
+	if ((rc = settings_from_json(&s->settings, o, SETTINGS_QUALD, msg)) < 0)
 		return rc;
 	if ((rc = get_labels(o, &s->labels, msg)) < 0)
 		return rc;
@@ -608,8 +357,8 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 		return rc;
 	/* quald's working directory is not the client's: a relative path
 	 * would name another folder (qualctl makes them absolute). */
-	for (size_t i = 0; s->fixtures && s->fixtures[i]; i++)
-		if (s->fixtures[i][0] != '/')
+	for (size_t i = 0; s->settings.fixtures && s->settings.fixtures[i]; i++)
+		if (s->settings.fixtures[i][0] != '/')
 			return qual_fail(msg, QUAL_EINVAL,
 					 "'fixtures' entry %zu must be an absolute path", i);
 	return 0;
@@ -699,6 +448,16 @@ static int get_limit(json_t *o, int max, int *out, struct qual_msg *msg)
 	return 0;
 }
 
+/* The column of p in line as jansson counts them: in characters, from 1. */
+static int column_of(const char *line, const char *p)
+{
+	int column = 1;
+
+	for (const char *q = line; q < p; q++)
+		column += ((unsigned char)*q & 0xC0) != 0x80;
+	return column;
+}
+
 int request_parse(const char *line, size_t len, struct request *r,
 		  const char **op_name, struct qual_msg *msg)
 {
@@ -730,11 +489,7 @@ int request_parse(const char *line, size_t len, struct request *r,
 	 * jansson refuses the others. The column counts characters, as
 	 * jansson's do. */
 	if ((nul = memchr(line, '\0', len))) {
-		int column = 1;
-
-		for (const char *p = line; p < nul; p++)
-			column += ((unsigned char)*p & 0xC0) != 0x80;
-		qual_fail(msg, rc, "malformed json at column %d: nul byte", column);
+		qual_fail(msg, rc, "malformed json at column %d: nul byte", column_of(line, nul));
 		goto out;
 	}
 	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
@@ -869,11 +624,7 @@ void request_release(struct request *r)
 
 json_t *request_list_json(char *const *list)
 {
-	json_t *a = json_array();
-
-	for (char *const *p = list; p && *p; p++)
-		json_array_append_new(a, json_string(*p));
-	return a;
+	return settings_list_json(list);
 }
 
 json_t *request_submit_to_json(const struct submit_args *s)
@@ -882,34 +633,9 @@ json_t *request_submit_to_json(const struct submit_args *s)
 
 	json_object_set_new(o, "baseline", json_string(s->baseline));
 	json_object_set_new(o, "candidate", json_string(s->candidate));
-	json_object_set_new(o, "pairs", json_integer(s->pairs));
-	json_object_set_new(o, "alpha", json_real(s->alpha));
-	json_object_set_new(o, "margin", json_real(s->margin));
-	json_object_set_new(o, "seed", json_integer(s->seed));
-	json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
-	if (s->mode != RTC_MODE_DEFAULT)
-		json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
-	if (s->max_pairs)
-		json_object_set_new(o, "max_pairs", json_integer(s->max_pairs));
-	if (s->max_seconds > 0)
-		json_object_set_new(o, "max_seconds", json_real(s->max_seconds));
-	if (s->gate_slower != GATE_BEYOND)
-		json_object_set_new(o, "gate_slower", json_string(gate_rule_name(s->gate_slower)));
-	if (s->gate_faster != GATE_BEYOND)
-		json_object_set_new(o, "gate_faster", json_string(gate_rule_name(s->gate_faster)));
-	if (s->undecided != UNDECIDED_PASS)
-		json_object_set_new(o, "undecided",
-				    json_string(gate_undecided_name(s->undecided)));
-	if (s->compile_timeout_s > 0)
-		json_object_set_new(o, "compile_timeout", json_real(s->compile_timeout_s));
-	if (s->cases)
-		json_object_set_new(o, "cases", request_list_json(s->cases));
-	if (s->baseline_options)
-		json_object_set_new(o, "baseline_options", request_list_json(s->baseline_options));
-	if (s->candidate_options)
-		json_object_set_new(o, "candidate_options", request_list_json(s->candidate_options));
-	if (s->fixtures)
-		json_object_set_new(o, "fixtures", request_list_json(s->fixtures));
+	settings_to_json(&s->settings, o);
+	/* follow is the submitter's, not the job's. */
+	json_object_del(o, "follow");
 	if (s->calibrate)
 		json_object_set_new(o, "calibrate", json_integer(s->calibrate));
 	if (s->has_slot)

@@ -13,11 +13,11 @@
 #include "common/err.h"
 #include "compile/rtc_mode.h"
 #include "common/gate.h"
+#include "proto/settings.h"
 
 #define REQUEST_MAX_LINE (1024 * 1024) /* bytes per request line */
-#define REQUEST_MAX_LIST 64            /* cases or options per list */
 #define REQUEST_MAX_TOKEN 4096         /* bytes of an auth token */
-#define REQUEST_MAX_FIXTURES 8         /* fixture directories per submit */
+#define REQUEST_MAX_FIXTURES SETTINGS_MAX_FIXTURES         /* fixture directories per submit */
 /* Labels of a submit (and a history filter): at most this many, each key
  * 1 to 64 of [A-Za-z0-9_.-], each value 1 to 1024 bytes without control
  * characters (docs/protocol.md, "Labels"). */
@@ -51,30 +51,11 @@ enum quarantine_action {
 struct submit_args {
 	char *baseline;           /* paths as given */
 	char *candidate;
-	int pairs;                /* >= 30 */
-	double alpha;             /* (0, 0.5] */
-	double margin;            /* [0, 0.5] */
-	int64_t seed;             /* >= 0 */
-	enum rtc_mode mode;       /* RTC_MODE_DEFAULT unless given */
-	/* Sampling until decided and the gate (qual-run --max-pairs,
-	 * --max-seconds, --gate-slower, --gate-faster, --undecided): 0 and
-	 * the stats defaults unless given; max_pairs >= pairs. */
-	int max_pairs;
-	double max_seconds;
-	enum gate_rule gate_slower, gate_faster;
-	enum gate_undecided undecided;
-	bool compile_only;
-	double compile_timeout_s; /* seconds per compile; 0: the engine's
-				   * default (qual-run --compile-timeout) */
-	bool follow;              /* stream the job's lines to the submitter */
-	char **cases;             /* NULL-terminated; NULL = all */
-	char **baseline_options;  /* NULL-terminated; may be NULL */
-	char **candidate_options;
-	/* The user's fixture directories (docs/fixtures.md), each an absolute
-	 * path, at most REQUEST_MAX_FIXTURES; NULL-terminated, NULL = none. In
-	 * a stored job, the real paths submit checked (request_submit_set_
-	 * fixtures): what the worker is given as --fixtures. */
-	char **fixtures;
+	/* The job's settings (proto/settings.h), as the request gave them
+	 * or their defaults. In a stored job, fixtures are the real paths
+	 * submit checked (request_submit_set_fixtures): what the worker is
+	 * given as --fixtures. follow is the submitter's: never stored. */
+	struct qual_settings settings;
 	/* A calibration (docs/quald.md, "Calibration"): the A/A runs of the
 	 * one library (baseline and candidate are the same path), 1 to
 	 * CALIB_MAX_RUNS; 0: a qualification. With has_slot, it runs in that

@@ -86,7 +86,7 @@ static void do_submit(struct conn *c, struct request *r)
 	}
 	s->submits_pending++;
 	c->flags |= CONN_F_SUBMIT_PENDING;
-	if (r->submit.follow)
+	if (r->submit.settings.follow)
 		c->flags |= CONN_F_SUBMIT_FOLLOW;
 	else
 		c->flags &= ~CONN_F_SUBMIT_FOLLOW;

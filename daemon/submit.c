@@ -356,21 +356,21 @@ static void hash_timer_fired(uv_timer_t *t)
 
 static int submit_validate(const struct submit_args *a, struct qual_msg *msg)
 {
+	const struct qual_settings *q = &a->settings;
 	size_t i;
+	int rc;
 
-	if (a->pairs > 1000000)
-		return qual_fail(msg, QUAL_EINVAL, "'pairs' must be at most 1000000, got %d",
-				 a->pairs);
-	if (a->seed < 0 || a->seed > 0x7fffffff)
-		return qual_fail(msg, QUAL_EINVAL,
-				 "'seed' must be an integer in [0, 2147483647], got %lld",
-				 (long long)a->seed);
+	/* Checked as a request's are (proto/settings.h): a submit that did
+	 * not come through request_parse (quald's own calibrations) meets
+	 * the same bounds. */
+	if ((rc = settings_check_values(q, msg)) < 0)
+		return rc;
 	/* With fixture directories, a name that is not built in may be one of
 	 * their cases: their manifests are the worker's to read, and it
 	 * refuses a name that is neither (the job ends with an error). */
-	for (i = 0; a->cases && a->cases[i] && !a->fixtures; i++)
-		if (fixture_find(a->cases[i]) < 0)
-			return qual_fail(msg, QUAL_EINVAL, "unknown case '%s'", a->cases[i]);
+	for (i = 0; q->cases && q->cases[i] && !q->fixtures; i++)
+		if (fixture_find(q->cases[i]) < 0)
+			return qual_fail(msg, QUAL_EINVAL, "unknown case '%s'", q->cases[i]);
 	return 0;
 }
 
@@ -455,8 +455,8 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 					 "%lld a library may have", path, (long long)c->pin.size,
 					 (long long)SUBMIT_LIBRARY_MAX);
 	}
-	if (args->fixtures)
-		return submit__check_fixtures(j, args->fixtures, &sub->fixtures, msg);
+	if (args->settings.fixtures)
+		return submit__check_fixtures(j, args->settings.fixtures, &sub->fixtures, msg);
 	return 0;
 }
 

@@ -674,76 +674,34 @@ static void worker_timer(uv_timer_t *t)
 static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 {
 	const struct submit_args *a = &job->args;
-	size_t n = 25, k = 0, i;
-	char **argv;
+	struct qual_settings set;
+	struct strv argv;
 
-	for (i = 0; a->cases && a->cases[i]; i++)
-		n += 2;
-	for (i = 0; a->fixtures && a->fixtures[i]; i++)
-		n += 2;
-	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
-		n++;
-	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
-		n++;
-	n += 8; /* calibration.c's */
-	argv = xcalloc(n, sizeof *argv);
-	calib__worker_prefix(j, job, slot, argv, &k);
-	argv[k++] = xstrdup(j->worker);
-	if (asprintf(&argv[k++], "--pairs=%d", a->pairs) < 0 ||
-	    asprintf(&argv[k++], "--alpha=%.17g", a->alpha) < 0 ||
-	    asprintf(&argv[k++], "--margin=%.17g", a->margin) < 0 ||
-	    asprintf(&argv[k++], "--seed=%lld", (long long)a->seed) < 0)
-		abort();
-	for (i = 0; a->cases && a->cases[i]; i++) {
-		argv[k++] = xstrdup("--case");
-		argv[k++] = xstrdup(a->cases[i]);
-	}
-	/* The fixture directories' real paths, as submit checked them and
-	 * worker_fixtures_allowed checked them again. */
-	for (i = 0; a->fixtures && a->fixtures[i]; i++) {
-		argv[k++] = xstrdup("--fixtures");
-		argv[k++] = xstrdup(a->fixtures[i]);
-	}
-	for (i = 0; a->baseline_options && a->baseline_options[i]; i++)
-		if (asprintf(&argv[k++], "--baseline-opt=%s", a->baseline_options[i]) < 0)
-			abort();
-	for (i = 0; a->candidate_options && a->candidate_options[i]; i++)
-		if (asprintf(&argv[k++], "--candidate-opt=%s", a->candidate_options[i]) < 0)
-			abort();
-	if (a->compile_timeout_s > 0 &&
-	    asprintf(&argv[k++], "--compile-timeout=%.17g", a->compile_timeout_s) < 0)
-		abort();
-	if (a->mode != RTC_MODE_DEFAULT &&
-	    asprintf(&argv[k++], "--mode=%s", rtc_mode_name(a->mode)) < 0)
-		abort();
-	if ((a->max_pairs && asprintf(&argv[k++], "--max-pairs=%d", a->max_pairs) < 0) ||
-	    (a->max_seconds > 0 &&
-	     asprintf(&argv[k++], "--max-seconds=%.17g", a->max_seconds) < 0) ||
-	    (a->gate_slower != GATE_BEYOND &&
-	     asprintf(&argv[k++], "--gate-slower=%s", gate_rule_name(a->gate_slower)) < 0) ||
-	    (a->gate_faster != GATE_BEYOND &&
-	     asprintf(&argv[k++], "--gate-faster=%s", gate_rule_name(a->gate_faster)) < 0) ||
-	    (a->undecided != UNDECIDED_PASS &&
-	     asprintf(&argv[k++], "--undecided=%s", gate_undecided_name(a->undecided)) < 0))
-		abort();
+	strv_init(&argv);
+	calib__worker_prefix(j, job, slot, &argv);
+	strv_push(&argv, j->worker);
+	/* The settings as proto/settings.h spells them: the table qual-run
+	 * reads them back by. The fixture directories are the real paths
+	 * submit checked and worker_fixtures_allowed checked again. */
+	set = a->settings; /* lists borrowed: set is never released */
+	set.compile_only = false; /* said below, with a compile-only slot's why */
+	settings_to_argv(&set, &argv);
 	/* A compile-only slot says why in the start line when the job did
 	 * not ask for it: that job is not timed, and qualctl exits 6. */
-	if (a->compile_only)
-		argv[k++] = xstrdup("--compile-only");
-	else if (j->slots[slot].device < 0 &&
-		 asprintf(&argv[k++], "--compile-only-because=%s", j->no_gpu_because) < 0)
-		abort();
-	if (j->slots[slot].device >= 0 &&
-	    asprintf(&argv[k++], "--device=%d", j->slots[slot].device) < 0)
-		abort();
-	if (j->compile_user && asprintf(&argv[k++], "--compile-user=%s", j->compile_user) < 0)
-		abort();
+	if (a->settings.compile_only)
+		strv_push(&argv, "--compile-only");
+	else if (j->slots[slot].device < 0)
+		strv_pushf(&argv, "--compile-only-because=%s", j->no_gpu_because);
+	if (j->slots[slot].device >= 0)
+		strv_pushf(&argv, "--device=%d", j->slots[slot].device);
+	if (j->compile_user)
+		strv_pushf(&argv, "--compile-user=%s", j->compile_user);
 	/* The artifact cache of the state directory, shared by every worker
 	 * (run/cache.h: entries appear whole, and each is checked on use). */
-	if (j->cache_dir && asprintf(&argv[k++], "--cache=%s", j->cache_dir) < 0)
-		abort();
-	if (!j->cache_dir)
-		argv[k++] = xstrdup("--no-cache");
+	if (j->cache_dir)
+		strv_pushf(&argv, "--cache=%s", j->cache_dir);
+	else
+		strv_push(&argv, "--no-cache");
 	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
 	 * libraries"): the worker reads that file, not the path again, and
 	 * refuses bytes of another hash. Every job that runs has both pins:
@@ -755,17 +713,15 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 			"libraries", job->id);
 		abort();
 	}
-	if (asprintf(&argv[k++], "--baseline-real-path=%s", a->baseline_real) < 0 ||
-	    asprintf(&argv[k++], "--baseline-sha256=%s", a->baseline_sha256) < 0 ||
-	    asprintf(&argv[k++], "--candidate-real-path=%s", a->candidate_real) < 0 ||
-	    asprintf(&argv[k++], "--candidate-sha256=%s", a->candidate_sha256) < 0)
-		abort();
-	calib__worker_args(j, job, slot, argv, &k);
-	argv[k++] = xstrdup("--");
-	argv[k++] = xstrdup(a->baseline);
-	argv[k++] = xstrdup(a->candidate);
-	argv[k] = NULL;
-	return argv;
+	strv_pushf(&argv, "--baseline-real-path=%s", a->baseline_real);
+	strv_pushf(&argv, "--baseline-sha256=%s", a->baseline_sha256);
+	strv_pushf(&argv, "--candidate-real-path=%s", a->candidate_real);
+	strv_pushf(&argv, "--candidate-sha256=%s", a->candidate_sha256);
+	calib__worker_args(j, job, slot, &argv);
+	strv_push(&argv, "--");
+	strv_push(&argv, a->baseline);
+	strv_push(&argv, a->candidate);
+	return strv_detach(&argv);
 }
 
 /* The worker's environment: ours less what is meant for the daemon alone
@@ -841,7 +797,7 @@ int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg 
 static int worker_fixtures_allowed(const struct jobs *j, const struct job *job,
 				   struct qual_msg *msg)
 {
-	char *const *stored = job->args.fixtures;
+	char *const *stored = job->args.settings.fixtures;
 	struct qual_msg why;
 	char **now;
 	int rc = 0;
@@ -936,7 +892,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		w->exited = w->out_done = w->err_done = true;
 	}
 	w->child.name = NULL; /* what was ours to say, on the stack */
-	child_env_free(argv);
+	strv_free_array(argv);
 	child_env_free(env);
 	if (w->stop == WORKER_STOP_UNSTARTED) {
 		worker_conclude(w);

@@ -18,6 +18,7 @@
 #include "common/exitcode.h"
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/settings.h"
 
 /* The caps and looks in force (runner_internal.h): sampling beyond
  * cfg->pairs only where rounds can run, that is in forked sessions and not
@@ -53,20 +54,32 @@ static int refuse(struct run *run, FILE *err, enum lines_code code, const char *
 	return QUAL_EXIT_USAGE;
 }
 
-/* The settings runner_run() refuses: QUAL_EXIT_USAGE after refuse(), or 0. */
+/* The settings runner_run() refuses: QUAL_EXIT_USAGE after refuse(), or 0.
+ * A setting of a job is checked by its field in proto/settings.h, in the
+ * words quald uses for the same value; the rest are the runner's own. */
 static int settings_refused(struct run *run, FILE *err)
 {
 	const struct runner_config *cfg = run->cfg;
+	const struct {
+		const char *key;
+		double x;
+	} values[] = {
+		{"pairs", cfg->pairs},
+		{"alpha", cfg->stats.alpha},
+		{"margin", cfg->stats.margin},
+		{"seed", (double)cfg->seed},
+		{"max_pairs", cfg->max_pairs},
+		{"max_seconds", cfg->max_seconds},
+		{"compile_timeout", cfg->limits.timeout_s},
+	};
+	struct qual_msg msg;
 
-	if (cfg->pairs < RUNNER_MIN_PAIRS)
-		return refuse(run, err, LINES_CODE_USAGE, NULL, "pairs must be at least %d, "
-			      "got %d", RUNNER_MIN_PAIRS, cfg->pairs);
-	if (cfg->max_pairs && cfg->max_pairs < cfg->pairs)
-		return refuse(run, err, LINES_CODE_USAGE, NULL, "max pairs must be at least "
-			      "pairs (%d), got %d", cfg->pairs, cfg->max_pairs);
-	if (!(cfg->max_seconds >= 0) || !isfinite(cfg->max_seconds))
-		return refuse(run, err, LINES_CODE_USAGE, NULL, "max seconds must be a finite "
-			      "number >= 0, got %g", cfg->max_seconds);
+	for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+		if (settings_check_value(settings_find_key(values[i].key), values[i].x,
+					 &msg) < 0)
+			return refuse(run, err, LINES_CODE_USAGE, NULL, "%s", msg.text);
+	if (settings_check_max_pairs(cfg->pairs, cfg->max_pairs, &msg) < 0)
+		return refuse(run, err, LINES_CODE_USAGE, NULL, "%s", msg.text);
 	if (cfg->sessions < 1)
 		return refuse(run, err, LINES_CODE_USAGE, NULL, "sessions must be at least 1, "
 			      "got %d", cfg->sessions);

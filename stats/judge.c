@@ -10,6 +10,7 @@
 #include "common/exitcode.h"
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/settings.h"
 
 void judge_init(struct judge *j)
 {
@@ -482,6 +483,35 @@ static int take_sampling(json_t *settings, struct stats_settings *s, char *why, 
 	return 0;
 }
 
+/* A real setting f of a start line's settings: *to keeps its value when
+ * the field is missing or null; 0, or -1 with why when it is not a finite
+ * number within f's bounds (settings_in_range, its floor included). */
+static int take_real(json_t *settings, const struct settings_field *f, double *to,
+		     char *why, size_t whylen)
+{
+	json_t *x = json_object_get(settings, f->key);
+	char got[64], floor[64] = "";
+
+	if (!x || json_is_null(x))
+		return 0; /* not recorded: the default */
+	if (json_is_number(x) && settings_in_range(f, json_number_value(x))) {
+		*to = json_number_value(x);
+		return 0;
+	}
+	if (json_is_number(x))
+		snprintf(got, sizeof got, "%g", json_number_value(x));
+	else
+		snprintf(got, sizeof got, "a %s", json_is_string(x) ? "string" :
+			 json_is_boolean(x) ? "boolean" : "non-number");
+	if (f->floor > f->lo && f->lo_open)
+		snprintf(floor, sizeof floor, ", at least %g", f->floor);
+	else if (f->floor > f->lo)
+		snprintf(floor, sizeof floor, ", %g or at least %g", f->lo, f->floor);
+	snprintf(why, whylen, "start line's settings.%s must be a number in %c%g, %g%c%s, got %s",
+		 f->key, f->lo_open ? '(' : '[', f->lo, f->hi, f->hi_open ? ')' : ']', floor, got);
+	return -1;
+}
+
 int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 		     json_t *line, char *why, size_t whylen)
 {
@@ -496,45 +526,27 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 	name = json_string_value(json_object_get(line, "case"));
 	if (strcmp(type, "start") == 0) {
 		json_t *s = json_object_get(line, "settings");
-		/* The ranges qual-run and quald accept (docs/verdicts.md): a
-		 * file is outside input, and an alpha of 5 or a margin of -1
-		 * would judge anything the file's writer wanted. */
+		/* The ranges qual-run and quald accept, from the settings table
+		 * (proto/settings.h), and conf's own: a file is outside input,
+		 * and an alpha of 5 or a margin of -1 would judge anything the
+		 * file's writer wanted. */
+		static const struct settings_field conf = {
+			.key = "conf", .kind = SETTINGS_REAL, .lo = 0, .lo_open = true, .hi = 1,
+			.hi_open = true,
+		};
 		const struct {
-			const char *key;
-			double lo, hi;
-			bool lo_open, hi_open;
+			const struct settings_field *f;
 			double *to;
 		} fields[] = {
-			{"alpha", 0, 0.5, true, false, &run_settings->alpha},
-			{"margin", 0, 0.5, false, false, &run_settings->margin},
-			{"conf", 0, 1, true, true, &run_settings->conf},
+			{settings_find_key("alpha"), &run_settings->alpha},
+			{settings_find_key("margin"), &run_settings->margin},
+			{&conf, &run_settings->conf},
 		};
 		/* As qual-run sets it: the run had a GPU to time on. */
 		j->timed = json_is_true(json_object_get(line, "timed"));
-		for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-			json_t *x = json_object_get(s, fields[i].key);
-			double v = json_number_value(x);
-
-			if (!x || json_is_null(x))
-				continue; /* not recorded: the default */
-			if (!json_is_number(x) || !isfinite(v) ||
-			    (fields[i].lo_open ? v <= fields[i].lo : v < fields[i].lo) ||
-			    (fields[i].hi_open ? v >= fields[i].hi : v > fields[i].hi)) {
-				char got[64];
-
-				if (json_is_number(x))
-					snprintf(got, sizeof got, "%g", v);
-				else
-					snprintf(got, sizeof got, "a %s", json_is_string(x) ? "string" :
-						 json_is_boolean(x) ? "boolean" : "non-number");
-				snprintf(why, whylen, "start line's settings.%s must be a number in "
-					 "%c%g, %g%c, got %s", fields[i].key,
-					 fields[i].lo_open ? '(' : '[', fields[i].lo, fields[i].hi,
-					 fields[i].hi_open ? ')' : ']', got);
+		for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+			if (take_real(s, fields[i].f, fields[i].to, why, whylen) < 0)
 				return -1;
-			}
-			*fields[i].to = v;
-		}
 		if (take_sampling(s, run_settings, why, whylen) < 0)
 			return -1;
 	} else if (strcmp(type, "verdict") == 0 && json_object_get(line, "calibration")) {

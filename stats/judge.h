@@ -110,8 +110,9 @@ int judge_undecided(struct judge *j, const struct stats_settings *s, bool *need,
  * a pair, a block (judge_case_block: "block", "throttled" and "retake"), an
  * error's failure; other lines are ignored.
  * Returns 0, or -1 with why for a line that is not a qual line, or a start
- * line whose settings are out of range: alpha in (0, 0.5], margin in
- * [0, 0.5], conf in (0, 1), each finite (a missing or null one keeps the
+ * line whose settings are out of range: alpha and margin out of their
+ * fields' bounds in proto/settings.h (those of qual-run and quald), conf
+ * out of (0, 1), each finite (a missing or null one keeps the
  * default); why names the field. The start line's pairs, pairs_per_block
  * and max_pairs give the looks (first_look, last_look: blocks of pairs and
  * of max_pairs; one look without max_pairs or under one_load), and its

@@ -254,16 +254,16 @@ static void check_submit(const struct submit_args *s)
 {
 	check_string(s->baseline, DOC_MAX_PATH);
 	check_string(s->candidate, DOC_MAX_PATH);
-	FUZZ_CHECK(s->pairs >= DOC_MIN_PAIRS && s->pairs <= DOC_MAX_PAIRS);
-	FUZZ_CHECK(s->alpha >= DOC_MIN_ALPHA && s->alpha <= 0.5);
-	FUZZ_CHECK(s->margin >= 0 && s->margin <= 0.5);
-	FUZZ_CHECK(s->seed >= 0 && s->seed <= DOC_MAX_SEED);
-	FUZZ_CHECK(s->compile_timeout_s == 0 ||
-		   (s->compile_timeout_s >= DOC_MIN_COMPILE_TIMEOUT &&
-		    s->compile_timeout_s <= DOC_MAX_COMPILE_TIMEOUT));
-	check_list(s->cases, DOC_MAX_CASE);
-	check_list(s->baseline_options, DOC_MAX_OPTION);
-	check_list(s->candidate_options, DOC_MAX_OPTION);
+	FUZZ_CHECK(s->settings.pairs >= DOC_MIN_PAIRS && s->settings.pairs <= DOC_MAX_PAIRS);
+	FUZZ_CHECK(s->settings.alpha >= DOC_MIN_ALPHA && s->settings.alpha <= 0.5);
+	FUZZ_CHECK(s->settings.margin >= 0 && s->settings.margin <= 0.5);
+	FUZZ_CHECK(s->settings.seed >= 0 && s->settings.seed <= DOC_MAX_SEED);
+	FUZZ_CHECK(s->settings.compile_timeout_s == 0 ||
+		   (s->settings.compile_timeout_s >= DOC_MIN_COMPILE_TIMEOUT &&
+		    s->settings.compile_timeout_s <= DOC_MAX_COMPILE_TIMEOUT));
+	check_list(s->settings.cases, DOC_MAX_CASE);
+	check_list(s->settings.baseline_options, DOC_MAX_OPTION);
+	check_list(s->settings.candidate_options, DOC_MAX_OPTION);
 }
 
 /* The stored form (as the store writes it: text) reads back to the same
@@ -281,13 +281,13 @@ static void check_submit_round_trip(const struct submit_args *s)
 	FUZZ_CHECK(request_submit_from_json(again, &back, &msg) == 0);
 	FUZZ_CHECK(!strcmp(back.baseline, s->baseline));
 	FUZZ_CHECK(!strcmp(back.candidate, s->candidate));
-	FUZZ_CHECK(back.pairs == s->pairs && back.alpha == s->alpha &&
-		   back.margin == s->margin && back.seed == s->seed &&
-		   back.compile_only == s->compile_only &&
-		   back.compile_timeout_s == s->compile_timeout_s);
-	FUZZ_CHECK(lists_equal(back.cases, s->cases));
-	FUZZ_CHECK(lists_equal(back.baseline_options, s->baseline_options));
-	FUZZ_CHECK(lists_equal(back.candidate_options, s->candidate_options));
+	FUZZ_CHECK(back.settings.pairs == s->settings.pairs && back.settings.alpha == s->settings.alpha &&
+		   back.settings.margin == s->settings.margin && back.settings.seed == s->settings.seed &&
+		   back.settings.compile_only == s->settings.compile_only &&
+		   back.settings.compile_timeout_s == s->settings.compile_timeout_s);
+	FUZZ_CHECK(lists_equal(back.settings.cases, s->settings.cases));
+	FUZZ_CHECK(lists_equal(back.settings.baseline_options, s->settings.baseline_options));
+	FUZZ_CHECK(lists_equal(back.settings.candidate_options, s->settings.candidate_options));
 	FUZZ_CHECK(s->labels ? json_equal(back.labels, s->labels) : !back.labels);
 	/* back is released the way request_release releases a submit. */
 	{

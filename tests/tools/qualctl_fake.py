@@ -898,9 +898,10 @@ def usage_errors(ctx):
     for args, text in [
         (["submit", "/b.so", "/c.so", "--frobnicate"], "unknown option '--frobnicate'"),
         (["submit", "/b.so"], "needs the baseline and the candidate"),
-        (["submit", "/b.so", "/c.so", "--pairs", "many"], "--pairs must be an integer"),
+        (["submit", "/b.so", "/c.so", "--pairs", "many"],
+         "'pairs' must be an integer >= 30, got 'many'"),
         (["submit", "/b.so", "/c.so", "--alpha"], "option '--alpha' needs a value"),
-        (["submit", "/b.so", "/c.so", "--fixtures", ""], "--fixtures needs a path"),
+        (["submit", "/b.so", "/c.so", "--fixtures", ""], "'fixtures' entry 0 is empty"),
         (["submit", "/b.so", "/c.so", "--fixtures"], "option '--fixtures' needs a value"),
         (["status", "--limit", "3"], "unknown option '--limit'"),
         (["--bogus", "status"], "unknown option '--bogus'"),

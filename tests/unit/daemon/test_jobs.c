@@ -276,10 +276,10 @@ static void args_init(struct submit_args *a, const char *base, const char *cand)
 	memset(a, 0, sizeof *a);
 	a->baseline = (char *)base;
 	a->candidate = (char *)cand;
-	a->pairs = 30;
-	a->alpha = 0.05;
-	a->margin = 0.01;
-	a->follow = true;
+	a->settings.pairs = 30;
+	a->settings.alpha = 0.05;
+	a->settings.margin = 0.01;
+	a->settings.follow = true;
 }
 
 /* Submits and waits for the answer: the status (the callback's, or
@@ -534,13 +534,13 @@ static void test_worker_args(void **state)
 	H.cfg.devices = H.devices;
 	open_jobs();
 	args_init(&a, lib("base"), lib("ok"));
-	a.pairs = 40;
-	a.seed = 7;
-	a.alpha = 0.01;
-	a.margin = 0.02;
-	a.cases = cases;
-	a.baseline_options = bopts;
-	a.candidate_options = copts;
+	a.settings.pairs = 40;
+	a.settings.seed = 7;
+	a.settings.alpha = 0.01;
+	a.settings.margin = 0.02;
+	a.settings.cases = cases;
+	a.settings.baseline_options = bopts;
+	a.settings.candidate_options = copts;
 	assert_int_equal(submit_args_wait(&a), 0);
 	RUN_UNTIL(finished(H.sub_job), 10);
 	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
@@ -555,8 +555,8 @@ static void test_worker_args(void **state)
 	/* compile_only on a GPU slot still says which device; a mode other
 	 * than default is passed on. */
 	args_init(&a, lib("base"), lib("ok"));
-	a.compile_only = true;
-	a.mode = RTC_MODE_WGP;
+	a.settings.compile_only = true;
+	a.settings.mode = RTC_MODE_WGP;
 	assert_int_equal(submit_args_wait(&a), 0);
 	RUN_UNTIL(finished(H.sub_job), 10);
 	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
@@ -564,10 +564,10 @@ static void test_worker_args(void **state)
 
 	/* Sampling's caps and the gate, when given, are passed on. */
 	args_init(&a, lib("base"), lib("ok"));
-	a.max_pairs = 120;
-	a.max_seconds = 7.5;
-	a.gate_slower = GATE_SIGNIFICANT;
-	a.undecided = UNDECIDED_REGRESSION;
+	a.settings.max_pairs = 120;
+	a.settings.max_seconds = 7.5;
+	a.settings.gate_slower = GATE_SIGNIFICANT;
+	a.settings.undecided = UNDECIDED_REGRESSION;
 	assert_int_equal(submit_args_wait(&a), 0);
 	RUN_UNTIL(finished(H.sub_job), 10);
 	assert_int_equal(job_lines(H.sub_job, l, 16), 5);
@@ -1350,11 +1350,11 @@ static void test_submit_refusals(void **state)
 	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
 	assert_non_null(strstr(H.sub_message, "readme.txt': not an ELF shared object"));
 	args_init(&a, lib("base"), lib("ok"));
-	a.cases = bad_case;
+	a.settings.cases = bad_case;
 	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
 	assert_string_equal(H.sub_message, "unknown case 'nope-1'");
 	args_init(&a, lib("base"), lib("ok"));
-	a.seed = 1LL << 40;
+	a.settings.seed = 1LL << 40;
 	assert_int_equal(submit_args_wait(&a), QUAL_EINVAL);
 	assert_non_null(strstr(H.sub_message, "'seed'"));
 

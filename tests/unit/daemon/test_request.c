@@ -115,34 +115,34 @@ static json_t *dump_request(const struct request *r)
 	case OP_SUBMIT:
 		json_object_set_new(o, "baseline", json_string(s->baseline));
 		json_object_set_new(o, "candidate", json_string(s->candidate));
-		json_object_set_new(o, "pairs", json_integer(s->pairs));
-		json_object_set_new(o, "alpha", json_real(s->alpha));
-		json_object_set_new(o, "margin", json_real(s->margin));
-		json_object_set_new(o, "seed", json_integer(s->seed));
-		json_object_set_new(o, "compile_only", json_boolean(s->compile_only));
-		json_object_set_new(o, "follow", json_boolean(s->follow));
-		json_object_set_new(o, "cases", list_json(s->cases));
-		json_object_set_new(o, "baseline_options", list_json(s->baseline_options));
-		json_object_set_new(o, "candidate_options", list_json(s->candidate_options));
+		json_object_set_new(o, "pairs", json_integer(s->settings.pairs));
+		json_object_set_new(o, "alpha", json_real(s->settings.alpha));
+		json_object_set_new(o, "margin", json_real(s->settings.margin));
+		json_object_set_new(o, "seed", json_integer(s->settings.seed));
+		json_object_set_new(o, "compile_only", json_boolean(s->settings.compile_only));
+		json_object_set_new(o, "follow", json_boolean(s->settings.follow));
+		json_object_set_new(o, "cases", list_json(s->settings.cases));
+		json_object_set_new(o, "baseline_options", list_json(s->settings.baseline_options));
+		json_object_set_new(o, "candidate_options", list_json(s->settings.candidate_options));
 		/* Only when given: the cases without it need not spell it. */
-		if (s->fixtures)
-			json_object_set_new(o, "fixtures", list_json(s->fixtures));
-		if (s->mode != RTC_MODE_DEFAULT) /* only then, as request_submit_to_json */
-			json_object_set_new(o, "mode", json_string(rtc_mode_name(s->mode)));
+		if (s->settings.fixtures)
+			json_object_set_new(o, "fixtures", list_json(s->settings.fixtures));
+		if (s->settings.mode != RTC_MODE_DEFAULT) /* only then, as request_submit_to_json */
+			json_object_set_new(o, "mode", json_string(rtc_mode_name(s->settings.mode)));
 		/* Sampling and the gate: likewise only when not the default. */
-		if (s->max_pairs)
-			json_object_set_new(o, "max_pairs", json_integer(s->max_pairs));
-		if (s->max_seconds > 0)
-			json_object_set_new(o, "max_seconds", json_real(s->max_seconds));
-		if (s->gate_slower != GATE_BEYOND)
+		if (s->settings.max_pairs)
+			json_object_set_new(o, "max_pairs", json_integer(s->settings.max_pairs));
+		if (s->settings.max_seconds > 0)
+			json_object_set_new(o, "max_seconds", json_real(s->settings.max_seconds));
+		if (s->settings.gate_slower != GATE_BEYOND)
 			json_object_set_new(o, "gate_slower",
-					    json_string(gate_rule_name(s->gate_slower)));
-		if (s->gate_faster != GATE_BEYOND)
+					    json_string(gate_rule_name(s->settings.gate_slower)));
+		if (s->settings.gate_faster != GATE_BEYOND)
 			json_object_set_new(o, "gate_faster",
-					    json_string(gate_rule_name(s->gate_faster)));
-		if (s->undecided != UNDECIDED_PASS)
+					    json_string(gate_rule_name(s->settings.gate_faster)));
+		if (s->settings.undecided != UNDECIDED_PASS)
 			json_object_set_new(o, "undecided",
-					    json_string(gate_undecided_name(s->undecided)));
+					    json_string(gate_undecided_name(s->settings.undecided)));
 		if (s->calibrate) /* only for a calibration */
 			json_object_set_new(o, "calibrate", json_integer(s->calibrate));
 		if (s->has_slot)
@@ -357,7 +357,7 @@ static void test_refusal_keeps_id(void **state)
 	assert_string_equal(op, "submit");
 	assert_true(json_equal(r.id, want));
 	assert_null(r.submit.baseline);
-	assert_null(r.submit.cases);
+	assert_null(r.submit.settings.cases);
 	request_release(&r);
 	assert_null(r.id);
 	json_decref(want);
@@ -388,11 +388,11 @@ static void test_submit_round_trip(void **state)
 	/* Everything but follow (not stored: it belongs to the connection)
 	 * survives exactly. */
 	r2 = (struct request){.op = OP_SUBMIT, .submit = back};
-	r2.submit.follow = r.submit.follow;
+	r2.submit.settings.follow = r.submit.settings.follow;
 	d1 = dump_request(&r);
 	d2 = dump_request(&r2);
 	assert_true(json_equal(d1, d2));
-	assert_true(back.follow);
+	assert_true(back.settings.follow);
 	assert_string_equal(json_string_value(json_object_get(back.labels, "url")),
 			    "https://ci/1?a=b");
 
@@ -499,10 +499,10 @@ static void test_submit_fixtures(void **state)
 	want = json_pack("[s,s]", "/srv/real/fx", "/srv/fy");
 	assert_true(json_equal(json_object_get(stored, "fixtures"), want));
 	assert_int_equal(request_submit_from_json(stored, &back, &msg), 0);
-	assert_non_null(back.fixtures);
-	assert_string_equal(back.fixtures[0], "/srv/real/fx");
-	assert_string_equal(back.fixtures[1], "/srv/fy");
-	assert_null(back.fixtures[2]);
+	assert_non_null(back.settings.fixtures);
+	assert_string_equal(back.settings.fixtures[0], "/srv/real/fx");
+	assert_string_equal(back.settings.fixtures[1], "/srv/fy");
+	assert_null(back.settings.fixtures[2]);
 	request_release(&(struct request){.submit = back});
 	/* Without fixtures nothing is stored for them. */
 	request_release(&r);
