@@ -37,18 +37,11 @@
 #include "daemon/request.h"
 #include "daemon/store.h"
 #include "daemon/writer.h"
+#include "proto/vocab.h"
 
 /* After SIGTERM, this long before SIGKILL (a cancel, a time limit, a
  * shutdown). */
 #define JOBS_KILL_GRACE_MS 5000
-
-enum job_state {
-	JOB_QUEUED,
-	JOB_RUNNING,
-	JOB_DONE,
-	JOB_CANCELLED,
-	JOB_INTERRUPTED,
-};
 
 /* "queued", ... for each enum job_state (state.json and replies). */
 extern const char *const jobs__state_names[];

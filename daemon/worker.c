@@ -98,6 +98,8 @@
 #include "daemon/jobs_internal.h"
 #include "daemon/relay.h"
 #include "daemon/oplog.h"
+#include "proto/line.h"
+#include "proto/vocab.h"
 
 /* Bytes of a worker's stderr kept for messages (its last lines). */
 #define WORKER_STDERR_KEEP 4096
@@ -232,13 +234,17 @@ static void worker_stderr_last(const struct worker *w, char *out, size_t cap)
 }
 
 /* Notes what a relayed line says about blame and the end of the job, from
- * its type, arm and code (info: lines_classify()'s). */
-static void worker_inspect(struct worker *w, const struct lines_info *info)
+ * its type, verdict, arm and code. */
+static void worker_inspect(struct worker *w, const struct line *l)
 {
-	switch (info->type) {
+	const struct lines_info *info = &l->info;
+	const char *verdict = vocab_verdict_name(l->verdict);
+
+	switch (l->type) {
 	case LINES_VERDICT:
+		/* lines_check() took only a verdict of the table. */
 		snprintf(w->seen.verdict, sizeof w->seen.verdict, "%s",
-			 info->verdict && *info->verdict ? info->verdict : "error");
+			 verdict ? verdict : vocab_verdict_name(RUN_ERROR));
 		break;
 	case LINES_ERROR:
 		w->seen.gpu_bad |= info->gpu_faulted || info->gpu_hung;
@@ -256,8 +262,7 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 		}
 		break;
 	case LINES_CASE_VERDICT:
-		if (info->verdict && !strcmp(info->verdict, "fail") &&
-		    lines_blames_candidate(info))
+		if (l->case_verdict == VERDICT_FAIL && lines_blames_candidate(info))
 			w->seen.blames_candidate = true;
 		break;
 	default:
@@ -265,13 +270,10 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 	}
 }
 
-/* Counts a refused line (o: the object, borrowed; why: lines_check()'s). */
-static void worker_refuse(struct worker *w, json_t *o, const struct qual_msg *why)
+/* Counts a refused line (l: borrowed; why: lines_check()'s). */
+static void worker_refuse(struct worker *w, const struct line *l, const struct qual_msg *why)
 {
-	struct lines_info info;
-
-	lines_classify(o, &info);
-	if (info.type == LINES_VERDICT)
+	if (line_is_verdict(l))
 		w->seen.verdict_refused = true;
 	if (w->seen.refused++ == 0) {
 		snprintf(w->seen.refused_why, sizeof w->seen.refused_why, "%.*s",
@@ -304,80 +306,68 @@ const char *jobs__verdict(const struct job *job)
 	return job->w->seen.verdict;
 }
 
-/* Relays one worker line (len bytes, no newline). */
+/* Relays one worker line (len bytes, no newline): parsed here once
+ * (relay_line), and the struct line goes on to the log and the followers. */
 static int worker_relay(void *ctx, const char *line, size_t len)
 {
 	struct worker *w = ctx;
 	struct jobs *j = w->j;
 	struct job *job = w->job;
-	struct lines_info info;
 	struct qual_msg m;
-	size_t n;
-	json_t *o;
-	char *text;
+	struct line *l;
 	int rc;
 
 	if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
 		w->seen.dropped++;
 		return 0;
 	}
-	rc = relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
-	if (!text)
+	rc = relay_line(line, len, job->id, job->next_seq, &l, &m);
+	if (!l)
 		return 0; /* a blank line */
 	/* An object of the worker's (not the error line relay_line() made of
 	 * a line that is no object) must be one of the engine's lines; after
 	 * a refused verdict line no verdict line is taken. */
 	if (rc == 0) {
-		int bad = lines_check(o, &m);
+		int bad = lines_check(l->obj, &m);
 
-		if (!bad && w->seen.verdict_refused) {
-			lines_classify(o, &info);
-			if (info.type == LINES_VERDICT)
-				bad = qual_fail(&m, QUAL_EINVAL,
-						"a verdict line after a refused one");
-		}
+		if (!bad && w->seen.verdict_refused && line_is_verdict(l))
+			bad = qual_fail(&m, QUAL_EINVAL, "a verdict line after a refused one");
 		if (bad) {
-			worker_refuse(w, o, &m);
-			free(text);
-			json_decref(o);
+			worker_refuse(w, l, &m);
+			line_unref(l);
 			return 0;
 		}
-		lines_classify(o, &info);
-		if (info.type == LINES_VERDICT && w->seen.refused && !w->seen.refused_said) {
+		if (line_is_verdict(l) && w->seen.refused && !w->seen.refused_said) {
 			/* The foreign_line error line goes before the verdict,
 			 * which then takes the next seq. */
 			worker_say_refused(w);
-			free(text);
-			json_decref(o);
-			(void)relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
+			line_unref(l);
+			(void)relay_line(line, len, job->id, job->next_seq, &l, &m);
 		}
 	}
-	if (w->seen.bytes + (long long)n + 1 > j->max_log_bytes) {
+	if (w->seen.bytes + (long long)l->len + 1 > j->max_log_bytes) {
 		/* The line is not logged; the daemon's verdict line follows
 		 * (a few hundred bytes past the limit at most). */
 		w->seen.dropped++;
 		worker_kill_for(w, WORKER_STOP_LOG_OVER);
-		free(text);
-		json_decref(o);
+		line_unref(l);
 		return 0;
 	}
-	w->seen.bytes += (long long)n + 1;
+	w->seen.bytes += (long long)l->len + 1;
 	/* A line that was not an object became an error line with code
 	 * bad_line and arm null: it blames no one and ends nothing. */
-	lines_classify(o, &info);
-	worker_inspect(w, &info);
-	if (info.type == LINES_VERDICT)
-		calib__take_verdict(j, job, w->slot, o);
+	worker_inspect(w, l);
+	if (line_is_verdict(l))
+		calib__take_verdict(j, job, w->slot, l->obj);
 	if (w->seen.verdict[0] && !w->exited && w->stop == WORKER_RUNNING) {
 		double limit_ms = 1000.0 * j->job_timeout_s;
 		uv_timer_start(&w->timer, worker_timer,
 			       limit_ms < WORKER_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
 			       WORKER_AFTER_VERDICT_MS, 0);
 	}
-	jobs__put(j, job, text, n, info.type == LINES_CASE_VERDICT ||
-		  info.type == LINES_VERDICT, true);
-	free(text);
-	json_decref(o);
+	jobs__put(j, job, l->text, l->len, l->type == LINES_CASE_VERDICT ||
+		  line_is_verdict(l), true);
+	line_unref(l);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "common/exitcode.h"
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 
 void judge_init(struct judge *j)
 {
@@ -621,16 +622,5 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 
 int judge_exit_status(enum run_verdict v)
 {
-	switch (v) {
-	case RUN_IMPROVEMENT:
-	case RUN_NEUTRAL:
-		return QUAL_EXIT_PASS;
-	case RUN_REGRESSION:
-		return QUAL_EXIT_REGRESSION;
-	case RUN_FAIL:
-		return QUAL_EXIT_FAIL;
-	case RUN_ERROR:
-		break;
-	}
-	return QUAL_EXIT_ERROR;
+	return vocab_verdict_exit(v);
 }

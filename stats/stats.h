@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "common/gate.h"
+#include "proto/vocab.h"
 
 /* Exact two-sided sign test: the probability, under Binomial(n, 1/2), of a
  * split at least as uneven as k of n, min(1, 2 P(X <= min(k, n - k))).
@@ -109,17 +110,9 @@ struct stats_pair {
 	int block;
 };
 
-enum stats_verdict {
-	VERDICT_EQUIVALENT,
-	VERDICT_FASTER,
-	VERDICT_SLOWER,
-	VERDICT_INCONCLUSIVE,
-	VERDICT_IDENTICAL,
-	VERDICT_FAIL,
-	VERDICT_NOT_TIMED,
-	VERDICT_NOT_APPLICABLE, /* the case cannot run on the target: never
-				 * compiled, never timed (a wgmma case off sm_90) */
-};
+/* A case's verdict is the shared vocabulary's (proto/vocab.h: enum
+ * case_verdict, VERDICT_EQUIVALENT, ...). */
+#define stats_verdict case_verdict
 /* "equivalent", "faster", "slower", "inconclusive", "identical", "fail",
  * "not_timed", "not_applicable"; "unknown" for a value outside the enum. */
 const char *stats_verdict_name(enum stats_verdict v);
@@ -239,13 +232,9 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 void stats_judge_run(struct stats_case *cases, int ncases,
 		     const struct stats_settings *s);
 
-enum run_verdict {
-	RUN_IMPROVEMENT,
-	RUN_NEUTRAL,
-	RUN_REGRESSION,
-	RUN_FAIL,
-	RUN_ERROR,
-};
+/* A run's verdict is the shared vocabulary's (proto/vocab.h: enum
+ * run_verdict); a run is judged RUN_IMPROVEMENT to RUN_ERROR, the others are
+ * its owner's (not_timed) or quald's. */
 /* "improvement", "neutral", "regression", "fail", "error"; "unknown" for a
  * value outside the enum. */
 const char *stats_run_verdict_name(enum run_verdict v);
