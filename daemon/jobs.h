@@ -27,6 +27,7 @@
 
 #include "common/err.h"
 #include "daemon/request.h"
+#include "proto/vocab.h"
 
 #define JOB_ID_MAX 32
 
@@ -257,7 +258,9 @@ long jobs_writes_pending(const struct jobs *j);
  * ended but have no duration. */
 #define JOBS_DURATION_BUCKETS 12
 extern const double jobs_duration_le[JOBS_DURATION_BUCKETS];
-#define JOBS_VERDICT_KINDS 9
+/* Ended jobs by verdict: indexed by enum run_verdict (proto/vocab.h), the
+ * last, RUN_VERDICT_UNKNOWN, for a verdict of no known word ("other"). */
+#define JOBS_VERDICT_KINDS (RUN_VERDICT_UNKNOWN + 1)
 extern const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS]; /* the last: "other" */
 struct jobs_stats {
 	unsigned long long ended[JOBS_VERDICT_KINDS];

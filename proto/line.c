@@ -59,6 +59,11 @@ int line_parse(const char *text, size_t len, struct line **out)
 	return 0;
 }
 
+void line_reread(struct line *l)
+{
+	line_read(l);
+}
+
 struct line *line_ref(struct line *l)
 {
 	l->refs++;

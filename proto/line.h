@@ -49,6 +49,11 @@ int line_parse(const char *text, size_t len, struct line **out);
  * and writes the bytes that go on (daemon/relay.c). */
 struct line *line_take(json_t *obj, char *text, size_t len);
 
+/* Reads l's fields from its object again, after its owner changed the
+ * object in place (qualctl's view_clean escapes control characters in its
+ * strings, which frees those info borrowed): no parse. */
+void line_reread(struct line *l);
+
 /* Another reference to l; returns l. */
 struct line *line_ref(struct line *l);
 
