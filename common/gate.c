@@ -4,7 +4,9 @@
 #include <string.h>
 
 static const char *const rule_names[] = { "beyond", "significant" };
-static const char *const undecided_names[] = { "pass", "regression" };
+/* The policy's names (an undecided case passes, or counts as a regression);
+ * common/ is below the vocabulary's layer. */
+static const char *const undecided_names[] = { "pass", "regression" }; /* vocab:key */
 _Static_assert(sizeof rule_names / sizeof rule_names[0] == GATE_SIGNIFICANT + 1,
 	       "a name for every gate_rule");
 _Static_assert(sizeof undecided_names / sizeof undecided_names[0] == UNDECIDED_REGRESSION + 1,

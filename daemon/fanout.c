@@ -12,6 +12,7 @@
 
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 
 /* ---- marks: which lines of a job a connection has had ---- */
 
@@ -52,7 +53,9 @@ static int job_cmp(const char *a, const char *b)
 
 static bool state_is_active(const char *state)
 {
-	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
+	enum job_state s = vocab_state_parse(state);
+
+	return s != JOB_STATE_UNKNOWN && !vocab_state_ended(s);
 }
 
 /* ---- live lines ---- */

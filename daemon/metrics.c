@@ -102,7 +102,7 @@ static void slot_gauges(struct text *t, struct jobs *j)
 	size_t i;
 
 	head(t, "qual_queue_length", "gauge", "Jobs waiting for a slot.");
-	put(t, "qual_queue_length %zu\n", json_array_size(json_object_get(st, "queued")));
+	put(t, "qual_queue_length %zu\n", json_array_size(json_object_get(st, vocab_state_name(JOB_QUEUED))));
 	head(t, "qual_slot_up", "gauge", "1 while the slot is in service, 0 out of it.");
 	json_array_foreach(slots, i, o) {
 		json_t *dev = json_object_get(o, "device");

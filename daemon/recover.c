@@ -28,6 +28,7 @@
 
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/vocab.h"
 
 /* The start of the note recovery writes for records lost in the middle. */
 #define LOST_NOTE_PREFIX "stored log lost "
@@ -131,16 +132,17 @@ static void job_settle(struct jobs *j, struct job *job, json_t *verdict, const c
 	    info.type == LINES_VERDICT) {
 		/* The verdict line was synced before the state was replaced: the
 		 * job ended, the state file just did not say so yet. */
+		enum run_verdict v = vocab_verdict_parse(info.verdict);
+
 		snprintf(job->verdict, sizeof job->verdict, "%s",
-			 info.verdict ? info.verdict : "error");
-		job->state = !strcmp(job->verdict, "cancelled") ? JOB_CANCELLED :
-			     !strcmp(job->verdict, "interrupted") ? JOB_INTERRUPTED :
-			     JOB_DONE;
+			 info.verdict ? info.verdict : vocab_verdict_name(RUN_ERROR));
+		job->state = v == RUN_CANCELLED ? JOB_CANCELLED :
+			     v == RUN_INTERRUPTED ? JOB_INTERRUPTED : JOB_DONE;
 		if (!job->finished[0])
 			jobs__now(job->finished);
 		jobs__state_save(j, job);
 	} else if (job->state == JOB_RUNNING) {
-		jobs__end_here(j, job, JOB_INTERRUPTED, "interrupted",
+		jobs__end_here(j, job, JOB_INTERRUPTED, vocab_verdict_name(RUN_INTERRUPTED),
 			       "the daemon stopped while this job ran", false);
 	} else if (job->state == JOB_QUEUED && !job_pinned(job)) {
 		/* Its worker would resolve the paths again: never run it. */

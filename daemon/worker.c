@@ -390,11 +390,11 @@ static enum job_state worker_verdict(const struct worker *w, const char **verdic
 		snprintf(message, cap, "%s", w->start_error.text);
 		break;
 	case WORKER_STOP_CANCELLED:
-		*verdict = "cancelled";
+		*verdict = vocab_verdict_name(RUN_CANCELLED);
 		snprintf(message, cap, "cancelled while running");
 		return JOB_CANCELLED;
 	case WORKER_STOP_SHUTDOWN:
-		*verdict = "interrupted";
+		*verdict = vocab_verdict_name(RUN_INTERRUPTED);
 		snprintf(message, cap, "the daemon stopped while this job ran");
 		return JOB_INTERRUPTED;
 	case WORKER_STOP_LINE_OVER:

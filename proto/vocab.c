@@ -16,14 +16,19 @@ static int word_index(const char *const *names, int n, const char *word)
 	return word ? i : n;
 }
 
+/* names[i] of the n names, or NULL for an index outside them. */
+static const char *word_at(const char *const *names, int n, int i)
+{
+	return i >= 0 && i < n ? names[i] : NULL;
+}
+
 /* ---- run and job verdicts ---- */
 
 static const struct {
-	const char *word;
 	int exit;
 	bool notice;
 } verdicts[] = {
-#define VOCAB_X(e, word, exit, notice) { word, exit, notice },
+#define VOCAB_X(e, word, exit, notice) { exit, notice },
 	VOCAB_VERDICTS(VOCAB_X)
 #undef VOCAB_X
 };
@@ -42,7 +47,7 @@ static bool verdict_known(enum run_verdict v)
 
 const char *vocab_verdict_name(enum run_verdict v)
 {
-	return verdict_known(v) ? verdicts[v].word : NULL;
+	return word_at(verdict_words, RUN_VERDICT_UNKNOWN, (int)v);
 }
 
 enum run_verdict vocab_verdict_parse(const char *word)
@@ -77,7 +82,7 @@ _Static_assert(sizeof case_words / sizeof case_words[0] == CASE_VERDICT_UNKNOWN,
 
 const char *vocab_case_verdict_name(enum case_verdict v)
 {
-	return (int)v >= 0 && v < CASE_VERDICT_UNKNOWN ? case_words[v] : NULL;
+	return word_at(case_words, CASE_VERDICT_UNKNOWN, (int)v);
 }
 
 enum case_verdict vocab_case_verdict_parse(const char *word)
@@ -87,7 +92,7 @@ enum case_verdict vocab_case_verdict_parse(const char *word)
 
 enum case_kind vocab_case_verdict_kind(enum case_verdict v)
 {
-	return (int)v >= 0 && v < CASE_VERDICT_UNKNOWN ? case_kinds[v] : CASE_SKIPPED;
+	return word_at(case_words, CASE_VERDICT_UNKNOWN, (int)v) ? case_kinds[v] : CASE_SKIPPED;
 }
 
 /* ---- job states ---- */
@@ -107,7 +112,7 @@ _Static_assert(sizeof state_words / sizeof state_words[0] == JOB_STATE_UNKNOWN,
 
 const char *vocab_state_name(enum job_state s)
 {
-	return (int)s >= 0 && s < JOB_STATE_UNKNOWN ? state_words[s] : NULL;
+	return word_at(state_words, JOB_STATE_UNKNOWN, (int)s);
 }
 
 enum job_state vocab_state_parse(const char *word)
@@ -117,7 +122,7 @@ enum job_state vocab_state_parse(const char *word)
 
 bool vocab_state_ended(enum job_state s)
 {
-	return (int)s >= 0 && s < JOB_STATE_UNKNOWN && state_ended[s];
+	return word_at(state_words, JOB_STATE_UNKNOWN, (int)s) && state_ended[s];
 }
 
 /* ---- job ids ---- */

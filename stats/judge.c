@@ -218,7 +218,8 @@ static json_t *case_verdict_line(const struct judge *j, const struct judge_case 
 	json_object_set_new(line, "stopped", json_string(stop_name(j, c, s)));
 	if (st->within_margin)
 		json_object_set_new(line, "within_margin",
-				    json_string(st->within_margin > 0 ? "slower" : "faster"));
+				    json_string(vocab_case_verdict_name(st->within_margin > 0 ?
+							      VERDICT_SLOWER : VERDICT_FASTER)));
 	json_object_set_new(line, "beyond_margin", json_boolean(st->beyond_margin));
 	/* What the timing alone says of identical code (an A/A control). */
 	if (c->identical_code)
@@ -305,8 +306,8 @@ static json_t *gate_json(const struct judge *j, const struct stats_settings *s)
 			json_array_append_new(imp, json_string(j->cases[i].name));
 	}
 	return json_pack("{s:s,s:s,s:s,s:o,s:o}",
-			 "slower", gate_rule_name(s->gate_slower),
-			 "faster", gate_rule_name(s->gate_faster),
+			 "slower", gate_rule_name(s->gate_slower), /* vocab:key */
+			 "faster", gate_rule_name(s->gate_faster), /* vocab:key */
 			 "undecided", gate_undecided_name(s->undecided),
 			 "regression_cases", reg, "improvement_cases", imp);
 }
@@ -346,9 +347,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	any_timed |= j->timed;
 	*not_timed = !any_timed;
 
-	name = stats_run_verdict_name(v);
-	if (*not_timed && v != RUN_FAIL && v != RUN_ERROR)
-		name = "not_timed";
+	name = vocab_verdict_name(*not_timed && v != RUN_FAIL && v != RUN_ERROR ? RUN_NOT_TIMED :
+				  v);
 	line = lines_new("verdict");
 	json_object_set_new(line, "verdict", json_string(name));
 	json_object_set_new(line, "timed", json_boolean(any_timed));
@@ -377,7 +377,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			json_array_append_new(cases, json_string(j->cases[i].name));
 	json_object_set_new(line, "layout_sensitive", cases);
 	if (n_not_applicable > 0)
-		json_object_set_new(line, "not_applicable", json_integer(n_not_applicable));
+		json_object_set_new(line, vocab_case_verdict_name(VERDICT_NOT_APPLICABLE),
+				    json_integer(n_not_applicable));
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
 	json_object_set_new(line, "gate", gate_json(j, s));

@@ -5,3 +5,11 @@ foreach(t vocab line)
   qual_unit_tests(test_proto_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/proto/test_${t}.c
                   LABEL unit PREFIX proto_${t} TIMEOUT 30 LIBS qual_proto)
 endforeach()
+
+# The vocabulary's words are written only in proto/vocab.{c,h}
+# (tests/tools/vocab_words.py): vocab_words checks the tree, and
+# vocab_words_planted that the check finds a literal planted in a scratch
+# tree and passes a clean one.
+add_test(NAME vocab_words_planted
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/vocab_words.py --plant)
+set_tests_properties(vocab_words_planted PROPERTIES LABELS unit TIMEOUT 30)

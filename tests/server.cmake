@@ -23,7 +23,7 @@ qual_unit_tests(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_server.
                         ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/frame.c
                         ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c
                         ${QUAL_DAEMON_DIR}/sd.c ${QUAL_DAEMON_DIR}/oplog.c
-                LIBS qual_common OpenSSL::Crypto PkgConfig::LIBUV PkgConfig::JANSSON)
+                LIBS qual_proto qual_common OpenSSL::Crypto PkgConfig::LIBUV PkgConfig::JANSSON)
 add_dependencies(test_server quald)
 target_compile_definitions(test_server PRIVATE QUAL_VERSION="${PROJECT_VERSION}"
   QUALD_BIN="$<TARGET_FILE:quald>"
