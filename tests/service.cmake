@@ -54,3 +54,10 @@ if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
     set_tests_properties(service_${scenario} PROPERTIES LABELS integration TIMEOUT 120)
   endforeach()
 endif()
+
+# service_parse_once: each line of a job parsed once in quald and once in
+# qualctl (proto/line.h), counted by tests/shims/count_loads.c, an
+# LD_PRELOAD library that records every json_loadb and json_loads call.
+add_library(count_loads SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/count_loads.c)
+target_include_directories(count_loads PRIVATE ${JANSSON_INCLUDE_DIRS})
+target_link_libraries(count_loads PRIVATE ${CMAKE_DL_LIBS})
