@@ -269,20 +269,19 @@ struct putting {
 	struct job *job;
 	bool notify;
 	bool hold;                 /* a daemon's verdict: until the state after it */
-	char *line;                /* held: a copy */
-	size_t len;
+	struct line *line;         /* held: a reference */
 	long seq;
 };
 
 /* A written line may be read and relayed. */
-static void put_release(struct putting *p, const char *line, size_t len, long seq)
+static void put_release(struct putting *p, struct line *line, long seq)
 {
 	struct jobs *j = p->j;
 	struct job *job = p->job;
 
 	job->logged_seq = seq + 1;
 	if (p->notify && j->cb)
-		j->cb(j->cb_ctx, job->id, seq, line, len);
+		j->cb(j->cb_ctx, job->id, line);
 }
 
 /* A state write in flight. */
@@ -306,8 +305,8 @@ static void state_done(void *ctx, const struct writer_done *d)
 	job->state_writes--;
 	if (p) {
 		job->held = NULL;
-		put_release(p, p->line, p->len, p->seq);
-		free(p->line);
+		put_release(p, p->line, p->seq);
+		line_unref(p->line);
 		free(p);
 	}
 	if (job->state >= JOB_DONE)
@@ -344,28 +343,26 @@ static void put_done(void *ctx, const struct writer_done *d)
 		/* A daemon's verdict is followed by the job's final state
 		 * (jobs__end_here, worker.c): relayed once that is on disk
 		 * too, so whoever hears it finds the state file final. */
-		p->line = xmalloc(d->len + 1);
-		memcpy(p->line, d->line, d->len + 1);
-		p->len = d->len;
+		p->line = line_ref(d->line);
 		p->seq = d->tag;
 		job->held = p;
 		return;
 	}
-	put_release(p, d->line, d->len, d->tag);
+	put_release(p, d->line, d->tag);
 	free(p);
 }
 
-void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
-	       bool sync, bool notify)
+void jobs__put(struct jobs *j, struct job *job, struct line *line, bool sync,
+	       bool notify)
 {
 	struct putting *p = xmalloc(sizeof *p);
 	long seq = job->next_seq++;
 
-	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0, 0 };
+	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0 };
 	job->hold_next = false;
 	if (!job->log)
 		job->log = writer_log_new(j->writer, job->id);
-	writer_log_append(job->log, text, len, sync, seq, put_done, p);
+	writer_log_append(job->log, line, sync, seq, put_done, p);
 }
 
 void jobs__log_close(struct jobs *j, struct job *job)
@@ -401,6 +398,7 @@ long jobs__line_seq(const char *line, size_t len, long fallback)
 /* Adds job and seq to o (borrowed), serialises it and puts it. */
 static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool notify)
 {
+	struct line *line;
 	char *text;
 
 	json_object_set_new(o, "job", json_string(job->id));
@@ -410,8 +408,10 @@ static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool
 		oplog_warn("job '%s': cannot encode a line", job->id);
 		return;
 	}
-	jobs__put(j, job, text, strlen(text), sync, notify);
-	free(text);
+	/* quald's own line, made here: its struct without a parse. */
+	line = line_take(json_incref(o), text, strlen(text));
+	jobs__put(j, job, line, sync, notify);
+	line_unref(line);
 }
 
 /* A path for a journal line: JSON-quoted, so that its control characters

@@ -190,12 +190,13 @@ int jobs__enqueue(struct jobs *j, json_t *request, jobs_submit_cb cb, void *ctx,
 json_t *jobs__state_json(const struct job *job);
 void jobs__state_save(struct jobs *j, struct job *job);
 
-/* Puts one complete line (with job and seq already in it) into the job's
+/* Puts one complete line (with job and seq already in it; borrowed, a
+ * reference held until it is written and relayed) into the job's
  * log through the writer, synced when sync; once it is written (and
  * synced) the line callback gets it when notify. Lines of a job reach the
  * callback in seq order. */
-void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
-	       bool sync, bool notify);
+void jobs__put(struct jobs *j, struct job *job, struct line *line, bool sync,
+	       bool notify);
 
 /* Syncs and closes the job's log once its lines are written (its end). */
 void jobs__log_close(struct jobs *j, struct job *job);

@@ -7,6 +7,7 @@
 #include "common/xalloc.h"
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/line.h"
 
 /* The state a job is reported in (show, watch, list): a finished job reads
  * as it was (running, or queued) until its lines, its verdict line last,
@@ -29,23 +30,33 @@ struct read_ctx {
 	void *ctx;
 };
 
-static int read_one(void *ctx, const char *line, size_t len)
+static int read_one(void *ctx, const char *text, size_t len)
 {
 	struct read_ctx *r = ctx;
-	long seq = jobs__line_seq(line, len, r->index);
+	struct line *line;
+	long seq;
+
+	if (line_parse(text, len, &line) < 0) {
+		r->index++;
+		return 0;
+	}
+	seq = line->seq >= 0 ? line->seq : r->index;
 
 	/* Every line of a job is in its log in seq order; a line whose write
 	 * has not been called back yet is not handed out (it is relayed
 	 * once it is). Seqs have no gaps unless records were lost (recover.c),
 	 * so the line's own seq counts, not its place. */
 	r->index++;
-	if (seq >= r->logged_seq)
+	if (seq >= r->logged_seq) {
+		line_unref(line);
 		return 1;
+	}
 	if (seq > r->after_seq) {
 		r->count++;
 		if (r->fn)
-			r->fn(r->ctx, line, len);
+			r->fn(r->ctx, line);
 	}
+	line_unref(line);
 	return 0;
 }
 

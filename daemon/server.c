@@ -132,11 +132,10 @@ out:
 	conn__unref(c);
 }
 
-static void ignore_line(void *ctx, const char *line, size_t len)
+static void ignore_line(void *ctx, struct line *line)
 {
 	(void)ctx;
 	(void)line;
-	(void)len;
 }
 
 static void do_watch(struct conn *c, struct request *r)
@@ -184,9 +183,11 @@ struct collect {
 	size_t cap;
 };
 
-static void collect_each(void *ctx, const char *line, size_t len)
+static void collect_each(void *ctx, struct line *l)
 {
 	struct collect *x = ctx;
+	const char *line = l->text;
+	size_t len = l->len;
 
 	if (x->b->len + len + 1 > x->cap) {
 		while (x->b->len + len + 1 > x->cap)

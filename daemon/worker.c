@@ -365,8 +365,7 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 			       limit_ms < WORKER_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
 			       WORKER_AFTER_VERDICT_MS, 0);
 	}
-	jobs__put(j, job, l->text, l->len, l->type == LINES_CASE_VERDICT ||
-		  line_is_verdict(l), true);
+	jobs__put(j, job, l, l->type == LINES_CASE_VERDICT || line_is_verdict(l), true);
 	line_unref(l);
 	return 0;
 }

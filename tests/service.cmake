@@ -61,3 +61,19 @@ endif()
 add_library(count_loads SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/count_loads.c)
 target_include_directories(count_loads PRIVATE ${JANSSON_INCLUDE_DIRS})
 target_link_libraries(count_loads PRIVATE ${CMAKE_DL_LIBS})
+if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
+  add_test(NAME service_parse_once
+           COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/service_test.py
+                   --quald $<TARGET_FILE:quald>
+                   --qualctl $<TARGET_FILE:qualctl>
+                   --worker $<TARGET_FILE:qual-run>
+                   --compile-helper $<TARGET_FILE:qual-compile>
+                   --shim-crash $<TARGET_FILE:shim_crash>
+                   --shim-hang $<TARGET_FILE:shim_hang>
+                   --shim-noabi $<TARGET_FILE:shim_noabi>
+                   --nvrtc ${QUAL_SERVICE_NVRTC}
+                   --nvrtc-alt ${QUAL_SERVICE_NVRTC_ALT}
+                   --count-loads $<TARGET_FILE:count_loads>
+                   parse_once)
+  set_tests_properties(service_parse_once PROPERTIES LABELS integration TIMEOUT 120)
+endif()
