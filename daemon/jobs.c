@@ -372,29 +372,6 @@ void jobs__log_close(struct jobs *j, struct job *job)
 	job->log = NULL;
 }
 
-long jobs__line_seq(const char *line, size_t len, long fallback)
-{
-	static const char key[] = "\"seq\":";
-	const char *p = NULL, *q = line, *end = line + len;
-	long v = 0;
-
-	while ((q = memmem(q, (size_t)(end - q), key, sizeof key - 1))) {
-		p = q;
-		q += sizeof key - 1;
-	}
-	if (!p)
-		return fallback;
-	p += sizeof key - 1;
-	if (p >= end || *p < '0' || *p > '9')
-		return fallback;
-	for (; p < end && *p >= '0' && *p <= '9'; p++) {
-		if (v > (LONG_MAX - 9) / 10)
-			return fallback;
-		v = v * 10 + (*p - '0');
-	}
-	return v;
-}
-
 /* Adds job and seq to o (borrowed), serialises it and puts it. */
 static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool notify)
 {

@@ -201,9 +201,6 @@ void jobs__put(struct jobs *j, struct job *job, struct line *line, bool sync,
 /* Syncs and closes the job's log once its lines are written (its end). */
 void jobs__log_close(struct jobs *j, struct job *job);
 
-/* The seq of a stored line (its last "seq" member: relay.c and jobs.c put
- * it last), or fallback when it has none. */
-long jobs__line_seq(const char *line, size_t len, long fallback);
 
 /* A verdict line written by the daemon; the job's verdict becomes it. The
  * caller saves the job's state next (jobs__state_save): the line is read

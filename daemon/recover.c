@@ -28,6 +28,7 @@
 
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/line.h"
 #include "proto/vocab.h"
 
 /* The start of the note recovery writes for records lost in the middle. */
@@ -55,29 +56,45 @@ static int keep_last(void *ctx, const char *line, size_t len)
 {
 	struct last_line *l = ctx;
 
-	/* The cheap tests first: most lines are neither. */
+	/* Only the lines that may be a verdict or a note are parsed (once,
+	 * here): a start-up reads every stored job's log, mostly pair lines. */
 	if ((!l->verdict && memmem(line, len, "\"verdict\"", 9)) ||
 	    memmem(line, len, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
-		json_t *o = json_loadb(line, len, 0, NULL);
-		const char *type = json_string_value(json_object_get(o, "type"));
-		const char *code = json_string_value(json_object_get(o, "code"));
-		const char *message = json_string_value(json_object_get(o, "message"));
+		struct line *o;
+		const char *message;
 
-		if (!l->verdict && type && !strcmp(type, "verdict")) {
-			l->verdict = o;
-			o = NULL;
-		} else if (type && !strcmp(type, "error") && code &&
-			   lines_code_parse(code) == LINES_CODE_INTERNAL && message &&
+		if (line_parse(line, len, &o) < 0)
+			goto keep;
+		message = json_string_value(json_object_get(o->obj, "message"));
+		if (!l->verdict && line_is_verdict(o)) {
+			l->verdict = json_incref(o->obj);
+		} else if (o->type == LINES_ERROR && o->code == LINES_CODE_INTERNAL && message &&
 			   !strncmp(message, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
 			free(l->note);
 			l->note = xstrdup(message);
 		}
-		json_decref(o);
+		line_unref(o);
 	}
+keep:
 	free(l->text);
 	l->text = xmalloc(len + 1);
 	memcpy(l->text, line, len + 1);
 	return 0;
+}
+
+/* The seq of the log's last line (parsed once, here), or fallback when it
+ * has none. */
+static long last_seq(const struct last_line *l, long fallback)
+{
+	struct line *o;
+	long seq = fallback;
+
+	if (l->text && line_parse(l->text, strlen(l->text), &o) == 0) {
+		if (o->seq >= 0)
+			seq = o->seq;
+		line_unref(o);
+	}
+	return seq;
 }
 
 static void copy_field(json_t *o, const char *key, char *out, size_t cap)
@@ -200,8 +217,7 @@ static struct job *job_recover(struct jobs *j, long num)
 	}
 	/* Records lost before the last one leave a gap in the seqs: the next
 	 * seq follows the last line's. */
-	job->next_seq = last.text ? jobs__line_seq(last.text, strlen(last.text),
-						   info.lines - 1) + 1 : info.lines;
+	job->next_seq = last_seq(&last, info.lines - 1) + 1;
 	if (job->next_seq < info.lines)
 		job->next_seq = info.lines;
 	job->logged_seq = job->next_seq;
