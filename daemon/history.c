@@ -24,7 +24,7 @@
 
 bool jobs__ended(const struct job *job)
 {
-	return jobs__verdict(job)[0] && job->logged_seq >= job->next_seq && !job->held;
+	return jobs__verdict(job) != RUN_VERDICT_UNKNOWN && job->logged_seq >= job->next_seq && !job->held;
 }
 
 /* The timings of one case's pair lines, ns per kernel. */
@@ -191,8 +191,8 @@ static json_t *history_job(const struct job *job, const char *case_name)
 		cases = json_deep_copy(job->summary);
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o},s:o}",
 			 "job", job->id,
-			 "state", jobs__state_names[job->state],
-			 "verdict", jobs__verdict(job),
+			 "state", vocab_state_name(job->state),
+			 "verdict", vocab_verdict_name(jobs__verdict(job)),
 			 "submitted", str_or_null(job->submitted),
 			 "finished", str_or_null(job->finished),
 			 "labels", job->args.labels ? json_deep_copy(job->args.labels) :

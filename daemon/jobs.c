@@ -43,20 +43,6 @@
  * per pair-set and case); 64 MiB is a runaway worker, not results. */
 #define JOBS_DEFAULT_MAX_LOG_BYTES (64LL << 20)
 
-const char *const jobs__state_names[] = {
-	"queued", "running", "done", "cancelled", "interrupted",
-};
-
-int jobs__state_parse(const char *s)
-{
-	int i;
-
-	for (i = 0; s && i <= JOB_INTERRUPTED; i++)
-		if (!strcmp(s, jobs__state_names[i]))
-			return i;
-	return -1;
-}
-
 /* ---- small helpers ---------------------------------------------------------- */
 
 /* A folder being removed in libuv's thread pool (jobs__remove_later). It
@@ -166,6 +152,7 @@ struct job *jobs__job_new(long num)
 	struct job *job = xcalloc(1, sizeof *job);
 
 	job->num = num;
+	job->verdict = RUN_VERDICT_UNKNOWN;
 	store_id_format(num, job->id, sizeof job->id);
 	job->slot = -1;
 	job->device = -1;
@@ -248,8 +235,8 @@ json_t *jobs__str_or_null(const char *s)
 json_t *jobs__state_json(const struct job *job)
 {
 	json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
-			      "state", jobs__state_names[job->state],
-			      "verdict", jobs__str_or_null(job->verdict),
+			      "state", vocab_state_name(job->state),
+			      "verdict", jobs__str_or_null(vocab_verdict_name(job->verdict)),
 			      "submitted", jobs__str_or_null(job->submitted),
 			      "started", jobs__str_or_null(job->started),
 			      "finished", jobs__str_or_null(job->finished),
@@ -428,29 +415,14 @@ void jobs__log_started(const struct job *job)
 const double jobs_duration_le[JOBS_DURATION_BUCKETS] = {
 	1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 7200,
 };
-const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS] = {
-	/* common/lines.c's verdict names, then "other" */
-	"improvement", "neutral", "regression", "fail", "error", "not_timed",
-	"cancelled", "interrupted", "other",
-};
-
 const struct jobs_stats *jobs_stats(const struct jobs *j)
 {
 	return &j->stats;
 }
 
-int jobs_verdict_kind(const char *verdict)
+static void count_ended(struct jobs *j, const struct job *job, enum run_verdict v)
 {
-	int k = 0;
-
-	while (k < JOBS_VERDICT_KINDS - 1 && strcmp(verdict, jobs_verdict_kinds[k]))
-		k++;
-	return k;
-}
-
-static void count_ended(struct jobs *j, const struct job *job, const char *v)
-{
-	j->stats.ended[jobs_verdict_kind(v)]++;
+	j->stats.ended[v]++;
 	if (job->started_ms) {
 		double s = (double)(uv_now(j->loop) - job->started_ms) / 1000;
 		int b = 0;
@@ -465,31 +437,32 @@ static void count_ended(struct jobs *j, const struct job *job, const char *v)
 
 void jobs__log_ended(struct jobs *j, const struct job *job)
 {
-	const char *v = job->verdict[0] ? job->verdict : "none";
+	const char *v = vocab_verdict_name(job->verdict);
 	/* What a gate fails on is worth an operator's notice. */
-	int prio = !strcmp(v, "regression") || !strcmp(v, "fail") || !strcmp(v, "error") ||
-		   !strcmp(v, "interrupted") ? LOG_NOTICE : LOG_INFO;
+	int prio = v && vocab_verdict_notice(job->verdict) ? LOG_NOTICE : LOG_INFO;
 
+	if (!v)
+		v = "none";
 	if (job->started_ms)
 		oplog(prio, "job %s: verdict %s after %.1f s on slot %d", job->id, v,
 		      (double)(uv_now(j->loop) - job->started_ms) / 1000, job->slot);
 	else
 		oplog(prio, "job %s: verdict %s before it started", job->id, v);
-	count_ended(j, job, v);
+	count_ended(j, job, job->verdict);
 }
 
-void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
+void jobs__put_verdict(struct jobs *j, struct job *job, enum run_verdict verdict,
 		       const char *message, bool notify)
 {
-	json_t *o = json_pack("{s:s,s:s,s:b}", "type", "verdict", "verdict", verdict,
-			      "timed", 0);
+	json_t *o = json_pack("{s:s,s:s,s:b}", "type", "verdict", "verdict",
+			      vocab_verdict_name(verdict), "timed", 0);
 
 	json_object_set_new(o, "message", text_json_str(message));
 	job->hold_next = true;
 	put_json(j, job, o, true, notify);
 	job->hold_next = false;
 	json_decref(o);
-	snprintf(job->verdict, sizeof job->verdict, "%s", verdict);
+	job->verdict = verdict;
 }
 
 void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
@@ -504,7 +477,7 @@ void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
 }
 
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
-		    const char *verdict, const char *message, bool notify)
+		    enum run_verdict verdict, const char *message, bool notify)
 {
 	jobs__put_verdict(j, job, verdict, message, notify);
 	jobs__log_close(j, job);
@@ -571,7 +544,7 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 	switch (job->state) {
 	case JOB_QUEUED:
 		queue_remove(j, job);
-		jobs__end_here(j, job, JOB_CANCELLED, "cancelled", "cancelled while queued",
+		jobs__end_here(j, job, JOB_CANCELLED, RUN_CANCELLED, "cancelled while queued",
 			       true);
 		return 0;
 	case JOB_RUNNING:
@@ -582,7 +555,7 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 		break;
 	}
 	return qual_fail(msg, QUAL_EINVAL, "job '%s' has already finished (%s)", id,
-			 jobs__state_names[job->state]);
+			 vocab_state_name(job->state));
 }
 
 /* ---- open ----------------------------------------------------------------------- */

@@ -265,7 +265,6 @@ extern const double jobs_duration_le[JOBS_DURATION_BUCKETS];
 /* Ended jobs by verdict: indexed by enum run_verdict (proto/vocab.h), the
  * last, RUN_VERDICT_UNKNOWN, for a verdict of no known word ("other"). */
 #define JOBS_VERDICT_KINDS (RUN_VERDICT_UNKNOWN + 1)
-extern const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS]; /* the last: "other" */
 struct jobs_stats {
 	unsigned long long ended[JOBS_VERDICT_KINDS];
 	unsigned long long ran;                   /* of them, had started */
@@ -274,9 +273,6 @@ struct jobs_stats {
 };
 const struct jobs_stats *jobs_stats(const struct jobs *j);
 
-/* The index in jobs_verdict_kinds of a verdict's name ("other" for one it
- * does not list). */
-int jobs_verdict_kind(const char *verdict);
 
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);

@@ -43,12 +43,6 @@
  * shutdown). */
 #define JOBS_KILL_GRACE_MS 5000
 
-/* "queued", ... for each enum job_state (state.json and replies). */
-extern const char *const jobs__state_names[];
-
-/* The state of a name, or -1. */
-int jobs__state_parse(const char *name);
-
 struct worker;
 struct health;
 struct submit;
@@ -58,7 +52,7 @@ struct job {
 	char id[JOB_ID_MAX];
 	long num;
 	enum job_state state;
-	char verdict[32];          /* "" until it has one */
+	enum run_verdict verdict;  /* RUN_VERDICT_UNKNOWN until it has one */
 	char submitted[32];        /* UTC, RFC 3339; "" = none */
 	char started[32];
 	char finished[32];
@@ -205,7 +199,7 @@ void jobs__log_close(struct jobs *j, struct job *job);
 /* A verdict line written by the daemon; the job's verdict becomes it. The
  * caller saves the job's state next (jobs__state_save): the line is read
  * and relayed once that state is on disk too. */
-void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
+void jobs__put_verdict(struct jobs *j, struct job *job, enum run_verdict verdict,
 		       const char *message, bool notify);
 
 /* An error line written by the daemon (stage "setup", arm and case null). */
@@ -223,7 +217,7 @@ void jobs__log_ended(struct jobs *j, const struct job *job);
 
 /* Ends a job that is not running (queued, or found running at start). */
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
-		    const char *verdict, const char *message, bool notify);
+		    enum run_verdict verdict, const char *message, bool notify);
 
 /* Removes dir (a compile folder of rtc.h when compile_folder: both its
  * levels) in libuv's thread pool, without following anything in it: what a
@@ -376,8 +370,8 @@ void calib__stop(struct jobs *j);
 bool jobs__ended(const struct job *job);
 
 /* The job's verdict: its state's, or while its worker is still exiting the
- * one its verdict line gave (worker.c); "" for none yet. */
-const char *jobs__verdict(const struct job *job);
+ * one its verdict line gave (worker.c); RUN_VERDICT_UNKNOWN for none yet. */
+enum run_verdict jobs__verdict(const struct job *job);
 
 /* ---- retention.c ------------------------------------------------------------ */
 

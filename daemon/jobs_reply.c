@@ -16,8 +16,8 @@
 static const char *state_name(const struct job *job)
 {
 	if (job->state >= JOB_DONE && job->logged_seq < job->next_seq)
-		return jobs__state_names[job->started[0] ? JOB_RUNNING : JOB_QUEUED];
-	return jobs__state_names[job->state];
+		return vocab_state_name(job->started[0] ? JOB_RUNNING : JOB_QUEUED);
+	return vocab_state_name(job->state);
 }
 
 
@@ -233,8 +233,9 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 		struct job *job = j->all[i];
 		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
 			"job", job->id, "state", state_name(job),
-			"verdict", state_name(job) == jobs__state_names[job->state] ?
-				   jobs__str_or_null(job->verdict) : json_null(),
+			"verdict", state_name(job) == vocab_state_name(job->state) ?
+				   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
+				   json_null(),
 			"submitted", jobs__str_or_null(job->submitted),
 			"finished", jobs__str_or_null(job->finished),
 			"baseline", jobs__str_or_null(job->args.baseline),

@@ -108,12 +108,13 @@ static void copy_field(json_t *o, const char *key, char *out, size_t cap)
 static int state_take(struct job *job, json_t *state, struct qual_msg *msg)
 {
 	json_t *v;
-	int st = jobs__state_parse(json_string_value(json_object_get(state, "state")));
+	enum job_state st = vocab_state_parse(json_string_value(json_object_get(state,
+										 "state")));
 
-	if (st < 0)
+	if (st == JOB_STATE_UNKNOWN)
 		return qual_fail(msg, QUAL_EINVAL, "unknown state in its state.json");
-	job->state = (enum job_state)st;
-	copy_field(state, "verdict", job->verdict, sizeof job->verdict);
+	job->state = st;
+	job->verdict = vocab_verdict_parse(json_string_value(json_object_get(state, "verdict")));
 	copy_field(state, "submitted", job->submitted, sizeof job->submitted);
 	copy_field(state, "started", job->started, sizeof job->started);
 	copy_field(state, "finished", job->finished, sizeof job->finished);
@@ -151,31 +152,33 @@ static void job_settle(struct jobs *j, struct job *job, json_t *verdict, const c
 		 * job ended, the state file just did not say so yet. */
 		enum run_verdict v = vocab_verdict_parse(info.verdict);
 
-		snprintf(job->verdict, sizeof job->verdict, "%s",
-			 info.verdict ? info.verdict : vocab_verdict_name(RUN_ERROR));
+		/* A stored verdict line passed lines_check(): its verdict is
+		 * known. */
+		job->verdict = v != RUN_VERDICT_UNKNOWN ? v : RUN_ERROR;
 		job->state = v == RUN_CANCELLED ? JOB_CANCELLED :
 			     v == RUN_INTERRUPTED ? JOB_INTERRUPTED : JOB_DONE;
 		if (!job->finished[0])
 			jobs__now(job->finished);
 		jobs__state_save(j, job);
 	} else if (job->state == JOB_RUNNING) {
-		jobs__end_here(j, job, JOB_INTERRUPTED, vocab_verdict_name(RUN_INTERRUPTED),
+		jobs__end_here(j, job, JOB_INTERRUPTED, RUN_INTERRUPTED,
 			       "the daemon stopped while this job ran", false);
 	} else if (job->state == JOB_QUEUED && !job_pinned(job)) {
 		/* Its worker would resolve the paths again: never run it. */
 		oplog_warn("job '%s': %s: ended with an error", job->id, RECOVER_UNPINNED);
 		jobs__put_error(j, job, LINES_CODE_USAGE, RECOVER_UNPINNED, false);
-		jobs__end_here(j, job, JOB_DONE, "error", RECOVER_UNPINNED, false);
+		jobs__end_here(j, job, JOB_DONE, RUN_ERROR, RECOVER_UNPINNED, false);
 	} else if (job->state != JOB_QUEUED && info.type != LINES_VERDICT) {
 		/* Finished, but its verdict line is gone: one from the daemon
 		 * says so, keeping the state it finished in. */
 		snprintf(message, sizeof message, "the verdict record of this job was "
 			 "lost from its stored log (its state said '%s')",
-			 job->verdict[0] ? job->verdict : "none");
+			 vocab_verdict_name(job->verdict) ? vocab_verdict_name(job->verdict) :
+			 "none");
 		job->damaged = true;
 		oplog_warn("job '%s': %s: an error verdict takes its place", job->id,
 			   message);
-		jobs__put_verdict(j, job, "error", message, false);
+		jobs__put_verdict(j, job, RUN_ERROR, message, false);
 		jobs__log_close(j, job);
 		jobs__state_save(j, job);
 	} else if (job->damaged) {

@@ -116,7 +116,8 @@
 
 /* What a worker's relayed lines said, for its job's end. */
 struct worker_lines {
-	char verdict[32];          /* its verdict line's; "" = none yet */
+	enum run_verdict verdict;  /* its verdict line's; RUN_VERDICT_UNKNOWN:
+				    * none yet */
 	bool blames_candidate;     /* a line blamed the candidate */
 	bool candidate_crashed;    /* an error line: the candidate's compiler
 				    * crashed (code compile_crashed); struck */
@@ -238,13 +239,11 @@ static void worker_stderr_last(const struct worker *w, char *out, size_t cap)
 static void worker_inspect(struct worker *w, const struct line *l)
 {
 	const struct lines_info *info = &l->info;
-	const char *verdict = vocab_verdict_name(l->verdict);
 
 	switch (l->type) {
 	case LINES_VERDICT:
 		/* lines_check() took only a verdict of the table. */
-		snprintf(w->seen.verdict, sizeof w->seen.verdict, "%s",
-			 verdict ? verdict : vocab_verdict_name(RUN_ERROR));
+		w->seen.verdict = l->verdict != RUN_VERDICT_UNKNOWN ? l->verdict : RUN_ERROR;
 		break;
 	case LINES_ERROR:
 		w->seen.gpu_bad |= info->gpu_faulted || info->gpu_hung;
@@ -299,9 +298,9 @@ static void worker_say_refused(struct worker *w)
 	jobs__put_error(w->j, w->job, LINES_CODE_FOREIGN_LINE, text, true);
 }
 
-const char *jobs__verdict(const struct job *job)
+enum run_verdict jobs__verdict(const struct job *job)
 {
-	if (job->verdict[0] || !job->w)
+	if (job->verdict != RUN_VERDICT_UNKNOWN || !job->w)
 		return job->verdict;
 	return job->w->seen.verdict;
 }
@@ -317,7 +316,7 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	struct line *l;
 	int rc;
 
-	if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
+	if (w->seen.verdict != RUN_VERDICT_UNKNOWN || w->stop == WORKER_STOP_LOG_OVER) {
 		w->seen.dropped++;
 		return 0;
 	}
@@ -359,7 +358,8 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	worker_inspect(w, l);
 	if (line_is_verdict(l))
 		calib__take_verdict(j, job, w->slot, l->obj);
-	if (w->seen.verdict[0] && !w->exited && w->stop == WORKER_RUNNING) {
+	if (w->seen.verdict != RUN_VERDICT_UNKNOWN && !w->exited &&
+	    w->stop == WORKER_RUNNING) {
 		double limit_ms = 1000.0 * j->job_timeout_s;
 		uv_timer_start(&w->timer, worker_timer,
 			       limit_ms < WORKER_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
@@ -372,7 +372,7 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 
 /* The verdict and message of a job whose worker ended without a verdict
  * line, from why it stopped. */
-static enum job_state worker_verdict(const struct worker *w, const char **verdict,
+static enum job_state worker_verdict(const struct worker *w, enum run_verdict *verdict,
 				     char *message, size_t cap)
 {
 	const struct jobs *j = w->j;
@@ -382,18 +382,18 @@ static enum job_state worker_verdict(const struct worker *w, const char **verdic
 		     (w->exited && !sig && status == QUAL_EXIT_FAIL);
 
 	worker_stderr_last(w, tail, sizeof tail);
-	*verdict = blame ? "fail" : "error";
+	*verdict = blame ? RUN_FAIL : RUN_ERROR;
 	switch (w->stop) {
 	case WORKER_STOP_UNSTARTED:
-		*verdict = "error";
+		*verdict = RUN_ERROR;
 		snprintf(message, cap, "%s", w->start_error.text);
 		break;
 	case WORKER_STOP_CANCELLED:
-		*verdict = vocab_verdict_name(RUN_CANCELLED);
+		*verdict = RUN_CANCELLED;
 		snprintf(message, cap, "cancelled while running");
 		return JOB_CANCELLED;
 	case WORKER_STOP_SHUTDOWN:
-		*verdict = vocab_verdict_name(RUN_INTERRUPTED);
+		*verdict = RUN_INTERRUPTED;
 		snprintf(message, cap, "the daemon stopped while this job ran");
 		return JOB_INTERRUPTED;
 	case WORKER_STOP_LINE_OVER:
@@ -421,7 +421,7 @@ static enum job_state worker_verdict(const struct worker *w, const char **verdic
 			/* Never the candidate's result, even when the engine's
 			 * error line names its arm (a library gone missing
 			 * since the submit). */
-			*verdict = "error";
+			*verdict = RUN_ERROR;
 			snprintf(message, cap, "worker refused the job%s%s",
 				 tail[0] ? ": " : "", tail);
 		} else if (w->seen.verdict_refused) {
@@ -446,12 +446,12 @@ static void worker_conclude(struct worker *w)
 	struct job *job = w->job;
 	enum job_state state = JOB_DONE;
 	char message[1024];
-	const char *verdict;
+	enum run_verdict verdict;
 
 	if (!job)
 		return;
-	if (w->seen.verdict[0]) {
-		snprintf(job->verdict, sizeof job->verdict, "%s", w->seen.verdict);
+	if (w->seen.verdict != RUN_VERDICT_UNKNOWN) {
+		job->verdict = w->seen.verdict;
 		if (w->seen.dropped)
 			oplog_warn("job '%s': dropped %ld worker line%s after its verdict",
 				   job->id, w->seen.dropped, w->seen.dropped == 1 ? "" : "s");
@@ -510,7 +510,7 @@ static void worker_maybe_finish(struct worker *w)
 		 * lines_splitter_finish(), as in qual-run's own relay). */
 		char text[160];
 
-		if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
+		if (w->seen.verdict != RUN_VERDICT_UNKNOWN || w->stop == WORKER_STOP_LOG_OVER) {
 			w->seen.dropped++;
 		} else {
 			snprintf(text, sizeof text, "worker's output was cut off: its last "
@@ -646,7 +646,7 @@ static void worker_timer(uv_timer_t *t)
 	if (w->stop == WORKER_RUNNING) {
 		/* The job's time limit, or the grace after its verdict line
 		 * (then the verdict stands). */
-		worker_term_for(w, w->seen.verdict[0] ? WORKER_STOP_AFTER_VERDICT :
+		worker_term_for(w, w->seen.verdict != RUN_VERDICT_UNKNOWN ? WORKER_STOP_AFTER_VERDICT :
 					WORKER_STOP_TIMEOUT);
 		return;
 	}
@@ -861,13 +861,14 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	if (worker_fixtures_allowed(j, job, &why) < 0) {
 		oplog_warn("job '%s': %s: ended with an error", job->id, why.text);
 		jobs__put_error(j, job, LINES_CODE_USAGE, why.text, true);
-		jobs__end_here(j, job, JOB_DONE, "error", why.text, true);
+		jobs__end_here(j, job, JOB_DONE, RUN_ERROR, why.text, true);
 		jobs__schedule_soon(j);
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
 	w->j = j;
 	w->job = job;
+	w->seen.verdict = RUN_VERDICT_UNKNOWN;
 	w->slot = slot;
 	j->slots[slot] = w;
 	j->nworkers++;
