@@ -93,9 +93,9 @@ void judge_case_not_applicable(struct judge_case *c, const char *why)
 }
 
 /* Verdicts without statistics: nothing was timed. */
-static bool verdict_untimed(enum stats_verdict v)
+static bool verdict_untimed(enum case_verdict v)
 {
-	return v == VERDICT_FAIL || v == VERDICT_NOT_TIMED || v == VERDICT_NOT_APPLICABLE;
+	return vocab_case_verdict_kind(v) != CASE_MEASURED;
 }
 
 /* The layout test of a case (stats/layout.h), null when it has fewer than

@@ -111,11 +111,9 @@ struct stats_pair {
 };
 
 /* A case's verdict is the shared vocabulary's (proto/vocab.h: enum
- * case_verdict, VERDICT_EQUIVALENT, ...). */
-#define stats_verdict case_verdict
-/* "equivalent", "faster", "slower", "inconclusive", "identical", "fail",
- * "not_timed", "not_applicable"; "unknown" for a value outside the enum. */
-const char *stats_verdict_name(enum stats_verdict v);
+ * case_verdict, VERDICT_EQUIVALENT, ...): its word, "unknown" for a value
+ * outside the enum. */
+const char *stats_verdict_name(enum case_verdict v);
 
 struct stats_settings {
 	double alpha;   /* default 0.05 */
@@ -185,7 +183,7 @@ struct stats_case {
 	double log_ratio_sd;   /* sample sd (n - 1) of the per-pair log ratio */
 	double unit_log_ratio_sd; /* sample sd of the units' log ratios */
 	bool identical_code;
-	enum stats_verdict verdict;
+	enum case_verdict verdict;
 	/* Sequential sampling (stats_looks()): with more than one planned
 	 * look, p is the sequential p-value, min over the looks taken of
 	 * min(1, p_k / w_k), and [ratio_lo, ratio_hi] the running intersection
@@ -209,7 +207,7 @@ struct stats_case {
 	 * inconclusive), set for every timed case: for one with identical
 	 * code, the verdict its timing would have had (an A/A false alarm when
 	 * slower or faster). */
-	enum stats_verdict timing_verdict;
+	enum case_verdict timing_verdict;
 };
 
 /* Summarises one case's pairs (no verdict yet): overwrites all of *out, with
@@ -235,8 +233,7 @@ void stats_judge_run(struct stats_case *cases, int ncases,
 /* A run's verdict is the shared vocabulary's (proto/vocab.h: enum
  * run_verdict); a run is judged RUN_IMPROVEMENT to RUN_ERROR, the others are
  * its owner's (not_timed) or quald's. */
-/* "improvement", "neutral", "regression", "fail", "error"; "unknown" for a
- * value outside the enum. */
+/* v's word (proto/vocab.h); "unknown" for a value outside the enum. */
 const char *stats_run_verdict_name(enum run_verdict v);
 
 /* The run verdict, by precedence fail > error > regression > improvement >
