@@ -215,8 +215,8 @@ json_t *jobs_status_json(struct jobs *j)
 	}
 	list_each(q, &j->queue)
 		json_array_append_new(queued, json_string(list_item(q, struct job, qlink)->id));
-	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, "queued", queued,
-			  "running", running);
+	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, vocab_state_name(JOB_QUEUED), queued,
+			  vocab_state_name(JOB_RUNNING), running);
 	if (!in_service && !list_empty(&j->queue))
 		json_object_set_new(reply, "waiting", json_string(
 			"no slot is in service (every gpu failed its health check): "

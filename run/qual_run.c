@@ -593,7 +593,7 @@ int main(int argc, char **argv)
 			if (gate_rule_parse(optarg, opt == OPT_GATE_SLOWER ?
 						  &cfg.stats.gate_slower : &cfg.stats.gate_faster) < 0) {
 				fprintf(stderr, "qual-run: --gate-%s must be beyond or significant, "
-					"got '%s'\n", opt == OPT_GATE_SLOWER ? "slower" : "faster",
+					"got '%s'\n", opt == OPT_GATE_SLOWER ? "slower" : "faster", /* vocab:key */
 					optarg);
 				goto out;
 			}
