@@ -12,6 +12,7 @@
 #include "client/view.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 

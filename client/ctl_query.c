@@ -8,6 +8,7 @@
 
 #include "client/view.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/exitcode.h"
 #include "common/xalloc.h"
 #include "proto/vocab.h"

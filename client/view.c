@@ -13,6 +13,7 @@
 #include "stats/stats.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 #include "proto/vocab.h"
 

@@ -36,6 +36,7 @@
 #include "daemon/jobs_internal.h"
 #include "daemon/policy.h"
 #include "daemon/oplog.h"
+#include "proto/line.h"
 
 #define JOBS_DEFAULT_TIMEOUT_S 7200.0
 #define JOBS_DEFAULT_CHECK_TIMEOUT_S 30.0
@@ -469,7 +470,7 @@ void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
 		     const char *message, bool notify)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:n,s:n}", "type", "error", "stage", "setup",
-			      "code", lines_code_name(code), "arm", "case");
+			      "code", vocab_code_name(code), "arm", "case");
 
 	json_object_set_new(o, "message", text_json_str(message));
 	put_json(j, job, o, false, notify);

@@ -30,6 +30,7 @@
 
 #include "common/err.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "daemon/children.h"
 #include "daemon/jobs.h"
 #include "daemon/list.h"

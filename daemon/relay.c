@@ -78,7 +78,7 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 		/* Valid UTF-8 (the quote is) and whole: RELAY_QUOTE_MAX is
 		 * far below the size of msg->text. */
 		o = must(json_pack("{s:s,s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
-				   "setup", "code", lines_code_name(LINES_CODE_BAD_LINE),
+				   "setup", "code", vocab_code_name(LINES_CODE_BAD_LINE),
 				   "arm", "case", "message", msg->text));
 		*out = line_with_ids(o, job, seq);
 		return QUAL_EINVAL;

@@ -14,8 +14,72 @@
 
 #include <jansson.h>
 
+#include "common/err.h"
 #include "common/lines.h"
 #include "proto/vocab.h"
+
+/* ---- what a line is (moved here from common/lines.h, which writes and
+ * splits lines: what one says needs the vocabulary) ---- */
+
+/* The code for a failure with QUAL_E* err at stage ("setup", "compile",
+ * "load", "check", "time"): QUAL_ECRASH, QUAL_ETIMEOUT, QUAL_ELIMIT and
+ * QUAL_EEXIT are a compiler child's (compile_crashed, ...), QUAL_ECHECK is wrong_output,
+ * QUAL_EHANG gpu_hang, QUAL_EGPU gpu_fault except at load (load_failed), and
+ * so on; what is none of those is internal. */
+enum lines_code lines_code_of(const char *stage, int err);
+
+/* An error line: stage ("setup", "compile", "load", "check", "time"), code,
+ * arm ("baseline", "candidate" or NULL), case name or NULL, message. */
+int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
+		const char *case_name, const char *message);
+
+enum lines_type {
+	LINES_OTHER = 0, /* not an object, no type, or a type of no one's */
+	LINES_START,
+	LINES_CASE,
+	LINES_PAIR,
+	LINES_CASE_VERDICT,
+	LINES_VERDICT,
+	LINES_ERROR,
+	LINES_BLOCK,     /* after each block of a case's pairs: placement, clocks */
+	LINES_SESSION_TIME, /* a timing session's phases (common/timesplit.h) */
+	LINES_CALIBRATION_RUN, /* how one run of a calibration ended
+				* (run/qual_calibrate.c) */
+};
+
+/* What a line says, for a reader that decides. Strings are borrowed from
+ * the line and live as long as it does. */
+struct lines_info {
+	enum lines_type type;
+	const char *verdict;   /* a verdict's or case_verdict's "verdict" */
+	const char *arm;       /* an error's "arm", a case_verdict's
+				* "failed_arm"; NULL when none */
+	const char *case_name; /* "case", when a string */
+	enum lines_code code;  /* an error's "code" */
+	bool gpu_faulted;      /* an error with "gpu": "faulted" */
+	bool gpu_hung;         /* an error with "gpu": "hung" */
+};
+
+/* Fills info from line (borrowed; may be NULL or not an object). */
+void lines_classify(json_t *line, struct lines_info *info);
+
+/* Whether line (borrowed) is one of the output schema's lines, as far as a
+ * reader that decides needs to know (docs/schema/lines.schema.json): an
+ * object with a known "type", every field that type requires at its top
+ * level with its JSON kind (a start line's "device" is not read and may be
+ * anything), "schema_version" from 1 to QUAL_SCHEMA_VERSION, and the values
+ * decisions read from their fixed sets: a verdict's "verdict", a
+ * case_verdict's "verdict" and the "failed_arm" a fail requires, an error's
+ * "stage", "arm", "code" and "gpu" (the last two when present). Nested
+ * objects and optional fields are not checked. Returns 0, or QUAL_EINVAL
+ * with msg saying the first thing wrong ("a line of type 'verdict' without
+ * 'timed'"). quald refuses a worker's line that fails (daemon/worker.c). */
+int lines_check(json_t *line, struct qual_msg *msg);
+
+/* True when info names the candidate arm. */
+bool lines_blames_candidate(const struct lines_info *info);
+
+/* ---- a line parsed once ---- */
 
 struct line {
 	int refs;

@@ -125,6 +125,27 @@ bool vocab_state_ended(enum job_state s)
 	return word_at(state_words, JOB_STATE_UNKNOWN, (int)s) && state_ended[s];
 }
 
+/* ---- error codes ---- */
+
+static const char *const code_words[LINES_CODE_COUNT] = {
+	NULL, /* LINES_CODE_NONE */
+#define VOCAB_X(e, word) word,
+	VOCAB_CODES(VOCAB_X)
+#undef VOCAB_X
+};
+
+const char *vocab_code_name(enum lines_code code)
+{
+	return code > LINES_CODE_NONE ? word_at(code_words, LINES_CODE_COUNT, (int)code) : NULL;
+}
+
+enum lines_code vocab_code_parse(const char *name)
+{
+	int c = word_index(code_words + 1, LINES_CODE_COUNT - 1, name);
+
+	return c < LINES_CODE_COUNT - 1 ? (enum lines_code)(c + 1) : LINES_CODE_NONE;
+}
+
 /* ---- job ids ---- */
 
 long vocab_job_id_parse(const char *id)

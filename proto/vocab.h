@@ -121,6 +121,70 @@ enum job_state vocab_state_parse(const char *word);
 /* Whether a job in state s has ended (done, cancelled, interrupted). */
 bool vocab_state_ended(enum job_state s);
 
+/* ---- error codes ------------------------------------------------------------
+ *
+ * X(ENUM, word): an error line's "code", the machine-readable code that a
+ * decision reads (quald's blame and quarantine, qualctl), while "message" is
+ * for people and may be reworded at will. docs/output.md lists them. */
+#define VOCAB_CODES(X)                                                       \
+	/* A compiler under test. */                                         \
+	X(COMPILE_FAILED, "compile_failed")   /* rejected the source, or no
+						 final code */                \
+	X(COMPILE_CRASHED, "compile_crashed") /* its child died by a signal */ \
+	X(COMPILE_TIMEOUT, "compile_timeout") /* ran past the time limit */  \
+	X(COMPILE_LIMIT, "compile_limit")     /* a log or code object over
+						 the limit */                  \
+	X(COMPILE_NO_REPORT, "compile_no_report") /* its child exited without
+						     its report: a library
+						     that calls exit(), or
+						     qual's own helper failing;
+						     no crash */               \
+	X(NO_ABI, "no_abi")                   /* neither nvrtc's nor hiprtc's
+						 entry points */               \
+	X(LIBRARY_CHANGED, "library_changed") /* its file is not the library
+						 that was checked (another
+						 sha256): not loaded */        \
+	/* An arm's code on the GPU. */                                      \
+	X(LOAD_FAILED, "load_failed")         /* the runtime refused it */    \
+	X(WRONG_OUTPUT, "wrong_output")       /* differs from the oracle */   \
+	X(GPU_FAULT, "gpu_fault")             /* a runtime error while it ran */ \
+	X(GPU_HANG, "gpu_hang")               /* a wait ran past its deadline */ \
+	/* The run, the machine, qual itself. */                             \
+	X(USAGE, "usage")                     /* a bad option, file or library
+						 path */                       \
+	X(NO_DEVICE, "no_device")             /* no GPU runtime or no such
+						 device */                     \
+	X(SESSION_FAILED, "session_failed")   /* a timing session ended badly */ \
+	X(CUT_OFF, "cut_off")                 /* a stream ended inside a line */ \
+	X(BAD_LINE, "bad_line")               /* a worker wrote what is not a
+						 qual line */                  \
+	X(FOREIGN_LINE, "foreign_line")       /* a worker wrote objects that are
+						 not the engine's lines
+						 (lines_check()): refused */   \
+	X(INTERRUPTED, "interrupted")         /* the job's worker was lost
+						 (quald restart) */            \
+	X(INTERNAL, "internal")               /* qual's own trouble (i/o,
+						 memory, a bug) */             \
+	X(ORACLE_FAILED, "oracle_failed")     /* a case's oracle gave no
+						 expected values */            \
+	X(BAD_FIXTURE, "bad_fixture")         /* a case could not be built from
+						 its description */
+
+enum lines_code {
+	LINES_CODE_NONE = 0, /* no code: a line of schema 1 or 2, or an unknown
+			      * one */
+#define VOCAB_X(e, word) LINES_CODE_##e,
+	VOCAB_CODES(VOCAB_X)
+#undef VOCAB_X
+	LINES_CODE_COUNT
+};
+
+/* "compile_crashed" for LINES_CODE_COMPILE_CRASHED; NULL for NONE. */
+const char *vocab_code_name(enum lines_code code);
+
+/* The code of a name; LINES_CODE_NONE for NULL or an unknown name. */
+enum lines_code vocab_code_parse(const char *name);
+
 /* ---- job ids ----------------------------------------------------------------
  *
  * A job's id is "j" and at least six decimal digits, its number, which

@@ -10,6 +10,10 @@ endforeach()
 # (tests/tools/vocab_words.py): vocab_words checks the tree, and
 # vocab_words_planted that the check finds a literal planted in a scratch
 # tree and passes a clean one.
+add_test(NAME vocab_words
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/vocab_words.py
+                 ${PROJECT_SOURCE_DIR})
+set_tests_properties(vocab_words PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME vocab_words_planted
          COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/vocab_words.py --plant)
 set_tests_properties(vocab_words_planted PROPERTIES LABELS unit TIMEOUT 30)

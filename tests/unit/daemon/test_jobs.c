@@ -22,6 +22,7 @@
 #include "daemon/jobs.h"
 #include "daemon/store.h"
 #include "tests/unit/test_main.h"
+#include "proto/line.h"
 
 #define MAX_LINES 4096
 
