@@ -8,7 +8,7 @@ set(QUAL_DAEMON_DIR ${PROJECT_SOURCE_DIR}/daemon)
 qual_unit_tests(test_request ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_request.c
                 LABEL unit SOURCES ${QUAL_DAEMON_DIR}/request.c
                         ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c
-                LIBS qual_common PkgConfig::JANSSON)
+                LIBS qual_proto qual_common PkgConfig::JANSSON)
 target_compile_definitions(test_request PRIVATE
   REQUEST_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data/requests")
 
