@@ -311,3 +311,14 @@ int conn_read_line(struct conn *c, int timeout_ms, char **line, size_t *len,
 		c->len += (size_t)n;
 	}
 }
+
+int conn_read_parsed(struct conn *c, int timeout_ms, struct line **out, char **text,
+		     size_t *len, struct qual_msg *msg)
+{
+	int rc = conn_read_line(c, timeout_ms, text, len, msg);
+
+	*out = NULL;
+	if (rc == CONN_LINE)
+		(void)line_parse(*text, *len, out);
+	return rc;
+}

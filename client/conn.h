@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "proto/line.h"
 
 /* The largest line accepted from quald. Job lines are the engine's lines;
  * the largest are error lines carrying a compiler log, which the engine caps
@@ -65,6 +66,13 @@ int conn_send(struct conn *c, json_t *request, struct qual_msg *msg);
  * read failed, or the connection closed in the middle of a line). */
 int conn_read_line(struct conn *c, int timeout_ms, char **line, size_t *len,
 		   struct qual_msg *msg);
+
+/* conn_read_line(), and on CONN_LINE the line parsed: the one parse of a
+ * job line in qualctl (proto/line.h). *out is a new line (the caller drops
+ * it), or NULL when the line is not one JSON object; *text and *len are the
+ * raw line as conn_read_line() gives it, either way. */
+int conn_read_parsed(struct conn *c, int timeout_ms, struct line **out, char **text,
+		     size_t *len, struct qual_msg *msg);
 
 /* Catches SIGINT and SIGTERM from now on: they are blocked except while
  * conn_read_line() waits, which then returns CONN_INTERRUPTED. */

@@ -12,6 +12,7 @@
 #include "client/view.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "proto/settings.h"
@@ -57,13 +58,13 @@ static bool stdout_is_terminal(const struct ctl *ctl)
 
 /* The job of a job line: one with a type that is no reply or refusal, and
  * a "job". NULL for any other line. */
-static const char *job_of(json_t *line)
+static const char *job_of(const struct line *l)
 {
-	const char *type = ctl_type_of(line);
+	const char *type = l ? ctl_type_of(l->obj) : NULL;
 
 	if (!type || strcmp(type, "reply") == 0 || strcmp(type, "refused") == 0)
 		return NULL;
-	return json_string_value(json_object_get(line, "job"));
+	return l->job[0] ? l->job : NULL;
 }
 
 /* A job line (text, len bytes, parsed into line) on stdout: as it came with
@@ -106,15 +107,13 @@ static int follow_job(struct ctl *ctl, const char *job, int position, int compil
 	view_job_init(&v, job);
 	v.position = position;
 	while (!done) {
-		json_error_t e;
-		json_t *line;
-		const char *line_job;
+		struct line *l;
 		char *text;
 		size_t len;
 		int rc;
 
 		progress_draw(&prog, &v);
-		rc = conn_read_line(&ctl->conn, -1, &text, &len, &msg);
+		rc = conn_read_parsed(&ctl->conn, -1, &l, &text, &len, &msg);
 		if (rc != CONN_LINE) {
 			progress_clear(&prog);
 			fflush(stdout);
@@ -130,9 +129,11 @@ static int follow_job(struct ctl *ctl, const char *job, int position, int compil
 					msg.text, job);
 			goto out;
 		}
-		line = json_loadb(text, len, 0, &e);
-		view_clean(line);
-		if (!json_is_object(line) || !ctl_type_of(line)) {
+		if (l) {
+			view_clean(l->obj);
+			line_reread(l);
+		}
+		if (!l || !ctl_type_of(l->obj)) {
 			json_t *shown = text_json(text, len < 80 ? len : 80);
 
 			progress_clear(&prog);
@@ -140,17 +141,16 @@ static int follow_job(struct ctl *ctl, const char *job, int position, int compil
 			fprintf(stderr, "qualctl: quald at %s sent a line that is not a qual line: %s\n",
 				ctl->conn.where, json_string_value(shown));
 			json_decref(shown);
-			json_decref(line);
+			line_unref(l);
 			goto out;
 		}
-		line_job = job_of(line);
-		if (!line_job || strcmp(line_job, job) != 0) {
-			json_decref(line); /* not this job's line */
+		if (!job_of(l) || strcmp(job_of(l), job) != 0) {
+			line_unref(l); /* not this job's line */
 			continue;
 		}
 		progress_clear(&prog);
-		done = take_line(ctl, &v, line, text, len, 0);
-		json_decref(line);
+		done = take_line(ctl, &v, l->obj, text, len, 0);
+		line_unref(l);
 		fflush(stdout);
 	}
 	progress_clear(&prog);
@@ -608,13 +608,11 @@ int ctl_watch(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 		return rc;
 	ctl_reply_release(&r);
 	for (;;) {
-		json_error_t e;
-		json_t *line;
-		const char *job;
+		struct line *l;
 		char *text;
 		size_t len;
 
-		rc = conn_read_line(&ctl->conn, -1, &text, &len, &msg);
+		rc = conn_read_parsed(&ctl->conn, -1, &l, &text, &len, &msg);
 		if (rc == CONN_INTERRUPTED) {
 			rc = QUAL_EXIT_PASS; /* how a watch ends */
 			break;
@@ -632,16 +630,18 @@ int ctl_watch(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 			rc = rc == QUAL_EIO ? QUAL_EXIT_NO_DAEMON : QUAL_EXIT_ERROR;
 			break;
 		}
-		line = json_loadb(text, len, 0, &e);
-		view_clean(line);
-		if ((job = job_of(line))) {
-			struct view_job *v = watch_view(&views, job);
+		if (l) {
+			view_clean(l->obj);
+			line_reread(l);
+		}
+		if (job_of(l)) {
+			struct view_job *v = watch_view(&views, job_of(l));
 
-			if (take_line(ctl, v, line, text, len, VIEW_VERDICTS | VIEW_PREFIX))
+			if (take_line(ctl, v, l->obj, text, len, VIEW_VERDICTS | VIEW_PREFIX))
 				watch_drop(&views, v);
 			fflush(stdout);
 		}
-		json_decref(line);
+		line_unref(l);
 	}
 	while (views.n > 0)
 		watch_drop(&views, views.v[0]);

@@ -8,8 +8,10 @@
 
 #include "client/view.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/exitcode.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 
 /* ---- tables ---- */
 
@@ -177,8 +179,10 @@ int ctl_status(struct ctl *ctl, const struct command *cmd, int argc, char **argv
 	cell_text(json_object_get(r.obj, "schema_version"), sv, sizeof sv);
 	printf("quald %s (lines schema %s) at %s\n", v, sv, ctl->conn.where);
 	print_rows(json_object_get(r.obj, "slots"), keys, kinds, sizeof keys / sizeof keys[0]);
-	print_id_list("running", json_object_get(r.obj, "running"));
-	print_id_list("queued", json_object_get(r.obj, "queued"));
+	print_id_list(vocab_state_name(JOB_RUNNING),
+		      json_object_get(r.obj, vocab_state_name(JOB_RUNNING)));
+	print_id_list(vocab_state_name(JOB_QUEUED),
+		      json_object_get(r.obj, vocab_state_name(JOB_QUEUED)));
 out:
 	ctl_reply_release(&r);
 	return QUAL_EXIT_PASS;
@@ -408,7 +412,7 @@ int ctl_cancel(struct ctl *ctl, const struct command *cmd, int argc, char **argv
 	if (ctl->json)
 		ctl_print_raw(&r);
 	else
-		printf("job %s: %s\n", job, state ? state : "cancelled");
+		printf("job %s: %s\n", job, state ? state : vocab_state_name(JOB_CANCELLED));
 	ctl_reply_release(&r);
 	return QUAL_EXIT_PASS;
 }
@@ -504,8 +508,8 @@ int ctl_calibration(struct ctl *ctl, const struct command *cmd, int argc, char *
 		       json_string_value(json_object_get(rec, "time")),
 		       (long long)json_integer_value(json_object_get(rec, "runs")),
 		       (long long)json_integer_value(json_object_get(rec, "comparisons")),
-		       (long long)json_integer_value(json_object_get(rec, "slower")),
-		       (long long)json_integer_value(json_object_get(rec, "faster")));
+		       (long long)json_integer_value(json_object_get(rec, "slower")), /* vocab:key */
+		       (long long)json_integer_value(json_object_get(rec, "faster"))); /* vocab:key */
 		print_rate(" false-alarm rate", json_object_get(rec, "false_alarm_rate"));
 		print_rate(", at most", json_object_get(rec, "false_alarm_upper"));
 		printf(" (95%%)\n");
@@ -515,8 +519,8 @@ int ctl_calibration(struct ctl *ctl, const struct command *cmd, int argc, char *
 			printf("  %-32s %4lld comparisons, %3lld alarms,",
 			       json_string_value(json_object_get(c, "case")),
 			       (long long)json_integer_value(json_object_get(c, "comparisons")),
-			       (long long)(json_integer_value(json_object_get(c, "slower")) +
-					   json_integer_value(json_object_get(c, "faster"))));
+			       (long long)(json_integer_value(json_object_get(c, "slower")) + /* vocab:key */
+					   json_integer_value(json_object_get(c, "faster")))); /* vocab:key */
 			print_rate(" at most", json_object_get(c, "false_alarm_upper"));
 			print_rate(", detectable ratio", json_object_get(c, "detectable_ratio"));
 			printf("\n");

@@ -56,12 +56,12 @@ static int take_gate(const char *which, int *to, const char *s, struct qual_msg 
 
 static int take_gate_slower(void *ctx, const char *s, struct qual_msg *msg)
 {
-	return take_gate("slower", &((struct judge_args *)ctx)->gate_slower, s, msg);
+	return take_gate("slower", &((struct judge_args *)ctx)->gate_slower, s, msg); /* vocab:key */
 }
 
 static int take_gate_faster(void *ctx, const char *s, struct qual_msg *msg)
 {
-	return take_gate("faster", &((struct judge_args *)ctx)->gate_faster, s, msg);
+	return take_gate("faster", &((struct judge_args *)ctx)->gate_faster, s, msg); /* vocab:key */
 }
 
 static int take_undecided(void *ctx, const char *s, struct qual_msg *msg)

@@ -13,7 +13,9 @@
 #include "stats/stats.h"
 #include "common/exitcode.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 
 void view_job_init(struct view_job *v, const char *job)
 {
@@ -316,18 +318,26 @@ static void ratio_cell(json_t *cv, char *buf, size_t len)
 		snprintf(buf, len, "%s", m);
 }
 
+enum case_verdict view__case_verdict(json_t *cv)
+{
+	return vocab_case_verdict_parse(view__str_field(cv, "verdict"));
+}
+
+enum run_verdict view__run_verdict(const struct view_job *v)
+{
+	return vocab_verdict_parse(view__str_field(v->verdict, "verdict"));
+}
+
 bool view__is_not_applicable(json_t *cv)
 {
-	const char *verdict = view__str_field(cv, "verdict");
-
-	return verdict && strcmp(verdict, "not_applicable") == 0;
+	return view__case_verdict(cv) == VERDICT_NOT_APPLICABLE;
 }
 
 static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 			      json_t *line, FILE *out, unsigned flags)
 {
 	char verdict[64], ratio[96], p[32];
-	const char *verdict_name = info->verdict;
+	enum case_verdict cv = vocab_case_verdict_parse(info->verdict);
 
 	report_pairs(v, out, flags);
 	json_array_append(v->case_verdicts, line);
@@ -339,8 +349,7 @@ static void take_case_verdict(struct view_job *v, const struct lines_info *info,
 	if (view__is_not_applicable(line)) {
 		const char *why = view__str_field(line, "not_applicable_because");
 		fprintf(out, "verdict %s%s%s", verdict, why ? ": " : "", why ? why : "");
-	} else if (verdict_name && (strcmp(verdict_name, "fail") == 0 ||
-				    strcmp(verdict_name, "not_timed") == 0)) {
+	} else if (cv == VERDICT_FAIL || cv == VERDICT_NOT_TIMED) {
 		fprintf(out, "verdict %s", verdict);
 	} else {
 		ratio_cell(line, ratio, sizeof ratio);
@@ -535,13 +544,11 @@ bool view_color_wanted(FILE *f)
 
 bool view_not_timed(const struct view_job *v)
 {
-	struct lines_info info;
 	json_t *timed = json_object_get(v->verdict, "timed");
 
 	if (!v->verdict)
 		return false;
-	lines_classify(v->verdict, &info);
-	return json_is_false(timed) || (info.verdict && strcmp(info.verdict, "not_timed") == 0);
+	return json_is_false(timed) || view__run_verdict(v) == RUN_NOT_TIMED;
 }
 
 /* The length of the control character at s (n bytes left), 0 for none:
@@ -611,23 +618,7 @@ void view_clean(json_t *x)
 
 int view_exit_status(const char *verdict)
 {
-	static const struct {
-		const char *name;
-		int status;
-	} map[] = {
-		{"improvement", QUAL_EXIT_PASS},
-		{"neutral", QUAL_EXIT_PASS},
-		{"not_timed", QUAL_EXIT_PASS},
-		{"regression", QUAL_EXIT_REGRESSION},
-		{"fail", QUAL_EXIT_FAIL},
-		{"error", QUAL_EXIT_ERROR},
-		{"cancelled", QUAL_EXIT_ERROR},
-		{"interrupted", QUAL_EXIT_ERROR},
-	};
-
-	for (size_t i = 0; verdict && i < sizeof map / sizeof map[0]; i++)
-		if (strcmp(verdict, map[i].name) == 0)
-			return map[i].status;
-	return QUAL_EXIT_ERROR; /* an unknown verdict must not pass a gate */
+	/* An unknown verdict is an error: it must not pass a gate. */
+	return vocab_verdict_exit(vocab_verdict_parse(verdict));
 }
 

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "client/view.h"
+#include "proto/vocab.h"
 
 /* A case line's static differences (docs/output.md, "static"): the key,
  * how a plain line names it and its unit, and the same for the summary's
@@ -40,6 +41,12 @@ void view__verdict_cell(json_t *cv, char *buf, size_t len);
 /* A case that could not run on the target: never compiled, so its
  * identical_code says nothing. */
 bool view__is_not_applicable(json_t *cv);
+
+/* The verdict of a case_verdict line (CASE_VERDICT_UNKNOWN for none or a
+ * word of no one's), and of a job's verdict line (RUN_VERDICT_UNKNOWN when
+ * it has none yet): read from the word once, decided on as an enum. */
+enum case_verdict view__case_verdict(json_t *cv);
+enum run_verdict view__run_verdict(const struct view_job *v);
 
 /* The rows of the summary: the case_verdict lines, else the verdict line's
  * cases (quald's own verdict lines may have neither). Borrowed. */

@@ -10,6 +10,7 @@
 #include "stats/stats.h"
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 
 enum { SUM_CASE, SUM_VERDICT, SUM_CODE, SUM_BASE, SUM_CAND, SUM_CHANGE, SUM_P, SUM_DETECT,
        SUM_NCOL };
@@ -64,7 +65,7 @@ static void code_cell(const struct view_job *v, json_t *cv, char *buf, size_t le
 		return;
 	}
 	if (json_is_true(ident)) {
-		snprintf(buf, len, "identical");
+		snprintf(buf, len, "%s", vocab_case_verdict_name(VERDICT_IDENTICAL));
 		return;
 	}
 	for (size_t i = 0; name && i < v->ncases_seen; i++)
@@ -90,11 +91,10 @@ static void code_cell(const struct view_job *v, json_t *cv, char *buf, size_t le
  * mean: timed, not failed. */
 static bool counts_in_geomean(json_t *cv)
 {
-	const char *verdict = view__str_field(cv, "verdict");
+	enum case_verdict verdict = view__case_verdict(cv);
 	double r = json_number_value(json_object_get(cv, "ratio_median"));
 
-	return verdict && strcmp(verdict, "fail") != 0 && strcmp(verdict, "not_timed") != 0 &&
-	       strcmp(verdict, "not_applicable") != 0 &&
+	return verdict != CASE_VERDICT_UNKNOWN && vocab_case_verdict_kind(verdict) == CASE_MEASURED &&
 	       json_is_number(json_object_get(cv, "ratio_median")) && isfinite(r) && r > 0;
 }
 
@@ -144,18 +144,20 @@ static void summary_build(const struct view_job *v, struct summary *sm)
 	sm->geo = sm->ngeo ? exp(logsum / sm->ngeo) : NAN;
 }
 
-/* The SGR colour of a verdict on a terminal, "" for none. */
-static const char *verdict_color(const char *verdict)
+/* The SGR colour of a case's verdict on a terminal, "" for none. */
+static const char *verdict_color(enum case_verdict verdict)
 {
-	if (!verdict)
-		return "";
-	if (!strncmp(verdict, "fail", 4) || !strcmp(verdict, "slower"))
+	switch (verdict) {
+	case VERDICT_FAIL:
+	case VERDICT_SLOWER:
 		return "\033[31m";      /* red */
-	if (!strcmp(verdict, "faster"))
+	case VERDICT_FASTER:
 		return "\033[32m";      /* green */
-	if (!strcmp(verdict, "inconclusive"))
+	case VERDICT_INCONCLUSIVE:
 		return "\033[33m";      /* yellow */
-	return "";
+	default:
+		return "";
+	}
 }
 
 /* "geomean over 9 timed cases: +1.23% (candidate against baseline)". */
@@ -192,7 +194,9 @@ void view_summary(FILE *out, const struct view_job *v)
 		for (size_t i = 0; i < sm.n; i++) {
 			for (int k = 0; k < SUM_NCOL; k++) {
 				const char *cell = sm.cells[i][k];
-				const char *col = k == SUM_VERDICT && v->color ? verdict_color(cell) : "";
+				const char *col = k == SUM_VERDICT && v->color ?
+					verdict_color(view__case_verdict(json_array_get(sm.rows, i))) :
+					"";
 
 				/* The colour codes around the text, the padding
 				 * after them: columns line up as without. */
@@ -303,12 +307,12 @@ static void xml_text(FILE *out, const char *s)
 static bool is_regression_case(const struct view_job *v, json_t *cv)
 {
 	json_t *gate = json_object_get(v->verdict, "gate"), *x;
-	const char *name = view__str_field(cv, "case"), *verdict = view__str_field(cv, "verdict");
-	const char *run = view__str_field(v->verdict, "verdict");
+	const char *name = view__str_field(cv, "case");
 	size_t i;
 
 	if (!json_is_object(gate))
-		return verdict && run && !strcmp(verdict, "slower") && !strcmp(run, "regression");
+		return view__case_verdict(cv) == VERDICT_SLOWER &&
+		       view__run_verdict(v) == RUN_REGRESSION;
 	json_array_foreach(json_object_get(gate, "regression_cases"), i, x)
 		if (name && json_is_string(x) && strcmp(json_string_value(x), name) == 0)
 			return true;
@@ -319,27 +323,26 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 {
 	struct summary sm;
 	int failures = 0, skipped = 0, errors = 0;
-	const char *run_verdict = view__str_field(v->verdict, "verdict");
+	enum run_verdict run_verdict = view__run_verdict(v);
+	const char *run_word = view__str_field(v->verdict, "verdict"); /* as given */
 	const char *message = view__str_field(v->verdict, "message");
-	bool run_error = run_verdict && strcmp(run_verdict, "error") == 0;
+	bool run_error = run_verdict == RUN_ERROR;
 	char geo[160];
 
 	summary_build(v, &sm);
 	for (size_t i = 0; i < sm.n; i++) {
 		json_t *cv = json_array_get(sm.rows, i);
-		const char *verdict = view__str_field(cv, "verdict");
+		enum case_verdict verdict = view__case_verdict(cv);
 
-		if (is_regression_case(v, cv) ||
-		    (verdict && strcmp(verdict, "fail") == 0))
+		if (is_regression_case(v, cv) || verdict == VERDICT_FAIL)
 			failures++;
-		else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable")))
+		else if (verdict == VERDICT_NOT_TIMED || verdict == VERDICT_NOT_APPLICABLE)
 			skipped++;
 	}
 	/* A run that did not end in a verdict of its own (error, or quald's
 	 * cancelled and interrupted) is an error, never a green suite. */
 	errors = run_error || !v->verdict ||
-		 (run_verdict && (!strcmp(run_verdict, "cancelled") ||
-				  !strcmp(run_verdict, "interrupted")));
+		 run_verdict == RUN_CANCELLED || run_verdict == RUN_INTERRUPTED;
 	geomean_text(&sm, geo, sizeof geo);
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
 	fprintf(out, "<testsuites tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
@@ -349,13 +352,13 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 	fprintf(out, "\" tests=\"%zu\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n",
 		sm.n + (size_t)errors, failures, errors, skipped);
 	fputs("    <properties>\n      <property name=\"verdict\" value=\"", out);
-	xml_text(out, run_verdict ? run_verdict : "none");
+	xml_text(out, run_word ? run_word : "none");
 	fputs("\"/>\n      <property name=\"geomean\" value=\"", out);
 	xml_text(out, geo);
 	fputs("\"/>\n    </properties>\n", out);
 	for (size_t i = 0; i < sm.n; i++) {
 		json_t *cv = json_array_get(sm.rows, i);
-		const char *verdict = view__str_field(cv, "verdict");
+		enum case_verdict verdict = view__case_verdict(cv);
 		char row[SUM_NCOL * 120];
 		size_t used = 0;
 
@@ -375,13 +378,13 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 			fputs(" ", out);
 			xml_text(out, sm.cells[i][SUM_CHANGE]);
 			fputs("\"/>\n", out);
-		} else if (verdict && strcmp(verdict, "fail") == 0) {
+		} else if (verdict == VERDICT_FAIL) {
 			fputs("      <failure type=\"fail\" message=\"", out);
 			xml_text(out, sm.cells[i][SUM_VERDICT]);
 			fputs("\"/>\n", out);
-		} else if (verdict && (!strcmp(verdict, "not_timed") || !strcmp(verdict, "not_applicable"))) {
+		} else if (verdict == VERDICT_NOT_TIMED || verdict == VERDICT_NOT_APPLICABLE) {
 			fputs("      <skipped message=\"", out);
-			xml_text(out, verdict);
+			xml_text(out, vocab_case_verdict_name(verdict));
 			fputs("\"/>\n", out);
 		}
 		fputs("      <system-out>", out);
@@ -393,7 +396,7 @@ void view_junit(FILE *out, const struct view_job *v, const char *suite)
 		xml_text(out, suite);
 		fputs("\" name=\"run\">\n      <error type=\"error\" message=\"", out);
 		xml_text(out, message ? message : !v->verdict ? "the lines end with no verdict" :
-			  run_verdict);
+			  run_word);
 		fputs("\"/>\n    </testcase>\n", out);
 	}
 	fputs("  </testsuite>\n</testsuites>\n", out);

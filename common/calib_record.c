@@ -34,8 +34,8 @@ static const struct field record_fields[] = {
 	{"alpha", K_NUM_OR_NULL, 0, 1},
 	{"margin", K_NUM_OR_NULL, 0, 1},
 	{"comparisons", K_INT, 0, 1e15},
-	{"slower", K_INT, 0, 1e15},
-	{"faster", K_INT, 0, 1e15},
+	{"slower", K_INT, 0, 1e15}, /* vocab:key */
+	{"faster", K_INT, 0, 1e15}, /* vocab:key */
 	{"false_alarm_rate", K_NUM_OR_NULL, 0, 1},
 	{"false_alarm_upper", K_NUM, 0, 1},
 	{NULL, 0, 0, 0},
@@ -44,8 +44,8 @@ static const struct field record_fields[] = {
 static const struct field case_fields[] = {
 	{"case", K_STRING, 0, 0},
 	{"comparisons", K_INT, 0, 1e15},
-	{"slower", K_INT, 0, 1e15},
-	{"faster", K_INT, 0, 1e15},
+	{"slower", K_INT, 0, 1e15}, /* vocab:key */
+	{"faster", K_INT, 0, 1e15}, /* vocab:key */
 	{"false_alarm_rate", K_NUM_OR_NULL, 0, 1},
 	{"false_alarm_upper", K_NUM, 0, 1},
 	{"detectable_ratio", K_NUM_OR_NULL, 0, 1e300},

@@ -3,12 +3,16 @@
 #include <stddef.h>
 #include <string.h>
 
-static const char *const rule_names[] = { "beyond", "significant" };
-static const char *const undecided_names[] = { "pass", "regression" };
-_Static_assert(sizeof rule_names / sizeof rule_names[0] == GATE_SIGNIFICANT + 1,
+const char *const gate_rule_words[] = { "beyond", "significant", NULL };
+/* The policy's names (an undecided case passes, or counts as a regression);
+ * common/ is below the vocabulary's layer. */
+const char *const gate_undecided_words[] = { "pass", "regression", NULL }; /* vocab:key */
+#define rule_names gate_rule_words
+#define undecided_names gate_undecided_words
+_Static_assert(sizeof gate_rule_words / sizeof gate_rule_words[0] == GATE_SIGNIFICANT + 2,
 	       "a name for every gate_rule");
-_Static_assert(sizeof undecided_names / sizeof undecided_names[0] == UNDECIDED_REGRESSION + 1,
-	       "a name for every gate_undecided");
+_Static_assert(sizeof gate_undecided_words / sizeof gate_undecided_words[0] ==
+	       UNDECIDED_REGRESSION + 2, "a name for every gate_undecided");
 
 /* The index of s among the two names, or -1. */
 static int index_of(const char *const names[2], const char *s)

@@ -26,6 +26,12 @@ enum gate_undecided {
 const char *gate_rule_name(enum gate_rule r);
 const char *gate_undecided_name(enum gate_undecided u);
 
+/* The words of each, in the enums' order and NULL-terminated: the one
+ * spelling that the names, the parsers and the settings table
+ * (proto/settings.c) use. */
+extern const char *const gate_rule_words[];
+extern const char *const gate_undecided_words[];
+
 /* The word s (NULL: none) into *out: 0, or -1 for any other word. */
 int gate_rule_parse(const char *s, enum gate_rule *out);
 int gate_undecided_parse(const char *s, enum gate_undecided *out);

@@ -5,22 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const mode_names[] = {
-	[RTC_MODE_DEFAULT] = "default",
-	[RTC_MODE_CU] = "cu",
-	[RTC_MODE_WGP] = "wgp",
-};
+#include "proto/settings.h"
+
+/* The modes' words are the settings table's (proto/settings.h), in the
+ * enum's order: one spelling for the option, the request and the lines. */
+#define RTC_MODE_COUNT (RTC_MODE_WGP + 1)
 
 const char *rtc_mode_name(enum rtc_mode mode)
 {
-	return (unsigned)mode < sizeof mode_names / sizeof mode_names[0] ?
-	       mode_names[mode] : "?";
+	return (unsigned)mode < RTC_MODE_COUNT ? settings_mode_words[mode] : "?";
 }
 
 int rtc_mode_parse(const char *s, enum rtc_mode *mode)
 {
-	for (size_t i = 0; i < sizeof mode_names / sizeof mode_names[0]; i++)
-		if (strcmp(s, mode_names[i]) == 0) {
+	for (size_t i = 0; i < RTC_MODE_COUNT && settings_mode_words[i]; i++)
+		if (strcmp(s, settings_mode_words[i]) == 0) {
 			*mode = (enum rtc_mode)i;
 			return 0;
 		}

@@ -12,6 +12,8 @@
 
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/line.h"
+#include "proto/vocab.h"
 
 /* ---- marks: which lines of a job a connection has had ---- */
 
@@ -52,7 +54,9 @@ static int job_cmp(const char *a, const char *b)
 
 static bool state_is_active(const char *state)
 {
-	return state && (!strcmp(state, "queued") || !strcmp(state, "running"));
+	enum job_state s = vocab_state_parse(state);
+
+	return s != JOB_STATE_UNKNOWN && !vocab_state_ended(s);
 }
 
 /* ---- live lines ---- */
@@ -97,22 +101,12 @@ static void deliver(struct conn *c, const char *job, long seq, bool verdict,
 		conn__maybe_finish(c);
 }
 
-static bool line_is_verdict(const char *line, size_t len)
-{
-	json_t *o = json_loadb(line, len, 0, NULL);
-	struct lines_info info;
-
-	lines_classify(o, &info);
-	json_decref(o);
-	return info.type == LINES_VERDICT;
-}
-
-void fanout__on_line(void *ctx, const char *job, long seq, const char *line,
-		     size_t len)
+void fanout__on_line(void *ctx, const char *job, struct line *line)
 {
 	struct server *s = ctx;
-	bool verdict = line_is_verdict(line, len);
-	struct obuf *b = conn__line_new(line, len);
+	bool verdict = line_is_verdict(line);
+	long seq = line->seq;
+	struct obuf *b = conn__line_new(line->text, line->len);
 	struct conn *c, *next;
 
 	s->stats.lines_relayed++;
@@ -122,7 +116,7 @@ void fanout__on_line(void *ctx, const char *job, long seq, const char *line,
 	}
 	conn__obuf_unref(b);
 	if (s->line_hook)
-		s->line_hook(s->line_hook_ctx, job, seq, line, len, verdict);
+		s->line_hook(s->line_hook_ctx, job, line);
 	if (verdict || seq == 0)
 		server__status_update(s);
 }
@@ -138,13 +132,13 @@ struct send_ctx {
 	long sent;   /* lines sent by this read */
 };
 
-static void send_each(void *ctx, const char *line, size_t len)
+static void send_each(void *ctx, struct line *line)
 {
 	struct send_ctx *x = ctx;
 
 	if (x->paused || x->c->state == CONN_STATE_CLOSING)
 		return;
-	conn__send_line(x->c, line, len);
+	conn__send_line(x->c, line->text, line->len);
 	x->sent++;
 	if (x->may_pause && conn__pending(x->c) > SERVER_REPLY_HIGH)
 		x->paused = true;

@@ -19,11 +19,12 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/oplog.h"
+#include "proto/line.h"
 #include "stats/stats.h"
 
 bool jobs__ended(const struct job *job)
 {
-	return jobs__verdict(job)[0] && job->logged_seq >= job->next_seq && !job->held;
+	return jobs__verdict(job) != RUN_VERDICT_UNKNOWN && job->logged_seq >= job->next_seq && !job->held;
 }
 
 /* The timings of one case's pair lines, ns per kernel. */
@@ -62,37 +63,29 @@ static double number_or_nan(json_t *v)
 	return x > 0 ? x : NAN;
 }
 
-static int gather_line(void *ctx, const char *line, size_t len)
+static int gather_line(void *ctx, const char *text, size_t len)
 {
-	static const char pair[] = "\"pair\"", verdict[] = "\"case_verdict\"";
 	struct gather *g = ctx;
-	struct lines_info info;
+	struct line *l;
 	const char *name;
-	json_t *o;
 
-	/* Only pair and case_verdict lines are parsed: a timed job's log is
-	 * mostly pair lines, and the rest need no parse. */
-	if (!memmem(line, len, pair, sizeof pair - 1) &&
-	    !memmem(line, len, verdict, sizeof verdict - 1))
+	if (line_parse(text, len, &l) < 0)
 		return 0;
-	if (!(o = json_loadb(line, len, 0, NULL)))
-		return 0;
-	lines_classify(o, &info);
-	name = json_string_value(json_object_get(o, "case"));
-	if (info.type == LINES_PAIR && name) {
+	name = l->info.case_name;
+	if (l->type == LINES_PAIR && name) {
 		struct case_pairs *p = pairs_of(g, name, true);
 
 		if (p->n == p->cap) {
 			XGROW(p->base, p->n + 1, p->cap);
 			p->cand = xrealloc(p->cand, (size_t)p->cap * sizeof *p->cand);
 		}
-		p->base[p->n] = number_or_nan(json_object_get(o, "baseline_ns"));
-		p->cand[p->n] = number_or_nan(json_object_get(o, "candidate_ns"));
+		p->base[p->n] = number_or_nan(json_object_get(l->obj, "baseline_ns"));
+		p->cand[p->n] = number_or_nan(json_object_get(l->obj, "candidate_ns"));
 		p->n++;
-	} else if (info.type == LINES_CASE_VERDICT && name) {
-		json_array_append(g->verdicts, o);
+	} else if (l->type == LINES_CASE_VERDICT && name) {
+		json_array_append(g->verdicts, l->obj);
 	}
-	json_decref(o);
+	line_unref(l);
 	return 0;
 }
 
@@ -198,8 +191,8 @@ static json_t *history_job(const struct job *job, const char *case_name)
 		cases = json_deep_copy(job->summary);
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o},s:o}",
 			 "job", job->id,
-			 "state", jobs__state_names[job->state],
-			 "verdict", jobs__verdict(job),
+			 "state", vocab_state_name(job->state),
+			 "verdict", vocab_verdict_name(jobs__verdict(job)),
 			 "submitted", str_or_null(job->submitted),
 			 "finished", str_or_null(job->finished),
 			 "labels", job->args.labels ? json_deep_copy(job->args.labels) :

@@ -31,6 +31,7 @@
 
 #include "common/err.h"
 #include "daemon/peer.h"
+#include "proto/line.h"
 
 struct jobs;
 struct server_stats;
@@ -88,10 +89,9 @@ void http_attach(struct http *h, struct jobs *jobs,
 const char *http_where(const struct http *h);
 
 /* A job's line as it is relayed (after it is in the job's log; the server's
- * fan-out calls it for every line): to the event streams that follow it.
- * verdict: the line is the job's verdict line. */
-void http_on_line(struct http *h, const char *job, long seq, const char *line,
-		  size_t len, bool verdict);
+ * fan-out calls it for every line; borrowed): to the event streams that
+ * follow it, ending those of its job at its verdict line. */
+void http_on_line(struct http *h, const char *job, const struct line *line);
 
 /* Serves a connected stream socket fd as if accepted, without the access
  * rule (the fuzz target feeds it bytes through a socketpair). Takes fd. */

@@ -81,13 +81,13 @@ static void joined_put(struct joined *x, const char *s, size_t len)
 	x->b[x->len] = '\0';
 }
 
-static void join_line(void *ctx, const char *line, size_t len)
+static void join_line(void *ctx, struct line *line)
 {
 	struct joined *x = ctx;
 
 	if (x->b[x->len - 1] != '[')
 		joined_put(x, ",", 1);
-	joined_put(x, line, len);
+	joined_put(x, line->text, line->len);
 }
 
 int http__api_job(struct http *h, h2o_req_t *req, const char *id)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "proto/line.h"
 
 static void stream_put(struct stream *st, const char *s, size_t len)
 {
@@ -147,46 +148,17 @@ struct replay {
 	bool verdict;
 };
 
-/* A stored line's seq: quald puts "job" and "seq" last in every line it
- * relays (daemon/relay.c), so it is read from the end; a line that does not
- * end so is parsed whole. -1 when it has none. */
-static long line_seq(const char *line, size_t len)
+/* A stored line, parsed once by the log's read (jobs_read_log): its seq
+ * and whether it is the verdict come with it. */
+static void replay_line(void *ctx, struct line *line)
 {
-	static const char key[] = ",\"seq\":";
-	const char *p = line + len;
-	json_t *o, *seq;
-	long v = -1;
-
-	while (p > line && p[-1] != ':')
-		p--;
-	if (p - line >= (long)sizeof key - 1 && !memcmp(p - (sizeof key - 1), key, sizeof key - 1) &&
-	    len > 1 && line[len - 1] == '}') {
-		char *end;
-
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (!errno && end == line + len - 1 && v >= 0)
-			return v;
-	}
-	o = json_loadb(line, len, 0, NULL);
-	seq = json_object_get(o, "seq");
-	v = json_is_integer(seq) ? (long)json_integer_value(seq) : -1;
-	json_decref(o);
-	return v;
-}
-
-static void replay_line(void *ctx, const char *line, size_t len)
-{
-	static const char verdict[] = "{\"type\":\"verdict\"";
 	struct replay *r = ctx;
-	long seq = line_seq(line, len);
 
-	if (seq > r->st->seq)
-		r->st->seq = seq;
-	/* Every line the engine or quald writes starts with its type. */
-	if (len >= sizeof verdict - 1 && !memcmp(line, verdict, sizeof verdict - 1))
+	if (line->seq > r->st->seq)
+		r->st->seq = line->seq;
+	if (line_is_verdict(line))
 		r->verdict = true;
-	stream_event(r->st, r->st->seq, line, len);
+	stream_event(r->st, r->st->seq, line->text, line->len);
 }
 
 /* Last-Event-ID (an EventSource reconnecting) or ?after=SEQ: the stream
@@ -297,10 +269,12 @@ int http__api_events(struct http *h, h2o_req_t *req)
 	return 0;
 }
 
-void http_on_line(struct http *h, const char *job, long seq, const char *line,
-		  size_t len, bool verdict)
+void http_on_line(struct http *h, const char *job, const struct line *l)
 {
 	struct stream *st, *next;
+	const char *line = l->text;
+	size_t len = l->len;
+	long seq = l->seq;
 
 	for (st = h->streams; st; st = next) {
 		next = st->next;
@@ -313,7 +287,7 @@ void http_on_line(struct http *h, const char *job, long seq, const char *line,
 				continue;
 			st->seq = seq;
 			stream_event(st, seq, line, len);
-			if (verdict)
+			if (line_is_verdict(l))
 				stream_end_event(st);
 		}
 		stream_check(st);

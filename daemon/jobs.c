@@ -36,26 +36,13 @@
 #include "daemon/jobs_internal.h"
 #include "daemon/policy.h"
 #include "daemon/oplog.h"
+#include "proto/line.h"
 
 #define JOBS_DEFAULT_TIMEOUT_S 7200.0
 #define JOBS_DEFAULT_CHECK_TIMEOUT_S 30.0
 /* A job's log limit: a full run's log is well under 1 MiB (about 30 lines
  * per pair-set and case); 64 MiB is a runaway worker, not results. */
 #define JOBS_DEFAULT_MAX_LOG_BYTES (64LL << 20)
-
-const char *const jobs__state_names[] = {
-	"queued", "running", "done", "cancelled", "interrupted",
-};
-
-int jobs__state_parse(const char *s)
-{
-	int i;
-
-	for (i = 0; s && i <= JOB_INTERRUPTED; i++)
-		if (!strcmp(s, jobs__state_names[i]))
-			return i;
-	return -1;
-}
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -166,6 +153,7 @@ struct job *jobs__job_new(long num)
 	struct job *job = xcalloc(1, sizeof *job);
 
 	job->num = num;
+	job->verdict = RUN_VERDICT_UNKNOWN;
 	store_id_format(num, job->id, sizeof job->id);
 	job->slot = -1;
 	job->device = -1;
@@ -248,8 +236,8 @@ json_t *jobs__str_or_null(const char *s)
 json_t *jobs__state_json(const struct job *job)
 {
 	json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}",
-			      "state", jobs__state_names[job->state],
-			      "verdict", jobs__str_or_null(job->verdict),
+			      "state", vocab_state_name(job->state),
+			      "verdict", jobs__str_or_null(vocab_verdict_name(job->verdict)),
 			      "submitted", jobs__str_or_null(job->submitted),
 			      "started", jobs__str_or_null(job->started),
 			      "finished", jobs__str_or_null(job->finished),
@@ -269,20 +257,19 @@ struct putting {
 	struct job *job;
 	bool notify;
 	bool hold;                 /* a daemon's verdict: until the state after it */
-	char *line;                /* held: a copy */
-	size_t len;
+	struct line *line;         /* held: a reference */
 	long seq;
 };
 
 /* A written line may be read and relayed. */
-static void put_release(struct putting *p, const char *line, size_t len, long seq)
+static void put_release(struct putting *p, struct line *line, long seq)
 {
 	struct jobs *j = p->j;
 	struct job *job = p->job;
 
 	job->logged_seq = seq + 1;
 	if (p->notify && j->cb)
-		j->cb(j->cb_ctx, job->id, seq, line, len);
+		j->cb(j->cb_ctx, job->id, line);
 }
 
 /* A state write in flight. */
@@ -306,8 +293,8 @@ static void state_done(void *ctx, const struct writer_done *d)
 	job->state_writes--;
 	if (p) {
 		job->held = NULL;
-		put_release(p, p->line, p->len, p->seq);
-		free(p->line);
+		put_release(p, p->line, p->seq);
+		line_unref(p->line);
 		free(p);
 	}
 	if (job->state >= JOB_DONE)
@@ -344,28 +331,26 @@ static void put_done(void *ctx, const struct writer_done *d)
 		/* A daemon's verdict is followed by the job's final state
 		 * (jobs__end_here, worker.c): relayed once that is on disk
 		 * too, so whoever hears it finds the state file final. */
-		p->line = xmalloc(d->len + 1);
-		memcpy(p->line, d->line, d->len + 1);
-		p->len = d->len;
+		p->line = line_ref(d->line);
 		p->seq = d->tag;
 		job->held = p;
 		return;
 	}
-	put_release(p, d->line, d->len, d->tag);
+	put_release(p, d->line, d->tag);
 	free(p);
 }
 
-void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
-	       bool sync, bool notify)
+void jobs__put(struct jobs *j, struct job *job, struct line *line, bool sync,
+	       bool notify)
 {
 	struct putting *p = xmalloc(sizeof *p);
 	long seq = job->next_seq++;
 
-	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0, 0 };
+	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0 };
 	job->hold_next = false;
 	if (!job->log)
 		job->log = writer_log_new(j->writer, job->id);
-	writer_log_append(job->log, text, len, sync, seq, put_done, p);
+	writer_log_append(job->log, line, sync, seq, put_done, p);
 }
 
 void jobs__log_close(struct jobs *j, struct job *job)
@@ -375,32 +360,10 @@ void jobs__log_close(struct jobs *j, struct job *job)
 	job->log = NULL;
 }
 
-long jobs__line_seq(const char *line, size_t len, long fallback)
-{
-	static const char key[] = "\"seq\":";
-	const char *p = NULL, *q = line, *end = line + len;
-	long v = 0;
-
-	while ((q = memmem(q, (size_t)(end - q), key, sizeof key - 1))) {
-		p = q;
-		q += sizeof key - 1;
-	}
-	if (!p)
-		return fallback;
-	p += sizeof key - 1;
-	if (p >= end || *p < '0' || *p > '9')
-		return fallback;
-	for (; p < end && *p >= '0' && *p <= '9'; p++) {
-		if (v > (LONG_MAX - 9) / 10)
-			return fallback;
-		v = v * 10 + (*p - '0');
-	}
-	return v;
-}
-
 /* Adds job and seq to o (borrowed), serialises it and puts it. */
 static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool notify)
 {
+	struct line *line;
 	char *text;
 
 	json_object_set_new(o, "job", json_string(job->id));
@@ -410,8 +373,10 @@ static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool
 		oplog_warn("job '%s': cannot encode a line", job->id);
 		return;
 	}
-	jobs__put(j, job, text, strlen(text), sync, notify);
-	free(text);
+	/* quald's own line, made here: its struct without a parse. */
+	line = line_take(json_incref(o), text, strlen(text));
+	jobs__put(j, job, line, sync, notify);
+	line_unref(line);
 }
 
 /* A path for a journal line: JSON-quoted, so that its control characters
@@ -451,29 +416,14 @@ void jobs__log_started(const struct job *job)
 const double jobs_duration_le[JOBS_DURATION_BUCKETS] = {
 	1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 7200,
 };
-const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS] = {
-	/* common/lines.c's verdict names, then "other" */
-	"improvement", "neutral", "regression", "fail", "error", "not_timed",
-	"cancelled", "interrupted", "other",
-};
-
 const struct jobs_stats *jobs_stats(const struct jobs *j)
 {
 	return &j->stats;
 }
 
-int jobs_verdict_kind(const char *verdict)
+static void count_ended(struct jobs *j, const struct job *job, enum run_verdict v)
 {
-	int k = 0;
-
-	while (k < JOBS_VERDICT_KINDS - 1 && strcmp(verdict, jobs_verdict_kinds[k]))
-		k++;
-	return k;
-}
-
-static void count_ended(struct jobs *j, const struct job *job, const char *v)
-{
-	j->stats.ended[jobs_verdict_kind(v)]++;
+	j->stats.ended[v]++;
 	if (job->started_ms) {
 		double s = (double)(uv_now(j->loop) - job->started_ms) / 1000;
 		int b = 0;
@@ -488,38 +438,39 @@ static void count_ended(struct jobs *j, const struct job *job, const char *v)
 
 void jobs__log_ended(struct jobs *j, const struct job *job)
 {
-	const char *v = job->verdict[0] ? job->verdict : "none";
+	const char *v = vocab_verdict_name(job->verdict);
 	/* What a gate fails on is worth an operator's notice. */
-	int prio = !strcmp(v, "regression") || !strcmp(v, "fail") || !strcmp(v, "error") ||
-		   !strcmp(v, "interrupted") ? LOG_NOTICE : LOG_INFO;
+	int prio = v && vocab_verdict_notice(job->verdict) ? LOG_NOTICE : LOG_INFO;
 
+	if (!v)
+		v = "none";
 	if (job->started_ms)
 		oplog(prio, "job %s: verdict %s after %.1f s on slot %d", job->id, v,
 		      (double)(uv_now(j->loop) - job->started_ms) / 1000, job->slot);
 	else
 		oplog(prio, "job %s: verdict %s before it started", job->id, v);
-	count_ended(j, job, v);
+	count_ended(j, job, job->verdict);
 }
 
-void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
+void jobs__put_verdict(struct jobs *j, struct job *job, enum run_verdict verdict,
 		       const char *message, bool notify)
 {
-	json_t *o = json_pack("{s:s,s:s,s:b}", "type", "verdict", "verdict", verdict,
-			      "timed", 0);
+	json_t *o = json_pack("{s:s,s:s,s:b}", "type", "verdict", "verdict",
+			      vocab_verdict_name(verdict), "timed", 0);
 
 	json_object_set_new(o, "message", text_json_str(message));
 	job->hold_next = true;
 	put_json(j, job, o, true, notify);
 	job->hold_next = false;
 	json_decref(o);
-	snprintf(job->verdict, sizeof job->verdict, "%s", verdict);
+	job->verdict = verdict;
 }
 
 void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
 		     const char *message, bool notify)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:n,s:n}", "type", "error", "stage", "setup",
-			      "code", lines_code_name(code), "arm", "case");
+			      "code", vocab_code_name(code), "arm", "case");
 
 	json_object_set_new(o, "message", text_json_str(message));
 	put_json(j, job, o, false, notify);
@@ -527,7 +478,7 @@ void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
 }
 
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
-		    const char *verdict, const char *message, bool notify)
+		    enum run_verdict verdict, const char *message, bool notify)
 {
 	jobs__put_verdict(j, job, verdict, message, notify);
 	jobs__log_close(j, job);
@@ -594,7 +545,7 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 	switch (job->state) {
 	case JOB_QUEUED:
 		queue_remove(j, job);
-		jobs__end_here(j, job, JOB_CANCELLED, "cancelled", "cancelled while queued",
+		jobs__end_here(j, job, JOB_CANCELLED, RUN_CANCELLED, "cancelled while queued",
 			       true);
 		return 0;
 	case JOB_RUNNING:
@@ -605,7 +556,7 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 		break;
 	}
 	return qual_fail(msg, QUAL_EINVAL, "job '%s' has already finished (%s)", id,
-			 jobs__state_names[job->state]);
+			 vocab_state_name(job->state));
 }
 
 /* ---- open ----------------------------------------------------------------------- */

@@ -27,6 +27,8 @@
 
 #include "common/err.h"
 #include "daemon/request.h"
+#include "proto/line.h"
+#include "proto/vocab.h"
 
 #define JOB_ID_MAX 32
 
@@ -93,14 +95,15 @@ struct jobs;
 
 /* Called for every line of every job, after it is in the job's log (its
  * write returned, synced where the line is synced: the writer thread's
- * callback, daemon/writer.h), in seq order. line is the complete JSON text
- * (with job and seq, no newline), valid during the call only. It runs from
+ * callback, daemon/writer.h), in seq order. line is the line as it entered
+ * quald (proto/line.h: parsed once, its text complete with job and seq, no
+ * newline; whether it is the verdict travels with it), borrowed: a
+ * reference keeps it past the call. It runs from
  * loop callbacks only (the writer's); never inside jobs_open (lines written while recovering are only
  * logged) and never for a job before its submit callback has returned. It may
  * run until jobs_close's done callback: a job stopped by shutdown ends with
  * its "interrupted" verdict line. */
-typedef void (*jobs_line_cb)(void *ctx, const char *job, long seq,
-			     const char *line, size_t len);
+typedef void (*jobs_line_cb)(void *ctx, const char *job, struct line *line);
 
 /* Opens the state directory (refused when another quald holds its lock:
  * store.h), removes the temporary folders that workers of an earlier daemon
@@ -171,7 +174,9 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
 int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
 
 /* Reads a job's stored lines with seq > after_seq (-1 for all), calling fn
- * for each (line without newline, valid during the call only). Returns the
+ * for each: parsed here, once, as quald reads its log (proto/line.h; a
+ * stored line that is not a JSON object, which quald never writes, is left
+ * out), borrowed: a reference keeps it past the call. Returns the
  * number of lines, or a negative code (QUAL_ENOENT for an unknown job).
  * *state receives the job's state name (static storage). Synchronous: job
  * logs are local files. Only lines whose write has been called back are
@@ -179,7 +184,7 @@ int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
  * records), and the line callback runs in that same callback, so reading a
  * job's log and then following its live lines neither misses nor repeats
  * one. */
-typedef void (*jobs_each_cb)(void *ctx, const char *line, size_t len);
+typedef void (*jobs_each_cb)(void *ctx, struct line *line);
 int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  jobs_each_cb fn, void *ctx, const char **state,
 		  struct qual_msg *msg);
@@ -257,8 +262,9 @@ long jobs_writes_pending(const struct jobs *j);
  * ended but have no duration. */
 #define JOBS_DURATION_BUCKETS 12
 extern const double jobs_duration_le[JOBS_DURATION_BUCKETS];
-#define JOBS_VERDICT_KINDS 9
-extern const char *const jobs_verdict_kinds[JOBS_VERDICT_KINDS]; /* the last: "other" */
+/* Ended jobs by verdict: indexed by enum run_verdict (proto/vocab.h), the
+ * last, RUN_VERDICT_UNKNOWN, for a verdict of no known word ("other"). */
+#define JOBS_VERDICT_KINDS (RUN_VERDICT_UNKNOWN + 1)
 struct jobs_stats {
 	unsigned long long ended[JOBS_VERDICT_KINDS];
 	unsigned long long ran;                   /* of them, had started */
@@ -267,9 +273,6 @@ struct jobs_stats {
 };
 const struct jobs_stats *jobs_stats(const struct jobs *j);
 
-/* The index in jobs_verdict_kinds of a verdict's name ("other" for one it
- * does not list). */
-int jobs_verdict_kind(const char *verdict);
 
 json_t *jobs_status_json(struct jobs *j);
 json_t *jobs_list_json(struct jobs *j, int limit);

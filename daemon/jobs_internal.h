@@ -30,6 +30,7 @@
 
 #include "common/err.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "daemon/children.h"
 #include "daemon/jobs.h"
 #include "proto/strv.h"
@@ -38,24 +39,11 @@
 #include "daemon/request.h"
 #include "daemon/store.h"
 #include "daemon/writer.h"
+#include "proto/vocab.h"
 
 /* After SIGTERM, this long before SIGKILL (a cancel, a time limit, a
  * shutdown). */
 #define JOBS_KILL_GRACE_MS 5000
-
-enum job_state {
-	JOB_QUEUED,
-	JOB_RUNNING,
-	JOB_DONE,
-	JOB_CANCELLED,
-	JOB_INTERRUPTED,
-};
-
-/* "queued", ... for each enum job_state (state.json and replies). */
-extern const char *const jobs__state_names[];
-
-/* The state of a name, or -1. */
-int jobs__state_parse(const char *name);
 
 struct worker;
 struct health;
@@ -66,7 +54,7 @@ struct job {
 	char id[JOB_ID_MAX];
 	long num;
 	enum job_state state;
-	char verdict[32];          /* "" until it has one */
+	enum run_verdict verdict;  /* RUN_VERDICT_UNKNOWN until it has one */
 	char submitted[32];        /* UTC, RFC 3339; "" = none */
 	char started[32];
 	char finished[32];
@@ -214,24 +202,22 @@ int jobs__enqueue(struct jobs *j, json_t *request, jobs_submit_cb cb, void *ctx,
 json_t *jobs__state_json(const struct job *job);
 void jobs__state_save(struct jobs *j, struct job *job);
 
-/* Puts one complete line (with job and seq already in it) into the job's
+/* Puts one complete line (with job and seq already in it; borrowed, a
+ * reference held until it is written and relayed) into the job's
  * log through the writer, synced when sync; once it is written (and
  * synced) the line callback gets it when notify. Lines of a job reach the
  * callback in seq order. */
-void jobs__put(struct jobs *j, struct job *job, const char *text, size_t len,
-	       bool sync, bool notify);
+void jobs__put(struct jobs *j, struct job *job, struct line *line, bool sync,
+	       bool notify);
 
 /* Syncs and closes the job's log once its lines are written (its end). */
 void jobs__log_close(struct jobs *j, struct job *job);
 
-/* The seq of a stored line (its last "seq" member: relay.c and jobs.c put
- * it last), or fallback when it has none. */
-long jobs__line_seq(const char *line, size_t len, long fallback);
 
 /* A verdict line written by the daemon; the job's verdict becomes it. The
  * caller saves the job's state next (jobs__state_save): the line is read
  * and relayed once that state is on disk too. */
-void jobs__put_verdict(struct jobs *j, struct job *job, const char *verdict,
+void jobs__put_verdict(struct jobs *j, struct job *job, enum run_verdict verdict,
 		       const char *message, bool notify);
 
 /* An error line written by the daemon (stage "setup", arm and case null). */
@@ -249,7 +235,7 @@ void jobs__log_ended(struct jobs *j, const struct job *job);
 
 /* Ends a job that is not running (queued, or found running at start). */
 void jobs__end_here(struct jobs *j, struct job *job, enum job_state state,
-		    const char *verdict, const char *message, bool notify);
+		    enum run_verdict verdict, const char *message, bool notify);
 
 /* Removes dir (a compile folder of rtc.h when compile_folder: both its
  * levels) in libuv's thread pool, without following anything in it: what a
@@ -403,8 +389,8 @@ void calib__stop(struct jobs *j);
 bool jobs__ended(const struct job *job);
 
 /* The job's verdict: its state's, or while its worker is still exiting the
- * one its verdict line gave (worker.c); "" for none yet. */
-const char *jobs__verdict(const struct job *job);
+ * one its verdict line gave (worker.c); RUN_VERDICT_UNKNOWN for none yet. */
+enum run_verdict jobs__verdict(const struct job *job);
 
 /* ---- retention.c ------------------------------------------------------------ */
 

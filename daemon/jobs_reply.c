@@ -7,6 +7,7 @@
 #include "common/xalloc.h"
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/line.h"
 
 /* The state a job is reported in (show, watch, list): a finished job reads
  * as it was (running, or queued) until its lines, its verdict line last,
@@ -15,8 +16,8 @@
 static const char *state_name(const struct job *job)
 {
 	if (job->state >= JOB_DONE && job->logged_seq < job->next_seq)
-		return jobs__state_names[job->started[0] ? JOB_RUNNING : JOB_QUEUED];
-	return jobs__state_names[job->state];
+		return vocab_state_name(job->started[0] ? JOB_RUNNING : JOB_QUEUED);
+	return vocab_state_name(job->state);
 }
 
 
@@ -29,23 +30,33 @@ struct read_ctx {
 	void *ctx;
 };
 
-static int read_one(void *ctx, const char *line, size_t len)
+static int read_one(void *ctx, const char *text, size_t len)
 {
 	struct read_ctx *r = ctx;
-	long seq = jobs__line_seq(line, len, r->index);
+	struct line *line;
+	long seq;
+
+	if (line_parse(text, len, &line) < 0) {
+		r->index++;
+		return 0;
+	}
+	seq = line->seq >= 0 ? line->seq : r->index;
 
 	/* Every line of a job is in its log in seq order; a line whose write
 	 * has not been called back yet is not handed out (it is relayed
 	 * once it is). Seqs have no gaps unless records were lost (recover.c),
 	 * so the line's own seq counts, not its place. */
 	r->index++;
-	if (seq >= r->logged_seq)
+	if (seq >= r->logged_seq) {
+		line_unref(line);
 		return 1;
+	}
 	if (seq > r->after_seq) {
 		r->count++;
 		if (r->fn)
-			r->fn(r->ctx, line, len);
+			r->fn(r->ctx, line);
 	}
+	line_unref(line);
 	return 0;
 }
 
@@ -205,8 +216,8 @@ json_t *jobs_status_json(struct jobs *j)
 	}
 	list_each(q, &j->queue)
 		json_array_append_new(queued, json_string(list_item(q, struct job, qlink)->id));
-	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, "queued", queued,
-			  "running", running);
+	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, vocab_state_name(JOB_QUEUED), queued,
+			  vocab_state_name(JOB_RUNNING), running);
 	if (!in_service && !list_empty(&j->queue))
 		json_object_set_new(reply, "waiting", json_string(
 			"no slot is in service (every gpu failed its health check): "
@@ -223,8 +234,9 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 		struct job *job = j->all[i];
 		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
 			"job", job->id, "state", state_name(job),
-			"verdict", state_name(job) == jobs__state_names[job->state] ?
-				   jobs__str_or_null(job->verdict) : json_null(),
+			"verdict", state_name(job) == vocab_state_name(job->state) ?
+				   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
+				   json_null(),
 			"submitted", jobs__str_or_null(job->submitted),
 			"finished", jobs__str_or_null(job->finished),
 			"baseline", jobs__str_or_null(job->args.baseline),

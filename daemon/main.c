@@ -370,13 +370,12 @@ static const struct server_stats *daemon_server_stats(void *ctx)
 	return d->srv ? server_stats(d->srv) : NULL;
 }
 
-static void on_line(void *ctx, const char *job, long seq, const char *line, size_t len,
-		    bool verdict)
+static void on_line(void *ctx, const char *job, const struct line *line)
 {
 	struct daemon *d = ctx;
 
 	if (d->http && !d->http_closed)
-		http_on_line(d->http, job, seq, line, len, verdict);
+		http_on_line(d->http, job, line);
 }
 
 /* The HTTP endpoint goes first (its event streams end, its responses

@@ -12,6 +12,7 @@
 #include "daemon/http.h"
 #include "daemon/jobs.h"
 #include "daemon/server.h"
+#include "proto/vocab.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"
@@ -59,35 +60,38 @@ static void head(struct text *t, const char *name, const char *type, const char 
 	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static const char *const state_names[] = {
-	"queued", "running", "done", "cancelled", "interrupted",
-};
-#define NSTATES (sizeof state_names / sizeof state_names[0])
+/* A verdict's label: its word, "other" for the last kind (one of no
+ * known word). */
+static const char *verdict_label(int k)
+{
+	const char *w = vocab_verdict_name((enum run_verdict)k);
+
+	return w ? w : "other";
+}
 
 static void jobs_gauges(struct text *t, struct jobs *j)
 {
 	json_t *l = jobs_list_json(j, 1 << 30), *jobs = json_object_get(l, "jobs"), *o;
-	long by_state[NSTATES] = {0}, by_verdict[JOBS_VERDICT_KINDS] = {0};
+	long by_state[JOB_STATE_UNKNOWN + 1] = {0}, by_verdict[JOBS_VERDICT_KINDS] = {0};
 	size_t i;
 
 	json_array_foreach(jobs, i, o) {
 		const char *st = json_string_value(json_object_get(o, "state"));
 		const char *v = json_string_value(json_object_get(o, "verdict"));
 
-		for (size_t k = 0; st && k < NSTATES; k++)
-			if (!strcmp(st, state_names[k]))
-				by_state[k]++;
+		by_state[vocab_state_parse(st)]++;
 		if (v)
-			by_verdict[jobs_verdict_kind(v)]++;
+			by_verdict[vocab_verdict_parse(v)]++;
 	}
 	json_decref(l);
 	head(t, "qual_jobs", "gauge", "Jobs in the state directory, by state.");
-	for (size_t k = 0; k < NSTATES; k++)
-		put(t, "qual_jobs{state=\"%s\"} %ld\n", state_names[k], by_state[k]);
+	for (int k = 0; k < JOB_STATE_UNKNOWN; k++)
+		put(t, "qual_jobs{state=\"%s\"} %ld\n", vocab_state_name((enum job_state)k),
+		    by_state[k]);
 	head(t, "qual_jobs_by_verdict", "gauge",
 	     "Jobs in the state directory that have a verdict, by verdict.");
 	for (int k = 0; k < JOBS_VERDICT_KINDS; k++)
-		put(t, "qual_jobs_by_verdict{verdict=\"%s\"} %ld\n", jobs_verdict_kinds[k],
+		put(t, "qual_jobs_by_verdict{verdict=\"%s\"} %ld\n", verdict_label(k),
 		    by_verdict[k]);
 }
 
@@ -98,7 +102,7 @@ static void slot_gauges(struct text *t, struct jobs *j)
 	size_t i;
 
 	head(t, "qual_queue_length", "gauge", "Jobs waiting for a slot.");
-	put(t, "qual_queue_length %zu\n", json_array_size(json_object_get(st, "queued")));
+	put(t, "qual_queue_length %zu\n", json_array_size(json_object_get(st, vocab_state_name(JOB_QUEUED))));
 	head(t, "qual_slot_up", "gauge", "1 while the slot is in service, 0 out of it.");
 	json_array_foreach(slots, i, o) {
 		json_t *dev = json_object_get(o, "device");
@@ -146,7 +150,7 @@ static void ended(struct text *t, const struct jobs_stats *s)
 	head(t, "qual_jobs_ended_total", "counter",
 	     "Jobs that ended since quald started, by verdict.");
 	for (int k = 0; k < JOBS_VERDICT_KINDS; k++)
-		put(t, "qual_jobs_ended_total{verdict=\"%s\"} %llu\n", jobs_verdict_kinds[k],
+		put(t, "qual_jobs_ended_total{verdict=\"%s\"} %llu\n", verdict_label(k),
 		    s->ended[k]);
 	head(t, "qual_job_duration_seconds", "histogram",
 	     "Seconds from a job's worker start to its verdict, jobs ended since quald started.");

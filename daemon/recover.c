@@ -28,6 +28,8 @@
 
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/line.h"
+#include "proto/vocab.h"
 
 /* The start of the note recovery writes for records lost in the middle. */
 #define LOST_NOTE_PREFIX "stored log lost "
@@ -54,29 +56,45 @@ static int keep_last(void *ctx, const char *line, size_t len)
 {
 	struct last_line *l = ctx;
 
-	/* The cheap tests first: most lines are neither. */
+	/* Only the lines that may be a verdict or a note are parsed (once,
+	 * here): a start-up reads every stored job's log, mostly pair lines. */
 	if ((!l->verdict && memmem(line, len, "\"verdict\"", 9)) ||
 	    memmem(line, len, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
-		json_t *o = json_loadb(line, len, 0, NULL);
-		const char *type = json_string_value(json_object_get(o, "type"));
-		const char *code = json_string_value(json_object_get(o, "code"));
-		const char *message = json_string_value(json_object_get(o, "message"));
+		struct line *o;
+		const char *message;
 
-		if (!l->verdict && type && !strcmp(type, "verdict")) {
-			l->verdict = o;
-			o = NULL;
-		} else if (type && !strcmp(type, "error") && code &&
-			   lines_code_parse(code) == LINES_CODE_INTERNAL && message &&
+		if (line_parse(line, len, &o) < 0)
+			goto keep;
+		message = json_string_value(json_object_get(o->obj, "message"));
+		if (!l->verdict && line_is_verdict(o)) {
+			l->verdict = json_incref(o->obj);
+		} else if (o->type == LINES_ERROR && o->code == LINES_CODE_INTERNAL && message &&
 			   !strncmp(message, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
 			free(l->note);
 			l->note = xstrdup(message);
 		}
-		json_decref(o);
+		line_unref(o);
 	}
+keep:
 	free(l->text);
 	l->text = xmalloc(len + 1);
 	memcpy(l->text, line, len + 1);
 	return 0;
+}
+
+/* The seq of the log's last line (parsed once, here), or fallback when it
+ * has none. */
+static long last_seq(const struct last_line *l, long fallback)
+{
+	struct line *o;
+	long seq = fallback;
+
+	if (l->text && line_parse(l->text, strlen(l->text), &o) == 0) {
+		if (o->seq >= 0)
+			seq = o->seq;
+		line_unref(o);
+	}
+	return seq;
 }
 
 static void copy_field(json_t *o, const char *key, char *out, size_t cap)
@@ -90,12 +108,13 @@ static void copy_field(json_t *o, const char *key, char *out, size_t cap)
 static int state_take(struct job *job, json_t *state, struct qual_msg *msg)
 {
 	json_t *v;
-	int st = jobs__state_parse(json_string_value(json_object_get(state, "state")));
+	enum job_state st = vocab_state_parse(json_string_value(json_object_get(state,
+										 "state")));
 
-	if (st < 0)
+	if (st == JOB_STATE_UNKNOWN)
 		return qual_fail(msg, QUAL_EINVAL, "unknown state in its state.json");
-	job->state = (enum job_state)st;
-	copy_field(state, "verdict", job->verdict, sizeof job->verdict);
+	job->state = st;
+	job->verdict = vocab_verdict_parse(json_string_value(json_object_get(state, "verdict")));
 	copy_field(state, "submitted", job->submitted, sizeof job->submitted);
 	copy_field(state, "started", job->started, sizeof job->started);
 	copy_field(state, "finished", job->finished, sizeof job->finished);
@@ -131,32 +150,35 @@ static void job_settle(struct jobs *j, struct job *job, json_t *verdict, const c
 	    info.type == LINES_VERDICT) {
 		/* The verdict line was synced before the state was replaced: the
 		 * job ended, the state file just did not say so yet. */
-		snprintf(job->verdict, sizeof job->verdict, "%s",
-			 info.verdict ? info.verdict : "error");
-		job->state = !strcmp(job->verdict, "cancelled") ? JOB_CANCELLED :
-			     !strcmp(job->verdict, "interrupted") ? JOB_INTERRUPTED :
-			     JOB_DONE;
+		enum run_verdict v = vocab_verdict_parse(info.verdict);
+
+		/* A stored verdict line passed lines_check(): its verdict is
+		 * known. */
+		job->verdict = v != RUN_VERDICT_UNKNOWN ? v : RUN_ERROR;
+		job->state = v == RUN_CANCELLED ? JOB_CANCELLED :
+			     v == RUN_INTERRUPTED ? JOB_INTERRUPTED : JOB_DONE;
 		if (!job->finished[0])
 			jobs__now(job->finished);
 		jobs__state_save(j, job);
 	} else if (job->state == JOB_RUNNING) {
-		jobs__end_here(j, job, JOB_INTERRUPTED, "interrupted",
+		jobs__end_here(j, job, JOB_INTERRUPTED, RUN_INTERRUPTED,
 			       "the daemon stopped while this job ran", false);
 	} else if (job->state == JOB_QUEUED && !job_pinned(job)) {
 		/* Its worker would resolve the paths again: never run it. */
 		oplog_warn("job '%s': %s: ended with an error", job->id, RECOVER_UNPINNED);
 		jobs__put_error(j, job, LINES_CODE_USAGE, RECOVER_UNPINNED, false);
-		jobs__end_here(j, job, JOB_DONE, "error", RECOVER_UNPINNED, false);
+		jobs__end_here(j, job, JOB_DONE, RUN_ERROR, RECOVER_UNPINNED, false);
 	} else if (job->state != JOB_QUEUED && info.type != LINES_VERDICT) {
 		/* Finished, but its verdict line is gone: one from the daemon
 		 * says so, keeping the state it finished in. */
 		snprintf(message, sizeof message, "the verdict record of this job was "
 			 "lost from its stored log (its state said '%s')",
-			 job->verdict[0] ? job->verdict : "none");
+			 vocab_verdict_name(job->verdict) ? vocab_verdict_name(job->verdict) :
+			 "none");
 		job->damaged = true;
 		oplog_warn("job '%s': %s: an error verdict takes its place", job->id,
 			   message);
-		jobs__put_verdict(j, job, "error", message, false);
+		jobs__put_verdict(j, job, RUN_ERROR, message, false);
 		jobs__log_close(j, job);
 		jobs__state_save(j, job);
 	} else if (job->damaged) {
@@ -198,8 +220,7 @@ static struct job *job_recover(struct jobs *j, long num)
 	}
 	/* Records lost before the last one leave a gap in the seqs: the next
 	 * seq follows the last line's. */
-	job->next_seq = last.text ? jobs__line_seq(last.text, strlen(last.text),
-						   info.lines - 1) + 1 : info.lines;
+	job->next_seq = last_seq(&last, info.lines - 1) + 1;
 	if (job->next_seq < info.lines)
 		job->next_seq = info.lines;
 	job->logged_seq = job->next_seq;

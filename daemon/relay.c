@@ -10,6 +10,7 @@
 #include "common/lines.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "proto/line.h"
 
 static bool is_space(char c)
 {
@@ -28,25 +29,27 @@ static void *must(void *p)
 	return p;
 }
 
-/* o (borrowed) with job and seq set, written compact, into *out. */
-static void dump_with_ids(json_t *o, const char *job, long seq, char **out,
-			  size_t *outlen)
+/* The line of o (taken) with job and seq set, written compact. */
+static struct line *line_with_ids(json_t *o, const char *job, long seq)
 {
+	char *text;
+
 	json_object_set_new(o, "job", json_string(job));
 	json_object_set_new(o, "seq", json_integer(seq));
-	*out = must(json_dumps(o, JSON_COMPACT));
-	*outlen = strlen(*out);
+	text = must(json_dumps(o, JSON_COMPACT));
+	return line_take(o, text, strlen(text));
 }
 
 int relay_line(const char *in, size_t len, const char *job, long seq,
-	       char **out, size_t *outlen, json_t **obj, struct qual_msg *msg)
+	       struct line **out, struct qual_msg *msg)
 {
 	json_error_t jerr;
+	struct line *l;
+	size_t outlen;
+	char *text;
 	json_t *o;
 
 	*out = NULL;
-	*outlen = 0;
-	*obj = NULL;
 	while (len > 0 && is_space(in[len - 1]))
 		len--;
 	while (len > 0 && is_space(in[0])) {
@@ -75,15 +78,14 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 		/* Valid UTF-8 (the quote is) and whole: RELAY_QUOTE_MAX is
 		 * far below the size of msg->text. */
 		o = must(json_pack("{s:s,s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
-				   "setup", "code", lines_code_name(LINES_CODE_BAD_LINE),
+				   "setup", "code", vocab_code_name(LINES_CODE_BAD_LINE),
 				   "arm", "case", "message", msg->text));
-		dump_with_ids(o, job, seq, out, outlen);
-		*obj = o;
+		*out = line_with_ids(o, job, seq);
 		return QUAL_EINVAL;
 	}
 	if (json_object_get(o, "job") || json_object_get(o, "seq")) {
 		/* Not the engine's doing; keep ours authoritative. */
-		dump_with_ids(o, job, seq, out, outlen);
+		*out = line_with_ids(o, job, seq);
 	} else {
 		/* The engine's bytes as they are, with ours spliced in before
 		 * the closing brace. */
@@ -96,11 +98,15 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 			oplog(LOG_ERR, "job id '%.32s...' is too long", job);
 			abort();
 		}
-		*out = xmalloc(len - 1 + (size_t)n + 1);
-		memcpy(*out, in, len - 1);
-		memcpy(*out + len - 1, ids, (size_t)n + 1);
-		*outlen = len - 1 + (size_t)n;
+		outlen = len - 1 + (size_t)n;
+		text = xmalloc(outlen + 1);
+		memcpy(text, in, len - 1);
+		memcpy(text + len - 1, ids, (size_t)n + 1);
+		/* The object stays the worker's; the ids it goes out with are
+		 * the line's own fields. */
+		*out = l = line_take(o, text, outlen);
+		l->seq = seq;
+		snprintf(l->job, sizeof l->job, "%s", job);
 	}
-	*obj = o;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "proto/line.h"
 
 /* Bytes of a line that is not a JSON object quoted in the error line made of
  * it: enough to recognise what printed it, short enough for a log line. */
@@ -19,8 +20,8 @@
 /* Makes the job line for one worker line: in[0, len), without its newline,
  * any bytes at all. Spaces, tabs, "\r" and "\n" around it are dropped first.
  *
- *   blank          returns 0 with *out and *obj NULL: nothing to relay.
- *   a JSON object  returns 0. *out is its bytes unchanged with
+ *   blank          returns 0 with *out NULL: nothing to relay.
+ *   a JSON object  returns 0. *out's text is its bytes unchanged with
  *                  ,"job":JOB,"seq":SEQ spliced in before the closing brace
  *                  (so numbers keep the engine's exact text). An object that
  *                  already has "job" or "seq" is not the engine's doing: it
@@ -34,10 +35,12 @@
  *                  NUL, as '?').
  *
  * job is a job id (letters and digits, written as they are); seq >= 0.
- * *out is NUL-terminated, *outlen bytes before the NUL, and the caller frees
- * it; *obj is the object the line holds (new reference: the parsed input, or
- * the error line), for the caller to inspect. */
+ * *out is a new line (proto/line.h, one reference for the caller): the one
+ * parse of the worker's line in quald, which every later hop (the log, the
+ * fanout, the HTTP streams) takes as it is. Its text is what goes on; its
+ * seq and job are the given ones; its obj is the parsed input (without the
+ * spliced ids) or the error line, for the caller to inspect. */
 int relay_line(const char *in, size_t len, const char *job, long seq,
-	       char **out, size_t *outlen, json_t **obj, struct qual_msg *msg);
+	       struct line **out, struct qual_msg *msg);
 
 #endif

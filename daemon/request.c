@@ -12,7 +12,9 @@
 #include "common/err.h"
 #include "common/sampling.h"
 #include "common/xalloc.h"
+#include "common/calib_record.h"
 #include "proto/settings.h"
+#include "proto/vocab.h"
 
 /* Limits on what a request may carry, beyond the line length. Paths are at
  * most PATH_MAX (4096 on Linux, with the NUL); a case name is short (the
@@ -30,7 +32,6 @@
  * table qual-run reads its options by too. */
 #define REQUEST_MAX_LIMIT 1000
 #define REQUEST_DEFAULT_LIMIT 20
-#define REQUEST_MAX_CALIBRATE 100   /* stats/calib.h: CALIB_MAX_RUNS */
 #define REQUEST_MAX_SLOT 1023
 
 static const char *const op_names[] = {
@@ -107,16 +108,11 @@ static bool depth_exceeds(const char *s, size_t len, int limit)
 	return false;
 }
 
+/* The one rule for job ids (proto/vocab.h): ids start at j000001, as the
+ * store numbers them, so that this door refuses what the store would. */
 static bool is_job_id(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (n < 7 || n > 31 || s[0] != 'j')
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	return true;
+	return vocab_job_id_parse(s) > 0;
 }
 
 /* A string field: absent leaves *out alone and returns 0 (required fields
@@ -338,7 +334,7 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	if ((rc = get_labels(o, &s->labels, msg)) < 0)
 		return rc;
 	x = 0;
-	if ((rc = get_integer(o, "calibrate", 1, REQUEST_MAX_CALIBRATE, &x, msg)) < 0)
+	if ((rc = get_integer(o, "calibrate", 1, CALIB_MAX_RUNS, &x, msg)) < 0)
 		return rc;
 	s->calibrate = (int)x;
 	if (json_object_get(o, "slot")) {

@@ -23,6 +23,7 @@
 
 #include "common/lines.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"
@@ -50,8 +51,8 @@ void server__status_update(struct server *s)
 	if (!s->jobs || s->stopping || !s->cfg.on_status)
 		return;
 	st = jobs_status_json(s->jobs);
-	queued = status_count(st, "queued");
-	running = status_count(st, "running");
+	queued = status_count(st, vocab_state_name(JOB_QUEUED));
+	running = status_count(st, vocab_state_name(JOB_RUNNING));
 	json_decref(st);
 	if (queued == s->last_queued && running == s->last_running)
 		return;
@@ -75,7 +76,7 @@ static void do_submit(struct conn *c, struct request *r)
 	/* The queue's length from the jobs module's status, plus the submits
 	 * still being checked (each may join it). */
 	st = jobs_status_json(s->jobs);
-	queued = status_count(st, "queued");
+	queued = status_count(st, vocab_state_name(JOB_QUEUED));
 	json_decref(st);
 	if (queued + s->submits_pending >= s->cfg.max_queued) {
 		char m[96];
@@ -122,7 +123,7 @@ static void on_submitted(void *ctx, int status, const char *job, int position,
 	o = conn__reply_new("submit", id);
 	json_object_set_new(o, "job", json_string(job));
 	json_object_set_new(o, "position", json_integer(position));
-	json_object_set_new(o, "state", json_string("queued"));
+	json_object_set_new(o, "state", json_string(vocab_state_name(JOB_QUEUED)));
 	conn__send_json(c, o);
 	if ((c->flags & CONN_F_SUBMIT_FOLLOW) && !(c->flags & CONN_F_WATCHING) && !s->stopping)
 		fanout__follow(c, job);
@@ -134,11 +135,10 @@ out:
 	conn__unref(c);
 }
 
-static void ignore_line(void *ctx, const char *line, size_t len)
+static void ignore_line(void *ctx, struct line *line)
 {
 	(void)ctx;
 	(void)line;
-	(void)len;
 }
 
 static void do_watch(struct conn *c, struct request *r)
@@ -186,9 +186,11 @@ struct collect {
 	size_t cap;
 };
 
-static void collect_each(void *ctx, const char *line, size_t len)
+static void collect_each(void *ctx, struct line *l)
 {
 	struct collect *x = ctx;
+	const char *line = l->text;
+	size_t len = l->len;
 
 	if (x->b->len + len + 1 > x->cap) {
 		while (x->b->len + len + 1 > x->cap)
@@ -300,7 +302,7 @@ static void do_cancel(struct conn *c, struct request *r)
 	}
 	o = conn__reply_new("cancel", r->id);
 	json_object_set_new(o, "job", json_string(r->job));
-	json_object_set_new(o, "state", json_string("cancelled"));
+	json_object_set_new(o, "state", json_string(vocab_state_name(JOB_CANCELLED)));
 	conn__send_json(c, o);
 	server__status_update(c->srv);
 }

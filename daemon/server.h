@@ -42,6 +42,7 @@
 
 #include "common/err.h"
 #include "daemon/jobs.h"
+#include "proto/line.h"
 
 #define SERVER_DEFAULT_CLIENT_BUFFER (8u << 20) /* bytes of pending output */
 #define SERVER_MIN_CLIENT_BUFFER (64u << 10)
@@ -148,10 +149,10 @@ int server_open(uv_loop_t *loop, const struct server_config *cfg,
 struct jobs *server_jobs(struct server *s);
 
 /* Calls fn for every line of every job too, after the server's own
- * connections had it (the HTTP endpoint's event streams: main.c); verdict
- * says it is the job's verdict line. NULL: none. */
-typedef void (*server_line_fn)(void *ctx, const char *job, long seq, const char *line,
-			       size_t len, bool verdict);
+ * connections had it (the HTTP endpoint's event streams: main.c); line is
+ * borrowed (proto/line.h: line_is_verdict says it is the job's verdict
+ * line). NULL: none. */
+typedef void (*server_line_fn)(void *ctx, const char *job, const struct line *line);
 void server_set_line_hook(struct server *s, server_line_fn fn, void *ctx);
 
 /* The server's counts (valid until server_close's done runs). */

@@ -284,8 +284,7 @@ void conn__auth_timer_arm(struct server *s);
 
 /* jobs_line_cb: every line of every job, after it is in the job's log, to
  * the connections that follow or watch it. ctx is the server. */
-void fanout__on_line(void *ctx, const char *job, long seq, const char *line,
-		     size_t len);
+void fanout__on_line(void *ctx, const char *job, struct line *line);
 
 /* After a submit's reply: the job's lines so far, then its live lines until
  * its verdict. */

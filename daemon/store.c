@@ -29,6 +29,7 @@
 #include "common/xalloc.h"
 #include "daemon/oplog.h"
 #include "daemon/store_internal.h"
+#include "proto/vocab.h"
 
 /* ---- fatal failures --------------------------------------------------------- */
 
@@ -322,24 +323,12 @@ void store_free(struct store *s)
 
 void store_id_format(long num, char *out, size_t cap)
 {
-	snprintf(out, cap, "j%06ld", num);
+	vocab_job_id_format(num, out, cap);
 }
 
 long store_id_parse(const char *id)
 {
-	const char *p;
-	long num = 0;
-
-	if (!id || id[0] != 'j')
-		return -1;
-	for (p = id + 1; *p; p++) {
-		if (*p < '0' || *p > '9' || num > (LONG_MAX - 9) / 10)
-			return -1;
-		num = num * 10 + (*p - '0');
-	}
-	if (p - (id + 1) < 6 || num < 1)
-		return -1;
-	return num;
+	return vocab_job_id_parse(id);
 }
 
 static int num_cmp(const void *a, const void *b)

@@ -112,7 +112,8 @@ struct store;
 int store_open(const char *dir, struct store **out, struct qual_msg *msg);
 void store_free(struct store *s);
 
-/* The job id of number num (>= 1) into out ("j000001"). */
+/* The job id of number num (>= 1) into out ("j000001"): proto/vocab.h's one
+ * rule for job ids, which every door takes. */
 void store_id_format(long num, char *out, size_t cap);
 
 /* The number of a job id, or -1 when id is not one ("j" and 6+ digits). */

@@ -17,6 +17,7 @@
 
 #include "common/fsutil.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 #include "daemon/oplog.h"
 #include "daemon/store_internal.h"
@@ -443,27 +444,13 @@ static int keep_last(void *ctx, const char *line, size_t len)
 	return 0;
 }
 
-static bool line_is_verdict(const char *line)
+/* The seq after the last line's (its seq), or fallback when there is no
+ * last line or it has none: records may have been lost before it, so the
+ * count of records is not the next seq. */
+static long line_next_seq(const struct line *last, long fallback)
 {
-	json_t *o = line ? json_loads(line, 0, NULL) : NULL;
-	const char *type = json_string_value(json_object_get(o, "type"));
-	bool verdict = type && !strcmp(type, "verdict");
+	long next = last && last->seq >= 0 ? last->seq + 1 : fallback;
 
-	json_decref(o);
-	return verdict;
-}
-
-/* The seq after line's (its "seq" member), or fallback when line is NULL or
- * has none: records may have been lost before it, so the count of records
- * is not the next seq. */
-static long line_next_seq(const char *line, long fallback)
-{
-	json_t *o = line ? json_loads(line, 0, NULL) : NULL;
-	json_t *seq = json_object_get(o, "seq");
-	long next = json_is_integer(seq) && json_integer_value(seq) >= 0 ?
-		    (long)json_integer_value(seq) + 1 : fallback;
-
-	json_decref(o);
 	return next > fallback ? next : fallback;
 }
 
@@ -473,6 +460,7 @@ int store_log_repair(struct store *s, const char *id,
 	struct store_log_info now;
 	char path[PATH_MAX], text[256];
 	char *last = NULL, *line = NULL;
+	struct line *parsed = NULL;
 	json_t *note = NULL;
 	int fd = -1, rc;
 
@@ -506,12 +494,15 @@ int store_log_repair(struct store *s, const char *id,
 		goto out;
 	info->lines = now.lines;
 	info->good_bytes = now.good_bytes;
-	if (line_is_verdict(last))
+	/* The last line, parsed once: whether it is the verdict, its seq. */
+	if (last)
+		(void)line_parse(last, strlen(last), &parsed);
+	if (parsed && line_is_verdict(parsed))
 		goto out;
 	note = json_pack("{s:s,s:s,s:s,s:n,s:n,s:s,s:s,s:I}", "type", "error", "stage",
-			 "setup", "code", lines_code_name(LINES_CODE_INTERRUPTED), "arm",
+			 "setup", "code", vocab_code_name(LINES_CODE_INTERRUPTED), "arm",
 			 "case", "message", text, "job", id, "seq",
-			 (json_int_t)line_next_seq(last, now.lines));
+			 (json_int_t)line_next_seq(parsed, now.lines));
 	line = note ? json_dumps(note, JSON_COMPACT) : NULL;
 	if (!line) {
 		rc = store__fail_io(true, msg, "cannot encode the torn-log line of job '%s'", id);
@@ -524,6 +515,7 @@ int store_log_repair(struct store *s, const char *id,
 out:
 	free(line);
 	json_decref(note);
+	line_unref(parsed);
 	free(last);
 	close(fd);
 	return rc;

@@ -98,6 +98,8 @@
 #include "daemon/jobs_internal.h"
 #include "daemon/relay.h"
 #include "daemon/oplog.h"
+#include "proto/line.h"
+#include "proto/vocab.h"
 
 /* Bytes of a worker's stderr kept for messages (its last lines). */
 #define WORKER_STDERR_KEEP 4096
@@ -114,7 +116,8 @@
 
 /* What a worker's relayed lines said, for its job's end. */
 struct worker_lines {
-	char verdict[32];          /* its verdict line's; "" = none yet */
+	enum run_verdict verdict;  /* its verdict line's; RUN_VERDICT_UNKNOWN:
+				    * none yet */
 	bool blames_candidate;     /* a line blamed the candidate */
 	bool candidate_crashed;    /* an error line: the candidate's compiler
 				    * crashed (code compile_crashed); struck */
@@ -233,13 +236,15 @@ static void worker_stderr_last(const struct worker *w, char *out, size_t cap)
 }
 
 /* Notes what a relayed line says about blame and the end of the job, from
- * its type, arm and code (info: lines_classify()'s). */
-static void worker_inspect(struct worker *w, const struct lines_info *info)
+ * its type, verdict, arm and code. */
+static void worker_inspect(struct worker *w, const struct line *l)
 {
-	switch (info->type) {
+	const struct lines_info *info = &l->info;
+
+	switch (l->type) {
 	case LINES_VERDICT:
-		snprintf(w->seen.verdict, sizeof w->seen.verdict, "%s",
-			 info->verdict && *info->verdict ? info->verdict : "error");
+		/* lines_check() took only a verdict of the table. */
+		w->seen.verdict = l->verdict != RUN_VERDICT_UNKNOWN ? l->verdict : RUN_ERROR;
 		break;
 	case LINES_ERROR:
 		w->seen.gpu_bad |= info->gpu_faulted || info->gpu_hung;
@@ -257,8 +262,7 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 		}
 		break;
 	case LINES_CASE_VERDICT:
-		if (info->verdict && !strcmp(info->verdict, "fail") &&
-		    lines_blames_candidate(info))
+		if (l->case_verdict == VERDICT_FAIL && lines_blames_candidate(info))
 			w->seen.blames_candidate = true;
 		break;
 	default:
@@ -266,13 +270,10 @@ static void worker_inspect(struct worker *w, const struct lines_info *info)
 	}
 }
 
-/* Counts a refused line (o: the object, borrowed; why: lines_check()'s). */
-static void worker_refuse(struct worker *w, json_t *o, const struct qual_msg *why)
+/* Counts a refused line (l: borrowed; why: lines_check()'s). */
+static void worker_refuse(struct worker *w, const struct line *l, const struct qual_msg *why)
 {
-	struct lines_info info;
-
-	lines_classify(o, &info);
-	if (info.type == LINES_VERDICT)
+	if (line_is_verdict(l))
 		w->seen.verdict_refused = true;
 	if (w->seen.refused++ == 0) {
 		snprintf(w->seen.refused_why, sizeof w->seen.refused_why, "%.*s",
@@ -298,93 +299,81 @@ static void worker_say_refused(struct worker *w)
 	jobs__put_error(w->j, w->job, LINES_CODE_FOREIGN_LINE, text, true);
 }
 
-const char *jobs__verdict(const struct job *job)
+enum run_verdict jobs__verdict(const struct job *job)
 {
-	if (job->verdict[0] || !job->w)
+	if (job->verdict != RUN_VERDICT_UNKNOWN || !job->w)
 		return job->verdict;
 	return job->w->seen.verdict;
 }
 
-/* Relays one worker line (len bytes, no newline). */
+/* Relays one worker line (len bytes, no newline): parsed here once
+ * (relay_line), and the struct line goes on to the log and the followers. */
 static int worker_relay(void *ctx, const char *line, size_t len)
 {
 	struct worker *w = ctx;
 	struct jobs *j = w->j;
 	struct job *job = w->job;
-	struct lines_info info;
 	struct qual_msg m;
-	size_t n;
-	json_t *o;
-	char *text;
+	struct line *l;
 	int rc;
 
-	if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
+	if (w->seen.verdict != RUN_VERDICT_UNKNOWN || w->stop == WORKER_STOP_LOG_OVER) {
 		w->seen.dropped++;
 		return 0;
 	}
-	rc = relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
-	if (!text)
+	rc = relay_line(line, len, job->id, job->next_seq, &l, &m);
+	if (!l)
 		return 0; /* a blank line */
 	/* An object of the worker's (not the error line relay_line() made of
 	 * a line that is no object) must be one of the engine's lines; after
 	 * a refused verdict line no verdict line is taken. */
 	if (rc == 0) {
-		int bad = lines_check(o, &m);
+		int bad = lines_check(l->obj, &m);
 
-		if (!bad && w->seen.verdict_refused) {
-			lines_classify(o, &info);
-			if (info.type == LINES_VERDICT)
-				bad = qual_fail(&m, QUAL_EINVAL,
-						"a verdict line after a refused one");
-		}
+		if (!bad && w->seen.verdict_refused && line_is_verdict(l))
+			bad = qual_fail(&m, QUAL_EINVAL, "a verdict line after a refused one");
 		if (bad) {
-			worker_refuse(w, o, &m);
-			free(text);
-			json_decref(o);
+			worker_refuse(w, l, &m);
+			line_unref(l);
 			return 0;
 		}
-		lines_classify(o, &info);
-		if (info.type == LINES_VERDICT && w->seen.refused && !w->seen.refused_said) {
+		if (line_is_verdict(l) && w->seen.refused && !w->seen.refused_said) {
 			/* The foreign_line error line goes before the verdict,
 			 * which then takes the next seq. */
 			worker_say_refused(w);
-			free(text);
-			json_decref(o);
-			(void)relay_line(line, len, job->id, job->next_seq, &text, &n, &o, &m);
+			line_unref(l);
+			(void)relay_line(line, len, job->id, job->next_seq, &l, &m);
 		}
 	}
-	if (w->seen.bytes + (long long)n + 1 > j->max_log_bytes) {
+	if (w->seen.bytes + (long long)l->len + 1 > j->max_log_bytes) {
 		/* The line is not logged; the daemon's verdict line follows
 		 * (a few hundred bytes past the limit at most). */
 		w->seen.dropped++;
 		worker_kill_for(w, WORKER_STOP_LOG_OVER);
-		free(text);
-		json_decref(o);
+		line_unref(l);
 		return 0;
 	}
-	w->seen.bytes += (long long)n + 1;
+	w->seen.bytes += (long long)l->len + 1;
 	/* A line that was not an object became an error line with code
 	 * bad_line and arm null: it blames no one and ends nothing. */
-	lines_classify(o, &info);
-	worker_inspect(w, &info);
-	if (info.type == LINES_VERDICT)
-		calib__take_verdict(j, job, w->slot, o);
-	if (w->seen.verdict[0] && !w->exited && w->stop == WORKER_RUNNING) {
+	worker_inspect(w, l);
+	if (line_is_verdict(l))
+		calib__take_verdict(j, job, w->slot, l->obj);
+	if (w->seen.verdict != RUN_VERDICT_UNKNOWN && !w->exited &&
+	    w->stop == WORKER_RUNNING) {
 		double limit_ms = 1000.0 * j->job_timeout_s;
 		uv_timer_start(&w->timer, worker_timer,
 			       limit_ms < WORKER_AFTER_VERDICT_MS ? (uint64_t)limit_ms :
 			       WORKER_AFTER_VERDICT_MS, 0);
 	}
-	jobs__put(j, job, text, n, info.type == LINES_CASE_VERDICT ||
-		  info.type == LINES_VERDICT, true);
-	free(text);
-	json_decref(o);
+	jobs__put(j, job, l, l->type == LINES_CASE_VERDICT || line_is_verdict(l), true);
+	line_unref(l);
 	return 0;
 }
 
 /* The verdict and message of a job whose worker ended without a verdict
  * line, from why it stopped. */
-static enum job_state worker_verdict(const struct worker *w, const char **verdict,
+static enum job_state worker_verdict(const struct worker *w, enum run_verdict *verdict,
 				     char *message, size_t cap)
 {
 	const struct jobs *j = w->j;
@@ -394,18 +383,18 @@ static enum job_state worker_verdict(const struct worker *w, const char **verdic
 		     (w->exited && !sig && status == QUAL_EXIT_FAIL);
 
 	worker_stderr_last(w, tail, sizeof tail);
-	*verdict = blame ? "fail" : "error";
+	*verdict = blame ? RUN_FAIL : RUN_ERROR;
 	switch (w->stop) {
 	case WORKER_STOP_UNSTARTED:
-		*verdict = "error";
+		*verdict = RUN_ERROR;
 		snprintf(message, cap, "%s", w->start_error.text);
 		break;
 	case WORKER_STOP_CANCELLED:
-		*verdict = "cancelled";
+		*verdict = RUN_CANCELLED;
 		snprintf(message, cap, "cancelled while running");
 		return JOB_CANCELLED;
 	case WORKER_STOP_SHUTDOWN:
-		*verdict = "interrupted";
+		*verdict = RUN_INTERRUPTED;
 		snprintf(message, cap, "the daemon stopped while this job ran");
 		return JOB_INTERRUPTED;
 	case WORKER_STOP_LINE_OVER:
@@ -433,7 +422,7 @@ static enum job_state worker_verdict(const struct worker *w, const char **verdic
 			/* Never the candidate's result, even when the engine's
 			 * error line names its arm (a library gone missing
 			 * since the submit). */
-			*verdict = "error";
+			*verdict = RUN_ERROR;
 			snprintf(message, cap, "worker refused the job%s%s",
 				 tail[0] ? ": " : "", tail);
 		} else if (w->seen.verdict_refused) {
@@ -458,12 +447,12 @@ static void worker_conclude(struct worker *w)
 	struct job *job = w->job;
 	enum job_state state = JOB_DONE;
 	char message[1024];
-	const char *verdict;
+	enum run_verdict verdict;
 
 	if (!job)
 		return;
-	if (w->seen.verdict[0]) {
-		snprintf(job->verdict, sizeof job->verdict, "%s", w->seen.verdict);
+	if (w->seen.verdict != RUN_VERDICT_UNKNOWN) {
+		job->verdict = w->seen.verdict;
 		if (w->seen.dropped)
 			oplog_warn("job '%s': dropped %ld worker line%s after its verdict",
 				   job->id, w->seen.dropped, w->seen.dropped == 1 ? "" : "s");
@@ -523,7 +512,7 @@ static void worker_maybe_finish(struct worker *w)
 		 * lines_splitter_finish(), as in qual-run's own relay). */
 		char text[160];
 
-		if (w->seen.verdict[0] || w->stop == WORKER_STOP_LOG_OVER) {
+		if (w->seen.verdict != RUN_VERDICT_UNKNOWN || w->stop == WORKER_STOP_LOG_OVER) {
 			w->seen.dropped++;
 		} else {
 			snprintf(text, sizeof text, "worker's output was cut off: its last "
@@ -659,7 +648,7 @@ static void worker_timer(uv_timer_t *t)
 	if (w->stop == WORKER_RUNNING) {
 		/* The job's time limit, or the grace after its verdict line
 		 * (then the verdict stands). */
-		worker_term_for(w, w->seen.verdict[0] ? WORKER_STOP_AFTER_VERDICT :
+		worker_term_for(w, w->seen.verdict != RUN_VERDICT_UNKNOWN ? WORKER_STOP_AFTER_VERDICT :
 					WORKER_STOP_TIMEOUT);
 		return;
 	}
@@ -831,13 +820,14 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	if (worker_fixtures_allowed(j, job, &why) < 0) {
 		oplog_warn("job '%s': %s: ended with an error", job->id, why.text);
 		jobs__put_error(j, job, LINES_CODE_USAGE, why.text, true);
-		jobs__end_here(j, job, JOB_DONE, "error", why.text, true);
+		jobs__end_here(j, job, JOB_DONE, RUN_ERROR, why.text, true);
 		jobs__schedule_soon(j);
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
 	w->j = j;
 	w->job = job;
+	w->seen.verdict = RUN_VERDICT_UNKNOWN;
 	w->slot = slot;
 	j->slots[slot].state = SLOT_RUNNING;
 	j->slots[slot].w = w;

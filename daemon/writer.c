@@ -14,6 +14,7 @@
 #include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "daemon/oplog.h"
+#include "proto/line.h"
 
 enum op_kind { OP_CREATE, OP_STATE, OP_APPEND, OP_CLOSE, OP_FILE, OP_REMOVE };
 
@@ -23,7 +24,10 @@ struct op {
 	char id[STORE_ID_MAX];
 	json_t *request, *state;   /* OP_CREATE, OP_STATE: our copies */
 	struct writer_log *log;    /* OP_APPEND, OP_CLOSE */
-	char *line;                /* OP_APPEND, OP_FILE: a copy */
+	char *line;                /* OP_FILE: a copy; OP_APPEND: text's */
+	struct line *text;         /* OP_APPEND: a reference to the line,
+				    * taken and dropped on the loop; the
+				    * thread reads its bytes only */
 	char *path;                /* OP_FILE: the file replaced */
 	mode_t mode;               /* OP_FILE */
 	size_t len;
@@ -141,7 +145,10 @@ static void op_free(struct op *op)
 {
 	json_decref(op->request);
 	json_decref(op->state);
-	free(op->line);
+	if (op->text)
+		line_unref(op->text);
+	else
+		free(op->line);
 	free(op->path);
 	if (op->kind == OP_CLOSE)
 		free(op->log);
@@ -182,7 +189,7 @@ static void writer_async(uv_async_t *a)
 		if (op->cb) {
 			struct writer_done d = { op->status,
 						 op->status < 0 ? op->msg.text : NULL,
-						 op->line, op->len, op->tag };
+						 op->text, op->tag };
 			op->cb(op->ctx, &d);
 		}
 		op_free(op);
@@ -312,16 +319,15 @@ struct writer_log *writer_log_new(struct writer *w, const char *id)
 	return l;
 }
 
-void writer_log_append(struct writer_log *l, const char *line, size_t len,
+void writer_log_append(struct writer_log *l, struct line *line,
 		       bool sync, long tag, writer_done_fn cb, void *ctx)
 {
 	struct op *op = op_new(OP_APPEND, l->id, cb, ctx);
 
 	op->log = l;
-	op->line = xmalloc(len + 1);
-	memcpy(op->line, line, len);
-	op->line[len] = '\0';
-	op->len = len;
+	op->text = line_ref(line);
+	op->line = line->text;
+	op->len = line->len;
 	op->sync = sync;
 	op->tag = tag;
 	op_push(l->w, op);

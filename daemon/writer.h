@@ -30,18 +30,18 @@
 
 #include "common/err.h"
 #include "daemon/store.h"
+#include "proto/line.h"
 
 struct writer;
 struct writer_log;
 
 /* What a request's callback is told: its status (0 or a negative code, with
- * message set), and for an append the line (as given, valid during the
- * call) and the tag it was given. */
+ * message set), and for an append the line (as given, borrowed: take a
+ * reference to keep it) and the tag it was given. */
 struct writer_done {
 	int status;
 	const char *message;
-	const char *line;
-	size_t len;
+	struct line *line;
 	long tag;
 };
 typedef void (*writer_done_fn)(void *ctx, const struct writer_done *d);
@@ -75,10 +75,11 @@ void writer_file_replace(struct writer *w, const char *path, const char *text, s
  * Ended with writer_log_close(), which takes it. */
 struct writer_log *writer_log_new(struct writer *w, const char *id);
 
-/* store_log_append in the thread: a copy of line, synced when sync; cb (may
- * be NULL) runs once on the loop after the write (and sync) returned, with
- * tag handed back. */
-void writer_log_append(struct writer_log *l, const char *line, size_t len,
+/* store_log_append in the thread: line's text (a reference to line is held
+ * until cb has run; the thread reads its bytes, never its count), synced
+ * when sync; cb (may be NULL) runs once on the loop after the write (and
+ * sync) returned, with line and tag handed back. */
+void writer_log_append(struct writer_log *l, struct line *line,
 		       bool sync, long tag, writer_done_fn cb, void *ctx);
 
 /* Syncs and closes the log in the thread, after the appends before it; l is

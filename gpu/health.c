@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 
 /* Written by hand after nvcc -ptx of the CUDA C below, with the ISA lowered to
@@ -195,7 +196,7 @@ json_t *health_json(const struct health_report *r)
 {
 	json_t *line = json_pack("{s:s,s:b}", "type", "health", "ok", r->ok);
 	const struct gpu_info *in = &r->info;
-	const char *code = lines_code_name(r->code);
+	const char *code = vocab_code_name(r->code);
 
 	json_object_set_new(line, "code", code ? json_string(code) : json_null());
 	json_object_set_new(line, "device", r->have_device ?

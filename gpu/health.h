@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "common/lines.h"
+#include "proto/line.h"
 #include "gpu/gpu.h"
 
 /* The default deadline of each wait of the check. The whole check takes a

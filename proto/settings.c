@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/gate.h"
 #include "common/sampling.h"
 #include "common/xalloc.h"
 
-static const char *const mode_words[] = {"default", "cu", "wgp", NULL};
-static const char *const rule_words[] = {"beyond", "significant", NULL};
-static const char *const undecided_words[] = {"pass", "regression", NULL};
+/* The processor mode's words (compile/rtc_mode.h's enum rtc_mode, in its
+ * order), said here because quald's request parser and qual-run's options
+ * read them from this table, and compile/ names its modes by them. */
+const char *const settings_mode_words[] = {"default", "cu", "wgp", NULL};
 
 #define OFF(m) offsetof(struct qual_settings, m)
 #define MAX_PATH 4095   /* PATH_MAX less its NUL */
@@ -45,7 +47,7 @@ static const struct settings_field fields[] = {
 	 .doors = SETTINGS_BOTH, .lo = 0.1, .hi = 86400, .unit = "seconds",
 	 .offset = OFF(compile_timeout_s)},
 	{.key = "mode", .option = "mode", .kind = SETTINGS_WORD, .doors = SETTINGS_BOTH,
-	 .words = mode_words, .type_first = true, .offset = OFF(mode)},
+	 .words = settings_mode_words, .type_first = true, .offset = OFF(mode)},
 	{.key = "max_pairs", .option = "max-pairs", .kind = SETTINGS_INT,
 	 .doors = SETTINGS_BOTH, .lo = QUAL_MIN_PAIRS, .hi = 1000000,
 	 .offset = OFF(max_pairs)},
@@ -53,11 +55,11 @@ static const struct settings_field fields[] = {
 	 .doors = SETTINGS_BOTH, .lo = 0, .lo_open = true, .hi = 86400, .floor = 0.001,
 	 .unit = "seconds", .offset = OFF(max_seconds)},
 	{.key = "gate_slower", .option = "gate-slower", .kind = SETTINGS_WORD,
-	 .doors = SETTINGS_BOTH, .words = rule_words, .offset = OFF(gate_slower)},
+	 .doors = SETTINGS_BOTH, .words = gate_rule_words, .offset = OFF(gate_slower)},
 	{.key = "gate_faster", .option = "gate-faster", .kind = SETTINGS_WORD,
-	 .doors = SETTINGS_BOTH, .words = rule_words, .offset = OFF(gate_faster)},
+	 .doors = SETTINGS_BOTH, .words = gate_rule_words, .offset = OFF(gate_faster)},
 	{.key = "undecided", .option = "undecided", .kind = SETTINGS_WORD,
-	 .doors = SETTINGS_BOTH, .words = undecided_words, .offset = OFF(undecided)},
+	 .doors = SETTINGS_BOTH, .words = gate_undecided_words, .offset = OFF(undecided)},
 	{.key = "compile_only", .option = "compile-only", .kind = SETTINGS_BOOL,
 	 .doors = SETTINGS_BOTH, .offset = OFF(compile_only)},
 	{.key = "follow", .kind = SETTINGS_BOOL, .doors = SETTINGS_QUALD, .def = 1,

@@ -196,4 +196,8 @@ json_t *settings_table_json(void);
 /* Frees a NULL-terminated list (NULL: nothing). */
 void settings_list_free(char **list);
 
+/* The processor mode's words, NULL-terminated, in the order of
+ * compile/rtc_mode.h's enum rtc_mode, which names its modes by them. */
+extern const char *const settings_mode_words[];
+
 #endif

@@ -31,8 +31,10 @@
 #include "common/exitcode.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "proto/vocab.h"
 #include "stats/calib.h"
 
 /* The worker's --help is a few KiB; it must answer within this. */
@@ -60,14 +62,10 @@ struct run_state {
 /* A run's verdict word as the worker may write it, or NULL. */
 static const char *known_verdict(const char *v)
 {
-	static const char *const words[] = {
-		"improvement", "neutral", "regression", "fail", "error", "not_timed",
-	};
+	enum run_verdict r = vocab_verdict_parse(v);
 
-	for (size_t i = 0; v && i < sizeof words / sizeof words[0]; i++)
-		if (strcmp(v, words[i]) == 0)
-			return words[i];
-	return NULL;
+	/* The engine's own: not quald's cancelled or interrupted. */
+	return r <= RUN_NOT_TIMED ? vocab_verdict_name(r) : NULL;
 }
 
 /* Whether the worker's --help lists --sample-identical. */
@@ -348,20 +346,20 @@ int main(int argc, char **argv)
 				 "runs made no A/A comparisons", key);
 		json_decref(rec);
 		rec = NULL;
-		json_object_set_new(line, "verdict", json_string("not_timed"));
+		json_object_set_new(line, "verdict", json_string(vocab_verdict_name(RUN_NOT_TIMED)));
 		json_object_set_new(line, "timed", json_boolean(false));
 		json_object_set_new(line, "message", json_string(text));
 		json_object_set_new(line, "calibration", json_null());
 		json_object_set_new(line, "calibration_because", json_string(text));
 	} else {
-		json_object_set_new(line, "verdict", json_string("neutral"));
+		json_object_set_new(line, "verdict", json_string(vocab_verdict_name(RUN_NEUTRAL)));
 		json_object_set_new(line, "timed", json_boolean(true));
 		snprintf(text, sizeof text, "calibration of %s: %ld run%s, %lld A/A "
 			 "comparisons, %lld called slower or faster", key, runs,
 			 runs == 1 ? "" : "s",
 			 (long long)json_integer_value(json_object_get(rec, "comparisons")),
-			 (long long)(json_integer_value(json_object_get(rec, "slower")) +
-				     json_integer_value(json_object_get(rec, "faster"))));
+			 (long long)(json_integer_value(json_object_get(rec, "slower")) + /* vocab:key */
+				     json_integer_value(json_object_get(rec, "faster")))); /* vocab:key */
 		json_object_set_new(line, "message", json_string(text));
 		if (cal.have_settings) {
 			json_object_set_new(line, "alpha", json_real(cal.alpha));

@@ -13,6 +13,7 @@
 #include "common/exitcode.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "common/fsutil.h"

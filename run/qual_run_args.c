@@ -175,7 +175,7 @@ static const struct opts_entry options[] = {
 		"interval wholly above 1 + margin; default) or\nsignificant (any slower case)"),
 	SETTING("gate-faster", "R", "the same for an improvement (default beyond)"),
 	SETTING("undecided", "U", "a case still undecided at the cap: pass (default) or\n"
-		"regression"),
+		"regression"), /* vocab:key (the gate word, in prose) */
 	{"sample-identical", NULL, OPTS_FLAG, AT(cfg.stats.sample_identical), .help =
 		"sample and decide identical code by its timing like\nany other case (its "
 		"verdict stays identical; the\ncase_verdict's timing_verdict is the A/A "

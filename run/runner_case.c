@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/lines.h"
+#include "proto/line.h"
 
 static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		       struct arm *a)

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "common/lines.h"
+#include "proto/line.h"
 #include "gpu/clocks.h"
 #include "run/cache.h"
 
@@ -338,7 +339,7 @@ void runner__emit_stop(struct run *run)
 			       run->crash_signal ? LINES_CODE_SESSION_FAILED : LINES_CODE_GPU_FAULT;
 
 	json_object_set_new(line, "stage", json_string("time"));
-	json_object_set_new(line, "code", json_string(lines_code_name(code)));
+	json_object_set_new(line, "code", json_string(vocab_code_name(code)));
 	json_object_set_new(line, "arm", json_null());
 	json_object_set_new(line, "case", json_null());
 	json_object_set_new(line, "message", lines_text(run->stop_reason));

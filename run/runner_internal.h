@@ -14,6 +14,7 @@
 
 #include "common/child.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/timesplit.h"
 #include "compile/rtc.h"
 #include "fixtures/fixture.h"

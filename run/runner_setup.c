@@ -17,6 +17,7 @@
 
 #include "common/exitcode.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 #include "proto/settings.h"
 

@@ -26,6 +26,7 @@
 #include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 
 /* ---- the relay -------------------------------------------------------- */

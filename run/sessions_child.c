@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/lifetime.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 
 /* The work of a session started before the compiles, as the supervisor

@@ -139,8 +139,8 @@ int calib_take_line(struct calib *c, json_t *line)
 static void counts_into(json_t *o, long n, long slower, long faster)
 {
 	json_object_set_new(o, "comparisons", json_integer(n));
-	json_object_set_new(o, "slower", json_integer(slower));
-	json_object_set_new(o, "faster", json_integer(faster));
+	json_object_set_new(o, "slower", json_integer(slower)); /* vocab:key */
+	json_object_set_new(o, "faster", json_integer(faster)); /* vocab:key */
 	json_object_set_new(o, "false_alarm_rate",
 			    n ? json_real((double)(slower + faster) / (double)n) : json_null());
 	/* The counts fit an int: CALIB_MAX_RUNS runs of CALIB_MAX_CASES cases. */

@@ -11,6 +11,7 @@
 #include "common/lines.h"
 #include "common/xalloc.h"
 #include "proto/settings.h"
+#include "proto/vocab.h"
 
 void judge_init(struct judge *j)
 {
@@ -93,9 +94,9 @@ void judge_case_not_applicable(struct judge_case *c, const char *why)
 }
 
 /* Verdicts without statistics: nothing was timed. */
-static bool verdict_untimed(enum stats_verdict v)
+static bool verdict_untimed(enum case_verdict v)
 {
-	return v == VERDICT_FAIL || v == VERDICT_NOT_TIMED || v == VERDICT_NOT_APPLICABLE;
+	return vocab_case_verdict_kind(v) != CASE_MEASURED;
 }
 
 /* The layout test of a case (stats/layout.h), null when it has fewer than
@@ -218,7 +219,8 @@ static json_t *case_verdict_line(const struct judge *j, const struct judge_case 
 	json_object_set_new(line, "stopped", json_string(stop_name(j, c, s)));
 	if (st->within_margin)
 		json_object_set_new(line, "within_margin",
-				    json_string(st->within_margin > 0 ? "slower" : "faster"));
+				    json_string(vocab_case_verdict_name(st->within_margin > 0 ?
+							      VERDICT_SLOWER : VERDICT_FASTER)));
 	json_object_set_new(line, "beyond_margin", json_boolean(st->beyond_margin));
 	/* What the timing alone says of identical code (an A/A control). */
 	if (c->identical_code)
@@ -305,8 +307,8 @@ static json_t *gate_json(const struct judge *j, const struct stats_settings *s)
 			json_array_append_new(imp, json_string(j->cases[i].name));
 	}
 	return json_pack("{s:s,s:s,s:s,s:o,s:o}",
-			 "slower", gate_rule_name(s->gate_slower),
-			 "faster", gate_rule_name(s->gate_faster),
+			 "slower", gate_rule_name(s->gate_slower), /* vocab:key */
+			 "faster", gate_rule_name(s->gate_faster), /* vocab:key */
 			 "undecided", gate_undecided_name(s->undecided),
 			 "regression_cases", reg, "improvement_cases", imp);
 }
@@ -346,9 +348,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	any_timed |= j->timed;
 	*not_timed = !any_timed;
 
-	name = stats_run_verdict_name(v);
-	if (*not_timed && v != RUN_FAIL && v != RUN_ERROR)
-		name = "not_timed";
+	name = vocab_verdict_name(*not_timed && v != RUN_FAIL && v != RUN_ERROR ? RUN_NOT_TIMED :
+				  v);
 	line = lines_new("verdict");
 	json_object_set_new(line, "verdict", json_string(name));
 	json_object_set_new(line, "timed", json_boolean(any_timed));
@@ -377,7 +378,8 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 			json_array_append_new(cases, json_string(j->cases[i].name));
 	json_object_set_new(line, "layout_sensitive", cases);
 	if (n_not_applicable > 0)
-		json_object_set_new(line, "not_applicable", json_integer(n_not_applicable));
+		json_object_set_new(line, vocab_case_verdict_name(VERDICT_NOT_APPLICABLE),
+				    json_integer(n_not_applicable));
 	json_object_set_new(line, "alpha", json_real(s->alpha));
 	json_object_set_new(line, "margin", json_real(s->margin));
 	json_object_set_new(line, "gate", gate_json(j, s));
@@ -633,16 +635,5 @@ int judge_take_line(struct judge *j, struct stats_settings *run_settings,
 
 int judge_exit_status(enum run_verdict v)
 {
-	switch (v) {
-	case RUN_IMPROVEMENT:
-	case RUN_NEUTRAL:
-		return QUAL_EXIT_PASS;
-	case RUN_REGRESSION:
-		return QUAL_EXIT_REGRESSION;
-	case RUN_FAIL:
-		return QUAL_EXIT_FAIL;
-	case RUN_ERROR:
-		break;
-	}
-	return QUAL_EXIT_ERROR;
+	return vocab_verdict_exit(v);
 }

@@ -11,36 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/vocab.h"
+
 /* ---- per case ---- */
 
-/* The names of enum stats_verdict and enum run_verdict, in their order. */
-static const char *const verdict_names[] = {
-	"equivalent", "faster", "slower", "inconclusive", "identical", "fail", "not_timed",
-	"not_applicable",
-};
-static const char *const run_verdict_names[] = {
-	"improvement", "neutral", "regression", "fail", "error",
-};
-_Static_assert(sizeof verdict_names / sizeof verdict_names[0] == VERDICT_NOT_APPLICABLE + 1,
-	       "a name for every stats_verdict");
-_Static_assert(sizeof run_verdict_names / sizeof run_verdict_names[0] == RUN_ERROR + 1,
-	       "a name for every run_verdict");
-
-/* names[v] of the n names, or "unknown" for a value outside them. */
-static const char *name_in(const char *const *names, size_t n, int v)
+/* A verdict's word is the vocabulary's (proto/vocab.h); "unknown" outside
+ * it, for a reader that prints whatever it is given. */
+const char *stats_verdict_name(enum case_verdict v)
 {
-	return v >= 0 && (size_t)v < n ? names[v] : "unknown";
-}
+	const char *w = vocab_case_verdict_name(v);
 
-const char *stats_verdict_name(enum stats_verdict v)
-{
-	return name_in(verdict_names, sizeof verdict_names / sizeof verdict_names[0], (int)v);
+	return w ? w : "unknown";
 }
 
 const char *stats_run_verdict_name(enum run_verdict v)
 {
-	return name_in(run_verdict_names, sizeof run_verdict_names / sizeof run_verdict_names[0],
-		       (int)v);
+	const char *w = vocab_verdict_name(v);
+
+	return w ? w : "unknown";
 }
 
 void stats_settings_init(struct stats_settings *s)

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "common/gate.h"
+#include "proto/vocab.h"
 
 /* Exact two-sided sign test: the probability, under Binomial(n, 1/2), of a
  * split at least as uneven as k of n, min(1, 2 P(X <= min(k, n - k))).
@@ -109,20 +110,10 @@ struct stats_pair {
 	int block;
 };
 
-enum stats_verdict {
-	VERDICT_EQUIVALENT,
-	VERDICT_FASTER,
-	VERDICT_SLOWER,
-	VERDICT_INCONCLUSIVE,
-	VERDICT_IDENTICAL,
-	VERDICT_FAIL,
-	VERDICT_NOT_TIMED,
-	VERDICT_NOT_APPLICABLE, /* the case cannot run on the target: never
-				 * compiled, never timed (a wgmma case off sm_90) */
-};
-/* "equivalent", "faster", "slower", "inconclusive", "identical", "fail",
- * "not_timed", "not_applicable"; "unknown" for a value outside the enum. */
-const char *stats_verdict_name(enum stats_verdict v);
+/* A case's verdict is the shared vocabulary's (proto/vocab.h: enum
+ * case_verdict, VERDICT_EQUIVALENT, ...): its word, "unknown" for a value
+ * outside the enum. */
+const char *stats_verdict_name(enum case_verdict v);
 
 struct stats_settings {
 	double alpha;   /* default 0.05 */
@@ -192,7 +183,7 @@ struct stats_case {
 	double log_ratio_sd;   /* sample sd (n - 1) of the per-pair log ratio */
 	double unit_log_ratio_sd; /* sample sd of the units' log ratios */
 	bool identical_code;
-	enum stats_verdict verdict;
+	enum case_verdict verdict;
 	/* Sequential sampling (stats_looks()): with more than one planned
 	 * look, p is the sequential p-value, min over the looks taken of
 	 * min(1, p_k / w_k), and [ratio_lo, ratio_hi] the running intersection
@@ -216,7 +207,7 @@ struct stats_case {
 	 * inconclusive), set for every timed case: for one with identical
 	 * code, the verdict its timing would have had (an A/A false alarm when
 	 * slower or faster). */
-	enum stats_verdict timing_verdict;
+	enum case_verdict timing_verdict;
 };
 
 /* Summarises one case's pairs (no verdict yet): overwrites all of *out, with
@@ -239,15 +230,10 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 void stats_judge_run(struct stats_case *cases, int ncases,
 		     const struct stats_settings *s);
 
-enum run_verdict {
-	RUN_IMPROVEMENT,
-	RUN_NEUTRAL,
-	RUN_REGRESSION,
-	RUN_FAIL,
-	RUN_ERROR,
-};
-/* "improvement", "neutral", "regression", "fail", "error"; "unknown" for a
- * value outside the enum. */
+/* A run's verdict is the shared vocabulary's (proto/vocab.h: enum
+ * run_verdict); a run is judged RUN_IMPROVEMENT to RUN_ERROR, the others are
+ * its owner's (not_timed) or quald's. */
+/* v's word (proto/vocab.h); "unknown" for a value outside the enum. */
 const char *stats_run_verdict_name(enum run_verdict v);
 
 /* The run verdict, by precedence fail > error > regression > improvement >

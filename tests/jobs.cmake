@@ -7,7 +7,7 @@ qual_unit_tests(test_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_store.c
                 LABEL unit TIMEOUT 30
                 SOURCES ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/store_log.c
                         ${PROJECT_SOURCE_DIR}/daemon/oplog.c
-                LIBS qual_common PkgConfig::JANSSON OpenSSL::Crypto)
+                LIBS qual_proto qual_common PkgConfig::JANSSON OpenSSL::Crypto)
 
 # Jobs: a real loop, fake workers and a fake compile helper (the folder name
 # of the candidate library picks what they do), and the real qual-compile

@@ -1,4 +1,20 @@
 # proto/: the contracts that cross process boundaries, each against its own
-# test file in tests/unit/proto/ (settings: the table and its codecs).
-qual_unit_tests(test_proto_settings ${CMAKE_CURRENT_SOURCE_DIR}/unit/proto/test_settings.c
-                LABEL unit PREFIX proto_settings TIMEOUT 60 LIBS qual_proto)
+# test file in tests/unit/proto/ (settings: the table and its codecs; vocab:
+# the shared words and the job id rule; line: a line parsed once). Pure; no
+# processes, no files.
+foreach(t settings vocab line)
+  qual_unit_tests(test_proto_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/proto/test_${t}.c
+                  LABEL unit PREFIX proto_${t} TIMEOUT 60 LIBS qual_proto)
+endforeach()
+
+# The vocabulary's words are written only in proto/vocab.{c,h}
+# (tests/tools/vocab_words.py): vocab_words checks the tree, and
+# vocab_words_planted that the check finds a literal planted in a scratch
+# tree and passes a clean one.
+add_test(NAME vocab_words
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/vocab_words.py
+                 ${PROJECT_SOURCE_DIR})
+set_tests_properties(vocab_words PROPERTIES LABELS unit TIMEOUT 60)
+add_test(NAME vocab_words_planted
+         COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/vocab_words.py --plant)
+set_tests_properties(vocab_words_planted PROPERTIES LABELS unit TIMEOUT 30)

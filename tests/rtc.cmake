@@ -49,7 +49,7 @@ endforeach()
 
 # rtc_NAME: the tests of test_rtc.c, on every shim and the real qual-compile.
 qual_unit_tests(test_rtc ${CMAKE_CURRENT_SOURCE_DIR}/unit/compile/test_rtc.c
-                LABEL unit TIMEOUT 120 LIBS qual_rtc_test_lib)
+                LABEL unit TIMEOUT 120 LIBS qual_rtc_test_lib qual_proto)
 add_dependencies(test_rtc qual_shims qual-compile)
 target_compile_definitions(test_rtc PRIVATE
   RTC_TEST_HELPER="$<TARGET_FILE:qual-compile>"

@@ -26,6 +26,8 @@
 #                         export --csv (parsed) and --lnt (LNT's shape)
 #   service_retention     --keep-jobs 2: the oldest of three pruned, show
 #                         says unknown job, a new id after a restart
+#   service_parse_once    each job line parsed once in quald and once in
+#                         qualctl (jansson's parses counted by count_loads)
 #
 # The shim libraries are named by generator expressions, which resolve when
 # the build system is generated, so this file does not depend on being
@@ -34,9 +36,16 @@
 set(QUAL_SERVICE_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
     "A hiprtc, for the mismatched-abi refusal (skipped when missing)")
 
+# service_parse_once: each line of a job parsed once in quald and once in
+# qualctl (proto/line.h), counted by tests/shims/count_loads.c, an
+# LD_PRELOAD library that records every json_loadb and json_loads call.
+add_library(count_loads SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/count_loads.c)
+target_include_directories(count_loads PRIVATE ${JANSSON_INCLUDE_DIRS})
+target_link_libraries(count_loads PRIVATE ${CMAKE_DL_LIBS})
+
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
   foreach(scenario full journal concurrent watch cancel sigkill shim_crash shim_hang bad_requests
-                   history retention)
+                   history retention parse_once)
     add_test(NAME service_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/service_test.py
                      --quald $<TARGET_FILE:quald>
@@ -49,8 +58,10 @@ if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
                      --nvrtc ${QUAL_SERVICE_NVRTC}
                      --nvrtc-alt ${QUAL_SERVICE_NVRTC_ALT}
                      --hiprtc ${QUAL_SERVICE_HIPRTC}
+                     --count-loads $<TARGET_FILE:count_loads>
                      ${scenario})
     # Each scenario stays under a minute (the driver stops itself at 100 s).
     set_tests_properties(service_${scenario} PROPERTIES LABELS integration TIMEOUT 120)
   endforeach()
 endif()
+

@@ -147,8 +147,8 @@ static void submitter_line(struct lconn *c, const char *line, size_t len, int64_
 	const char *op = json_string_value(json_object_get(o, "op"));
 
 	if (type && !strcmp(type, "reply") && op && !strcmp(op, "status")) {
-		size_t queued = json_array_size(json_object_get(o, "queued"));
-		size_t running = json_array_size(json_object_get(o, "running"));
+		size_t queued = json_array_size(json_object_get(o, "queued")); /* vocab:key */
+		size_t running = json_array_size(json_object_get(o, "running")); /* vocab:key */
 		if (!G.settling)
 			G.queued_seen = (long)queued;
 		else if (queued == 0 && running == 0)

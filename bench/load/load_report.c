@@ -182,7 +182,7 @@ done:
 	free(line);
 	snprintf(path, sizeof path, "%s/jobs/j%06ld/state.json", G.state, num);
 	st = json_load_file(path, 0, NULL);
-	if (!st || strcmp(json_string_value(json_object_get(st, "state")) ?: "", "done"))
+	if (!st || strcmp(json_string_value(json_object_get(st, "state")) ?: "", "done")) /* vocab:key */
 		lc->not_done++;
 	json_decref(st);
 	if (why[0]) {

@@ -40,9 +40,9 @@ static struct jobs *jobs;
 static char root[] = "/tmp/qual-fuzz-http-XXXXXX";
 static char sock_path[128];
 
-static void on_line(void *ctx, const char *job, long seq, const char *line, size_t len)
+static void on_line(void *ctx, const char *job, struct line *line)
 {
-	(void)ctx, (void)job, (void)seq, (void)line, (void)len;
+	(void)ctx, (void)job, (void)line;
 }
 
 /* One finished job in the store, so that the job routes have lines. */

@@ -17,7 +17,8 @@
  *                   reading of the line, a NUL byte anywhere making it not
  *                   JSON); the output is the error line of relay.h (code
  *                   bad_line), whose message is msg's text.
- *   always          *obj says what the output says (the caller inspects it
+ *   always          the line's seq and job are the given ones; its obj says
+ *                   what the output says (the caller inspects it
  *                   for blame and the end of the job); ASan (relay_line gets
  *                   a copy of exactly the line's bytes), UBSan and
  *                   LeakSanitizer find nothing. */
@@ -49,8 +50,9 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 	struct qual_msg msg = {{0}};
 	const char *t = line, *key;
 	size_t tlen = len, outlen = 12345;
-	char *out = (char *)&msg; /* must be overwritten */
-	json_t *obj = (json_t *)&msg, *in, *o, *v;
+	struct line *l = (struct line *)&msg; /* must be overwritten */
+	char *out;
+	json_t *obj, *in, *o, *v;
 	int rc;
 
 	/* A private copy of exactly len bytes: an overread is ASan's. */
@@ -58,7 +60,10 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 
 	FUZZ_CHECK(copy);
 	memcpy(copy, line, len);
-	rc = relay_line(copy, len, job, seq, &out, &outlen, &obj, &msg);
+	rc = relay_line(copy, len, job, seq, &l, &msg);
+	out = l ? l->text : NULL;
+	outlen = l ? l->len : 0;
+	obj = l ? l->obj : NULL;
 
 	while (tlen > 0 && is_space(t[tlen - 1]))
 		tlen--;
@@ -72,6 +77,7 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 		return;
 	}
 	FUZZ_CHECK(out && obj);
+	FUZZ_CHECK(l->seq == seq && !strcmp(l->job, job));
 	FUZZ_CHECK(strlen(out) == outlen);
 	FUZZ_CHECK(!memchr(out, '\n', outlen));
 
@@ -131,8 +137,7 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 	}
 	json_decref(in);
 	json_decref(o);
-	json_decref(obj);
-	free(out);
+	line_unref(l);
 	free(copy);
 }
 

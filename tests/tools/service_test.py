@@ -1210,7 +1210,61 @@ def scenario_retention(args, root):
         check(seen == {jobs[2], new}, f"watch --after a pruned job saw {seen}")
 
 
+def load_records(path):
+    """(pid, bytes) of every parse tests/shims/count_loads.c recorded."""
+    recs = []
+    with open(path, "rb") as f:
+        data = f.read()
+    i = 0
+    while i < len(data):
+        nl = data.index(b"\n", i)
+        pid, n = (int(x) for x in data[i:nl].split())
+        recs.append((pid, data[nl + 1:nl + 1 + n]))
+        i = nl + 1 + n + 1
+    return recs
+
+
+def scenario_parse_once(args, root):
+    """Each line a worker prints is parsed once in quald (where its relay takes
+    it in) and once in qualctl (where its connection reads it): a compile-only
+    submit with --follow, with jansson's json_loadb and json_loads counted by
+    tests/shims/count_loads.c (LD_PRELOAD) per process. A line of the job as
+    stored is the worker's bytes with quald's ,"job":...,"seq":N spliced in;
+    quald's parses of either count."""
+    check(args.count_loads and os.path.exists(args.count_loads),
+          "parse_once needs --count-loads (tests/shims/count_loads.c, built)")
+    loads = os.path.join(root, "loads")
+    os.environ["LD_PRELOAD"] = args.count_loads
+    os.environ["QUAL_COUNT_LOADS"] = loads
+    try:
+        with serving(Quald(args, root)) as d:
+            p = d.spawn_ctl("submit", args.nvrtc, args.nvrtc_alt, "--case", FAST,
+                            "--compile-only")
+            out, err = p.communicate(timeout=JOB_S)
+            check(p.returncode == 0, f"submit: exit {p.returncode}, expected 0: {err}")
+            m = re.search(r"job (j\d{6,})", out)
+            check(m, f"no job id in the submit's output:\n{out}")
+            job = m.group(1)
+            texts = d.stored_lines(job)
+            qpid = d.pid()
+    finally:
+        del os.environ["LD_PRELOAD"]
+        del os.environ["QUAL_COUNT_LOADS"]
+    recs = load_records(loads)
+    check(len(texts) >= 3, f"job {job} has {len(texts)} lines, expected start, cases, verdict")
+    for text in texts:
+        line = text.encode()
+        worker = re.sub(rb',"job":"j\d+","seq":\d+}$', b"}", line)
+        in_quald = sum(1 for pid, b in recs if pid == qpid and b in (line, worker))
+        in_client = sum(1 for pid, b in recs if pid == p.pid and b == line)
+        check(in_quald == 1, f"quald parsed this line {in_quald} times, expected once: "
+              f"{text[:200]}")
+        check(in_client == 1, f"qualctl parsed this line {in_client} times, expected once: "
+              f"{text[:200]}")
+
+
 SCENARIOS = {
+    "parse_once": scenario_parse_once,
     "history": scenario_history,
     "retention": scenario_retention,
     "full": scenario_full,
@@ -1276,6 +1330,7 @@ def main():
     ap.add_argument("--nvrtc", required=True)
     ap.add_argument("--nvrtc-alt", required=True)
     ap.add_argument("--hiprtc")
+    ap.add_argument("--count-loads", help="tests/shims/count_loads.c's library (parse_once)")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     args.shim = lambda kind: getattr(args, f"shim_{kind}")

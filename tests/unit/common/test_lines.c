@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/timesplit.h"
 #include "tests/unit/test_main.h"
 
@@ -52,17 +53,17 @@ static void test_code_names(void **state)
 	/* Every code between NONE and COUNT has its name, and only those. */
 	assert_int_equal(sizeof names / sizeof names[0], LINES_CODE_COUNT - 1);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		assert_string_equal(lines_code_name(names[i].code), names[i].name);
-		assert_int_equal(lines_code_parse(names[i].name), names[i].code);
+		assert_string_equal(vocab_code_name(names[i].code), names[i].name);
+		assert_int_equal(vocab_code_parse(names[i].name), names[i].code);
 	}
-	assert_null(lines_code_name(LINES_CODE_NONE));
-	assert_null(lines_code_name(LINES_CODE_COUNT));
-	assert_null(lines_code_name((enum lines_code)-1));
-	assert_int_equal(lines_code_parse(NULL), LINES_CODE_NONE);
-	assert_int_equal(lines_code_parse(""), LINES_CODE_NONE);
-	assert_int_equal(lines_code_parse("no_such_code"), LINES_CODE_NONE);
-	assert_int_equal(lines_code_parse("GPU_FAULT"), LINES_CODE_NONE);
-	assert_int_equal(lines_code_parse("gpu_fault "), LINES_CODE_NONE);
+	assert_null(vocab_code_name(LINES_CODE_NONE));
+	assert_null(vocab_code_name(LINES_CODE_COUNT));
+	assert_null(vocab_code_name((enum lines_code)-1));
+	assert_int_equal(vocab_code_parse(NULL), LINES_CODE_NONE);
+	assert_int_equal(vocab_code_parse(""), LINES_CODE_NONE);
+	assert_int_equal(vocab_code_parse("no_such_code"), LINES_CODE_NONE);
+	assert_int_equal(vocab_code_parse("GPU_FAULT"), LINES_CODE_NONE);
+	assert_int_equal(vocab_code_parse("gpu_fault "), LINES_CODE_NONE);
 }
 
 /* Round trip over the whole enum, whatever names says. */
@@ -70,11 +71,11 @@ static void test_code_round_trip(void **state)
 {
 	(void)state;
 	for (int c = LINES_CODE_NONE + 1; c < LINES_CODE_COUNT; c++) {
-		const char *name = lines_code_name((enum lines_code)c);
+		const char *name = vocab_code_name((enum lines_code)c);
 		assert_non_null(name);
-		assert_int_equal(lines_code_parse(name), c);
+		assert_int_equal(vocab_code_parse(name), c);
 		for (int d = LINES_CODE_NONE + 1; d < c; d++)
-			assert_string_not_equal(name, lines_code_name((enum lines_code)d));
+			assert_string_not_equal(name, vocab_code_name((enum lines_code)d));
 	}
 }
 

@@ -14,6 +14,7 @@
 #include <dirent.h>
 
 #include "common/lines.h"
+#include "proto/line.h"
 
 #define AXPY_SOURCE                                                       \
 	"extern \"C\" __global__ void axpy(float a, const float *x, float *y, int n)\n" \

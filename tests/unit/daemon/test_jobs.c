@@ -22,10 +22,11 @@
 #include "daemon/jobs.h"
 #include "daemon/store.h"
 #include "tests/unit/test_main.h"
+#include "proto/line.h"
 
 #define MAX_LINES 4096
 
-struct line {
+struct heard {
 	char job[JOB_ID_MAX];
 	long seq;
 	char *text;
@@ -43,7 +44,7 @@ static struct {
 	char libs[PATH_MAX + 16];
 	char fake[PATH_MAX + 16];
 	char tmp[PATH_MAX + 16];
-	struct line lines[MAX_LINES];
+	struct heard lines[MAX_LINES];
 	int nlines;
 	bool seq_gap;          /* a line's seq was not the job's next */
 	int running, running_max;
@@ -85,8 +86,11 @@ static int device_index(const char *dev)
 	return atoi(dev) & 3;
 }
 
-static void on_line(void *ctx, const char *job, long seq, const char *line, size_t len)
+static void on_line(void *ctx, const char *job, struct line *l)
 {
+	const char *line = l->text;
+	size_t len = l->len;
+	long seq = l->seq;
 	long expect = 0;
 	json_t *o;
 	int i;
@@ -394,9 +398,11 @@ struct collected {
 	int n;
 };
 
-static void collect(void *ctx, const char *line, size_t len)
+static void collect(void *ctx, struct line *l)
 {
 	struct collected *c = ctx;
+	const char *line = l->text;
+	size_t len = l->len;
 
 	assert_int_equal(strlen(line), len);
 	if (c->n < 512)

@@ -21,6 +21,7 @@
 
 #include "common/fsutil.h"
 #include "common/lines.h"
+#include "proto/line.h"
 #include "common/xalloc.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/health.h"

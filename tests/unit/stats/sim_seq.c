@@ -79,7 +79,7 @@ static int binom_upper(int n, double p)
 }
 
 struct run_result {
-	enum stats_verdict verdict[NCASES];
+	enum case_verdict verdict[NCASES];
 	bool decided[NCASES], covered[NCASES], max_pairs[NCASES];
 	int blocks[NCASES];
 	enum run_verdict gate;

@@ -358,7 +358,7 @@ static void test_verdict_nan_interval(void **state)
 	}
 }
 
-static struct stats_case hand_case(double p, int slower, int faster, enum stats_verdict v)
+static struct stats_case hand_case(double p, int slower, int faster, enum case_verdict v)
 {
 	struct stats_case c;
 
@@ -444,14 +444,14 @@ static void test_names(void **state)
 	assert_string_equal(stats_verdict_name(VERDICT_FAIL), "fail");
 	assert_string_equal(stats_verdict_name(VERDICT_NOT_TIMED), "not_timed");
 	assert_string_equal(stats_verdict_name(VERDICT_NOT_APPLICABLE), "not_applicable");
-	assert_string_equal(stats_verdict_name((enum stats_verdict)99), "unknown");
+	assert_string_equal(stats_verdict_name((enum case_verdict)99), "unknown");
 	assert_string_equal(stats_run_verdict_name(RUN_IMPROVEMENT), "improvement");
 	assert_string_equal(stats_run_verdict_name(RUN_NEUTRAL), "neutral");
 	assert_string_equal(stats_run_verdict_name(RUN_REGRESSION), "regression");
 	assert_string_equal(stats_run_verdict_name(RUN_FAIL), "fail");
 	assert_string_equal(stats_run_verdict_name(RUN_ERROR), "error");
 	assert_string_equal(stats_run_verdict_name((enum run_verdict)99), "unknown");
-	assert_string_equal(stats_verdict_name((enum stats_verdict)-1), "unknown");
+	assert_string_equal(stats_verdict_name((enum case_verdict)-1), "unknown");
 	assert_string_equal(stats_run_verdict_name((enum run_verdict)-1), "unknown");
 }
 
