@@ -15,7 +15,7 @@
  *   retention.c    pruning finished jobs (quald --keep-jobs, --keep-days)
  *   children.c     the loop's side of common/child.h (children.h)
  *
- * Every function here is named module__verb (STYLE.md); all run on the
+ * Every function here is named module__verb (docs/style.md); all run on the
  * loop. */
 #ifndef QUAL_DAEMON_JOBS_INTERNAL_H
 #define QUAL_DAEMON_JOBS_INTERNAL_H

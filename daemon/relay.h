@@ -1,6 +1,6 @@
 /* The relay of worker lines (docs/protocol.md, "Job lines"): what quald makes
  * of one line a worker (qual-run) printed on stdout before it goes into the
- * job's log and out to followers. Pure: no I/O, no loop; jobs.c calls it for
+ * job's log and out to followers. Pure: no I/O, no loop; worker.c calls it for
  * each line and the fuzz target (tests/fuzz/fuzz_relay.c) drives it
  * directly. */
 #ifndef QUAL_RELAY_H

@@ -5,7 +5,7 @@
  * and its bytes, so that no later hop parses it again or matches its bytes:
  * the writer, the fanout to followers, the HTTP event streams, the history
  * and the jobs table take the struct. "Parse at the door, pass values
- * inside" (STYLE.md). */
+ * inside" (docs/style.md). */
 #ifndef QUAL_PROTO_LINE_H
 #define QUAL_PROTO_LINE_H
 
