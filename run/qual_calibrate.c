@@ -49,7 +49,9 @@
 
 struct run_state {
 	struct calib *cal;
-	char verdict[32];           /* its verdict line's; "" = none */
+	enum run_verdict verdict;   /* its verdict line's; RUN_VERDICT_UNKNOWN:
+				     * none (a word of no run verdict is
+				     * RUN_ERROR) */
 	char message[512];          /* its verdict line's message, clipped */
 	bool timed;
 	int errors;                 /* error lines seen */
@@ -59,13 +61,11 @@ struct run_state {
 	int foreign;                /* lines that are not JSON objects seen */
 };
 
-/* A run's verdict word as the worker may write it, or NULL. */
-static const char *known_verdict(const char *v)
+/* A run's verdict as the worker may write it: the engine's own (not quald's
+ * cancelled or interrupted); anything else is an error. */
+static enum run_verdict known_verdict(enum run_verdict r)
 {
-	enum run_verdict r = vocab_verdict_parse(v);
-
-	/* The engine's own: not quald's cancelled or interrupted. */
-	return r <= RUN_NOT_TIMED ? vocab_verdict_name(r) : NULL;
+	return r <= RUN_NOT_TIMED ? r : RUN_ERROR;
 }
 
 /* Whether the worker's --help lists --sample-identical. */
@@ -98,11 +98,10 @@ static bool worker_samples_identical(const char *worker)
 /* Whether a run's line is passed on: its start and case_verdict lines, its
  * first CALIBRATE_MAX_ERRORS error lines and every one that says the GPU is
  * suspect (quald's health check reads them); the rest is counted. */
-static bool pass_on(struct run_state *rs, json_t *o)
+static bool pass_on(struct run_state *rs, const struct line *l)
 {
-	struct lines_info info;
+	const struct lines_info info = l->info;
 
-	lines_classify(o, &info);
 	switch (info.type) {
 	case LINES_START:
 	case LINES_CASE_VERDICT:
@@ -124,41 +123,33 @@ static bool pass_on(struct run_state *rs, json_t *o)
 static int take_line(void *ctx, const char *line, size_t len)
 {
 	struct run_state *rs = ctx;
-	json_error_t e;
-	/* A NUL byte makes no line of ours, as quald's relay rules (jansson
-	 * 2.14 skips one after a number or a literal): not JSON, so neither
+	/* The one parse of the line (proto/line.h). One that is not a JSON
+	 * object (a NUL byte included, as quald's relay rules) is neither
 	 * counted nor taken for the verdict. */
-	json_t *o = memchr(line, '\0', len) ? NULL : json_loadb(line, len, 0, &e);
-	const char *type;
+	struct line *l = NULL;
 	bool pass;
 
-	if (o && !json_is_object(o)) {
-		json_decref(o);
-		o = NULL;
-	}
-	type = json_string_value(json_object_get(o, "type"));
-	if (type && strcmp(type, "verdict") == 0) {
-		const char *v = known_verdict(json_string_value(json_object_get(o, "verdict")));
-		const char *msg = json_string_value(json_object_get(o, "message"));
+	(void)line_parse(line, len, &l);
+	if (l && l->type == LINES_VERDICT) {
+		const char *msg = json_string_value(json_object_get(l->obj, "message"));
 
-		/* A verdict that is no run verdict is an error. */
-		snprintf(rs->verdict, sizeof rs->verdict, "%s", v ? v : "error");
+		rs->verdict = known_verdict(l->verdict);
 		snprintf(rs->message, sizeof rs->message, "%s", msg ? msg : "");
-		rs->timed = json_is_true(json_object_get(o, "timed"));
-		json_decref(o);
+		rs->timed = json_is_true(json_object_get(l->obj, "timed"));
+		line_unref(l);
 		return 0;
 	}
-	if (o)
-		(void)calib_take_line(rs->cal, o);
+	if (l)
+		(void)calib_take_line(rs->cal, l->obj);
 	/* The first lines that are not JSON objects are passed on (quald
 	 * refuses them, and says so); the rest are counted, so that a
 	 * misbehaving worker's log stays bounded. */
-	if (!o && ++rs->foreign > CALIBRATE_MAX_ERRORS) {
+	if (!l && ++rs->foreign > CALIBRATE_MAX_ERRORS) {
 		rs->lines_left_out++;
 		return 0;
 	}
-	pass = !o || pass_on(rs, o);
-	json_decref(o);
+	pass = !l || pass_on(rs, l);
+	line_unref(l);
 	if (pass && (fwrite(line, 1, len, stdout) != len || putchar('\n') == EOF ||
 		     fflush(stdout)))
 		return QUAL_EIO;
@@ -175,8 +166,8 @@ static int emit_run(const struct run_state *rs, int run, long runs,
 
 	json_object_set_new(line, "run", json_integer(run));
 	json_object_set_new(line, "runs", json_integer(runs));
-	json_object_set_new(line, "verdict", rs->verdict[0] ? json_string(rs->verdict) :
-				  json_null());
+	json_object_set_new(line, "verdict", rs->verdict != RUN_VERDICT_UNKNOWN ?
+				  json_string(vocab_verdict_name(rs->verdict)) : json_null());
 	json_object_set_new(line, "timed", json_boolean(rs->timed));
 	if (rs->message[0])
 		json_object_set_new(line, "message", text_json_str(rs->message));
@@ -294,7 +285,7 @@ int main(int argc, char **argv)
 
 	calib_init(&cal);
 	for (done = 0; done < runs; done++) {
-		struct run_state rs = {.cal = &cal};
+		struct run_state rs = {.cal = &cal, .verdict = RUN_VERDICT_UNKNOWN};
 		struct child_exit ex;
 
 		if (run_once((const char *const *)wargv, (const char *const *)env, &rs, &ex,
@@ -306,13 +297,14 @@ int main(int argc, char **argv)
 			break;
 		}
 		(void)emit_run(&rs, done + 1, runs, &ex);
-		if (!rs.verdict[0] || strcmp(rs.verdict, "error") == 0 ||
-		    strcmp(rs.verdict, "fail") == 0) {
+		if (rs.verdict == RUN_VERDICT_UNKNOWN || rs.verdict == RUN_ERROR ||
+		    rs.verdict == RUN_FAIL) {
 			char how[64];
+			bool said = rs.verdict != RUN_VERDICT_UNKNOWN;
 
 			snprintf(text, sizeof text, "calibration stopped at run %d of %ld: it "
-				 "ended %s%s (%s)", done + 1, runs, rs.verdict[0] ? "with verdict " :
-				 "without a verdict", rs.verdict,
+				 "ended %s%s (%s)", done + 1, runs, said ? "with verdict " :
+				 "without a verdict", said ? vocab_verdict_name(rs.verdict) : "",
 				 child_exit_text(&ex, how, sizeof how));
 			failed = text;
 			break;
@@ -331,7 +323,7 @@ int main(int argc, char **argv)
 	line = lines_new("verdict");
 	if (failed) {
 		status = QUAL_EXIT_ERROR;
-		json_object_set_new(line, "verdict", json_string("error"));
+		json_object_set_new(line, "verdict", json_string(vocab_verdict_name(RUN_ERROR)));
 		json_object_set_new(line, "timed", json_boolean(false));
 		json_object_set_new(line, "message", json_string(failed));
 		json_object_set_new(line, "calibration", json_null());
