@@ -259,9 +259,6 @@ static int take_entry(const struct settings_field *f, char ***list, json_t *e, s
 	if (json_string_length(e) > f->max_len)
 		return qual_fail(msg, QUAL_EINVAL, "'%s' entry %zu is longer than %zu bytes",
 				 f->key, i, f->max_len);
-	if (n + 1 > f->max_n)
-		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %zu are allowed",
-				 f->key, n + 1, f->max_n);
 	*list = xrealloc(*list, (n + 2) * sizeof **list);
 	(*list)[n] = xstrdup(json_string_value(e));
 	(*list)[n + 1] = NULL;
@@ -281,9 +278,6 @@ static int take_list(const struct settings_field *f, char ***to, json_t *v,
 		return qual_fail(msg, QUAL_EINVAL, "'%s' must be an array of strings", f->key);
 	if (json_array_size(v) == 0 && !f->allow_empty)
 		return qual_fail(msg, QUAL_EINVAL, "'%s' must not be empty", f->key);
-	if (json_array_size(v) > f->max_n)
-		return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %zu are allowed",
-				 f->key, json_array_size(v), f->max_n);
 	json_array_foreach(v, i, e) {
 		if ((rc = take_entry(f, &list, e, i, msg)) < 0) {
 			settings_list_free(list);
@@ -393,7 +387,16 @@ int settings_check(const struct qual_settings *s, struct qual_msg *msg)
 		const struct settings_field *f = &fields[i];
 		size_t n = 0;
 
-		if (f->kind != SETTINGS_LIST || !f->max_json)
+		if (f->kind != SETTINGS_LIST)
+			continue;
+		/* The count is checked here, once every entry is in, at both
+		 * doors: a request's array and qual-run's repeated option are
+		 * refused for the same first bad entry, or else for the same
+		 * count, whatever order their entries came in. */
+		if (list_len(*AT(s, f, char **)) > f->max_n)
+			return qual_fail(msg, QUAL_EINVAL, "'%s' has %zu entries, at most %zu are "
+					 "allowed", f->key, list_len(*AT(s, f, char **)), f->max_n);
+		if (!f->max_json)
 			continue;
 		for (char **p = *AT(s, f, char **); p && *p; p++)
 			n += settings_json_bytes(*p) + 1;

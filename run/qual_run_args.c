@@ -389,8 +389,8 @@ static int apply_settings(struct qual_run_args *a, struct qual_msg *msg)
 	return 0;
 }
 
-/* What no one option says: the settings together (settings_check), a
- * block size that leaves too few blocks for the interval (the run could
+/* What no one option says (the settings together are checked before,
+ * settings_check in qual_run_args_parse): a block size that leaves too few blocks for the interval (the run could
  * never say more than inconclusive), --only-fixtures without fixtures. */
 static int check_whole(struct qual_run_args *a, struct qual_msg *msg)
 {
@@ -398,8 +398,6 @@ static int check_whole(struct qual_run_args *a, struct qual_msg *msg)
 	int blocks = (cfg->pairs + cfg->pairs_per_block - 1) / cfg->pairs_per_block;
 
 	a->line_code = LINES_CODE_USAGE;
-	if (settings_check(&a->set, msg) < 0)
-		return QUAL_EINVAL;
 	if (!cfg->one_load && stats_median_ci_rank(blocks, cfg->stats.conf, NULL) == 0)
 		return qual_fail(msg, QUAL_EINVAL, "%d pairs in blocks of %d make %d block%s, too "
 				 "few for a %g interval of the median (at least 6)", cfg->pairs,
@@ -421,6 +419,13 @@ int qual_run_args_parse(struct qual_run_args *a, int argc, char **argv, struct q
 	first = opts_parse(options, NOPTIONS, argc, argv, a, msg);
 	if (first < 0 || a->help || a->settings_table)
 		return first;
+	/* The settings together first, as quald checks a request before it
+	 * looks at any path in it: e.g. nine --fixtures are refused for their
+	 * count at both doors before any directory is read. */
+	a->line_code = LINES_CODE_USAGE;
+	if (settings_check(&a->set, msg) < 0)
+		return QUAL_EINVAL;
+	a->line_code = -1;
 	if ((rc = apply_settings(a, msg)) < 0)
 		return rc;
 	if (!a->list && !a->health && (rc = check_whole(a, msg)) < 0)

@@ -100,6 +100,13 @@ def cases_of(table):
                         extra))
             out.append((f"{key} {n + 1} entries", key, [f"{opt}={entry}"] * (n + 1), False,
                         extra))
+            # Well over the count, and an empty entry among too many: the
+            # doors must not differ by when they count (a request's whole
+            # array against qual-run's options one at a time).
+            out.append((f"{key} {n + 6} entries", key, [f"{opt}={entry}"] * (n + 6), False,
+                        extra))
+            out.append((f"{key} an empty second entry of {n + 2}", key,
+                        [f"{opt}={entry}", f"{opt}="] + [f"{opt}={entry}"] * n, False, extra))
             if not f["allow_empty"] or key != "cases":
                 out.append((f"{key} an empty entry", key, [f"{opt}="], False, extra))
             if f["max_json"]:
