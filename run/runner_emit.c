@@ -18,8 +18,11 @@ const char *const runner__arm_names[2] = {"baseline", "candidate"};
 
 /* ---- the one way out -------------------------------------------------- */
 
-/* Writes line (stolen) to run->out, fed first to run's judge when fed. The
- * settings a start line carries are read into a copy and dropped: the
+/* Writes line (stolen) to run->out, fed first to run's judge when fed,
+ * its reals rounded to what is written (lines_round_reals()): the judge of
+ * the one process takes each timing as the supervisor of sessions takes it
+ * from the line, and qual-judge from a stored copy. The settings a start
+ * line carries are read into a copy and dropped: the
  * run's own (run->stats) are the ones it judges with, and the start line
  * was made from them. A line the judge cannot read (judge_take_line()
  * refuses it: a pair line without its timings, where a timing was not
@@ -29,6 +32,7 @@ static int write_line(struct run *run, json_t *line, bool fed)
 	struct stats_settings ignored = run->stats;
 	char why[200];
 
+	lines_round_reals(line);
 	if (fed)
 		(void)judge_take_line(&run->judge, &ignored, line, why, sizeof why);
 	return lines_emit(run->out, line);
