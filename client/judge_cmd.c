@@ -12,8 +12,8 @@
 
 #include "common/exitcode.h"
 #include "common/opts.h"
-#include "common/text.h"
 #include "common/timesplit.h"
+#include "proto/settings.h"
 #include "stats/judge.h"
 #include "client/judge_cmd.h"
 #include "client/report.h"
@@ -30,17 +30,33 @@ struct judge_args {
 	bool help;
 };
 
+/* A setting of the run given here instead of the file's: read, checked
+ * and worded by its field in proto/settings.h (settings_from_option()), as
+ * qual-run reads its option and judge_take_line() a start line's value, so
+ * that one value has one range and one refusal everywhere. */
+static int take_real_setting(const char *key, double *to, const char *s,
+			     struct qual_msg *msg)
+{
+	const struct settings_field *f = settings_find_key(key);
+	struct qual_settings set;
+	int rc;
+
+	settings_init(&set);
+	rc = settings_from_option(&set, f, s, msg);
+	if (rc == 0)
+		*to = *(const double *)(const void *)((const char *)&set + f->offset);
+	settings_release(&set);
+	return rc;
+}
+
 static int take_alpha(void *ctx, const char *s, struct qual_msg *msg)
 {
-	struct judge_args *a = ctx;
+	return take_real_setting("alpha", &((struct judge_args *)ctx)->alpha, s, msg);
+}
 
-	if (text_parse_double("--alpha", s, 0, 0.5, &a->alpha, msg) < 0)
-		return QUAL_EINVAL;
-	/* As a file's alpha: a test at level 0 rejects nothing. */
-	if (a->alpha == 0)
-		return qual_fail(msg, QUAL_EINVAL, "--alpha must be a number in (0, 0.5], "
-				 "got '%s'", s);
-	return 0;
+static int take_margin(void *ctx, const char *s, struct qual_msg *msg)
+{
+	return take_real_setting("margin", &((struct judge_args *)ctx)->margin, s, msg);
 }
 
 static int take_gate(const char *which, int *to, const char *s, struct qual_msg *msg)
@@ -96,9 +112,11 @@ static int take_json(void *ctx, const char *s, struct qual_msg *msg)
 /* The judge's options, in the order --help lists them. */
 static const struct opts_entry options[] = {
 	{"alpha", "A", OPTS_CALL, .fn = take_alpha, .help =
-		"significance level of each case's test, 0 < A <= 0.5"},
-	{"margin", "M", OPTS_REAL, AT(margin), 0, 0.5, .help =
-		"equivalence margin on the median ratio, 0 <= M <= 0.5"},
+		"significance level of each case's test, 0 < A <= 0.5\n"
+		"(at least 1e-09), as qual-run's --alpha"},
+	{"margin", "M", OPTS_CALL, .fn = take_margin, .help =
+		"equivalence margin on the median ratio, 0 <= M <= 0.5\n"
+		"(0 or at least 1e-06), as qual-run's --margin"},
 	{"gate-slower", "R", OPTS_CALL, .fn = take_gate_slower, .help =
 		"beyond or significant: which slower cases make a\n"
 		"regression (docs/verdicts.md, The gate)"},

@@ -13,11 +13,34 @@ int lines_emit(FILE *out, json_t *line)
 {
 	int rc = 0;
 
-	if (json_dumpf(line, out, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12)) != 0 ||
+	if (json_dumpf(line, out, JSON_COMPACT | JSON_ENSURE_ASCII |
+		       JSON_REAL_PRECISION(LINES_REAL_DIGITS)) != 0 ||
 	    fputc('\n', out) == EOF || fflush(out) != 0)
 		rc = QUAL_EIO;
 	json_decref(line);
 	return rc;
+}
+
+void lines_round_reals(json_t *v)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+
+	if (json_is_real(v)) {
+		char text[64];
+
+		/* jansson writes "%.*g" (then ".0" where it would read as an
+		 * integer), which strtod reads back to this. */
+		snprintf(text, sizeof text, "%.*g", LINES_REAL_DIGITS, json_real_value(v));
+		json_real_set(v, strtod(text, NULL));
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, key, x)
+			lines_round_reals(x);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			lines_round_reals(x);
+	}
 }
 
 json_t *lines_new(const char *type)

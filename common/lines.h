@@ -31,9 +31,20 @@
 
 /* ---- writing ---------------------------------------------------------- */
 
+/* The significant digits of a real in a line: enough for any timing
+ * (a picosecond in a second), and a line stays short. */
+#define LINES_REAL_DIGITS 12
+
 /* Writes line (steals the reference) as one compact line and flushes, so a
  * reader following the stream sees it at once. Returns 0 or QUAL_EIO. */
 int lines_emit(FILE *out, json_t *line);
+
+/* Rounds every real in v (borrowed; objects and arrays throughout) to what
+ * lines_emit() writes of it, LINES_REAL_DIGITS significant digits, so
+ * that the value in hand is the one a reader of the line parses; what
+ * lines_emit() then writes is unchanged. For a writer that also judges
+ * what it writes (run/runner_emit.c). */
+void lines_round_reals(json_t *v);
 
 /* A new object {"type": type}. */
 json_t *lines_new(const char *type);

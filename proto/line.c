@@ -42,8 +42,8 @@ enum lines_code lines_code_of(const char *stage, int err)
 	}
 }
 
-int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
-		const char *case_name, const char *message)
+json_t *lines_error_new(const char *stage, enum lines_code code, const char *arm,
+			const char *case_name, const char *message)
 {
 	json_t *line = lines_new("error");
 	const char *name = vocab_code_name(code);
@@ -53,7 +53,13 @@ int lines_error(FILE *out, const char *stage, enum lines_code code, const char *
 	json_object_set_new(line, "arm", arm ? json_string(arm) : json_null());
 	json_object_set_new(line, "case", case_name ? json_string(case_name) : json_null());
 	json_object_set_new(line, "message", lines_text(message));
-	return lines_emit(out, line);
+	return line;
+}
+
+int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
+		const char *case_name, const char *message)
+{
+	return lines_emit(out, lines_error_new(stage, code, arm, case_name, message));
 }
 
 static const char *string_of(json_t *o, const char *key)

@@ -28,8 +28,11 @@
  * so on; what is none of those is internal. */
 enum lines_code lines_code_of(const char *stage, int err);
 
-/* An error line: stage ("setup", "compile", "load", "check", "time"), code,
- * arm ("baseline", "candidate" or NULL), case name or NULL, message. */
+/* An error line (new reference): stage ("setup", "compile", "load",
+ * "check", "time"), code, arm ("baseline", "candidate" or NULL), case name
+ * or NULL, message. lines_error() writes it to out (lines_emit()). */
+json_t *lines_error_new(const char *stage, enum lines_code code, const char *arm,
+			const char *case_name, const char *message);
 int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
 		const char *case_name, const char *message);
 

@@ -91,6 +91,8 @@ static void run_init(struct run *run, const struct runner_config *cfg, FILE *out
 	judge_init(&run->judge);
 	run->judge.on_verdict = add_verdict_fields;
 	run->judge.on_verdict_ctx = run;
+	run->judge.emit = runner__emit_judged;
+	run->judge.emit_ctx = run;
 }
 
 /* The compile phase: the selected user cases built (their oracles run
@@ -178,7 +180,6 @@ int runner_run(const struct runner_config *cfg, FILE *out, FILE *err)
 	    (status = runner__prepare(&run, err, sel, nsel, no_gpu, sizeof no_gpu, &keep,
 				      mode_opts)))
 		goto out;
-	run.judge.timed = run.device != NULL;
 	runner__emit_start(&run, sel, nsel, no_gpu[0] ? no_gpu : NULL);
 	compile_phase(&run, sel, nsel, keep);
 	keep = NULL; /* ended by compile_phase() */

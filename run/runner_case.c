@@ -22,8 +22,8 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 	return 0;
 }
 
-/* Both arms of case c compiled; true (and so recorded in jc) when their
- * code is byte-identical. A user fixture (user) that both compilers reject
+/* Both arms of case c compiled; true when their code is byte-identical
+ * (which the judge reads from the case line). A user fixture (user) that both compilers reject
  * is the fixture's own fault, not an arm's: one bad_fixture line (arm null),
  * the case judged like a fixture that cannot be built (the run an error). */
 static bool compile_both(struct run *run, const struct fixture_case *c,
@@ -40,17 +40,16 @@ static bool compile_both(struct run *run, const struct fixture_case *c,
 			 "compiler: baseline: %.*s; candidate: %.*s", c->name,
 			 (int)strcspn(arms[0].code->message, "\n"), arms[0].code->message,
 			 (int)strcspn(arms[1].code->message, "\n"), arms[1].code->message);
-		lines_error(run->out, "compile", LINES_CODE_BAD_FIXTURE, NULL, jc->name, text);
-		judge_case_fail(jc, JUDGE_FAIL_BASELINE);
+		runner__emit(run, lines_error_new("compile", LINES_CODE_BAD_FIXTURE, NULL,
+						  jc->name, text));
 	} else {
 		for (int arm = 0; arm < 2; arm++)
 			if (rc[arm] != 0)
 				runner__fail_arm(run, jc, arm, "compile", rc[arm],
 						 arms[arm].code->message);
 	}
-	jc->identical_code = arms[0].compiled && arms[1].compiled &&
-			     strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
-	return jc->identical_code;
+	return arms[0].compiled && arms[1].compiled &&
+	       strcmp(arms[0].code->code_sha256, arms[1].code->code_sha256) == 0;
 }
 
 bool runner__is_user_case(int index)
@@ -66,9 +65,9 @@ static void fail_build(struct run *run, struct judge_case *jc, int index, int rc
 		       const char *text)
 {
 	if (rc == QUAL_EORACLE || runner__is_user_case(index)) {
-		lines_error(run->out, "setup", rc == QUAL_EORACLE ? LINES_CODE_ORACLE_FAILED :
-			    LINES_CODE_BAD_FIXTURE, NULL, jc->name, text);
-		judge_case_fail(jc, JUDGE_FAIL_BASELINE);
+		runner__emit(run, lines_error_new("setup", rc == QUAL_EORACLE ?
+						  LINES_CODE_ORACLE_FAILED : LINES_CODE_BAD_FIXTURE,
+						  NULL, jc->name, text));
 		return;
 	}
 	runner__fail_arm(run, jc, 0, "setup", rc, text);
@@ -92,10 +91,8 @@ static bool not_applicable(struct run *run, int index)
 	if (fixture_spec(index, &c, &msg) < 0)
 		return false;
 	applies = fixture_applies(&c, run->platform, run->arch, why, sizeof why);
-	if (!applies) {
-		judge_case_not_applicable(jc, why);
-		runner__emit_not_applicable(run, &c, why);
-	}
+	if (!applies)
+		runner__emit_not_applicable(run, &c, why);  /* the judge's not_applicable */
 	fixture_release(&c);
 	return !applies;
 }
@@ -173,8 +170,7 @@ void runner__compile_case(struct run *run, int index)
 	struct judge_case *jc = judge_case_get(&run->judge, fixture_name(index));
 	struct qual_msg msg = {{0}};
 	int rc;
-
-	bool user = runner__is_user_case(index);
+	bool user = runner__is_user_case(index), identical;
 
 	if (not_applicable(run, index))
 		return;
@@ -190,7 +186,7 @@ void runner__compile_case(struct run *run, int index)
 		fail_build(run, jc, index, rc, msg.text[0] ? msg.text : "cannot build fixture");
 		return;
 	}
-	compile_both(run, &c, arms, jc, user);
+	identical = compile_both(run, &c, arms, jc, user);
 	if (!arms[0].compiled || !arms[1].compiled) {
 		/* The case line gives the built case's tolerance (attention's
 		 * depends on its inputs). */
@@ -202,7 +198,7 @@ void runner__compile_case(struct run *run, int index)
 				return;
 			}
 		}
-		runner__emit_case(run, &c, arms, jc->identical_code, false);
+		runner__emit_case(run, &c, arms, identical, false);
 	}
 	fixture_release(&c);
 }

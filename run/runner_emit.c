@@ -1,7 +1,8 @@
-/* The pair runner's lines (runner.h, docs/output.md): where the start,
- * case, block and error lines are made and written, and where a failure is
- * both written and recorded in the judge (fail_arm and gpu_fault). The pair
- * lines are written where they are timed (runner_time.c). */
+/* The pair runner's lines (runner.h, docs/output.md): the one way out for
+ * every line of a run (runner__emit(), which feeds the run's judge from the
+ * line it writes), and where the start, case, block and error lines are
+ * made. The pair lines are made where they are timed (runner_time.c), the
+ * sessions' lines relayed by sessions.c, both through runner__emit(). */
 #include "run/runner_internal.h"
 
 #include <string.h>
@@ -15,6 +16,49 @@
 #include "run/cache.h"
 
 const char *const runner__arm_names[2] = {"baseline", "candidate"};
+
+/* ---- the one way out -------------------------------------------------- */
+
+/* Writes line (stolen) to run->out, fed first to run's judge when fed,
+ * its reals rounded to what is written (lines_round_reals()): the judge of
+ * the one process takes each timing as the supervisor of sessions takes it
+ * from the line, and qual-judge from a stored copy. The settings a start
+ * line carries are read into a copy and dropped: the
+ * run's own (run->stats) are the ones it judges with, and the start line
+ * was made from them. A line the judge cannot read (judge_take_line()
+ * refuses it: a pair line without its timings, where a timing was not
+ * finite) is written all the same and judged by nobody, as in sessions. */
+static int write_line(struct run *run, json_t *line, bool fed)
+{
+	struct stats_settings ignored = run->stats;
+	char why[200];
+
+	lines_round_reals(line);
+	if (fed)
+		(void)judge_take_line(&run->judge, &ignored, line, why, sizeof why);
+	return lines_emit(run->out, line);
+}
+
+int runner__emit(struct run *run, json_t *line)
+{
+	return write_line(run, line, true);
+}
+
+/* The judge's case_verdict and verdict lines are its result, not its
+ * input: they go out by the same writer, unfed, so that nothing the judge
+ * computed reaches it again (a verdict line's calibration would become
+ * its verdict_extra, as qual-judge reads a stored one back). */
+int runner__emit_judged(void *ctx, json_t *line)
+{
+	return write_line(ctx, line, false);
+}
+
+void runner__emit_unparsed(struct run *run, const char *line, size_t len)
+{
+	fwrite(line, 1, len, run->out);
+	fputc('\n', run->out);
+	fflush(run->out);
+}
 
 static json_t *identity_json(const struct rtc_identity *id,
 			     const char *const *opts, int nopts)
@@ -109,19 +153,14 @@ void runner__emit_case(struct run *run, const struct fixture_case *c,
 	json_object_set_new(line, "grid", json_pack("[i,i,i]", c->grid[0], c->grid[1], c->grid[2]));
 	json_object_set_new(line, "block", json_pack("[i,i,i]", c->block[0], c->block[1], c->block[2]));
 	json_object_set_new(line, "flops", json_real(c->flops));
-	lines_emit(run->out, line);
+	runner__emit(run, line);
 }
 
 void runner__fail_arm_as(struct run *run, struct judge_case *jc, int arm,
 			 const char *stage, enum lines_code code, const char *message)
 {
-	lines_error(run->out, stage, code, runner__arm_names[arm], jc ? jc->name : NULL, message);
-	if (jc)
-		judge_case_fail(jc, arm ? JUDGE_FAIL_CANDIDATE : JUDGE_FAIL_BASELINE);
-	else if (arm)
-		run->judge.candidate_error = true;
-	else
-		run->judge.machine_error = true;
+	runner__emit(run, lines_error_new(stage, code, runner__arm_names[arm],
+					  jc ? jc->name : NULL, message));
 }
 
 void runner__fail_arm(struct run *run, struct judge_case *jc, int arm,
@@ -177,8 +216,8 @@ static json_t *reading_json(const struct gpu_clocks_reading *r, bool ok)
 	return o;
 }
 
-bool runner__emit_block(struct run *run, const struct fixture_case *c, struct judge_case *jc,
-			int block, int retake, int npairs, const struct placement *pl,
+bool runner__emit_block(struct run *run, const struct fixture_case *c, int block,
+			int retake, int npairs, const struct placement *pl,
 			const struct gpu_clocks_reading ck[2], const bool ok[2])
 {
 	json_t *line = lines_new("block"), *shifts = json_array();
@@ -205,8 +244,7 @@ bool runner__emit_block(struct run *run, const struct fixture_case *c, struct ju
 			  "start", reading_json(&ck[0], ok[0]), "end",
 			  reading_json(&ck[1], ok[1])) : json_null());
 	json_object_set_new(line, "throttled", json_boolean(throttled));
-	lines_emit(run->out, line);
-	judge_case_block(jc, block, retake, throttled);
+	runner__emit(run, line);
 	return throttled;
 }
 
@@ -227,7 +265,7 @@ void runner__emit_not_applicable(struct run *run, const struct fixture_case *c, 
 	json_object_set_new(line, "tolerance_why", json_string(c->tolerance_why));
 	json_object_set_new(line, "timed", json_false());
 	json_object_set_new(line, "replays", json_integer(RUNNER_REPLAYS));
-	lines_emit(run->out, line);
+	runner__emit(run, line);
 }
 
 static json_t *device_json(const struct run *run)
@@ -303,7 +341,8 @@ void runner__emit_start(struct run *run, const int *sel, int nsel, const char *n
 			    json_string(rtc_mode_name(cfg->mode)));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
-	/* What judge_take_line() reads back to judge the same way. */
+	/* What judge_take_line() reads back (qual-judge) to judge the same
+	 * way. */
 	{
 		json_t *sampling = json_pack(
 			"{s:i,s:f,s:s,s:s,s:s,s:b}", "max_pairs", run->max_pairs,
@@ -324,7 +363,7 @@ void runner__emit_start(struct run *run, const int *sel, int nsel, const char *n
 			    json_boolean(cfg->compile_only && !cfg->compile_only_because));
 	json_object_set_new(json_object_get(line, "settings"), "cache", run->artifacts ?
 			    lines_text(run->artifacts->dir) : json_null());
-	lines_emit(run->out, line);
+	runner__emit(run, line);
 }
 
 /* The error line outside any case that says why GPU work stopped. Its "gpu"
@@ -344,6 +383,5 @@ void runner__emit_stop(struct run *run)
 	json_object_set_new(line, "case", json_null());
 	json_object_set_new(line, "message", lines_text(run->stop_reason));
 	json_object_set_new(line, "gpu", json_string(run->hung ? "hung" : "faulted"));
-	lines_emit(run->out, line);
-	run->judge.gpu_stopped = true;  /* as judge_take_line() reads the line */
+	runner__emit(run, line);
 }

@@ -167,6 +167,28 @@ int runner__build_user_cases(struct run *run, const int *sel, int nsel, int *out
 
 /* ---- runner_emit.c ---------------------------------------------------- */
 
+/* The one way out for a line of the run: writes line (takes its reference)
+ * to run->out (lines_emit()) and feeds the same value to run->judge
+ * (judge_take_line()), so that the judge of the one process and the judge
+ * of the sessions' supervisor, which relays their lines here, judge from
+ * what was written and nothing else, as qual-judge does from a stored copy.
+ * Every line a run writes comes here, in the one process, in a session (to
+ * its pipe and its own judge, which its runner reads for the failures) and
+ * in the supervisor, but for the two below. Returns lines_emit()'s. */
+int runner__emit(struct run *run, json_t *line);
+
+/* The writer of judge_finish()'s case_verdict and verdict lines (struct
+ * judge's emit, ctx the run): runner__emit()'s, but the lines are not fed
+ * back to the judge that made them. */
+int runner__emit_judged(void *ctx, json_t *line);
+
+/* A session's line that is not JSON, len bytes without its newline: it has
+ * no value the judge could read (judge_take_line() refuses what is not a
+ * qual line, as qual-judge refuses a file holding one), so it is written
+ * as it came, judged by no one, for its reader to refuse as it would any
+ * (quald: bad_line). The one process never writes one. */
+void runner__emit_unparsed(struct run *run, const char *line, size_t len);
+
 /* The arms' names in lines and messages: "baseline", "candidate". */
 extern const char *const runner__arm_names[2];
 
@@ -175,8 +197,8 @@ extern const char *const runner__arm_names[2];
 void runner__emit_case(struct run *run, const struct fixture_case *c,
 		       struct arm arms[2], bool identical, bool timed);
 
-/* Records a failure of arm (0 baseline, 1 candidate) in case jc (NULL: in
- * none) with its error line. */
+/* The error line of a failure of arm (0 baseline, 1 candidate) in case jc
+ * (NULL: in none), which records it in the judge (runner__emit()). */
 void runner__fail_arm_as(struct run *run, struct judge_case *jc, int arm,
 			 const char *stage, enum lines_code code, const char *message);
 
@@ -195,11 +217,11 @@ void runner__gpu_fault(struct run *run, struct judge_case *jc, int arm,
 		       const char *stage, const struct qual_msg *msg);
 
 /* The block line of one attempt at block (its number in the pair lines)
- * after its npairs pairs, and its effect on jc (judge_case_block, as
- * qual-judge applies the line): throttled when either reading, at the
- * block's start or its end, gives a throttling reason. Returns that. */
-bool runner__emit_block(struct run *run, const struct fixture_case *c, struct judge_case *jc,
-			int block, int retake, int npairs, const struct placement *pl,
+ * after its npairs pairs, which the judge applies as qual-judge does
+ * (judge_case_block()): throttled when either reading, at the block's
+ * start or its end, gives a throttling reason. Returns that. */
+bool runner__emit_block(struct run *run, const struct fixture_case *c, int block,
+			int retake, int npairs, const struct placement *pl,
 			const struct gpu_clocks_reading ck[2], const bool ok[2]);
 
 /* The case line of a case that cannot run on the run's target: never
@@ -211,7 +233,7 @@ void runner__emit_not_applicable(struct run *run, const struct fixture_case *c, 
 void runner__emit_start(struct run *run, const int *sel, int nsel, const char *no_gpu);
 
 /* The error line outside any case that says why GPU work stopped (from
- * run->stop_reason), with its "gpu" field. */
+ * run->stop_reason), with its "gpu" field (the judge's gpu_stopped). */
 void runner__emit_stop(struct run *run);
 
 /* A verdict line's calibration record (line's "calibration") kept only

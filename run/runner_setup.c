@@ -51,7 +51,7 @@ static int refuse(struct run *run, FILE *err, enum lines_code code, const char *
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	fprintf(err, "qual-run: %s\n", text);
-	lines_error(run->out, "setup", code, arm, NULL, text);
+	runner__emit(run, lines_error_new("setup", code, arm, NULL, text));
 	return QUAL_EXIT_USAGE;
 }
 
@@ -314,9 +314,9 @@ static int identify(struct run *run, FILE *err)
 			else
 				runner__fail_arm(run, NULL, arm, "setup", rc, text);
 			v = arm ? RUN_FAIL : RUN_ERROR;
-			lines_emit(run->out, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
-						       "verdict", stats_run_verdict_name(v),
-						       "timed", 0, "message", text));
+			runner__emit(run, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
+						    "verdict", stats_run_verdict_name(v),
+						    "timed", 0, "message", text));
 			return judge_exit_status(v);
 		}
 		if (rc < 0)

@@ -97,7 +97,8 @@ static bool read_clocks(struct run *run, struct gpu_clocks_reading *r)
 	return run->clocks && gpu_clocks_read(run->clocks, r, &msg) == 0;
 }
 
-/* Times pair p (the candidate first when cand_first) and writes its line. */
+/* Times pair p (the candidate first when cand_first) and writes its line,
+ * which the judge takes the pair from (runner__emit()). */
 static int time_pair(struct run *run, const struct fixture_case *c, struct arm arms[2],
 		     struct bufs *b, struct judge_case *jc, int p, int block, int retake,
 		     int first, int *last)
@@ -126,7 +127,6 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 		host[arm] /= RUNNER_REPLAYS;
 		*last = arm;
 	}
-	judge_case_add_pair(jc, dev[0], dev[1], first == 1, block);
 	line = lines_new("pair");
 	json_object_set_new(line, "case", json_string(c->name));
 	json_object_set_new(line, "pair", json_integer(p));
@@ -141,7 +141,7 @@ static int time_pair(struct run *run, const struct fixture_case *c, struct arm a
 	json_object_set_new(line, "candidate_ns", json_real(dev[1]));
 	json_object_set_new(line, "baseline_host_ns", json_real(host[0]));
 	json_object_set_new(line, "candidate_host_ns", json_real(host[1]));
-	lines_emit(run->out, line);
+	runner__emit(run, line);
 	timesplit_add(&run->split, TS_TIMING, t);
 	return 0;
 }
@@ -201,7 +201,7 @@ int runner__time_pairs(struct run *run, const struct fixture_case *c,
 			if (one)
 				break;
 			ok[1] = read_clocks(run, &ck[1]);
-			if (!runner__emit_block(run, c, jc, block, retake, p_hi - p_lo, &pl, ck, ok) ||
+			if (!runner__emit_block(run, c, block, retake, p_hi - p_lo, &pl, ck, ok) ||
 			    retakes_left == 0)
 				break;
 			retakes_left--;

@@ -33,7 +33,6 @@
 
 struct relay {
 	struct run *run;
-	struct stats_settings ignored; /* judge_take_line() wants settings */
 	bool stop;                     /* a line stopped GPU work */
 	/* Called on the session's session_time line, its last, with stop as
 	 * it stands then (NULL: nothing to call). */
@@ -41,27 +40,26 @@ struct relay {
 	void *on_end_ctx;
 };
 
-/* One whole line of a session: copied to run->out at once, then applied to
- * the run's judge. */
+/* One whole line of a session, parsed once: written and judged from that
+ * value by the run's one way out (runner__emit()), as the one process
+ * writes and judges its own; the same bytes out, since both write with
+ * lines_emit(). */
 static int relay_line(void *ctx, const char *line, size_t len)
 {
 	struct relay *r = ctx;
 	struct lines_info info;
 	json_error_t je;
-	char why[200];
 	bool ended;
 	json_t *j;
 
-	fwrite(line, 1, len, r->run->out);
-	fputc('\n', r->run->out);
-	fflush(r->run->out);
-	if (!(j = json_loadb(line, len, 0, &je)))
+	if (!(j = json_loadb(line, len, 0, &je))) {
+		runner__emit_unparsed(r->run, line, len);
 		return 0;
-	(void)judge_take_line(&r->run->judge, &r->ignored, j, why, sizeof why);
+	}
 	ended = timesplit_take_line(&r->run->split, j) == 0;
 	lines_classify(j, &info);
 	r->stop |= info.gpu_faulted || info.gpu_hung;
-	json_decref(j);
+	runner__emit(r->run, j);
 	if (ended && r->on_end) {
 		r->on_end(r->on_end_ctx, r->stop);
 		r->on_end = NULL;
@@ -84,7 +82,7 @@ static int relay_line(void *ctx, const char *line, size_t len)
 static bool relay_session(struct run *run, int fd, bool *over,
 			  void (*on_end)(void *ctx, bool stop), void *on_end_ctx)
 {
-	struct relay r = { run, run->cfg->stats, false, on_end, on_end_ctx };
+	struct relay r = { run, false, on_end, on_end_ctx };
 	struct lines_splitter sp;
 	char buf[64 * 1024], why[200];
 	ssize_t n;
@@ -102,16 +100,14 @@ static bool relay_session(struct run *run, int fd, bool *over,
 	if (rc == QUAL_ELIMIT) {
 		snprintf(why, sizeof why, "session %d wrote a line longer than %zu bytes: "
 			 "the rest of its output is not relayed", run->session + 1, LINES_MAX);
-		lines_error(run->out, "time", LINES_CODE_BAD_LINE, NULL, NULL, why);
-		run->judge.machine_error = true;
+		runner__emit(run, lines_error_new("time", LINES_CODE_BAD_LINE, NULL, NULL, why));
 		*over = true;
 		r.stop = true;
 	} else if (lines_splitter_finish(&sp, relay_line, &r) == QUAL_EINVAL) {
 		snprintf(why, sizeof why, "session %d's output was cut off: its last "
 			 "line, %zu bytes, has no end", run->session + 1,
 			 lines_splitter_rest(&sp));
-		lines_error(run->out, "time", LINES_CODE_CUT_OFF, NULL, NULL, why);
-		run->judge.machine_error = true;
+		runner__emit(run, lines_error_new("time", LINES_CODE_CUT_OFF, NULL, NULL, why));
 	}
 	lines_splitter_release(&sp);
 	close(fd);
@@ -122,8 +118,7 @@ static bool relay_session(struct run *run, int fd, bool *over,
 
 static void session_failed(struct run *run, const char *text)
 {
-	lines_error(run->out, "time", LINES_CODE_SESSION_FAILED, NULL, NULL, text);
-	run->judge.machine_error = true;
+	runner__emit(run, lines_error_new("time", LINES_CODE_SESSION_FAILED, NULL, NULL, text));
 }
 
 /* A session started and waiting for its go (or not started: live false). */

@@ -169,7 +169,7 @@ int runner__session_body(void *arg)
 		char text[sizeof msg.text + 64];
 		snprintf(text, sizeof text, "session %d cannot open the gpu: %s",
 			 run->session + 1, msg.text);
-		lines_error(out, "setup", LINES_CODE_NO_DEVICE, NULL, NULL, text);
+		runner__emit(run, lines_error_new("setup", LINES_CODE_NO_DEVICE, NULL, NULL, text));
 		fflush(out);
 		return QUAL_EXIT_ERROR;
 	}
@@ -181,7 +181,8 @@ int runner__session_body(void *arg)
 			char text[96];
 			snprintf(text, sizeof text, "session %d cannot read the compiled code "
 				 "it was handed", run->session + 1);
-			lines_error(out, "setup", LINES_CODE_INTERNAL, NULL, NULL, text);
+			runner__emit(run, lines_error_new("setup", LINES_CODE_INTERNAL, NULL, NULL,
+							  text));
 			fflush(out);
 			return QUAL_EXIT_ERROR;
 		}
@@ -195,7 +196,7 @@ int runner__session_body(void *arg)
 	free(cases);
 	lingers = a->linger && !run->hung && !run->gpu_dead;
 	/* The last line: the supervisor starts the next session on it. */
-	lines_emit(out, timesplit_session_line(&run->split, run->session + 1));
+	runner__emit(run, timesplit_session_line(&run->split, run->session + 1));
 	fflush(out);
 	if (lingers)
 		linger(out);

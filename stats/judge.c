@@ -240,6 +240,15 @@ static json_t *case_verdict_line(const struct judge *j, const struct judge_case 
 	return line;
 }
 
+/* One of judge_finish's lines (stolen) out: to j->emit, or to out. */
+static void judge_write(const struct judge *j, FILE *out, json_t *line)
+{
+	if (j->emit)
+		(void)j->emit(j->emit_ctx, line);
+	else
+		(void)lines_emit(out, line);
+}
+
 /* Summarises and judges every case into j->cases[i].st, as judge_finish
  * does; *cand_failed and *base_failed gather the cases' failures (on top of
  * what they hold), and the number of not-applicable cases is returned. */
@@ -327,7 +336,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	n_not_applicable = judge_compute(j, s, &cand_failed, &base_failed);
 	for (int i = 0; i < j->ncases; i++) {
 		any_timed |= j->cases[i].npairs > 0;
-		lines_emit(out, case_verdict_line(j, &j->cases[i], s));
+		judge_write(j, out, case_verdict_line(j, &j->cases[i], s));
 	}
 	all = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *all);
 	for (int i = 0; i < j->ncases; i++)
@@ -402,7 +411,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	}
 	if (j->on_verdict)
 		j->on_verdict(j->on_verdict_ctx, line);
-	lines_emit(out, line);
+	judge_write(j, out, line);
 	free(all);
 	return v;
 }

@@ -57,6 +57,12 @@ struct judge {
 	 * none. */
 	void (*on_verdict)(void *ctx, json_t *line);
 	void *on_verdict_ctx;
+	/* Where judge_finish's lines go: NULL, to its out (lines_emit());
+	 * else emit(emit_ctx, line), which takes the line's reference: the
+	 * writer of its owner (qual-run's one way out, run/runner_emit.c),
+	 * which must not feed them back to this judge. */
+	int (*emit)(void *ctx, json_t *line);
+	void *emit_ctx;
 };
 
 void judge_init(struct judge *j);
@@ -88,7 +94,7 @@ void judge_case_fail(struct judge_case *c, enum judge_failure f);
 void judge_case_not_applicable(struct judge_case *c, const char *why);
 
 /* Computes every verdict and writes one case_verdict line per case and the
- * verdict line to out. Returns the run verdict; *not_timed is set when no case
+ * verdict line to out (or hands them to j->emit). Returns the run verdict; *not_timed is set when no case
  * was timed (compile-only), in which case the verdict line says so. A run
  * with pairs none of which is valid (stats.h: a timing NaN, infinite or
  * <= 0; or left out with a throttled block) measured nothing: its verdict

@@ -129,7 +129,7 @@ foreach(t
     "judge_faster 0 --expect-verdict improvement --expect-case-verdict gemm_f16-1=faster -- ${JUDGE} ${QO}/run_faster.jsonl"
     "judge_identical 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=identical -- ${JUDGE} ${QO}/run_identical.jsonl"
     "judge_fail 2 --expect-verdict fail --expect-case-verdict gemm_f16-2=fail -- ${JUDGE} ${QO}/run_fail.jsonl"
-    "judge_strict_alpha 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 1e-12 --margin 0 ${QO}/run_slower.jsonl"
+    "judge_strict_alpha 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 1e-9 --margin 0 ${QO}/run_slower.jsonl"
     "judge_blocks 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=inconclusive -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_blocked.jsonl"
     "judge_pairs_alone 1 --expect-verdict regression --expect-case-verdict gemm_f16-1=slower -- ${JUDGE} --alpha 0.02 --margin 0.001 ${QO}/run_unblocked.jsonl"
     "judge_throttled 0 --expect-verdict neutral --expect-case-verdict gemm_f16-1=equivalent -- ${JUDGE} ${QO}/run_throttled.jsonl"

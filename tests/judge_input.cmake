@@ -50,7 +50,7 @@ foreach(prog qual-judge qualctl)
   add_test(NAME judge_input_${prog}_cli_alpha_zero
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/expect_run.sh 4
                    ${JI_OUT}/judge_input_${prog}_cli_alpha_zero.jsonl
-                   --expect-stderr "--alpha must be a number in (0, 0.5" -
+                   --expect-stderr "'alpha' must be a number with 0 < alpha <= 0.5, got 0" -
                    -- ${cmd} --alpha 0 ${JI}/valid_settings.jsonl)
   set_tests_properties(judge_input_${prog}_cli_alpha_zero PROPERTIES LABELS integration TIMEOUT 60)
 endforeach()

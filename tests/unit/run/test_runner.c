@@ -3071,24 +3071,14 @@ struct relayed {
 	bool stop, over, machine_error;
 };
 
-static void relay_bytes(const char *data, size_t n, struct relayed *r, bool stop,
-			bool over, bool machine_error, size_t nlines)
+/* relay_session() of run over a pipe that a child fills with n bytes of
+ * data, then closes: its return, and *over. */
+static bool relay_from_pipe(struct run *run, const char *data, size_t n, bool *over)
 {
-	struct runner_config cfg;
-	struct run run;
-	char *text = NULL;
-	size_t len = 0;
 	int fds[2];
 	pid_t writer;
+	bool stop;
 
-	memset(r, 0, sizeof *r);
-	runner_config_init(&cfg);
-	memset(&run, 0, sizeof run);
-	run.cfg = &cfg;
-	run.session = 1;
-	judge_init(&run.judge);
-	run.out = open_memstream(&text, &len);
-	assert_non_null(run.out);
 	assert_int_equal(pipe(fds), 0);
 	fflush(NULL);
 	writer = fork();
@@ -3099,8 +3089,28 @@ static void relay_bytes(const char *data, size_t n, struct relayed *r, bool stop
 		_exit(fs_write_all(fds[1], data, n) < 0 ? 1 : 0);
 	}
 	close(fds[1]);
-	r->stop = relay_session(&run, fds[0], &r->over, NULL, NULL);
+	stop = relay_session(run, fds[0], over, NULL, NULL);
 	assert_int_equal(waitpid(writer, NULL, 0), writer);
+	return stop;
+}
+
+static void relay_bytes(const char *data, size_t n, struct relayed *r, bool stop,
+			bool over, bool machine_error, size_t nlines)
+{
+	struct runner_config cfg;
+	struct run run;
+	char *text = NULL;
+	size_t len = 0;
+
+	memset(r, 0, sizeof *r);
+	runner_config_init(&cfg);
+	memset(&run, 0, sizeof run);
+	run.cfg = &cfg;
+	run.session = 1;
+	judge_init(&run.judge);
+	run.out = open_memstream(&text, &len);
+	assert_non_null(run.out);
+	r->stop = relay_from_pipe(&run, data, n, &r->over);
 	r->machine_error = run.judge.machine_error;
 	judge_release(&run.judge);
 	fclose(run.out);
@@ -4030,8 +4040,241 @@ static void test_throttled_sessions(void **state)
 	outcome_release(&o);
 }
 
+/* ---- one judge, two ways in ------------------------------------------- */
+
+/* What one way of judging a stream made: every byte it wrote (the lines it
+ * was given, then judge_finish()'s), and judge_finish()'s lines parsed. */
+struct judged {
+	char *text;
+	size_t len;
+	size_t input_len;       /* the bytes of the lines it was given */
+	struct outcome verdicts;
+	enum run_verdict v;
+};
+
+/* The judge's input in a run's stream, text (len bytes): every line before
+ * the first case_verdict or verdict (the judge's own), less the lines of
+ * type skip (NULL: none), into a new buffer of *n bytes. */
+static char *judge_input(const char *text, size_t len, const char *skip, size_t *n)
+{
+	char *in = xmalloc(len + 1);
+	const char *p = text, *end = text + len;
+
+	*n = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t k = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		json_t *l = json_loadb(p, k, 0, NULL);
+
+		assert_non_null(l);
+		if (has_type(l, "case_verdict") || has_type(l, "verdict")) {
+			json_decref(l);
+			break;
+		}
+		if (!skip || !has_type(l, skip)) {
+			memcpy(in + *n, p, k);
+			in[*n + k] = '\n';
+			*n += k + 1;
+		}
+		json_decref(l);
+		p += k + 1;
+	}
+	return in;
+}
+
+/* Judges the lines in (n bytes) as qual-run's supervisor judges a
+ * session's (relayed: relay_session(), reading them from a pipe), or as
+ * the one process judges its own (each line's value handed to
+ * runner__emit()); then judge_finish() with the start line's settings,
+ * through the run's writer, as runner_run() ends. */
+static void judge_one_way(const char *in, size_t n, bool relayed, struct judged *r)
+{
+	struct runner_config cfg;
+	struct run run;
+	struct stats_settings st;
+	struct judge scratch;
+	char why[256], *verdicts;
+	bool not_timed;
+	const char *p = in, *end = in + n;
+
+	memset(r, 0, sizeof *r);
+	runner_config_init(&cfg);
+	memset(&run, 0, sizeof run);
+	run.cfg = &cfg;
+	judge_init(&run.judge);
+	run.judge.emit = runner__emit_judged;
+	run.judge.emit_ctx = &run;
+	run.out = open_memstream(&r->text, &r->len);
+	assert_non_null(run.out);
+	/* The settings, as qual-judge reads them. */
+	stats_settings_init(&st);
+	judge_init(&scratch);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		json_t *l = json_loadb(p, (size_t)(nl - p), 0, NULL);
+
+		if (has_type(l, "start"))
+			assert_int_equal(judge_take_line(&scratch, &st, l, why, sizeof why), 0);
+		if (!relayed)
+			runner__emit(&run, l);
+		else
+			json_decref(l);
+		p = nl + 1;
+	}
+	judge_release(&scratch);
+	if (relayed) {
+		bool over;
+
+		/* True for a stream that stopped GPU work. */
+		(void)relay_from_pipe(&run, in, n, &over);
+		assert_false(over);
+	}
+	fflush(run.out);
+	r->input_len = r->len;
+	r->v = judge_finish(&run.judge, &st, NULL, &not_timed);
+	judge_release(&run.judge);
+	fclose(run.out);
+	verdicts = xmalloc(r->len - r->input_len + 1);
+	memcpy(verdicts, r->text + r->input_len, r->len - r->input_len);
+	verdicts[r->len - r->input_len] = '\0';
+	outcome_parse(&r->verdicts, verdicts);
+}
+
+static void judged_release(struct judged *r)
+{
+	free(r->text);
+	json_decref(r->verdicts.lines);
+}
+
+/* Whether a and b hold the same case_verdict and verdict lines, in the same
+ * order, leaving out the verdict line's time_s (a run's own clock). */
+static bool same_verdicts(json_t *a, json_t *b)
+{
+	json_t *x = json_array(), *y = json_array(), *l;
+	size_t i;
+	bool same;
+
+	json_array_foreach(a, i, l)
+		if (has_type(l, "case_verdict") || has_type(l, "verdict"))
+			json_array_append_new(x, json_deep_copy(l));
+	json_array_foreach(b, i, l)
+		if (has_type(l, "case_verdict") || has_type(l, "verdict"))
+			json_array_append_new(y, json_deep_copy(l));
+	json_array_foreach(x, i, l)
+		json_object_del(l, "time_s");
+	json_array_foreach(y, i, l)
+		json_object_del(l, "time_s");
+	same = json_array_size(x) > 0 && json_equal(x, y);
+	json_decref(x);
+	json_decref(y);
+	return same;
+}
+
+/* A run's stream (scenario s, run into o) judged both ways in, relayed as
+ * a session's and handed line by line to runner__emit(): each writes the
+ * lines it was given byte for byte as the run wrote them and judges them
+ * to the case_verdict and verdict lines the run itself wrote, whichever way
+ * its own judge was fed (in this process, or relayed from its sessions).
+ * And the lines of type matters do matter: without them the verdicts
+ * change, so that a way in that left that type unjudged would differ from
+ * the run here. */
+static void assert_judged_same(const struct scenario *s, const struct outcome *o,
+			       const char *matters)
+{
+	char path[1024], *text = NULL, *in;
+	size_t len = 0, n;
+	struct qual_msg msg;
+	struct judged way[2], without;
+
+	snprintf(path, sizeof path, "%s/%s.jsonl", RUNNER_TEST_OUT, s->name);
+	assert_int_equal(fs_read_capped(path, (size_t)64 << 20, &text, &len, &msg), 0);
+	in = judge_input(text, len, NULL, &n);
+	for (int relayed = 0; relayed < 2; relayed++) {
+		judge_one_way(in, n, relayed, &way[relayed]);
+		assert_int_equal(way[relayed].input_len, n);
+		assert_memory_equal(way[relayed].text, in, n);
+		if (!same_verdicts(way[relayed].verdicts.lines, o->lines))
+			fail_msg("'%s' judged %s differs from the run's own verdicts", s->name,
+				 relayed ? "relayed" : "by runner__emit");
+	}
+	assert_int_equal(way[0].v, way[1].v);
+	free(in);
+	in = judge_input(text, len, matters, &n);
+	judge_one_way(in, n, true, &without);
+	if (same_verdicts(without.verdicts.lines, o->lines))
+		fail_msg("'%s' judged without its %s lines gives the same verdicts", s->name,
+			 matters);
+	judged_release(&without);
+	judged_release(&way[0]);
+	judged_release(&way[1]);
+	free(in);
+	free(text);
+}
+
+/* The one process's judge and the sessions' supervisor's judge the same
+ * lines to the same verdicts: runs in one process whose block lines
+ * exclude throttled blocks, and whose candidate fails after its pairs
+ * (its error lines); runs in sessions where every block throttled (the
+ * verdict an error: no valid pair), and where a fault stops GPU work (a
+ * case's error line and the stop line's gpu_stopped). (A case that no
+ * session reached is one the supervisor's judge knows from the compile
+ * phase, not from a line: not one of these runs has one.) */
+static void test_judged_same_both_ways(void **state)
+{
+	struct scenario thr = {
+		.name = "runner_judged_throttled", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = TEST_PER_BLOCK,
+		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0,0,0x4,0",
+	};
+	struct scenario wrong = {
+		.name = "runner_judged_wrong", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = TEST_PER_BLOCK,
+	};
+	struct scenario thr_sessions = {
+		.name = "runner_judged_throttled_sessions", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
+		.nvml = RUNNER_TEST_FAKE_NVML, .reasons = "0x4",
+	};
+	struct scenario fault = {
+		.name = "runner_judged_session_fault", .cases = {CASE_GEMM}, .ncases = 1,
+		.differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
+		.per_block = TEST_PER_BLOCK, .sessions = 4,
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	scenario_run(&thr, &o);
+	assert_true(json_is_object(json_object_get(find_line(&o, "case_verdict", CASE_GEMM),
+						   "throttling")));
+	assert_judged_same(&thr, &o, "block");
+	outcome_release(&o);
+
+	wrong.arm[1].wrong_from = RUNNER_WARMUP;
+	scenario_run(&wrong, &o);
+	assert_true(count_lines(&o, "pair", CASE_GEMM) > 0);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_judged_same(&wrong, &o, "error");
+	outcome_release(&o);
+
+	scenario_run(&thr_sessions, &o);
+	assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
+	assert_judged_same(&thr_sessions, &o, "block");
+	outcome_release(&o);
+
+	fault.arm[1].fault_time = 3;
+	scenario_run(&fault, &o);
+	assert_case_failed(&o, CASE_GEMM, "candidate");
+	assert_stop_line(&o, "faulted");
+	assert_judged_same(&fault, &o, "error");
+	outcome_release(&o);
+}
+
 QUAL_TESTS(
 	T(block_lines),
+	T(judged_same_both_ways),
 	T(throttled_blocks_retaken),
 	T(no_clocks),
 	T(throttled_sessions),
