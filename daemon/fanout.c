@@ -52,10 +52,8 @@ static int job_cmp(const char *a, const char *b)
 	return strcmp(a, b);
 }
 
-static bool state_is_active(const char *state)
+static bool state_is_active(enum job_state s)
 {
-	enum job_state s = vocab_state_parse(state);
-
 	return s != JOB_STATE_UNKNOWN && !vocab_state_ended(s);
 }
 
@@ -132,16 +130,19 @@ struct send_ctx {
 	long sent;   /* lines sent by this read */
 };
 
-static void send_each(void *ctx, struct line *line)
+/* Stops the read once the client has its backlog (a replay's pause) or is
+ * closing: the rest of the log is read when the replay goes on, not now. */
+static bool send_each(void *ctx, const struct jobs_record *rec)
 {
 	struct send_ctx *x = ctx;
 
-	if (x->paused || x->c->state == CONN_STATE_CLOSING)
-		return;
-	conn__send_line(x->c, line->text, line->len);
+	if (x->c->state == CONN_STATE_CLOSING)
+		return true;
+	conn__send_line(x->c, rec->text, rec->len);
 	x->sent++;
 	if (x->may_pause && conn__pending(x->c) > SERVER_REPLY_HIGH)
 		x->paused = true;
+	return x->paused;
 }
 
 void fanout__follow(struct conn *c, const char *job)
@@ -151,9 +152,10 @@ void fanout__follow(struct conn *c, const char *job)
 	 * lost or sent twice. */
 	struct send_ctx x = {.c = c};
 	struct qual_msg msg;
-	const char *state = NULL;
+	enum job_state state;
 
-	if (jobs_read_log(c->srv->jobs, job, -1, send_each, &x, &state, &msg) >= 0 &&
+	if (jobs_read_log(c->srv->jobs, job, -1, JOBS_READ_BYTES, send_each, &x, &state,
+			  &msg) >= 0 &&
 	    state_is_active(state)) {
 		mark_set(c, job, x.sent - 1);
 		c->nfollows++;
@@ -179,7 +181,7 @@ void fanout__replay_pump(struct conn *c)
 	rp->waiting = false;
 	while (rp->active && c->state != CONN_STATE_CLOSING) {
 		struct send_ctx x = {.c = c, .may_pause = true};
-		const char *state = NULL;
+		enum job_state state;
 		struct qual_msg msg = {{0}};
 		const char *job = rp->ids[rp->i];
 		int rc;
@@ -194,7 +196,8 @@ void fanout__replay_pump(struct conn *c)
 			rp->waiting = true;
 			return;
 		}
-		rc = jobs_read_log(s->jobs, job, rp->seq, send_each, &x, &state, &msg);
+		rc = jobs_read_log(s->jobs, job, rp->seq, JOBS_READ_BYTES, send_each, &x,
+				   &state, &msg);
 		if (rc >= 0 && rp->seq != LONG_MAX)
 			rp->seq += x.sent;
 		if (x.paused) {

@@ -81,20 +81,21 @@ static void joined_put(struct joined *x, const char *s, size_t len)
 	x->b[x->len] = '\0';
 }
 
-static void join_line(void *ctx, struct line *line)
+static bool join_line(void *ctx, const struct jobs_record *rec)
 {
 	struct joined *x = ctx;
 
 	if (x->b[x->len - 1] != '[')
 		joined_put(x, ",", 1);
-	joined_put(x, line->text, line->len);
+	joined_put(x, rec->text, rec->len);
+	return false;
 }
 
 int http__api_job(struct http *h, h2o_req_t *req, const char *id)
 {
 	struct joined x = {0};
 	struct qual_msg msg = {{0}};
-	const char *state = NULL;
+	enum job_state state;
 	json_t *head, *extra;
 	char *text;
 	int rc;
@@ -113,7 +114,7 @@ int http__api_job(struct http *h, h2o_req_t *req, const char *id)
 	joined_put(&x, text, strlen(text) - 1);
 	free(text);
 	joined_put(&x, ",\"lines\":[", 10);
-	rc = jobs_read_log(h->jobs, id, -1, join_line, &x, &state, &msg);
+	rc = jobs_read_log(h->jobs, id, -1, JOBS_READ_BYTES, join_line, &x, &state, &msg);
 	if (rc < 0) {
 		free(x.b);
 		return http__respond_error(req, rc == QUAL_ENOENT ? 404 : 500,
@@ -122,7 +123,7 @@ int http__api_job(struct http *h, h2o_req_t *req, const char *id)
 					   "%s", msg.text[0] ? msg.text : qual_strerror(rc));
 	}
 	joined_put(&x, "],\"state\":", 10);
-	head = json_string(state ? state : "unknown");
+	head = json_string(state != JOB_STATE_UNKNOWN ? vocab_state_name(state) : "unknown");
 	text = json_dumps(head, JSON_ENCODE_ANY);
 	json_decref(head);
 	joined_put(&x, text, strlen(text));

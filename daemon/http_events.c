@@ -148,17 +148,19 @@ struct replay {
 	bool verdict;
 };
 
-/* A stored line, parsed once by the log's read (jobs_read_log): its seq
- * and whether it is the verdict come with it. */
-static void replay_line(void *ctx, struct line *line)
+/* A stored line, parsed once by the log's read (jobs_read_log,
+ * JOBS_READ_PARSED): whether it is the verdict, which ends the stream, is
+ * read from it. */
+static bool replay_line(void *ctx, const struct jobs_record *rec)
 {
 	struct replay *r = ctx;
 
-	if (line->seq > r->st->seq)
-		r->st->seq = line->seq;
-	if (line_is_verdict(line))
+	if (rec->seq > r->st->seq)
+		r->st->seq = rec->seq;
+	if (line_is_verdict(rec->line))
 		r->verdict = true;
-	stream_event(r->st, r->st->seq, line->text, line->len);
+	stream_event(r->st, r->st->seq, rec->text, rec->len);
+	return false;
 }
 
 /* Last-Event-ID (an EventSource reconnecting) or ?after=SEQ: the stream
@@ -226,7 +228,6 @@ int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
 	struct qual_msg msg = {{0}};
 	struct replay r = {0};
 	struct stream *st;
-	const char *state;
 	json_t *known;
 	char why[160];
 	int rc;
@@ -251,7 +252,7 @@ int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
 	 * replay is as long as the job's log (bounded by quald's log limit):
 	 * the cap on what waits applies to the live lines after it. */
 	st->seq = p.after;
-	rc = jobs_read_log(h->jobs, id, p.after, replay_line, &r, &state, &msg);
+	rc = jobs_read_log(h->jobs, id, p.after, JOBS_READ_PARSED, replay_line, &r, NULL, &msg);
 	if (rc < 0 || r.verdict || jobs_log_complete(h->jobs, id))
 		stream_end_event(st);
 	http__stream_flush(st);

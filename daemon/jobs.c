@@ -35,6 +35,7 @@
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/policy.h"
+#include "daemon/relay.h"
 #include "daemon/oplog.h"
 #include "proto/line.h"
 
@@ -344,8 +345,16 @@ void jobs__put(struct jobs *j, struct job *job, struct line *line, bool sync,
 	       bool notify)
 {
 	struct putting *p = xmalloc(sizeof *p);
-	long seq = job->next_seq++;
+	long seq = line->seq;
 
+	/* The seq a line was made with (relay_line, relay_line_own) is the one
+	 * followers and event streams see: the log's tag must be the same. */
+	if (seq != job->next_seq || strcmp(line->job, job->id)) {
+		oplog(LOG_ERR, "bug: job '%s': a line of job '%s' with seq %ld put where "
+		      "seq %ld is next", job->id, line->job, seq, job->next_seq);
+		abort();
+	}
+	job->next_seq++;
 	*p = (struct putting){ j, job, notify, job->hold_next, NULL, 0 };
 	job->hold_next = false;
 	if (!job->log)
@@ -363,18 +372,10 @@ void jobs__log_close(struct jobs *j, struct job *job)
 /* Adds job and seq to o (borrowed), serialises it and puts it. */
 static void put_json(struct jobs *j, struct job *job, json_t *o, bool sync, bool notify)
 {
-	struct line *line;
-	char *text;
+	/* quald's own line, made as the relay makes one: its struct without a
+	 * parse, its ids last. */
+	struct line *line = relay_line_own(json_incref(o), job->id, job->next_seq);
 
-	json_object_set_new(o, "job", json_string(job->id));
-	json_object_set_new(o, "seq", json_integer(job->next_seq));
-	text = json_dumps(o, JSON_COMPACT);
-	if (!text) {
-		oplog_warn("job '%s': cannot encode a line", job->id);
-		return;
-	}
-	/* quald's own line, made here: its struct without a parse. */
-	line = line_take(json_incref(o), text, strlen(text));
 	jobs__put(j, job, line, sync, notify);
 	line_unref(line);
 }

@@ -173,21 +173,43 @@ int jobs_submit(struct jobs *j, const struct submit_args *args,
  * unknown job, QUAL_EINVAL when it has already finished. */
 int jobs_cancel(struct jobs *j, const char *job, struct qual_msg *msg);
 
+/* A stored line as jobs_read_log hands it out: its bytes (without the
+ * newline, NUL-terminated) and its seq, valid during the call only, and,
+ * for a read that parses (JOBS_READ_PARSED), the line parsed (proto/line.h),
+ * borrowed: a reference keeps it past the call. */
+struct jobs_record {
+	const char *text;
+	size_t len;
+	long seq;
+	struct line *line; /* NULL unless the read parses */
+};
+
+/* What a read of a log does with each line: hand out its bytes and seq,
+ * read from its tail without a parse (line_tail_seq: for readers that copy
+ * bytes on), or parse it too, once (for readers that decide from it). */
+enum jobs_read_how {
+	JOBS_READ_BYTES,
+	JOBS_READ_PARSED,
+};
+
 /* Reads a job's stored lines with seq > after_seq (-1 for all), calling fn
- * for each: parsed here, once, as quald reads its log (proto/line.h; a
- * stored line that is not a JSON object, which quald never writes, is left
- * out), borrowed: a reference keeps it past the call. Returns the
- * number of lines, or a negative code (QUAL_ENOENT for an unknown job).
- * *state receives the job's state name (static storage). Synchronous: job
+ * for each, in order, until fn returns true (a reader that pauses: the read
+ * stops there and reads nothing more of the log). A stored line that is not
+ * a JSON object, which quald never writes, is left out (one that ends as
+ * every line quald writes does, with its seq, is taken as quald's without a
+ * parse by a read of JOBS_READ_BYTES). Lines at or below after_seq are
+ * skipped unparsed. Returns the number of lines handed out, or a negative
+ * code (QUAL_ENOENT for an unknown job). *state receives the state the job
+ * is reported in (JOB_STATE_UNKNOWN for an unknown job). Synchronous: job
  * logs are local files. Only lines whose write has been called back are
  * handed out (by their own seq, which may have gaps where a damaged log lost
  * records), and the line callback runs in that same callback, so reading a
  * job's log and then following its live lines neither misses nor repeats
  * one. */
-typedef void (*jobs_each_cb)(void *ctx, struct line *line);
+typedef bool (*jobs_each_cb)(void *ctx, const struct jobs_record *rec);
 int jobs_read_log(struct jobs *j, const char *job, long after_seq,
-		  jobs_each_cb fn, void *ctx, const char **state,
-		  struct qual_msg *msg);
+		  enum jobs_read_how how, jobs_each_cb fn, void *ctx,
+		  enum job_state *state, struct qual_msg *msg);
 
 /* Whether job's log is complete: its verdict line is written and relayed,
  * so no line of it is to come (its worker may still be exiting). False for

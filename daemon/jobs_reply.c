@@ -13,19 +13,19 @@
  * as it was (running, or queued) until its lines, its verdict line last,
  * are written, so that no one is told it is done before its verdict can be
  * read and has been relayed. */
-static const char *state_name(const struct job *job)
+static enum job_state reported_state(const struct job *job)
 {
 	if (job->state >= JOB_DONE && job->logged_seq < job->next_seq)
-		return vocab_state_name(job->started[0] ? JOB_RUNNING : JOB_QUEUED);
-	return vocab_state_name(job->state);
+		return job->started[0] ? JOB_RUNNING : JOB_QUEUED;
+	return job->state;
 }
-
 
 struct read_ctx {
 	long after_seq;
 	long logged_seq;
 	long index;
 	long count;
+	enum jobs_read_how how;
 	jobs_each_cb fn;
 	void *ctx;
 };
@@ -33,47 +33,54 @@ struct read_ctx {
 static int read_one(void *ctx, const char *text, size_t len)
 {
 	struct read_ctx *r = ctx;
-	struct line *line;
-	long seq;
+	struct jobs_record rec = { text, len, line_tail_seq(text, len), NULL };
+	bool stop = false;
 
-	if (line_parse(text, len, &line) < 0) {
-		r->index++;
-		return 0;
+	/* Every line quald writes ends with its seq; one that does not (an
+	 * older quald's) is parsed for it, and left out when it is no JSON
+	 * object. Without a seq at all a line counts by its place. */
+	if (rec.seq < 0) {
+		if (line_parse(text, len, &rec.line) < 0) {
+			r->index++;
+			return 0;
+		}
+		rec.seq = rec.line->seq >= 0 ? rec.line->seq : r->index;
 	}
-	seq = line->seq >= 0 ? line->seq : r->index;
-
 	/* Every line of a job is in its log in seq order; a line whose write
 	 * has not been called back yet is not handed out (it is relayed
 	 * once it is). Seqs have no gaps unless records were lost (recover.c),
 	 * so the line's own seq counts, not its place. */
 	r->index++;
-	if (seq >= r->logged_seq) {
-		line_unref(line);
+	if (rec.seq >= r->logged_seq) {
+		line_unref(rec.line);
 		return 1;
 	}
-	if (seq > r->after_seq) {
+	if (rec.seq > r->after_seq) {
+		if (r->how == JOBS_READ_PARSED && !rec.line &&
+		    line_parse(text, len, &rec.line) < 0)
+			return 0;
 		r->count++;
 		if (r->fn)
-			r->fn(r->ctx, line);
+			stop = r->fn(r->ctx, &rec);
 	}
-	line_unref(line);
-	return 0;
+	line_unref(rec.line);
+	return stop;
 }
 
 int jobs_read_log(struct jobs *j, const char *id, long after_seq,
-		  jobs_each_cb fn, void *ctx, const char **state,
-		  struct qual_msg *msg)
+		  enum jobs_read_how how, jobs_each_cb fn, void *ctx,
+		  enum job_state *state, struct qual_msg *msg)
 {
 	struct job *job = jobs__job_find(j, id);
-	struct read_ctx r = { after_seq, 0, 0, 0, fn, ctx };
+	struct read_ctx r = { after_seq, 0, 0, 0, how, fn, ctx };
 	int rc;
 
 	if (state)
-		*state = NULL;
+		*state = JOB_STATE_UNKNOWN;
 	if (!job)
 		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
 	if (state)
-		*state = state_name(job);
+		*state = reported_state(job);
 	r.logged_seq = job->logged_seq;
 	if ((rc = store_log_read(j->store, job->id, read_one, &r, NULL, msg)) < 0)
 		return rc;
@@ -233,8 +240,8 @@ json_t *jobs_list_json(struct jobs *j, int limit)
 	for (i = j->njobs - 1; i >= 0 && (int)json_array_size(list) < limit; i--) {
 		struct job *job = j->all[i];
 		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
-			"job", job->id, "state", state_name(job),
-			"verdict", state_name(job) == vocab_state_name(job->state) ?
+			"job", job->id, "state", vocab_state_name(reported_state(job)),
+			"verdict", reported_state(job) == job->state ?
 				   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
 				   json_null(),
 			"submitted", jobs__str_or_null(job->submitted),

@@ -29,15 +29,41 @@ static void *must(void *p)
 	return p;
 }
 
-/* The line of o (taken) with job and seq set, written compact. */
-static struct line *line_with_ids(json_t *o, const char *job, long seq)
+struct line *relay_line_own(json_t *o, const char *job, long seq)
 {
 	char *text;
 
+	/* Removed first, so that they go last whatever o had: the tail every
+	 * line quald writes ends with (line_tail_seq). */
+	json_object_del(o, "job");
+	json_object_del(o, "seq");
 	json_object_set_new(o, "job", json_string(job));
 	json_object_set_new(o, "seq", json_integer(seq));
 	text = must(json_dumps(o, JSON_COMPACT));
 	return line_take(o, text, strlen(text));
+}
+
+void relay_line_reseq(struct line *l, long seq)
+{
+	char tail[32];
+	size_t keep;
+	int n;
+
+	if (l->refs != 1 || l->seq < 0 || line_tail_seq(l->text, l->len) != l->seq) {
+		oplog(LOG_ERR, "bug: job '%s': a line to give seq %ld is shared or not "
+		      "the relay's", l->job, seq);
+		abort();
+	}
+	/* The old seq's digits and the closing brace end the text. */
+	keep = l->len - (size_t)snprintf(tail, sizeof tail, "%ld}", l->seq);
+	n = snprintf(tail, sizeof tail, "%ld}", seq);
+	l->text = xrealloc(l->text, keep + (size_t)n + 1);
+	memcpy(l->text + keep, tail, (size_t)n + 1);
+	l->len = keep + (size_t)n;
+	l->seq = seq;
+	/* A line written anew holds our seq in its object too. */
+	if (json_object_get(l->obj, "seq"))
+		json_object_set_new(l->obj, "seq", json_integer(seq));
 }
 
 int relay_line(const char *in, size_t len, const char *job, long seq,
@@ -80,12 +106,12 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 		o = must(json_pack("{s:s,s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
 				   "setup", "code", vocab_code_name(LINES_CODE_BAD_LINE),
 				   "arm", "case", "message", msg->text));
-		*out = line_with_ids(o, job, seq);
+		*out = relay_line_own(o, job, seq);
 		return QUAL_EINVAL;
 	}
 	if (json_object_get(o, "job") || json_object_get(o, "seq")) {
 		/* Not the engine's doing; keep ours authoritative. */
-		*out = line_with_ids(o, job, seq);
+		*out = relay_line_own(o, job, seq);
 	} else {
 		/* The engine's bytes as they are, with ours spliced in before
 		 * the closing brace. */

@@ -25,7 +25,8 @@
  *                  ,"job":JOB,"seq":SEQ spliced in before the closing brace
  *                  (so numbers keep the engine's exact text). An object that
  *                  already has "job" or "seq" is not the engine's doing: it
- *                  is written anew (compact) with ours in their place.
+ *                  is written anew (compact, relay_line_own) with ours
+ *                  instead, last.
  *   anything else  returns QUAL_EINVAL. *out is the error line that stands
  *                  for it (type "error", stage "setup", code "bad_line", arm
  *                  and case null, job and seq as above) with msg's text as
@@ -42,5 +43,20 @@
  * spliced ids) or the error line, for the caller to inspect. */
 int relay_line(const char *in, size_t len, const char *job, long seq,
 	       struct line **out, struct qual_msg *msg);
+
+/* The line of a JSON object quald made or rewrote (o, taken): o with "job"
+ * and "seq" set, last (any it had are removed first), written compact; a
+ * new line with one reference. Every line quald writes ends with
+ * ,"job":JOB,"seq":SEQ}, spliced (relay_line) or written here, which is
+ * what line_tail_seq (proto/line.h) reads a stored line's seq from. */
+struct line *relay_line_own(json_t *o, const char *job, long seq);
+
+/* Gives l, a line relay_line or relay_line_own made and no one else holds
+ * yet (one reference), seq instead of the one it was made with: its text's
+ * tail, its seq and, when its object holds one, the object's, without a
+ * parse. For a line that must wait for another to take its seq first (the
+ * foreign_line error line before a verdict, daemon/worker.c). A line
+ * shared or not made so is a bug of the caller's: quald aborts. */
+void relay_line_reseq(struct line *l, long seq);
 
 #endif

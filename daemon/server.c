@@ -135,17 +135,19 @@ out:
 	conn__unref(c);
 }
 
-static void ignore_line(void *ctx, struct line *line)
+/* Stops a read of a log at its first line: whether the job is there is
+ * all that is asked. */
+static bool stop_reading(void *ctx, const struct jobs_record *rec)
 {
 	(void)ctx;
-	(void)line;
+	(void)rec;
+	return true;
 }
 
 static void do_watch(struct conn *c, struct request *r)
 {
 	struct server *s = c->srv;
 	struct qual_msg msg = {{0}};
-	const char *state = NULL;
 	char **ids = NULL;
 	int n = 0, rc;
 
@@ -163,9 +165,9 @@ static void do_watch(struct conn *c, struct request *r)
 	}
 	if (r->after_job) {
 		/* The job must exist, or be gone (pruned: the jobs after it
-		 * follow); reading none of its lines says so. */
-		rc = jobs_read_log(s->jobs, r->after_job, LONG_MAX, ignore_line, NULL,
-				   &state, &msg);
+		 * follow); a read that stops at once says so. */
+		rc = jobs_read_log(s->jobs, r->after_job, -1, JOBS_READ_BYTES, stop_reading,
+				   NULL, NULL, &msg);
 		if (rc < 0 && !jobs_gone(s->jobs, r->after_job)) {
 			conn__refuse(c, "watch", r->id, msg_or(&msg, "unknown job"));
 			return;
@@ -186,11 +188,11 @@ struct collect {
 	size_t cap;
 };
 
-static void collect_each(void *ctx, struct line *l)
+static bool collect_each(void *ctx, const struct jobs_record *rec)
 {
 	struct collect *x = ctx;
-	const char *line = l->text;
-	size_t len = l->len;
+	const char *line = rec->text;
+	size_t len = rec->len;
 
 	if (x->b->len + len + 1 > x->cap) {
 		while (x->b->len + len + 1 > x->cap)
@@ -200,13 +202,15 @@ static void collect_each(void *ctx, struct line *l)
 	memcpy(x->b->data + x->b->len, line, len);
 	x->b->data[x->b->len + len] = '\n';
 	x->b->len += len + 1;
+	return false;
 }
 
 static void do_show(struct conn *c, struct request *r)
 {
 	struct collect x = {.cap = 64 << 10};
 	struct qual_msg msg = {{0}};
-	const char *state = NULL;
+	enum job_state state;
+	const char *word;
 	struct obuf *b[2];
 	json_t *o, *settings;
 	char *text;
@@ -215,7 +219,8 @@ static void do_show(struct conn *c, struct request *r)
 	x.b = xmalloc(sizeof *x.b + x.cap);
 	x.b->refs = 1;
 	x.b->len = 0;
-	rc = jobs_read_log(c->srv->jobs, r->job, -1, collect_each, &x, &state, &msg);
+	rc = jobs_read_log(c->srv->jobs, r->job, -1, JOBS_READ_BYTES, collect_each, &x, &state,
+			   &msg);
 	if (rc < 0) {
 		conn__refuse(c, "show", r->id, msg_or(&msg, qual_strerror(rc)));
 		conn__obuf_unref(x.b);
@@ -224,7 +229,8 @@ static void do_show(struct conn *c, struct request *r)
 	/* The header and the lines in one write: nothing can come between. */
 	o = conn__reply_new("show", r->id);
 	json_object_set_new(o, "job", json_string(r->job));
-	json_object_set_new(o, "state", state ? json_string(state) : json_null());
+	word = vocab_state_name(state);
+	json_object_set_new(o, "state", word ? json_string(word) : json_null());
 	json_object_set_new(o, "lines", json_integer(rc));
 	/* The request's settings that no line holds (fixture directories);
 	 * the reply's own fields win. */

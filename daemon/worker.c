@@ -339,10 +339,10 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 		}
 		if (line_is_verdict(l) && w->seen.refused && !w->seen.refused_said) {
 			/* The foreign_line error line goes before the verdict,
-			 * which then takes the next seq. */
+			 * which then takes the next seq: the line parsed
+			 * above, with its seq changed (not parsed again). */
 			worker_say_refused(w);
-			line_unref(l);
-			(void)relay_line(line, len, job->id, job->next_seq, &l, &m);
+			relay_line_reseq(l, job->next_seq);
 		}
 	}
 	if (w->seen.bytes + (long long)l->len + 1 > j->max_log_bytes) {

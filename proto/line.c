@@ -1,6 +1,7 @@
 /* A line parsed once (line.h). */
 #include "proto/line.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,4 +380,28 @@ void line_unref(struct line *l)
 bool line_is_verdict(const struct line *l)
 {
 	return l->type == LINES_VERDICT;
+}
+
+long line_tail_seq(const char *text, size_t len)
+{
+	static const char key[] = ",\"seq\":";
+	size_t end, i;
+	long v = 0;
+
+	if (len < 2 || text[len - 1] != '}')
+		return -1;
+	end = len - 1;
+	for (i = end; i > 0 && text[i - 1] >= '0' && text[i - 1] <= '9'; i--)
+		;
+	/* A seq has no leading zero, and fits a long. */
+	if (i == end || (end - i > 1 && text[i] == '0'))
+		return -1;
+	if (i < sizeof key - 1 || memcmp(text + i - (sizeof key - 1), key, sizeof key - 1))
+		return -1;
+	for (; i < end; i++) {
+		if (v > (LONG_MAX - (text[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (text[i] - '0');
+	}
+	return v;
 }

@@ -1,11 +1,13 @@
 /* A line as it enters a process (docs/output.md): parsed once where it comes
- * in (quald's relay of a worker's stdout, a stored log quald reads, qualctl's
- * connection) into a struct line that carries what every later reader
+ * in (quald's relay of a worker's stdout, a stored log quald reads to decide
+ * from it, qualctl's connection) into a struct line that carries what every later reader
  * decides from (its type, seq, job, verdict, error code) with the object
  * and its bytes, so that no later hop parses it again or matches its bytes:
  * the writer, the fanout to followers, the HTTP event streams, the history
  * and the jobs table take the struct. "Parse at the door, pass values
- * inside" (docs/style.md). */
+ * inside" (docs/style.md). A stored line that is only passed on is not
+ * parsed at all: its seq, which quald writes last, is read from its bytes
+ * (line_tail_seq). */
 #ifndef QUAL_PROTO_LINE_H
 #define QUAL_PROTO_LINE_H
 
@@ -129,5 +131,13 @@ void line_unref(struct line *l);
 
 /* Whether l is a verdict line: its job's (or run's) last. */
 bool line_is_verdict(const struct line *l);
+
+/* The seq of a line quald wrote, read from its bytes text[0, len) without a
+ * parse: every line quald relays or makes ends with ,"job":"ID","seq":N}
+ * (daemon/relay.h), so N is read from the end. -1 when the line does not
+ * end so (a stored line of an older quald, which put ids it rewrote where
+ * the worker had them): its reader parses it instead. For readers of a
+ * stored log that only pass bytes on (daemon/jobs_reply.c). */
+long line_tail_seq(const char *text, size_t len);
 
 #endif

@@ -17,7 +17,11 @@
  *                   reading of the line, a NUL byte anywhere making it not
  *                   JSON); the output is the error line of relay.h (code
  *                   bad_line), whose message is msg's text.
- *   always          the line's seq and job are the given ones; its obj says
+ *   always          the output ends with ,"seq":SEQ} (line_tail_seq reads
+ *                   it back), and giving the line another seq
+ *                   (relay_line_reseq) makes the line relay_line makes with
+ *                   that seq, byte for byte, its obj included.
+ *                   The line's seq and job are the given ones; its obj says
  *                   what the output says (the caller inspects it
  *                   for blame and the end of the job); ASan (relay_line gets
  *                   a copy of exactly the line's bytes), UBSan and
@@ -134,6 +138,21 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 		FUZZ_CHECK(!strcmp(json_string_value(json_object_get(o, "message")),
 				   msg.text));
 		FUZZ_CHECK(json_equal(obj, o));
+	}
+	/* Every line quald writes ends with its seq, read back without a
+	 * parse; and the same line given another seq (the relay's
+	 * relay_line_reseq) is byte for byte the line relayed with that seq. */
+	FUZZ_CHECK(line_tail_seq(out, outlen) == seq);
+	{
+		long seq2 = seq == LONG_MAX ? 0 : seq + 1 + (long)(len % 1000);
+		struct qual_msg msg2 = {{0}};
+		struct line *l2;
+
+		FUZZ_CHECK(relay_line(copy, len, job, seq2, &l2, &msg2) == rc && l2);
+		relay_line_reseq(l, seq2);
+		FUZZ_CHECK(l->seq == seq2 && l->len == l2->len && !strcmp(l->text, l2->text));
+		FUZZ_CHECK(json_equal(l->obj, l2->obj));
+		line_unref(l2);
 	}
 	json_decref(in);
 	json_decref(o);

@@ -8,6 +8,7 @@
  *
  * Run one test with `test_jobs NAME` (ctest: jobs_NAME). */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -59,6 +60,37 @@ static struct {
 	bool closed_inside;
 	bool in_close;
 } H;
+
+/* jansson's parses in this program, counted for parse_once: this
+ * json_loadb is the one the daemon's code (a static library) is linked
+ * against, and it calls jansson's. While on, it counts the parses of
+ * exactly `bytes` (len of them), or of anything when bytes is NULL. */
+static struct {
+	bool on;
+	const char *bytes;
+	size_t len;
+	int n;
+} loads;
+
+json_t *json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t *error)
+{
+	static json_t *(*real)(const char *, size_t, size_t, json_error_t *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "json_loadb");
+	if (loads.on && (!loads.bytes || (buflen == loads.len &&
+					  !memcmp(buffer, loads.bytes, buflen))))
+		loads.n++;
+	return real(buffer, buflen, flags, error);
+}
+
+static void loads_count(const char *bytes)
+{
+	loads.on = true;
+	loads.bytes = bytes;
+	loads.len = bytes ? strlen(bytes) : 0;
+	loads.n = 0;
+}
 
 static uint64_t now_ms(void)
 {
@@ -342,11 +374,11 @@ static const char *run_kind(const char *kind)
 static const char *state_of(const char *id)
 {
 	struct qual_msg m = { "" };
-	const char *st = NULL;
+	enum job_state st;
 
-	if (jobs_read_log(H.j, id, LONG_MAX, NULL, NULL, &st, &m) < 0)
+	if (jobs_read_log(H.j, id, LONG_MAX, JOBS_READ_BYTES, NULL, NULL, &st, &m) < 0)
 		fail_msg("jobs_read_log '%s': %s", id, m.text);
-	return st;
+	return vocab_state_name(st);
 }
 
 static bool finished(const char *id)
@@ -398,15 +430,26 @@ struct collected {
 	int n;
 };
 
-static void collect(void *ctx, struct line *l)
+/* Each line's seq as the read hands it out is the one in its bytes, and a
+ * read that parses hands out the line parsed from those bytes. */
+static bool collect(void *ctx, const struct jobs_record *rec)
 {
 	struct collected *c = ctx;
-	const char *line = l->text;
-	size_t len = l->len;
+	const char *line = rec->text;
+	size_t len = rec->len;
+	json_t *o = json_loadb(line, len, 0, NULL);
 
 	assert_int_equal(strlen(line), len);
+	assert_int_equal(json_integer_value(json_object_get(o, "seq")), rec->seq);
+	json_decref(o);
+	if (rec->line) {
+		assert_int_equal(rec->line->seq, rec->seq);
+		assert_int_equal(rec->line->len, len);
+		assert_memory_equal(rec->line->text, line, len);
+	}
 	if (c->n < 512)
 		c->lines[c->n++] = strndup(line, len);
+	return false;
 }
 
 static void collected_free(struct collected *c)
@@ -424,12 +467,14 @@ static void assert_log_matches(const char *id)
 	const char *l[512];
 	int n = job_lines(id, l, 512), got;
 
-	got = jobs_read_log(H.j, id, -1, collect, &c, NULL, &m);
-	assert_int_equal(got, n);
-	assert_int_equal(c.n, n);
-	for (int i = 0; i < n; i++)
-		assert_string_equal(c.lines[i], l[i]);
-	collected_free(&c);
+	for (int how = JOBS_READ_BYTES; how <= JOBS_READ_PARSED; how++) {
+		got = jobs_read_log(H.j, id, -1, how, collect, &c, NULL, &m);
+		assert_int_equal(got, n);
+		assert_int_equal(c.n, n);
+		for (int i = 0; i < n; i++)
+			assert_string_equal(c.lines[i], l[i]);
+		collected_free(&c);
+	}
 }
 
 static json_t *state_file(const char *id)
@@ -500,11 +545,11 @@ static void test_relay_and_log(void **state)
 	assert_log_matches(id);
 
 	/* Resuming after seq 2 gives the last two lines. */
-	assert_int_equal(jobs_read_log(H.j, id, 2, collect, &c, NULL, &m), 2);
+	assert_int_equal(jobs_read_log(H.j, id, 2, JOBS_READ_BYTES, collect, &c, NULL, &m), 2);
 	assert_string_equal(c.lines[0], l[3]);
 	assert_string_equal(c.lines[1], l[4]);
 	collected_free(&c);
-	assert_int_equal(jobs_read_log(H.j, "j000099", -1, collect, &c, NULL, &m), QUAL_ENOENT);
+	assert_int_equal(jobs_read_log(H.j, "j000099", -1, JOBS_READ_BYTES, collect, &c, NULL, &m), QUAL_ENOENT);
 
 	st = state_file(id);
 	assert_string_equal(json_string_value(json_object_get(st, "state")), "done");
@@ -892,6 +937,82 @@ static void test_foreign_lines(void **state)
 	finish();
 }
 
+/* A reader of a log that stops after `left` lines (0: reads all), counting
+ * what it was handed. */
+struct counted {
+	int n, left;
+};
+
+static bool count_each(void *ctx, const struct jobs_record *rec)
+{
+	struct counted *k = ctx;
+
+	(void)rec;
+	k->n++;
+	return k->left && --k->left == 0;
+}
+
+/* Each line a worker prints is parsed once in quald: also a verdict line
+ * after refused ones, which waits for the foreign_line error line to take
+ * its seq first (relay_line_reseq, not a second parse). A read of a stored
+ * log for its bytes parses none of its lines (their seq is read from their
+ * tail), a read that parses parses each line it hands out once and none it
+ * skips, and a reader that pauses stops the read. */
+static void test_parse_once(void **state)
+{
+	static const char verdict[] =
+		"{\"type\":\"verdict\",\"verdict\":\"neutral\",\"timed\":true,"
+		"\"message\":\"fake\"}";
+	static const char case_verdict[] =
+		"{\"type\":\"case_verdict\",\"case\":\"gemm_f16-256x512x256\","
+		"\"verdict\":\"equivalent\",\"identical_code\":false,\"n\":1}";
+	struct qual_msg m = { "" };
+	struct counted k = { 0, 0 };
+	const char *id, *l[16];
+	int n;
+
+	(void)state;
+	open_jobs();
+	/* tests/tools/fake_worker.sh's lines, as the relay gets them. */
+	loads_count(verdict);
+	id = run_kind("ok");
+	assert_int_equal(loads.n, 1);
+	loads_count(verdict);
+	id = run_kind("foreign");
+	assert_int_equal(loads.n, 1);
+	loads_count(case_verdict);
+	id = run_kind("foreign");
+	assert_int_equal(loads.n, 1);
+	loads.on = false;
+	n = job_lines(id, l, 16);
+	assert_int_equal(n, 6);
+	assert_non_null(strstr(l[4], "\"code\":\"foreign_line\""));
+	assert_non_null(strstr(l[5], "\"type\":\"verdict\""));
+	assert_log_matches(id);
+	assert_false(H.seq_gap);
+
+	loads_count(NULL);
+	assert_int_equal(jobs_read_log(H.j, id, -1, JOBS_READ_BYTES, count_each, &k, NULL, &m), n);
+	assert_int_equal(k.n, n);
+	assert_int_equal(loads.n, 0);
+	loads_count(NULL);
+	k = (struct counted){ 0, 0 };
+	assert_int_equal(jobs_read_log(H.j, id, -1, JOBS_READ_PARSED, count_each, &k, NULL, &m), n);
+	assert_int_equal(loads.n, n);
+	loads_count(NULL);
+	k = (struct counted){ 0, 0 };
+	assert_int_equal(jobs_read_log(H.j, id, n - 3, JOBS_READ_PARSED, count_each, &k, NULL, &m),
+			 2);
+	assert_int_equal(loads.n, 2);
+	loads_count(NULL);
+	k = (struct counted){ 0, 2 };
+	assert_int_equal(jobs_read_log(H.j, id, -1, JOBS_READ_PARSED, count_each, &k, NULL, &m), 2);
+	assert_int_equal(k.n, 2);
+	assert_int_equal(loads.n, 2);
+	loads.on = false;
+	finish();
+}
+
 static void test_sigkill(void **state)
 {
 	struct qual_msg m = { "" };
@@ -988,7 +1109,7 @@ static void test_recovery(void **state)
 	assert_int_equal(H.nlines, 0);
 	assert_string_equal(state_of("j000001"), "interrupted");
 	/* Its torn tail cut off and recorded (store.h) before the verdict. */
-	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 4);
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, collect, &c, NULL, &m), 4);
 	assert_string_equal(c.lines[2], "{\"type\":\"error\",\"stage\":\"setup\","
 			    "\"code\":\"interrupted\","
 			    "\"arm\":null,\"case\":null,\"message\":\"stored log was torn at "
@@ -1014,8 +1135,8 @@ static void test_recovery(void **state)
 	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "regression");
 	json_decref(st);
 	assert_string_equal(state_of("j000005"), "cancelled");
-	assert_int_equal(jobs_read_log(H.j, "j000005", -1, NULL, NULL, NULL, &m), 1);
-	assert_int_equal(jobs_read_log(H.j, "j000007", -1, NULL, NULL, NULL, &m), QUAL_ENOENT);
+	assert_int_equal(jobs_read_log(H.j, "j000005", -1, JOBS_READ_BYTES, NULL, NULL, NULL, &m), 1);
+	assert_int_equal(jobs_read_log(H.j, "j000007", -1, JOBS_READ_BYTES, NULL, NULL, NULL, &m), QUAL_ENOENT);
 
 	/* The queued ones run, in order. */
 	assert_string_equal(state_of("j000002"), "queued");
@@ -1153,7 +1274,7 @@ static void test_recovery_damaged(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "neutral");
 	assert_true(json_is_true(json_object_get(o, "damaged")));
 	json_decref(o);
-	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 3);
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, collect, &c, NULL, &m), 3);
 	assert_string_equal(c.lines[0], a[0]);
 	assert_string_equal(c.lines[1], a[2]);
 	o = json_loads(c.lines[2], 0, NULL);
@@ -1167,7 +1288,7 @@ static void test_recovery_damaged(void **state)
 	json_decref(o);
 	collected_free(&c);
 	/* Resuming after seq 1 (the lost one) gives what follows it. */
-	assert_int_equal(jobs_read_log(H.j, "j000001", 1, NULL, NULL, NULL, &m), 2);
+	assert_int_equal(jobs_read_log(H.j, "j000001", 1, JOBS_READ_BYTES, NULL, NULL, NULL, &m), 2);
 	st = state_file("j000001");
 	assert_true(json_is_true(json_object_get(st, "damaged")));
 	assert_string_equal(json_string_value(json_object_get(st, "verdict")), "neutral");
@@ -1179,7 +1300,7 @@ static void test_recovery_damaged(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "error");
 	assert_true(json_is_true(json_object_get(o, "damaged")));
 	json_decref(o);
-	assert_int_equal(jobs_read_log(H.j, "j000002", -1, collect, &c, NULL, &m), 3);
+	assert_int_equal(jobs_read_log(H.j, "j000002", -1, JOBS_READ_BYTES, collect, &c, NULL, &m), 3);
 	o = json_loads(c.lines[2], 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "type")), "verdict");
 	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "error");
@@ -1191,8 +1312,8 @@ static void test_recovery_damaged(void **state)
 	/* The next start adds nothing. */
 	close_jobs();
 	open_jobs();
-	assert_int_equal(jobs_read_log(H.j, "j000001", -1, NULL, NULL, NULL, &m), 3);
-	assert_int_equal(jobs_read_log(H.j, "j000002", -1, NULL, NULL, NULL, &m), 3);
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, NULL, NULL, NULL, &m), 3);
+	assert_int_equal(jobs_read_log(H.j, "j000002", -1, JOBS_READ_BYTES, NULL, NULL, NULL, &m), 3);
 	o = list_entry("j000001");
 	assert_true(json_is_true(json_object_get(o, "damaged")));
 	json_decref(o);
@@ -1206,7 +1327,7 @@ static void count_log(const char *id, int *lines, int *verdicts, int *notes)
 	struct collected c = { .n = 0 };
 	struct qual_msg m = { "" };
 
-	*lines = jobs_read_log(H.j, id, -1, collect, &c, NULL, &m);
+	*lines = jobs_read_log(H.j, id, -1, JOBS_READ_BYTES, collect, &c, NULL, &m);
 	*verdicts = *notes = 0;
 	for (int i = 0; i < c.n; i++) {
 		json_t *o = json_loads(c.lines[i], 0, NULL);
@@ -1310,7 +1431,7 @@ static void test_recovery_unpinned(void **state)
 	/* No worker ran it: nothing relayed, no start line, only the
 	 * daemon's error and verdict. */
 	assert_int_equal(job_lines("j000001", l, 16), 0);
-	assert_int_equal(jobs_read_log(H.j, "j000001", -1, collect, &c, NULL, &m), 2);
+	assert_int_equal(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, collect, &c, NULL, &m), 2);
 	o = json_loads(c.lines[0], 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "type")), "error");
 	assert_string_equal(json_string_value(json_object_get(o, "code")), "usage");
@@ -1385,7 +1506,7 @@ static void test_submit_refusals(void **state)
 	assert_string_equal(H.sub_job, "j000002");
 	RUN_UNTIL(finished("j000001") && finished("j000002"), 10);
 	/* Nothing refused was stored; no check left a folder behind. */
-	assert_int_equal(jobs_read_log(H.j, "j000003", -1, NULL, NULL, NULL, NULL), QUAL_ENOENT);
+	assert_int_equal(jobs_read_log(H.j, "j000003", -1, JOBS_READ_BYTES, NULL, NULL, NULL, NULL), QUAL_ENOENT);
 	RUN_UNTIL(dir_empty(H.tmp), 5); /* removed in the thread pool */
 	finish();
 }
@@ -1601,7 +1722,7 @@ static void test_log_limit(void **state)
 	assert_verdict(id, "error", "worker stopped: the job log reached its limit of 450 bytes");
 	assert_log_matches(id);
 	/* The start line fits, the rest do not: start + the daemon's verdict. */
-	lines = jobs_read_log(H.j, id, -1, NULL, NULL, &(const char *){NULL}, &(struct qual_msg){""});
+	lines = jobs_read_log(H.j, id, -1, JOBS_READ_BYTES, NULL, NULL, &(enum job_state){JOB_STATE_UNKNOWN}, &(struct qual_msg){""});
 	assert_true(lines >= 2 && lines < 5);
 	/* With room, the same worker's job ends with the engine's verdict.
 	 * The killed fake may have left its slot marker (SIGKILL skips its
@@ -2138,6 +2259,7 @@ QUAL_TESTS(
 	T(exits),
 	T(odd_lines),
 	T(foreign_lines),
+	T(parse_once),
 	T(sigkill),
 	T(recovery),
 	T(recovery_damaged),

@@ -91,13 +91,20 @@ static void stub_relay(const char *id, const char *text, size_t len)
 	line_unref(l);
 }
 
-static void stub_each(jobs_each_cb fn, void *ctx, const char *text)
+/* A stub job's stored line to a reader, as jobs_read_log hands it out: its
+ * bytes and seq, parsed when the read asks for it. True when the reader
+ * stops the read there. */
+static bool stub_each(enum jobs_read_how how, jobs_each_cb fn, void *ctx, const char *text,
+		      long seq)
 {
-	struct line *l;
+	struct jobs_record rec = { text, strlen(text), seq, NULL };
+	bool stop;
 
-	assert_int_equal(line_parse(text, strlen(text), &l), 0);
-	fn(ctx, l);
-	line_unref(l);
+	if (how == JOBS_READ_PARSED)
+		assert_int_equal(line_parse(text, strlen(text), &rec.line), 0);
+	stop = fn(ctx, &rec);
+	line_unref(rec.line);
+	return stop;
 }
 
 int jobs_open(uv_loop_t *l, const struct jobs_config *cfg, jobs_line_cb cb,
@@ -226,20 +233,24 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 	return 0;
 }
 
-int jobs_read_log(struct jobs *j, const char *id, long after_seq, jobs_each_cb fn,
-		  void *ctx, const char **state, struct qual_msg *msg)
+int jobs_read_log(struct jobs *j, const char *id, long after_seq, enum jobs_read_how how,
+		  jobs_each_cb fn, void *ctx, enum job_state *state, struct qual_msg *msg)
 {
 	struct sjob *sj = stub_find(id);
 	int count = 0;
 
 	(void)j;
+	if (state)
+		*state = JOB_STATE_UNKNOWN;
 	if (!sj)
 		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
-	*state = sj->state;
+	if (state)
+		*state = vocab_state_parse(sj->state);
 	for (long i = 0; i < sj->n; i++)
 		if (i > after_seq) {
-			stub_each(fn, ctx, sj->lines[i]);
 			count++;
+			if (stub_each(how, fn, ctx, sj->lines[i], i))
+				break;
 		}
 	return count;
 }

@@ -1,5 +1,6 @@
 /* proto/line.c: a line parsed once carries its type, seq, job, verdict and
  * code; what is not one JSON object is refused; references. */
+#include <limits.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -117,6 +118,41 @@ static void test_take_and_refs(void **state)
 	line_unref(NULL);
 }
 
+/* line_tail_seq reads the seq quald puts last in every line it writes, and
+ * nothing else: a line that does not end so gets -1 (its reader parses it). */
+static void test_tail_seq(void **state)
+{
+	static const struct {
+		const char *text;
+		long seq;
+	} cases[] = {
+		{ "{\"type\":\"start\",\"job\":\"j000001\",\"seq\":0}", 0 },
+		{ "{\"type\":\"pair\",\"job\":\"j000001\",\"seq\":1234567}", 1234567 },
+		{ "{\"job\":\"j1\",\"seq\":999999999999999999}", 999999999999999999L },
+		/* Ids where the worker had them (an older quald's rewrite). */
+		{ "{\"seq\":3,\"type\":\"case\",\"job\":\"j1\"}", -1 },
+		{ "{\"type\":\"case\",\"x\":{\"seq\":3}}", -1 },
+		{ "{\"seq\":3}", -1 },
+		{ "{\"job\":\"j1\",\"seq\":07}", -1 },
+		{ "{\"job\":\"j1\",\"seq\":}", -1 },
+		{ "{\"job\":\"j1\",\"seq\":-1}", -1 },
+		{ "{\"job\":\"j1\",\"seq\":1 }", -1 },
+		{ "{\"job\":\"j1\",\"seq\":1", -1 },
+		{ "{\"job\":\"j1\",\"seq\":9223372036854775807}", LONG_MAX },
+		{ "{\"job\":\"j1\",\"seq\":9223372036854775808}", -1 },
+		{ "{\"job\":\"j1\",\"seq\":12345678901234567890}", -1 },
+		{ "{\"job\":\"j1\",\"xseq\":1}", -1 },
+		{ "", -1 },
+		{ "}", -1 },
+		{ "7}", -1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_int_equal(line_tail_seq(cases[i].text, strlen(cases[i].text)),
+				 cases[i].seq);
+}
+
 QUAL_TESTS(
 	cmocka_unit_test(test_verdict_line),
 	cmocka_unit_test(test_case_verdict_line),
@@ -124,4 +160,5 @@ QUAL_TESTS(
 	cmocka_unit_test(test_unknown_words),
 	cmocka_unit_test(test_refused),
 	cmocka_unit_test(test_take_and_refs),
+	cmocka_unit_test(test_tail_seq),
 )
