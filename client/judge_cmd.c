@@ -30,12 +30,12 @@ struct judge_args {
 	bool help;
 };
 
-/* A setting of the run given here instead of the file's: read, checked
- * and worded by its field in proto/settings.h (settings_from_option()), as
- * qual-run reads its option and judge_take_line() a start line's value, so
- * that one value has one range and one refusal everywhere. */
-static int take_real_setting(const char *key, double *to, const char *s,
-			     struct qual_msg *msg)
+/* A setting of the run given here instead of the file's (alpha and margin
+ * are doubles, the gate's words ints): read, checked and worded by its
+ * field in proto/settings.h (settings_from_option()), as qual-run reads
+ * its option and judge_take_line() a start line's value, so that one value
+ * has one range and one refusal everywhere. */
+static int take_setting(const char *key, void *to, const char *s, struct qual_msg *msg)
 {
 	const struct settings_field *f = settings_find_key(key);
 	struct qual_settings set;
@@ -44,51 +44,35 @@ static int take_real_setting(const char *key, double *to, const char *s,
 	settings_init(&set);
 	rc = settings_from_option(&set, f, s, msg);
 	if (rc == 0)
-		*to = *(const double *)(const void *)((const char *)&set + f->offset);
+		memcpy(to, (const char *)&set + f->offset,
+		       f->kind == SETTINGS_REAL ? sizeof(double) : sizeof(int));
 	settings_release(&set);
 	return rc;
 }
 
 static int take_alpha(void *ctx, const char *s, struct qual_msg *msg)
 {
-	return take_real_setting("alpha", &((struct judge_args *)ctx)->alpha, s, msg);
+	return take_setting("alpha", &((struct judge_args *)ctx)->alpha, s, msg);
 }
 
 static int take_margin(void *ctx, const char *s, struct qual_msg *msg)
 {
-	return take_real_setting("margin", &((struct judge_args *)ctx)->margin, s, msg);
-}
-
-static int take_gate(const char *which, int *to, const char *s, struct qual_msg *msg)
-{
-	enum gate_rule rule;
-
-	if (gate_rule_parse(s, &rule) < 0)
-		return qual_fail(msg, QUAL_EINVAL, "--gate-%s must be beyond or significant, "
-				 "got '%s'", which, s);
-	*to = (int)rule;
-	return 0;
+	return take_setting("margin", &((struct judge_args *)ctx)->margin, s, msg);
 }
 
 static int take_gate_slower(void *ctx, const char *s, struct qual_msg *msg)
 {
-	return take_gate("slower", &((struct judge_args *)ctx)->gate_slower, s, msg); /* vocab:key */
+	return take_setting("gate_slower", &((struct judge_args *)ctx)->gate_slower, s, msg);
 }
 
 static int take_gate_faster(void *ctx, const char *s, struct qual_msg *msg)
 {
-	return take_gate("faster", &((struct judge_args *)ctx)->gate_faster, s, msg); /* vocab:key */
+	return take_setting("gate_faster", &((struct judge_args *)ctx)->gate_faster, s, msg);
 }
 
 static int take_undecided(void *ctx, const char *s, struct qual_msg *msg)
 {
-	enum gate_undecided und;
-
-	if (gate_undecided_parse(s, &und) < 0)
-		return qual_fail(msg, QUAL_EINVAL, "--undecided must be pass or regression, "
-				 "got '%s'", s);
-	((struct judge_args *)ctx)->undecided = (int)und;
-	return 0;
+	return take_setting("undecided", &((struct judge_args *)ctx)->undecided, s, msg);
 }
 
 static int take_format(void *ctx, const char *s, struct qual_msg *msg)

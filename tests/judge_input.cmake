@@ -53,6 +53,14 @@ foreach(prog qual-judge qualctl)
                    --expect-stderr "'alpha' must be a number with 0 < alpha <= 0.5, got 0" -
                    -- ${cmd} --alpha 0 ${JI}/valid_settings.jsonl)
   set_tests_properties(judge_input_${prog}_cli_alpha_zero PROPERTIES LABELS integration TIMEOUT 60)
+  # The gate's words are the settings table's, worded as qual-run and quald
+  # word them.
+  add_test(NAME judge_input_${prog}_cli_gate_word
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/expect_run.sh 4
+                   ${JI_OUT}/judge_input_${prog}_cli_gate_word.jsonl
+                   --expect-stderr "'gate_slower' must be beyond or significant, got 'always'" -
+                   -- ${cmd} --gate-slower always ${JI}/valid_settings.jsonl)
+  set_tests_properties(judge_input_${prog}_cli_gate_word PROPERTIES LABELS integration TIMEOUT 60)
 endforeach()
 
 # The time split (docs/output.md, time_s) recomputed from session_time lines.
