@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A big job log read slowly while another job runs, in one call on the GPU
 # machine (issue 28's done-when): quald with the GPU as its one slot and its
-# HTTP API on a Unix socket. Job A (nvrtc 13.0 against its alt copy, every
-# case, margin 1e-6 so that no case can be shown equivalent) samples on to
-# its cap (--max-seconds, default 120 here: QUAL_SLOW_A_SECONDS). Then slow
+# HTTP API on a Unix socket. Job A (nvrtc 13.0 against its alt copy with
+# -lineinfo for the candidate, so that the code is not byte-identical and is
+# timed as two builds, every case, margin 1e-6 so that no case can be shown
+# equivalent) samples on to its cap (--max-seconds, default 150 here:
+# QUAL_SLOW_A_SECONDS). Then slow
 # readers take job A's log (HTTP /api/jobs/A and /api/jobs/A/events, control
 # show: QUAL_SLOW_READERS of each, default 4) at a rate that makes each read
 # last about a minute, while job B (nvrtc against the slower shim: a
@@ -20,7 +22,7 @@ mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 alt=/usr/local/cuda/lib64/libnvrtc.alt.so.13
-a_seconds=${QUAL_SLOW_A_SECONDS:-120}
+a_seconds=${QUAL_SLOW_A_SECONDS:-150}
 readers=${QUAL_SLOW_READERS:-4}
 py=python3
 # shellcheck source=tests/gpu/quald_start.sh
@@ -32,12 +34,14 @@ http=$hdir/http.sock
 quald_start "$build" --http "$http"
 
 t0=$SECONDS
-ctl --timeout 600 submit "$nvrtc" "$alt" --margin 0.000001 --max-pairs 1000000 \
+ctl --timeout 600 submit "$nvrtc" "$alt" --candidate-opt -lineinfo --margin 0.000001 --max-pairs 1000000 \
   --max-seconds "$a_seconds" --json >"$out/a.jsonl" 2>"$out/a.err"
 a_rc=$?
 a=$(head -n 1 "$out/a.jsonl" | sed -n 's/.*"job":"\(j[0-9]*\)".*/\1/p')
 ctl show "$a" --json >"$out/a.stored.jsonl"
 bytes=$(wc -c <"$out/a.stored.jsonl")
+grep '"type":"case_verdict"' "$out/a.stored.jsonl" |
+  sed 's/.*"case":"\([^"]*\)","verdict":"\([^"]*\)".*"n":\([0-9]*\).*"stopped":"\([^"]*\)".*/  \1 \2 n=\3 stopped=\4/' >>"$out/summary.txt"
 say "job A $a: exit $a_rc in $((SECONDS - t0)) s, $(wc -l <"$out/a.stored.jsonl") stored lines, $bytes bytes, $(grep -c '"type":"pair"' "$out/a.stored.jsonl") pairs"
 rate=$((bytes / 60))
 [ "$rate" -ge 65536 ] || rate=65536
@@ -80,6 +84,8 @@ say "quald exit $q_rc after SIGTERM (want 0)"
 [ "$q_rc" = 0 ] || status=1
 rm -f "$out"/r*.job "$out"/r*.events "$out"/r*.show
 gzip -f "$out/a.stored.jsonl" "$out/a.jsonl"
+tar -czf "$out/logs.tar.gz" -C "$out" --exclude '*.gz' --exclude summary.txt . 2>/dev/null &&
+  find "$out" -maxdepth 1 -type f ! -name '*.gz' ! -name summary.txt -delete
 say "slow reader suite: $([ $status = 0 ] && echo PASS || echo FAIL)"
 rm -rf "$tmp" "$hdir"
 exit $status
