@@ -12,6 +12,10 @@ qual-run, each stream validated against the schema:
              arm null, error (exit 3)
   rejected   shim_hugelog in both arms (both reject the source):
              compile_failed, arm null, error (exit 3)
+  time_limit shim_hang in both arms compiled one after the other: the
+             baseline's compile runs past --compile-timeout, the job's time
+             limit (SIGUSR1) stops the candidate's: compile_timeout of
+             neither arm, error (exit 3), as with both in flight at once
   differ     shim_hang as baseline, shim_crash as candidate (the arms fail
              differently): each arm's own line, the candidate's fail (exit 2)
   candidate  nvrtc as baseline, shim_crash as candidate: the candidate's fail
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,6 +132,55 @@ def candidate_alone(args):
     check(errs == [("candidate", "compile_crashed")], f"candidate: {errs}")
 
 
+def read_pids(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def time_limit_sequential(args):
+    """The arms compiled one after the other, both hanging: the baseline's
+    compile runs past --compile-timeout, then the job's time limit
+    (SIGUSR1) stops qual-run in the candidate's. Both arms unfinished the
+    same way: one compile_timeout line of neither arm, exit 3, as when both
+    are in flight at once."""
+    pidfile = os.path.join(args.out, "blame_time_limit.pids")
+    if os.path.exists(pidfile):
+        os.unlink(pidfile)
+    env = dict(os.environ, QUAL_SHIM_PIDFILE=pidfile)
+    p = subprocess.Popen([args.run, args.shim_hang, args.shim_hang, "--compile-only",
+                          "--no-cache", "--compile-jobs", "1", "--compile-timeout", "1",
+                          "--case", CASE],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not read_pids(pidfile):
+            check(p.poll() is None and time.monotonic() < deadline,
+                  "time_limit: the baseline's compile never started")
+            time.sleep(0.02)
+        first = read_pids(pidfile)
+        # The candidate's compile writes its own pids once it runs.
+        while read_pids(pidfile) in ("", first):
+            check(p.poll() is None and time.monotonic() < deadline,
+                  "time_limit: the candidate's compile never started")
+            time.sleep(0.02)
+        p.send_signal(signal.SIGUSR1)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = [json.loads(t) for t in out.splitlines() if t.strip()]
+    errs = errors(lines)
+    check(p.returncode == 3, f"time_limit: exit {p.returncode}, want 3 (error): {errs} {err}")
+    check(len(errs) == 1 and errs[0]["arm"] is None and errs[0]["code"] == "compile_timeout" and
+          f"{CASE} (candidate), after the baseline's compile" in errs[0]["message"],
+          f"time_limit: want one compile_timeout line of neither arm: {errs}")
+    print("time_limit: exit 3")
+
+
 def qual_run_cases(args):
     crash = ("compile_crashed", ("SIGSEGV", "SIGSEGV"))
     scenario("crash", both_fail, args, "crash", args.shim_crash, *crash)
@@ -136,6 +190,7 @@ def qual_run_cases(args):
              ("did not finish within 1 s",) * 2, "--compile-timeout", "1")
     scenario("rejected", both_fail, args, "rejected", args.shim_hugelog, "compile_failed",
              ("rejected",) * 2)
+    scenario("time_limit", time_limit_sequential, args)
     scenario("differ", differ, args)
     scenario("candidate", candidate_alone, args)
 
