@@ -3,7 +3,11 @@
 # job's error (exit 3), never the candidate's fail; arms that fail
 # differently, or the candidate alone, stay the candidate's fail (exit 2).
 # Compile-only with the shims (tests/rtc.cmake builds them), no GPU:
-#   blame_qual_run  qual-run, each stream validated against the schema
+#   blame_qual_run  qual-run, each stream validated against the schema: both
+#                   arms crashing (compiled at once and one after the
+#                   other), hanging, rejecting the case; the job's time
+#                   limit in the second arm's compile after the first's
+#                   timed out; arms failing differently; the candidate alone
 #   blame_quald     the same library twice through quald: qualctl exits 3,
 #                   no quarantine strike
 if(EXISTS ${QUAL_SERVICE_NVRTC})
