@@ -213,13 +213,33 @@ static void job_run(const struct run *run, struct job *j)
 		j->store.text[0] = '\0';
 }
 
+/* The other arm's compile of job i's case, ended by its time limit (a
+ * compile of the phase, finished: QUAL_ETIMEOUT), or NULL. With p->mu
+ * held. */
+static const struct job *other_timed_out(const struct pool *p, int i)
+{
+	for (int k = 0; k < p->njobs; k++) {
+		const struct job *o = &p->jobs[k];
+
+		if (o->arm != p->jobs[i].arm && !o->running && o->e->res.status == QUAL_ETIMEOUT &&
+		    !strcmp(o->case_name, p->jobs[i].case_name))
+			return o;
+	}
+	return NULL;
+}
+
 /* Tells on_compile which compiles are now in flight, if that changed: the
- * first, and every one when both arms are among them. With p->mu held. */
+ * first, and every one when both arms are among them. Also neither arm when
+ * the one in flight is the second of its case to compile, the other's
+ * having run past its time limit: a stop then finds both arms unfinished
+ * the same way, in whatever order they ran (docs/verdicts.md, "Blame").
+ * With p->mu held. */
 static void report(struct pool *p)
 {
 	void (*cb)(const char *, const char *, const char *) = p->run->cfg->on_compile;
 	char all[sizeof p->reported] = "";
 	bool arms[2] = { false, false };
+	const struct job *other = NULL;
 	int first = -1;
 	size_t n = 0;
 
@@ -235,8 +255,12 @@ static void report(struct pool *p)
 			n += (size_t)snprintf(all + n, sizeof all - n, "%s%s (%s)", n ? ", " : "",
 					      p->jobs[i].case_name, arm_name[p->jobs[i].arm]);
 	}
-	/* Only the first matters while one arm is in flight. */
-	if (first >= 0 && !(arms[0] && arms[1]))
+	if (first >= 0 && !(arms[0] && arms[1]) && (other = other_timed_out(p, first)))
+		snprintf(all, sizeof all, "%s (%s), after the %s's compile of the case ran "
+			 "past the compile time limit", p->jobs[first].case_name,
+			 arm_name[p->jobs[first].arm], arm_name[other->arm]);
+	else if (first >= 0 && !(arms[0] && arms[1]))
+		/* Only the first matters while one arm is in flight. */
 		snprintf(all, sizeof all, "%s (%s)", p->jobs[first].case_name,
 			 arm_name[p->jobs[first].arm]);
 	if (strcmp(all, p->reported) == 0)
@@ -245,8 +269,8 @@ static void report(struct pool *p)
 	if (first < 0)
 		cb(NULL, NULL, NULL);
 	else
-		cb(p->jobs[first].case_name,
-		   arms[0] && arms[1] ? NULL : arm_name[p->jobs[first].arm], all);
+		cb(p->jobs[first].case_name, (arms[0] && arms[1]) || other ? NULL :
+		   arm_name[p->jobs[first].arm], all);
 }
 
 static void *worker(void *arg)

@@ -63,12 +63,14 @@ static void on_compile(const char *case_name, const char *arm, const char *all)
 			    "qual-run");
 	} else {
 		/* Neither arm's: blaming the candidate for the baseline's hang
-		 * would fail a correct candidate. */
+		 * would fail a correct candidate, and one arm's for a hang the
+		 * other's compile of the case had too would hang on the order
+		 * they ran in. */
 		char text[1400];
 
-		snprintf(text, sizeof text, "compiles of both arms were still running when the "
-			 "job's time limit stopped qual-run (which one hung cannot be told): %s",
-			 all);
+		snprintf(text, sizeof text, "the job's time limit stopped qual-run with compiles "
+			 "of both arms unfinished (which one hung cannot be told, and neither is "
+			 "blamed): %s", all);
 		lines_error(f, "compile", LINES_CODE_COMPILE_TIMEOUT, NULL, NULL, text);
 	}
 	n = ftell(f);

@@ -173,7 +173,10 @@ struct runner_config {
 	 * list of every compile in flight ("gemm_i8-256x512x256 (baseline),
 	 * ..."); with arm NULL when compiles of both arms are in flight (which
 	 * one a stop caught cannot be told, and no arm is to be blamed for
-	 * another's hang); and with NULLs once none is, so that qual-run can
+	 * another's hang), or when the one in flight is the second arm of its
+	 * case to compile, the first's compile having run past its time limit
+	 * (both arms unfinished the same way, whatever the order: all says
+	 * so); and with NULLs once none is, so that qual-run can
 	 * say which compile was in flight if it is stopped meanwhile
 	 * (qual_run.c: SIGUSR1). With several compiles at once it is called
 	 * from the compile threads, one call at a time. NULL: nothing. */

@@ -8,6 +8,7 @@
 
 #include "common/lines.h"
 #include "proto/line.h"
+#include "proto/vocab.h"
 
 static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 		       struct arm *a)
@@ -22,10 +23,34 @@ static int compile_arm(struct run *run, const struct fixture_case *c, int arm,
 	return 0;
 }
 
+/* The error line of a case both arms failed to compile with the same code:
+ * the same way, so the case shows nothing against the candidate (the same
+ * library in both arms, a limit too short for the job, a source neither
+ * takes). One line with the arms' common code and arm null (neither arm's:
+ * no quarantine strike), naming both failures; the case judged like one
+ * whose fixture cannot be built (the run an error, docs/verdicts.md).
+ * Failures of different codes are each arm's own (compile_both()). */
+static void fail_both(struct run *run, const struct judge_case *jc, enum lines_code code,
+		      struct arm arms[2])
+{
+	char text[2 * sizeof arms[0].code->message + 200];
+
+	snprintf(text, sizeof text, "both arms failed to compile case '%s' the same way "
+		 "(%s), so the case is the job's error, not the candidate's fail: "
+		 "baseline: %.*s; candidate: %.*s", jc->name, vocab_code_name(code),
+		 (int)strcspn(arms[0].code->message, "\n"), arms[0].code->message,
+		 (int)strcspn(arms[1].code->message, "\n"), arms[1].code->message);
+	runner__emit(run, lines_error_new("compile", code, NULL, jc->name, text));
+}
+
 /* Both arms of case c compiled; true when their code is byte-identical
- * (which the judge reads from the case line). A user fixture (user) that both compilers reject
+ * (which the judge reads from the case line). Both arms are always
+ * attempted (the compile phase queues both; runner__compile() compiles what
+ * it did not), whatever their order, so the case is judged on both
+ * results. A user fixture (user) that both compilers reject
  * is the fixture's own fault, not an arm's: one bad_fixture line (arm null),
- * the case judged like a fixture that cannot be built (the run an error). */
+ * the case judged like a fixture that cannot be built (the run an error).
+ * Both arms failing with one code is neither arm's either (fail_both()). */
 static bool compile_both(struct run *run, const struct fixture_case *c,
 			 struct arm arms[2], struct judge_case *jc, bool user)
 {
@@ -42,6 +67,9 @@ static bool compile_both(struct run *run, const struct fixture_case *c,
 			 (int)strcspn(arms[1].code->message, "\n"), arms[1].code->message);
 		runner__emit(run, lines_error_new("compile", LINES_CODE_BAD_FIXTURE, NULL,
 						  jc->name, text));
+	} else if (rc[0] != 0 && rc[1] != 0 &&
+		   lines_code_of("compile", rc[0]) == lines_code_of("compile", rc[1])) {
+		fail_both(run, jc, lines_code_of("compile", rc[0]), arms);
 	} else {
 		for (int arm = 0; arm < 2; arm++)
 			if (rc[arm] != 0)
