@@ -75,6 +75,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	char id[JOB_ID_MAX], rest[16];
 
 	(void)self;
+	if (http__host_refused(h, req))
+		return 0;
 	if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
 	    !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"))) {
 		http__add_header(req, H2O_TOKEN_ALLOW, "GET, HEAD");
@@ -405,12 +407,17 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	*out = NULL;
 	h = xcalloc(1, sizeof *h);
 	h->loop = loop;
+	rc = http__names_init(h, cfg, msg);
+	if (rc < 0)
+		goto fail;
 	if (cfg->listen[0] == '/') {
 		rc = listen_unix(cfg->listen, &fd, msg);
 		if (rc < 0)
 			goto fail;
 		h->unix_path = xstrdup(cfg->listen);
 		snprintf(h->where, sizeof h->where, "%s", cfg->listen);
+		h->names.family = AF_UNIX;
+		snprintf(h->names.self, sizeof h->names.self, "localhost");
 		uv_pipe_init(loop, &h->listener.pipe, 0);
 		rc = uv_pipe_open(&h->listener.pipe, fd);
 	} else {
@@ -424,12 +431,18 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 		rc = listen_tcp((struct sockaddr *)&a, alen, cfg->listen, &fd, &port, msg);
 		if (rc < 0)
 			goto fail;
+		h->names.family = a.ss_family;
+		h->names.port = port;
 		if (a.ss_family == AF_INET6) {
+			memcpy(h->names.addr, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a)->sin6_addr, addr, sizeof addr);
 			snprintf(h->where, sizeof h->where, "http://[%s]:%d/", addr, port);
+			snprintf(h->names.self, sizeof h->names.self, "[%s]:%d", addr, port);
 		} else {
+			memcpy(h->names.addr, &((struct sockaddr_in *)&a)->sin_addr, 4);
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&a)->sin_addr, addr, sizeof addr);
 			snprintf(h->where, sizeof h->where, "http://%s:%d/", addr, port);
+			snprintf(h->names.self, sizeof h->names.self, "%s:%d", addr, port);
 		}
 		uv_tcp_init(loop, &h->listener.tcp);
 		rc = uv_tcp_open(&h->listener.tcp, fd);
@@ -463,6 +476,7 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	*out = h;
 	return 0;
 fail:
+	http__names_release(h);
 	if (fd >= 0)
 		close(fd);
 	if (h->unix_path)
@@ -587,5 +601,6 @@ void http_free(struct http *h)
 	}
 	free(h->unix_path);
 	free(h->group_name);
+	http__names_release(h);
 	free(h);
 }

@@ -52,6 +52,9 @@ struct server_stats;
 /* At a stop, how long responses get to finish before quald goes on. */
 #define HTTP_DRAIN_MS 2000
 
+/* Names given with --http-host, at most. */
+#define HTTP_MAX_HOSTS 16
+
 struct http_config {
 	/* "HOST:PORT" with HOST a loopback address (127.0.0.1, [::1], or
 	 * localhost) and PORT 0 for any free one, or an absolute path for a
@@ -59,6 +62,13 @@ struct http_config {
 	 * replaced). */
 	const char *listen;
 	struct peer_rule rule;
+	/* Names the endpoint answers to besides its own (--http-host: NAME,
+	 * any port, or NAME:PORT), borrowed for http_open. A request whose
+	 * Host header is none of them, nor the listen address (on TCP,
+	 * HOST:PORT or localhost:PORT; on a Unix socket, localhost), gets
+	 * 421; one without a Host header, 400 (docs/http.md). */
+	const char *const *hosts;
+	int nhosts;
 };
 
 /* What the endpoint counts (for /metrics). */

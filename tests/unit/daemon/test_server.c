@@ -702,6 +702,13 @@ static void test_bad_requests_connection_lives(void **state)
 		{"{\"op\":\"show\",\"job\":\"j000042\"}", "no job 'j000042'", "show"},
 		{"{\"op\":\"cancel\",\"job\":\"j000042\"}", "no job 'j000042'", "cancel"},
 		{"{\"op\":\"watch\",\"after_job\":\"j000042\"}", "no job 'j000042'", "watch"},
+		/* One spelling per job (proto/vocab.h): refused at the door. */
+		{"{\"op\":\"show\",\"job\":\"j0000042\"}",
+		 "'job' must be a job id like 'j000001', got 'j0000042'", "show"},
+		{"{\"op\":\"cancel\",\"job\":\"j0000042\"}",
+		 "'job' must be a job id like 'j000001', got 'j0000042'", "cancel"},
+		{"{\"op\":\"watch\",\"after_job\":\"j0000042\"}",
+		 "'after_job' must be a job id like 'j000001', got 'j0000042'", "watch"},
 		{"{\"op\":\"submit\",\"baseline\":\"/sync-bad\",\"candidate\":\"/c\"}",
 		 "cannot load compiler '/sync-bad'", "submit"},
 	};
