@@ -32,6 +32,7 @@ struct hconn {
 	uv_shutdown_t shutdown;
 	uv_timer_t linger;
 	bool lingering;
+	bool served;               /* handed to H2O: counted in nserved */
 	size_t discarded;
 };
 
@@ -145,6 +146,8 @@ static void on_conn_closed(uv_handle_t *handle)
 		h->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	if (c->served)
+		h->nserved--;
 	free(c);
 	h->nconns--;
 	if (h->closing)
@@ -176,6 +179,7 @@ static void linger_end(struct hconn *c)
 	if (!c->lingering)
 		return;
 	c->lingering = false;
+	c->http->nlinger--;
 	uv_read_stop(&c->h.stream);
 	uv_close((uv_handle_t *)&c->linger, on_linger_closed);
 }
@@ -211,7 +215,10 @@ static void on_refusal_shut(uv_shutdown_t *req, int status)
 	(void)status;
 }
 
-/* A refused peer gets a short answer, its write side shut, and lingers. */
+/* A refused peer gets a short answer, its write side shut, and lingers,
+ * apart from the connections it would otherwise count against; past
+ * HTTP_MAX_LINGER lingering at once it is closed at once (what it sent is
+ * then unread, and the peer may see a reset instead of the answer). */
 static void refuse(struct hconn *c, const char *why)
 {
 	char resp[512];
@@ -222,7 +229,12 @@ static void refuse(struct hconn *c, const char *why)
 	uv_buf_t b = uv_buf_init(resp, (unsigned)n);
 
 	uv_try_write(&c->h.stream, &b, 1);
+	if (c->http->nlinger >= HTTP_MAX_LINGER) {
+		uv_close(&c->h.handle, on_conn_closed);
+		return;
+	}
 	c->lingering = true;
+	c->http->nlinger++;
 	uv_timer_init(c->http->loop, &c->linger);
 	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
 	if (uv_shutdown(&c->shutdown, &c->h.stream, on_refusal_shut) < 0 ||
@@ -235,6 +247,8 @@ static void serve(struct http *h, struct hconn *c)
 {
 	h2o_socket_t *sock = h2o_uv_socket_create(&c->h.stream, on_conn_closed);
 
+	c->served = true;
+	h->nserved++;
 	h2o_accept(&h->accept_ctx, sock);
 }
 
@@ -256,16 +270,18 @@ static void on_connection(uv_stream_t *listener, int status)
 		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}
-	if (h->nconns > HTTP_MAX_CONNECTIONS) {
-		/* At the cap (refused ones lingering count too): closed at once,
-		 * so that no local user holds quald's descriptors. */
-		h->st.refused++;
-		uv_close(&c->h.handle, on_conn_closed);
-		return;
-	}
+	/* The rule first: a refused peer never takes an allowed one's place
+	 * (it lingers apart, refuse). */
 	if (uv_fileno(&c->h.handle, &fd) < 0 || !peer_allowed(fd, &h->rule, why, sizeof why)) {
 		h->st.refused++;
 		refuse(c, why);
+		return;
+	}
+	if (h->nserved >= HTTP_MAX_CONNECTIONS) {
+		/* At the cap: closed at once, so that no local user holds
+		 * quald's descriptors. */
+		h->st.refused++;
+		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}
 	serve(h, c);

@@ -36,10 +36,14 @@
 struct jobs;
 struct server_stats;
 
-/* HTTP connections open at once, at most (refused ones that linger
- * included); one more is closed as soon as it is accepted. quald counts
- * them in its descriptor budget. */
+/* HTTP connections served at once, at most; one more is closed as soon as
+ * it is accepted. quald counts them in its descriptor budget. */
 #define HTTP_MAX_CONNECTIONS 256
+/* Connections refused by the access rule that linger at once, at most
+ * (their answer is read before the close), apart from the served ones: a
+ * refused peer never takes an allowed one's place. Past it a refused one is
+ * closed at once. Counted in quald's descriptor budget too. */
+#define HTTP_MAX_LINGER 64
 /* Event streams open at once, at most; one more gets 503. */
 #define HTTP_MAX_STREAMS 64
 /* Bytes an event stream may have waiting for its client: over it, the

@@ -88,6 +88,8 @@ struct http {
 	struct hconn *conns;
 	struct http_stats st;
 	int nconns;                /* connection handles not yet closed */
+	int nserved;               /* of them, handed to H2O */
+	int nlinger;               /* of them, refused ones that linger */
 	uv_timer_t heartbeat, drain;
 	int handles;               /* our own handles not yet closed */
 	bool closing, drained, timers_closing, done_called;
