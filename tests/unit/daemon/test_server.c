@@ -1153,6 +1153,40 @@ static void test_watch(void **state)
 	stop();
 }
 
+/* A watch resumed past the last line of a running job gets none of its
+ * lines, stored or live, goes on with the later jobs, and holds no mark of
+ * the job once its verdict is written. */
+static void test_watch_past_end(void **state)
+{
+	struct client *sub, *w;
+	struct conn *c;
+	char *a, *b;
+
+	(void)state;
+	start_with(0, -1);
+	sub = client_connect();
+	a = submit(sub, "/a", false);
+	stub_emit(a, "start", NULL);
+	w = client_connect();
+	client_sends(w, "{\"op\":\"watch\",\"after_job\":\"j000001\",\"after_seq\":100}\n");
+	json_decref(client_json(w));
+	stub_emit(a, "case", NULL);
+	stub_emit(a, "verdict", NULL);
+	client_quiet(w, 10);
+	for (c = srv->conns; c && !(c->flags & CONN_F_WATCHING); c = c->next)
+		;
+	assert_non_null(c);
+	assert_int_equal(c->nmarks, 0);
+	b = submit(sub, "/a", false);
+	stub_emit(b, "start", NULL);
+	expect_line(w, b, 0);
+	free(a);
+	free(b);
+	client_free(sub);
+	client_free(w);
+	stop();
+}
+
 /* A replay larger than the reply mark waits for the client to read instead
  * of queueing everything (and instead of dropping it); lines the job writes
  * meanwhile come once, in order, after the stored ones. */
@@ -2091,6 +2125,7 @@ QUAL_TESTS(
 	T(quarantine),
 	T(watch),
 	T(watch_replay_paced),
+	T(watch_past_end),
 	T(slow_client_dropped),
 	T(reply_not_capped),
 	T(shutdown),
