@@ -64,23 +64,28 @@ static bool split_host(const char *s, size_t len, char *name, long *port)
 	return true;
 }
 
+/* Whether name (split_host's) is an IPv6 address in brackets, into a. */
+static bool v6_literal(const char *name, struct in6_addr *a)
+{
+	char inner[NAME_MAX_LEN];
+	size_t n = strlen(name);
+
+	if (n < 3 || name[0] != '[' || name[n - 1] != ']')
+		return false;
+	memcpy(inner, name + 1, n - 2);
+	inner[n - 2] = '\0';
+	return inet_pton(AF_INET6, inner, a) == 1;
+}
+
 /* Whether name (lower case, as split_host leaves it) is a host name of
  * letters, digits, '.', '-' and '_', or an IP address (IPv6 in brackets). */
 static bool name_valid(const char *name)
 {
-	size_t n = strlen(name);
+	struct in6_addr a;
 
-	if (name[0] == '[') {
-		struct in6_addr a;
-		char inner[NAME_MAX_LEN];
-
-		if (n < 3 || name[n - 1] != ']')
-			return false;
-		memcpy(inner, name + 1, n - 2);
-		inner[n - 2] = '\0';
-		return inet_pton(AF_INET6, inner, &a) == 1;
-	}
-	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789.-_") == n;
+	if (name[0] == '[')
+		return v6_literal(name, &a);
+	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789.-_") == strlen(name);
 }
 
 int http__names_init(struct http *h, const struct http_config *cfg, struct qual_msg *msg)
@@ -119,23 +124,15 @@ void http__names_release(struct http *h)
  * however it is written, or localhost (quald listens on loopback only). */
 static bool is_listen_name(const struct http_names *nm, const char *name)
 {
-	unsigned char a[sizeof(struct in6_addr)];
+	struct in6_addr a6;
+	struct in_addr a4;
 
 	if (!strcmp(name, "localhost"))
 		return true;
-	if (nm->family == AF_INET6 && name[0] == '[') {
-		char inner[NAME_MAX_LEN];
-		size_t n = strlen(name);
-
-		if (n < 3 || name[n - 1] != ']')
-			return false;
-		memcpy(inner, name + 1, n - 2);
-		inner[n - 2] = '\0';
-		return inet_pton(AF_INET6, inner, a) == 1 &&
-		       !memcmp(a, nm->addr, sizeof(struct in6_addr));
-	}
-	return nm->family == AF_INET && inet_pton(AF_INET, name, a) == 1 &&
-	       !memcmp(a, nm->addr, sizeof(struct in_addr));
+	if (nm->family == AF_INET6)
+		return v6_literal(name, &a6) && !memcmp(&a6, nm->addr, sizeof a6);
+	return nm->family == AF_INET && inet_pton(AF_INET, name, &a4) == 1 &&
+	       !memcmp(&a4, nm->addr, sizeof a4);
 }
 
 static bool host_allowed(const struct http_names *nm, const char *value, size_t len)
