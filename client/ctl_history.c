@@ -211,17 +211,34 @@ int ctl_history(struct ctl *ctl, const struct command *cmd, int argc, char **arg
 
 /* ---- export --csv ---- */
 
-/* One CSV field (RFC 4180): quoted, with its quotes doubled, when it holds
- * a comma, a quote, CR or LF. */
-static void csv_field(FILE *f, const char *s, bool first)
+/* Whether a spreadsheet would read a text cell as a formula: it begins
+ * with one of OWASP's formula triggers (CSV injection): = + - @, a tab or a
+ * carriage return. */
+static bool csv_formula_like(const char *s)
 {
+	return *s && strchr("=+-@\t\r", *s);
+}
+
+/* One CSV field (RFC 4180): quoted, with its quotes doubled, when it holds
+ * a comma, a semicolon (the separator of some spreadsheets' locales), a
+ * quote, CR or LF. A text cell that a spreadsheet would take for a formula
+ * is neutralised as OWASP recommends: a single quote before it, and the
+ * whole cell quoted. text is false for what the reply holds as a number
+ * (or true, false, null), which is written as it is: a spreadsheet reads
+ * -0.97 as the number it is. */
+static void csv_field(FILE *f, const char *s, bool text, bool first)
+{
+	bool neutralise = text && csv_formula_like(s);
+
 	if (!first)
 		fputc(',', f);
-	if (!strpbrk(s, ",\"\r\n")) {
+	if (!neutralise && !strpbrk(s, ",;\"\r\n")) {
 		fputs(s, f);
 		return;
 	}
 	fputc('"', f);
+	if (neutralise)
+		fputc('\'', f);
 	for (; *s; s++) {
 		if (*s == '"')
 			fputc('"', f);
@@ -231,12 +248,15 @@ static void csv_field(FILE *f, const char *s, bool first)
 }
 
 /* A value of the reply as a CSV field's text: strings as they are, numbers
- * as few digits as give back the same double, true/false, null empty. */
-static void value_text(json_t *v, char *buf, size_t len)
+ * as few digits as give back the same double, true/false, null empty.
+ * Returns whether it is text (a string of the reply). */
+static bool value_text(json_t *v, char *buf, size_t len)
 {
 	if (json_is_string(v)) {
 		snprintf(buf, len, "%s", json_string_value(v));
-	} else if (json_is_integer(v)) {
+		return true;
+	}
+	if (json_is_integer(v)) {
 		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
 	} else if (json_is_real(v)) {
 		double x = json_real_value(v);
@@ -249,6 +269,7 @@ static void value_text(json_t *v, char *buf, size_t len)
 	} else {
 		buf[0] = '\0';
 	}
+	return false;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -292,33 +313,31 @@ static const char *const csv_case_cols[] = {"case", "verdict", "ratio", "ci_low"
 #define NJOBCOLS (sizeof csv_job_cols / sizeof csv_job_cols[0])
 #define NCASECOLS (sizeof csv_case_cols / sizeof csv_case_cols[0])
 
-static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t nkeys)
+/* The value of key in o as the next field of the row. */
+static void csv_value(FILE *f, json_t *o, const char *key, bool first)
 {
 	/* Room for the longest field quald stores: a path (PATH_MAX) or a
 	 * label value (1024 bytes); nothing is cut. */
 	char buf[PATH_MAX + 64];
+	bool text = value_text(json_object_get(o, key), buf, sizeof buf);
 
-	for (size_t k = 0; k < NJOBCOLS; k++) {
-		value_text(json_object_get(job, csv_job_cols[k]), buf, sizeof buf);
-		csv_field(f, buf, k == 0);
-	}
+	csv_field(f, buf, text, first);
+}
+
+static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t nkeys)
+{
+	for (size_t k = 0; k < NJOBCOLS; k++)
+		csv_value(f, job, csv_job_cols[k], k == 0);
 	for (int arm = 0; arm < 2; arm++) {
 		json_t *a = json_object_get(job, arm ? "candidate" : "baseline");
 
-		value_text(json_object_get(a, "path"), buf, sizeof buf);
-		csv_field(f, buf, false);
-		value_text(json_object_get(a, "sha256"), buf, sizeof buf);
-		csv_field(f, buf, false);
+		csv_value(f, a, "path", false);
+		csv_value(f, a, "sha256", false);
 	}
-	for (size_t k = 0; k < NCASECOLS; k++) {
-		value_text(json_object_get(c, csv_case_cols[k]), buf, sizeof buf);
-		csv_field(f, buf, false);
-	}
-	for (size_t k = 0; k < nkeys; k++) {
-		value_text(json_object_get(json_object_get(job, "labels"), keys[k]), buf,
-			   sizeof buf);
-		csv_field(f, buf, false);
-	}
+	for (size_t k = 0; k < NCASECOLS; k++)
+		csv_value(f, c, csv_case_cols[k], false);
+	for (size_t k = 0; k < nkeys; k++)
+		csv_value(f, json_object_get(job, "labels"), keys[k], false);
 	fputs("\r\n", f);
 }
 
@@ -335,14 +354,14 @@ static void export_csv(FILE *f, json_t *jobs)
 	json_t *job, *c;
 
 	for (k = 0; k < NJOBCOLS; k++)
-		csv_field(f, csv_job_cols[k], k == 0);
+		csv_field(f, csv_job_cols[k], true, k == 0);
 	for (k = 0; k < 4; k++)
-		csv_field(f, arm_cols[k], false);
+		csv_field(f, arm_cols[k], true, false);
 	for (k = 0; k < NCASECOLS; k++)
-		csv_field(f, k == 1 ? "case_verdict" : csv_case_cols[k], false);
+		csv_field(f, k == 1 ? "case_verdict" : csv_case_cols[k], true, false);
 	for (k = 0; k < nkeys; k++) {
 		snprintf(head, sizeof head, "label:%s", keys[k]);
-		csv_field(f, head, false);
+		csv_field(f, head, true, false);
 	}
 	fputs("\r\n", f);
 	json_array_foreach(jobs, i, job) {

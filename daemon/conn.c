@@ -328,9 +328,9 @@ static void conn_count(struct conn *c, enum conn_kind kind)
 /* Closes c now with a refused line, written only if the socket takes it
  * at once (a client that does not read, or has closed, gets none): for a
  * connection closed for the server's sake, not for a request of its own. */
-static void conn_drop(struct conn *c, const char *message)
+static void conn_drop(struct conn *c, const char *op, json_t *id, const char *message)
 {
-	json_t *o = refusal_new(NULL, NULL, message);
+	json_t *o = refusal_new(op, id, message);
 	char *text = json_dumps(o, JSON_COMPACT);
 
 	json_decref(o);
@@ -351,7 +351,7 @@ bool conn__evict_unauth(struct server *s, const char *message)
 	if (!c)
 		return false;
 	server__ratelog(s, &s->log_unauth, "tcp connection %lu closed: %s", c->serial, message);
-	conn_drop(c, message);
+	conn_drop(c, NULL, NULL, message);
 	return true;
 }
 
@@ -437,6 +437,12 @@ static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 				c->serial, message);
 	else
 		oplog_warn("connection %lu refused: %s", c->serial, message);
+	/* Out of every limit: refused, it holds no one's place. */
+	conn_count(c, CONN_NONE);
+	if (c->srv->nlinger >= SERVER_MAX_LINGER) {
+		conn_drop(c, op, id, message);
+		return;
+	}
 	conn__refuse(c, op, id, message);
 	if (c->state != CONN_STATE_OPEN)
 		return;
@@ -451,6 +457,7 @@ static void conn_refuse_close(struct conn *c, const char *op, json_t *id,
 	uv_timer_init(c->srv->loop, &c->linger);
 	c->linger.data = c;
 	c->flags |= CONN_F_LINGER;
+	c->srv->nlinger++;
 	c->refs++;
 	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
 	c->in_len = c->in_pos = 0;
@@ -531,6 +538,7 @@ void conn__close(struct conn *c, const char *why)
 		c->srv->nwatchers--;
 	if (c->flags & CONN_F_LINGER) {
 		c->flags &= ~CONN_F_LINGER;
+		c->srv->nlinger--;
 		uv_close((uv_handle_t *)&c->linger, on_linger_closed);
 	}
 	if (why)

@@ -65,6 +65,7 @@ static void deliver(struct conn *c, const char *job, long seq, bool verdict,
 {
 	struct replay *rp = &c->replay;
 	struct mark *m;
+	bool seen;
 
 	if (c->state == CONN_STATE_CLOSING)
 		return;
@@ -78,12 +79,15 @@ static void deliver(struct conn *c, const char *job, long seq, bool verdict,
 			}
 			return;
 		}
+		/* A job's mark goes at its verdict, sent or not: one that a
+		 * watch resumed past the job's last line is above the verdict's
+		 * seq, and nothing of the job is to come. */
 		m = mark_find(c, job);
-		if (m && seq <= m->seq)
-			return;
+		seen = m && seq <= m->seq;
 		if (m && verdict)
 			mark_drop(c, m);
-		conn__send_live(c, b);
+		if (!seen)
+			conn__send_live(c, b);
 		return;
 	}
 	m = mark_find(c, job);

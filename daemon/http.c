@@ -32,6 +32,7 @@ struct hconn {
 	uv_shutdown_t shutdown;
 	uv_timer_t linger;
 	bool lingering;
+	bool served;               /* handed to H2O: counted in nserved */
 	size_t discarded;
 };
 
@@ -75,6 +76,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	char id[JOB_ID_MAX], rest[16];
 
 	(void)self;
+	if (http__host_refused(h, req))
+		return 0;
 	if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
 	    !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"))) {
 		http__add_header(req, H2O_TOKEN_ALLOW, "GET, HEAD");
@@ -143,6 +146,8 @@ static void on_conn_closed(uv_handle_t *handle)
 		h->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	if (c->served)
+		h->nserved--;
 	free(c);
 	h->nconns--;
 	if (h->closing)
@@ -174,6 +179,7 @@ static void linger_end(struct hconn *c)
 	if (!c->lingering)
 		return;
 	c->lingering = false;
+	c->http->nlinger--;
 	uv_read_stop(&c->h.stream);
 	uv_close((uv_handle_t *)&c->linger, on_linger_closed);
 }
@@ -209,7 +215,10 @@ static void on_refusal_shut(uv_shutdown_t *req, int status)
 	(void)status;
 }
 
-/* A refused peer gets a short answer, its write side shut, and lingers. */
+/* A refused peer gets a short answer, its write side shut, and lingers,
+ * apart from the connections it would otherwise count against; past
+ * HTTP_MAX_LINGER lingering at once it is closed at once (what it sent is
+ * then unread, and the peer may see a reset instead of the answer). */
 static void refuse(struct hconn *c, const char *why)
 {
 	char resp[512];
@@ -220,7 +229,12 @@ static void refuse(struct hconn *c, const char *why)
 	uv_buf_t b = uv_buf_init(resp, (unsigned)n);
 
 	uv_try_write(&c->h.stream, &b, 1);
+	if (c->http->nlinger >= HTTP_MAX_LINGER) {
+		uv_close(&c->h.handle, on_conn_closed);
+		return;
+	}
 	c->lingering = true;
+	c->http->nlinger++;
 	uv_timer_init(c->http->loop, &c->linger);
 	uv_timer_start(&c->linger, on_linger_timeout, LINGER_MS, 0);
 	if (uv_shutdown(&c->shutdown, &c->h.stream, on_refusal_shut) < 0 ||
@@ -233,6 +247,8 @@ static void serve(struct http *h, struct hconn *c)
 {
 	h2o_socket_t *sock = h2o_uv_socket_create(&c->h.stream, on_conn_closed);
 
+	c->served = true;
+	h->nserved++;
 	h2o_accept(&h->accept_ctx, sock);
 }
 
@@ -254,16 +270,18 @@ static void on_connection(uv_stream_t *listener, int status)
 		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}
-	if (h->nconns > HTTP_MAX_CONNECTIONS) {
-		/* At the cap (refused ones lingering count too): closed at once,
-		 * so that no local user holds quald's descriptors. */
-		h->st.refused++;
-		uv_close(&c->h.handle, on_conn_closed);
-		return;
-	}
+	/* The rule first: a refused peer never takes an allowed one's place
+	 * (it lingers apart, refuse). */
 	if (uv_fileno(&c->h.handle, &fd) < 0 || !peer_allowed(fd, &h->rule, why, sizeof why)) {
 		h->st.refused++;
 		refuse(c, why);
+		return;
+	}
+	if (h->nserved >= HTTP_MAX_CONNECTIONS) {
+		/* At the cap: closed at once, so that no local user holds
+		 * quald's descriptors. */
+		h->st.refused++;
+		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}
 	serve(h, c);
@@ -405,12 +423,17 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	*out = NULL;
 	h = xcalloc(1, sizeof *h);
 	h->loop = loop;
+	rc = http__names_init(h, cfg, msg);
+	if (rc < 0)
+		goto fail;
 	if (cfg->listen[0] == '/') {
 		rc = listen_unix(cfg->listen, &fd, msg);
 		if (rc < 0)
 			goto fail;
 		h->unix_path = xstrdup(cfg->listen);
 		snprintf(h->where, sizeof h->where, "%s", cfg->listen);
+		h->names.family = AF_UNIX;
+		snprintf(h->names.self, sizeof h->names.self, "localhost");
 		uv_pipe_init(loop, &h->listener.pipe, 0);
 		rc = uv_pipe_open(&h->listener.pipe, fd);
 	} else {
@@ -424,12 +447,18 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 		rc = listen_tcp((struct sockaddr *)&a, alen, cfg->listen, &fd, &port, msg);
 		if (rc < 0)
 			goto fail;
+		h->names.family = a.ss_family;
+		h->names.port = port;
 		if (a.ss_family == AF_INET6) {
+			memcpy(h->names.addr, &((struct sockaddr_in6 *)&a)->sin6_addr, 16);
 			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a)->sin6_addr, addr, sizeof addr);
 			snprintf(h->where, sizeof h->where, "http://[%s]:%d/", addr, port);
+			snprintf(h->names.self, sizeof h->names.self, "[%s]:%d", addr, port);
 		} else {
+			memcpy(h->names.addr, &((struct sockaddr_in *)&a)->sin_addr, 4);
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&a)->sin_addr, addr, sizeof addr);
 			snprintf(h->where, sizeof h->where, "http://%s:%d/", addr, port);
+			snprintf(h->names.self, sizeof h->names.self, "%s:%d", addr, port);
 		}
 		uv_tcp_init(loop, &h->listener.tcp);
 		rc = uv_tcp_open(&h->listener.tcp, fd);
@@ -463,6 +492,7 @@ int http_open(uv_loop_t *loop, const struct http_config *cfg, struct http **out,
 	*out = h;
 	return 0;
 fail:
+	http__names_release(h);
 	if (fd >= 0)
 		close(fd);
 	if (h->unix_path)
@@ -587,5 +617,6 @@ void http_free(struct http *h)
 	}
 	free(h->unix_path);
 	free(h->group_name);
+	http__names_release(h);
 	free(h);
 }

@@ -36,10 +36,14 @@
 struct jobs;
 struct server_stats;
 
-/* HTTP connections open at once, at most (refused ones that linger
- * included); one more is closed as soon as it is accepted. quald counts
- * them in its descriptor budget. */
+/* HTTP connections served at once, at most; one more is closed as soon as
+ * it is accepted. quald counts them in its descriptor budget. */
 #define HTTP_MAX_CONNECTIONS 256
+/* Connections refused by the access rule that linger at once, at most
+ * (their answer is read before the close), apart from the served ones: a
+ * refused peer never takes an allowed one's place. Past it a refused one is
+ * closed at once. Counted in quald's descriptor budget too. */
+#define HTTP_MAX_LINGER 64
 /* Event streams open at once, at most; one more gets 503. */
 #define HTTP_MAX_STREAMS 64
 /* Bytes an event stream may have waiting for its client: over it, the
@@ -52,6 +56,9 @@ struct server_stats;
 /* At a stop, how long responses get to finish before quald goes on. */
 #define HTTP_DRAIN_MS 2000
 
+/* Names given with --http-host, at most. */
+#define HTTP_MAX_HOSTS 16
+
 struct http_config {
 	/* "HOST:PORT" with HOST a loopback address (127.0.0.1, [::1], or
 	 * localhost) and PORT 0 for any free one, or an absolute path for a
@@ -59,6 +66,13 @@ struct http_config {
 	 * replaced). */
 	const char *listen;
 	struct peer_rule rule;
+	/* Names the endpoint answers to besides its own (--http-host: NAME,
+	 * any port, or NAME:PORT), borrowed for http_open. A request whose
+	 * Host header is none of them, nor the listen address (on TCP,
+	 * HOST:PORT or localhost:PORT; on a Unix socket, localhost), gets
+	 * 421; one without a Host header, 400 (docs/http.md). */
+	const char *const *hosts;
+	int nhosts;
 };
 
 /* What the endpoint counts (for /metrics). */

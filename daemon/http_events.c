@@ -284,10 +284,18 @@ void http_on_line(struct http *h, const char *job, const struct line *l)
 		if (!st->job[0]) {
 			stream_event(st, -1, line, len);
 		} else {
-			if (strcmp(st->job, job) || seq <= st->seq)
+			if (strcmp(st->job, job))
 				continue;
-			st->seq = seq;
-			stream_event(st, seq, line, len);
+			/* A client that resumes past the job's last line (a
+			 * Last-Event-ID or ?after= beyond it) gets no line at
+			 * or below it, but its stream ends at the verdict as
+			 * every stream of the job does. */
+			if (seq > st->seq) {
+				st->seq = seq;
+				stream_event(st, seq, line, len);
+			} else if (!line_is_verdict(l)) {
+				continue;
+			}
 			if (line_is_verdict(l))
 				stream_end_event(st);
 		}

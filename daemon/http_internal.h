@@ -5,7 +5,8 @@
  *   http_respond.c responses, the pages' files (daemon/web/) and the query
  *                  string;
  *   http_api.c     the JSON API and /metrics;
- *   http_events.c  the event streams (server-sent events).
+ *   http_events.c  the event streams (server-sent events);
+ *   http_host.c    the names it answers to (the Host check).
  * Everything runs on quald's one libuv loop; names are http__verb. */
 #ifndef QUAL_DAEMON_HTTP_INTERNAL_H
 #define QUAL_DAEMON_HTTP_INTERNAL_H
@@ -52,6 +53,21 @@ struct stream {
 	bool drop;                 /* abort instead, at the next chance */
 };
 
+/* The names the endpoint answers to (http_host.c): its listen address
+ * (family AF_INET or AF_INET6, with addr and port) or a Unix socket
+ * (AF_UNIX: localhost), and the --http-host names. */
+struct http_names {
+	int family;
+	unsigned char addr[16];
+	long port;
+	char self[80];             /* how it names itself: "127.0.0.1:8080" */
+	struct http_host {
+		char *name;        /* lower case; an IPv6 address in brackets */
+		long port;         /* -1: any */
+	} *hosts;
+	int nhosts;
+};
+
 struct http {
 	uv_loop_t *loop;
 	h2o_globalconf_t config;
@@ -64,6 +80,7 @@ struct http {
 	char where[PATH_MAX + 32];
 	struct peer_rule rule;
 	char *group_name;
+	struct http_names names;
 	struct jobs *jobs;
 	const struct server_stats *(*stats)(void *ctx);
 	void *stats_ctx;
@@ -71,6 +88,8 @@ struct http {
 	struct hconn *conns;
 	struct http_stats st;
 	int nconns;                /* connection handles not yet closed */
+	int nserved;               /* of them, handed to H2O */
+	int nlinger;               /* of them, refused ones that linger */
 	uv_timer_t heartbeat, drain;
 	int handles;               /* our own handles not yet closed */
 	bool closing, drained, timers_closing, done_called;
@@ -105,6 +124,16 @@ int http__respond_asset(h2o_req_t *req, const char *name);
 typedef int (*http__param_fn)(void *ctx, const char *key, const char *value, char *why,
 			      size_t whylen);
 int http__query_each(h2o_req_t *req, http__param_fn fn, void *ctx, char *why, size_t whylen);
+
+/* ---- the names it answers to (http_host.c) ---- */
+
+/* Checks and copies cfg's --http-host names into h->names (its family,
+ * address, port and self set by the caller). */
+int http__names_init(struct http *h, const struct http_config *cfg, struct qual_msg *msg);
+void http__names_release(struct http *h);
+/* Answers req with 400 (no Host header) or 421 (a Host that is not one of
+ * h's names) and returns true, or returns false: req may be served. */
+bool http__host_refused(struct http *h, h2o_req_t *req);
 
 /* ---- the API (http_api.c) ---- */
 

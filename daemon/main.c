@@ -97,6 +97,8 @@ struct quald_args {
 	struct jobs_config jcfg;
 	const char *socket_path, *state_dir, *worker, *helper, *http_listen;
 	const char *token_file, *group;
+	const char *http_hosts[HTTP_MAX_HOSTS];
+	int nhttp_hosts;
 	int devices[MAX_SLOTS], ndevices, slots;
 	bool devices_auto;         /* --devices auto given */
 	bool help, version;
@@ -164,6 +166,18 @@ static int take_client_buffer(void *ctx, const char *s, struct qual_msg *msg)
 	return 0;
 }
 
+/* One more --http-host name; http_open checks its form. */
+static int take_http_host(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct quald_args *a = ctx;
+
+	if (a->nhttp_hosts == HTTP_MAX_HOSTS)
+		return qual_fail(msg, QUAL_EINVAL, "--http-host is given more than %d times",
+				 HTTP_MAX_HOSTS);
+	a->http_hosts[a->nhttp_hosts++] = s;
+	return 0;
+}
+
 static int take_group(void *ctx, const char *s, struct qual_msg *msg)
 {
 	if (!*s)
@@ -208,6 +222,11 @@ static const struct opts_entry options[] = {
 		"/metrics over HTTP on a loopback address\n"
 		"(127.0.0.1:8080, [::1]:8080, localhost:0) or a unix\n"
 		"socket; who may connect as on --socket (docs/http.md)"},
+	{"http-host", "NAME[:PORT]", OPTS_CALL, .fn = take_http_host, .help =
+		"also answer http requests that name this Host (a\n"
+		"reverse proxy's name; repeatable, at most 16); a\n"
+		"Host other than the --http address, localhost and\n"
+		"these gets 421 (docs/http.md)"},
 	{"tcp-token-file", "PATH", OPTS_STRING, AT(token_file), .help =
 		"the token TCP clients must send first; mode\n"
 		"0640 or stricter"},
@@ -461,6 +480,10 @@ static int args_read(struct quald_args *a, int argc, char **argv)
 			"authenticate with a token");
 		return QUAL_EXIT_USAGE;
 	}
+	if (a->nhttp_hosts && !a->http_listen) {
+		oplog(LOG_ERR, "--http-host needs --http: it names the http endpoint");
+		return QUAL_EXIT_USAGE;
+	}
 	if (a->slots && (a->ndevices || a->devices_auto)) {
 		oplog(LOG_ERR, "--slots and --devices cannot be combined: each device is one slot");
 		return QUAL_EXIT_USAGE;
@@ -598,6 +621,8 @@ static int daemon_open(struct daemon *d, struct quald_args *a)
 		struct http_config hcfg = {
 			.listen = a->http_listen,
 			.rule = {a->scfg.has_group, a->scfg.allow_gid, a->scfg.group_name},
+			.hosts = a->http_hosts,
+			.nhosts = a->nhttp_hosts,
 		};
 
 		rc = http_open(&d->loop, &hcfg, &d->http, &msg);
@@ -664,7 +689,7 @@ static int daemon_run(struct daemon *d, struct quald_args *a)
 
 	/* Room for the connection limits in the open file limit (server.h). */
 	rc = server_fit_files(&a->scfg, a->jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN +
-			      (a->http_listen ? HTTP_MAX_CONNECTIONS + 1 : 0), &msg);
+			      (a->http_listen ? HTTP_MAX_CONNECTIONS + HTTP_MAX_LINGER + 1 : 0), &msg);
 	if (rc < 0) {
 		oplog(LOG_ERR, "%s", msg.text);
 		return QUAL_EXIT_ERROR;

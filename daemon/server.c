@@ -775,9 +775,11 @@ int server_fit_files(struct server_config *cfg, int other_fds, struct qual_msg *
 	if (cfg->max_unauth <= 0)
 		cfg->max_unauth = SERVER_DEFAULT_MAX_UNAUTH;
 	/* One descriptor per connection: the Unix ones, and with TCP the
-	 * authenticated and the unauthenticated ones. */
+	 * authenticated and the unauthenticated ones; the refused ones that
+	 * linger count with everything else. */
 	conns = (tcp ? 2L : 1L) * cfg->max_connections;
 	unauth = tcp ? cfg->max_unauth : 0;
+	other_fds += SERVER_MAX_LINGER;
 	need = conns + unauth + other_fds;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot read the open file limit: %s",

@@ -33,6 +33,11 @@
  * the peer the refusal line it has not read yet. */
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (1u << 20)
+/* Refused connections that linger at once, at most: they count against no
+ * other limit (a refused peer never takes an allowed one's place, nor an
+ * unauthenticated TCP connection's), and past this one is closed as soon as
+ * its refusal is written, without the linger. */
+#define SERVER_MAX_LINGER 64
 
 union stream_handle {
 	uv_handle_t handle;
@@ -190,6 +195,7 @@ struct server {
 	struct conn *conns;
 	int nconns;                /* connection handles not yet closed */
 	int nunix, ntcp, nunauth;  /* connections of each counted kind */
+	int nlinger;               /* refused ones lingering (SERVER_MAX_LINGER) */
 	struct conn *unauth_head, *unauth_tail; /* CONN_TCP_UNAUTH, oldest first */
 	uv_timer_t auth_timer;     /* the oldest unauthenticated one's deadline */
 	int reserve_fd;            /* /dev/null, given up to refuse past EMFILE */

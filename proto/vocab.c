@@ -162,6 +162,10 @@ long vocab_job_id_parse(const char *id)
 	}
 	if (p - (id + 1) < 6 || p - id > VOCAB_JOB_ID_MAX - 1 || num < 1)
 		return -1;
+	/* One spelling per job: zeros only to pad the number to six digits
+	 * (j0000001 is not j000001, nor any job). */
+	if (p - (id + 1) > 6 && id[1] == '0')
+		return -1;
 	return num;
 }
 

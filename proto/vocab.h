@@ -187,16 +187,19 @@ enum lines_code vocab_code_parse(const char *name);
 
 /* ---- job ids ----------------------------------------------------------------
  *
- * A job's id is "j" and at least six decimal digits, its number, which
- * starts at 1 ("j000001"): quald's store numbers jobs from 1, and every door
- * (a request's field, an HTTP path, a stored folder's name) takes the same
- * ids by this one rule. */
+ * A job's id is "j" and its number, which starts at 1, in decimal, padded
+ * with zeros to six digits ("j000001", "j1234567"): quald's store numbers
+ * jobs from 1, and every door (a request's field, an HTTP path, a stored
+ * folder's name) takes the same ids by this one rule. Each job has one
+ * spelling, the one vocab_job_id_format writes: "j0000001" (a zero more
+ * than the padding) is no job id, so that no two names reach one job. */
 
 /* The longest id, with its NUL. */
 #define VOCAB_JOB_ID_MAX 32
 
 /* The number of job id id (>= 1), or -1 when id is NULL or no job id: not
- * "j" and 6 to VOCAB_JOB_ID_MAX - 2 digits, or number 0. */
+ * "j" and 6 to VOCAB_JOB_ID_MAX - 2 digits, number 0, or a number of more
+ * than six digits with a leading zero (not the canonical spelling). */
 long vocab_job_id_parse(const char *id);
 
 /* The id of job number num (>= 1) into out ("j000001"). */

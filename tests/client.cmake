@@ -15,7 +15,7 @@ set(QUALCTL_FAKE_CASES
   submit_refused submit_no_follow submit_connection_lost submit_interrupted
   no_daemon socket_from_environment tcp reply_timeout status_list
   show_cancel watch usage_errors judge_shared submit_reports show_reports wait_job
-  history_export)
+  history_export export_formulas)
 # The terminal case needs script(1) (util-linux) for a pseudo-terminal.
 find_program(QUAL_SCRIPT_PROGRAM script)
 if(QUAL_SCRIPT_PROGRAM)

@@ -37,7 +37,7 @@ set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c ${PROJECT_SOURCE
 # it stands on come from quald's library (not instrumented).
 set(QUAL_FUZZ_DRIVES_http ${PROJECT_SOURCE_DIR}/daemon/http.c
     ${PROJECT_SOURCE_DIR}/daemon/http_respond.c ${PROJECT_SOURCE_DIR}/daemon/http_api.c
-    ${PROJECT_SOURCE_DIR}/daemon/http_events.c
+    ${PROJECT_SOURCE_DIR}/daemon/http_events.c ${PROJECT_SOURCE_DIR}/daemon/http_host.c
     ${PROJECT_SOURCE_DIR}/daemon/metrics.c ${PROJECT_SOURCE_DIR}/daemon/peer.c
     ${PROJECT_SOURCE_DIR}/daemon/listen.c)
 set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c

@@ -11,9 +11,11 @@
 #   http_stop    SIGTERM with an event stream open: quald exits 0
 #   http_listen  what --http refuses
 #   http_handover a stream opened mid-job: stored then live lines, each once
+#   http_host    another Host (DNS rebinding) gets 421; its own names served
+#   http_ids     one spelling per job; streams resumed past the end end
 # The headless-Chromium test of the pages is tests/browser.cmake.
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario api unix access stop listen handover)
+  foreach(scenario api unix access stop listen handover host ids)
     add_test(NAME http_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/http_test.py
                      --quald $<TARGET_FILE:quald>

@@ -10,7 +10,10 @@
  *   the endpoint answers with nothing, or with bytes that start
  *   "HTTP/1.1 NNN " (a status of three digits);
  *   a 2xx status only for a GET or a HEAD (it is read-only);
- *   a whole request for /api/status or the stored job is answered 200;
+ *   a whole request for /api/status or the stored job is answered 200
+ *   when it names the endpoint (Host: x, a name the target gives as
+ *   --http-host would), 421 when it names another host (evil.example),
+ *   and 404 for the stored job spelled with a zero more (j0000001);
  *   a single HEAD request served 2xx is answered with headers and nothing
  *   after them;
  *   the connection ends (every response closes it) and http_close's done
@@ -118,18 +121,27 @@ static bool is_safe_method(const uint8_t *data, size_t size)
 	return (size >= 4 && !memcmp(data, "GET ", 4)) || (size >= 5 && !memcmp(data, "HEAD ", 5));
 }
 
-/* Whether the input is exactly one well-formed GET of path, HTTP/1.1. */
-static bool is_whole_get(const uint8_t *data, size_t size, const char *path)
+/* Whether the input is exactly one well-formed GET of path for host,
+ * HTTP/1.1. */
+static bool is_whole_get(const uint8_t *data, size_t size, const char *path, const char *host)
 {
-	char want[128];
-	int n = snprintf(want, sizeof want, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	char want[160];
+	int n = snprintf(want, sizeof want, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host);
 
 	return size == (size_t)n && !memcmp(data, want, size);
 }
 
+/* Whether the answer's status is status ("200"). */
+static bool answered(const char *resp, size_t got, const char *status)
+{
+	return got >= 13 && !memcmp(resp, "HTTP/1.1 ", 9) && !memcmp(resp + 9, status, 3);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct http_config hcfg = {.listen = sock_path, .rule = {false, 0, "qual"}};
+	static const char *const hosts[] = {"x"};
+	struct http_config hcfg = {.listen = sock_path, .rule = {false, 0, "qual"},
+				   .hosts = hosts, .nhosts = 1};
 	struct qual_msg msg = {{0}};
 	struct http *h;
 	static char resp[1 << 16];
@@ -191,8 +203,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		FUZZ_CHECK(end && (size_t)(end + 4 - resp) == got);
 	}
-	if (is_whole_get(data, size, "/api/status") || is_whole_get(data, size, "/api/jobs/j000001"))
-		FUZZ_CHECK(got >= 13 && !memcmp(resp, "HTTP/1.1 200 ", 13));
+	if (is_whole_get(data, size, "/api/status", "x") ||
+	    is_whole_get(data, size, "/api/jobs/j000001", "x") ||
+	    is_whole_get(data, size, "/api/jobs/j000001", "localhost"))
+		FUZZ_CHECK(answered(resp, got, "200"));
+	if (is_whole_get(data, size, "/api/status", "evil.example") ||
+	    is_whole_get(data, size, "/api/jobs/j000001/events", "evil.example") ||
+	    is_whole_get(data, size, "/", "evil.example"))
+		FUZZ_CHECK(answered(resp, got, "421"));
+	if (is_whole_get(data, size, "/api/jobs/j0000001", "x") ||
+	    is_whole_get(data, size, "/api/jobs/j0000001/events", "x"))
+		FUZZ_CHECK(answered(resp, got, "404"));
 	closed = false;
 	http_close(h, on_closed, NULL);
 	close(sv[1]);

@@ -14,13 +14,22 @@ Scenarios (docs/quald.md, "Who may talk to quald", says what each should be):
               right token (--token-file or $QUAL_TOKEN_FILE) is served.
   token_file  quald refuses to start with --tcp but no --tcp-token-file, or
               with a token file whose mode is looser than 0640.
+  flood       refused peers cost nothing lasting: connections refused on the
+              TCP port (a wrong token) and held open never push out an
+              unauthenticated one that then authenticates; with root, a
+              flood of held connections by a user that is not allowed, on
+              the Unix socket (quald's open file limit low) and on --http,
+              leaves every request of an allowed user served.
 Every scenario starts its own quald in a fresh temporary folder and stops it
 with SIGTERM, checking that it exits 0. Exits 0 when every check holds, 1
 with the first failed check, 77 when skipped."""
 import argparse
 import grp
+import http.client
 import os
 import pwd
+import re
+import resource
 import shutil
 import signal
 import socket
@@ -54,13 +63,13 @@ def log(text):
 class Quald:
     """quald on a socket in dir, with extra options; stopped by stop()."""
 
-    def __init__(self, args, dir, extra):
+    def __init__(self, args, dir, extra, preexec_fn=None):
         self.sock = os.path.join(dir, "quald.sock")
         self.err = open(os.path.join(dir, "quald.err"), "w+")
         self.proc = subprocess.Popen(
             [args.quald, "--socket", self.sock, "--state-dir", os.path.join(dir, "state"),
              "--worker", "/bin/false", "--compile-helper", "/bin/false"] + extra,
-            stdout=self.err, stderr=self.err)
+            stdout=self.err, stderr=self.err, preexec_fn=preexec_fn)
         deadline = time.monotonic() + START_S
         # Ready once it says where it listens (its signal handlers are set
         # by then: a SIGTERM before would kill it).
@@ -110,14 +119,18 @@ def ensure_account(name, group=None):
     return pwd.getpwnam(name)
 
 
-def scenario_peer(args, dir):
-    if os.geteuid() != 0:
-        log("skipped: the peer scenario needs root to create users and act as them")
-        return 77
+def ensure_group():
     try:
         grp.getgrnam(GROUP)
     except KeyError:
         subprocess.run(["groupadd", "--system", GROUP], check=True)
+
+
+def scenario_peer(args, dir):
+    if os.geteuid() != 0:
+        log("skipped: the peer scenario needs root to create users and act as them")
+        return 77
+    ensure_group()
     outsider = ensure_account(OUTSIDER)
     member = ensure_account(MEMBER, GROUP)
     check(outsider.pw_gid != grp.getgrnam(GROUP).gr_gid, "the outsider's group is the allowed one")
@@ -269,7 +282,160 @@ def scenario_token_file(args, dir):
     return 0
 
 
-SCENARIOS = {"peer": scenario_peer, "tcp": scenario_tcp, "token_file": scenario_token_file}
+# Run as a user that is not allowed: keeps up to N connections to ADDR (a
+# Unix socket's path, or HOST:PORT) open without reading, opening new ones
+# (without waiting on a full backlog) for HOLD seconds; says "ready K" once
+# it has tried N.
+FLOODER = """
+import collections, socket, sys, time
+addr, n, hold = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+socks = collections.deque()
+tried = 0
+end = time.monotonic() + hold
+while time.monotonic() < end:
+    if addr.startswith("/"):
+        s = socket.socket(socket.AF_UNIX)
+        target = addr
+    else:
+        host, port = addr.rsplit(":", 1)
+        s = socket.socket()
+        target = (host, int(port))
+    s.setblocking(False)
+    if s.connect_ex(target) in (0, 115):  # connected, or EINPROGRESS
+        socks.append(s)
+    else:
+        s.close()
+        time.sleep(0.001)
+    if len(socks) > n:
+        socks.popleft().close()
+    tried += 1
+    if tried == n:
+        print("ready", len(socks), flush=True)
+"""
+
+
+def flood(user, addr, n, hold, requests):
+    """While user holds n connections to addr open, requests() runs; its
+    result is returned. The flood is over when this returns."""
+    p = subprocess.Popen(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                          "--clear-groups", sys.executable, "-c", FLOODER, addr, str(n),
+                          str(hold)], stdout=subprocess.PIPE, text=True)
+    try:
+        ready = p.stdout.readline().split()
+        check(ready and ready[0] == "ready", f"the flooder said {ready!r}")
+        log(f"flood: {ready[1]} of {n} connections to {addr} open, by uid {user.pw_uid}")
+        return requests()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def flood_tcp(args, dir):
+    """Refused TCP connections (a wrong token) held open do not count as
+    unauthenticated: with --max-unauthenticated 2, an idle connection
+    survives four refused ones and then authenticates."""
+    token = "tok-" + os.urandom(12).hex()
+    tf = os.path.join(dir, "token")
+    with open(tf, "w") as f:
+        f.write(token + "\n")
+    os.chmod(tf, 0o640)
+    port = free_port()
+    q = Quald(args, dir, ["--tcp", str(port), "--tcp-token-file", tf,
+                          "--max-unauthenticated", "2"])
+    try:
+        honest = socket.create_connection(("127.0.0.1", port), timeout=10)
+        time.sleep(0.2)  # accepted before the refused ones
+        held = []
+        for i in range(4):
+            w = socket.create_connection(("127.0.0.1", port), timeout=10)
+            w.sendall(b'{"op":"auth","token":"wrong"}\n')
+            line = w.makefile("rb").readline()
+            check(b'"wrong token"' in line, f"a wrong token got {line!r}")
+            held.append(w)  # open: quald lingers on it
+        honest.sendall(b'{"op":"auth","token":"' + token.encode() + b'"}\n')
+        line = honest.makefile("rb").readline()
+        check(b'"type":"reply"' in line and b'"op":"auth"' in line,
+              f"an unauthenticated connection after 4 refused ones got {line!r}")
+        for w in held + [honest]:
+            w.close()
+    finally:
+        q.stop()
+
+
+def flood_unix(args, dir, outsider):
+    """Refused Unix connections held open (each lingers) cannot take quald's
+    descriptors: with a low open file limit, quald never runs out of them
+    (it would say so), and root's requests are served."""
+    def low_nofile():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (100, resource.getrlimit(
+            resource.RLIMIT_NOFILE)[1]))
+    q = Quald(args, dir, ["--group", GROUP, "--max-connections", "16", "--slots", "1"],
+              preexec_fn=low_nofile)
+    try:
+        os.chmod(q.sock, 0o666)
+
+        def requests():
+            failed = []
+            for i in range(10):
+                rc, out, err = run([args.qualctl, "--socket", q.sock, "status"])
+                if rc != 0:
+                    failed.append(err.strip())
+                time.sleep(0.1)
+            return failed
+        failed = flood(outsider, q.sock, 300, 4, requests)
+        check(not failed, f"{len(failed)} of 10 statuses failed during the flood: {failed[:2]}")
+        emfile = [x for x in q.stderr().splitlines() if "Too many open files" in x]
+        check(not emfile, f"refused connections took quald's descriptors: {emfile[:1]}")
+    finally:
+        q.stop()
+
+
+def flood_http(args, dir, outsider):
+    """Refused HTTP connections held open do not count against the 256
+    served: every GET of root's is answered during a flood of 400."""
+    q = Quald(args, dir, ["--group", GROUP, "--slots", "1", "--http", "127.0.0.1:0"])
+    try:
+        port = int(re.search(r"http on http://127\.0\.0\.1:([0-9]+)/", q.stderr()).group(1))
+
+        def requests():
+            failed = []
+            for i in range(20):
+                try:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    c.request("GET", "/api/status")
+                    r = c.getresponse()
+                    r.read()
+                    c.close()
+                    if r.status != 200:
+                        failed.append(f"status {r.status}")
+                except (OSError, http.client.HTTPException) as e:
+                    failed.append(repr(e))
+                time.sleep(0.05)
+            return failed
+        failed = flood(outsider, f"127.0.0.1:{port}", 400, 4, requests)
+        check(not failed, f"{len(failed)} of 20 GETs failed during the flood: {failed[:2]}")
+    finally:
+        q.stop()
+
+
+def scenario_flood(args, dir):
+    for sub in ("tcp", "unix", "http"):
+        os.makedirs(os.path.join(dir, sub))
+    flood_tcp(args, os.path.join(dir, "tcp"))
+    if os.geteuid() != 0:
+        log("the unix and http floods need root to be another user: not run")
+        return 0
+    ensure_group()
+    outsider = ensure_account(OUTSIDER)
+    for d in (dir, os.path.join(dir, "unix")):
+        os.chmod(d, 0o755)
+    flood_unix(args, os.path.join(dir, "unix"), outsider)
+    flood_http(args, os.path.join(dir, "http"), outsider)
+    return 0
+
+
+SCENARIOS = {"peer": scenario_peer, "tcp": scenario_tcp, "token_file": scenario_token_file,
+             "flood": scenario_flood}
 
 
 def main():

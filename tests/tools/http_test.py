@@ -22,6 +22,16 @@ Scenarios:
   listen   --http refuses what is not loopback, a bad port, a bad address
   handover a stream opened mid-job (a replayed H200 job): stored lines then
            live ones, each once
+  host     DNS rebinding: a request naming another host (Host: evil.example)
+           gets 421 on the API, the pages, the event streams and /metrics;
+           the listen address, localhost and the --http-host names are
+           served (on TCP, on [::1] when the host has it, on a Unix socket);
+           no Host at all is 400
+  ids      one spelling per job: j0000001 for j000001 is 404 over HTTP and
+           refused over the control socket; a stream resumed past the last
+           line of a running job (Last-Event-ID, ?after=) ends at its
+           verdict; a watch resumed past the end of a finished job goes on
+           with the later jobs
 Exits 0 when every check holds, 77 when a scenario cannot run here (access
 without root), 1 with the first failed check otherwise."""
 import argparse
@@ -65,6 +75,9 @@ class Http:
 
     def __init__(self, where):
         self.where = where
+        # What the endpoint answers to as itself (the Host header).
+        m = re.fullmatch(r"http://([^/]+)/", where)
+        self.host = m.group(1) if m else "localhost"
 
     def conn(self, timeout=10):
         if self.where.startswith("/"):
@@ -259,7 +272,7 @@ def scenario_api(args, root):
               f"?after=0 with Last-Event-ID 2: ids {ids}")
         # HEAD: headers, no body, also for a stream, and the connection ends.
         for path in ("/api/status", f"/api/jobs/{j2}/events", "/api/events"):
-            ans = raw(h, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            ans = raw(h, f"HEAD {path} HTTP/1.1\r\nHost: {h.host}\r\n\r\n".encode())
             head, sep, body = ans.partition(b"\r\n\r\n")
             check(head.startswith(b"HTTP/1.1 200") and sep and body == b"",
                   f"HEAD {path}: {ans[:200]!r}")
@@ -444,7 +457,7 @@ def scenario_stop(args, root):
         for path in (f"/api/jobs/{job}/events", "/api/events"):
             c = h.conn(JOB_S)
             c.connect()
-            c.sock.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            c.sock.sendall(f"GET {path} HTTP/1.0\r\nHost: {h.host}\r\n\r\n".encode())
             olds.append(c.sock)
         time.sleep(0.3)
         t0 = time.monotonic()
@@ -462,13 +475,18 @@ def scenario_stop(args, root):
         raise
 
 
+def replaying_quald(args, root, seconds):
+    """A quald with --http whose worker replays a real H200 job (1007
+    lines) over seconds (tests/tools/replay_worker.py), started."""
+    os.environ["QUAL_REPLAY_SECONDS"] = str(seconds)
+    args.worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_worker.py")
+    return Quald(args, root, extra=["--http", "127.0.0.1:0"]).start()
+
+
 def scenario_handover(args, root):
     """A stream opened while its job runs: stored lines, then live ones,
-    none missed, none twice (quald's worker replays a real H200 job over
-    QUAL_REPLAY_SECONDS, tests/tools/replay_worker.py)."""
-    os.environ["QUAL_REPLAY_SECONDS"] = "6"
-    args.worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_worker.py")
-    d = Quald(args, root, extra=["--http", "127.0.0.1:0"]).start()
+    none missed, none twice."""
+    d = replaying_quald(args, root, 6)
     try:
         h = Http(http_where(d))
         job = submit_job(d, compile_only=False)
@@ -481,6 +499,162 @@ def scenario_handover(args, root):
         check(ids == list(range(len(stored))), f"ids {ids[:5]}..{ids[-5:]}: lines missed or repeated")
         check([e[2] for e in got if e[1] == "message"] == stored, "the stream differs from the log")
         check(got[-1][1] == "end", "no end event")
+        d.stop()
+    except Exception:
+        d.stop_quietly()
+        raise
+
+
+def status_of(h, path, host, method="GET"):
+    """The status and body of one request naming host (None: no Host
+    header, HTTP/1.0)."""
+    if host is None:
+        req = f"{method} {path} HTTP/1.0\r\n\r\n"
+    else:
+        req = f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n\r\n"
+    ans = raw(h, req.encode())
+    m = re.match(rb"HTTP/1\.1 ([0-9]{3}) ", ans)
+    check(m, f"{method} {path} (Host {host!r}): no status line: {ans[:120]!r}")
+    return int(m.group(1)), ans.partition(b"\r\n\r\n")[2]
+
+
+def check_names(h, good, bad):
+    """Every page kind answers the good Host names and refuses the bad ones
+    with 421 (naming the host), and a request without Host with 400."""
+    paths = ("/api/status", "/api/jobs", "/api/jobs/j000001", "/api/events",
+             "/api/jobs/j000001/events", "/", "/history", "/jobs/j000001", "/metrics")
+    for host in bad:
+        for path in paths:
+            for method in ("GET", "HEAD"):
+                st, body = status_of(h, path, host, method)
+                check(st == 421, f"{method} {path} with Host {host!r}: {st}, expected 421")
+            st, body = status_of(h, path, host)
+            check(f"host '{host}' is not this endpoint's".encode() in body,
+                  f"GET {path} with Host {host!r}: {body[:200]!r}")
+    for host in good:
+        # A stream's answer is its first bytes: HEAD says whether it opens.
+        for path in ("/api/status", "/api/events", "/metrics"):
+            method = "HEAD" if path == "/api/events" else "GET"
+            st, body = status_of(h, path, host, method)
+            check(st == 200, f"{method} {path} with Host {host!r}: {st} {body[:200]!r}")
+    st, body = status_of(h, "/api/status", None)
+    check(st == 400 and b"no Host header" in body, f"GET without Host: {st} {body[:200]!r}")
+
+
+def has_ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def scenario_host(args, root):
+    extra = ["--http-host", "qual.example.org", "--http-host", "Proxy.Example:8443"]
+    d = Quald(args, os.path.join(root, "tcp"), extra=["--http", "127.0.0.1:0", *extra]).start()
+    try:
+        h = Http(http_where(d))
+        port = int(h.host.rsplit(":", 1)[1])
+        check_names(h, good=(h.host, f"localhost:{port}", f"LOCALHOST:{port}",
+                             "qual.example.org", f"qual.example.org:{port}",
+                             "proxy.example:8443"),
+                    bad=("evil.example", f"evil.example:{port}", f"127.0.0.1:{port + 1}",
+                         "127.0.0.2:%d" % port, "proxy.example:8444", "proxy.example",
+                         "qual.example.org.evil.example", f"[::1]:{port}"))
+        d.stop()
+    except Exception:
+        d.stop_quietly()
+        raise
+    if has_ipv6_loopback():
+        d = Quald(args, os.path.join(root, "v6"), extra=["--http", "[::1]:0"]).start()
+        try:
+            h = Http(http_where(d))
+            port = int(h.host.rsplit(":", 1)[1])
+            check_names(h, good=(f"[::1]:{port}", f"[0:0:0:0:0:0:0:1]:{port}",
+                                 f"localhost:{port}"),
+                        bad=("evil.example", f"127.0.0.1:{port}", "[::1]"))
+            d.stop()
+        except Exception:
+            d.stop_quietly()
+            raise
+    else:
+        log("no ipv6 loopback here: [::1] not checked")
+    path = os.path.join(root, "http.sock")
+    d = Quald(args, os.path.join(root, "unix"), extra=["--http", path]).start()
+    try:
+        check_names(Http(path), good=("localhost",), bad=("evil.example", "127.0.0.1:80"))
+        d.stop()
+    except Exception:
+        d.stop_quietly()
+        raise
+    # What --http-host refuses.
+    for value, text in (("a b", "--http-host 'a b': give a host name"),
+                        ("x:0", "--http-host 'x:0': give a host name"),
+                        ("[nope]:80", "--http-host '[nope]:80': give a host name")):
+        p = subprocess.run([args.quald, "--socket", os.path.join(root, "q.sock"),
+                            "--state-dir", os.path.join(root, "state"), "--slots", "1",
+                            "--worker", args.worker, "--compile-helper", args.compile_helper,
+                            "--http", "127.0.0.1:0", "--http-host", value],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode != 0 and text in p.stderr,
+              f"--http-host {value!r}: exit {p.returncode}, stderr {p.stderr!r}")
+    p = subprocess.run([args.quald, "--socket", os.path.join(root, "q.sock"),
+                        "--state-dir", os.path.join(root, "state"), "--http-host", "x"],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode != 0 and "--http-host needs --http" in p.stderr,
+          f"--http-host without --http: exit {p.returncode}, stderr {p.stderr!r}")
+
+
+def noncanonical(job):
+    """job's id with one zero more: the same number, another spelling."""
+    return "j0" + job[1:]
+
+
+def scenario_ids(args, root):
+    d = replaying_quald(args, root, 4)
+    try:
+        h = Http(http_where(d))
+        job = submit_job(d, compile_only=False)
+        wait_until(lambda: len(d.stored_lines(job)) >= 2, JOB_S, "the job's first lines")
+        other = noncanonical(job)
+        # Resumed past the end while the job runs: nothing of it until the
+        # verdict, then the end.
+        past = [Events(h, f"/api/jobs/{job}/events", {"Last-Event-ID": "100000"}),
+                Events(h, f"/api/jobs/{job}/events?after=100000")]
+        for path in (f"/api/jobs/{other}", f"/api/jobs/{other}/events"):
+            st, hdr, body = h.get(path)
+            check(st == 404 and b"not a job id" in body, f"GET {path}: {st} {body[:200]!r}")
+        for op in ("show", "cancel"):
+            r = d.ctl(op, other)
+            check(r.returncode != 0 and f"must be a job id like 'j000001', got '{other}'"
+                  in r.stderr, f"qualctl {op} {other}: exit {r.returncode}: {r.stderr!r}")
+        d.wait_job_state(job, ("done",))
+        for ev in past:
+            got = ev.wait_closed(10)
+            check([e[1] for e in got] == ["end"],
+                  f"a stream resumed past the end got {got[:3]} (want only its end)")
+        # A watch resumed past the end of the finished job: the later job's
+        # lines, none of the first's.
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(JOB_S)
+        s.connect(d.sock)
+        s.sendall(json.dumps({"op": "watch", "after_job": job,
+                              "after_seq": 100000}).encode() + b"\n")
+        f = s.makefile("rb")
+        first = json.loads(f.readline())
+        check(first.get("type") == "reply" and first.get("op") == "watch", f"watch: {first}")
+        job2 = submit_job(d, compile_only=False)
+        seen = []
+        while True:
+            line = json.loads(f.readline())
+            seen.append(line)
+            if line.get("type") == "verdict":
+                break
+        check({x.get("job") for x in seen} == {job2} and
+              [x["seq"] for x in seen] == list(range(len(seen))),
+              f"a watch past the end of {job} got {[(x.get('job'), x.get('seq')) for x in seen][:5]}")
+        s.close()
         d.stop()
     except Exception:
         d.stop_quietly()
@@ -511,6 +685,8 @@ SCENARIOS = {
     "stop": scenario_stop,
     "listen": scenario_listen,
     "handover": scenario_handover,
+    "host": scenario_host,
+    "ids": scenario_ids,
 }
 
 

