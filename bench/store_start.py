@@ -21,7 +21,9 @@ first start.
 
 --cold drops the page cache before each start (root only): the logs are
 read from the disk, not from memory. Prints one JSON object per quald, run
-and start. Needs --gib and a little more free under $TMPDIR; removes it all
+and start; for a quald that checks the stored logs off the loop, also how
+long that took and the slowest `status` (asked every 10 ms) meanwhile.
+Needs --gib and a little more free under $TMPDIR; removes it all
 at the end."""
 import argparse
 import json
@@ -161,27 +163,37 @@ def first_history(sock):
     return t, reply, max(stat), len(stat)
 
 
-def checked_s(root, since):
-    """The seconds of quald's 'checked the stored logs' line after offset
-    since of its log, waiting for it (a quald without it: None)."""
+def log_since(root, since):
+    with open(os.path.join(root, "quald.log"), "rb") as f:
+        f.seek(since)
+        return f.read()
+
+
+def during_check(root, sock, since):
+    """While quald checks the stored logs off the loop (a quald that says
+    it does), status every 10 ms until its 'checked' line: (the check's
+    seconds, the slowest status, statuses answered); (None, None, 0) for a
+    quald that checks nothing off the loop."""
     pat = re.compile(rb"checked the stored logs of \d+ finished jobs? off the loop in "
                      rb"([0-9.]+) s")
-    for _ in range(1200):
-        with open(os.path.join(root, "quald.log"), "rb") as f:
-            f.seek(since)
-            m = pat.search(f.read())
+    if b"checking the stored logs" not in log_since(root, since):
+        return None, None, 0
+    stat = []
+    for _ in range(60000):
+        m = pat.search(log_since(root, since))
         if m:
-            return float(m.group(1))
-        time.sleep(0.05)
-    return None
+            return float(m.group(1)), max(stat or [0]), len(stat)
+        stat.append(ask(sock, {"op": "status"})[0])
+        time.sleep(0.01)
+    return None, max(stat or [0]), len(stat)
 
 
-def one_start(quald, root, label, run, cold, njobs, wait_check):
+def one_start(quald, root, label, run, cold, njobs, wait_whole):
     since = os.path.getsize(os.path.join(root, "quald.log"))
     p, sock, listen_s = start(quald, root, cold)
     try:
         hist_s, reply, worst, n = first_history(sock)
-        check = checked_s(root, since) if wait_check else None
+        check, check_worst, check_n = during_check(root, sock, since)
         out = {"quald": quald, "start": label, "run": run, "cold": cold,
                "listen_s": round(listen_s, 3), "history_s": round(hist_s, 3),
                "history_jobs": len(reply.get("jobs", [])),
@@ -189,8 +201,9 @@ def one_start(quald, root, label, run, cold, njobs, wait_check):
                "pending": reply.get("pending", 0),
                "status_max_s": round(worst, 4), "statuses": n}
         if check is not None:
-            out["background_check_s"] = check
-        if wait_check:
+            out.update(background_check_s=check, status_max_during_check_s=round(
+                check_worst, 4), statuses_during_check=check_n)
+        if wait_whole:
             # The whole history once the rebuild is done.
             for _ in range(1200):
                 t, reply = ask(sock, {"op": "history", "limit": 10000})
@@ -231,10 +244,9 @@ def main():
                         os.unlink(os.path.join(jobs, j, "summary.json"))
                     except FileNotFoundError:
                         pass
-                wait = run == 0
-                one_start(quald, root, "no summaries", run, a.cold, len(ids), wait)
+                one_start(quald, root, "no summaries", run, a.cold, len(ids), True)
                 if os.path.exists(os.path.join(jobs, ids[0], "summary.json")):
-                    one_start(quald, root, "summaries stored", run, a.cold, len(ids), False)
+                    one_start(quald, root, "summaries stored", run, a.cold, len(ids), True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

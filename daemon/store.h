@@ -240,8 +240,8 @@ int store_summary_path(struct store *s, const char *id, char *out, size_t cap,
 
 /* Reads job id's summary.json: its "cases" array into *cases (a new
  * reference). QUAL_ENOENT when there is none, QUAL_EINVAL when it is not
- * an object with a "cases" array, QUAL_EIO when unreadable; *cases NULL
- * then. */
+ * an object with a "cases" array of objects that each have a "case"
+ * string, QUAL_EIO when unreadable; *cases NULL then. */
 int store_summary_read(struct store *s, const char *id, json_t **cases,
 		       struct qual_msg *msg);
 
