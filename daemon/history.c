@@ -173,7 +173,10 @@ static void summary_written(void *ctx, const struct writer_done *d)
 	free(id);
 }
 
-/* job's summary becomes cases (taken), and is written to summary.json. */
+/* job's summary becomes cases (taken), and is written to summary.json;
+ * not once the writer is draining for the stop (writer.h: no new request
+ * then): a job ended by the stop has its summary rebuilt at the next
+ * start. */
 static void summary_set(struct jobs *j, struct job *job, json_t *cases)
 {
 	char path[PATH_MAX];
@@ -183,7 +186,7 @@ static void summary_set(struct jobs *j, struct job *job, json_t *cases)
 
 	json_decref(job->summary);
 	job->summary = cases;
-	if (text && j->writer &&
+	if (text && j->writer && !j->handles_closing &&
 	    store_summary_path(j->store, job->id, path, sizeof path, &m) == 0)
 		writer_file_replace(j->writer, path, text, strlen(text), 0640,
 				    summary_written, xstrdup(job->id));
