@@ -11,12 +11,14 @@
  *   quarantine.c   strikes against a crashing candidate, and the refusal
  *   submit.c       the submit checks (jobs_submit)
  *   recover.c      the state directory read back at start
- *   history.c      each ended job's summary, and the history reply
+ *   history.c      each ended job's summary (summary.json), the reads of
+ *                  stored logs off the loop, and the history reply
  *   retention.c    pruning finished jobs (quald --keep-jobs, --keep-days)
  *   children.c     the loop's side of common/child.h (children.h)
  *
  * Every function here is named module__verb (docs/style.md); all run on the
- * loop. */
+ * loop (history.c's reads of logs run in libuv's thread pool, behind its
+ * own static functions). */
 #ifndef QUAL_DAEMON_JOBS_INTERNAL_H
 #define QUAL_DAEMON_JOBS_INTERNAL_H
 
