@@ -27,8 +27,8 @@ Scenarios (daemon/store.h, daemon/writer.h, docs/quald.md):
                   (VmHWM) stays far below the line's size
   start_listens   a store of SEEDED finished jobs with large logs (one with
                   a corrupt record in the middle) and whole reads of logs
-                  held (the shim's QUAL_STALL_READ): quald answers status,
-                  list and show while its check of those logs has not
+                  held (the shim's QUAL_STALL_READ): quald answers status
+                  and list while its check of those logs has not
                   ended; once reads go on, the check ends (its line in
                   quald's log) and the corrupt one is marked damaged
   history_rebuild the same store without summaries, reads held: history
