@@ -37,7 +37,8 @@ Scenarios (daemon/store.h, daemon/writer.h, docs/quald.md):
                   go on the history is whole, with the medians of the
                   logs' pair lines, and each job has its summary.json; a
                   deleted and a garbled summary.json are made again after a
-                  restart; a job of this run has its summary at its verdict
+                  restart; a job of this run has its summary at its verdict,
+                  the same as the one its log gives when rebuilt
 Exits 0 when every check holds, 1 with the first failed check otherwise."""
 import argparse
 import json
@@ -508,6 +509,16 @@ def scenario_history_rebuild(args, root):
                   f"job {b} of this run is not in the history at its end: {h}")
             wait_until(lambda: os.path.exists(os.path.join(d.job_dir(b), "summary.json")),
                        START_S, f"job {b}'s summary.json")
+            made = [j for j in h["jobs"] if j["job"] == b][0]
+        # The summary made from its lines as they came is the one its log
+        # gives when rebuilt.
+        os.unlink(os.path.join(d.job_dir(b), "summary.json"))
+        with serving(d):
+            h = wait_until(lambda: (lambda h: not h.get("incomplete") and h)(history_now(d)[0]),
+                           START_S, "the history to be whole")
+            again = [j for j in h["jobs"] if j["job"] == b][0]
+            check(again == made and made["cases"], f"job {b}'s history rebuilt from its log "
+                  f"{again} differs from the one made as it ran {made}")
     finally:
         release_env()
 
