@@ -267,9 +267,10 @@ static void scan_kick(struct jobs *j)
 		return;
 	job = scan_pick(j);
 	if (!job) {
-		if (sc->unchecked && sc->checked == sc->unchecked) {
+		/* None left unchecked (those pruned meanwhile are not counted). */
+		if (sc->unchecked) {
 			oplog(LOG_INFO, "checked the stored logs of %ld finished job%s off the "
-			      "loop in %.1f s", sc->unchecked, sc->unchecked == 1 ? "" : "s",
+			      "loop in %.1f s", sc->checked, sc->checked == 1 ? "" : "s",
 			      (double)(uv_hrtime() - sc->started_ns) / 1e9);
 			sc->unchecked = sc->checked = 0;
 		}
