@@ -97,6 +97,13 @@ static int history_request(struct ctl *ctl, const struct command *cmd, int argc,
 	ctl->conn.line_max = HISTORY_LINE_MAX;
 	rc = ctl_request(ctl, h->req, r);
 	h->req = NULL; /* taken */
+	/* Summaries quald is still making (a start after an older store):
+	 * those jobs are left out of this reply. */
+	if (rc < 0 && json_is_true(json_object_get(r->obj, "incomplete")))
+		fprintf(stderr, "qualctl %s: incomplete: quald is still reading the logs of "
+			"%lld ended job%s, left out; ask again shortly\n", cmd->name,
+			(long long)json_integer_value(json_object_get(r->obj, "pending")),
+			json_integer_value(json_object_get(r->obj, "pending")) == 1 ? "" : "s");
 	return rc;
 }
 

@@ -3,14 +3,27 @@
  * which polls it.
  *
  * A job's summary (its case verdicts, each with the medians of its pair
- * lines) is read from its log once: the first time a history asks for it
- * after the job's verdict line is written, for a job of this run and a
- * stored one alike (lazily: a start-up with many stored jobs reads none of
- * them for this). A log never changes after its verdict line, so the
- * summary stays true; every later call walks memory only. The one parse of
- * a case_verdict line into an entry is case_entry(). */
+ * lines) is kept in memory and in its folder's summary.json (store.h). A
+ * job that runs in this quald gathers it from its lines as they are
+ * written (history__line), so it is ready when the verdict line is, and
+ * summary.json is written then, through the writer. A job whose lines were
+ * written before (a stored job, or one interrupted at start) has its
+ * summary.json read at start (recover.c); when that is missing or
+ * unreadable (a store older than summaries, a crash between the verdict and
+ * the summary) the summary is rebuilt from its log off the loop, in libuv's
+ * thread pool (the scan below), and written. The loop never reads a log for
+ * a history: a job whose summary is not there yet is left out of the reply,
+ * which then says so ("incomplete": true).
+ *
+ * The scan reads one log at a time: first the logs of ended jobs without a
+ * summary, newest first (what a history asks for), then the finished logs
+ * start-up did not check (recover.c: job->unchecked), whose damage it
+ * settles (recover__checked). A log never changes after its verdict line
+ * (but for that note), so a summary stays true. The one parse of a
+ * case_verdict line into an entry is case_entry(). */
 #include "daemon/jobs.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +47,36 @@ struct case_pairs {
 	int n, cap;
 };
 
-/* What a read of a log gathers. */
-struct gather {
+/* What a job's lines gave: its cases' pair timings and case_verdict lines. */
+struct history_gather {
 	struct case_pairs *cases;
 	int ncases, cap;
 	json_t *verdicts;          /* the case_verdict lines, in order */
 };
 
-static struct case_pairs *pairs_of(struct gather *g, const char *name, bool add)
+static struct history_gather *gather_new(void)
+{
+	struct history_gather *g = xcalloc(1, sizeof *g);
+
+	g->verdicts = json_array();
+	return g;
+}
+
+static void gather_free(struct history_gather *g)
+{
+	if (!g)
+		return;
+	for (int k = 0; k < g->ncases; k++) {
+		free(g->cases[k].name);
+		free(g->cases[k].base);
+		free(g->cases[k].cand);
+	}
+	free(g->cases);
+	json_decref(g->verdicts);
+	free(g);
+}
+
+static struct case_pairs *pairs_of(struct history_gather *g, const char *name, bool add)
 {
 	for (int i = 0; i < g->ncases; i++)
 		if (!strcmp(g->cases[i].name, name))
@@ -63,15 +98,10 @@ static double number_or_nan(json_t *v)
 	return x > 0 ? x : NAN;
 }
 
-static int gather_line(void *ctx, const char *text, size_t len)
+static void gather_take(struct history_gather *g, const struct line *l)
 {
-	struct gather *g = ctx;
-	struct line *l;
-	const char *name;
+	const char *name = l->info.case_name;
 
-	if (line_parse(text, len, &l) < 0)
-		return 0;
-	name = l->info.case_name;
 	if (l->type == LINES_PAIR && name) {
 		struct case_pairs *p = pairs_of(g, name, true);
 
@@ -85,8 +115,6 @@ static int gather_line(void *ctx, const char *text, size_t len)
 	} else if (l->type == LINES_CASE_VERDICT && name) {
 		json_array_append(g->verdicts, l->obj);
 	}
-	line_unref(l);
-	return 0;
 }
 
 static json_t *number_or_null(json_t *v)
@@ -118,36 +146,241 @@ static json_t *case_entry(json_t *cv, struct case_pairs *p)
 			 "timed", timed);
 }
 
-/* Reads an ended job's log once into job->summary (its case entries). A
- * log that cannot be read now (descriptors short, say) leaves it NULL, with
- * a warning: the job is left out of this reply and read again next time. */
-static void summary_build(struct jobs *j, struct job *job)
+/* The case entries of what g gathered (a new array). */
+static json_t *gather_cases(struct history_gather *g)
 {
-	struct gather g = { NULL, 0, 0, json_array() };
-	struct qual_msg m;
 	json_t *cases = json_array(), *cv;
 	size_t i;
 
-	bool ok = store_log_read(j->store, job->id, gather_line, &g, NULL, &m) >= 0;
-
-	if (!ok)
-		oplog_warn("job '%s': left out of the history for now: %s", job->id, m.text);
-	json_array_foreach(g.verdicts, i, cv) {
+	json_array_foreach(g->verdicts, i, cv) {
 		const char *name = json_string_value(json_object_get(cv, "case"));
 
-		json_array_append_new(cases, case_entry(cv, pairs_of(&g, name, false)));
+		json_array_append_new(cases, case_entry(cv, name ? pairs_of(g, name, false) :
+							NULL));
 	}
-	for (int k = 0; k < g.ncases; k++) {
-		free(g.cases[k].name);
-		free(g.cases[k].base);
-		free(g.cases[k].cand);
+	return cases;
+}
+
+/* summary.json's write came back: a failure costs a read of the log at
+ * the next start. */
+static void summary_written(void *ctx, const struct writer_done *d)
+{
+	char *id = ctx;
+
+	if (d->status < 0)
+		oplog_warn("job '%s': cannot write its summary: %s (it is made again from "
+			   "its log at the next start)", id, d->message);
+	free(id);
+}
+
+/* job's summary becomes cases (taken), and is written to summary.json;
+ * not once the writer is draining for the stop (writer.h: no new request
+ * then): a job ended by the stop has its summary rebuilt at the next
+ * start. */
+static void summary_set(struct jobs *j, struct job *job, json_t *cases)
+{
+	char path[PATH_MAX];
+	struct qual_msg m;
+	json_t *o = json_pack("{s:O}", "cases", cases);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(job->summary);
+	job->summary = cases;
+	if (text && j->writer && !j->handles_closing &&
+	    store_summary_path(j->store, job->id, path, sizeof path, &m) == 0)
+		writer_file_replace(j->writer, path, text, strlen(text), 0640,
+				    summary_written, xstrdup(job->id));
+	free(text);
+	json_decref(o);
+}
+
+/* ---- the scan: logs read off the loop ------------------------------------- */
+
+struct history_scan {
+	uv_work_t work;
+	struct jobs *j;
+	bool busy;                 /* a read is in flight */
+	int stop;                  /* atomic: the loop is closing, stop reading */
+	/* The read in flight: the thread's until it returns. */
+	char id[JOB_ID_MAX];
+	bool want_summary;
+	struct history_gather *g;
+	json_t *cases;             /* want_summary: what the read gave */
+	struct store_log_info info;
+	int rc;
+	struct qual_msg msg;
+	/* The finished logs start-up did not check. */
+	long unchecked, checked;
+	uint64_t started_ns;
+};
+
+static int scan_line(void *ctx, const char *text, size_t len)
+{
+	struct history_scan *sc = ctx;
+	struct line *l;
+
+	if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
+		return 1;
+	if (sc->g && line_parse(text, len, &l) == 0) {
+		gather_take(sc->g, l);
+		line_unref(l);
 	}
-	free(g.cases);
-	json_decref(g.verdicts);
-	if (ok)
-		job->summary = cases;
+	return 0;
+}
+
+/* In the thread pool: one whole read of the log, every record checked. */
+static void scan_work(uv_work_t *w)
+{
+	struct history_scan *sc = w->data;
+
+	sc->rc = store_log_read(sc->j->store, sc->id, scan_line, sc, &sc->info, &sc->msg);
+	if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
+		sc->rc = qual_fail(&sc->msg, QUAL_EINVAL, "quald is stopping");
+	if (sc->rc >= 0 && sc->g)
+		sc->cases = gather_cases(sc->g);
+}
+
+/* The next job whose log is to be read: the newest ended one without a
+ * summary, else the oldest unchecked one. */
+static struct job *scan_pick(struct jobs *j)
+{
+	for (int i = j->njobs - 1; i >= 0; i--) {
+		struct job *job = j->all[i];
+
+		if (!job->summary && !job->reading && !job->read_failed && jobs__ended(job))
+			return job;
+	}
+	for (int i = 0; i < j->njobs; i++)
+		if (j->all[i]->unchecked && !j->all[i]->reading)
+			return j->all[i];
+	return NULL;
+}
+
+static void scan_done(uv_work_t *w, int status);
+
+static void scan_kick(struct jobs *j)
+{
+	struct history_scan *sc = j->scan;
+	struct job *job;
+
+	if (!sc || sc->busy || j->closing)
+		return;
+	job = scan_pick(j);
+	if (!job) {
+		/* None left unchecked (those pruned meanwhile are not counted). */
+		if (sc->unchecked) {
+			oplog(LOG_INFO, "checked the stored logs of %ld finished job%s off the "
+			      "loop in %.1f s", sc->checked, sc->checked == 1 ? "" : "s",
+			      (double)(uv_hrtime() - sc->started_ns) / 1e9);
+			sc->unchecked = sc->checked = 0;
+		}
+		return;
+	}
+	snprintf(sc->id, sizeof sc->id, "%s", job->id);
+	sc->want_summary = !job->summary;
+	sc->g = sc->want_summary ? gather_new() : NULL;
+	sc->cases = NULL;
+	sc->rc = 0;
+	job->reading = true;
+	sc->busy = true;
+	if (uv_queue_work(j->loop, &sc->work, scan_work, scan_done) < 0) {
+		scan_work(&sc->work); /* only without a work callback: never */
+		scan_done(&sc->work, 0);
+	}
+}
+
+static void scan_done(uv_work_t *w, int status)
+{
+	struct history_scan *sc = w->data;
+	struct jobs *j = sc->j;
+	struct job *job = jobs__job_find(j, sc->id);
+
+	(void)status;
+	sc->busy = false;
+	gather_free(sc->g);
+	sc->g = NULL;
+	/* A job pruned meanwhile is gone: what was read goes with it. */
+	if (job && !j->closing) {
+		job->reading = false;
+		if (sc->rc < 0) {
+			oplog_warn("job '%s': left out of the history for now: %s", job->id,
+				   sc->msg.text);
+			job->read_failed = sc->want_summary;
+		} else if (sc->want_summary && !job->summary) {
+			summary_set(j, job, sc->cases);
+			sc->cases = NULL;
+		}
+		if (job->unchecked) {
+			job->unchecked = false;
+			sc->checked++;
+			if (sc->rc >= 0)
+				recover__checked(j, job, &sc->info);
+		}
+	}
+	json_decref(sc->cases);
+	sc->cases = NULL;
+	if (j->closing)
+		jobs__close_check(j);
 	else
-		json_decref(cases);
+		scan_kick(j);
+}
+
+void history__start(struct jobs *j)
+{
+	struct history_scan *sc = xcalloc(1, sizeof *sc);
+
+	sc->j = j;
+	sc->work.data = sc;
+	sc->started_ns = uv_hrtime();
+	for (int i = 0; i < j->njobs; i++)
+		sc->unchecked += j->all[i]->unchecked;
+	j->scan = sc;
+	if (sc->unchecked)
+		oplog(LOG_INFO, "checking the stored logs of %ld finished job%s off the loop",
+		      sc->unchecked, sc->unchecked == 1 ? "" : "s");
+	scan_kick(j);
+}
+
+bool history__busy(const struct jobs *j)
+{
+	return j->scan && j->scan->busy;
+}
+
+void history__stop(struct jobs *j)
+{
+	if (j->scan)
+		__atomic_store_n(&j->scan->stop, 1, __ATOMIC_RELAXED);
+}
+
+void history__release(struct jobs *j)
+{
+	free(j->scan);
+	j->scan = NULL;
+}
+
+void history__job_release(struct job *job)
+{
+	gather_free(job->gather);
+	job->gather = NULL;
+}
+
+void history__line(struct jobs *j, struct job *job, const struct line *line)
+{
+	/* Only a job whose every line this quald wrote gathers. */
+	if (line->seq == 0 && !job->gather && !job->summary)
+		job->gather = gather_new();
+	if (job->gather)
+		gather_take(job->gather, line);
+	if (job->summary || !jobs__ended(job))
+		return;
+	if (job->gather) {
+		json_t *cases = gather_cases(job->gather);
+
+		history__job_release(job);
+		summary_set(j, job, cases);
+	} else {
+		scan_kick(j);
+	}
 }
 
 static bool labels_match(const struct job *job, json_t *want)
@@ -208,8 +441,8 @@ json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 {
 	int limit = q->limit > 0 ? q->limit : REQUEST_DEFAULT_HISTORY;
 	struct job **hit = xcalloc((size_t)j->njobs + 1, sizeof *hit);
-	json_t *list = json_array();
-	int n = 0;
+	json_t *list = json_array(), *o;
+	int n = 0, pending = 0;
 
 	/* Newest first up to the limit, then reported oldest first. */
 	for (int i = j->njobs - 1; i >= 0 && n < limit; i--) {
@@ -217,10 +450,13 @@ json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 
 		if (!jobs__ended(job) || (q->labels && !labels_match(job, q->labels)))
 			continue;
-		if (!job->summary)
-			summary_build(j, job);
-		if (!job->summary)
+		if (!job->summary) {
+			/* Being made off the loop; one whose read failed is
+			 * tried again. */
+			job->read_failed = false;
+			pending++;
 			continue;
+		}
 		if (q->case_name && !case_in(job, q->case_name))
 			continue;
 		hit[n++] = job;
@@ -228,5 +464,11 @@ json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 	while (n > 0)
 		json_array_append_new(list, history_job(hit[--n], q->case_name));
 	free(hit);
-	return json_pack("{s:o}", "jobs", list);
+	o = json_pack("{s:o}", "jobs", list);
+	if (pending) {
+		json_object_set_new(o, "incomplete", json_true());
+		json_object_set_new(o, "pending", json_integer(pending));
+		scan_kick(j);
+	}
+	return o;
 }

@@ -168,6 +168,7 @@ void jobs__job_free(struct job *job)
 		return;
 	args_release(&job->args);
 	json_decref(job->summary);
+	history__job_release(job);
 	free(job);
 }
 
@@ -269,6 +270,7 @@ static void put_release(struct putting *p, struct line *line, long seq)
 	struct job *job = p->job;
 
 	job->logged_seq = seq + 1;
+	history__line(j, job, line);
 	if (p->notify && j->cb)
 		j->cb(j->cb_ctx, job->id, line);
 }
@@ -593,6 +595,7 @@ static void jobs_free(struct jobs *j)
 	free(j->roots);
 	quarantine__release(&j->quarantine);
 	calib__release(j);
+	history__release(j);
 	for (i = 0; j->slots && i < j->nslots; i++)
 		free(j->slots[i].out_reason);
 	free(j->slots);
@@ -689,6 +692,9 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	/* What retention lets go since the last run; its removals go on in
 	 * the writer while the loop serves. */
 	retention__prune(j);
+	/* The finished logs recovery did not read, and the summaries not
+	 * stored, are read off the loop from now on. */
+	history__start(j);
 	uv_timer_init(loop, &j->tick);
 	j->tick.data = j;
 	calib__start(j);
@@ -736,7 +742,7 @@ static void jobs_writer_closed(void *ctx)
 void jobs__close_check(struct jobs *j)
 {
 	if (!j->closing || j->handles_closing || j->nworkers || j->nsubmits ||
-	    j->nhealth || j->creating)
+	    j->nhealth || j->creating || history__busy(j))
 		return;
 	j->handles_closing = true;
 	j->closing_handles = 4;
@@ -758,6 +764,7 @@ void jobs_close(struct jobs *j, void (*done)(void *ctx), void *ctx)
 	j->done_ctx = ctx;
 	uv_timer_stop(&j->tick);
 	calib__stop(j);
+	history__stop(j);
 	submit__close_all(j);
 	for (s = 0; s < j->nslots; s++) {
 		if (j->slots[s].state == SLOT_RUNNING)

@@ -238,9 +238,11 @@ struct jobs_history_query {
  * "sha256"},"candidate":{"path","sha256"},"cases":[{"case","verdict","ratio",
  * "ci_low","ci_high","p_holm","baseline_ns","candidate_ns","timed"}]}, the
  * cases in the order of their case_verdict lines (only q->case_name's with
- * it). A job's summary is read from its log once, the first time a history
- * asks for it after its verdict line is written (history.c); a call after
- * that walks memory only. */
+ * it). Walks memory only: a job's summary is made from its lines as they
+ * are written, read from its summary.json at start, or rebuilt from its log
+ * off the loop (history.c); an ended job whose summary is not there yet is
+ * left out, and the reply then has "incomplete": true and "pending": the
+ * number left out. */
 json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q);
 
 /* Whether job names a job that is gone: a job id not in the table whose

@@ -11,12 +11,14 @@
  *   quarantine.c   strikes against a crashing candidate, and the refusal
  *   submit.c       the submit checks (jobs_submit)
  *   recover.c      the state directory read back at start
- *   history.c      each ended job's summary, and the history reply
+ *   history.c      each ended job's summary (summary.json), the reads of
+ *                  stored logs off the loop, and the history reply
  *   retention.c    pruning finished jobs (quald --keep-jobs, --keep-days)
  *   children.c     the loop's side of common/child.h (children.h)
  *
  * Every function here is named module__verb (docs/style.md); all run on the
- * loop. */
+ * loop (history.c's reads of logs run in libuv's thread pool, behind its
+ * own static functions). */
 #ifndef QUAL_DAEMON_JOBS_INTERNAL_H
 #define QUAL_DAEMON_JOBS_INTERNAL_H
 
@@ -49,6 +51,8 @@ struct worker;
 struct health;
 struct submit;
 struct putting;
+struct history_gather;
+struct history_scan;
 
 struct job {
 	char id[JOB_ID_MAX];
@@ -78,8 +82,19 @@ struct job {
 				    * callbacks hold the job: it is not pruned
 				    * meanwhile) */
 	json_t *summary;           /* history.c: the array of its case
-				    * entries, read once after its verdict
-				    * line is written; NULL until then */
+				    * entries (summary.json's "cases"), made
+				    * when its verdict line is written or
+				    * rebuilt off the loop; NULL until then */
+	struct history_gather *gather; /* history.c: what its lines gave so
+				    * far, while it writes them in this run
+				    * from seq 0 */
+	bool unchecked;            /* recover.c: finished, its log's last
+				    * record checked at start, the rest not
+				    * yet (history.c checks it off the loop) */
+	bool reading;              /* history.c: its log is being read off the
+				    * loop */
+	bool read_failed;          /* history.c: that read failed; tried again
+				    * at the next history request */
 	struct list_link qlink;    /* in the queue while queued */
 };
 
@@ -163,6 +178,8 @@ struct jobs {
 	struct jobs_stats stats;   /* jobs that ended since the start (jobs.h) */
 	int keep_jobs;             /* retention (jobs_config); 0: no limit */
 	double keep_days;
+	struct history_scan *scan; /* history.c: the reads of stored logs off
+				    * the loop */
 	int closing_handles;       /* tick, children and writer, once closing */
 	bool closing, handles_closing;
 	void (*done)(void *ctx);
@@ -392,6 +409,29 @@ bool jobs__ended(const struct job *job);
  * one its verdict line gave (worker.c); RUN_VERDICT_UNKNOWN for none yet. */
 enum run_verdict jobs__verdict(const struct job *job);
 
+/* A line of job is written and may be read (jobs.c, in seq order): its
+ * summary takes it, and once the job has ended its summary is made (from
+ * what its lines gave in this run, or, when they were written before, read
+ * off the loop) and written to summary.json through the writer. */
+void history__line(struct jobs *j, struct job *job, const struct line *line);
+
+/* Starts reading off the loop, one log at a time, the stored logs that
+ * start-up did not check (job->unchecked) and those of ended jobs without
+ * a summary; says in the operator's log when the unchecked ones are done.
+ * Called once, after recovery. */
+void history__start(struct jobs *j);
+
+/* Whether a read off the loop is under way (jobs__close_check waits), and
+ * the stop of such a read (jobs_close: it ends at its next record). */
+bool history__busy(const struct jobs *j);
+void history__stop(struct jobs *j);
+
+/* Frees what job's summary holds (jobs__job_free). */
+void history__job_release(struct job *job);
+
+/* Frees the scan (jobs_free). */
+void history__release(struct jobs *j);
+
 /* ---- retention.c ------------------------------------------------------------ */
 
 /* Removes the finished jobs that retention (j->keep_jobs, j->keep_days)
@@ -406,5 +446,12 @@ void retention__prune(struct jobs *j);
 /* Reads every job of the state directory into the table and settles what
  * a stop left open (jobs.h: jobs_open). Returns 0 or a negative code. */
 int recover__jobs(struct jobs *j, struct qual_msg *msg);
+
+/* A finished job that start-up did not check (job->unchecked) has had its
+ * whole log read off the loop (history.c), which info describes: records
+ * lost in the middle make it damaged now, as a start that read it would
+ * have (its note, its state); a torn tail (the file changed since start) is
+ * left to the next start, with the read's warning. */
+void recover__checked(struct jobs *j, struct job *job, const struct store_log_info *info);
 
 #endif

@@ -26,11 +26,15 @@ static bool to_journal(void)
 
 static void vlog(int prio, const char *fmt, va_list ap)
 {
+	/* One line whole: the reads off the loop (history.c) warn from
+	 * libuv's thread pool. */
+	flockfile(stderr);
 	if (to_journal())
 		fprintf(stderr, "<%d>", prio & LOG_PRIMASK);
 	fputs("quald: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 void oplog(int prio, const char *fmt, ...)

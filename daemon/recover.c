@@ -21,7 +21,20 @@
  * without baseline_sha256 and candidate_sha256) is never run: its worker
  * would resolve the paths again, which is what pins prevent (docs/quald.md,
  * "Pinned libraries"). It ends with a daemon-written error. Nothing is
- * relayed: no one is listening yet. */
+ * relayed: no one is listening yet.
+ *
+ * Start-up reads whole only the logs that may need settling: a finished job
+ * (its state says done, cancelled or interrupted) whose log ends with a
+ * whole, checked verdict record (or, once marked damaged, with the note
+ * after it) has nothing to settle but records lost in the middle. Its log's
+ * last record alone is read (store_log_last) before quald listens; the rest
+ * is checked off the loop afterwards (history.c), and recover__checked
+ * marks it damaged then, with the same note. Every read of a log checks
+ * each record it hands out, so such a log is never served unchecked
+ * meanwhile: only the "damaged" mark (list, state.json) and the note come
+ * later. Every other job (queued, running, a torn or unchecked tail, a
+ * missing verdict) is read whole and settled before quald listens: at most
+ * the queue and the slots' jobs, and the rare damaged one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +50,8 @@
 /* Why a queued job of an older quald is not run (its error and verdict). */
 #define RECOVER_UNPINNED "stored without pinned libraries by an older quald: " \
 	"submit it again"
+
+static bool lost_note(const struct line *o, const char **message);
 
 struct last_line {
 	char *text;
@@ -65,11 +80,9 @@ static int keep_last(void *ctx, const char *line, size_t len)
 
 		if (line_parse(line, len, &o) < 0)
 			goto keep;
-		message = json_string_value(json_object_get(o->obj, "message"));
 		if (!l->verdict && line_is_verdict(o)) {
 			l->verdict = json_incref(o->obj);
-		} else if (o->type == LINES_ERROR && o->code == LINES_CODE_INTERNAL && message &&
-			   !strncmp(message, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1)) {
+		} else if (lost_note(o, &message)) {
 			free(l->note);
 			l->note = xstrdup(message);
 		}
@@ -102,6 +115,22 @@ static void copy_field(json_t *o, const char *key, char *out, size_t cap)
 	const char *v = json_string_value(json_object_get(o, key));
 
 	snprintf(out, cap, "%s", v ? v : "");
+}
+
+/* Whether o is recovery's note of lost records; *message gets its text. */
+static bool lost_note(const struct line *o, const char **message)
+{
+	*message = json_string_value(json_object_get(o->obj, "message"));
+	return o->type == LINES_ERROR && o->code == LINES_CODE_INTERNAL && *message &&
+	       !strncmp(*message, LOST_NOTE_PREFIX, sizeof LOST_NOTE_PREFIX - 1);
+}
+
+/* The note of the records info says were lost into out. */
+static void lost_note_format(const struct store_log_info *info, char *out, size_t cap)
+{
+	snprintf(out, cap, "stored log lost %ld record%s (%lld bytes) that did not check "
+		 "out, skipped: %s", info->lost, info->lost == 1 ? "" : "s",
+		 (long long)info->lost_bytes, info->lost_where);
 }
 
 /* Fills job from its state.json. Returns 0 or QUAL_EINVAL with msg. */
@@ -187,6 +216,61 @@ static void job_settle(struct jobs *j, struct job *job, json_t *verdict, const c
 	}
 }
 
+/* Whether job (its state read, finished) needs no settling before quald
+ * listens: its log ends with a whole, checked verdict record, or, once
+ * marked damaged, with the lost-records note after it (see the top). Its
+ * seqs then follow the last record's, and the rest of its log is checked
+ * off the loop (job->unchecked). */
+static bool job_settled(struct jobs *j, struct job *job)
+{
+	struct line *o = NULL;
+	const char *message;
+	struct qual_msg m;
+	bool settled = false;
+	size_t len;
+	char *text;
+
+	if (!vocab_state_ended(job->state) ||
+	    store_log_last(j->store, job->id, &text, &len, &m) < 0)
+		return false;
+	if (line_parse(text, len, &o) == 0 && o->seq >= 0 &&
+	    (line_is_verdict(o) || (job->damaged && lost_note(o, &message)))) {
+		job->next_seq = job->logged_seq = o->seq + 1;
+		job->unchecked = true;
+		settled = true;
+	}
+	line_unref(o);
+	free(text);
+	return settled;
+}
+
+/* An ended job's summary.json into job->summary; none (a store older than
+ * summaries, a crash before it was written) or an unreadable one leaves it
+ * NULL: history.c rebuilds it from the log off the loop. */
+static void summary_load(struct jobs *j, struct job *job)
+{
+	struct qual_msg m;
+	int rc = store_summary_read(j->store, job->id, &job->summary, &m);
+
+	if (rc < 0 && rc != QUAL_ENOENT)
+		oplog_warn("job '%s': %s: its summary is made again from its log", job->id,
+			   m.text);
+}
+
+void recover__checked(struct jobs *j, struct job *job, const struct store_log_info *info)
+{
+	char lost[512];
+
+	if (!info->lost || job->damaged)
+		return;
+	lost_note_format(info, lost, sizeof lost);
+	oplog_warn("job '%s': marked damaged: %s", job->id, lost);
+	job->damaged = true;
+	jobs__put_error(j, job, LINES_CODE_INTERNAL, lost, false);
+	jobs__log_close(j, job);
+	jobs__state_save(j, job);
+}
+
 /* Loads one job from the state directory and settles it. Returns the job,
  * or NULL (with a warning) when its files are unreadable. */
 static struct job *job_recover(struct jobs *j, long num)
@@ -201,12 +285,17 @@ static struct job *job_recover(struct jobs *j, long num)
 
 	if (store_job_read(j->store, job->id, &request, &state, &m) < 0 ||
 	    request_submit_from_json(request, &job->args, &m) < 0 ||
-	    state_take(job, state, &m) < 0 ||
-	    store_log_read(j->store, job->id, keep_last, &last, &info, &m) < 0) {
+	    state_take(job, state, &m) < 0) {
 		oplog_warn("skipping job '%s' in the state directory: %s", job->id, m.text);
-		jobs__job_free(job);
-		job = NULL;
+		goto skip;
+	}
+	if (json_is_true(json_object_get(state, "damaged")))
+		job->damaged = true;
+	if (job_settled(j, job))
 		goto out;
+	if (store_log_read(j->store, job->id, keep_last, &last, &info, &m) < 0) {
+		oplog_warn("skipping job '%s' in the state directory: %s", job->id, m.text);
+		goto skip;
 	}
 	if (info.torn_bytes) {
 		oplog_warn("job '%s': its log ends with an incomplete line of %lld bytes, "
@@ -225,12 +314,7 @@ static struct job *job_recover(struct jobs *j, long num)
 		job->next_seq = info.lines;
 	job->logged_seq = job->next_seq;
 	if (info.lost)
-		snprintf(lost, sizeof lost, "stored log lost %ld record%s (%lld bytes) "
-			 "that did not check out, skipped: %s", info.lost,
-			 info.lost == 1 ? "" : "s", (long long)info.lost_bytes,
-			 info.lost_where);
-	if (json_is_true(json_object_get(state, "damaged")))
-		job->damaged = true;
+		lost_note_format(&info, lost, sizeof lost);
 	/* The note once: not when the state says damaged already, nor when
 	 * the log's last such note is this one (a start that died between
 	 * writing it and saving the state; that state is saved now). */
@@ -239,10 +323,16 @@ static struct job *job_recover(struct jobs *j, long num)
 		job->damaged = true;
 	job_settle(j, job, last.verdict, note ? lost : NULL);
 out:
+	if (job && vocab_state_ended(job->state))
+		summary_load(j, job);
 	last_line_release(&last);
 	json_decref(request);
 	json_decref(state);
 	return job;
+skip:
+	jobs__job_free(job);
+	job = NULL;
+	goto out;
 }
 
 int recover__jobs(struct jobs *j, struct qual_msg *msg)

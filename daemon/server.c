@@ -291,6 +291,11 @@ static void do_history(struct conn *c, struct request *r)
 		json_object_set(o, "jobs", list);
 	else
 		json_object_set_new(o, "jobs", json_array());
+	/* Summaries still being made off the loop (history.c). */
+	if (json_is_true(json_object_get(h, "incomplete"))) {
+		json_object_set(o, "incomplete", json_object_get(h, "incomplete"));
+		json_object_set(o, "pending", json_object_get(h, "pending"));
+	}
 	json_decref(h);
 	conn__send_json(c, o);
 }

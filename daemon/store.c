@@ -522,3 +522,45 @@ int store_job_read(struct store *s, const char *id, json_t **request,
 	}
 	return 0;
 }
+
+int store_summary_path(struct store *s, const char *id, char *out, size_t cap,
+		       struct qual_msg *msg)
+{
+	return store__path_fmt(out, cap, msg, "%s/%s/%s", s->jobs, id, STORE_SUMMARY);
+}
+
+/* Whether cases is an array of objects, each with a "case" string (what
+ * history.c's lookups by case name rely on). */
+static bool summary_cases_ok(json_t *cases)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(cases))
+		return false;
+	json_array_foreach(cases, i, e)
+		if (!json_is_string(json_object_get(e, "case")))
+			return false;
+	return true;
+}
+
+int store_summary_read(struct store *s, const char *id, json_t **cases,
+		       struct qual_msg *msg)
+{
+	char path[PATH_MAX];
+	json_t *o = NULL;
+	int rc;
+
+	*cases = NULL;
+	if ((rc = store_summary_path(s, id, path, sizeof path, msg)) ||
+	    (rc = json_read(path, &o, msg)))
+		return rc;
+	if (!summary_cases_ok(json_object_get(o, "cases"))) {
+		json_decref(o);
+		return qual_fail(msg, QUAL_EINVAL, "cannot read '%s': not a \"cases\" array "
+				 "of objects with a \"case\" name", path);
+	}
+	*cases = json_incref(json_object_get(o, "cases"));
+	json_decref(o);
+	return 0;
+}

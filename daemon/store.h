@@ -9,6 +9,10 @@
  *   <dir>/jobs/<id>/state.json    the job's state (replaced atomically)
  *   <dir>/jobs/<id>/log.jsonl     the job's lines, append-only, one record a
  *                                 line (below)
+ *   <dir>/jobs/<id>/summary.json  an ended job's history summary (history.c),
+ *                                 {"cases":[...]}, replaced atomically; a
+ *                                 copy of what its log says, rebuilt from
+ *                                 the log when missing or unreadable
  *
  * A job folder is built complete under a temporary name (".<id>.new") and
  * renamed into place, so a folder with a job's name always holds both JSON
@@ -217,6 +221,29 @@ int store_log_read(struct store *s, const char *id, store_line_fn fn,
  * to cut, sync or append is fatal. */
 int store_log_repair(struct store *s, const char *id,
 		     struct store_log_info *info, struct qual_msg *msg);
+
+/* The last record of job id's log, when the log ends with a whole checked
+ * record (its newline there, its check matching): its line (without the
+ * check member) into *line, a new NUL-terminated string (free()) of *len
+ * bytes. Reads only the end of the file (one record at most, with pread):
+ * what start-up looks at before it listens. QUAL_EINVAL with msg when the
+ * log does not end so (empty, a torn tail, a record without a check: what
+ * a whole read must settle), QUAL_ENOENT or QUAL_EIO when it cannot be
+ * read. Says nothing of the records before the last one. */
+int store_log_last(struct store *s, const char *id, char **line, size_t *len,
+		   struct qual_msg *msg);
+
+/* The path of job id's summary.json into out (the writer replaces it:
+ * writer_file_replace). */
+int store_summary_path(struct store *s, const char *id, char *out, size_t cap,
+		       struct qual_msg *msg);
+
+/* Reads job id's summary.json: its "cases" array into *cases (a new
+ * reference). QUAL_ENOENT when there is none, QUAL_EINVAL when it is not
+ * an object with a "cases" array of objects that each have a "case"
+ * string, QUAL_EIO when unreadable; *cases NULL then. */
+int store_summary_read(struct store *s, const char *id, json_t **cases,
+		       struct qual_msg *msg);
 
 /* The fatal hook: called once, with the failure's message (e.g. "cannot sync
  * '/var/lib/qual/jobs/j000004/state.json.tmp': Input/output error"), when

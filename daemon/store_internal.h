@@ -18,6 +18,7 @@
 #define STORE_REQUEST "request.json"
 #define STORE_STATE "state.json"
 #define STORE_LOG "log.jsonl"
+#define STORE_SUMMARY "summary.json"
 #define STORE_LOCK "lock"
 /* A state or request file is a few hundred bytes; anything near this is not
  * ours. */

@@ -520,3 +520,67 @@ out:
 	close(fd);
 	return rc;
 }
+
+int store_log_last(struct store *s, const char *id, char **line, size_t *len,
+		   struct qual_msg *msg)
+{
+	char path[PATH_MAX], *buf = NULL, *start;
+	size_t got = 0, n;
+	struct stat st;
+	bool checked;
+	off_t from;
+	const char *why = NULL;
+	int fd, rc;
+
+	*line = NULL;
+	*len = 0;
+	if ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
+		return rc;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+				 "cannot read '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	/* The last record and the newline before it, at most. */
+	from = st.st_size > (off_t)RECORD_MAX ? st.st_size - (off_t)RECORD_MAX : 0;
+	buf = xmalloc(RECORD_MAX + 1);
+	while (got < (size_t)(st.st_size - from)) {
+		ssize_t r = pread(fd, buf + got, (size_t)(st.st_size - from) - got,
+				  from + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
+				       r < 0 ? strerror(errno) : "it shrank");
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	if (got == 0 || buf[got - 1] != '\n') {
+		why = got ? "it ends without a newline" : "it is empty";
+		goto out;
+	}
+	buf[got - 1] = '\0';
+	start = memrchr(buf, '\n', got - 1);
+	if (!start && from > 0) {
+		why = "its last record is over-long";
+		goto out;
+	}
+	start = start ? start + 1 : buf;
+	n = (size_t)(buf + got - 1 - start);
+	why = record_open(start, n, true, len, &checked);
+	if (why)
+		goto out;
+	*line = xmalloc(*len + 1);
+	memcpy(*line, start, *len);
+	(*line)[*len] = '\0';
+out:
+	if (why)
+		rc = qual_fail(msg, QUAL_EINVAL, "'%s': %s", path, why);
+	free(buf);
+	close(fd);
+	return rc;
+}

@@ -16,6 +16,10 @@
 #                         message naming the job and the log's path
 #   store_long_line       the 150 MB line is cut off with quald's VmHWM
 #                         under 64 MB
+#   store_start_listens   with whole reads of logs held, quald listens and
+#                         answers; its check of finished logs ends after
+#   store_history_rebuild history answers "incomplete" at once while
+#                         summaries are rebuilt; summary.json made again
 
 add_library(store_stall SHARED ${CMAKE_CURRENT_SOURCE_DIR}/shims/store_stall.c)
 target_link_libraries(store_stall PRIVATE ${CMAKE_DL_LIBS})
@@ -26,7 +30,8 @@ set_target_properties(store_stall PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/shims)
 
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario stall second_daemon corrupt_middle long_line failed_sync)
+  foreach(scenario stall second_daemon corrupt_middle long_line failed_sync
+                   start_listens history_rebuild)
     add_test(NAME store_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/store_test.py
                      --quald $<TARGET_FILE:quald>

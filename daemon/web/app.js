@@ -1035,6 +1035,11 @@
 				return;
 			}
 			const jobs = hist.jobs || [];
+			/* Summaries quald is still rebuilding after a start: those
+			 * jobs are not in this reply. */
+			if (hist.incomplete)
+				showError('incomplete: quald is still reading the logs of ' + hist.pending +
+					  ' ended job' + (hist.pending === 1 ? '' : 's') + ', left out; reload shortly');
 			/* The margin of each job is in its settings (/api/jobs). */
 			if (jobs.length) {
 				try {

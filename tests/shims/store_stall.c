@@ -6,7 +6,11 @@
  * creates $QUAL_STALL_FLAG.hit, so the test knows the stall was reached.
  * With $QUAL_STALL_EIO set, nothing is held: a sync of a file under
  * $QUAL_STALL_DIR fails with EIO instead (while the flag exists), as a
- * dying disk's would.
+ * dying disk's would. With $QUAL_STALL_READ set, only read() of a job's log
+ * (a regular file named log.jsonl under $QUAL_STALL_DIR) is held, as a slow
+ * disk holds a long read; pread is not, nor any write or sync: the reads of
+ * whole logs stall, start-up's look at a log's last record (pread) does not
+ * (tests/tools/store_test.py, start_listens and history_rebuild).
  *
  * Only in a process named quald: the workers and compile children inherit
  * LD_PRELOAD and run unhindered. Sockets and pipes are never held (the
@@ -31,6 +35,7 @@ int fdatasync(int fd);
 ssize_t write(int fd, const void *buf, size_t n);
 ssize_t writev(int fd, const struct iovec *iov, int n);
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t read(int fd, void *buf, size_t n);
 
 static bool enabled(void)
 {
@@ -42,8 +47,9 @@ static bool enabled(void)
 	return on;
 }
 
-/* Whether fd is a regular file under $QUAL_STALL_DIR (no dir: any). */
-static bool under_dir(int fd)
+/* Whether fd is a regular file under $QUAL_STALL_DIR (no dir: any) whose
+ * name ends with suffix (NULL: any). */
+static bool under_dir(int fd, const char *suffix)
 {
 	const char *dir = getenv("QUAL_STALL_DIR");
 	char link[64], path[4096];
@@ -59,6 +65,9 @@ static bool under_dir(int fd)
 	if (n < 0)
 		return false;
 	path[n] = '\0';
+	if (suffix && ((size_t)n < strlen(suffix) ||
+		       strcmp(path + n - strlen(suffix), suffix)))
+		return false;
 	return !strncmp(path, dir, strlen(dir));
 }
 
@@ -94,13 +103,13 @@ static void stall(void)
  * under the folder. Returns -1 (errno EIO) to fail it, 0 to go on. */
 static int sync_held(int fd)
 {
-	if (!enabled())
+	if (!enabled() || getenv("QUAL_STALL_READ"))
 		return 0;
 	if (!getenv("QUAL_STALL_EIO")) {
 		stall();
 		return 0;
 	}
-	if (under_dir(fd) && access(getenv("QUAL_STALL_FLAG"), F_OK) == 0) {
+	if (under_dir(fd, NULL) && access(getenv("QUAL_STALL_FLAG"), F_OK) == 0) {
 		errno = EIO;
 		return -1;
 	}
@@ -122,7 +131,8 @@ int fdatasync(int fd)
 ssize_t write(int fd, const void *buf, size_t n)
 {
 	REAL(write);
-	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
+	if (enabled() && !getenv("QUAL_STALL_EIO") && !getenv("QUAL_STALL_READ") &&
+	    under_dir(fd, NULL))
 		stall();
 	return real_(fd, buf, n);
 }
@@ -130,7 +140,8 @@ ssize_t write(int fd, const void *buf, size_t n)
 ssize_t writev(int fd, const struct iovec *iov, int n)
 {
 	REAL(writev);
-	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
+	if (enabled() && !getenv("QUAL_STALL_EIO") && !getenv("QUAL_STALL_READ") &&
+	    under_dir(fd, NULL))
 		stall();
 	return real_(fd, iov, n);
 }
@@ -138,7 +149,16 @@ ssize_t writev(int fd, const struct iovec *iov, int n)
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	REAL(pwrite);
-	if (enabled() && !getenv("QUAL_STALL_EIO") && under_dir(fd))
+	if (enabled() && !getenv("QUAL_STALL_EIO") && !getenv("QUAL_STALL_READ") &&
+	    under_dir(fd, NULL))
 		stall();
 	return real_(fd, buf, n, off);
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+	REAL(read);
+	if (enabled() && getenv("QUAL_STALL_READ") && under_dir(fd, "/log.jsonl"))
+		stall();
+	return real_(fd, buf, n);
 }

@@ -25,6 +25,20 @@ Scenarios (daemon/store.h, daemon/writer.h, docs/quald.md):
   long_line       a planted 150 MB line without a newline at the end of a
                   job's log: quald starts, cuts it off, and its peak memory
                   (VmHWM) stays far below the line's size
+  start_listens   a store of SEEDED finished jobs with large logs (one with
+                  a corrupt record in the middle) and whole reads of logs
+                  held (the shim's QUAL_STALL_READ): quald answers status
+                  and list while its check of those logs has not
+                  ended; once reads go on, the check ends (its line in
+                  quald's log) and the corrupt one is marked damaged
+  history_rebuild the same store without summaries, reads held: history
+                  answers at once, "incomplete" with every seeded job
+                  pending, and status meanwhile within ANSWER_S; once reads
+                  go on the history is whole, with the medians of the
+                  logs' pair lines, and each job has its summary.json; a
+                  deleted and a garbled summary.json are made again after a
+                  restart; a job of this run has its summary at its verdict,
+                  the same as the one its log gives when rebuilt
 Exits 0 when every check holds, 1 with the first failed check otherwise."""
 import argparse
 import json
@@ -37,7 +51,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import service_test as svc  # noqa: E402
 import store_log  # noqa: E402
-from service_test import FAST, SECOND, Failure, Quald, check, serving, wait_until  # noqa: E402
+from service_test import FAST, SECOND, START_S, Failure, Quald, check, serving, wait_until  # noqa: E402
 
 # How long an answer may take during the stall. The target is 100 ms (the
 # service issue's), which is a speed: this test checks the behaviour, that
@@ -210,10 +224,14 @@ def scenario_corrupt_middle(args, root):
           lg.lost == [(at, end - at, 1, "check mismatch")],
           f"the corrupted byte did not make one lost record (store_log.py): {lg.lost}")
     with serving(d):
-        e = job_state(d, a)
+        # Its log ends with its verdict: the middle is checked off the loop
+        # after the start, and the job marked damaged then.
+        e = wait_until(lambda: job_state(d, a).get("damaged") and job_state(d, a), START_S,
+                       f"job {a} to be marked damaged")
         check(e["state"] == "done" and e["verdict"] == verdict,
               f"after the restart job {a} reads {e}, expected done with {verdict}")
-        check(e.get("damaged") is True, f"qualctl list does not say job {a} is damaged: {e}")
+        wait_until(lambda: d.stored_state(a).get("damaged"), START_S,
+                   "state.json to say damaged")
         plain = d.ctl("list")
         row = [l for l in plain.stdout.splitlines() if l.startswith(a)]
         check(row and "done, damaged" in row[0],
@@ -308,7 +326,206 @@ def scenario_long_line(args, root):
         stored_ok(d, a)
 
 
+# The seeded store: SEEDED finished jobs, each PAIRS pair lines of one case
+# (about 1.5 MB a log), then its case_verdict and verdict lines.
+SEEDED = 4
+PAIRS = 5001
+PAD = "x" * 240
+
+
+def seed_store(d):
+    """Runs one compile-only job (a real request.json and state.json), then
+    adds SEEDED finished jobs after it, each with a log of PAIRS pair lines
+    written in the store's record format (tests/tools/store_log.py), and no
+    summary.json. Returns their ids and {id: (baseline median, candidate
+    median)}."""
+    with serving(d):
+        a = submit(d)
+        wait_done(d, a)
+    base = d.job_dir(a)
+    with open(os.path.join(base, "request.json")) as f:
+        request = f.read()
+    state = d.stored_state(a)
+    state.update(state="done", verdict="neutral")
+    ids, medians = [], {}
+    for k in range(SEEDED):
+        job = "j%06d" % (int(a[1:]) + 1 + k)
+        os.makedirs(d.job_dir(job))
+        with open(os.path.join(d.job_dir(job), "request.json"), "w") as f:
+            f.write(request)
+        with open(os.path.join(d.job_dir(job), "state.json"), "w") as f:
+            json.dump(state, f)
+        recs, seq = [], 0
+        bases = [1000.0 + (i * 7 + k) % 101 for i in range(PAIRS)]
+        cands = [2000.0 + (i * 13 + k) % 97 for i in range(PAIRS)]
+        for i in range(PAIRS):
+            recs.append({"type": "pair", "case": FAST, "pair": i, "baseline_ns": bases[i],
+                         "candidate_ns": cands[i], "pad": PAD, "job": job, "seq": seq})
+            seq += 1
+        recs.append({"type": "case_verdict", "case": FAST, "verdict": "slower",
+                     "identical_code": False, "n": PAIRS, "ratio_median": 2.0,
+                     "ratio_lo": 1.9, "ratio_hi": 2.1, "p_holm": 0.001, "job": job,
+                     "seq": seq})
+        recs.append({"type": "verdict", "verdict": "neutral", "job": job, "seq": seq + 1})
+        with open(os.path.join(d.job_dir(job), "log.jsonl"), "wb") as f:
+            for r in recs:
+                f.write(store_log.record(json.dumps(r, separators=(",", ":")).encode()))
+        ids.append(job)
+        medians[job] = (sorted(bases)[PAIRS // 2], sorted(cands)[PAIRS // 2])
+    return ids, medians
+
+
+def hold_reads(d, flag):
+    """quald with the shim holding whole reads of job logs while flag exists."""
+    preload(d.args.stall_shim)
+    os.environ["QUAL_STALL_FLAG"] = flag
+    os.environ["QUAL_STALL_DIR"] = os.path.realpath(d.state)
+    os.environ["QUAL_STALL_READ"] = "1"
+
+
+def release_env():
+    for k in ("LD_PRELOAD", "ASAN_OPTIONS", "QUAL_STALL_FLAG", "QUAL_STALL_DIR",
+              "QUAL_STALL_READ"):
+        os.environ.pop(k, None)
+
+
+CHECKED = re.compile(r"checked the stored logs of (\d+) finished jobs? off the loop")
+
+
+def scenario_start_listens(args, root):
+    d = Quald(args, root)
+    ids, _ = seed_store(d)
+    # One record in the middle of the last job's log corrupted.
+    bad = ids[-1]
+    path = os.path.join(d.job_dir(bad), "log.jsonl")
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        line_at = f.read(4096).index(b"\n") + 1 + os.path.getsize(path) // 2
+        f.seek(line_at + 20)
+        c = f.read(1)
+        f.seek(line_at + 20)
+        f.write(bytes([c[0] ^ 1]))
+    flag = os.path.join(root, "stall")
+    open(flag, "w").close()
+    hold_reads(d, flag)
+    try:
+        with serving(d):
+            # quald answers (Quald.start waited for status) with the whole
+            # reads held: it did not read the finished logs before it
+            # listened.
+            check(not CHECKED.search(d.log_text()),
+                  "quald says it checked the stored logs while reads of them are held")
+            listed = {j["job"]: j for j in d.ctl_json("list")["jobs"]}
+            for job in ids:
+                check(listed.get(job, {}).get("verdict") == "neutral",
+                      f"job {job} after the start: {listed.get(job)}")
+            st, took = timed_ctl(d, "status")
+            check(took <= ANSWER_S, f"qualctl status took {took * 1000:.0f} ms while "
+                  "the stored logs' check is held")
+            check(os.path.exists(flag + ".hit"), "no whole read of a log was held: the "
+                  "check off the loop never began")
+            os.unlink(flag)
+            m = wait_until(lambda: CHECKED.search(d.log_text()), START_S,
+                           "quald to say it checked the stored logs")
+            check(int(m.group(1)) == len(ids) + 1,
+                  f"quald checked {m.group(1)} logs, expected {len(ids) + 1}")
+            e = wait_until(lambda: job_state(d, bad).get("damaged") and job_state(d, bad),
+                           START_S, f"job {bad} to be marked damaged")
+            check(e["verdict"] == "neutral", f"job {bad} after its check: {e}")
+            check(d.stored_state(bad).get("damaged") is True,
+                  "state.json does not say damaged")
+            for job in ids[:-1]:
+                check(not job_state(d, job).get("damaged"), f"job {job} marked damaged")
+    finally:
+        release_env()
+
+
+def history_now(d, *extra):
+    t0 = time.monotonic()
+    r = d.ctl("history", "--json", *extra, timeout=5)
+    took = time.monotonic() - t0
+    check(r.returncode == 0, f"qualctl history: exit {r.returncode}: {r.stderr}")
+    return json.loads(r.stdout), took, r.stderr
+
+
+def check_history_whole(d, ids, medians):
+    h = wait_until(lambda: (lambda h: not h.get("incomplete") and h)(history_now(d)[0]),
+                   START_S, "the history to be whole")
+    got = {j["job"]: j for j in h["jobs"]}
+    for job in ids:
+        check(job in got, f"job {job} is not in the whole history: {sorted(got)}")
+        c = got[job]["cases"][0]
+        check((c["case"], c["baseline_ns"], c["candidate_ns"]) == (FAST, *medians[job]),
+              f"job {job}'s history case {c}, expected medians {medians[job]}")
+        wait_until(lambda: os.path.exists(os.path.join(d.job_dir(job), "summary.json")),
+                   START_S, f"job {job}'s summary.json")
+        with open(os.path.join(d.job_dir(job), "summary.json")) as f:
+            check(json.load(f)["cases"] == got[job]["cases"],
+                  f"job {job}'s summary.json is not what history says")
+
+
+def scenario_history_rebuild(args, root):
+    d = Quald(args, root)
+    ids, medians = seed_store(d)
+    flag = os.path.join(root, "stall")
+    open(flag, "w").close()
+    hold_reads(d, flag)
+    try:
+        with serving(d):
+            slowest = 0.0
+            for _ in range(5):
+                h, took, err = history_now(d)
+                slowest = max(slowest, took)
+                check(took <= ANSWER_S, f"qualctl history took {took * 1000:.0f} ms while "
+                      "the logs it needs cannot be read")
+                st, took = timed_ctl(d, "status")
+                slowest = max(slowest, took)
+                check(took <= ANSWER_S, f"qualctl status took {took * 1000:.0f} ms after a "
+                      "history while the logs cannot be read")
+            check(h.get("incomplete") is True and h.get("pending") == len(ids),
+                  f"history while the summaries are made: incomplete {h.get('incomplete')},"
+                  f" pending {h.get('pending')}, expected {len(ids)}")
+            check(not set(ids) & {j["job"] for j in h["jobs"]},
+                  "history lists a job whose summary is not made yet")
+            plain = d.ctl("history", timeout=5)
+            check("incomplete" in plain.stderr, f"qualctl history does not say the reply is "
+                  f"incomplete: {plain.stderr!r}")
+            svc.log(f"history_rebuild: slowest history or status {slowest * 1000:.1f} ms "
+                    "while the logs are held")
+            os.unlink(flag)
+            check_history_whole(d, ids, medians)
+        release_env()
+        # A summary deleted, another garbled: made again from the logs.
+        os.unlink(os.path.join(d.job_dir(ids[0]), "summary.json"))
+        with open(os.path.join(d.job_dir(ids[1]), "summary.json"), "w") as f:
+            f.write("{not json")
+        with serving(d):
+            check_history_whole(d, ids, medians)
+            check("summary.json" in d.log_text(), "the garbled summary.json was not named")
+            b = submit(d)
+            wait_done(d, b)
+            h, _, _ = history_now(d)
+            check(not h.get("incomplete") and b in {j["job"] for j in h["jobs"]},
+                  f"job {b} of this run is not in the history at its end: {h}")
+            wait_until(lambda: os.path.exists(os.path.join(d.job_dir(b), "summary.json")),
+                       START_S, f"job {b}'s summary.json")
+            made = [j for j in h["jobs"] if j["job"] == b][0]
+        # The summary made from its lines as they came is the one its log
+        # gives when rebuilt.
+        os.unlink(os.path.join(d.job_dir(b), "summary.json"))
+        with serving(d):
+            h = wait_until(lambda: (lambda h: not h.get("incomplete") and h)(history_now(d)[0]),
+                           START_S, "the history to be whole")
+            again = [j for j in h["jobs"] if j["job"] == b][0]
+            check(again == made and made["cases"], f"job {b}'s history rebuilt from its log "
+                  f"{again} differs from the one made as it ran {made}")
+    finally:
+        release_env()
+
+
 SCENARIOS = {
+    "start_listens": scenario_start_listens,
+    "history_rebuild": scenario_history_rebuild,
     "stall": scenario_stall,
     "second_daemon": scenario_second_daemon,
     "corrupt_middle": scenario_corrupt_middle,

@@ -1272,6 +1272,13 @@ static void test_recovery_damaged(void **state)
 	assert_string_equal(state_of("j000001"), "done");
 	o = list_entry("j000001");
 	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "neutral");
+	/* Its log ends with its verdict: start-up read its last record only,
+	 * and its middle is checked off the loop, after the start. */
+	assert_false(json_is_true(json_object_get(o, "damaged")));
+	json_decref(o);
+	RUN_UNTIL(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, NULL, NULL, NULL, &m) == 3,
+		  10);
+	o = list_entry("j000001");
 	assert_true(json_is_true(json_object_get(o, "damaged")));
 	json_decref(o);
 	assert_int_equal(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, collect, &c, NULL, &m), 3);
@@ -2018,14 +2025,25 @@ static void plant_ended(struct store *s, const char *id, const char *labels,
 	plant_lines(s, id, lines);
 }
 
+/* A history reply once no summary is pending (the loop runs meanwhile). */
 static json_t *history(const char *case_name, const char *labels, int limit)
 {
 	json_t *l = labels ? json_loads(labels, 0, NULL) : NULL;
 	struct jobs_history_query q = { case_name, l, limit };
-	json_t *h = jobs_history_json(H.j, &q);
+	json_t *h = NULL;
 
+	RUN_UNTIL((json_decref(h), h = jobs_history_json(H.j, &q),
+		   !json_object_get(h, "incomplete")), 10);
 	json_decref(l);
 	return h;
+}
+
+static bool summary_stored(const char *id)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof path, "%s/jobs/%s/summary.json", H.state, id);
+	return access(path, F_OK) == 0;
 }
 
 /* The job ids of a history reply, "j1 j2 ..." by number. */
@@ -2087,6 +2105,18 @@ static void test_history(void **state)
 	plant_ended(s, "j000003", "{\"branch\":\"dev\"}", "2026-12-03T01:00:00Z", j3);
 	store_free(s);
 	open_jobs();
+
+	/* No summary stored: the first reply, before the loop has run, leaves
+	 * the three out and says so; their logs are read off the loop. */
+	{
+		struct jobs_history_query q = { NULL, NULL, 100 };
+
+		h = jobs_history_json(H.j, &q);
+		assert_int_equal(json_array_size(json_object_get(h, "jobs")), 0);
+		assert_true(json_is_true(json_object_get(h, "incomplete")));
+		assert_int_equal(json_integer_value(json_object_get(h, "pending")), 3);
+		json_decref(h);
+	}
 
 	/* Oldest first; each job's cases from its case_verdict lines. */
 	h = history(NULL, NULL, 100);
@@ -2157,12 +2187,41 @@ static void test_history(void **state)
 						  "compile_only")));
 	json_decref(o);
 
-	/* A job of this run joins the history once its verdict is written. */
+	/* The rebuilt summaries are stored; a start reads them, not the logs:
+	 * j000001's log is empty now, its history stays. One whose
+	 * summary.json is gone is rebuilt again. */
+	RUN_UNTIL(summary_stored("j000001") && summary_stored("j000002") &&
+		  summary_stored("j000003"), 10);
+	close_jobs();
+	snprintf(path, sizeof path, "%s/jobs/j000002/summary.json", H.state);
+	assert_int_equal(unlink(path), 0);
+	open_jobs();
 	{
+		struct jobs_history_query q = { NULL, NULL, 100 };
+
+		h = jobs_history_json(H.j, &q);
+		assert_int_equal(json_integer_value(json_object_get(h, "pending")), 1);
+		assert_string_equal(history_ids(h), "j1 j3"); /* takes h */
+	}
+	h = history("gemm-1", NULL, 100);
+	assert_int_equal(json_array_size(json_object_get(h, "jobs")), 2);
+	c = json_array_get(json_object_get(json_array_get(json_object_get(h, "jobs"), 0),
+					   "cases"), 0);
+	assert_true(num(c, "baseline_ns") == 200.0);
+	json_decref(h);
+	RUN_UNTIL(summary_stored("j000002"), 10);
+
+	/* A job of this run joins the history once its verdict is written,
+	 * its summary made from its lines (no read) and stored. */
+	{
+		struct jobs_history_query q = { NULL, NULL, 1 };
 		const char *id = run_kind("ok");
 
-		assert_string_equal(history_ids(history(NULL, NULL, 1)), "j4");
+		h = jobs_history_json(H.j, &q);
+		assert_null(json_object_get(h, "incomplete"));
+		assert_string_equal(history_ids(h), "j4"); /* takes h */
 		assert_string_equal(id, "j000004");
+		RUN_UNTIL(summary_stored(id), 10);
 	}
 	finish();
 }

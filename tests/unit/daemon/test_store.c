@@ -859,6 +859,83 @@ static void test_log_overlong(void **state)
 	store_free(s);
 }
 
+/* store_log_last: the last record when the log ends with a whole checked
+ * one; refused (QUAL_EINVAL) for every end that a whole read must settle. */
+static void test_log_last(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	char text[512], *line = NULL;
+	size_t len;
+
+	(void)state;
+	make_job(s, "j000001", "done");
+	assert_int_equal(store_log_last(s, "j000001", &line, &len, &m), QUAL_EINVAL);
+	assert_non_null(strstr(m.text, "it is empty"));
+	append(s, "{\"a\":1,\"job\":\"j000001\",\"seq\":0}", false);
+	append(s, "{\"type\":\"verdict\",\"job\":\"j000001\",\"seq\":1}", false);
+	assert_int_equal(store_log_last(s, "j000001", &line, &len, &m), 0);
+	assert_string_equal(line, "{\"type\":\"verdict\",\"job\":\"j000001\",\"seq\":1}");
+	assert_int_equal(len, strlen(line));
+	free(line);
+	/* A torn tail: no newline at the end. */
+	log_text(text, sizeof text);
+	text[strlen(text) - 1] = '\0';
+	log_put(text);
+	assert_int_equal(store_log_last(s, "j000001", &line, &len, &m), QUAL_EINVAL);
+	assert_null(line);
+	/* A flipped byte in the last record. */
+	log_text(text, sizeof text);
+	text[strlen(text) - 5] ^= 1;
+	strcat(text, "\n");
+	log_put(text);
+	assert_int_equal(store_log_last(s, "j000001", &line, &len, &m), QUAL_EINVAL);
+	assert_non_null(strstr(m.text, "check"));
+	/* A last record without a check (a log from before checks is read
+	 * whole). */
+	log_put("{\"a\":1}\n{\"type\":\"verdict\"}\n");
+	assert_int_equal(store_log_last(s, "j000001", &line, &len, &m), QUAL_EINVAL);
+	assert_int_equal(store_log_last(s, "j000009", &line, &len, &m), QUAL_ENOENT);
+	store_free(s);
+}
+
+/* summary.json: none, a good one, one that is not an object with cases. */
+static void test_summary(void **state)
+{
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	char path[PATH_MAX + 64];
+	json_t *cases = NULL;
+	FILE *f;
+
+	(void)state;
+	make_job(s, "j000001", "done");
+	assert_int_equal(store_summary_read(s, "j000001", &cases, &m), QUAL_ENOENT);
+	assert_int_equal(store_summary_path(s, "j000001", path, sizeof path, &m), 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"cases\":[{\"case\":\"a\"}]}", f);
+	fclose(f);
+	assert_int_equal(store_summary_read(s, "j000001", &cases, &m), 0);
+	assert_int_equal(json_array_size(cases), 1);
+	json_decref(cases);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"cases\":{}}", f);
+	fclose(f);
+	assert_int_equal(store_summary_read(s, "j000001", &cases, &m), QUAL_EINVAL);
+	assert_null(cases);
+	assert_non_null(strstr(m.text, "summary.json"));
+	/* An entry without its case name: refused, not handed to a lookup. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"cases\":[{\"case\":\"a\"},1]}", f);
+	fclose(f);
+	assert_int_equal(store_summary_read(s, "j000001", &cases, &m), QUAL_EINVAL);
+	assert_null(cases);
+	store_free(s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
 QUAL_TESTS(
@@ -881,4 +958,6 @@ QUAL_TESTS(
 	T(open_errors),
 	T(lock),
 	T(log_overlong),
+	T(log_last),
+	T(summary),
 )
