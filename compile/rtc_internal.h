@@ -76,7 +76,9 @@ void rtc__report_read(const char *dir, struct child_report *rep);
  * when the child then died by a signal or was killed: it writes its results
  * and then _exit()s, and ROCm's hiprtc can crash in the runtime's teardown
  * at process exit, after the compile has succeeded and been reported.
- * Otherwise: timeout, signal, or an exit without a report. */
+ * Otherwise: timeout, a crash (a signal the child noted as its own in
+ * RTC__FAULT_FILE: QUAL_ECRASH), another signal (QUAL_EKILLED: SIGKILL, or a
+ * signal another process sent), or an exit without a report. */
 int rtc__outcome_status(const struct child_exit *ex,
 			const struct child_report *rep, const char *lib,
 			const char *doing, double timeout_s, const char *dir,

@@ -2,9 +2,12 @@
  * (common/xalloc.h), as everywhere in the programs. */
 #include "proto/strv.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/xalloc.h"
 
@@ -82,4 +85,68 @@ void strv_free_array(char **v)
 	for (char **p = v; *p; p++)
 		free(*p);
 	free(v);
+}
+
+char *strv_join_nul(const char *const *v, size_t *len)
+{
+	size_t n = 0, at = 0;
+	char *buf;
+
+	for (size_t i = 0; v[i]; i++)
+		n += strlen(v[i]) + 1;
+	buf = xmalloc(n + 1);
+	for (size_t i = 0; v[i]; i++) {
+		size_t k = strlen(v[i]) + 1;
+
+		memcpy(buf + at, v[i], k);
+		at += k;
+	}
+	*len = n;
+	return buf;
+}
+
+void strv_push_nul(struct strv *sv, const char *data, size_t len)
+{
+	size_t at = 0;
+
+	while (at < len) {
+		const char *end = memchr(data + at, '\0', len - at);
+		size_t k = end ? (size_t)(end - (data + at)) : len - at;
+		char *s = xmalloc(k + 1);
+
+		memcpy(s, data + at, k);
+		s[k] = '\0';
+		strv_push_owned(sv, s);
+		at += k + 1;
+	}
+}
+
+int strv_read_nul_fd(struct strv *sv, int fd, size_t cap, struct qual_msg *msg)
+{
+	char *buf = xmalloc(cap + 1);
+	ssize_t got = 0, n;
+	int rc = 0;
+
+	/* To its end, through short reads and EINTR (one byte past cap says
+	 * it is over). */
+	while ((size_t)got <= cap && (n = read(fd, buf + got, cap + 1 - (size_t)got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			got = -1;
+			break;
+		}
+		got += n;
+	}
+
+	if (got < 0)
+		rc = qual_fail(msg, QUAL_EIO, "cannot read the arguments on descriptor %d: %s",
+			       fd, strerror(errno));
+	else if ((size_t)got > cap)
+		rc = qual_fail(msg, QUAL_ELIMIT, "the arguments on descriptor %d are over "
+			       "%zu bytes", fd, cap);
+	else
+		strv_push_nul(sv, buf, (size_t)got);
+	free(buf);
+	return rc;
 }
