@@ -92,15 +92,32 @@ static void end_below(void)
 	(void)child_kill_orphans(NULL, 0, child_now() + CHILD_REAP_GRACE_S);
 }
 
+/* Whether si is a fault signal (SIGSEGV, ...) that another process sent
+ * (kill(), sigqueue()): not one the kernel raised here (si_code > 0, which
+ * no other process may send) nor one this process raised itself. */
+static bool fault_sent(int sig, const siginfo_t *si)
+{
+	bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+		     sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
+
+	return fault && si && si->si_code <= 0 &&
+	       !((si->si_code == SI_USER || si->si_code == SI_TKILL) && si->si_pid == getpid());
+}
+
 /* A signal that ends this process (a stop from quald or a terminal, or a
  * crash): everything below goes first, then the signal takes its default
  * course, so that whoever waits for qual-run sees what ended it. A forked
- * session runs it too, for its own children. */
-static void on_fatal_signal(int sig)
+ * session runs it too, for its own children. A fault signal that another
+ * process sent is no crash of ours: qual-run ends by SIGKILL instead, which
+ * quald counts as no crash (docs/quald.md, "Quarantine"). */
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 {
+	static const char sent[] = "qual-run: a fault signal sent by another process "
+				   "(not a crash): ending\n";
 	sig_atomic_t pub = term_pub;
 	struct sigaction dfl;
 
+	(void)uc;
 	if (sig == QUAL_SIGNAL_TIME_LIMIT && pub > 0) {
 		/* Stopped by the time limit in a compile: the line that says
 		 * so, then the exit status that goes with it (term_line). */
@@ -116,6 +133,10 @@ static void on_fatal_signal(int sig)
 	}
 	if (sig == QUAL_SIGNAL_TIME_LIMIT)
 		sig = SIGTERM; /* outside a compile, the time limit is a stop */
+	if (fault_sent(sig, si)) {
+		(void)!write(STDERR_FILENO, sent, sizeof sent - 1);
+		sig = SIGKILL;
+	}
 	end_below();
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
@@ -141,7 +162,8 @@ static void die_with_everything_below(void)
 	if (child_become_subreaper(&msg) < 0)
 		fprintf(stderr, "qual-run: %s\n", msg.text);
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_fatal_signal;
+	sa.sa_sigaction = on_fatal_signal;
+	sa.sa_flags = SA_SIGINFO;
 	sigfillset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		struct sigaction old;

@@ -245,9 +245,10 @@ static const struct opts_entry options[] = {
 	{"cache-max-mib", "N", OPTS_INT, AT(cache_max_mib), 1, 16 << 20, .help =
 		"bound on the cache's size; the least recently used\nentries go beyond it "
 		"(default 4096)"},
-	{"compile-user", "NAME", OPTS_CALL, .fn = take_compile_user, .help =
+	{"compile-user", "NAME|UID", OPTS_CALL, .fn = take_compile_user, .help =
 		"run the compile children, which load the libraries,\nand the fixtures' oracle "
-		"programs as this\nunprivileged user (qual-run must be root)"},
+		"programs as this\nunprivileged user (qual-run must be root); a bare\nuid "
+		"needs no account and is its own gid"},
 	{"hang-floor-ms", "MS", OPTS_REAL, AT(cfg.hang_floor_ms), 1, 86400e3, .help =
 		"least time a graph may take before it counts as hung\n(default 2000)"},
 	{"hang-factor", "F", OPTS_REAL, AT(cfg.hang_factor), 1, 1e6, .help =

@@ -18,7 +18,7 @@ add_library(qual_rtc_test_lib INTERFACE)
 target_link_libraries(qual_rtc_test_lib INTERFACE qual_proto qual_common ${CMAKE_DL_LIBS})
 
 # Shim compilers: shared objects in <build>/shims.
-set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin delay)
+set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin delay hunter)
 foreach(kind ${QUAL_SHIMS})
   add_library(shim_${kind} SHARED
     ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_forward.c
