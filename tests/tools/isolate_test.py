@@ -23,10 +23,12 @@ With one compile user for all slots (--compile-user nobody; quald before
 --compile-users) the hunter kills the other jobs' compile children: their
 verdicts change, and their crashes were strikes against shim_slow.
 
-argv: a job with options, cases and pins runs while every process below
-quald is sampled every 2 ms; no /proc/PID/cmdline of any of them (workers,
-compile children) holds the job's id, a case, an option, either library's
-sha256 or path, or the worker's folder. Before quald passed requests by
+argv: a job with options, cases, pins and a fixture directory (a copy of
+examples/fixtures/rmsnorm_f16, whose oracle program runs) runs while every
+process below quald is sampled every 2 ms; no /proc/PID/cmdline of any of
+them (worker, compile children, oracle) holds the job's id, a case, an
+option, either library's sha256 or path, the fixture directory or the
+worker's folder. Before quald passed requests by
 descriptor and qual-run by file, all of them were there.
 
 Exits 0 when every check holds, 1 with the first failure, 77 when skipped
@@ -35,6 +37,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -48,6 +51,8 @@ from service_test import (FAST, SECOND, JOB_S, Quald, check, communicate, proc_s
                           run_scenario, serving, submit_job_id, wait_until)
 
 THIRD = "gemm_i8-256x1024x1024"
+FX_CASE = "rmsnorm_f16-4096x1024"  # examples/fixtures/rmsnorm_f16's
+HERE = os.path.dirname(os.path.abspath(__file__))
 HUNT_S = 10
 
 
@@ -157,19 +162,33 @@ def scenario_argv(args, root):
                     seen.setdefault((child, comm), cmd.split(b"\0")[:-1])
             time.sleep(0.002)
     opt = "-DQUAL_ISOLATE_OPTION=1"
-    with serving(Quald(args, root, slots=1, extra=quald_extra(args))) as d:
+    # A fixture directory of the user's, whose oracle program runs too.
+    allowed = os.path.join(root, "allowed")
+    fx = os.path.join(allowed, "isolate_fx")
+    shutil.copytree(os.path.join(HERE, "..", "..", "examples", "fixtures", "rmsnorm_f16"), fx)
+    for dirpath, dirs, files in os.walk(allowed):
+        for n in [dirpath] + [os.path.join(dirpath, x) for x in dirs + files]:
+            os.chmod(n, os.stat(n).st_mode & ~0o022 | 0o555 if os.path.isdir(n) or
+                     n.endswith(".py") else os.stat(n).st_mode & ~0o022 | 0o444)
+    extra = quald_extra(args) + ["--allow-root", allowed]
+    # The example's oracle is `#!/usr/bin/env python3` and needs numpy
+    # (Debian's python3): quald passes its PATH on to the worker.
+    os.environ["PATH"] = "/usr/bin:" + os.environ.get("PATH", "")
+    with serving(Quald(args, root, slots=1, extra=extra)) as d:
         t = threading.Thread(target=sample, args=(d.pid(),), daemon=True)
         t.start()
         r = d.ctl("submit", args.nvrtc, args.shim_slow, "--case", FAST, "--case", SECOND,
+                  "--fixtures", fx, "--case", FX_CASE,
                   f"--candidate-opt={opt}", "--compile-only", "--json")
         stop.set()
         t.join()
         check(r.returncode == 0, f"submit: exit {r.returncode}: {r.stderr}\n{r.stdout[-3000:]}")
         job = str(submit_job_id(r))
     comms = {comm for _, comm in seen}
-    check({"qual-run", "qual-compile"} <= comms,
-          f"sampled no worker or no compile child: {sorted(comms)}")
-    secrets = [FAST, SECOND, opt, sha256(args.nvrtc), sha256(args.shim_slow),
+    oracles = [c for c in seen.values() if any(w.endswith(b"case.json") for w in c)]
+    check({"qual-run", "qual-compile"} <= comms and oracles,
+          f"sampled no worker, compile child or oracle: {sorted(comms)}")
+    secrets = [FAST, SECOND, FX_CASE, fx, opt, sha256(args.nvrtc), sha256(args.shim_slow),
                args.nvrtc, args.shim_slow, os.path.realpath(args.nvrtc),
                os.path.realpath(args.shim_slow), "quald-", os.path.join(root, "tmp")]
     for (pid, comm), cmd in sorted(seen.items()):
