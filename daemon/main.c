@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -209,6 +210,16 @@ static int take_compile_users(void *ctx, const char *s, struct qual_msg *msg)
 	if (geteuid() != 0)
 		return qual_fail(msg, QUAL_EINVAL, "--compile-users '%s' needs root: only root "
 				 "may run children as another user", s);
+	/* Another account's processes and files would be within reach of the
+	 * compile children, and theirs within its. */
+	for (long u = first; u <= last; u++) {
+		struct passwd *pw = getpwuid((uid_t)u);
+
+		if (pw)
+			return qual_fail(msg, QUAL_EINVAL, "--compile-users '%s': uid %ld is user "
+					 "'%s's; the range must be uids no account uses", s, u,
+					 pw->pw_name);
+	}
 	/* Our own submit checks load the library too: the range's first. */
 	rtc_set_compile_user(true, (uid_t)first, (gid_t)first);
 	jcfg->compile_uid_first = (unsigned)first;

@@ -11,6 +11,7 @@
 #   isolate_argv    no /proc/PID/cmdline below quald holds a job's id, case,
 #                   option, sha256, library path or folder
 #   isolate_argv_compile_users  the same with --compile-users (as root)
+#   isolate_refusals  --compile-users refuses what gives no separation
 #   isolate_worker  qual-run sent SIGSEGV by another process ends by SIGKILL
 #                   (no crash, no strike), saying so
 #
@@ -44,4 +45,11 @@ if(EXISTS ${QUAL_ISOLATE_NVRTC})
            COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/isolate_test.py worker
                    ${isolate_common} --shim-hang $<TARGET_FILE:shim_hang>)
   set_tests_properties(isolate_worker PROPERTIES LABELS integration TIMEOUT 120)
+endif()
+if(EXISTS ${QUAL_ISOLATE_NVRTC})
+  add_test(NAME isolate_refusals
+           COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/isolate_test.py refusals
+                   ${isolate_common})
+  set_tests_properties(isolate_refusals PROPERTIES LABELS integration TIMEOUT 60
+                       SKIP_RETURN_CODE 77)
 endif()

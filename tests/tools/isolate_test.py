@@ -37,6 +37,7 @@ import argparse
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import signal
 import stat
@@ -242,9 +243,36 @@ def scenario_worker(args, root):
               f"qual-run sent SIGSEGV by {who} did not say why it ends: {err}")
 
 
+def scenario_refusals(args, root):
+    """--compile-users refuses what gives no separation, naming it: a range
+    that is not one, uid 0, more uids than slots can use, an account's uid,
+    too few uids for the slots, and --compile-user with it."""
+    nobody = pwd.getpwnam("nobody").pw_uid
+    cases = [
+        (["--compile-users", "61900"], "must be a range of uids FIRST-LAST"),
+        (["--compile-users", "0-3"], "0 < FIRST <= LAST"),
+        (["--compile-users", "61903-61900"], "0 < FIRST <= LAST"),
+        (["--compile-users", "61000-61099"], "at most 65 uids"),
+        (["--compile-users", f"{nobody - 1}-{nobody}"], f"uid {nobody} is user 'nobody's"),
+        (["--slots", "2", "--compile-users", "61900-61901"],
+         "--compile-users gives 2 uids, but 2 slots need 3"),
+        (["--compile-user", "nobody", "--compile-users", "61900-61902"],
+         "--compile-user and --compile-users cannot be combined"),
+    ]
+    for extra, want in cases:
+        r = subprocess.run([args.quald, "--socket", os.path.join(root, "s"), "--state-dir",
+                            os.path.join(root, "state"), "--worker", args.worker,
+                            "--compile-helper", args.compile_helper, *extra],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=JOB_S)
+        check(r.returncode == 4 and want in r.stderr,
+              f"quald {' '.join(extra)}: exit {r.returncode}, expected 4 saying '{want}': "
+              f"{r.stderr}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("scenario", choices=("hunter", "argv", "worker"))
+    ap.add_argument("scenario", choices=("hunter", "argv", "worker", "refusals"))
     for opt in ("--quald", "--qualctl", "--worker", "--compile-helper", "--nvrtc",
                 "--shim-slow"):
         ap.add_argument(opt, required=True)
@@ -261,6 +289,11 @@ def main():
         check(args.compile_user or args.compile_users,
               "hunter needs --compile-user or --compile-users")
         return run_scenario("hunter", scenario_hunter, args, prefix="qual-isolate-")
+    if args.scenario == "refusals":
+        if os.geteuid() != 0:
+            print("skipped: --compile-users needs root", file=sys.stderr)
+            return 77
+        return run_scenario("refusals", scenario_refusals, args, prefix="qual-isolate-")
     if args.scenario == "worker":
         check(args.shim_hang, "worker needs --shim-hang")
         return run_scenario("worker", scenario_worker, args, prefix="qual-isolate-")
