@@ -480,22 +480,18 @@ const char *__asan_default_options(void)
  * process's own. Open from before the library loads until the process ends. */
 static int fault_fd = -1;
 
-/* A fault signal: noted when this process caused it (the kernel raised it,
- * si_code > 0, which no other process may send; or this process raised it,
- * kill/tgkill with si_pid our own, as abort() does), never when another
- * process sent it. Then the signal takes its default course.
+/* A fault signal: noted when this process caused it (qual_signal_own():
+ * the kernel raised it, or this process did, as abort() does), never when
+ * another process sent it. Then the signal takes its default course.
  * Async-signal-safe. */
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	char text[32] = "self ", digits[12];
 	size_t n = 5, k = 0;
-	bool own = si->si_code > 0 ||
-		   ((si->si_code == SI_USER || si->si_code == SI_TKILL) &&
-		    si->si_pid == getpid());
 	struct sigaction dfl;
 
 	(void)uc;
-	if (own && fault_fd >= 0) {
+	if (qual_signal_own(si) && fault_fd >= 0) {
 		for (unsigned v = (unsigned)sig; k == 0 || v; v /= 10)
 			digits[k++] = (char)('0' + v % 10);
 		while (k)
@@ -516,8 +512,6 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
  * another process's doing, never as a crash. */
 static void fault_watch(const char *out)
 {
-	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS,
-				    SIGTRAP };
 	char path[4096];
 	struct sigaction sa;
 
@@ -530,8 +524,9 @@ static void fault_watch(const char *out)
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO;
 	sigfillset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (qual_fault_signal(sig))
+			sigaction(sig, &sa, NULL);
 }
 
 static int usage(const char *why)

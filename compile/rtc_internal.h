@@ -63,7 +63,9 @@ char **rtc__child_env_for(const char *libdir, const char *dir);
  * it loads as /proc/self/fd/0: a descriptor of ours the child gets without
  * any other; -1: /dev/null), stdout and stderr into the folder's
  * RTC__STDERR_FILE (made new here, handed over by descriptor), its --out
- * and --src in its environment (rtc__child_env_for). Returns 0 with c running,
+ * and --src in its environment (rtc__child_env_for), and its arguments
+ * after argv[1] (the command) in the folder's RTC__ARGS_FILE, so that its
+ * command line is argv[0] and the command alone. Returns 0 with c running,
  * or a negative code; then nothing runs. */
 int rtc__helper_start(struct child *c, const char *const *argv, const char *libdir,
 		      const char *dir, int lib_fd, struct qual_msg *msg);

@@ -92,18 +92,6 @@ static void end_below(void)
 	(void)child_kill_orphans(NULL, 0, child_now() + CHILD_REAP_GRACE_S);
 }
 
-/* Whether si is a fault signal (SIGSEGV, ...) that another process sent
- * (kill(), sigqueue()): not one the kernel raised here (si_code > 0, which
- * no other process may send) nor one this process raised itself. */
-static bool fault_sent(int sig, const siginfo_t *si)
-{
-	bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-		     sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
-
-	return fault && si && si->si_code <= 0 &&
-	       !((si->si_code == SI_USER || si->si_code == SI_TKILL) && si->si_pid == getpid());
-}
-
 /* A signal that ends this process (a stop from quald or a terminal, or a
  * crash): everything below goes first, then the signal takes its default
  * course, so that whoever waits for qual-run sees what ended it. A forked
@@ -133,7 +121,7 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 	}
 	if (sig == QUAL_SIGNAL_TIME_LIMIT)
 		sig = SIGTERM; /* outside a compile, the time limit is a stop */
-	if (fault_sent(sig, si)) {
+	if (qual_fault_signal(sig) && si && !qual_signal_own(si)) {
 		(void)!write(STDERR_FILENO, sent, sizeof sent - 1);
 		sig = SIGKILL;
 	}
