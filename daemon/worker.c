@@ -84,7 +84,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -720,33 +719,24 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 
 /* Moves argv[1..] (a job's request: paths, hashes, options) out of the
  * command line, which every process may read (/proc/PID/cmdline), onto a
- * sealed memfd that becomes the worker's stdin: argv is then its program
- * and "--args-fd 0" (qual-run reads the rest there). A calibration
- * (qual-calibrate, which passes its own command line on to qual-run) keeps
- * argv. Returns the memfd for child.in, or CHILD_NULL. */
+ * sealed memfd that becomes the worker's stdin (strv_args_memfd): argv is
+ * then its program and "--args-fd 0" (qual-run and qual-calibrate read the
+ * rest there). Returns the memfd for child.in, or CHILD_NULL when it could
+ * not be made: then the worker fails at once, saying so, and never runs
+ * with its request in the open. */
 static int worker_args_hide(const struct job *job, char ***argvp)
 {
 	char **argv = *argvp;
+	struct qual_msg m;
 	struct strv shown;
-	size_t len;
-	char *data;
 	int fd;
 
-	if (job->args.calibrate || !argv[0] || !argv[1])
+	if (!argv[0] || !argv[1])
 		return CHILD_NULL;
-	data = strv_join_nul((const char *const *)argv + 1, &len);
-	fd = memfd_create("qual-run-args", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || fs_write_all(fd, data, len) < 0 || lseek(fd, 0, SEEK_SET) != 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
-		/* The worker then fails at once, saying so: it never runs with
-		 * its request in the open. */
-		oplog_warn("job '%s': cannot hand the worker its request: %s", job->id,
-			   strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if ((fd = strv_args_memfd((const char *const *)argv, &m)) < 0) {
+		oplog_warn("job '%s': %s", job->id, m.text);
 		fd = CHILD_NULL;
 	}
-	free(data);
 	strv_init(&shown);
 	strv_push(&shown, argv[0]);
 	strv_push(&shown, "--args-fd");

@@ -58,4 +58,17 @@ void strv_push_nul(struct strv *sv, const char *data, size_t len);
  * naming what (a descriptor's number). */
 int strv_read_nul_fd(struct strv *sv, int fd, size_t cap, struct qual_msg *msg);
 
+/* v[1..] (NULL-terminated) as strv_join_nul() writes them, on a new sealed
+ * memfd (close-on-exec, at offset 0): a child's descriptor to read its
+ * arguments from (`PROGRAM --args-fd 0` with the memfd as its stdin).
+ * Returns the descriptor, or QUAL_EIO with msg. */
+int strv_args_memfd(const char *const *v, struct qual_msg *msg);
+
+/* A program's side of it: when its command line is exactly PROGRAM
+ * --args-fd N, reads the arguments on N (at most STRV_NUL_MAX bytes) into
+ * keep after argv[0], closes N (0 becomes /dev/null) and points *argc and
+ * *argv at keep's. Returns 0 (also when there is no --args-fd first), or
+ * QUAL_EINVAL / QUAL_EIO / QUAL_ELIMIT with msg. */
+int strv_args_from_fd(int *argc, char ***argv, struct strv *keep, struct qual_msg *msg);
+
 #endif

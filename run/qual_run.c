@@ -1,6 +1,5 @@
 /* qual-run: one qualification of a candidate compiler library against a
  * baseline, as JSON lines on stdout. See docs/output.md. */
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -240,36 +239,6 @@ static int run_args(struct qual_run_args *a, int argc, char **argv, int first)
 	return runner_run(&a->cfg, stdout, stderr);
 }
 
-/* qual-run --args-fd N, alone: the command line is the NUL-terminated
- * strings on descriptor N (quald's workers: no job detail in
- * /proc/PID/cmdline, which every process may read). Replaces *argc and
- * *argv with them (kept in keep), closes N (descriptor 0 becomes /dev/null).
- * Returns 0, or QUAL_EXIT_USAGE after saying why. */
-static int args_from_fd(int *argc, char ***argv, struct strv *keep)
-{
-	struct qual_msg msg;
-	long fd;
-
-	if (*argc < 2 || strcmp((*argv)[1], "--args-fd") != 0)
-		return 0;
-	if (*argc != 3 || text_parse_long("--args-fd", (*argv)[2], 0, 1023, &fd, &msg) < 0) {
-		fprintf(stderr, "qual-run: %s\n", *argc != 3 ? "--args-fd N takes no other "
-			"argument: the command line is on descriptor N" : msg.text);
-		return QUAL_EXIT_USAGE;
-	}
-	strv_push(keep, (*argv)[0]);
-	if (strv_read_nul_fd(keep, (int)fd, STRV_NUL_MAX, &msg) < 0) {
-		fprintf(stderr, "qual-run: %s\n", msg.text);
-		return QUAL_EXIT_USAGE;
-	}
-	close((int)fd);
-	if (fd == 0 && open("/dev/null", O_RDONLY) != 0)
-		return QUAL_EXIT_USAGE;
-	*argc = (int)keep->n;
-	*argv = keep->v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct qual_run_args a;
@@ -278,9 +247,13 @@ int main(int argc, char **argv)
 	bool unserved = false;
 	int first, status;
 
+	/* quald's workers: the command line on a descriptor (qual-run
+	 * --args-fd N, alone), never in /proc/PID/cmdline. */
 	strv_init(&from_fd);
-	if ((status = args_from_fd(&argc, &argv, &from_fd)))
-		return status;
+	if (strv_args_from_fd(&argc, &argv, &from_fd, &msg) < 0) {
+		fprintf(stderr, "qual-run: %s\n", msg.text);
+		return QUAL_EXIT_USAGE;
+	}
 
 	/* A person's table (or a report) asked for: qual-view, beside us,
 	 * shows the lines of a run of ours (client/run_view.h). */

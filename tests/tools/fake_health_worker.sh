@@ -6,11 +6,7 @@
 # A candidate under a folder named gpuhung gets an error line with
 # "gpu":"hung" and an error verdict (what qual-run prints when a kernel
 # hangs); any other kind is fake_worker.sh's.
-# quald hands a job's worker its command line on stdin (qual-run --args-fd
-# 0: NUL-terminated arguments); a health check's is its argv.
-if [ "$1" = --args-fd ] && [ "$2" = 0 ]; then
-  eval "set -- $(tr '\0' '\n' | sed "s/'/'\\\\''/g; s/.*/'&'/" | tr '\n' ' ')"
-fi
+. "$(dirname "$0")/args_fd.sh"
 health=0
 dev=
 prev=

@@ -7,11 +7,7 @@
 # writes them: every error line has its "code".
 # $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
 # second job in the same slot is caught (it prints an error line and exits).
-# quald hands its workers their command line on stdin (qual-run --args-fd 0:
-# NUL-terminated arguments), never in their argv.
-if [ "$1" = --args-fd ] && [ "$2" = 0 ]; then
-  eval "set -- $(tr '\0' '\n' | sed "s/'/'\\\\''/g; s/.*/'&'/" | tr '\n' ' ')"
-fi
+. "$(dirname "$0")/args_fd.sh"
 dev=none
 for a in "$@"; do
   case "$a" in
