@@ -15,6 +15,9 @@
 #   isolate_worker  qual-run sent SIGSEGV by another process ends by SIGKILL
 #                   (no crash, no strike), saying so
 #
+# Each test as root has a range of compile users of its own (ctest -j runs
+# them at once, and the hunter signals whatever its uid may).
+#
 # A compile child killed by another process's signal is no crash:
 # rtc_shim_killed (tests/unit/compile/test_rtc.c).
 
@@ -36,7 +39,7 @@ if(EXISTS ${QUAL_ISOLATE_NVRTC})
                    ${isolate_common})
   add_test(NAME isolate_argv_compile_users
            COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/isolate_test.py argv
-                   ${isolate_common} --compile-users 61900-61902)
+                   ${isolate_common} --compile-users 61910-61912)
   set_tests_properties(isolate_hunter isolate_argv isolate_argv_compile_users PROPERTIES
                        LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()

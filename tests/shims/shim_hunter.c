@@ -1,7 +1,8 @@
 /* shim_hunter: a candidate that goes after other jobs (issue 28's hostile
  * candidate; docs/service.md, "Trust model"). In nvrtcCompileProgram it
  * scans /proc, for $QUAL_SHIM_HUNT_S seconds (default 10), for every
- * qual-compile and qual-run process but its own, and for each new one:
+ * qual-compile and qual-run process but its own and every fixture oracle (a
+ * command line with an argument ending in case.json), and for each new one:
  *   - reads its command line (what any process may read), and tries to
  *     create a file "planted-by-shim_hunter" in every folder named there (a
  *     path argument, or the folder of one);
@@ -102,7 +103,8 @@ static bool arg_folder(const char *arg, char *dir, size_t cap)
 	struct stat st;
 	char *slash;
 
-	if (p[0] != '/')
+	/* Not through our own /proc/self: that would be our folder. */
+	if (p[0] != '/' || !strncmp(p, "/proc/self/", 11))
 		return false;
 	snprintf(dir, cap, "%s", p);
 	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
@@ -111,6 +113,22 @@ static bool arg_folder(const char *arg, char *dir, size_t cap)
 		return false;
 	*slash = '\0';
 	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Whether pid's command line has an argument ending in case.json: a
+ * fixture's oracle program (docs/fixtures.md). */
+static bool is_oracle(int pid)
+{
+	char cmd[8192];
+	ssize_t n = proc_read(pid, "cmdline", cmd, sizeof cmd);
+
+	for (ssize_t at = 0; n > 0 && at < n; at += (ssize_t)strlen(cmd + at) + 1) {
+		size_t k = strlen(cmd + at);
+
+		if (k >= 9 && !strcmp(cmd + at + k - 9, "case.json"))
+			return true;
+	}
+	return false;
 }
 
 static void hunt_one(FILE *rec, int pid, const char *comm)
@@ -170,7 +188,8 @@ static int hunt_compile(shim_program prog, int nopts, const char *const *opts)
 			if (i < nseen || proc_read(pid, "comm", comm, sizeof comm) < 0)
 				continue;
 			comm[strcspn(comm, "\n")] = '\0';
-			if (strcmp(comm, "qual-compile") && strcmp(comm, "qual-run"))
+			if (strcmp(comm, "qual-compile") && strcmp(comm, "qual-run") &&
+			    !is_oracle(pid))
 				continue;
 			if (nseen < HUNT_MAX)
 				seen[nseen++] = pid;

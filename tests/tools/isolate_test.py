@@ -8,13 +8,14 @@ usage: isolate_test.py SCENARIO --quald Q --qualctl C --worker W
 hunter: quald (as root) with two compile-only slots and the compile user
 setting (--compile-users A-B, or --compile-user NAME) runs a hostile
 candidate, tests/shims/shim_hunter.c, which for 10 s finds every
-qual-compile and qual-run process by /proc, reads its command line, plants a
-file in every folder named there and kill()s it with SIGSEGV; meanwhile two
-other jobs (the real nvrtc against shim_slow, compile-only) run on the other
-slot. Checks that:
-  - the hunter found at least four qual-compile processes (so it saw the
-    other jobs' compile children) and no kill() of a process of another
-    uid than its own succeeded (EPERM), and no file was planted;
+qual-compile and qual-run process and every oracle by /proc, reads its
+command line, plants a file in every folder named there and kill()s it with
+SIGSEGV; meanwhile two other jobs (the real nvrtc against shim_slow,
+compile-only, the second with a fixture directory whose oracle runs) run on
+the other slot. Checks that:
+  - the hunter found at least four qual-compile processes and an oracle (so
+    it saw the other jobs') and no kill() of a process of another uid than
+    its own succeeded (EPERM), and no file was planted;
   - both other jobs end as they do alone: exit 0, verdict not_timed, every
     case not_timed, no error line;
   - no quarantine strike landed on their library (`qualctl quarantine
@@ -90,6 +91,23 @@ def check_victim(where, out, err, rc):
           f"{where}: case verdicts {cases}, expected three not_timed")
 
 
+def fixture_copy(args, root):
+    """A fixture directory of the user's, whose oracle program runs too: a
+    copy of examples/fixtures/rmsnorm_f16 in ROOT/allowed, readable by the
+    compile users. Returns its path and quald's options with it allowed."""
+    allowed = os.path.join(root, "allowed")
+    fx = os.path.join(allowed, "isolate_fx")
+    shutil.copytree(os.path.join(HERE, "..", "..", "examples", "fixtures", "rmsnorm_f16"), fx)
+    for dirpath, dirs, files in os.walk(allowed):
+        for n in [dirpath] + [os.path.join(dirpath, x) for x in dirs + files]:
+            os.chmod(n, os.stat(n).st_mode & ~0o022 | 0o555 if os.path.isdir(n) or
+                     n.endswith(".py") else os.stat(n).st_mode & ~0o022 | 0o444)
+    # The example's oracle is `#!/usr/bin/env python3` and needs numpy
+    # (Debian's python3): quald passes its PATH on to the worker.
+    os.environ["PATH"] = "/usr/bin:" + os.environ.get("PATH", "")
+    return fx, quald_extra(args) + ["--allow-root", allowed]
+
+
 def scenario_hunter(args, root):
     # The compile users must pass through ROOT to quald's $TMPDIR, and the
     # hunter write its records beside it.
@@ -101,33 +119,41 @@ def scenario_hunter(args, root):
     os.environ["SHIM_HUNTER_RECORD"] = record
     os.environ["QUAL_SHIM_HUNT_S"] = str(HUNT_S)
     victim_sha = sha256(args.shim_slow)
-    with serving(Quald(args, root, slots=2, extra=quald_extra(args))) as d:
+    fx, extra = fixture_copy(args, root)
+    with serving(Quald(args, root, slots=2, extra=extra)) as d:
         hunter = d.spawn_ctl("submit", args.nvrtc, args.shim_hunter, "--case", FAST,
                              "--compile-only", "--json")
         # The hunter hunts once its record has a line (it records quald's
         # own qual-run workers at once).
         wait_until(lambda: os.path.exists(record) and os.path.getsize(record) > 0, JOB_S,
                    "the hunter to start hunting")
+        # The second other job runs a fixture directory's oracle too.
         argv = ("submit", args.nvrtc, args.shim_slow, "--case", FAST, "--case", SECOND,
-                "--case", THIRD, "--compile-only", "--json")
-        victims = [d.spawn_ctl(*argv), d.spawn_ctl(*argv)]
+                "--compile-only", "--json")
+        victims = [d.spawn_ctl(*argv, "--case", THIRD),
+                   d.spawn_ctl(*argv, "--fixtures", fx, "--case", FX_CASE)]
         outs = [communicate(p, 2 * JOB_S, "a victim's submit") for p in victims]
         communicate(hunter, 2 * JOB_S, "the hunter's submit")
         q = d.ctl_json("quarantine", "list")
     recs = read_records(record)
     owner = os.stat(record)[stat.ST_UID]
-    compiles = [x for x in recs if x["comm"] == "qual-compile"]
-    check(len(compiles) >= 4, f"the hunter found {len(compiles)} qual-compile processes, "
-          f"expected at least 4 (the other jobs'): {recs}")
+    # What the other jobs must not have suffered first, then that the hunter
+    # did hunt them (else their passing says nothing).
+    struck = [e for e in q.get("quarantine", []) if e.get("sha256") == victim_sha]
+    check(not struck, f"a strike landed on the victims' library: {struck}")
+    planted = [x for x in recs if x["planted"]]
+    check(not planted, f"the hunter planted files: {planted}")
+    # Processes of uids outside its user namespace read as the overflow uid.
     hits = [x for x in recs if x["kill"]["ok"] and x["uid"] != owner]
     check(not hits, f"the hunter (uid {owner}) signalled {len(hits)} processes of other "
           f"uids: {[(x['pid'], x['comm'], x['uid']) for x in hits]}")
-    planted = [x for x in recs if x["planted"]]
-    check(not planted, f"the hunter planted files: {planted}")
-    struck = [e for e in q.get("quarantine", []) if e.get("sha256") == victim_sha]
-    check(not struck, f"a strike landed on the victims' library: {struck}")
     for i, (out, err) in enumerate(outs):
         check_victim(f"victim {i + 1}", out, err, victims[i].returncode)
+    compiles = [x for x in recs if x["comm"] == "qual-compile"]
+    check(len(compiles) >= 4, f"the hunter found {len(compiles)} qual-compile processes, "
+          f"expected at least 4 (the other jobs'): {recs}")
+    oracles = [x for x in recs if x["comm"] not in ("qual-compile", "qual-run")]
+    check(oracles, f"the hunter found no oracle of the other jobs': {recs}")
 
 
 def descendants(pid):
@@ -163,18 +189,7 @@ def scenario_argv(args, root):
                     seen.setdefault((child, comm), cmd.split(b"\0")[:-1])
             time.sleep(0.002)
     opt = "-DQUAL_ISOLATE_OPTION=1"
-    # A fixture directory of the user's, whose oracle program runs too.
-    allowed = os.path.join(root, "allowed")
-    fx = os.path.join(allowed, "isolate_fx")
-    shutil.copytree(os.path.join(HERE, "..", "..", "examples", "fixtures", "rmsnorm_f16"), fx)
-    for dirpath, dirs, files in os.walk(allowed):
-        for n in [dirpath] + [os.path.join(dirpath, x) for x in dirs + files]:
-            os.chmod(n, os.stat(n).st_mode & ~0o022 | 0o555 if os.path.isdir(n) or
-                     n.endswith(".py") else os.stat(n).st_mode & ~0o022 | 0o444)
-    extra = quald_extra(args) + ["--allow-root", allowed]
-    # The example's oracle is `#!/usr/bin/env python3` and needs numpy
-    # (Debian's python3): quald passes its PATH on to the worker.
-    os.environ["PATH"] = "/usr/bin:" + os.environ.get("PATH", "")
+    fx, extra = fixture_copy(args, root)
     with serving(Quald(args, root, slots=1, extra=extra)) as d:
         t = threading.Thread(target=sample, args=(d.pid(),), daemon=True)
         t.start()
