@@ -28,6 +28,7 @@ void child_init(struct child *c)
 	c->in = CHILD_NULL;
 	c->out = CHILD_INHERIT;
 	c->err = CHILD_INHERIT;
+	c->fd3 = -1;
 	c->pid = -1;
 	c->in_pipe = c->out_pipe = c->err_pipe = -1;
 }
@@ -111,8 +112,8 @@ static int lift_sources(const struct child *c, int ends[3][2], int src[3], int *
 		}
 		src[i] = fd;
 	}
-	if (*report >= 0 && *report <= 2) {
-		int fd = fcntl(*report, F_DUPFD_CLOEXEC, 3);
+	if (*report >= 0 && *report <= 3) {
+		int fd = fcntl(*report, F_DUPFD_CLOEXEC, 4);
 
 		if (fd < 0)
 			return -1;
@@ -120,6 +121,21 @@ static int lift_sources(const struct child *c, int ends[3][2], int src[3], int *
 		*report = fd;
 	}
 	return 0;
+}
+
+/* In the child, once its streams are set: c->fd3 (the caller's, above 2:
+ * child_start() refuses one below) becomes its descriptor 3, open across
+ * exec. lift_sources() has moved the report off 3. */
+static int fd3_to(const struct child *c)
+{
+	int flags;
+
+	if (c->fd3 < 0)
+		return 0;
+	if (c->fd3 != 3)
+		return dup2(c->fd3, 3) < 0 ? -1 : 0;
+	flags = fcntl(3, F_GETFD);
+	return flags < 0 ? -1 : fcntl(3, F_SETFD, flags & ~FD_CLOEXEC);
 }
 
 /* The forked child: never returns. Reports a failure before exec as an errno
@@ -158,6 +174,8 @@ child_body(struct child *c, pid_t parent, const int pin[2], const int pout[2],
 	for (int i = 0; i < 3; i++)
 		if (stream_to(asked[i], i, src[i]) < 0)
 			goto fail;
+	if (fd3_to(c) < 0)
+		goto fail;
 	if (c->fn) {
 		/* No exec closes them: the pipes' own descriptors go now, so that
 		 * fn sees its streams and nothing else of them. One on 0-2 is a
@@ -220,6 +238,9 @@ int child_start(struct child *c, struct qual_msg *msg)
 		snprintf(what, sizeof what, "a child process");
 	if ((!c->argv || !c->argv[0]) && !c->fn)
 		return qual_fail(msg, QUAL_EINVAL, "a child needs a program or a function");
+	if (c->fd3 >= 0 && (c->fd3 <= 2 || c->fn))
+		return qual_fail(msg, QUAL_EINVAL, "%s: a descriptor 3 is for a program, from "
+				 "a descriptor above 2", what);
 	if ((c->in == CHILD_PIPE && pipe2(pin, O_CLOEXEC) < 0) ||
 	    (c->out == CHILD_PIPE && pipe2(pout, O_CLOEXEC) < 0) ||
 	    (c->err == CHILD_PIPE && pipe2(perr, O_CLOEXEC) < 0) ||

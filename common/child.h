@@ -60,6 +60,10 @@ struct child {
 	void *arg;
 	int in, out, err;        /* a descriptor or CHILD_* [CHILD_NULL; out and
 				  * err CHILD_INHERIT] */
+	int fd3;                 /* a descriptor of the caller's (above 2) that
+				  * a program run (not fn) gets as its
+				  * descriptor 3 (a folder its arguments name
+				  * through /proc/self/fd/3) [-1: none] */
 	enum child_group group;  /* [CHILD_GROUP_SAME] */
 	const char *cwd;         /* the folder it starts in [NULL: the
 				  * caller's] */

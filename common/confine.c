@@ -191,9 +191,24 @@ int qual_confine_user(const char *name, uid_t *uid, gid_t *gid, struct qual_msg 
 		return qual_fail(msg, QUAL_EINVAL, "--compile-user '%s' needs root: only root "
 				 "may run children as another user", name);
 	errno = 0;
-	if (!(pw = getpwnam(name)))
+	if (!(pw = getpwnam(name))) {
+		int e = errno;
+		char *end;
+		long v;
+
+		/* A bare uid (quald's --compile-users: one per slot, no account
+		 * needed) is its own gid too, so that no two of them share a
+		 * group. */
+		errno = 0;
+		v = strtol(name, &end, 10);
+		if (end != name && !*end && !errno && v > 0 && v < 0x7fffffff) {
+			*uid = (uid_t)v;
+			*gid = (gid_t)v;
+			return 0;
+		}
 		return qual_fail(msg, QUAL_EINVAL, "no user '%s'%s%s", name,
-				 errno ? ": " : "", errno ? strerror(errno) : "");
+				 e ? ": " : "", e ? strerror(e) : "");
+	}
 	if (pw->pw_uid == 0)
 		return qual_fail(msg, QUAL_EINVAL, "--compile-user '%s' is root: it must be "
 				 "an unprivileged user", name);

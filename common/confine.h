@@ -76,7 +76,9 @@ bool qual_confine_userns(const char *prog);
 bool qual_confine_userns_probe(const char *prog);
 
 /* The uid and gid (its primary group) of user name, for compile children
- * run as a user of their own (--compile-user; docs/service.md). Refused
+ * run as a user of their own (--compile-user; docs/service.md); a name that
+ * is no user but a number is that uid, with the same number as its gid
+ * (quald's --compile-users: a uid per slot, no account). Refused
  * (QUAL_EINVAL with msg) when we are not root (only root may switch), when
  * there is no such user, and for uid 0 (no separation). */
 int qual_confine_user(const char *name, uid_t *uid, gid_t *gid, struct qual_msg *msg);

@@ -26,6 +26,7 @@ const char *qual_strerror(int code)
 	case QUAL_EABI: return "no compiler abi";
 	case QUAL_ECOMPILE: return "compile error";
 	case QUAL_ECRASH: return "crashed";
+	case QUAL_EKILLED: return "killed";
 	case QUAL_ETIMEOUT: return "timed out";
 	case QUAL_EGPU: return "gpu error";
 	case QUAL_ECHECK: return "wrong output";

@@ -24,6 +24,8 @@ enum qual_err {
 	QUAL_EHANG = -13,     /* the GPU did not finish within its deadline */
 	QUAL_EEXIT = -14,     /* a child process exited without its report */
 	QUAL_EORACLE = -15,   /* a fixture's oracle failed: no expected values */
+	QUAL_EKILLED = -16,   /* a child process died by a signal that another
+			       * process sent: not a crash of its own */
 };
 
 /* A message buffer filled by functions that fail, so that the caller can

@@ -28,3 +28,9 @@ bool qual_fault_signal(int sig)
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
 	       sig == SIGABRT || sig == SIGSYS || sig == SIGTRAP;
 }
+
+bool qual_signal_own(const siginfo_t *si)
+{
+	return si->si_code > 0 ||
+	       ((si->si_code == SI_USER || si->si_code == SI_TKILL) && si->si_pid == getpid());
+}

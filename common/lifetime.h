@@ -2,6 +2,7 @@
 #ifndef QUAL_LIFETIME_H
 #define QUAL_LIFETIME_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -22,5 +23,14 @@ bool qual_die_with(pid_t parent);
  * it called), as opposed to one sent to stop it: SIGSEGV, SIGBUS, SIGILL,
  * SIGFPE, SIGABRT, SIGSYS, SIGTRAP. */
 bool qual_fault_signal(int sig);
+
+/* Whether the signal described by si (a handler's, SA_SIGINFO) is this
+ * process's own doing: the kernel raised it here (si_code > 0, which the
+ * kernel refuses to let another process send), or this process raised it
+ * itself (si_code SI_USER or SI_TKILL with si_pid its own: kill(getpid()),
+ * raise(), abort()). Not one another process sent, nor SI_QUEUE, whose
+ * si_pid the sender chooses (docs/quald.md, "Quarantine").
+ * Async-signal-safe. */
+bool qual_signal_own(const siginfo_t *si);
 
 #endif

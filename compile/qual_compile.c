@@ -23,16 +23,21 @@
  * writes. --lib PATH loads the path (by hand; rtc.c never passes it).
  *
  * --out and --src may be given in the environment instead ($QUAL_COMPILE_OUT,
- * $QUAL_COMPILE_SRC; an argument wins), as rtc.c does: the arguments of a
- * process are readable by every other (/proc/PID/cmdline), its environment
- * only by one that may trace it, so another compile child of the same uid
- * does not learn where this one reports.
+ * $QUAL_COMPILE_SRC; an argument wins), and every argument after the
+ * command in a file named by $QUAL_COMPILE_ARGS (NUL-terminated strings,
+ * taken before those on the command line), as rtc.c does: the arguments of
+ * a process are readable by every other (/proc/PID/cmdline), its
+ * environment only by one that may trace it, so no other process learns
+ * where this one reports, nor which library, program or options it
+ * compiles.
  *
  * Every failure of the library is reported as a status in the result file;
  * the exit status is 0 when a result file was written, 2 for a usage error and
  * 3 when the result could not be written. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +50,7 @@
 #include "common/lifetime.h"
 #include "common/xalloc.h"
 #include "compile/rtc.h"
+#include "proto/strv.h"
 
 /* The two ABIs share one shape: an opaque program handle, int result codes
  * (0 = success), and the same argument lists. Declared here rather than
@@ -470,6 +476,59 @@ const char *__asan_default_options(void)
 	return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0";
 }
 
+/* The fault note (RTC__FAULT_FILE, rtc.h): which fault signal was this
+ * process's own. Open from before the library loads until the process ends. */
+static int fault_fd = -1;
+
+/* A fault signal: noted when this process caused it (qual_signal_own():
+ * the kernel raised it, or this process did, as abort() does), never when
+ * another process sent it. Then the signal takes its default course.
+ * Async-signal-safe. */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	char text[32] = "self ", digits[12];
+	size_t n = 5, k = 0;
+	struct sigaction dfl;
+
+	(void)uc;
+	if (qual_signal_own(si) && fault_fd >= 0) {
+		for (unsigned v = (unsigned)sig; k == 0 || v; v /= 10)
+			digits[k++] = (char)('0' + v % 10);
+		while (k)
+			text[n++] = digits[--k];
+		text[n++] = '\n';
+		(void)!write(fault_fd, text, n);
+	}
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	/* Blocked until the handler returns, then delivered (a fault also
+	 * recurs at the faulting instruction). */
+	raise(sig);
+}
+
+/* Opens the fault note in out (ours) and catches the fault signals, before
+ * the library is loaded. Without the note every death by a signal reads as
+ * another process's doing, never as a crash. */
+static void fault_watch(const char *out)
+{
+	char path[4096];
+	struct sigaction sa;
+
+	snprintf(path, sizeof path, "%s/%s", out, RTC__FAULT_FILE);
+	fault_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fault_fd < 0)
+		fprintf(stderr, "qual-compile: cannot create '%s': %s\n", path,
+			strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO;
+	sigfillset(&sa.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (qual_fault_signal(sig))
+			sigaction(sig, &sa, NULL);
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "qual-compile: %s\n"
@@ -480,6 +539,32 @@ static int usage(const char *why)
 		"(--out and --src may be given as $" RTC__OUT_ENV " and $" RTC__SRC_ENV ")\n",
 		why);
 	return 2;
+}
+
+/* The arguments after the command that rtc.c put in a file
+ * ($RTC__ARGS_ENV, rtc.h), before any on the command line, into all (whose
+ * strings a->options may point to until the end). Returns the argument
+ * count, argv's own when there is no such file; -1 when it cannot be read. */
+static int args_from_file(int argc, char **argv, struct strv *all)
+{
+	const char *path = getenv(RTC__ARGS_ENV);
+	struct qual_msg msg;
+	size_t size;
+	char *text;
+
+	if (!path || !*path || argc < 2)
+		return argc;
+	if (fs_read_capped(path, STRV_NUL_MAX, &text, &size, &msg) < 0) {
+		fprintf(stderr, "qual-compile: %s\n", msg.text);
+		return -1;
+	}
+	strv_push(all, argv[0]);
+	strv_push(all, argv[1]);
+	strv_push_nul(all, text, size);
+	free(text);
+	for (int i = 2; i < argc; i++)
+		strv_push(all, argv[i]);
+	return (int)all->n;
 }
 
 static int args_parse(int argc, char **argv, struct args *a)
@@ -538,6 +623,7 @@ int main(int argc, char **argv)
 {
 	struct compiler_api api;
 	struct report r;
+	struct strv all;
 	struct args a;
 
 	/* Descriptors the parent leaked to us are none of a compiler's business. */
@@ -553,12 +639,18 @@ int main(int argc, char **argv)
 	/* A compile whose parent (worker or daemon) is gone is of no use. */
 	if (!qual_die_with_parent())
 		_exit(1);
+	strv_init(&all);
+	if ((argc = args_from_file(argc, argv, &all)) < 0)
+		return 2;
+	if (all.n)
+		argv = all.v;
 	if (args_parse(argc, argv, &a))
 		return usage("missing or unknown arguments");
 	if (strcmp(a.cmd, "identify") && strcmp(a.cmd, "compile"))
 		return usage("unknown command");
 	memset(&r, 0, sizeof r);
 	memset(&api, 0, sizeof api);
+	fault_watch(a.out);
 	if (compiler_load(&a, &api, &r) == 0 && !strcmp(a.cmd, "compile"))
 		compile_run(&a, &api, &r);
 	report_finish(a.out, &r);

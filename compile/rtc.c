@@ -434,7 +434,8 @@ int rtc_identify(const char *path, const char *real_path, const char *expect_sha
 	id->dev = pin.dev;
 	id->ino = pin.ino;
 	id->size = pin.size;
-	if (rc == 0 || rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT) {
+	if (rc == 0 || rc == QUAL_ECRASH || rc == QUAL_EKILLED || rc == QUAL_ETIMEOUT ||
+	    rc == QUAL_EEXIT) {
 		id->pinned = true;
 		id->lib_fd = pin.fd;
 		pin.fd = -1;

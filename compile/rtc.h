@@ -122,8 +122,8 @@ struct rtc_identity {
  * that was checked: sha256 E expected, F found" (id->sha256 is F). Other
  * errors name the problem: missing file, a directory, not an ELF shared
  * object, neither ABI, a crash or hang while loading (QUAL_ECRASH,
- * QUAL_ETIMEOUT, QUAL_EEXIT; id->sha256 is set). On success and on those
- * three id owns the pin: rtc_identity_release() (safe on any identity this
+ * QUAL_ETIMEOUT, QUAL_EEXIT; QUAL_EKILLED: killed by a signal another process
+ * sent; id->sha256 is set). On success and on those four id owns the pin: rtc_identity_release() (safe on any identity this
  * returned). */
 int rtc_identify(const char *path, const char *real_path, const char *expect_sha256,
 		 const struct rtc_limits *lim, struct rtc_identity *id,
@@ -179,9 +179,9 @@ int rtc_identify_start(const char *path, const char *real_path, int lib_fd,
  * fs_read_capped_placed()) into id, with path and real path, and removes
  * its folder. id is unpinned, and its sha256 "" and dev, ino and size 0:
  * the caller hashed what it gave the child, and nothing the child says
- * changes that. Returns 0; QUAL_ECRASH,
+ * changes that. Returns 0; QUAL_ECRASH, QUAL_EKILLED,
  * QUAL_ETIMEOUT or
- * QUAL_EEXIT (the library crashed, hung or exited while loading: a result
+ * QUAL_EEXIT (the library crashed, was killed, hung or exited while loading: a result
  * about it, not a usage problem; ex->timed_out says the caller's deadline of
  * timeout_s passed);
  * QUAL_EABI; or another negative code; msg says what, in the words
@@ -241,7 +241,8 @@ struct rtc_result {
  * What the compiler under test does wrong is its own failure, reported in
  * out->status with out->message, and the call still returns 0: QUAL_ECOMPILE
  * (rejected the source or options, produced no code or not final machine code
- * for arch), QUAL_ECRASH (killed by a signal), QUAL_EEXIT (exited without
+ * for arch), QUAL_ECRASH (died of a fault signal of its own, RTC__FAULT_FILE),
+ * QUAL_EKILLED (died of a signal another process sent), QUAL_EEXIT (exited without
  * reporting), QUAL_ETIMEOUT (past lim->timeout_s; the whole process group is killed),
  * QUAL_ELIMIT (a log or code object over RTC_OUTPUT_LIMIT). A negative return
  * is qual's own trouble (no helper, no temporary folder, bad request). */
@@ -322,10 +323,23 @@ void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
  * in its environment instead (rtc.c's child_env_for() says why). */
 #define RTC__OUT_ENV "QUAL_COMPILE_OUT"
 #define RTC__SRC_ENV "QUAL_COMPILE_SRC"
+/* The child's arguments after its command (identify, compile), in a file
+ * of its folder (RTC__ARGS_FILE, made by rtc.c like the source) named by
+ * its environment: NUL-terminated strings (proto/strv.h, strv_join_nul),
+ * so that no library path, program name or option of a job is in its
+ * /proc/PID/cmdline. */
+#define RTC__ARGS_ENV "QUAL_COMPILE_ARGS"
+#define RTC__ARGS_FILE "args.txt"
 #define RTC__RESULT_FILE "result.txt"
 #define RTC__LOG_FILE "log.txt"
 #define RTC__CODE_FILE "code.bin"
 #define RTC__SOURCE_FILE "source.txt"
 #define RTC__STDERR_FILE "stderr.txt"
+/* The fault note: "self N" when signal N was the child's own doing (a fault
+ * the kernel raised in it, or one it raised itself), written by its signal
+ * handler just before it dies of N; nothing when another process sent the
+ * signal. A death by a signal without the note is not a crash of the
+ * library's (QUAL_EKILLED; docs/quald.md, "Quarantine"). */
+#define RTC__FAULT_FILE "fault.txt"
 
 #endif

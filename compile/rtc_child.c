@@ -19,6 +19,7 @@
 #include "common/lifetime.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "proto/strv.h"
 
 /* The most of a result or stderr file read back: a result file is a few
  * hundred bytes, and only the last line of stderr is used. */
@@ -255,9 +256,10 @@ char **rtc__child_env_for(const char *libdir, const char *dir)
 {
 	static const char *const drop[] = { "LD_LIBRARY_PATH=", "TMPDIR=",
 					    "CUDA_CACHE_DISABLE=", QUAL_PARENT_ENV "=",
-					    RTC__OUT_ENV "=", RTC__SRC_ENV "=", NULL };
+					    RTC__OUT_ENV "=", RTC__SRC_ENV "=",
+					    RTC__ARGS_ENV "=", NULL };
 	const char *old = getenv("LD_LIBRARY_PATH");
-	char *add[7] = { NULL };
+	char *add[8] = { NULL };
 	char **env;
 
 	if (old && *old) {
@@ -269,7 +271,8 @@ char **rtc__child_env_for(const char *libdir, const char *dir)
 	    asprintf(&add[2], "CUDA_CACHE_DISABLE=1") < 0 ||
 	    asprintf(&add[3], "%s=%ld", QUAL_PARENT_ENV, (long)getpid()) < 0 ||
 	    asprintf(&add[4], RTC__OUT_ENV "=%s/" RTC__OUT_DIR, dir) < 0 ||
-	    asprintf(&add[5], RTC__SRC_ENV "=%s/" RTC__SOURCE_FILE, dir) < 0)
+	    asprintf(&add[5], RTC__SRC_ENV "=%s/" RTC__SOURCE_FILE, dir) < 0 ||
+	    asprintf(&add[6], RTC__ARGS_ENV "=%s/" RTC__ARGS_FILE, dir) < 0)
 		abort();
 	env = child_env_with(drop, (const char *const *)add);
 	for (int i = 0; add[i]; i++)
@@ -280,16 +283,25 @@ char **rtc__child_env_for(const char *libdir, const char *dir)
 int rtc__helper_start(struct child *c, const char *const *argv, const char *libdir,
 		      const char *dir, int lib_fd, struct qual_msg *msg)
 {
-	char name[PATH_MAX + 32];
-	char **env = NULL;
+	char name[PATH_MAX + 32], path[PATH_MAX];
+	const char *shown[3] = { argv[0], argv[0] ? argv[1] : NULL, NULL };
+	char **env = NULL, *args;
+	size_t len;
 	int out = -1, rc;
 
 	child_init(c);
+	/* Its arguments after the command go in a file of its folder, out of
+	 * sight of every other process (RTC__ARGS_ENV). */
+	args = strv_join_nul(shown[1] ? argv + 2 : argv + 1, &len);
+	rc = rtc__workdir_put(dir, RTC__ARGS_FILE, args, len, path, sizeof path, msg);
+	free(args);
+	if (rc)
+		return rc;
 	/* Ours, new: the child writes it through the descriptor only. */
 	if ((out = workdir_create(dir, RTC__STDERR_FILE, false, msg)) < 0)
 		return out;
 	env = rtc__child_env_for(libdir, dir);
-	c->argv = argv;
+	c->argv = shown;
 	c->env = (const char *const *)env;
 	c->in = lib_fd >= 0 ? lib_fd : CHILD_NULL;
 	c->out = out;
@@ -370,6 +382,24 @@ static void stderr_tail(const char *dir, char *out, size_t cap)
 	free(text);
 }
 
+/* Whether the child noted sig as its own doing (RTC__FAULT_FILE) before it
+ * died of it. */
+static bool fault_own(const char *dir, int sig)
+{
+	char path[PATH_MAX], want[32];
+	char *text = NULL;
+	size_t size;
+	bool own;
+
+	if (rtc__workdir_out_path(path, sizeof path, dir, RTC__FAULT_FILE, NULL) ||
+	    fs_read_capped_placed(path, rtc__child_owner(), RTC_REPORT_CAP, &text, &size, NULL))
+		return false;
+	snprintf(want, sizeof want, "self %d\n", sig);
+	own = memmem(text, size, want, strlen(want)) != NULL;
+	free(text);
+	return own;
+}
+
 int rtc__outcome_status(const struct child_exit *ex,
 			const struct child_report *rep, const char *lib,
 			const char *doing, double timeout_s, const char *dir,
@@ -388,10 +418,18 @@ int rtc__outcome_status(const struct child_exit *ex,
 		return QUAL_ETIMEOUT;
 	}
 	child_exit_text(ex, how, sizeof how);
-	if (sig) {
+	if (sig && fault_own(dir, sig)) {
 		snprintf(message, cap, "compiler '%s' crashed %s: %s (%s)", lib, doing,
 			 how, strsignal(sig));
 		return QUAL_ECRASH;
+	}
+	if (sig) {
+		/* SIGKILL, a signal it does not catch, or a fault signal another
+		 * process sent: nothing says the library crashed. */
+		snprintf(message, cap, "compiler '%s' was %s %s, a signal it did not raise "
+			 "itself (sent by another process): not a crash of the library's", lib,
+			 how, doing);
+		return QUAL_EKILLED;
 	}
 	stderr_tail(dir, tail, sizeof tail);
 	snprintf(message, cap, "compiler '%s' %s %s without reporting%s%s", lib, how,

@@ -63,7 +63,9 @@ char **rtc__child_env_for(const char *libdir, const char *dir);
  * it loads as /proc/self/fd/0: a descriptor of ours the child gets without
  * any other; -1: /dev/null), stdout and stderr into the folder's
  * RTC__STDERR_FILE (made new here, handed over by descriptor), its --out
- * and --src in its environment (rtc__child_env_for). Returns 0 with c running,
+ * and --src in its environment (rtc__child_env_for), and its arguments
+ * after argv[1] (the command) in the folder's RTC__ARGS_FILE, so that its
+ * command line is argv[0] and the command alone. Returns 0 with c running,
  * or a negative code; then nothing runs. */
 int rtc__helper_start(struct child *c, const char *const *argv, const char *libdir,
 		      const char *dir, int lib_fd, struct qual_msg *msg);
@@ -76,7 +78,9 @@ void rtc__report_read(const char *dir, struct child_report *rep);
  * when the child then died by a signal or was killed: it writes its results
  * and then _exit()s, and ROCm's hiprtc can crash in the runtime's teardown
  * at process exit, after the compile has succeeded and been reported.
- * Otherwise: timeout, signal, or an exit without a report. */
+ * Otherwise: timeout, a crash (a signal the child noted as its own in
+ * RTC__FAULT_FILE: QUAL_ECRASH), another signal (QUAL_EKILLED: SIGKILL, or a
+ * signal another process sent), or an exit without a report. */
 int rtc__outcome_status(const struct child_exit *ex,
 			const struct child_report *rep, const char *lib,
 			const char *doing, double timeout_s, const char *dir,

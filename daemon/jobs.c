@@ -654,6 +654,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 	j->calibrator = program(cfg->calibrator, "qual-calibrate");
 	j->helper = program(cfg->compile_helper, "qual-compile");
 	j->compile_user = cfg->compile_user ? xstrdup(cfg->compile_user) : NULL;
+	j->compile_uid_first = cfg->compile_uid_first;
+	j->compile_uids = cfg->compile_uids;
 	if (!cfg->no_cache && asprintf(&j->cache_dir, "%s/cache", cfg->state_dir) < 0)
 		abort();
 	j->job_timeout_s = cfg->job_timeout_s > 0 ? cfg->job_timeout_s :

@@ -41,6 +41,12 @@ struct jobs_config {
 				     * the running executable */
 	const char *compile_user; /* the workers' --compile-user (their compile
 				   * children run as that user); NULL: none */
+	unsigned compile_uid_first; /* --compile-users: uids first ..
+				     * first + compile_uids - 1; slot s's
+				     * workers get first + 1 + s (the first is
+				     * quald's submit checks'); compile_uids 0:
+				     * none (compile_user, if any) */
+	int compile_uids;
 	bool no_cache;           /* the workers run without the artifact cache
 				  * (quald --no-cache); otherwise theirs is
 				  * state_dir/cache (run/cache.h) */

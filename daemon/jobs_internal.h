@@ -144,6 +144,8 @@ struct jobs {
 	char *worker;
 	char *helper;
 	char *compile_user;        /* NULL: none (jobs_config) */
+	unsigned compile_uid_first; /* --compile-users (jobs_config) */
+	int compile_uids;          /* 0: none */
 	char *cache_dir;           /* the workers' --cache; NULL: --no-cache */
 	char *scratch;             /* where the workers' folders are: $TMPDIR */
 	char *scratch_prefix;      /* their names': "quald-<state>-" */

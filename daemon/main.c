@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -199,6 +200,47 @@ static int take_compile_user(void *ctx, const char *s, struct qual_msg *msg)
 	return 0;
 }
 
+/* --compile-users FIRST-LAST: a uid of its own for each slot's compile
+ * children and oracles (the first for quald's own submit checks), so that
+ * those of different jobs cannot signal or read one another
+ * (docs/service.md, "Trust model"). */
+static int take_compile_users(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct jobs_config *jcfg = &((struct quald_args *)ctx)->jcfg;
+	long first, last;
+	char *end;
+
+	errno = 0;
+	first = strtol(s, &end, 10);
+	if (end == s || *end != '-' || errno)
+		return qual_fail(msg, QUAL_EINVAL, "--compile-users must be a range of uids "
+				 "FIRST-LAST (e.g. 61000-61008), got '%s'", s);
+	if (text_parse_long("--compile-users' last uid", end + 1, 1, 0x7ffffffe, &last,
+			    msg) < 0)
+		return QUAL_EINVAL;
+	if (first < 1 || first > last || last - first >= MAX_SLOTS + 1)
+		return qual_fail(msg, QUAL_EINVAL, "--compile-users '%s' must be FIRST-LAST with "
+				 "0 < FIRST <= LAST and at most %d uids", s, MAX_SLOTS + 1);
+	if (geteuid() != 0)
+		return qual_fail(msg, QUAL_EINVAL, "--compile-users '%s' needs root: only root "
+				 "may run children as another user", s);
+	/* Another account's processes and files would be within reach of the
+	 * compile children, and theirs within its. */
+	for (long u = first; u <= last; u++) {
+		struct passwd *pw = getpwuid((uid_t)u);
+
+		if (pw)
+			return qual_fail(msg, QUAL_EINVAL, "--compile-users '%s': uid %ld is user "
+					 "'%s's; the range must be uids no account uses", s, u,
+					 pw->pw_name);
+	}
+	/* Our own submit checks load the library too: the range's first. */
+	rtc_set_compile_user(true, (uid_t)first, (gid_t)first);
+	jcfg->compile_uid_first = (unsigned)first;
+	jcfg->compile_uids = (int)(last - first + 1);
+	return 0;
+}
+
 static int take_calibrate_lib(void *ctx, const char *s, struct qual_msg *msg)
 {
 	if (s[0] != '/')
@@ -242,6 +284,11 @@ static const struct opts_entry options[] = {
 		"run the compile children, which load the libraries\n"
 		"under test, as this unprivileged user (quald must\n"
 		"run as root; docs/service.md, \"Trust model\")"},
+	{"compile-users", "FIRST-LAST", OPTS_CALL, .fn = take_compile_users, .help =
+		"the same with a uid of its own per slot (uid = gid,\n"
+		"no account needed): FIRST for quald's submit checks,\n"
+		"FIRST+1+N for slot N; jobs' compile children and\n"
+		"oracles then cannot signal or read one another"},
 	{"no-cache", NULL, OPTS_FLAG, AT(jcfg.no_cache), .help =
 		"workers compile everything (default: they share\n"
 		"the artifact cache STATE_DIR/cache)"},
@@ -484,6 +531,10 @@ static int args_read(struct quald_args *a, int argc, char **argv)
 		oplog(LOG_ERR, "--http-host needs --http: it names the http endpoint");
 		return QUAL_EXIT_USAGE;
 	}
+	if (a->jcfg.compile_user && a->jcfg.compile_uids) {
+		oplog(LOG_ERR, "--compile-user and --compile-users cannot be combined");
+		return QUAL_EXIT_USAGE;
+	}
 	if (a->slots && (a->ndevices || a->devices_auto)) {
 		oplog(LOG_ERR, "--slots and --devices cannot be combined: each device is one slot");
 		return QUAL_EXIT_USAGE;
@@ -607,6 +658,19 @@ static void slots_settle(struct quald_args *a, const struct quald_owned *o,
 	a->scfg.jobs = jcfg;
 	a->scfg.on_status = on_status;
 	a->scfg.status_ctx = d;
+}
+
+/* --compile-users must give one uid per slot besides the submit checks'.
+ * Returns -1, or QUAL_EXIT_USAGE after saying why. */
+static int compile_users_enough(const struct jobs_config *jcfg)
+{
+	if (!jcfg->compile_uids || jcfg->compile_uids >= jcfg->nslots + 1)
+		return -1;
+	oplog(LOG_ERR, "--compile-users gives %d uid%s, but %d slot%s need %d: one for "
+	      "quald's submit checks and one per slot", jcfg->compile_uids,
+	      jcfg->compile_uids == 1 ? "" : "s", jcfg->nslots, jcfg->nslots == 1 ? "" : "s",
+	      jcfg->nslots + 1);
+	return QUAL_EXIT_USAGE;
 }
 
 /* Opens the HTTP endpoint (--http) and the server on d's loop, and the
@@ -742,7 +806,9 @@ int main(int argc, char **argv)
 		slots_settle(&a, &o, &d);
 		/* A client that goes away mid-write is an EPIPE, not a signal. */
 		signal(SIGPIPE, SIG_IGN);
-		status = daemon_run(&d, &a);
+		status = compile_users_enough(&a.jcfg);
+		if (status < 0)
+			status = daemon_run(&d, &a);
 	}
 	free(o.listen_fds);
 	free(o.socket_path);

@@ -161,7 +161,7 @@ static void submit_decide(struct submit *sub)
 	for (arm = 0; arm < 2; arm++) {
 		struct check *x = &sub->c[arm];
 		if (x->status && x->status != QUAL_ECRASH && x->status != QUAL_ETIMEOUT &&
-		    x->status != QUAL_EEXIT) {
+		    x->status != QUAL_EEXIT && x->status != QUAL_EKILLED) {
 			submit_call(sub, x->status, NULL, -1, x->message);
 			return;
 		}

@@ -683,7 +683,11 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 		strv_pushf(&argv, "--compile-only-because=%s", j->no_gpu_because);
 	if (j->slots[slot].device >= 0)
 		strv_pushf(&argv, "--device=%d", j->slots[slot].device);
-	if (j->compile_user)
+	/* A user of the slot's own (--compile-users: the range's first is
+	 * quald's submit checks'), else the one compile user, if any. */
+	if (j->compile_uids)
+		strv_pushf(&argv, "--compile-user=%u", j->compile_uid_first + 1u + (unsigned)slot);
+	else if (j->compile_user)
 		strv_pushf(&argv, "--compile-user=%s", j->compile_user);
 	/* The artifact cache of the state directory, shared by every worker
 	 * (run/cache.h: entries appear whole, and each is checked on use). */
@@ -711,6 +715,35 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 	strv_push(&argv, a->baseline);
 	strv_push(&argv, a->candidate);
 	return strv_detach(&argv);
+}
+
+/* Moves argv[1..] (a job's request: paths, hashes, options) out of the
+ * command line, which every process may read (/proc/PID/cmdline), onto a
+ * sealed memfd that becomes the worker's stdin (strv_args_memfd): argv is
+ * then its program and "--args-fd 0" (qual-run and qual-calibrate read the
+ * rest there). Returns the memfd for child.in, or CHILD_NULL when it could
+ * not be made: then the worker fails at once, saying so, and never runs
+ * with its request in the open. */
+static int worker_args_hide(const struct job *job, char ***argvp)
+{
+	char **argv = *argvp;
+	struct qual_msg m;
+	struct strv shown;
+	int fd;
+
+	if (!argv[0] || !argv[1])
+		return CHILD_NULL;
+	if ((fd = strv_args_memfd((const char *const *)argv, &m)) < 0) {
+		oplog_warn("job '%s': %s", job->id, m.text);
+		fd = CHILD_NULL;
+	}
+	strv_init(&shown);
+	strv_push(&shown, argv[0]);
+	strv_push(&shown, "--args-fd");
+	strv_push(&shown, "0");
+	strv_free_array(argv);
+	*argvp = strv_detach(&shown);
+	return fd;
 }
 
 /* The worker's environment: ours less what is meant for the daemon alone
@@ -858,7 +891,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
 			   j->scratch, strerror(errno));
 		w->tmpdir[0] = '\0';
-	} else if (j->compile_user && chmod(w->tmpdir, 0711) < 0) {
+	} else if ((j->compile_user || j->compile_uids) && chmod(w->tmpdir, 0711) < 0) {
 		/* Its compile children, of another uid, must pass through to
 		 * the folders qual-run gives them there (not list it). */
 		oplog_warn("job '%s': cannot open '%s' to the compile user: %s", job->id,
@@ -867,6 +900,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	argv = worker_argv(j, job, slot);
 	env = worker_env(j, w->tmpdir);
 	child_init(&w->child);
+	w->child.in = worker_args_hide(job, &argv);
 	w->child.argv = (const char *const *)argv;
 	w->child.env = (const char *const *)env;
 	w->child.out = CHILD_PIPE;
@@ -882,6 +916,8 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		w->exited = w->out_done = w->err_done = true;
 	}
 	w->child.name = NULL; /* what was ours to say, on the stack */
+	if (w->child.in >= 0)
+		close(w->child.in);
 	strv_free_array(argv);
 	child_env_free(env);
 	if (w->stop == WORKER_STOP_UNSTARTED) {

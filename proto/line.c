@@ -20,6 +20,8 @@ enum lines_code lines_code_of(const char *stage, int err)
 		return LINES_CODE_COMPILE_FAILED;
 	case QUAL_ECRASH:
 		return LINES_CODE_COMPILE_CRASHED;
+	case QUAL_EKILLED:
+		return LINES_CODE_COMPILE_KILLED;
 	case QUAL_ETIMEOUT:
 		return LINES_CODE_COMPILE_TIMEOUT;
 	case QUAL_ELIMIT:

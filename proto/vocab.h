@@ -131,6 +131,9 @@ bool vocab_state_ended(enum job_state s);
 	X(COMPILE_FAILED, "compile_failed")   /* rejected the source, or no
 						 final code */                \
 	X(COMPILE_CRASHED, "compile_crashed") /* its child died by a signal */ \
+	X(COMPILE_KILLED, "compile_killed")   /* its child died by a signal
+						 another process sent: no
+						 arm's doing, no crash */     \
 	X(COMPILE_TIMEOUT, "compile_timeout") /* ran past the time limit */  \
 	X(COMPILE_LIMIT, "compile_limit")     /* a log or code object over
 						 the limit */                  \

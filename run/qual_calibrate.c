@@ -32,6 +32,7 @@
 #include "common/lifetime.h"
 #include "common/lines.h"
 #include "proto/line.h"
+#include "proto/strv.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "proto/vocab.h"
@@ -192,12 +193,21 @@ static int run_once(const char *const *argv, const char *const *env,
 	ssize_t n;
 	int rc;
 
+	const char *shown[] = { argv[0], "--args-fd", "0", NULL };
+	int args;
+
+	/* The worker's arguments on its stdin, not in its command line. */
+	if ((args = strv_args_memfd(argv, msg)) < 0)
+		return args;
 	child_init(&ch);
-	ch.argv = argv;
+	ch.argv = shown;
 	ch.env = env;
+	ch.in = args;
 	ch.out = CHILD_PIPE;
 	ch.die_with_parent = true;
-	if ((rc = child_start(&ch, msg)) < 0)
+	rc = child_start(&ch, msg);
+	close(args);
+	if (rc < 0)
 		return rc;
 	lines_splitter_init(&split, LINES_MAX);
 	for (;;) {
@@ -221,6 +231,7 @@ static int run_once(const char *const *argv, const char *const *env,
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qual-calibrate --runs N --device-key KEY -- WORKER [ARGS...]\n"
+		   "       qual-calibrate --args-fd N (the same, NUL-terminated, on descriptor N)\n"
 		   "Runs WORKER (qual-run) N times (1 to %d), each an A/A qualification,\n"
 		   "passes on its lines but for each run's verdict line, and ends with a\n"
 		   "verdict line carrying the calibration record of device KEY.\n",
@@ -240,6 +251,7 @@ int main(int argc, char **argv)
 	char **wargv, **env, pid[64], stamp[32], text[1600];
 	const char *add[] = {pid, NULL}, *drop[] = {QUAL_PARENT_ENV "=", NULL};
 	struct calib cal;
+	struct strv from_fd;
 	struct qual_msg m;
 	json_t *line, *rec = NULL;
 	int opt, nw, k = 0, done = 0, status = QUAL_EXIT_PASS;
@@ -248,6 +260,13 @@ int main(int argc, char **argv)
 
 	if (!qual_die_with_parent())
 		return QUAL_EXIT_ERROR;
+	/* quald: the command line on a descriptor (--args-fd N, alone), never
+	 * in /proc/PID/cmdline; each run of the worker gets its own so. */
+	strv_init(&from_fd);
+	if (strv_args_from_fd(&argc, &argv, &from_fd, &m) < 0) {
+		fprintf(stderr, "qual-calibrate: %s\n", m.text);
+		return QUAL_EXIT_USAGE;
+	}
 	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
@@ -364,5 +383,6 @@ int main(int argc, char **argv)
 	calib_release(&cal);
 	child_env_free(env);
 	free(wargv);
+	strv_release(&from_fd);
 	return status;
 }

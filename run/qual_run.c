@@ -14,6 +14,7 @@
 #include "common/lifetime.h"
 #include "common/lines.h"
 #include "proto/line.h"
+#include "proto/strv.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "common/fsutil.h"
@@ -95,12 +96,17 @@ static void end_below(void)
 /* A signal that ends this process (a stop from quald or a terminal, or a
  * crash): everything below goes first, then the signal takes its default
  * course, so that whoever waits for qual-run sees what ended it. A forked
- * session runs it too, for its own children. */
-static void on_fatal_signal(int sig)
+ * session runs it too, for its own children. A fault signal that another
+ * process sent is no crash of ours: qual-run ends by SIGKILL instead, which
+ * quald counts as no crash (docs/quald.md, "Quarantine"). */
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
 {
+	static const char sent[] = "qual-run: a fault signal sent by another process "
+				   "(not a crash): ending\n";
 	sig_atomic_t pub = term_pub;
 	struct sigaction dfl;
 
+	(void)uc;
 	if (sig == QUAL_SIGNAL_TIME_LIMIT && pub > 0) {
 		/* Stopped by the time limit in a compile: the line that says
 		 * so, then the exit status that goes with it (term_line). */
@@ -116,6 +122,10 @@ static void on_fatal_signal(int sig)
 	}
 	if (sig == QUAL_SIGNAL_TIME_LIMIT)
 		sig = SIGTERM; /* outside a compile, the time limit is a stop */
+	if (qual_fault_signal(sig) && si && !qual_signal_own(si)) {
+		(void)!write(STDERR_FILENO, sent, sizeof sent - 1);
+		sig = SIGKILL;
+	}
 	end_below();
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
@@ -141,7 +151,8 @@ static void die_with_everything_below(void)
 	if (child_become_subreaper(&msg) < 0)
 		fprintf(stderr, "qual-run: %s\n", msg.text);
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_fatal_signal;
+	sa.sa_sigaction = on_fatal_signal;
+	sa.sa_flags = SA_SIGINFO;
 	sigfillset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		struct sigaction old;
@@ -234,8 +245,17 @@ int main(int argc, char **argv)
 {
 	struct qual_run_args a;
 	struct qual_msg msg;
+	struct strv from_fd;
 	bool unserved = false;
 	int first, status;
+
+	/* quald's workers: the command line on a descriptor (qual-run
+	 * --args-fd N, alone), never in /proc/PID/cmdline. */
+	strv_init(&from_fd);
+	if (strv_args_from_fd(&argc, &argv, &from_fd, &msg) < 0) {
+		fprintf(stderr, "qual-run: %s\n", msg.text);
+		return QUAL_EXIT_USAGE;
+	}
 
 	/* A person's table (or a report) asked for: qual-view, beside us,
 	 * shows the lines of a run of ours (client/run_view.h). */
@@ -277,5 +297,6 @@ int main(int argc, char **argv)
 	}
 	qual_run_args_release(&a);
 	fixture_unload_all();
+	strv_release(&from_fd);
 	return status;
 }

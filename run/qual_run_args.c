@@ -127,6 +127,15 @@ static int take_compile_user(void *ctx, const char *arg, struct qual_msg *msg)
 	return 0;
 }
 
+/* qual_run.c reads --args-fd when it is alone, before this table. */
+static int take_args_fd(void *ctx, const char *arg, struct qual_msg *msg)
+{
+	(void)ctx;
+	(void)arg;
+	return qual_fail(msg, QUAL_EINVAL, "--args-fd N takes no other argument: the command "
+			 "line is on descriptor N");
+}
+
 /* What qual-view (client/run_view.h) serves: here only when qual-view did
  * not take it (spelt short, or qual-view could not run), and refused then,
  * never silently left out. */
@@ -236,9 +245,10 @@ static const struct opts_entry options[] = {
 	{"cache-max-mib", "N", OPTS_INT, AT(cache_max_mib), 1, 16 << 20, .help =
 		"bound on the cache's size; the least recently used\nentries go beyond it "
 		"(default 4096)"},
-	{"compile-user", "NAME", OPTS_CALL, .fn = take_compile_user, .help =
+	{"compile-user", "NAME|UID", OPTS_CALL, .fn = take_compile_user, .help =
 		"run the compile children, which load the libraries,\nand the fixtures' oracle "
-		"programs as this\nunprivileged user (qual-run must be root)"},
+		"programs as this\nunprivileged user (qual-run must be root); a bare\nuid "
+		"needs no account and is its own gid"},
 	{"hang-floor-ms", "MS", OPTS_REAL, AT(cfg.hang_floor_ms), 1, 86400e3, .help =
 		"least time a graph may take before it counts as hung\n(default 2000)"},
 	{"hang-factor", "F", OPTS_REAL, AT(cfg.hang_factor), 1, 1e6, .help =
@@ -272,6 +282,10 @@ static const struct opts_entry options[] = {
 		"also write a JUnit XML report of the verdict"},
 	{"markdown", "FILE", OPTS_ENTRY, .fn_entry = take_report, .help =
 		"also write the summary as a markdown table"},
+	{"args-fd", "N", OPTS_CALL, .fn = take_args_fd, .help =
+		"read the whole command line from descriptor N, each\n"
+		"argument ending in a NUL (alone; quald's workers:\n"
+		"no job detail in /proc/PID/cmdline)"},
 	{"help", NULL, OPTS_FLAG, AT(help), .stop = true, .letter = 'h'},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])

@@ -159,14 +159,17 @@ void runner__emit_case(struct run *run, const struct fixture_case *c,
 void runner__fail_arm_as(struct run *run, struct judge_case *jc, int arm,
 			 const char *stage, enum lines_code code, const char *message)
 {
-	runner__emit(run, lines_error_new(stage, code, runner__arm_names[arm],
+	runner__emit(run, lines_error_new(stage, code, arm >= 0 ? runner__arm_names[arm] : NULL,
 					  jc ? jc->name : NULL, message));
 }
 
 void runner__fail_arm(struct run *run, struct judge_case *jc, int arm,
 		      const char *stage, int err, const char *message)
 {
-	runner__fail_arm_as(run, jc, arm, stage, lines_code_of(stage, err), message);
+	/* A child killed by a signal another process sent: neither arm's
+	 * doing (docs/quald.md, "Quarantine"), an error of the run. */
+	runner__fail_arm_as(run, jc, err == QUAL_EKILLED ? -1 : arm, stage,
+			    lines_code_of(stage, err), message);
 }
 
 void runner__gpu_fault(struct run *run, struct judge_case *jc, int arm,

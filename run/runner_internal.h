@@ -197,12 +197,14 @@ extern const char *const runner__arm_names[2];
 void runner__emit_case(struct run *run, const struct fixture_case *c,
 		       struct arm arms[2], bool identical, bool timed);
 
-/* The error line of a failure of arm (0 baseline, 1 candidate) in case jc
- * (NULL: in none), which records it in the judge (runner__emit()). */
+/* The error line of a failure of arm (0 baseline, 1 candidate; -1: neither,
+ * arm null) in case jc (NULL: in none), which records it in the judge
+ * (runner__emit()). */
 void runner__fail_arm_as(struct run *run, struct judge_case *jc, int arm,
 			 const char *stage, enum lines_code code, const char *message);
 
-/* runner__fail_arm_as() with the code of err (QUAL_E*) at stage. */
+/* runner__fail_arm_as() with the code of err (QUAL_E*) at stage; for
+ * QUAL_EKILLED (another process killed the child) with arm null. */
 void runner__fail_arm(struct run *run, struct judge_case *jc, int arm,
 		      const char *stage, int err, const char *message);
 

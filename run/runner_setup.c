@@ -306,14 +306,15 @@ static int identify(struct run *run, FILE *err)
 		const char *text = ids[arm].msg.text;
 
 		if (rc == QUAL_ECRASH || rc == QUAL_ETIMEOUT || rc == QUAL_EEXIT ||
-		    rc == QUAL_ECHECK) {
+		    rc == QUAL_ECHECK || rc == QUAL_EKILLED) {
 			fprintf(err, "qual-run: %s\n", text);
 			if (rc == QUAL_ECHECK)
 				runner__fail_arm_as(run, NULL, arm, "setup",
 						    LINES_CODE_LIBRARY_CHANGED, text);
 			else
 				runner__fail_arm(run, NULL, arm, "setup", rc, text);
-			v = arm ? RUN_FAIL : RUN_ERROR;
+			/* Killed by another process: neither arm's doing. */
+			v = arm && rc != QUAL_EKILLED ? RUN_FAIL : RUN_ERROR;
 			runner__emit(run, json_pack("{s:s,s:s,s:b,s:s}", "type", "verdict",
 						    "verdict", stats_run_verdict_name(v),
 						    "timed", 0, "message", text));

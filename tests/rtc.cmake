@@ -15,10 +15,10 @@ set(QUAL_TEST_HIPRTC /usr/lib/x86_64-linux-gnu/libamdhip64.so.5 CACHE FILEPATH
 # What the rtc modules stand on. test_rtc.c includes rtc.c, rtc_child.c and
 # rtc_parse.c to reach their statics, so they are not in this library.
 add_library(qual_rtc_test_lib INTERFACE)
-target_link_libraries(qual_rtc_test_lib INTERFACE qual_common ${CMAKE_DL_LIBS})
+target_link_libraries(qual_rtc_test_lib INTERFACE qual_proto qual_common ${CMAKE_DL_LIBS})
 
 # Shim compilers: shared objects in <build>/shims.
-set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin delay)
+set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin delay hunter)
 foreach(kind ${QUAL_SHIMS})
   add_library(shim_${kind} SHARED
     ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_forward.c

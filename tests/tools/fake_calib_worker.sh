@@ -14,6 +14,7 @@
 # answers --help with qual-run's --sample-identical line when
 # $FAKE_CALIB_SAMPLE is set; every argument is appended to
 # $FAKE_CALIB_DIR/args, one run a line.
+. "$(dirname "$0")/args_fd.sh"
 for a in "$@"; do
   [ "$a" = "--help" ] && {
     echo "usage: fake"

@@ -6,6 +6,7 @@
 # A candidate under a folder named gpuhung gets an error line with
 # "gpu":"hung" and an error verdict (what qual-run prints when a kernel
 # hangs); any other kind is fake_worker.sh's.
+. "$(dirname "$0")/args_fd.sh"
 health=0
 dev=
 prev=

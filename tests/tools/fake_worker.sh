@@ -2,11 +2,12 @@
 # A stand-in for qual-run in quald's unit tests (tests/unit/daemon/test_jobs.c).
 # Takes qual-run's command line (options, --, BASELINE CANDIDATE) and behaves
 # as the name of the candidate's folder says: ok, slow, crash, hang, trap,
-# noverdict, fail2, candfail, compcrash, compnoreport, compfailmsg, usage, garbage,
+# noverdict, fail2, candfail, compcrash, compkilled, compnoreport, compfailmsg, usage, garbage,
 # longline, partial, cutoff, after, linger, foreign, forged. Its lines are schema 3, as qual-run
 # writes them: every error line has its "code".
 # $FAKE_DIR (when set) gets one folder per slot while a job runs there, so a
 # second job in the same slot is caught (it prints an error line and exits).
+. "$(dirname "$0")/args_fd.sh"
 dev=none
 for a in "$@"; do
   case "$a" in
@@ -78,6 +79,12 @@ candfail)
 compcrash)
   start
   echo '{"type":"error","stage":"compile","code":"compile_crashed","arm":"candidate","case":"gemm_f16-256x512x256","message":"compiler gave up on it"}'
+  exit 3 ;;
+# A compiler child killed by a signal another process sent (compile_killed,
+# arm null): no arm's doing, no crash; then the worker ends without a verdict.
+compkilled)
+  start
+  echo '{"type":"error","stage":"compile","code":"compile_killed","arm":null,"case":"gemm_f16-256x512x256","message":"compiler '"'"'/x'"'"' was killed by signal SIGSEGV compiling it, a signal it did not raise itself (sent by another process): not a crash of the library'"'"'s"}'
   exit 3 ;;
 # The candidate's compiler exited without its report (compile_no_report,
 # in words that read like a crash): not a crash, no strike.

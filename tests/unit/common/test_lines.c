@@ -26,6 +26,7 @@ static const struct {
 } names[] = {
 	{ LINES_CODE_COMPILE_FAILED, "compile_failed" },
 	{ LINES_CODE_COMPILE_CRASHED, "compile_crashed" },
+	{ LINES_CODE_COMPILE_KILLED, "compile_killed" },
 	{ LINES_CODE_COMPILE_TIMEOUT, "compile_timeout" },
 	{ LINES_CODE_COMPILE_LIMIT, "compile_limit" },
 	{ LINES_CODE_COMPILE_NO_REPORT, "compile_no_report" },

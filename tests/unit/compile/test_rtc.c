@@ -12,6 +12,7 @@
 #include "compile/rtc_parse.c"
 
 #include <dirent.h>
+#include <pthread.h>
 
 #include "common/lines.h"
 #include "proto/line.h"
@@ -554,6 +555,18 @@ static void test_child_report(void **state)
 	assert_string_equal(message, "compiler '/x/lib.so' did not finish within 2.5 s");
 	oc.timed_out = false;
 	oc.status = SIGABRT;
+	/* A death by a signal that the child did not note as its own (the
+	 * fault note, RTC__FAULT_FILE): another process sent it, no crash. */
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
+					     dir, message, sizeof message), QUAL_EKILLED);
+	assert_string_equal(message, "compiler '/x/lib.so' was killed by signal SIGABRT while "
+			    "loading, a signal it did not raise itself (sent by another "
+			    "process): not a crash of the library's");
+	/* A note of another signal is not this one's. */
+	write_text(out, RTC__FAULT_FILE, "self 11\n");
+	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
+					     dir, message, sizeof message), QUAL_EKILLED);
+	write_text(out, RTC__FAULT_FILE, "self 6\n");
 	assert_int_equal(rtc__outcome_status(&oc, &rep, "/x/lib.so", "while loading", 2.5,
 					     dir, message, sizeof message), QUAL_ECRASH);
 	assert_string_equal(message, "compiler '/x/lib.so' crashed while loading: "
@@ -1034,6 +1047,77 @@ static void test_shim_hang(void **state)
 	assert_false(group_alive(pids[0]));
 }
 
+/* What test_shim_killed's killer thread reads and sends. */
+struct killer {
+	const char *pidfile;
+	int sig;
+	pid_t pid;       /* the compiling process it signalled; 0: none */
+};
+
+/* Waits (up to 20 s) for shim_hang's pidfile and sends its compiling
+ * process k->sig, as another process of the compile user would. */
+static void *killer_run(void *arg)
+{
+	struct killer *k = arg;
+
+	for (int tries = 0; tries < 2000 && !k->pid; tries++) {
+		FILE *f = fopen(k->pidfile, "r");
+		int pid = 0, other = 0;
+
+		if (f) {
+			if (fscanf(f, "%d %d", &pid, &other) == 2 && pid > 1) {
+				kill(pid, k->sig);
+				k->pid = pid;
+			}
+			fclose(f);
+		}
+		if (!k->pid)
+			usleep(10000);
+	}
+	return NULL;
+}
+
+/* A compile child killed by a fault signal that another process sent
+ * (kill(SIGSEGV)) did not crash: QUAL_EKILLED, which blames no arm and is
+ * no quarantine strike (compile_killed, arm null), where a real segfault
+ * (test_shim_crash) is QUAL_ECRASH. So is one killed by SIGKILL. */
+static void test_shim_killed(void **state)
+{
+	static const int sigs[] = { SIGSEGV, SIGKILL };
+	char pidfile[PATH_MAX + 8], want[PATH_MAX + 200], how[64];
+	struct rtc_identity id;
+	struct rtc_result out;
+	struct rtc_limits lim;
+
+	(void)state;
+	snprintf(pidfile, sizeof pidfile, "%s.killed", test_tmp);
+	setenv("QUAL_SHIM_PIDFILE", pidfile, 1);
+	identify_ok(RTC_SHIM_HANG, &id);
+	rtc_limits_init(&lim);
+	lim.timeout_s = 30;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct killer k = { pidfile, sigs[i], 0 };
+		pthread_t t;
+
+		unlink(pidfile);
+		assert_int_equal(pthread_create(&t, NULL, killer_run, &k), 0);
+		assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cu", "sm_90", &lim, &out), 0);
+		pthread_join(t, NULL);
+		assert_true(k.pid > 1);
+		assert_int_equal(out.status, QUAL_EKILLED);
+		snprintf(want, sizeof want, "compiler '%s' was killed by signal %s compiling "
+			 "'axpy.cu', a signal it did not raise itself (sent by another "
+			 "process): not a crash of the library's", RTC_SHIM_HANG,
+			 child_signal_name(sigs[i], how, sizeof how));
+		assert_string_equal(out.message, want);
+		assert_int_equal(lines_code_of("compile", out.status), LINES_CODE_COMPILE_KILLED);
+		rtc_result_release(&out);
+	}
+	unsetenv("QUAL_SHIM_PIDFILE");
+	unlink(pidfile);
+	rtc_identity_release(&id);
+}
+
 static void test_shim_hugelog(void **state)
 {
 	struct rtc_identity id;
@@ -1377,6 +1461,7 @@ QUAL_TESTS(
 	T(compile_bad_request),
 	T(shim_crash),
 	T(shim_hang),
+	T(shim_killed),
 	T(shim_hugelog),
 	T(shim_miscompile),
 	T(shim_slow),

@@ -1854,7 +1854,8 @@ static void test_quarantine(void **state)
  * code compile_failed whose message reads like a crash ("crashed: killed by
  * signal", the words the daemon once searched for) blames the candidate but
  * is no crash: no strike, nor is one coded compile_no_report (a compiler
- * child that exited without its report). One with code compile_crashed whose message says
+ * child that exited without its report), nor one coded compile_killed (arm
+ * null: a child another process killed). One with code compile_crashed whose message says
  * nothing of a crash is a crash: three of them quarantine the library.
  * Both workers end without a verdict, so the daemon's verdict says fail:
  * their error line blamed the candidate. */
@@ -1888,6 +1889,20 @@ static void test_crash_code(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "code")), "compile_no_report");
 	json_decref(o);
 	assert_verdict(id, "fail", "worker exited with status 3 without a verdict");
+	q = jobs_quarantine_json(H.j);
+	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
+	json_decref(q);
+	/* A compiler child that another process killed (compile_killed, arm
+	 * null, whatever its message says of signals) blames no one and is no
+	 * crash: the job is an error, no strike. */
+	id = run_kind("compkilled");
+	n = job_lines(id, l, 8);
+	assert_int_equal(n, 3);
+	o = json_loads(l[1], 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(o, "code")), "compile_killed");
+	assert_true(json_is_null(json_object_get(o, "arm")));
+	json_decref(o);
+	assert_verdict(id, "error", "worker exited with status 3 without a verdict");
 	q = jobs_quarantine_json(H.j);
 	assert_int_equal(json_array_size(json_object_get(q, "quarantine")), 0);
 	json_decref(q);
