@@ -143,7 +143,7 @@ int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
 		}
 		*lines = rc;
 	} else if (lines) {
-		long first = after_seq + 1 > 0 ? after_seq + 1 : 0;
+		long first = after_seq < 0 ? 0 : after_seq < LONG_MAX ? after_seq + 1 : LONG_MAX;
 
 		*lines = c->stop_seq > first ? c->stop_seq - first : 0;
 	}
