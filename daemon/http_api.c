@@ -14,6 +14,7 @@
 #include "daemon/oplog.h"
 #include "daemon/replycap.h"
 #include "daemon/server.h"
+#include "daemon/store.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"
@@ -23,6 +24,7 @@
 
 struct list_params {
 	long limit;
+	char before[JOB_ID_MAX];   /* "" for the newest jobs */
 };
 
 static int list_param(void *ctx, const char *key, const char *value, char *why, size_t whylen)
@@ -30,6 +32,14 @@ static int list_param(void *ctx, const char *key, const char *value, char *why, 
 	struct list_params *p = ctx;
 	char *end;
 
+	if (!strcmp(key, "before")) {
+		if (strlen(value) >= sizeof p->before || store_id_parse(value) < 0) {
+			snprintf(why, whylen, "'before' must be a job id, got '%.32s'", value);
+			return -1;
+		}
+		snprintf(p->before, sizeof p->before, "%s", value);
+		return 0;
+	}
 	if (strcmp(key, "limit"))
 		return 0; /* others are ignored, as unknown JSON fields are */
 	errno = 0;
@@ -61,7 +71,9 @@ int http__api_list(struct http *h, h2o_req_t *req)
 
 	if (http__query_each(req, list_param, &p, why, sizeof why) < 0)
 		return http__respond_error(req, 400, "Bad Request", "%s", why);
-	return http__respond_json(req, 200, "OK", jobs_list_json(h->jobs, (int)p.limit));
+	return http__respond_json(req, 200, "OK",
+				  jobs_list_json(h->jobs, (int)p.limit, p.before[0] ? p.before : NULL,
+						 JOBS_LIST_MAX_BYTES));
 }
 
 /* A job's JSON, {"job":...,<show's members>,"lines":[...],"state":S}, sent

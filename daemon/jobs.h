@@ -335,7 +335,16 @@ const struct jobs_stats *jobs_stats(const struct jobs *j);
 
 
 json_t *jobs_status_json(struct jobs *j);
-json_t *jobs_list_json(struct jobs *j, int limit);
+
+/* A list reply's page (docs/protocol.md, list): the newest limit jobs older
+ * than before (NULL: the newest), and no more than fit in max_bytes of
+ * JSON text (0: no bound; at least one job whatever its size, which a
+ * submit's request line bounds). When the bound cuts the page short of
+ * limit while older jobs remain, the object also has "next":ID, the last
+ * job listed: the next page is the jobs before it. Returns NULL when before
+ * is not a job id. */
+#define JOBS_LIST_MAX_BYTES ((size_t)512 << 10)
+json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes);
 
 /* Quarantine (state_dir/quarantine.json, replaced atomically and durably):
  * each crash of a job's candidate (its compiler child crashed: an error line

@@ -328,31 +328,57 @@ json_t *jobs_status_json(struct jobs *j)
 	return reply;
 }
 
-json_t *jobs_list_json(struct jobs *j, int limit)
+/* One job's list entry (new reference). */
+static json_t *list_entry(struct job *job)
 {
-	json_t *list = json_array();
-	int i;
+	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
+		"job", job->id, "state", vocab_state_name(reported_state(job)),
+		"verdict", reported_state(job) == job->state ?
+			   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
+			   json_null(),
+		"submitted", jobs__str_or_null(job->submitted),
+		"finished", jobs__str_or_null(job->finished),
+		"baseline", jobs__str_or_null(job->args.baseline),
+		"candidate", jobs__str_or_null(job->args.candidate));
 
-	for (i = j->njobs - 1; i >= 0 && (int)json_array_size(list) < limit; i--) {
-		struct job *job = j->all[i];
-		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
-			"job", job->id, "state", vocab_state_name(reported_state(job)),
-			"verdict", reported_state(job) == job->state ?
-				   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
-				   json_null(),
-			"submitted", jobs__str_or_null(job->submitted),
-			"finished", jobs__str_or_null(job->finished),
-			"baseline", jobs__str_or_null(job->args.baseline),
-			"candidate", jobs__str_or_null(job->args.candidate));
-
-		job_settings_into(job, o);
-		json_object_set_new(o, "labels", labels_json(job));
-		json_object_set_new(o, "settings", settings_json(job));
-		/* Only for a job whose stored log lost records (recover.c). */
-		if (job->damaged)
-			json_object_set_new(o, "damaged", json_true());
-		json_array_append_new(list, o);
-	}
-	return json_pack("{s:o}", "jobs", list);
+	job_settings_into(job, o);
+	json_object_set_new(o, "labels", labels_json(job));
+	json_object_set_new(o, "settings", settings_json(job));
+	/* Only for a job whose stored log lost records (recover.c). */
+	if (job->damaged)
+		json_object_set_new(o, "damaged", json_true());
+	return o;
 }
 
+json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes)
+{
+	json_t *list = json_array(), *reply;
+	long below = LONG_MAX;
+	size_t bytes = 0;
+	int i;
+
+	if (before && (below = store_id_parse(before)) < 0) {
+		json_decref(list);
+		return NULL;
+	}
+	for (i = j->njobs - 1; i >= 0 && j->all[i]->num >= below; i--)
+		;
+	for (; i >= 0 && (int)json_array_size(list) < limit; i--) {
+		json_t *o = list_entry(j->all[i]);
+
+		if (max_bytes) {
+			size_t len = json_dumpb(o, NULL, 0, JSON_COMPACT) + 1;
+
+			if (json_array_size(list) && bytes + len > max_bytes) {
+				json_decref(o);
+				break;
+			}
+			bytes += len;
+		}
+		json_array_append_new(list, o);
+	}
+	reply = json_pack("{s:o}", "jobs", list);
+	if (i >= 0 && (int)json_array_size(list) < limit)
+		json_object_set_new(reply, "next", json_string(j->all[i + 1]->id));
+	return reply;
+}

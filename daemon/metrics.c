@@ -71,7 +71,7 @@ static const char *verdict_label(int k)
 
 static void jobs_gauges(struct text *t, struct jobs *j)
 {
-	json_t *l = jobs_list_json(j, 1 << 30), *jobs = json_object_get(l, "jobs"), *o;
+	json_t *l = jobs_list_json(j, 1 << 30, NULL, 0), *jobs = json_object_get(l, "jobs"), *o;
 	long by_state[JOB_STATE_UNKNOWN + 1] = {0}, by_verdict[JOBS_VERDICT_KINDS] = {0};
 	size_t i;
 

@@ -236,7 +236,8 @@ static void do_status(struct conn *c, struct request *r)
 static void do_list(struct conn *c, struct request *r)
 {
 	json_t *o = conn__reply_new("list", r->id);
-	json_t *l = jobs_list_json(c->srv->jobs, r->limit);
+	json_t *l = jobs_list_json(c->srv->jobs, r->limit, r->before, JOBS_LIST_MAX_BYTES);
+	json_t *next = json_object_get(l, "next");
 
 	/* jobs_list_json gives the array of jobs, or an object holding "jobs". */
 	if (json_is_array(l))
@@ -245,6 +246,9 @@ static void do_list(struct conn *c, struct request *r)
 		json_object_set(o, "jobs", json_object_get(l, "jobs"));
 	else
 		json_object_set_new(o, "jobs", json_array());
+	/* A page cut short by its size: the next one is before this job. */
+	if (json_is_string(next))
+		json_object_set(o, "next", next);
 	json_decref(l);
 	conn__send_json(c, o);
 }

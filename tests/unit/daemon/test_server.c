@@ -363,10 +363,12 @@ json_t *jobs_status_json(struct jobs *j)
 			 "queued", q, "running", r);
 }
 
-json_t *jobs_list_json(struct jobs *j, int limit)
+json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes)
 {
 	json_t *a = json_array();
 
+	(void)before;
+	(void)max_bytes;
 	for (int i = j->njobs - 1; i >= 0 && (int)json_array_size(a) < limit; i--)
 		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "job", j->jobs[i].id,
 						   "state", j->jobs[i].state,
