@@ -161,7 +161,7 @@ static void on_write(uv_write_t *req, int status)
 	}
 	if (c->writes == 0)
 		conn_flush(c);
-	if (c->replay.waiting && conn__pending(c) <= REPLYCAP_CLIENT / 2)
+	if (c->replay.waiting && conn__pending(c) <= REPLYCAP_CLIENT)
 		fanout__replay_pump(c);
 	if (c->state != CONN_STATE_CLOSING && conn__pending(c) <= SERVER_REPLY_HIGH / 2)
 		conn__process(c);

@@ -213,7 +213,8 @@ static bool replay_next_job(struct conn *c, bool read, enum job_state state)
 	return false;
 }
 
-/* On_write and the global bound's wake call again once there is room. */
+/* Reads a chunk (more when one sends nothing: lines before a resume point);
+ * on_write and the global bound's wake call again once there is room. */
 void fanout__replay_pump(struct conn *c)
 {
 	struct replay *rp = &c->replay;
@@ -248,9 +249,15 @@ void fanout__replay_pump(struct conn *c)
 		if (rc >= 0)
 			rc = jobs_cursor_next(s->jobs, rp->cur, REPLYCAP_CHUNK, send_each, &x,
 					      &done, &state, &msg);
-		if ((rc < 0 || done || (rp->show && rp->left == 0)) &&
-		    !replay_next_job(c, rc >= 0, state))
+		if (rc < 0 || done || (rp->show && rp->left == 0)) {
+			if (!replay_next_job(c, rc >= 0, state))
+				return;
+		} else if (x.sent > 0) {
+			/* One chunk a turn: its write's callback reads the next,
+			 * so other clients' requests come between. */
+			rp->waiting = true;
 			return;
+		}
 	}
 }
 

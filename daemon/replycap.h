@@ -17,7 +17,7 @@
 #include "daemon/list.h"
 
 /* One read of a log: a few hundred lines of a usual job. */
-#define REPLYCAP_CHUNK ((size_t)64 << 10)
+#define REPLYCAP_CHUNK ((size_t)16 << 10)
 /* What one client may have queued before its reply reads on: four chunks,
  * so that a client that reads keeps reading while the next chunk is read. */
 #define REPLYCAP_CLIENT ((size_t)256 << 10)

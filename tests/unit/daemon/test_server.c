@@ -1249,8 +1249,9 @@ static void test_watch_replay_paced(void **state)
 		uv_run(&loop, UV_RUN_NOWAIT);
 	}
 	pump_ms(50);
-	/* The server holds back: about REPLYCAP_CLIENT queued (and a chunk
-	 * read past it), not all. */
+	/* The server holds back: at most REPLYCAP_CLIENT queued (and a chunk
+	 * read past it; a chunk a turn, so about one), not all, and not
+	 * nothing. */
 	{
 		struct conn *c;
 
@@ -1260,7 +1261,7 @@ static void test_watch_replay_paced(void **state)
 		assert_true(c->replay.active);
 		assert_true(c->replay.waiting);
 		assert_true(conn__pending(c) <= REPLYCAP_CLIENT + REPLYCAP_CHUNK + 1024);
-		assert_true(conn__pending(c) > REPLYCAP_CLIENT / 2);
+		assert_true(conn__pending(c) > 0);
 	}
 	json_decref(client_json(w));
 	for (long s = 0; s < STORED + LIVE; s++)
