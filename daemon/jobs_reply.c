@@ -132,6 +132,8 @@ int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
 		free(c);
 		return rc;
 	}
+	/* A resume point: the lines before it are passed over unread. */
+	store_cursor_skip_to(c->sc, after_seq);
 	if (state)
 		*state = c->state;
 	if (lines && job->damaged) {

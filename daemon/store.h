@@ -235,6 +235,18 @@ int store_cursor_open(struct store *s, const char *id, struct store_cursor **out
 int store_cursor_read(struct store_cursor *c, store_line_fn fn, void *ctx,
 		      size_t max_bytes, bool *at_end, struct qual_msg *msg);
 
+/* For a reader that wants only the records whose line's seq is above seq
+ * (quald's lines end with their seq, in order: store.h's logs): moves a
+ * cursor that has read nothing yet to the start of a record with a check
+ * member whose seq is at most seq, found by bisection over the file (a few
+ * reads, records not checked on the way), so that the records before it are
+ * not read at all. The cursor then reads on from there as from the start,
+ * taking every later record to need a check (as every record after a
+ * checked one does); it counts only what it reads (lines, lost). Does
+ * nothing for seq < 0, or when no such record is found past the first
+ * buffer. Returns 0. */
+int store_cursor_skip_to(struct store_cursor *c, long seq);
+
 /* What the cursor has read so far (lines, good_bytes, lost, unchecked;
  * torn_bytes is 0: a tail is only known at the end, store_log_read). */
 const struct store_log_info *store_cursor_info(const struct store_cursor *c);

@@ -487,6 +487,70 @@ int store_cursor_read(struct store_cursor *c, store_line_fn fn, void *ctx,
 	}
 }
 
+/* The seq of the record that starts at or after offset at (the first after
+ * a newline, unless at is 0), read from its tail without a check: *start is
+ * where it starts, *shaped whether it ends as a checked record does. -1 when
+ * there is none, or it has no seq. */
+static long probe_seq(struct store_cursor *c, off_t at, off_t *start, bool *shaped)
+{
+	char *buf = c->r.buf, *nl, *rec;
+	size_t cap = c->r.cap, n;
+	ssize_t got;
+
+	got = pread(c->r.fd, buf, cap, at);
+	if (got <= 0)
+		return -1;
+	rec = buf;
+	if (at > 0) {
+		nl = memchr(buf, '\n', (size_t)got);
+		if (!nl)
+			return -1;
+		rec = nl + 1;
+	}
+	*start = at + (rec - buf);
+	nl = memchr(rec, '\n', (size_t)got - (size_t)(rec - buf));
+	if (!nl)
+		return -1;
+	n = (size_t)(nl - rec);
+	*shaped = record_shaped(rec, n);
+	if (*shaped) {
+		/* The line: up to the check member, and its closing brace. */
+		n -= CHECK_SUFFIX - 1;
+		rec[n - 1] = '}';
+	}
+	return line_tail_seq(rec, n);
+}
+
+int store_cursor_skip_to(struct store_cursor *c, long seq)
+{
+	off_t lo = 0, hi, start;
+	bool shaped = false;
+	struct stat st;
+
+	if (c->pos != 0 || seq < 0 || fstat(c->r.fd, &st) < 0)
+		return 0;
+	hi = st.st_size;
+	/* lo: the start of a record shaped as checked whose seq is at most
+	 * seq (or the file's start); from hi on, no record is known to be. */
+	while (hi - lo > (off_t)c->r.cap) {
+		off_t mid = lo + (hi - lo) / 2;
+		long at = probe_seq(c, mid, &start, &shaped);
+
+		if (at >= 0 && at <= seq && start < hi && shaped)
+			lo = start;
+		else
+			hi = mid;
+	}
+	if (lo > 0) {
+		rec_seek(&c->r, lo);
+		c->pos = lo;
+		/* Records before checks come first: a checked record here
+		 * means every later one must have a check. */
+		c->seen_checked = true;
+	}
+	return 0;
+}
+
 /* A whole read's fn: any nonzero result stops the read after the record. */
 struct whole_read {
 	store_line_fn fn;

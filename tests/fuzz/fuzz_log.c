@@ -4,7 +4,7 @@
  *
  * Input: byte 0 picks each read's byte budget (1 to 256 bytes, or the whole
  * file), byte 1 how often a line is put back (STORE_CURSOR_AGAIN: every
- * Nth; 0: never), byte 2 where the file is cut for the growth check (as a
+ * Nth; 0: never: its low 3 bits) and the skip check's seq (its high 5), byte 2 where the file is cut for the growth check (as a
  * fraction of it); the rest is the log file, its bytes as they are (records
  * with or without checks, torn, lost, garbage). The file goes in a state
  * directory made once, as the log of its one job.
@@ -17,6 +17,11 @@
  *              valid prefix; each read hands out at most the budget plus one
  *              record; a cursor at the end hands out nothing more when
  *              read to the end again.
+ *   skip       a cursor moved to its resume point (store_cursor_skip_to,
+ *              the seq from byte 1) hands out, of the lines with a seq above
+ *              it, exactly what a whole read does, on a log a whole read
+ *              finds clean (every record checked, none lost, no tail); on
+ *              any log it reads to its end with the sanitizers quiet.
  *   growth     a cursor that reads the file's first part to its end, and
  *              reads on after the rest is appended (as a job's log grows
  *              while a client reads it), hands out what a whole read of the
@@ -36,6 +41,7 @@
 #include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "daemon/store.h"
+#include "proto/line.h"
 #include "fuzz.h"
 
 /* Lines as read: each its length (a size_t) and its bytes. */
@@ -172,6 +178,19 @@ static void read_to_end(struct store_cursor *c, struct paused *p, size_t budget)
 	} while (!at_end);
 }
 
+/* The lines of x whose seq (read from the tail) is above seq. */
+static void lines_above(const struct lines_buf *x, long seq, struct lines_buf *out)
+{
+	size_t at = 0, len;
+
+	while (at < x->len) {
+		memcpy(&len, x->b + at, sizeof len);
+		if (line_tail_seq(x->b + at + sizeof len, len) > seq)
+			lines_put(out, x->b + at + sizeof len, len);
+		at += sizeof len + len;
+	}
+}
+
 static void same_lines(const struct lines_buf *a, const struct lines_buf *b)
 {
 	FUZZ_CHECK(a->n == b->n);
@@ -188,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct store_cursor *c;
 	struct qual_msg m;
 	size_t budget, split;
+	long skip_seq;
 
 	if (size < 3)
 		return 0;
@@ -195,6 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	budget = data[0] == 255 ? SIZE_MAX / 8 : (size_t)data[0] + 1;
 	p.every = data[1] % 8;
 	split = (size - 3) * data[2] / 255;
+	skip_seq = data[1] >> 3;
 	data += 3;
 	size -= 3;
 
@@ -212,6 +233,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(ci->good_bytes == info.good_bytes);
 	FUZZ_CHECK(!strcmp(ci->lost_where, info.lost_where));
 	store_cursor_free(c);
+
+	/* skip */
+	{
+		struct paused k = {0};
+		struct lines_buf want = {0}, got = {0};
+		long seq = skip_seq;
+
+		FUZZ_CHECK(store_cursor_open(store, "j000001", &c, &m) == 0);
+		FUZZ_CHECK(store_cursor_skip_to(c, seq) == 0);
+		read_to_end(c, &k, budget);
+		store_cursor_free(c);
+		if (!info.lost && !info.torn_bytes && !info.unchecked) {
+			lines_above(&whole, seq, &want);
+			lines_above(&k.lines, seq, &got);
+			same_lines(&got, &want);
+		}
+		free(want.b);
+		free(got.b);
+		free(k.lines.b);
+	}
 
 	/* growth */
 	file_put(data, split, false);

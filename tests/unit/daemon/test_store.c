@@ -993,6 +993,28 @@ static void test_log_cursor_resume(void **state)
 		store_cursor_free(c);
 	}
 	assert_int_equal(store_cursor_open(s, "j000009", &c, &m), QUAL_ENOENT);
+
+	/* Moved to a resume point: every line after it, few before it. */
+	log_put("");
+	for (int i = 0; i < 3000; i++) {
+		snprintf(line, sizeof line, "{\"type\":\"pair\",\"pair\":%d,\"seq\":%d}", i, i);
+		append(s, line, false);
+	}
+	{
+		struct step_read x = { got, false, false, 0 };
+		const char *from;
+
+		got[0] = '\0';
+		assert_int_equal(store_cursor_open(s, "j000001", &c, &m), 0);
+		assert_int_equal(store_cursor_skip_to(c, 2500), 0);
+		cursor_steps(c, &x, 4096);
+		from = strstr(got, "{\"type\":\"pair\",\"pair\":2501,");
+		assert_non_null(from);
+		assert_non_null(strstr(from, "\"seq\":2999}|"));
+		assert_true(store_cursor_info(c)->lines < 1000);
+		assert_int_equal(store_cursor_info(c)->lost, 0);
+		store_cursor_free(c);
+	}
 	free(big);
 	store_free(s);
 }
