@@ -224,6 +224,12 @@ def scenario_memory(a, root):
         check(lines and json.loads(lines[0]).get("op") == "status",
               f"no status reply: {lines[:1]}")
         check(t < 2.0, f"status took {t:.3f} s with {len(held)} clients not reading")
+        _, metrics = http_get(http, "/metrics")
+        queued = [int(m.split()[1]) for m in metrics.decode().splitlines()
+                  if m.startswith("qual_reply_queued_bytes ")]
+        print(json.dumps({"reply_queued_bytes": queued}))
+        check(queued and 0 < queued[0] <= len(held) * (256 << 10),
+              f"qual_reply_queued_bytes {queued}: want some, at most 256 KiB a client")
         check(grown < a.max_grown_mib * 1024,
               f"quald's peak memory grew by {grown} KiB with {len(held)} clients of a "
               f"{size}-byte log not reading (bound {a.max_grown_mib} MiB)")
