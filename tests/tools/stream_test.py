@@ -10,7 +10,8 @@
           less than a bound far below what the clients asked for, a control
           `status` is answered meanwhile, and then a show, a GET and an event
           stream that read get every line, the GET's JSON text byte for byte
-          what the control socket's lines make
+          what the control socket's lines make; a HEAD of the job reads
+          nothing of its log (/proc/PID/io)
   list    jobs whose list entries are 128 KiB each (each arm's options at
           their bound): no list reply line is over 512 KiB, a page cut short
           names the next, and `qualctl list --json` gathers every page
@@ -157,13 +158,22 @@ def vm_hwm(pid):
     return 0
 
 
-def http_get(path, target, read=True):
+def rchar(pid):
+    """Bytes quald has read (files and sockets), /proc/PID/io."""
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    return 0
+
+
+def http_get(path, target, read=True, method="GET"):
     """A GET of target over the Unix socket path: the socket (read False) or
     (status line, body)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
-    s.sendall(b"GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-              % target.encode())
+    s.sendall(b"%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+              % (method.encode(), target.encode()))
     if not read:
         return s
     s.settimeout(60)
@@ -245,6 +255,19 @@ def scenario_memory(a, root):
                 b'],"state":"done"}')
         check(body == want, f"GET /api/jobs/{job}: {len(body)} bytes, not the "
                             f"{len(want)} the show's lines make")
+        # A HEAD reads nothing of the log (once what quald reads by itself,
+        # as after a start, is read).
+        before = rchar(p.pid)
+        for _ in range(50):
+            time.sleep(0.1)
+            now, before = before, rchar(p.pid)
+            if now == before:
+                break
+        for _ in range(3):
+            status, body = http_get(http, f"/api/jobs/{job}", method="HEAD")
+            check(" 200 " in status and body == b"", f"HEAD /api/jobs/{job}: {status} {body[:40]!r}")
+        read = rchar(p.pid) - before
+        check(read < size // 4, f"3 HEADs of /api/jobs/{job} read {read} bytes (its log: {size})")
         status, body = http_get(http, f"/api/jobs/{job}/events")
         events = [e for e in body.split(b"\n\n") if e.startswith(b"id: ")]
         check(len(events) == n and body.endswith(b"event: end\ndata: {}\n\n"),
