@@ -95,7 +95,7 @@ static void conn_drop_queue(struct conn *c)
  * lines, each all replies or all live lines (so that a reply's bytes leave
  * the cap's count, and its buffer is freed, when it is written, not when the
  * live lines written with it are), and a buffer over WRITE_ALONE_BYTES (a
- * whole stored log for a show) in a write of its own. */
+ * long line) in a write of its own. */
 #define WRITE_MAX_BUFS 1024
 #define WRITE_ALONE_BYTES ((size_t)64 << 10)
 static void conn_flush(struct conn *c)
