@@ -200,8 +200,12 @@ static void replay_step(struct stream *st)
 		replycap_wait(&st->waiter);
 		return;
 	}
-	rc = jobs_cursor_next(st->http->jobs, st->replay, REPLYCAP_CHUNK, replay_line, &r,
-			      &done, &state, &msg);
+	/* Until a chunk gives an event: one of lines before the resume point
+	 * (or of bad records) gives none, and no send would call back. */
+	do
+		rc = jobs_cursor_next(st->http->jobs, st->replay, REPLYCAP_CHUNK, replay_line,
+				      &r, &done, &state, &msg);
+	while (rc == 0 && !done);
 	replycap_take(st->outlen - before);
 	st->counted_out += st->outlen - before;
 	if (rc >= 0 && !done && !r.verdict)

@@ -12,6 +12,10 @@
           stream that read get every line, the GET's JSON text byte for byte
           what the control socket's lines make; a HEAD of the job reads
           nothing of its log (/proc/PID/io)
+  replay  a watch's replay of that log, drained, reads it about once (quald's
+          /proc/PID/io), not again from its start at each pause; a watch
+          and an event stream resumed 3 lines before its end read little
+          of it
   list    jobs whose list entries are 128 KiB each (each arm's options at
           their bound): no list reply line is over 512 KiB, a page cut short
           names the next, and `qualctl list --json` gathers every page
@@ -255,14 +259,8 @@ def scenario_memory(a, root):
                 b'],"state":"done"}')
         check(body == want, f"GET /api/jobs/{job}: {len(body)} bytes, not the "
                             f"{len(want)} the show's lines make")
-        # A HEAD reads nothing of the log (once what quald reads by itself,
-        # as after a start, is read).
-        before = rchar(p.pid)
-        for _ in range(50):
-            time.sleep(0.1)
-            now, before = before, rchar(p.pid)
-            if now == before:
-                break
+        # A HEAD reads nothing of the log.
+        before = settled_rchar(p.pid)
         for _ in range(3):
             status, body = http_get(http, f"/api/jobs/{job}", method="HEAD")
             check(" 200 " in status and body == b"", f"HEAD /api/jobs/{job}: {status} {body[:40]!r}")
@@ -275,6 +273,52 @@ def scenario_memory(a, root):
     finally:
         for s in held:
             s.close()
+        stop(p)
+
+
+def settled_rchar(pid):
+    """rchar once what quald reads by itself (as after a start) is read."""
+    before = rchar(pid)
+    for _ in range(50):
+        time.sleep(0.1)
+        now, before = before, rchar(pid)
+        if now == before:
+            break
+    return before
+
+
+def scenario_replay(a, root):
+    job = make_job(a.quald, a.qualctl, root, a.elf)
+    n, size = write_log(root, job, a.log_mib)
+    http = os.path.join(root, "http.sock")
+    p, sock = start(a.quald, root, ["--http", http])
+    try:
+        # A watch's replay of the whole log, drained: the log is read about
+        # once, not again from its start at each pause.
+        before = settled_rchar(p.pid)
+        _, lines = request(sock, {"op": "watch", "after_job": job, "after_seq": -1},
+                           lambda ls: len(ls) >= n + 1)
+        read = rchar(p.pid) - before
+        print(json.dumps({"log_bytes": size, "watch_replay_read": read}))
+        check(len(lines) == n + 1, f"watch replay: {len(lines) - 1} lines of {n}")
+        check(read < 2 * size, f"a watch replay of a {size}-byte log read {read} bytes")
+        # Resumed near the end (watch, event stream): the lines before the
+        # point are not read.
+        before = settled_rchar(p.pid)
+        _, lines = request(sock, [{"op": "watch", "after_job": job, "after_seq": n - 3},
+                                  {"op": "status"}], lambda ls: len(ls) >= 4)
+        read = rchar(p.pid) - before
+        check([json.loads(x).get("seq") for x in lines[1:3]] == [n - 2, n - 1],
+              f"watch after {n - 3}: {lines[1:3]}")
+        check(read < size // 4, f"a watch resumed at line {n - 3} read {read} bytes")
+        before = settled_rchar(p.pid)
+        _, body = http_get(http, f"/api/jobs/{job}/events?after={n - 3}")
+        read = rchar(p.pid) - before
+        events = [e for e in body.split(b"\n\n") if e.startswith(b"id: ")]
+        check(len(events) == 2, f"event stream after {n - 3}: {len(events)} events")
+        check(read < size // 4, f"an event stream resumed at line {n - 3} read {read} bytes")
+        print(json.dumps({"resumed_read": read}))
+    finally:
         stop(p)
 
 
@@ -336,11 +380,12 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--max-grown-mib", type=int, default=48)
     ap.add_argument("--jobs", type=int, default=6)
-    ap.add_argument("scenario", choices=["memory", "list"])
+    ap.add_argument("scenario", choices=["memory", "replay", "list"])
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="qual-stream-")
     try:
-        {"memory": scenario_memory, "list": scenario_list}[a.scenario](a, root)
+        {"memory": scenario_memory, "replay": scenario_replay,
+         "list": scenario_list}[a.scenario](a, root)
     except AssertionError as e:
         print(f"FAIL {a.scenario}: {e}", file=sys.stderr)
         return 1
