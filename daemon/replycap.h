@@ -16,10 +16,14 @@
 
 #include "daemon/list.h"
 
-/* One read of a log: a few hundred lines of a usual job. */
+/* One read of a log: some 70 lines of a usual job. Small, so that a turn
+ * of the loop that reads a chunk for each of many clients stays short (64
+ * clients of a 60 MB log: bench/RESULTS.md); a reply reads one chunk a
+ * turn, the next once the last is written. */
 #define REPLYCAP_CHUNK ((size_t)16 << 10)
-/* What one client may have queued before its reply reads on: four chunks,
- * so that a client that reads keeps reading while the next chunk is read. */
+/* What one client may have queued before its reply reads on. A reply that
+ * reads a chunk a turn stays near one chunk; this bounds what a reply that
+ * queues more (a line over the chunk, the JSON around it) may hold. */
 #define REPLYCAP_CLIENT ((size_t)256 << 10)
 /* What all of them may have queued: 128 clients' worth of their bound, so
  * that a host's usual readers never wait on it, and a crowd of clients that
