@@ -1036,6 +1036,65 @@ static void test_disconnect_mid_stream(void **state)
 	stop();
 }
 
+/* A show sends the lines its job had when it came, a chunk at a time as the
+ * client reads, and exactly as many as its header says; live lines for the
+ * same connection (a watch) come after them, in order, none lost. */
+static void test_show_streamed_live_after(void **state)
+{
+	enum { STORED = 3000, LIVE = 40 };
+	struct client *sub, *w;
+	char pad[300], extra[400];
+	char *a, *b;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	sub = client_connect();
+	a = submit(sub, "/a", false);
+	b = submit(sub, "/b", false);
+	memset(pad, 'p', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
+	for (int i = 0; i < STORED; i++)
+		stub_emit(a, "pair", extra);
+	w = client_connect();
+	client_sends(w, "{\"op\":\"watch\"}\n");
+	o = client_json(w);
+	expect_type(o, "reply", "watch");
+	json_decref(o);
+	client_sends(w, "{\"op\":\"show\",\"job\":\"j000001\"}\n");
+	pump_ms(50);
+	/* The show is under way, not all queued: its lines come from the log
+	 * as the client reads. */
+	{
+		struct conn *c;
+
+		for (c = srv->conns; c && !(c->flags & CONN_F_WATCHING); c = c->next)
+			;
+		assert_non_null(c);
+		assert_true(c->replay.active && c->replay.show);
+		assert_true(conn__pending(c) <= REPLYCAP_CLIENT + REPLYCAP_CHUNK + 1024);
+	}
+	for (int i = 0; i < LIVE; i++) {
+		stub_emit(i % 2 ? a : b, "pair", "\"live\":true");
+		uv_run(&loop, UV_RUN_NOWAIT);
+	}
+	o = client_json(w);
+	expect_type(o, "reply", "show");
+	assert_int_equal(json_integer_value(json_object_get(o, "lines")), STORED);
+	json_decref(o);
+	for (long s = 0; s < STORED; s++)
+		expect_line(w, a, s);
+	for (int i = 0; i < LIVE; i++)
+		expect_line(w, i % 2 ? a : b, i % 2 ? STORED + i / 2 : i / 2);
+	client_quiet(w, 20);
+	free(a);
+	free(b);
+	client_free(sub);
+	client_free(w);
+	stop();
+}
+
 static void test_show_list_cancel(void **state)
 {
 	struct client *c;
@@ -2155,6 +2214,7 @@ QUAL_TESTS(
 	T(submit_refused_async),
 	T(disconnect_mid_stream),
 	T(show_list_cancel),
+	T(show_streamed_live_after),
 	T(quarantine),
 	T(watch),
 	T(watch_replay_paced),
