@@ -1036,6 +1036,19 @@ static void test_disconnect_mid_stream(void **state)
 	stop();
 }
 
+/* n pair lines of job, each with a 300-byte pad: a stored log of some
+ * hundreds of bytes a line. */
+static void emit_padded(const char *job, int n)
+{
+	char pad[300], extra[400];
+
+	memset(pad, 'p', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
+	for (int i = 0; i < n; i++)
+		stub_emit(job, "pair", extra);
+}
+
 /* A show sends the lines its job had when it came, a chunk at a time as the
  * client reads, and exactly as many as its header says; live lines for the
  * same connection (a watch) come after them, in order, none lost. */
@@ -1043,7 +1056,6 @@ static void test_show_streamed_live_after(void **state)
 {
 	enum { STORED = 3000, LIVE = 40 };
 	struct client *sub, *w;
-	char pad[300], extra[400];
 	char *a, *b;
 	json_t *o;
 
@@ -1052,11 +1064,7 @@ static void test_show_streamed_live_after(void **state)
 	sub = client_connect();
 	a = submit(sub, "/a", false);
 	b = submit(sub, "/b", false);
-	memset(pad, 'p', sizeof pad - 1);
-	pad[sizeof pad - 1] = '\0';
-	snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
-	for (int i = 0; i < STORED; i++)
-		stub_emit(a, "pair", extra);
+	emit_padded(a, STORED);
 	w = client_connect();
 	client_sends(w, "{\"op\":\"watch\"}\n");
 	o = client_json(w);
@@ -1284,22 +1292,13 @@ static void test_watch_replay_paced(void **state)
 {
 	enum { STORED = 20000, LIVE = 300 };
 	struct client *sub, *w;
-	char pad[300];
 	char *a;
 
 	(void)state;
 	start_with(SERVER_MIN_CLIENT_BUFFER, -1);
 	sub = client_connect();
 	a = submit(sub, "/a", false);
-	memset(pad, 'p', sizeof pad - 1);
-	pad[sizeof pad - 1] = '\0';
-	{
-		char extra[400];
-
-		snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
-		for (int i = 0; i < STORED; i++)
-			stub_emit(a, "pair", extra);
-	}
+	emit_padded(a, STORED);
 	w = client_connect();
 	client_sends(w, "{\"op\":\"watch\",\"after_job\":\"j000001\",\"after_seq\":-1}\n");
 	/* The client does not read for a while; the job goes on. */
