@@ -23,108 +23,14 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.join(HERE, "..", "tests", "tools")
 sys.path.insert(0, TOOLS)
-import store_log  # noqa: E402
-
-
-def start(quald, root):
-    sock = os.path.join(root, "quald.sock")
-    log = open(os.path.join(root, "quald.log"), "ab")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("QUAL_SOCKET", "NOTIFY_SOCKET", "LISTEN_PID", "LISTEN_FDS")}
-    p = subprocess.Popen([quald, "--socket", sock, "--state-dir", os.path.join(root, "state"),
-                          "--slots", "1", "--worker", os.path.join(TOOLS, "fake_worker.sh"),
-                          "--compile-helper", os.path.join(TOOLS, "fake_compile.sh"),
-                          "--allow-root", os.path.join(root, "libs")],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    for _ in range(600):
-        if os.path.exists(sock):
-            try:
-                request(sock, {"op": "status"}, lambda lines: True)
-                return p, sock
-            except OSError:
-                pass
-        time.sleep(0.05)
-    p.kill()
-    sys.exit(f"quald {quald} did not answer; see {root}/quald.log")
-
-
-def stop(p):
-    p.terminate()
-    p.wait(30)
-
-
-def request(sock, req, done):
-    """Sends req (a request, or a list of them), reads lines until
-    done(lines) says so; the seconds taken and the lines."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(sock)
-    buf, lines = b"", []
-    reqs = req if isinstance(req, list) else [req]
-    t0 = time.perf_counter()
-    s.sendall(b"".join(json.dumps(r).encode() + b"\n" for r in reqs))
-    while not done(lines):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        buf += chunk
-        *whole, buf = buf.split(b"\n")
-        lines.extend(whole)
-    t = time.perf_counter() - t0
-    s.close()
-    return t, lines
-
-
-def make_job(quald, qualctl, root, elf):
-    libs = []
-    for kind in ("base", "ok"):
-        d = os.path.join(root, "libs", kind)
-        os.makedirs(d)
-        libs.append(os.path.join(d, "libcompiler.so"))
-        shutil.copy(elf, libs[-1])
-    p, sock = start(quald, root)
-    try:
-        r = subprocess.run([qualctl, "--socket", sock, "submit", *libs, "--compile-only",
-                            "--json"], capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            sys.exit(f"submit: exit {r.returncode}: {r.stderr}")
-        job = json.loads(r.stdout.splitlines()[0])["job"]
-        for _ in range(600):
-            t, lines = request(sock, {"op": "show", "job": job}, lambda ls: len(ls) >= 1)
-            if json.loads(lines[0])["state"] == "done":
-                break
-            time.sleep(0.05)
-    finally:
-        stop(p)
-    return job
-
-
-def write_log(root, job, mib):
-    path = os.path.join(root, "state", "jobs", job, "log.jsonl")
-    lines = store_log.read(path).lines
-    start_line = lines[0][:lines[0].rindex(b',"job"')]
-    verdict = lines[-1][:lines[-1].rindex(b',"job"')]
-    pair = (b'{"type":"pair","case":"gemm_f16-256x512x256","pair":%d,'
-            b'"order":"baseline_first","baseline_ns":1.5,"candidate_ns":1.25,'
-            b'"placement":{"sm":[1,2,3,4],"clock_mhz":1980}')
-    seq = 0
-    with open(path, "wb") as f:
-        f.write(store_log.record(start_line + b',"job":"%s","seq":%d}' % (job.encode(), seq)))
-        while f.tell() < mib << 20:
-            seq += 1
-            f.write(store_log.record(pair % seq + b',"job":"%s","seq":%d}' % (job.encode(), seq)))
-        seq += 1
-        f.write(store_log.record(verdict + b',"job":"%s","seq":%d}' % (job.encode(), seq)))
-    return seq + 1, os.path.getsize(path)
+from stream_test import make_job, request, start, stop, write_log  # noqa: E402
 
 
 def main():

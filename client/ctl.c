@@ -437,12 +437,14 @@ static int ctl_connect(struct ctl *ctl)
 	return ctl->tcp ? ctl_auth(ctl) : -1;
 }
 
-int ctl_request(struct ctl *ctl, json_t *request, struct reply *r)
+/* ctl_request, on the connection it opened when connect is false. */
+static int request_on(struct ctl *ctl, json_t *request, struct reply *r, bool connect)
 {
-	int rc;
+	int rc = -1;
 
 	json_object_set_new(request, "id", json_integer(1));
-	rc = ctl_connect(ctl);
+	if (connect)
+		rc = ctl_connect(ctl);
 	if (rc < 0)
 		rc = send_request(ctl, request);
 	while (rc < 0) {
@@ -462,4 +464,14 @@ int ctl_request(struct ctl *ctl, json_t *request, struct reply *r)
 	}
 	json_decref(request);
 	return rc;
+}
+
+int ctl_request(struct ctl *ctl, json_t *request, struct reply *r)
+{
+	return request_on(ctl, request, r, true);
+}
+
+int ctl_request_again(struct ctl *ctl, json_t *request, struct reply *r)
+{
+	return request_on(ctl, request, r, false);
 }

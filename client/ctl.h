@@ -174,6 +174,9 @@ int ctl_read_reply(struct ctl *ctl, struct reply *r);
  * value, a path that is no compiler, an unknown job). */
 int ctl_request(struct ctl *ctl, json_t *request, struct reply *r);
 
+/* ctl_request on the connection ctl_request opened (a list's next page). */
+int ctl_request_again(struct ctl *ctl, json_t *request, struct reply *r);
+
 /* ---- the commands (ctl_follow.c, ctl_query.c) ------------------------ */
 
 int ctl_submit(struct ctl *ctl, const struct command *cmd, int argc, char **argv);

@@ -263,6 +263,44 @@ static void list_texts(json_t *jobs)
 	}
 }
 
+/* A list reply holds what fits in one line (docs/protocol.md, list): a page
+ * cut short says "next", and the jobs before that one are asked for on the
+ * same connection until the limit is reached (the protocol's default when
+ * none was given) or there are no more. The pages' jobs go into r's, as one reply; with
+ * --json it prints as one. Returns -1, or the exit status. */
+static int list_follow_pages(struct ctl *ctl, struct reply *r, long limit)
+{
+	json_t *jobs = json_object_get(r->obj, "jobs");
+	json_t *next = json_object_get(r->obj, "next");
+	bool paged = false;
+
+	if (limit <= 0)
+		limit = VOCAB_LIST_DEFAULT;
+	while (json_is_string(next) && json_is_array(jobs) &&
+	       (long)json_array_size(jobs) < limit) {
+		struct reply page = {0};
+		json_t *req = json_pack("{s:s,s:s}", "op", "list", "before", json_string_value(next));
+		int rc;
+
+		json_object_set_new(req, "limit", json_integer(limit - (long)json_array_size(jobs)));
+		if ((rc = ctl_request_again(ctl, req, &page)) >= 0)
+			return rc;
+		json_array_extend(jobs, json_object_get(page.obj, "jobs"));
+		next = json_object_get(page.obj, "next");
+		json_object_set(r->obj, "next", json_is_string(next) ? next : json_null());
+		next = json_object_get(r->obj, "next");
+		ctl_reply_release(&page);
+		paged = true;
+	}
+	if (paged) {
+		json_object_del(r->obj, "next");
+		free(r->text);
+		r->text = json_dumps(r->obj, JSON_COMPACT);
+		r->len = r->text ? strlen(r->text) : 0;
+	}
+	return -1;
+}
+
 int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 {
 	static const struct option own[] = {
@@ -291,6 +329,10 @@ int ctl_list(struct ctl *ctl, const struct command *cmd, int argc, char **argv)
 	rc = ctl_request(ctl, req, &r);
 	if (rc >= 0)
 		return rc;
+	if ((rc = list_follow_pages(ctl, &r, limit)) >= 0) {
+		ctl_reply_release(&r);
+		return rc;
+	}
 	if (!ctl->json) {
 		mark_damaged(json_object_get(r.obj, "jobs"));
 		list_texts(json_object_get(r.obj, "jobs"));

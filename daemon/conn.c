@@ -3,6 +3,7 @@
  * reading and framing its requests. */
 #include "daemon/oplog.h"
 #include "daemon/peer.h"
+#include "daemon/replycap.h"
 #include "daemon/server_internal.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@ struct wreq {
 	uv_write_t req;
 	struct conn *c;
 	size_t reply_bytes;  /* of replies (not live lines), for the cap */
+	size_t stored_bytes; /* of stored lines, counted in replycap.h's bound */
 	int nb;
 	struct obuf *b[];
 };
@@ -70,13 +72,22 @@ size_t conn__pending(struct conn *c)
 /* Drops what is queued (the connection is closing). */
 static void conn_drop_queue(struct conn *c)
 {
+	size_t stored = 0;
+
 	for (int i = 0; i < c->qn; i++) {
 		if (c->q[i].reply)
 			c->reply_inflight -= c->q[i].b->len;
+		if (c->q[i].stored)
+			stored += c->q[i].b->len;
 		conn__obuf_unref(c->q[i].b);
 	}
 	c->qn = 0;
 	c->q_bytes = 0;
+	for (int i = 0; i < c->nheld; i++)
+		conn__obuf_unref(c->held[i]);
+	c->nheld = 0;
+	c->held_bytes = 0;
+	replycap_give(stored);
 }
 
 
@@ -84,7 +95,7 @@ static void conn_drop_queue(struct conn *c)
  * lines, each all replies or all live lines (so that a reply's bytes leave
  * the cap's count, and its buffer is freed, when it is written, not when the
  * live lines written with it are), and a buffer over WRITE_ALONE_BYTES (a
- * whole stored log for a show) in a write of its own. */
+ * long line) in a write of its own. */
 #define WRITE_MAX_BUFS 1024
 #define WRITE_ALONE_BYTES ((size_t)64 << 10)
 static void conn_flush(struct conn *c)
@@ -108,6 +119,8 @@ static void conn_flush(struct conn *c)
 			bufs[i] = uv_buf_init(w->b[i]->data, (unsigned)w->b[i]->len);
 			if (c->q[i].reply)
 				w->reply_bytes += w->b[i]->len;
+			if (c->q[i].stored)
+				w->stored_bytes += w->b[i]->len;
 			c->q_bytes -= w->b[i]->len;
 		}
 		c->qn -= n;
@@ -119,6 +132,7 @@ static void conn_flush(struct conn *c)
 			for (int i = 0; i < n; i++)
 				conn__obuf_unref(w->b[i]);
 			c->reply_inflight -= w->reply_bytes;
+			replycap_give(w->stored_bytes);
 			free(w);
 			conn__close(c, close_why(rc));
 			return;
@@ -136,6 +150,8 @@ static void on_write(uv_write_t *req, int status)
 		conn__obuf_unref(w->b[i]);
 	c->reply_inflight -= w->reply_bytes;
 	c->writes--;
+	/* Room for other replies' stored lines (which may be woken here). */
+	replycap_give(w->stored_bytes);
 	free(w);
 	if (c->state == CONN_STATE_CLOSING)
 		return;
@@ -145,31 +161,37 @@ static void on_write(uv_write_t *req, int status)
 	}
 	if (c->writes == 0)
 		conn_flush(c);
-	if (conn__pending(c) <= SERVER_REPLY_HIGH / 2) {
-		if (c->replay.waiting)
-			fanout__replay_pump(c);
+	if (c->replay.waiting && conn__pending(c) <= REPLYCAP_CLIENT)
+		fanout__replay_pump(c);
+	if (c->state != CONN_STATE_CLOSING && conn__pending(c) <= SERVER_REPLY_HIGH / 2)
 		conn__process(c);
-	}
 }
 
 /* Queues nb buffers (taking a reference to each); reply says whether they
  * answer a request (a reply, a refusal, stored lines) rather than relay a
  * live job line. They go out at once when no write is in flight (or the
  * write side is being shut), else with the next write. */
-void conn__write(struct conn *c, struct obuf **b, int nb, bool reply)
+static void conn_queue(struct conn *c, struct obuf **b, int nb, bool reply, bool stored)
 {
 	if (c->state == CONN_STATE_CLOSING)
 		return;
 	XGROW(c->q, c->qn + nb, c->qcap);
 	for (int i = 0; i < nb; i++) {
 		b[i]->refs++;
-		c->q[c->qn++] = (struct qent){b[i], reply};
+		c->q[c->qn++] = (struct qent){b[i], reply, stored};
 		c->q_bytes += b[i]->len;
 		if (reply)
 			c->reply_inflight += b[i]->len;
+		if (stored)
+			replycap_take(b[i]->len);
 	}
 	if (c->writes == 0 || c->state != CONN_STATE_OPEN)
 		conn_flush(c);
+}
+
+void conn__write(struct conn *c, struct obuf **b, int nb, bool reply)
+{
+	conn_queue(c, b, nb, reply, false);
 }
 
 /* Writes one JSON object as a line; takes the reference. */
@@ -223,14 +245,53 @@ void conn__refuse(struct conn *c, const char *op, json_t *id, const char *messag
 
 /* ---- job lines to connections ---- */
 
-/* Sends a job line that is part of a reply (a replay): flow-controlled by
- * the caller, never refused by the cap. */
+/* Sends a stored job line that is part of a reply (a show, a replay):
+ * flow-controlled by the caller, never refused by the cap, counted in
+ * replycap.h's bound until written. */
 void conn__send_line(struct conn *c, const char *line, size_t len)
 {
 	struct obuf *b = conn__line_new(line, len);
 
-	conn__write(c, &b, 1, true);
+	conn_queue(c, &b, 1, true, true);
 	conn__obuf_unref(b);
+}
+
+/* Holds a live line while a show's lines go out (they come in one piece),
+ * under the same bound as live output; false when the connection is
+ * closed for it. */
+static bool conn_hold(struct conn *c, struct obuf *b)
+{
+	size_t cap = c->srv->cfg.client_buffer;
+
+	if (c->held_bytes + b->len > 2 * cap) {
+		char why[160];
+
+		snprintf(why, sizeof why, "not reading: %zu bytes of live lines held behind "
+			 "a show, cap %zu", c->held_bytes, 2 * cap);
+		c->srv->stats.clients_dropped++;
+		conn__close(c, why);
+		return false;
+	}
+	XGROW(c->held, c->nheld + 1, c->held_cap);
+	b->refs++;
+	c->held[c->nheld++] = b;
+	c->held_bytes += b->len;
+	return true;
+}
+
+void conn__release_held(struct conn *c)
+{
+	int n = c->nheld;
+	struct obuf **held = c->held;
+
+	c->held = NULL;
+	c->nheld = c->held_cap = 0;
+	c->held_bytes = 0;
+	for (int i = 0; i < n; i++) {
+		conn__send_live(c, held[i]);
+		conn__obuf_unref(held[i]);
+	}
+	free(held);
 }
 
 /* Sends a live job line, or drops the connection when its pending live
@@ -247,6 +308,10 @@ void conn__send_live(struct conn *c, struct obuf *b)
 	size_t cap = c->srv->cfg.client_buffer;
 	uint64_t now = uv_now(c->srv->loop);
 
+	if (c->replay.active && c->replay.show) {
+		conn_hold(c, b);
+		return;
+	}
 	if (live + b->len <= cap) {
 		c->over_since = 0;
 	} else {
@@ -280,6 +345,7 @@ void conn__unref(struct conn *c)
 	json_decref(c->submit_id);
 	fanout__replay_free(&c->replay);
 	conn_drop_queue(c);
+	free(c->held);
 	free(c->q);
 	free(c->marks);
 	free(c->in);
@@ -543,7 +609,7 @@ void conn__close(struct conn *c, const char *why)
 	}
 	if (why)
 		oplog_warn("connection %lu closed: %s", c->serial, why);
-	c->replay.active = false;
+	fanout__replay_free(&c->replay);
 	conn_drop_queue(c);
 	uv_close(&c->h.handle, on_conn_closed);
 }

@@ -70,7 +70,7 @@ static void deliver(struct conn *c, const char *job, long seq, bool verdict,
 	if (c->state == CONN_STATE_CLOSING)
 		return;
 	if (c->flags & CONN_F_WATCHING) {
-		if (rp->active && job_cmp(job, rp->ids[rp->i]) >= 0) {
+		if (rp->active && !rp->show && job_cmp(job, rp->ids[rp->i]) >= 0) {
 			/* The replay will read this line from the log. A job
 			 * newer than the replay's list joins it. */
 			if (job_cmp(job, rp->ids[rp->n - 1]) > 0) {
@@ -123,19 +123,18 @@ void fanout__on_line(void *ctx, const char *job, struct line *line)
 		server__status_update(s);
 }
 
-/* ---- stored lines: a follow's start, a watch's replay ---- */
+/* ---- stored lines: a follow's start, a show, a watch's replay ---- */
 
-/* A read of a job's log onto a connection. A replay pauses once the client
- * has a SERVER_REPLY_HIGH backlog (and reads on from there later); a follow
- * reads the whole log at once. */
+/* A read of a job's log onto a connection: a follow's start (the whole log,
+ * a few lines of a job just submitted), or a chunk of a show or a replay. */
 struct send_ctx {
 	struct conn *c;
-	bool may_pause, paused;
+	long *left;  /* a show's lines still to send, or NULL */
 	long sent;   /* lines sent by this read */
 };
 
-/* Stops the read once the client has its backlog (a replay's pause) or is
- * closing: the rest of the log is read when the replay goes on, not now. */
+/* Stops the read once the client is closing, or a show has sent its
+ * lines. */
 static bool send_each(void *ctx, const struct jobs_record *rec)
 {
 	struct send_ctx *x = ctx;
@@ -144,9 +143,7 @@ static bool send_each(void *ctx, const struct jobs_record *rec)
 		return true;
 	conn__send_line(x->c, rec->text, rec->len);
 	x->sent++;
-	if (x->may_pause && conn__pending(x->c) > SERVER_REPLY_HIGH)
-		x->paused = true;
-	return x->paused;
+	return x->left && --*x->left == 0;
 }
 
 void fanout__follow(struct conn *c, const char *job)
@@ -168,15 +165,60 @@ void fanout__follow(struct conn *c, const char *job)
 
 void fanout__replay_free(struct replay *rp)
 {
+	if (rp->waiter.wake)
+		replycap_unwait(&rp->waiter);
+	jobs_cursor_free(rp->cur);
 	for (int i = 0; i < rp->n; i++)
 		free(rp->ids[i]);
 	free(rp->ids);
 	memset(rp, 0, sizeof *rp);
 }
 
-/* On_write calls again once the client has read. Lines of one job come in
- * seq order without gaps, so the last one sent is the start seq plus the
- * count. */
+static void replay_wake(struct replycap_waiter *w)
+{
+	struct conn *c = container_of(w, struct conn, replay.waiter);
+
+	if (c->replay.waiting)
+		fanout__replay_pump(c);
+}
+
+static void replay_start(struct conn *c)
+{
+	replycap_waiter_init(&c->replay.waiter, replay_wake);
+	c->replay.active = true;
+	fanout__replay_pump(c);
+}
+
+/* The replay's current job is done: the next, or the end of the replay. A
+ * watcher's job that is still running is followed live from the last line
+ * sent. Returns false when the replay has ended. */
+static bool replay_next_job(struct conn *c, bool read, enum job_state state)
+{
+	struct replay *rp = &c->replay;
+
+	if (!rp->show && read && state_is_active(state))
+		mark_set(c, rp->ids[rp->i], jobs_cursor_seq(rp->cur));
+	jobs_cursor_free(rp->cur);
+	rp->cur = NULL;
+	rp->i++;
+	rp->seq = -1;
+	if (rp->i < rp->n)
+		return true;
+	if (rp->show && rp->left > 0) {
+		/* The log held fewer lines than the header said (damaged since
+		 * the show began): the reply cannot be completed. */
+		conn__close(c, "a show's log ended before its lines");
+		return false;
+	}
+	fanout__replay_free(rp);
+	conn__release_held(c);
+	if (c->state != CONN_STATE_CLOSING)
+		conn__process(c);
+	return false;
+}
+
+/* Reads a chunk (more when one sends nothing: lines before a resume point);
+ * on_write and the global bound's wake call again once there is room. */
 void fanout__replay_pump(struct conn *c)
 {
 	struct replay *rp = &c->replay;
@@ -184,11 +226,11 @@ void fanout__replay_pump(struct conn *c)
 
 	rp->waiting = false;
 	while (rp->active && c->state != CONN_STATE_CLOSING) {
-		struct send_ctx x = {.c = c, .may_pause = true};
-		enum job_state state;
+		struct send_ctx x = {.c = c, .left = rp->show ? &rp->left : NULL};
+		enum job_state state = JOB_STATE_UNKNOWN;
 		struct qual_msg msg = {{0}};
-		const char *job = rp->ids[rp->i];
-		int rc;
+		bool done = false;
+		int rc = 0;
 
 		if (s->stopping) {
 			/* jobs_close has been called: the logs are not ours to
@@ -196,28 +238,48 @@ void fanout__replay_pump(struct conn *c)
 			fanout__replay_free(rp);
 			return;
 		}
-		if (conn__pending(c) > SERVER_REPLY_HIGH) {
+		if (conn__pending(c) > REPLYCAP_CLIENT) {
 			rp->waiting = true;
 			return;
 		}
-		rc = jobs_read_log(s->jobs, job, rp->seq, JOBS_READ_BYTES, send_each, &x,
-				   &state, &msg);
-		if (rc >= 0 && rp->seq != LONG_MAX)
-			rp->seq += x.sent;
-		if (x.paused) {
+		if (!replycap_room()) {
 			rp->waiting = true;
+			replycap_wait(&rp->waiter);
 			return;
 		}
-		if (rc >= 0 && state_is_active(state))
-			mark_set(c, job, rp->seq);
-		rp->i++;
-		rp->seq = -1;
-		if (rp->i == rp->n) {
-			fanout__replay_free(rp);
-			conn__process(c);
+		if (!rp->cur)
+			rc = jobs_cursor_open(s->jobs, rp->ids[rp->i], rp->seq, JOBS_READ_BYTES,
+					      false, &rp->cur, NULL, &state, &msg);
+		if (rc >= 0)
+			rc = jobs_cursor_next(s->jobs, rp->cur, REPLYCAP_CHUNK, send_each, &x,
+					      &done, &state, &msg);
+		if (rc < 0 || done || (rp->show && rp->left == 0)) {
+			if (!replay_next_job(c, rc >= 0, state))
+				return;
+		} else if (x.sent > 0) {
+			/* One chunk a turn: its write's callback reads the next,
+			 * so other clients' requests come between. */
+			rp->waiting = true;
 			return;
 		}
 	}
+}
+
+void fanout__show(struct conn *c, const char *job, struct jobs_cursor *cur, long count)
+{
+	struct replay *rp = &c->replay;
+
+	if (count <= 0) {
+		jobs_cursor_free(cur);
+		return;
+	}
+	rp->ids = xcalloc(1, sizeof *rp->ids);
+	rp->ids[0] = xstrdup(job);
+	rp->n = rp->cap = 1;
+	rp->cur = cur;
+	rp->show = true;
+	rp->left = count;
+	replay_start(c);
 }
 
 void fanout__watch(struct conn *c, const char *after_job, long after_seq,
@@ -240,6 +302,5 @@ void fanout__watch(struct conn *c, const char *after_job, long after_seq,
 	rp->n = n + 1;
 	rp->i = 0;
 	rp->seq = after_seq;
-	rp->active = true;
-	fanout__replay_pump(c);
+	replay_start(c);
 }

@@ -11,7 +11,10 @@
 #include "common/lines.h"
 #include "common/xalloc.h"
 #include "daemon/metrics.h"
+#include "daemon/oplog.h"
+#include "daemon/replycap.h"
 #include "daemon/server.h"
+#include "daemon/store.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"
@@ -21,6 +24,7 @@
 
 struct list_params {
 	long limit;
+	char before[JOB_ID_MAX];   /* "" for the newest jobs */
 };
 
 static int list_param(void *ctx, const char *key, const char *value, char *why, size_t whylen)
@@ -28,6 +32,14 @@ static int list_param(void *ctx, const char *key, const char *value, char *why, 
 	struct list_params *p = ctx;
 	char *end;
 
+	if (!strcmp(key, "before")) {
+		if (strlen(value) >= sizeof p->before || store_id_parse(value) < 0) {
+			snprintf(why, whylen, "'before' must be a job id, got '%.32s'", value);
+			return -1;
+		}
+		snprintf(p->before, sizeof p->before, "%s", value);
+		return 0;
+	}
 	if (strcmp(key, "limit"))
 		return 0; /* others are ignored, as unknown JSON fields are */
 	errno = 0;
@@ -59,43 +71,166 @@ int http__api_list(struct http *h, h2o_req_t *req)
 
 	if (http__query_each(req, list_param, &p, why, sizeof why) < 0)
 		return http__respond_error(req, 400, "Bad Request", "%s", why);
-	return http__respond_json(req, 200, "OK", jobs_list_json(h->jobs, (int)p.limit));
+	return http__respond_json(req, 200, "OK",
+				  jobs_list_json(h->jobs, (int)p.limit, p.before[0] ? p.before : NULL,
+						 JOBS_LIST_MAX_BYTES));
 }
 
-/* A job's stored lines as one JSON text: the lines are JSON objects
- * already, so they are joined, not parsed. */
-struct joined {
-	char *b;
-	size_t len, cap;
+/* A job's JSON, {"job":...,<show's members>,"lines":[...],"state":S}, sent
+ * as the client reads it: the lines are JSON objects already, so they are
+ * joined, not parsed, a chunk at a time from a cursor over the log
+ * (replycap.h). The state is the one the job is in when the cursor has read
+ * every line there is, so a state that says ended comes with the verdict
+ * line. Allocated in the request's pool: it lives as long as the request. */
+struct jobbody {
+	h2o_generator_t gen;       /* first: H2O hands it back */
+	h2o_req_t *req;
+	struct http *http;
+	struct jobs_cursor *cur;   /* NULL once every line is read */
+	struct replycap_waiter waiter;
+	char *out;                 /* the next bytes to send */
+	size_t outlen, outcap;
+	char *inflight;            /* handed to H2O until it proceeds */
+	size_t inflight_len;
+	bool first;                /* no line is in the array yet */
+	bool sending, ended;
 };
 
-static void joined_put(struct joined *x, const char *s, size_t len)
+static void body_put(struct jobbody *jb, const char *s, size_t len)
 {
-	if (x->len + len + 1 > x->cap) {
-		while (x->len + len + 1 > x->cap)
-			x->cap = x->cap ? x->cap * 2 : 64 << 10;
-		x->b = xrealloc(x->b, x->cap);
+	if (jb->outlen + len > jb->outcap) {
+		while (jb->outlen + len > jb->outcap)
+			jb->outcap = jb->outcap ? jb->outcap * 2 : REPLYCAP_CHUNK + 256;
+		jb->out = xrealloc(jb->out, jb->outcap);
 	}
-	memcpy(x->b + x->len, s, len);
-	x->len += len;
-	x->b[x->len] = '\0';
+	memcpy(jb->out + jb->outlen, s, len);
+	jb->outlen += len;
 }
 
-static bool join_line(void *ctx, const struct jobs_record *rec)
+static bool body_line(void *ctx, const struct jobs_record *rec)
 {
-	struct joined *x = ctx;
+	struct jobbody *jb = ctx;
 
-	if (x->b[x->len - 1] != '[')
-		joined_put(x, ",", 1);
-	joined_put(x, rec->text, rec->len);
+	if (!jb->first)
+		body_put(jb, ",", 1);
+	jb->first = false;
+	body_put(jb, rec->text, rec->len);
 	return false;
+}
+
+/* Reads the next chunk into out; the end of the text once the cursor has
+ * read every line. False when the read failed. */
+static bool body_read(struct jobbody *jb)
+{
+	struct qual_msg msg = {{0}};
+	enum job_state state;
+	bool done = false;
+	json_t *word;
+	char *text;
+
+	if (jobs_cursor_next(jb->http->jobs, jb->cur, REPLYCAP_CHUNK, body_line, jb, &done,
+			     &state, &msg) < 0) {
+		oplog_warn("cannot send the lines of a job: %s", msg.text);
+		return false;
+	}
+	if (!done)
+		return true;
+	jobs_cursor_free(jb->cur);
+	jb->cur = NULL;
+	body_put(jb, "],\"state\":", 10);
+	word = json_string(state != JOB_STATE_UNKNOWN ? vocab_state_name(state) : "unknown");
+	text = json_dumps(word, JSON_ENCODE_ANY);
+	json_decref(word);
+	body_put(jb, text, strlen(text));
+	free(text);
+	body_put(jb, "}", 1);
+	return true;
+}
+
+/* Hands the next chunk to H2O, unless a send is in flight (then proceed
+ * does) or there is no room for it (then the bound's wake does). */
+static void body_send(struct jobbody *jb)
+{
+	h2o_iovec_t buf;
+	bool final;
+
+	if (jb->sending || jb->ended)
+		return;
+	if (jb->cur && !jb->outlen) {
+		if (!replycap_room()) {
+			replycap_wait(&jb->waiter);
+			return;
+		}
+		if (!body_read(jb)) {
+			jb->ended = true;
+			h2o_send(jb->req, NULL, 0, H2O_SEND_STATE_ERROR);
+			return;
+		}
+	}
+	final = !jb->cur;
+	free(jb->inflight);
+	jb->inflight = jb->out;
+	jb->inflight_len = jb->outlen;
+	replycap_take(jb->outlen);
+	buf = h2o_iovec_init(jb->out, jb->outlen);
+	jb->out = NULL;
+	jb->outlen = jb->outcap = 0;
+	jb->sending = true;
+	jb->ended = final;
+	h2o_send(jb->req, &buf, buf.len ? 1 : 0,
+		 final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+/* The previous chunk is written: its bytes leave the bound. */
+static void body_sent(struct jobbody *jb)
+{
+	size_t n = jb->inflight_len;
+
+	jb->sending = false;
+	free(jb->inflight);
+	jb->inflight = NULL;
+	jb->inflight_len = 0;
+	replycap_give(n);
+}
+
+static void body_proceed(h2o_generator_t *g, h2o_req_t *req)
+{
+	struct jobbody *jb = (struct jobbody *)g;
+
+	(void)req;
+	body_sent(jb);
+	body_send(jb);
+}
+
+static void body_stop(h2o_generator_t *g, h2o_req_t *req)
+{
+	struct jobbody *jb = (struct jobbody *)g;
+
+	(void)req;
+	jb->ended = true;
+	replycap_unwait(&jb->waiter);
+}
+
+static void body_wake(struct replycap_waiter *w)
+{
+	body_send(container_of(w, struct jobbody, waiter));
+}
+
+static void body_dispose(void *p)
+{
+	struct jobbody *jb = p;
+
+	replycap_unwait(&jb->waiter);
+	jobs_cursor_free(jb->cur);
+	free(jb->out);
+	body_sent(jb);
 }
 
 int http__api_job(struct http *h, h2o_req_t *req, const char *id)
 {
-	struct joined x = {0};
 	struct qual_msg msg = {{0}};
-	enum job_state state;
+	struct jobs_cursor *cur;
+	struct jobbody *jb;
 	json_t *head, *extra;
 	char *text;
 	int rc;
@@ -108,30 +243,44 @@ int http__api_job(struct http *h, h2o_req_t *req, const char *id)
 	}
 	json_object_update_missing(head, extra);
 	json_decref(extra);
-	text = json_dumps(head, JSON_COMPACT);
-	json_decref(head);
-	/* {"job":...,<show's members>,"state":S,"lines":[...]} */
-	joined_put(&x, text, strlen(text) - 1);
-	free(text);
-	joined_put(&x, ",\"lines\":[", 10);
-	rc = jobs_read_log(h->jobs, id, -1, JOBS_READ_BYTES, join_line, &x, &state, &msg);
+	if (h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"))) {
+		/* The headers a GET would have (no length: the body is sent
+		 * as it is read); nothing of the log is read. */
+		static h2o_generator_t head_only = {NULL, NULL};
+
+		json_decref(head);
+		http__start(req, 200, "OK", "application/json");
+		h2o_start_response(req, &head_only);
+		h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+		return 0;
+	}
+	rc = jobs_cursor_open(h->jobs, id, -1, JOBS_READ_BYTES, false, &cur, NULL, NULL, &msg);
 	if (rc < 0) {
-		free(x.b);
+		json_decref(head);
 		return http__respond_error(req, rc == QUAL_ENOENT ? 404 : 500,
 					   rc == QUAL_ENOENT ? "Not Found" :
 							       "Internal Server Error",
 					   "%s", msg.text[0] ? msg.text : qual_strerror(rc));
 	}
-	joined_put(&x, "],\"state\":", 10);
-	head = json_string(state != JOB_STATE_UNKNOWN ? vocab_state_name(state) : "unknown");
-	text = json_dumps(head, JSON_ENCODE_ANY);
+	jb = h2o_mem_alloc_shared(&req->pool, sizeof *jb, body_dispose);
+	memset(jb, 0, sizeof *jb);
+	jb->gen.proceed = body_proceed;
+	jb->gen.stop = body_stop;
+	jb->req = req;
+	jb->http = h;
+	jb->cur = cur;
+	jb->first = true;
+	replycap_waiter_init(&jb->waiter, body_wake);
+	/* {"job":...,<show's members>,"lines":[ */
+	text = json_dumps(head, JSON_COMPACT);
 	json_decref(head);
-	joined_put(&x, text, strlen(text));
+	body_put(jb, text, strlen(text) - 1);
 	free(text);
-	joined_put(&x, "}", 1);
-	rc = http__respond(req, 200, "OK", "application/json", x.b, x.len);
-	free(x.b);
-	return rc;
+	body_put(jb, ",\"lines\":[", 10);
+	http__start(req, 200, "OK", "application/json");
+	h2o_start_response(req, &jb->gen);
+	body_send(jb);
+	return 0;
 }
 
 int http__api_metrics(struct http *h, h2o_req_t *req)

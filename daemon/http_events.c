@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/xalloc.h"
 #include "proto/line.h"
 
@@ -42,7 +43,10 @@ static void stream_end_event(struct stream *st)
 	st->final = true;
 }
 
-/* Hands what waits to H2O, unless a send is in flight (then proceed does). */
+static void replay_step(struct stream *st);
+
+/* Hands what waits to H2O, unless a send is in flight (then proceed does).
+ * A replay reads its next chunk first when nothing waits. */
 void http__stream_flush(struct stream *st)
 {
 	h2o_iovec_t buf;
@@ -54,10 +58,14 @@ void http__stream_flush(struct stream *st)
 		h2o_send(st->req, NULL, 0, H2O_SEND_STATE_ERROR);
 		return;
 	}
+	if (st->replay && !st->outlen)
+		replay_step(st);
 	if (!st->outlen && !st->final)
 		return;
 	free(st->inflight);
 	st->inflight = st->out;
+	st->counted_inflight = st->counted_out;
+	st->counted_out = 0;
 	buf = h2o_iovec_init(st->out, st->outlen);
 	st->out = NULL;
 	st->outlen = st->outcap = 0;
@@ -76,6 +84,8 @@ static void stream_proceed(h2o_generator_t *g, h2o_req_t *req)
 	st->sending = false;
 	free(st->inflight);
 	st->inflight = NULL;
+	replycap_give(st->counted_inflight);
+	st->counted_inflight = 0;
 	http__stream_flush(st);
 }
 
@@ -83,6 +93,7 @@ static void stream_stop(h2o_generator_t *g, h2o_req_t *req)
 {
 	(void)req;
 	((struct stream *)g)->ended = true;
+	replycap_unwait(&((struct stream *)g)->waiter);
 }
 
 static void stream_dispose(void *p)
@@ -97,8 +108,11 @@ static void stream_dispose(void *p)
 	if (st->next)
 		st->next->prev = st->prev;
 	h->st.streams--;
+	replycap_unwait(&st->waiter);
+	jobs_cursor_free(st->replay);
 	free(st->out);
 	free(st->inflight);
+	replycap_give(st->counted_out + st->counted_inflight);
 }
 
 /* Ends a stream whose client does not read. */
@@ -109,8 +123,15 @@ static void stream_check(struct stream *st)
 		free(st->out);
 		st->out = NULL;
 		st->outlen = st->outcap = 0;
+		replycap_give(st->counted_out);
+		st->counted_out = 0;
 		st->http->st.streams_dropped++;
 	}
+}
+
+static void stream_wake(struct replycap_waiter *w)
+{
+	http__stream_flush(container_of(w, struct stream, waiter));
 }
 
 static struct stream *stream_start(struct http *h, h2o_req_t *req, const char *job)
@@ -123,6 +144,7 @@ static struct stream *stream_start(struct http *h, h2o_req_t *req, const char *j
 	st->req = req;
 	st->http = h;
 	st->seq = -1;
+	replycap_waiter_init(&st->waiter, stream_wake);
 	snprintf(st->job, sizeof st->job, "%s", job ? job : "");
 	st->next = h->streams;
 	if (h->streams)
@@ -148,9 +170,8 @@ struct replay {
 	bool verdict;
 };
 
-/* A stored line, parsed once by the log's read (jobs_read_log,
- * JOBS_READ_PARSED): whether it is the verdict, which ends the stream, is
- * read from it. */
+/* A stored line, parsed once by the cursor's read (JOBS_READ_PARSED):
+ * whether it is the verdict, which ends the stream, is read from it. */
 static bool replay_line(void *ctx, const struct jobs_record *rec)
 {
 	struct replay *r = ctx;
@@ -161,6 +182,39 @@ static bool replay_line(void *ctx, const struct jobs_record *rec)
 		r->verdict = true;
 	stream_event(r->st, r->st->seq, rec->text, rec->len);
 	return false;
+}
+
+/* The replay's next chunk into out, when the bound has room (else the
+ * stream waits to be woken). Once it has read every line there is, the
+ * stream ends when the job has ended, or goes on with live lines. */
+static void replay_step(struct stream *st)
+{
+	struct replay r = { st, false };
+	struct qual_msg msg = {{0}};
+	enum job_state state;
+	size_t before = st->outlen;
+	bool done = false;
+	int rc;
+
+	if (!replycap_room()) {
+		replycap_wait(&st->waiter);
+		return;
+	}
+	/* Until a chunk gives an event: one of lines before the resume point
+	 * (or of bad records) gives none, and no send would call back. */
+	do
+		rc = jobs_cursor_next(st->http->jobs, st->replay, REPLYCAP_CHUNK, replay_line,
+				      &r, &done, &state, &msg);
+	while (rc == 0 && !done);
+	replycap_take(st->outlen - before);
+	st->counted_out += st->outlen - before;
+	if (rc >= 0 && !done && !r.verdict)
+		return;
+	jobs_cursor_free(st->replay);
+	st->replay = NULL;
+	if (rc < 0 || r.verdict || vocab_state_ended(state) ||
+	    jobs_log_complete(st->http->jobs, st->job))
+		stream_end_event(st);
 }
 
 /* Last-Event-ID (an EventSource reconnecting) or ?after=SEQ: the stream
@@ -226,7 +280,7 @@ int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
 	struct after_param p = {.after = -1};
 	long last_id = resume_after(req);
 	struct qual_msg msg = {{0}};
-	struct replay r = {0};
+	struct jobs_cursor *cur;
 	struct stream *st;
 	json_t *known;
 	char why[160];
@@ -244,17 +298,21 @@ int http__api_job_events(struct http *h, h2o_req_t *req, const char *id)
 	json_decref(known);
 	if (stream_answered_here(h, req))
 		return 0;
-	st = stream_start(h, req, id);
-	r.st = st;
-	/* Stored lines, then live ones: the log read hands out exactly the
+	/* Stored lines, then live ones: the cursor hands out exactly the
 	 * lines whose writes were called back, and the fan-out runs in those
-	 * same callbacks, so nothing is missed or sent twice (jobs.h). A
-	 * replay is as long as the job's log (bounded by quald's log limit):
+	 * same callbacks, so nothing is missed or sent twice (jobs.h). The
+	 * replay goes a chunk at a time as the client reads (replay_step);
 	 * the cap on what waits applies to the live lines after it. */
+	rc = jobs_cursor_open(h->jobs, id, p.after, JOBS_READ_PARSED, false, &cur, NULL, NULL,
+			      &msg);
+	if (rc < 0)
+		return http__respond_error(req, rc == QUAL_ENOENT ? 404 : 500,
+					   rc == QUAL_ENOENT ? "Not Found" :
+							       "Internal Server Error",
+					   "%s", msg.text[0] ? msg.text : qual_strerror(rc));
+	st = stream_start(h, req, id);
 	st->seq = p.after;
-	rc = jobs_read_log(h->jobs, id, p.after, JOBS_READ_PARSED, replay_line, &r, NULL, &msg);
-	if (rc < 0 || r.verdict || jobs_log_complete(h->jobs, id))
-		stream_end_event(st);
+	st->replay = cur;
 	http__stream_flush(st);
 	return 0;
 }
@@ -284,7 +342,9 @@ void http_on_line(struct http *h, const char *job, const struct line *l)
 		if (!st->job[0]) {
 			stream_event(st, -1, line, len);
 		} else {
-			if (strcmp(st->job, job))
+			/* While it replays, the job's lines are read from
+			 * its log. */
+			if (st->replay || strcmp(st->job, job))
 				continue;
 			/* A client that resumes past the job's last line (a
 			 * Last-Event-ID or ?after= beyond it) gets no line at

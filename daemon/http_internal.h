@@ -21,6 +21,7 @@
 #include "daemon/http.h"
 #include "daemon/jobs.h"
 #include "daemon/peer.h"
+#include "daemon/replycap.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -51,6 +52,13 @@ struct stream {
 	bool final;                /* end the response with what is in out */
 	bool ended;                /* the last send is made (or the client left) */
 	bool drop;                 /* abort instead, at the next chance */
+	/* A job stream's replay of stored lines (http_events.c): a chunk at
+	 * a time, as the client reads (replycap.h); live lines of the job
+	 * wait in the log meanwhile. */
+	struct jobs_cursor *replay;
+	struct replycap_waiter waiter;
+	size_t counted_out;        /* bytes of out counted in replycap.h */
+	size_t counted_inflight;   /* of inflight */
 };
 
 /* The names the endpoint answers to (http_host.c): its listen address
@@ -102,6 +110,10 @@ struct http {
 
 /* Adds a response header; value is copied into the request's pool. */
 void http__add_header(h2o_req_t *req, const h2o_token_t *token, const char *value);
+
+/* Sets a response's status and headers (those of http__respond), counted
+ * in the endpoint's requests, for a body the caller sends (a generator). */
+void http__start(h2o_req_t *req, int status, const char *reason, const char *type);
 
 /* Answers req with body[0, len) (copied), counted in the endpoint's
  * requests; every response closes its connection. Returns 0. */

@@ -28,8 +28,7 @@ static const char page_policy[] =
 	"default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
 	"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-int http__respond(h2o_req_t *req, int status, const char *reason, const char *type,
-		  const char *body, size_t len)
+void http__start(h2o_req_t *req, int status, const char *reason, const char *type)
 {
 	struct http *h = container_of(req->conn->ctx, struct http, ctx);
 
@@ -45,6 +44,12 @@ int http__respond(h2o_req_t *req, int status, const char *reason, const char *ty
 		h2o_add_header_by_str(&req->pool, &req->res.headers,
 				      H2O_STRLIT("content-security-policy"), 0, NULL,
 				      page_policy, sizeof page_policy - 1);
+}
+
+int http__respond(h2o_req_t *req, int status, const char *reason, const char *type,
+		  const char *body, size_t len)
+{
+	http__start(req, status, reason, type);
 	h2o_send_inline(req, body, len);
 	return 0;
 }

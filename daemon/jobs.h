@@ -204,7 +204,9 @@ enum jobs_read_how {
  * a JSON object, which quald never writes, is left out (one that ends as
  * every line quald writes does, with its seq, is taken as quald's without a
  * parse by a read of JOBS_READ_BYTES). Lines at or below after_seq are
- * skipped unparsed. Returns the number of lines handed out, or a negative
+ * skipped unparsed. A whole read on the loop: for a reader of a few lines
+ * (a follow's start) or a check; a reply that sends a log uses a cursor
+ * (below). Returns the number of lines handed out, or a negative
  * code (QUAL_ENOENT for an unknown job). *state receives the state the job
  * is reported in (JOB_STATE_UNKNOWN for an unknown job). Synchronous: job
  * logs are local files. Only lines whose write has been called back are
@@ -216,6 +218,42 @@ typedef bool (*jobs_each_cb)(void *ctx, const struct jobs_record *rec);
 int jobs_read_log(struct jobs *j, const char *job, long after_seq,
 		  enum jobs_read_how how, jobs_each_cb fn, void *ctx,
 		  enum job_state *state, struct qual_msg *msg);
+
+/* A cursor over a job's stored lines, for replies that send a log as their
+ * client reads it (replycap.h): it keeps the log open and where it stands,
+ * so each jobs_cursor_next reads on from there, checked as jobs_read_log
+ * reads (the store's cursor, store.h). It hands out the lines with seq >
+ * after_seq whose writes have been called back, as jobs_read_log does:
+ * a reader that has had every line up to now (done) and follows the job's
+ * live lines from then on misses none and repeats none. With snapshot, only
+ * the lines written when it opened, and *lines (when not NULL) says how many
+ * that is: a reply that announces its length (show). An undamaged log's
+ * seqs have no gaps, so that count is known without a read; a damaged one
+ * (records lost, recover.c) is counted by a read, once. *state (may be
+ * NULL): the state the job is reported in as it opens. QUAL_ENOENT for an
+ * unknown job. *out is new: free it with jobs_cursor_free. The cursor does
+ * not hold j: a job pruned while it is open is read to its end. */
+struct jobs_cursor;
+int jobs_cursor_open(struct jobs *j, const char *job, long after_seq,
+		     enum jobs_read_how how, bool snapshot, struct jobs_cursor **out,
+		     long *lines, enum job_state *state, struct qual_msg *msg);
+
+/* Hands the next lines to fn, in order, about max_bytes of them (at least
+ * one when one is there), until fn returns true (the line it was given is
+ * handed out; the next read starts after it). *done: every line there is to
+ * hand out now has been (a snapshot: all of its lines), and *state (may be
+ * NULL) the state the job is reported in then, which matches: a job
+ * reported ended has had its verdict line handed out by a cursor that is
+ * done. Returns the number of lines handed out, or a negative code. */
+int jobs_cursor_next(struct jobs *j, struct jobs_cursor *c, size_t max_bytes,
+		     jobs_each_cb fn, void *ctx, bool *done, enum job_state *state,
+		     struct qual_msg *msg);
+
+/* The seq of the last line the cursor handed out (its after_seq before
+ * the first). */
+long jobs_cursor_seq(const struct jobs_cursor *c);
+
+void jobs_cursor_free(struct jobs_cursor *c);
 
 /* Whether job's log is complete: its verdict line is written and relayed,
  * so no line of it is to come (its worker may still be exiting). False for
@@ -305,7 +343,16 @@ const struct jobs_stats *jobs_stats(const struct jobs *j);
 
 
 json_t *jobs_status_json(struct jobs *j);
-json_t *jobs_list_json(struct jobs *j, int limit);
+
+/* A list reply's page (docs/protocol.md, list): the newest limit jobs older
+ * than before (NULL: the newest), and no more than fit in max_bytes of
+ * JSON text (0: no bound; at least one job whatever its size, which a
+ * submit's request line bounds). When the bound cuts the page short of
+ * limit while older jobs remain, the object also has "next":ID, the last
+ * job listed: the next page is the jobs before it. Returns NULL when before
+ * is not a job id. */
+#define JOBS_LIST_MAX_BYTES ((size_t)512 << 10)
+json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes);
 
 /* Quarantine (state_dir/quarantine.json, replaced atomically and durably):
  * each crash of a job's candidate (its compiler child crashed: an error line

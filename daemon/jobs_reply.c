@@ -2,6 +2,8 @@
  * and list. All run on the loop; none changes a job. */
 #include "daemon/jobs.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/xalloc.h"
@@ -20,19 +22,28 @@ static enum job_state reported_state(const struct job *job)
 	return job->state;
 }
 
-struct read_ctx {
+/* A cursor over a job's stored lines (jobs.h): the store's cursor, and what
+ * a read of the lines keeps between its steps. */
+struct jobs_cursor {
+	struct store_cursor *sc;
+	char id[JOB_ID_MAX];
 	long after_seq;
-	long logged_seq;
-	long index;
-	long count;
+	long stop_seq;     /* a snapshot's end: lines from it on are not its */
+	long last_seq;     /* the last line handed out's */
+	long index;        /* records read: a line without a seq counts by it */
 	enum jobs_read_how how;
+	enum job_state state; /* as last reported */
+	/* One read's. */
+	long bound;        /* lines from this seq on are not handed out now */
+	long count;
+	bool stopped;      /* at a line not handed out: the reader is done */
 	jobs_each_cb fn;
 	void *ctx;
 };
 
-static int read_one(void *ctx, const char *text, size_t len)
+static int cursor_one(void *ctx, const char *text, size_t len)
 {
-	struct read_ctx *r = ctx;
+	struct jobs_cursor *c = ctx;
 	struct jobs_record rec = { text, len, line_tail_seq(text, len), NULL };
 	bool stop = false;
 
@@ -41,50 +52,137 @@ static int read_one(void *ctx, const char *text, size_t len)
 	 * object. Without a seq at all a line counts by its place. */
 	if (rec.seq < 0) {
 		if (line_parse(text, len, &rec.line) < 0) {
-			r->index++;
-			return 0;
+			c->index++;
+			return STORE_CURSOR_NEXT;
 		}
-		rec.seq = rec.line->seq >= 0 ? rec.line->seq : r->index;
+		rec.seq = rec.line->seq >= 0 ? rec.line->seq : c->index;
 	}
 	/* Every line of a job is in its log in seq order; a line whose write
 	 * has not been called back yet is not handed out (it is relayed
-	 * once it is). Seqs have no gaps unless records were lost (recover.c),
-	 * so the line's own seq counts, not its place. */
-	r->index++;
-	if (rec.seq >= r->logged_seq) {
+	 * once it is), and the next read reads it again. Seqs have no gaps
+	 * unless records were lost (recover.c), so the line's own seq counts,
+	 * not its place. */
+	if (rec.seq >= c->bound) {
 		line_unref(rec.line);
-		return 1;
+		c->stopped = true;
+		return STORE_CURSOR_AGAIN;
 	}
-	if (rec.seq > r->after_seq) {
-		if (r->how == JOBS_READ_PARSED && !rec.line &&
+	c->index++;
+	if (rec.seq > c->after_seq) {
+		if (c->how == JOBS_READ_PARSED && !rec.line &&
 		    line_parse(text, len, &rec.line) < 0)
-			return 0;
-		r->count++;
-		if (r->fn)
-			stop = r->fn(r->ctx, &rec);
+			return STORE_CURSOR_NEXT;
+		c->count++;
+		c->last_seq = rec.seq;
+		if (c->fn)
+			stop = c->fn(c->ctx, &rec);
 	}
 	line_unref(rec.line);
-	return stop;
+	return stop ? STORE_CURSOR_STOP : STORE_CURSOR_NEXT;
+}
+
+int jobs_cursor_next(struct jobs *j, struct jobs_cursor *c, size_t max_bytes,
+		     jobs_each_cb fn, void *ctx, bool *done, enum job_state *state,
+		     struct qual_msg *msg)
+{
+	struct job *job = jobs__job_find(j, c->id);
+	bool at_end = false;
+	int rc;
+
+	/* The state first, then the bound: both from the same moment, so a
+	 * job reported ended has its verdict line below the bound. A job
+	 * pruned meanwhile had ended: its log is read to its end. */
+	if (job)
+		c->state = reported_state(job);
+	c->bound = job ? job->logged_seq : LONG_MAX;
+	if (c->stop_seq < c->bound)
+		c->bound = c->stop_seq;
+	c->count = 0;
+	c->stopped = false;
+	c->fn = fn;
+	c->ctx = ctx;
+	rc = store_cursor_read(c->sc, cursor_one, c, max_bytes, &at_end, msg);
+	if (state)
+		*state = c->state;
+	*done = c->stopped || at_end;
+	return rc < 0 ? rc : (int)c->count;
+}
+
+int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
+		     enum jobs_read_how how, bool snapshot, struct jobs_cursor **out,
+		     long *lines, enum job_state *state, struct qual_msg *msg)
+{
+	struct job *job = jobs__job_find(j, id);
+	struct jobs_cursor *c;
+	int rc;
+
+	*out = NULL;
+	if (state)
+		*state = JOB_STATE_UNKNOWN;
+	if (!job)
+		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
+	c = xcalloc(1, sizeof *c);
+	snprintf(c->id, sizeof c->id, "%s", job->id);
+	c->after_seq = after_seq;
+	c->last_seq = after_seq;
+	c->how = how;
+	c->state = reported_state(job);
+	c->stop_seq = snapshot ? job->logged_seq : LONG_MAX;
+	if ((rc = store_cursor_open(j->store, job->id, &c->sc, msg)) < 0) {
+		free(c);
+		return rc;
+	}
+	/* A resume point: the lines before it are passed over unread. */
+	store_cursor_skip_to(c->sc, after_seq);
+	if (state)
+		*state = c->state;
+	if (lines && job->damaged) {
+		/* Records were lost: only a read can count what is left. */
+		if ((rc = jobs_read_log(j, id, after_seq, JOBS_READ_BYTES, NULL, NULL, NULL,
+					msg)) < 0) {
+			jobs_cursor_free(c);
+			return rc;
+		}
+		*lines = rc;
+	} else if (lines) {
+		long first = after_seq < 0 ? 0 : after_seq < LONG_MAX ? after_seq + 1 : LONG_MAX;
+
+		*lines = c->stop_seq > first ? c->stop_seq - first : 0;
+	}
+	*out = c;
+	return 0;
+}
+
+long jobs_cursor_seq(const struct jobs_cursor *c)
+{
+	return c->last_seq;
+}
+
+void jobs_cursor_free(struct jobs_cursor *c)
+{
+	if (!c)
+		return;
+	store_cursor_free(c->sc);
+	free(c);
 }
 
 int jobs_read_log(struct jobs *j, const char *id, long after_seq,
 		  enum jobs_read_how how, jobs_each_cb fn, void *ctx,
 		  enum job_state *state, struct qual_msg *msg)
 {
-	struct job *job = jobs__job_find(j, id);
-	struct read_ctx r = { after_seq, 0, 0, 0, how, fn, ctx };
+	struct jobs_cursor *c;
+	bool done = false;
+	int count;
 	int rc;
 
-	if (state)
-		*state = JOB_STATE_UNKNOWN;
-	if (!job)
-		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
-	if (state)
-		*state = reported_state(job);
-	r.logged_seq = job->logged_seq;
-	if ((rc = store_log_read(j->store, job->id, read_one, &r, NULL, msg)) < 0)
+	if ((rc = jobs_cursor_open(j, id, after_seq, how, false, &c, NULL, state, msg)) < 0)
 		return rc;
-	return (int)r.count;
+	/* One read to the end of what is written, or to where a reader that
+	 * pauses (fn true) stops it. */
+	rc = jobs_cursor_next(j, c, SIZE_MAX / 8, fn, ctx, &done, NULL, msg);
+	count = rc;
+	jobs_cursor_free(c);
+	return rc < 0 ? rc : count;
 }
 
 /* The request's settings a person looks for in show and list that no line
@@ -232,31 +330,57 @@ json_t *jobs_status_json(struct jobs *j)
 	return reply;
 }
 
-json_t *jobs_list_json(struct jobs *j, int limit)
+/* One job's list entry (new reference). */
+static json_t *list_entry(struct job *job)
 {
-	json_t *list = json_array();
-	int i;
+	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
+		"job", job->id, "state", vocab_state_name(reported_state(job)),
+		"verdict", reported_state(job) == job->state ?
+			   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
+			   json_null(),
+		"submitted", jobs__str_or_null(job->submitted),
+		"finished", jobs__str_or_null(job->finished),
+		"baseline", jobs__str_or_null(job->args.baseline),
+		"candidate", jobs__str_or_null(job->args.candidate));
 
-	for (i = j->njobs - 1; i >= 0 && (int)json_array_size(list) < limit; i--) {
-		struct job *job = j->all[i];
-		json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}",
-			"job", job->id, "state", vocab_state_name(reported_state(job)),
-			"verdict", reported_state(job) == job->state ?
-				   jobs__str_or_null(vocab_verdict_name(job->verdict)) :
-				   json_null(),
-			"submitted", jobs__str_or_null(job->submitted),
-			"finished", jobs__str_or_null(job->finished),
-			"baseline", jobs__str_or_null(job->args.baseline),
-			"candidate", jobs__str_or_null(job->args.candidate));
-
-		job_settings_into(job, o);
-		json_object_set_new(o, "labels", labels_json(job));
-		json_object_set_new(o, "settings", settings_json(job));
-		/* Only for a job whose stored log lost records (recover.c). */
-		if (job->damaged)
-			json_object_set_new(o, "damaged", json_true());
-		json_array_append_new(list, o);
-	}
-	return json_pack("{s:o}", "jobs", list);
+	job_settings_into(job, o);
+	json_object_set_new(o, "labels", labels_json(job));
+	json_object_set_new(o, "settings", settings_json(job));
+	/* Only for a job whose stored log lost records (recover.c). */
+	if (job->damaged)
+		json_object_set_new(o, "damaged", json_true());
+	return o;
 }
 
+json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes)
+{
+	json_t *list = json_array(), *reply;
+	long below = LONG_MAX;
+	size_t bytes = 0;
+	int i;
+
+	if (before && (below = store_id_parse(before)) < 0) {
+		json_decref(list);
+		return NULL;
+	}
+	for (i = j->njobs - 1; i >= 0 && j->all[i]->num >= below; i--)
+		;
+	for (; i >= 0 && (int)json_array_size(list) < limit; i--) {
+		json_t *o = list_entry(j->all[i]);
+
+		if (max_bytes) {
+			size_t len = json_dumpb(o, NULL, 0, JSON_COMPACT) + 1;
+
+			if (json_array_size(list) && bytes + len > max_bytes) {
+				json_decref(o);
+				break;
+			}
+			bytes += len;
+		}
+		json_array_append_new(list, o);
+	}
+	reply = json_pack("{s:o}", "jobs", list);
+	if (i >= 0 && (int)json_array_size(list) < limit)
+		json_object_set_new(reply, "next", json_string(j->all[i + 1]->id));
+	return reply;
+}

@@ -11,6 +11,7 @@
 #include "common/xalloc.h"
 #include "daemon/http.h"
 #include "daemon/jobs.h"
+#include "daemon/replycap.h"
 #include "daemon/server.h"
 #include "proto/vocab.h"
 
@@ -71,7 +72,7 @@ static const char *verdict_label(int k)
 
 static void jobs_gauges(struct text *t, struct jobs *j)
 {
-	json_t *l = jobs_list_json(j, 1 << 30), *jobs = json_object_get(l, "jobs"), *o;
+	json_t *l = jobs_list_json(j, 1 << 30, NULL, 0), *jobs = json_object_get(l, "jobs"), *o;
 	long by_state[JOB_STATE_UNKNOWN + 1] = {0}, by_verdict[JOBS_VERDICT_KINDS] = {0};
 	size_t i;
 
@@ -191,6 +192,10 @@ char *metrics_render(struct jobs *j, const struct server_stats *server,
 		head(&t, "qual_watchers", "gauge", "Control connections watching every job.");
 		put(&t, "qual_watchers %d\n", server->watchers);
 	}
+	head(&t, "qual_reply_queued_bytes", "gauge",
+	     "Bytes of job lines queued for replies that send a job's log (show, watch replay, "
+	     "/api/jobs/ID, event-stream replay), not yet written.");
+	put(&t, "qual_reply_queued_bytes %zu\n", replycap_queued());
 	if (http) {
 		head(&t, "qual_http_requests_total", "counter", "HTTP requests answered.");
 		put(&t, "qual_http_requests_total %llu\n", http->requests);

@@ -30,8 +30,8 @@
 
 /* The job's settings and their bounds are proto/settings.h's, the one
  * table qual-run reads its options by too. */
-#define REQUEST_MAX_LIMIT 1000
-#define REQUEST_DEFAULT_LIMIT 20
+#define REQUEST_MAX_LIMIT VOCAB_LIST_MAX
+#define REQUEST_DEFAULT_LIMIT VOCAB_LIST_DEFAULT
 #define REQUEST_MAX_SLOT 1023
 
 static const char *const op_names[] = {
@@ -55,7 +55,7 @@ static const char *const submit_fields[] = {
 	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", "labels", NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
-static const char *const list_fields[] = {"limit", NULL};
+static const char *const list_fields[] = {"limit", "before", NULL};
 static const char *const job_fields[] = {"job", NULL};
 static const char *const no_fields[] = {NULL};
 static const char *const auth_fields[] = {"token", NULL};
@@ -559,7 +559,8 @@ int request_parse(const char *line, size_t len, struct request *r,
 		r->after_seq = r->after_job ? (long)x : -1;
 		break;
 	case OP_LIST:
-		if (get_limit(root, REQUEST_MAX_LIMIT, &r->limit, msg) < 0)
+		if (get_limit(root, REQUEST_MAX_LIMIT, &r->limit, msg) < 0 ||
+		    get_job(root, "before", false, &r->before, msg) < 0)
 			goto out;
 		break;
 	case OP_HISTORY:
@@ -608,7 +609,7 @@ out:
 
 void request_release(struct request *r)
 {
-	char *strings[] = {r->job, r->after_job, r->token, r->sha256, r->case_name};
+	char *strings[] = {r->job, r->after_job, r->token, r->sha256, r->case_name, r->before};
 
 	submit_release(&r->submit);
 	json_decref(r->id);

@@ -84,6 +84,7 @@ struct request {
 	struct submit_args submit;
 	char *job;                /* show, cancel */
 	char *after_job;          /* watch: resume after (after_job, after_seq) */
+	char *before;             /* list: the jobs older than this one */
 	long after_seq;
 	int limit;                /* list, history */
 	char *case_name;          /* history: one case, or NULL: every case */

@@ -183,69 +183,38 @@ static void do_watch(struct conn *c, struct request *r)
 		jobs_ids_free(ids, n);
 }
 
-struct collect {
-	struct obuf *b;
-	size_t cap;
-};
-
-static bool collect_each(void *ctx, const struct jobs_record *rec)
-{
-	struct collect *x = ctx;
-	const char *line = rec->text;
-	size_t len = rec->len;
-
-	if (x->b->len + len + 1 > x->cap) {
-		while (x->b->len + len + 1 > x->cap)
-			x->cap *= 2;
-		x->b = xrealloc(x->b, sizeof *x->b + x->cap);
-	}
-	memcpy(x->b->data + x->b->len, line, len);
-	x->b->data[x->b->len + len] = '\n';
-	x->b->len += len + 1;
-	return false;
-}
-
+/* The header, then the job's stored lines as the client reads them
+ * (fanout__show): exactly the lines written when the show came, which the
+ * header counts. Live lines to this connection wait until they are out. */
 static void do_show(struct conn *c, struct request *r)
 {
-	struct collect x = {.cap = 64 << 10};
 	struct qual_msg msg = {{0}};
+	struct jobs_cursor *cur;
 	enum job_state state;
 	const char *word;
-	struct obuf *b[2];
 	json_t *o, *settings;
-	char *text;
+	long lines = 0;
 	int rc;
 
-	x.b = xmalloc(sizeof *x.b + x.cap);
-	x.b->refs = 1;
-	x.b->len = 0;
-	rc = jobs_read_log(c->srv->jobs, r->job, -1, JOBS_READ_BYTES, collect_each, &x, &state,
-			   &msg);
+	rc = jobs_cursor_open(c->srv->jobs, r->job, -1, JOBS_READ_BYTES, true, &cur, &lines,
+			      &state, &msg);
 	if (rc < 0) {
 		conn__refuse(c, "show", r->id, msg_or(&msg, qual_strerror(rc)));
-		conn__obuf_unref(x.b);
 		return;
 	}
-	/* The header and the lines in one write: nothing can come between. */
 	o = conn__reply_new("show", r->id);
 	json_object_set_new(o, "job", json_string(r->job));
 	word = vocab_state_name(state);
 	json_object_set_new(o, "state", word ? json_string(word) : json_null());
-	json_object_set_new(o, "lines", json_integer(rc));
+	json_object_set_new(o, "lines", json_integer(lines));
 	/* The request's settings that no line holds (fixture directories);
 	 * the reply's own fields win. */
 	settings = jobs_show_json(c->srv->jobs, r->job);
 	if (json_is_object(settings))
 		json_object_update_missing(o, settings);
 	json_decref(settings);
-	text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	b[0] = conn__line_new(text, strlen(text));
-	free(text);
-	b[1] = x.b;
-	conn__write(c, b, x.b->len ? 2 : 1, true);
-	conn__obuf_unref(b[0]);
-	conn__obuf_unref(b[1]);
+	conn__send_json(c, o);
+	fanout__show(c, r->job, cur, lines);
 }
 
 static void do_status(struct conn *c, struct request *r)
@@ -267,7 +236,8 @@ static void do_status(struct conn *c, struct request *r)
 static void do_list(struct conn *c, struct request *r)
 {
 	json_t *o = conn__reply_new("list", r->id);
-	json_t *l = jobs_list_json(c->srv->jobs, r->limit);
+	json_t *l = jobs_list_json(c->srv->jobs, r->limit, r->before, JOBS_LIST_MAX_BYTES);
+	json_t *next = json_object_get(l, "next");
 
 	/* jobs_list_json gives the array of jobs, or an object holding "jobs". */
 	if (json_is_array(l))
@@ -276,6 +246,9 @@ static void do_list(struct conn *c, struct request *r)
 		json_object_set(o, "jobs", json_object_get(l, "jobs"));
 	else
 		json_object_set_new(o, "jobs", json_array());
+	/* A page cut short by its size: the next one is before this job. */
+	if (json_is_string(next))
+		json_object_set(o, "next", next);
 	json_decref(l);
 	conn__send_json(c, o);
 }

@@ -10,7 +10,10 @@
  * Flow control, per connection:
  *   - requests are handled one at a time, in order: while a request's
  *     replies are not all queued (a submit waiting for its library checks, a
- *     watch replaying stored lines) the connection is not read;
+ *     show or a watch sending stored lines) the connection is not read;
+ *   - stored lines (a show's, a watch's replay) are read from the log a
+ *     chunk at a time as the client takes them, within the bounds of
+ *     daemon/replycap.h; live lines to a connection wait behind a show's;
  *   - while more than SERVER_REPLY_HIGH bytes wait to be written to a
  *     connection, its next request waits too (a client that sends requests
  *     without reading the replies is slowed down, not dropped);

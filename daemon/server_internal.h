@@ -19,6 +19,7 @@
 
 #include "daemon/frame.h"
 #include "daemon/jobs.h"
+#include "daemon/replycap.h"
 #include "daemon/request.h"
 #include "daemon/server.h"
 
@@ -123,6 +124,7 @@ struct obuf {
 struct qent {
 	struct obuf *b;
 	bool reply;
+	bool stored;  /* a stored line: counted in replycap.h's bound */
 };
 
 /* A job whose lines a connection receives from a given point: (job, seq)
@@ -140,10 +142,16 @@ struct mark {
  * replay reads next. */
 struct replay {
 	bool active;
-	bool waiting;  /* for the client to read (write queue over the mark) */
+	bool waiting;  /* for the client to read (its queue over
+			* REPLYCAP_CLIENT), or for room (waiter) */
+	bool show;     /* a show's lines: one job, exactly `left` lines, no
+			* marks; live lines are held meanwhile */
+	long left;
 	char **ids;
 	int n, cap, i;
 	long seq;
+	struct jobs_cursor *cur;  /* ids[i]'s, once opened */
+	struct replycap_waiter waiter;
 };
 
 struct conn {
@@ -168,6 +176,10 @@ struct conn {
 	 * it is under. */
 	uint64_t over_since;
 	struct replay replay;
+	/* Live lines held while a show's lines go out (conn__send_live). */
+	struct obuf **held;
+	int nheld, held_cap;
+	size_t held_bytes;
 	struct mark *marks;
 	int nmarks, marks_cap;
 	int nfollows;              /* marks that are follows (not a watcher's) */
@@ -244,8 +256,11 @@ void conn__send_line(struct conn *c, const char *line, size_t len);
 
 /* Sends a live job line (borrowed), or closes the connection when its
  * pending live output would pass the client_buffer cap for longer than the
- * grace, or past twice the cap. */
+ * grace, or past twice the cap. While a show's lines go out it is held
+ * (at most twice the cap, or the connection is closed) until
+ * conn__release_held. */
 void conn__send_live(struct conn *c, struct obuf *b);
+void conn__release_held(struct conn *c);
 
 /* {"type":"reply","op":op,"id":id}: the start of every reply; "id" only when
  * the request had one. A new reference. */
@@ -302,9 +317,14 @@ void fanout__follow(struct conn *c, const char *job);
 void fanout__watch(struct conn *c, const char *after_job, long after_seq,
 		   char **ids, int n);
 
-/* Sends stored lines until the replay is done or the client has a
- * SERVER_REPLY_HIGH backlog. */
+/* Sends stored lines, a chunk at a time, until the replay is done, the
+ * client has a REPLYCAP_CLIENT backlog, or replycap.h's global bound is
+ * reached (then it waits to be woken). */
 void fanout__replay_pump(struct conn *c);
+
+/* A show's stored lines: after its header is queued, the count lines of
+ * job that cur (taken) hands out, as the client reads them. */
+void fanout__show(struct conn *c, const char *job, struct jobs_cursor *cur, long count);
 void fanout__replay_free(struct replay *rp);
 
 /* ---- server.c -------------------------------------------------------- */

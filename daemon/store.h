@@ -207,6 +207,56 @@ typedef int (*store_line_fn)(void *ctx, const char *line, size_t len);
 int store_log_read(struct store *s, const char *id, store_line_fn fn,
 		   void *ctx, struct store_log_info *info, struct qual_msg *msg);
 
+/* A cursor over a job's log: opened once, it keeps the file open and where
+ * it stands, and each store_cursor_read hands out the next good records from
+ * there, checked as store_log_read checks them (lost runs skipped and
+ * counted, the torn tail left unread). A read that reaches the end of the
+ * file (or a record fn puts back) leaves the cursor before what it did not
+ * hand out, so a later read sees records appended meanwhile, the tail
+ * completed, or a run of bad records that a good one now follows (lost).
+ * Memory: one buffer, 64 KiB, grown for a long record up to one record of
+ * LINES_MAX. What store_cursor_read's fn returns: */
+enum store_cursor_step {
+	STORE_CURSOR_NEXT = 0,   /* go on */
+	STORE_CURSOR_STOP = 1,   /* stop after this record */
+	STORE_CURSOR_AGAIN = 2,  /* stop before it: the next read hands it out
+				  * again */
+};
+struct store_cursor;
+
+/* Opens job id's log for reading from its start; QUAL_ENOENT when it has
+ * none. *out is new: free it with store_cursor_free. */
+int store_cursor_open(struct store *s, const char *id, struct store_cursor **out,
+		      struct qual_msg *msg);
+
+/* Hands out good records to fn (line as for store_log_read, NUL-terminated,
+ * valid during the call; fn returns an enum store_cursor_step) until fn
+ * stops, the end of the file, or records of max_bytes or more have been
+ * handed out (at least one is, when there is one; scanning bad records
+ * stops after 4 * max_bytes too, and the run goes on next time). *at_end
+ * tells that the read stopped at the end of the file. Returns 0, or
+ * QUAL_EIO with msg when the file cannot be read. */
+int store_cursor_read(struct store_cursor *c, store_line_fn fn, void *ctx,
+		      size_t max_bytes, bool *at_end, struct qual_msg *msg);
+
+/* For a reader that wants only the records whose line's seq is above seq
+ * (quald's lines end with their seq, in order: store.h's logs): moves a
+ * cursor that has read nothing yet to the start of a record with a check
+ * member whose seq is at most seq, found by bisection over the file (a few
+ * reads, records not checked on the way), so that the records before it are
+ * not read at all. The cursor then reads on from there as from the start,
+ * taking every later record to need a check (as every record after a
+ * checked one does); it counts only what it reads (lines, lost). Does
+ * nothing for seq < 0, or when no such record is found past the first
+ * buffer. Returns 0. */
+int store_cursor_skip_to(struct store_cursor *c, long seq);
+
+/* What the cursor has read so far (lines, good_bytes, lost, unchecked;
+ * torn_bytes is 0: a tail is only known at the end, store_log_read). */
+const struct store_log_info *store_cursor_info(const struct store_cursor *c);
+
+void store_cursor_free(struct store_cursor *c);
+
 /* Cuts the torn tail off the log (info as store_log_read reported it; does
  * nothing when torn_bytes is 0), syncing the file, and then, unless the
  * valid prefix ends with a verdict line, appends (synced) an error line that

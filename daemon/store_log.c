@@ -210,12 +210,18 @@ static const char *record_open(char *rec, size_t n, bool seen_checked,
  * and the check member. A longer one is not ours: it is skipped without
  * being held (a planted line of 150 MB costs this much memory, not that). */
 #define RECORD_MAX (LINES_MAX + 256 + CHECK_SUFFIX + 1)
+/* A reader's buffer to begin with: most records are a few hundred bytes,
+ * and a cursor per client waits between its reads. */
+#define READ_BUF_MIN ((size_t)64 << 10)
 
-/* Reads a log record by record through one buffer of RECORD_MAX bytes. */
+/* Reads a log record by record through one buffer, grown as a record needs
+ * up to RECORD_MAX bytes. */
 struct rec_reader {
 	int fd;
 	char *buf;
+	size_t cap;          /* buf holds cap + 1 bytes */
 	size_t start, end;   /* the bytes in buf not yet handed out */
+	off_t foff;          /* the file offset of buf[end] */
 	bool eof;
 };
 
@@ -227,7 +233,16 @@ enum rec_kind {
 	REC_EOF,
 };
 
-/* Refills buf after what is left; 0 or -errno. */
+/* Puts the reader at file offset at, with nothing buffered. */
+static void rec_seek(struct rec_reader *r, off_t at)
+{
+	r->start = r->end = 0;
+	r->foff = at;
+	r->eof = false;
+}
+
+/* Reads more after what is left (moved to the front; the buffer grown when
+ * full, up to RECORD_MAX); 0 or -errno. */
 static int rec_fill(struct rec_reader *r)
 {
 	ssize_t got;
@@ -237,50 +252,32 @@ static int rec_fill(struct rec_reader *r)
 		r->end -= r->start;
 		r->start = 0;
 	}
-	while (!r->eof && r->end < RECORD_MAX) {
-		got = read(r->fd, r->buf + r->end, RECORD_MAX - r->end);
+	if (r->end == r->cap && r->cap < RECORD_MAX) {
+		r->cap = r->cap * 2 < RECORD_MAX ? r->cap * 2 : RECORD_MAX;
+		r->buf = xrealloc(r->buf, r->cap + 1);
+	}
+	for (;;) {
+		got = pread(r->fd, r->buf + r->end, r->cap - r->end, r->foff);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
 			return -errno;
-		if (got == 0)
-			r->eof = true;
-		r->end += (size_t)got;
+		break;
 	}
+	if (got == 0)
+		r->eof = true;
+	r->end += (size_t)got;
+	r->foff += got;
 	return 0;
 }
 
-/* The next record; *size is its length in the file (its newline counted). */
-static int rec_next(struct rec_reader *r, enum rec_kind *kind, char **rec,
-		    size_t *n, off_t *size)
+/* Over RECORD_MAX without a newline: dropped a buffer at a time. */
+static int rec_skip_long(struct rec_reader *r, enum rec_kind *kind, off_t *size)
 {
-	char *nl;
 	off_t skipped = 0;
+	char *nl;
 	int rc;
 
-	nl = memchr(r->buf + r->start, '\n', r->end - r->start);
-	if (!nl && (rc = rec_fill(r)) < 0)
-		return rc;
-	if (!nl)
-		nl = memchr(r->buf + r->start, '\n', r->end - r->start);
-	if (nl) {
-		*rec = r->buf + r->start;
-		*n = (size_t)(nl - *rec);
-		*nl = '\0';
-		*size = (off_t)*n + 1;
-		r->start += *n + 1;
-		*kind = REC_LINE;
-		return 0;
-	}
-	if (r->end - r->start < RECORD_MAX) {
-		/* rec_fill read to the end of the file. */
-		*size = (off_t)(r->end - r->start);
-		*n = r->end - r->start;
-		r->start = r->end;
-		*kind = *n ? REC_TAIL : REC_EOF;
-		return 0;
-	}
-	/* Over RECORD_MAX without a newline: dropped a buffer at a time. */
 	for (;;) {
 		nl = memchr(r->buf + r->start, '\n', r->end - r->start);
 		if (nl) {
@@ -295,6 +292,40 @@ static int rec_next(struct rec_reader *r, enum rec_kind *kind, char **rec,
 		if (r->eof) {
 			*size = skipped;
 			*kind = REC_TAIL_LONG;
+			return 0;
+		}
+		if ((rc = rec_fill(r)) < 0)
+			return rc;
+	}
+}
+
+/* The next record; *size is its length in the file (its newline counted). */
+static int rec_next(struct rec_reader *r, enum rec_kind *kind, char **rec,
+		    size_t *n, off_t *size)
+{
+	size_t searched = 0;
+	char *nl;
+	int rc;
+
+	for (;;) {
+		nl = memchr(r->buf + r->start + searched, '\n', r->end - r->start - searched);
+		if (nl) {
+			*rec = r->buf + r->start;
+			*n = (size_t)(nl - *rec);
+			*nl = '\0';
+			*size = (off_t)*n + 1;
+			r->start += *n + 1;
+			*kind = REC_LINE;
+			return 0;
+		}
+		searched = r->end - r->start;
+		if (searched >= RECORD_MAX)
+			return rec_skip_long(r, kind, size);
+		if (r->eof) {
+			*size = (off_t)searched;
+			*n = searched;
+			r->start = r->end;
+			*kind = *n ? REC_TAIL : REC_EOF;
 			return 0;
 		}
 		if ((rc = rec_fill(r)) < 0)
@@ -320,110 +351,275 @@ static void lost_add(struct store_log_info *info, off_t at, off_t bytes,
 		snprintf(info->lost_where + used, sizeof info->lost_where - used, "...");
 }
 
-/* store_log_read, with its warnings left out when quiet. Records that do
- * not check out are collected in a run: a valid record after the run makes
- * it lost (skipped, counted in info), the end of the file makes it the torn
- * tail. */
+/* Records that do not check out are collected in a run: a valid record
+ * after the run makes it lost (skipped, counted in info); the end of the
+ * file leaves it unread, as the tail, until a later read. */
+struct store_cursor {
+	struct rec_reader r;
+	char path[PATH_MAX];
+	off_t pos;                 /* the file offset of the next record */
+	bool seen_checked;
+	off_t run_at;              /* where the run of bad records began; -1: none */
+	long run_records;
+	const char *run_why;       /* the first bad record's why */
+	const char *tail_why;      /* why the last read stopped before the end */
+	struct store_log_info info;
+};
+
+int store_cursor_open(struct store *s, const char *id, struct store_cursor **out,
+		      struct qual_msg *msg)
+{
+	struct store_cursor *c = xcalloc(1, sizeof *c);
+	int rc;
+
+	*out = NULL;
+	if ((rc = store__path_fmt(c->path, sizeof c->path, msg, "%s/%s/%s", s->jobs, id,
+				  STORE_LOG))) {
+		free(c);
+		return rc;
+	}
+	c->r.fd = open(c->path, O_RDONLY | O_CLOEXEC);
+	if (c->r.fd < 0) {
+		rc = qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
+			       "cannot read '%s': %s", c->path, strerror(errno));
+		free(c);
+		return rc;
+	}
+	c->r.cap = READ_BUF_MIN;
+	c->r.buf = xmalloc(c->r.cap + 1);
+	c->run_at = -1;
+	*out = c;
+	return 0;
+}
+
+void store_cursor_free(struct store_cursor *c)
+{
+	if (!c)
+		return;
+	free(c->r.buf);
+	close(c->r.fd);
+	free(c);
+}
+
+const struct store_log_info *store_cursor_info(const struct store_cursor *c)
+{
+	return &c->info;
+}
+
+/* The cursor stops before the bad run (or the tail) at pos: the next read
+ * starts there. */
+static void cursor_rewind(struct store_cursor *c, const char *why)
+{
+	off_t at = c->run_at >= 0 ? c->run_at : c->pos;
+
+	c->tail_why = c->run_at >= 0 ? c->run_why : why;
+	rec_seek(&c->r, at);
+	c->pos = at;
+	c->run_at = -1;
+	c->run_records = 0;
+	c->run_why = NULL;
+}
+
+int store_cursor_read(struct store_cursor *c, store_line_fn fn, void *ctx,
+		      size_t max_bytes, bool *at_end, struct qual_msg *msg)
+{
+	struct store_log_info *info = &c->info;
+	size_t handed = 0, scanned = 0;
+	off_t size, at;
+	enum rec_kind kind;
+	const char *why;
+	bool checked;
+	size_t n, len;
+	char *rec;
+	int rc, step;
+
+	*at_end = false;
+	c->tail_why = NULL;
+	/* The file may have grown since the last read found its end. */
+	c->r.eof = false;
+	for (;;) {
+		if ((rc = rec_next(&c->r, &kind, &rec, &n, &size)) < 0)
+			return qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", c->path,
+					 strerror(-rc));
+		if (kind == REC_EOF || kind == REC_TAIL || kind == REC_TAIL_LONG) {
+			cursor_rewind(c, kind == REC_TAIL ? "incomplete record" :
+					 kind == REC_TAIL_LONG ? "incomplete over-long record" :
+					 NULL);
+			*at_end = true;
+			return 0;
+		}
+		at = c->pos;
+		c->pos += size;
+		why = kind == REC_OVERLONG ? "over-long record" :
+		      record_open(rec, n, c->seen_checked, &len, &checked);
+		if (why) {
+			if (c->run_at < 0) {
+				c->run_at = at;
+				c->run_why = why;
+			}
+			c->run_records++;
+			scanned += (size_t)size;
+			if (scanned >= 4 * max_bytes)
+				return 0;
+			continue;
+		}
+		if (c->run_at >= 0) {
+			/* Bad records with a good one after them: lost, the rest
+			 * kept. */
+			lost_add(info, c->run_at, at - c->run_at, c->run_records, c->run_why);
+			c->run_at = -1;
+			c->run_records = 0;
+		}
+		step = fn ? fn(ctx, rec, len) : STORE_CURSOR_NEXT;
+		if (step == STORE_CURSOR_AGAIN) {
+			/* Read again next time: checked again, counted then. */
+			rec_seek(&c->r, at);
+			c->pos = at;
+			return 0;
+		}
+		c->seen_checked |= checked;
+		info->unchecked += !checked;
+		info->lines++;
+		info->good_bytes = c->pos;
+		handed += (size_t)size;
+		if (step != STORE_CURSOR_NEXT || handed >= max_bytes)
+			return 0;
+	}
+}
+
+/* The seq of the record that starts at or after offset at (the first after
+ * a newline, unless at is 0), read from its tail without a check: *start is
+ * where it starts, *shaped whether it ends as a checked record does. -1 when
+ * there is none, or it has no seq. */
+static long probe_seq(struct store_cursor *c, off_t at, off_t *start, bool *shaped)
+{
+	char *buf = c->r.buf, *nl, *rec;
+	size_t cap = c->r.cap, n;
+	ssize_t got;
+
+	got = pread(c->r.fd, buf, cap, at);
+	if (got <= 0)
+		return -1;
+	rec = buf;
+	if (at > 0) {
+		nl = memchr(buf, '\n', (size_t)got);
+		if (!nl)
+			return -1;
+		rec = nl + 1;
+	}
+	*start = at + (rec - buf);
+	nl = memchr(rec, '\n', (size_t)got - (size_t)(rec - buf));
+	if (!nl)
+		return -1;
+	n = (size_t)(nl - rec);
+	*shaped = record_shaped(rec, n);
+	if (*shaped) {
+		/* The line: up to the check member, and its closing brace. */
+		n -= CHECK_SUFFIX - 1;
+		rec[n - 1] = '}';
+	}
+	return line_tail_seq(rec, n);
+}
+
+int store_cursor_skip_to(struct store_cursor *c, long seq)
+{
+	off_t lo = 0, hi, start;
+	bool shaped = false;
+	struct stat st;
+
+	if (c->pos != 0 || seq < 0 || fstat(c->r.fd, &st) < 0)
+		return 0;
+	hi = st.st_size;
+	/* lo: the start of a record shaped as checked whose seq is at most
+	 * seq (or the file's start); from hi on, no record is known to be. */
+	while (hi - lo > (off_t)c->r.cap) {
+		off_t mid = lo + (hi - lo) / 2;
+		long at = probe_seq(c, mid, &start, &shaped);
+
+		if (at >= 0 && at <= seq && start < hi && shaped)
+			lo = start;
+		else
+			hi = mid;
+	}
+	if (lo > 0) {
+		rec_seek(&c->r, lo);
+		c->pos = lo;
+		/* Records before checks come first: a checked record here
+		 * means every later one must have a check. */
+		c->seen_checked = true;
+	}
+	return 0;
+}
+
+/* A whole read's fn: any nonzero result stops the read after the record. */
+struct whole_read {
+	store_line_fn fn;
+	void *ctx;
+	bool stopped;
+};
+
+static int whole_read_each(void *ctx, const char *line, size_t len)
+{
+	struct whole_read *w = ctx;
+
+	if (w->fn && w->fn(w->ctx, line, len)) {
+		w->stopped = true;
+		return STORE_CURSOR_STOP;
+	}
+	return STORE_CURSOR_NEXT;
+}
+
+/* store_log_read, with its warnings left out when quiet: a cursor read to
+ * the end, or to where fn stops it. */
 static int log_read(struct store *s, const char *id, store_line_fn fn, void *ctx,
 		    struct store_log_info *info, bool quiet, struct qual_msg *msg)
 {
-	struct store_log_info local;
-	struct rec_reader r = { .fd = -1 };
-	char path[PATH_MAX];
-	bool seen_checked = false, checked, stopped = false;
-	off_t pos = 0, run_at = -1, size;
-	long run_records = 0;
-	const char *why, *run_why = NULL;
-	enum rec_kind kind;
+	struct whole_read w = { fn, ctx, false };
+	struct store_cursor *c;
+	bool at_end = false;
 	struct stat st;
-	size_t n, len;
-	char *rec;
-	int rc = 0;
+	int rc;
 
-	if (!info)
-		info = &local;
-	memset(info, 0, sizeof *info);
-	if ((rc = store__path_fmt(path, sizeof path, msg, "%s/%s/%s", s->jobs, id, STORE_LOG)))
+	if (info)
+		memset(info, 0, sizeof *info);
+	if ((rc = store_cursor_open(s, id, &c, msg)) < 0)
 		return rc;
-	r.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r.fd < 0)
-		return qual_fail(msg, errno == ENOENT ? QUAL_ENOENT : QUAL_EIO,
-				 "cannot read '%s': %s", path, strerror(errno));
-	r.buf = xmalloc(RECORD_MAX + 1);
-	for (;;) {
-		if ((rc = rec_next(&r, &kind, &rec, &n, &size)) < 0) {
-			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
-				       strerror(-rc));
+	while (!at_end && !w.stopped)
+		if ((rc = store_cursor_read(c, whole_read_each, &w, SIZE_MAX / 8, &at_end,
+					    msg)) < 0)
 			goto out;
-		}
-		if (kind == REC_EOF)
-			break;
-		if (kind == REC_TAIL || kind == REC_TAIL_LONG) {
-			if (run_at < 0) {
-				run_at = pos;
-				run_why = kind == REC_TAIL ? "incomplete record" :
-					  "incomplete over-long record";
-			}
-			pos += size;
-			break;
-		}
-		why = kind == REC_OVERLONG ? "over-long record" :
-		      record_open(rec, n, seen_checked, &len, &checked);
-		if (why) {
-			if (run_at < 0) {
-				run_at = pos;
-				run_why = why;
-			}
-			run_records++;
-			pos += size;
-			continue;
-		}
-		if (run_at >= 0) {
-			/* Bad records with a good one after them: lost, the rest
-			 * kept. */
-			lost_add(info, run_at, pos - run_at, run_records, run_why);
-			run_at = -1;
-			run_records = 0;
-		}
-		seen_checked |= checked;
-		info->unchecked += !checked;
-		info->lines++;
-		pos += size;
-		info->good_bytes = pos;
-		if (fn && fn(ctx, rec, len)) {
-			stopped = true;
-			break;
-		}
+	if (w.stopped) {
+		if (info)
+			*info = c->info;
+		goto out;
 	}
-	if (!stopped) {
-		if (fstat(r.fd, &st) < 0) {
-			rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", path,
-				       strerror(errno));
-			goto out;
-		}
-		info->torn_bytes = st.st_size > info->good_bytes ?
-				   st.st_size - info->good_bytes : 0;
-		info->torn_why = info->torn_bytes ? (run_why ? run_why : "grew while read")
-						  : NULL;
+	if (fstat(c->r.fd, &st) < 0) {
+		rc = qual_fail(msg, QUAL_EIO, "cannot read '%s': %s", c->path, strerror(errno));
+		goto out;
 	}
+	c->info.torn_bytes = st.st_size > c->info.good_bytes ? st.st_size - c->info.good_bytes : 0;
+	c->info.torn_why = c->info.torn_bytes ? (c->tail_why ? c->tail_why : "grew while read")
+					      : NULL;
+	if (info)
+		*info = c->info;
+	info = &c->info;
 	if (!quiet && info->torn_bytes)
 		oplog_warn("job '%s': its stored log '%s' is torn at byte %lld (%s): "
-			   "the %lld bytes from there on are not read", id, path,
+			   "the %lld bytes from there on are not read", id, c->path,
 			   (long long)info->good_bytes, info->torn_why,
 			   (long long)info->torn_bytes);
 	if (!quiet && info->lost)
 		oplog_warn("job '%s': its stored log '%s' has %ld record%s that do%s not "
-			   "check out, skipped: %s", id, path, info->lost,
+			   "check out, skipped: %s", id, c->path, info->lost,
 			   info->lost == 1 ? "" : "s", info->lost == 1 ? "es" : "",
 			   info->lost_where);
 	if (!quiet && info->unchecked)
 		oplog_warn("job '%s': %ld record%s of its stored log '%s' %s no check "
 			   "(written before checks): read unchecked", id, info->unchecked,
-			   info->unchecked == 1 ? "" : "s", path,
+			   info->unchecked == 1 ? "" : "s", c->path,
 			   info->unchecked == 1 ? "has" : "have");
 out:
-	free(r.buf);
-	close(r.fd);
+	store_cursor_free(c);
 	return rc;
 }
 

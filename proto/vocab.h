@@ -200,6 +200,11 @@ enum lines_code vocab_code_parse(const char *name);
 /* The longest id, with its NUL. */
 #define VOCAB_JOB_ID_MAX 32
 
+/* A list request's jobs when it gives no limit, and the most it may ask
+ * for (docs/protocol.md, list). */
+#define VOCAB_LIST_DEFAULT 20
+#define VOCAB_LIST_MAX 1000
+
 /* The number of job id id (>= 1), or -1 when id is NULL or no job id: not
  * "j" and 6 to VOCAB_JOB_ID_MAX - 2 digits, number 0, or a number of more
  * than six digits with a leading zero (not the canonical spelling). */

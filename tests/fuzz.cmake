@@ -7,6 +7,8 @@
 #   fuzz_manifest a user fixture's DIR/fixture.json (fixtures/manifest.c)
 #   fuzz_http     an HTTP client's bytes: quald's HTTP endpoint
 #                 (daemon/http*.c, metrics.c) on H2O, over a real jobs module
+#   fuzz_log      a job's stored log read through a cursor paused, put back
+#                 and resumed anywhere (daemon/store_log.c)
 #
 # With -DQUAL_FUZZ=ON (clang only) each target is a libFuzzer binary with
 # ASan and UBSan, and ctest runs it for QUAL_FUZZ_SECONDS on its seed corpus
@@ -40,6 +42,11 @@ set(QUAL_FUZZ_DRIVES_http ${PROJECT_SOURCE_DIR}/daemon/http.c
     ${PROJECT_SOURCE_DIR}/daemon/http_events.c ${PROJECT_SOURCE_DIR}/daemon/http_host.c
     ${PROJECT_SOURCE_DIR}/daemon/metrics.c ${PROJECT_SOURCE_DIR}/daemon/peer.c
     ${PROJECT_SOURCE_DIR}/daemon/listen.c)
+set(QUAL_FUZZ_DRIVES_log ${PROJECT_SOURCE_DIR}/daemon/store_log.c
+    ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
+    ${PROJECT_SOURCE_DIR}/common/fsutil.c ${PROJECT_SOURCE_DIR}/common/lines.c
+    ${PROJECT_SOURCE_DIR}/common/text.c ${PROJECT_SOURCE_DIR}/proto/line.c
+    ${PROJECT_SOURCE_DIR}/proto/vocab.c)
 set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c
     ${PROJECT_SOURCE_DIR}/fixtures/check.c ${PROJECT_SOURCE_DIR}/oracles/half.c
     ${PROJECT_SOURCE_DIR}/common/fsutil.c)
@@ -48,7 +55,7 @@ if(QUAL_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "QUAL_FUZZ needs clang (libFuzzer): configure with CC=clang")
 endif()
 
-foreach(name request relay manifest http)
+foreach(name request relay manifest http log)
   if(QUAL_FUZZ)
     set(exe fuzz_${name})
     add_executable(${exe} ${QUAL_FUZZ_SRC}/fuzz_${name}.c
@@ -67,6 +74,9 @@ foreach(name request relay manifest http)
   target_link_libraries(${exe} PRIVATE PkgConfig::JANSSON)
   if(name STREQUAL "http")
     target_link_libraries(${exe} PRIVATE qual_daemon PkgConfig::H2O)
+  endif()
+  if(name STREQUAL "log")
+    target_link_libraries(${exe} PRIVATE OpenSSL::Crypto Threads::Threads)
   endif()
 
   if(QUAL_FUZZ)

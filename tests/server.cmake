@@ -18,7 +18,8 @@ target_compile_definitions(test_request PRIVATE
 qual_unit_tests(test_server ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon/test_server.c
                 LABEL unit TIMEOUT 120
                 SOURCES ${QUAL_DAEMON_DIR}/server.c ${QUAL_DAEMON_DIR}/conn.c
-                        ${QUAL_DAEMON_DIR}/fanout.c ${QUAL_DAEMON_DIR}/peer.c
+                        ${QUAL_DAEMON_DIR}/fanout.c ${QUAL_DAEMON_DIR}/replycap.c
+                        ${QUAL_DAEMON_DIR}/peer.c
                         ${QUAL_DAEMON_DIR}/listen.c
                         ${QUAL_DAEMON_DIR}/request.c ${QUAL_DAEMON_DIR}/frame.c
                         ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c

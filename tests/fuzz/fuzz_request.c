@@ -316,6 +316,7 @@ static void check_request(const struct request *r)
 		break;
 	case OP_LIST:
 		FUZZ_CHECK(r->limit >= 1 && r->limit <= DOC_MAX_LIMIT);
+		FUZZ_CHECK(!r->before || is_job_id(r->before));
 		break;
 	case OP_SHOW:
 	case OP_CANCEL:

@@ -561,7 +561,7 @@ static void test_relay_and_log(void **state)
 	assert_true(json_is_null(json_object_get(st, "device")));
 	json_decref(st);
 
-	list = jobs_list_json(H.j, 20);
+	list = jobs_list_json(H.j, 20, NULL, JOBS_LIST_MAX_BYTES);
 	o = json_array_get(json_object_get(list, "jobs"), 0);
 	assert_int_equal(json_array_size(json_object_get(list, "jobs")), 1);
 	assert_string_equal(json_string_value(json_object_get(o, "job")), id);
@@ -1164,7 +1164,7 @@ static void test_recovery(void **state)
 		jobs_ids_free(ids, n);
 		assert_int_equal(jobs_ids_after(H.j, "nope", &ids, &n), QUAL_EINVAL);
 	}
-	o = jobs_list_json(H.j, 2);
+	o = jobs_list_json(H.j, 2, NULL, JOBS_LIST_MAX_BYTES);
 	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 		json_object_get(o, "jobs"), 0), "job")), "j000008");
@@ -1218,7 +1218,7 @@ static void flip_byte(const char *id, off_t at)
 
 static json_t *list_entry(const char *id)
 {
-	json_t *list = jobs_list_json(H.j, 100), *e, *found = NULL;
+	json_t *list = jobs_list_json(H.j, 100, NULL, JOBS_LIST_MAX_BYTES), *e, *found = NULL;
 	size_t i;
 
 	json_array_foreach(json_object_get(list, "jobs"), i, e)
@@ -2193,7 +2193,7 @@ static void test_history(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "labels"),
 							       "branch")), "dev");
 	json_decref(o);
-	o = jobs_list_json(H.j, 1);
+	o = jobs_list_json(H.j, 1, NULL, JOBS_LIST_MAX_BYTES);
 	job = json_array_get(json_object_get(o, "jobs"), 0);
 	assert_true(json_is_object(json_object_get(job, "labels")));
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(job, "settings"),
@@ -2276,7 +2276,7 @@ static void test_retention_jobs(void **state)
 	assert_true(jobs_gone(H.j, "j000001"));
 	assert_false(jobs_gone(H.j, "j000003"));
 	assert_false(jobs_gone(H.j, "j000009"));
-	o = jobs_list_json(H.j, 10);
+	o = jobs_list_json(H.j, 10, NULL, JOBS_LIST_MAX_BYTES);
 	assert_int_equal(json_array_size(json_object_get(o, "jobs")), 2);
 	json_decref(o);
 	/* After a job ends: the oldest again. */

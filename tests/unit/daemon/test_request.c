@@ -163,6 +163,8 @@ static json_t *dump_request(const struct request *r)
 		break;
 	case OP_LIST:
 		json_object_set_new(o, "limit", json_integer(r->limit));
+		if (r->before)
+			json_object_set_new(o, "before", json_string(r->before));
 		break;
 	case OP_SHOW:
 	case OP_CANCEL:

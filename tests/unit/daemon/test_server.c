@@ -255,6 +255,76 @@ int jobs_read_log(struct jobs *j, const char *id, long after_seq, enum jobs_read
 	return count;
 }
 
+/* The stub's cursor: the index of the next line, and where a snapshot
+ * ends (jobs.h). */
+struct jobs_cursor {
+	char id[JOB_ID_MAX];
+	long next, stop, last;
+	enum jobs_read_how how;
+};
+
+int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
+		     enum jobs_read_how how, bool snapshot, struct jobs_cursor **out,
+		     long *lines, enum job_state *state, struct qual_msg *msg)
+{
+	struct sjob *sj = stub_find(id);
+	struct jobs_cursor *c;
+
+	(void)j;
+	*out = NULL;
+	if (state)
+		*state = sj ? vocab_state_parse(sj->state) : JOB_STATE_UNKNOWN;
+	if (!sj)
+		return qual_fail(msg, QUAL_ENOENT, "no job '%s'", id);
+	c = calloc(1, sizeof *c);
+	snprintf(c->id, sizeof c->id, "%s", id);
+	c->next = after_seq < LONG_MAX ? after_seq + 1 : LONG_MAX;
+	c->last = after_seq;
+	c->stop = snapshot ? sj->n : LONG_MAX;
+	c->how = how;
+	if (lines)
+		*lines = sj->n > c->next ? sj->n - c->next : 0;
+	*out = c;
+	return 0;
+}
+
+int jobs_cursor_next(struct jobs *j, struct jobs_cursor *c, size_t max_bytes,
+		     jobs_each_cb fn, void *ctx, bool *done, enum job_state *state,
+		     struct qual_msg *msg)
+{
+	struct sjob *sj = stub_find(c->id);
+	size_t bytes = 0;
+	int count = 0;
+
+	(void)j;
+	(void)msg;
+	if (state && sj)
+		*state = vocab_state_parse(sj->state);
+	*done = false;
+	while (bytes < max_bytes) {
+		if (!sj || c->next >= sj->n || c->next >= c->stop) {
+			*done = true;
+			break;
+		}
+		count++;
+		bytes += strlen(sj->lines[c->next]) + 1;
+		c->last = c->next;
+		if (stub_each(c->how, fn, ctx, sj->lines[c->next++], c->last))
+			break;
+	}
+	return count;
+}
+
+long jobs_cursor_seq(const struct jobs_cursor *c)
+{
+	return c->last;
+}
+
+void jobs_cursor_free(struct jobs_cursor *c)
+{
+	free(c);
+}
+
 json_t *jobs_show_json(struct jobs *j, const char *id)
 {
 	(void)j;
@@ -293,10 +363,12 @@ json_t *jobs_status_json(struct jobs *j)
 			 "queued", q, "running", r);
 }
 
-json_t *jobs_list_json(struct jobs *j, int limit)
+json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes)
 {
 	json_t *a = json_array();
 
+	(void)before;
+	(void)max_bytes;
 	for (int i = j->njobs - 1; i >= 0 && (int)json_array_size(a) < limit; i--)
 		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "job", j->jobs[i].id,
 						   "state", j->jobs[i].state,
@@ -971,6 +1043,73 @@ static void test_disconnect_mid_stream(void **state)
 	stop();
 }
 
+/* n pair lines of job, each with a 300-byte pad: a stored log of some
+ * hundreds of bytes a line. */
+static void emit_padded(const char *job, int n)
+{
+	char pad[300], extra[400];
+
+	memset(pad, 'p', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
+	for (int i = 0; i < n; i++)
+		stub_emit(job, "pair", extra);
+}
+
+/* A show sends the lines its job had when it came, a chunk at a time as the
+ * client reads, and exactly as many as its header says; live lines for the
+ * same connection (a watch) come after them, in order, none lost. */
+static void test_show_streamed_live_after(void **state)
+{
+	enum { STORED = 3000, LIVE = 40 };
+	struct client *sub, *w;
+	char *a, *b;
+	json_t *o;
+
+	(void)state;
+	start_with(0, -1);
+	sub = client_connect();
+	a = submit(sub, "/a", false);
+	b = submit(sub, "/b", false);
+	emit_padded(a, STORED);
+	w = client_connect();
+	client_sends(w, "{\"op\":\"watch\"}\n");
+	o = client_json(w);
+	expect_type(o, "reply", "watch");
+	json_decref(o);
+	client_sends(w, "{\"op\":\"show\",\"job\":\"j000001\"}\n");
+	pump_ms(50);
+	/* The show is under way, not all queued: its lines come from the log
+	 * as the client reads. */
+	{
+		struct conn *c;
+
+		for (c = srv->conns; c && !(c->flags & CONN_F_WATCHING); c = c->next)
+			;
+		assert_non_null(c);
+		assert_true(c->replay.active && c->replay.show);
+		assert_true(conn__pending(c) <= REPLYCAP_CLIENT + REPLYCAP_CHUNK + 1024);
+	}
+	for (int i = 0; i < LIVE; i++) {
+		stub_emit(i % 2 ? a : b, "pair", "\"live\":true");
+		uv_run(&loop, UV_RUN_NOWAIT);
+	}
+	o = client_json(w);
+	expect_type(o, "reply", "show");
+	assert_int_equal(json_integer_value(json_object_get(o, "lines")), STORED);
+	json_decref(o);
+	for (long s = 0; s < STORED; s++)
+		expect_line(w, a, s);
+	for (int i = 0; i < LIVE; i++)
+		expect_line(w, i % 2 ? a : b, i % 2 ? STORED + i / 2 : i / 2);
+	client_quiet(w, 20);
+	free(a);
+	free(b);
+	client_free(sub);
+	client_free(w);
+	stop();
+}
+
 static void test_show_list_cancel(void **state)
 {
 	struct client *c;
@@ -1194,22 +1333,13 @@ static void test_watch_replay_paced(void **state)
 {
 	enum { STORED = 20000, LIVE = 300 };
 	struct client *sub, *w;
-	char pad[300];
 	char *a;
 
 	(void)state;
 	start_with(SERVER_MIN_CLIENT_BUFFER, -1);
 	sub = client_connect();
 	a = submit(sub, "/a", false);
-	memset(pad, 'p', sizeof pad - 1);
-	pad[sizeof pad - 1] = '\0';
-	{
-		char extra[400];
-
-		snprintf(extra, sizeof extra, "\"pad\":\"%s\"", pad);
-		for (int i = 0; i < STORED; i++)
-			stub_emit(a, "pair", extra);
-	}
+	emit_padded(a, STORED);
 	w = client_connect();
 	client_sends(w, "{\"op\":\"watch\",\"after_job\":\"j000001\",\"after_seq\":-1}\n");
 	/* The client does not read for a while; the job goes on. */
@@ -1218,7 +1348,9 @@ static void test_watch_replay_paced(void **state)
 		uv_run(&loop, UV_RUN_NOWAIT);
 	}
 	pump_ms(50);
-	/* The server holds back: about SERVER_REPLY_HIGH queued, not all. */
+	/* The server holds back: at most REPLYCAP_CLIENT queued (and a chunk
+	 * read past it; a chunk a turn, so about one), not all, and not
+	 * nothing. */
 	{
 		struct conn *c;
 
@@ -1227,8 +1359,8 @@ static void test_watch_replay_paced(void **state)
 		assert_non_null(c);
 		assert_true(c->replay.active);
 		assert_true(c->replay.waiting);
-		assert_true(conn__pending(c) <= SERVER_REPLY_HIGH + 1024);
-		assert_true(conn__pending(c) > SERVER_REPLY_HIGH / 2);
+		assert_true(conn__pending(c) <= REPLYCAP_CLIENT + REPLYCAP_CHUNK + 1024);
+		assert_true(conn__pending(c) > 0);
 	}
 	json_decref(client_json(w));
 	for (long s = 0; s < STORED + LIVE; s++)
@@ -2122,6 +2254,7 @@ QUAL_TESTS(
 	T(submit_refused_async),
 	T(disconnect_mid_stream),
 	T(show_list_cancel),
+	T(show_streamed_live_after),
 	T(quarantine),
 	T(watch),
 	T(watch_replay_paced),

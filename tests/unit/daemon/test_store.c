@@ -938,6 +938,164 @@ static void test_summary(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(test_##name, setup, teardown)
 
+/* A cursor's read of the log in steps of max_bytes (each record, when 1),
+ * putting back every other record once when again is set: the lines
+ * collected as collect does. */
+struct step_read {
+	char *got;
+	bool again, put_back;
+	int calls;
+};
+
+static int step_collect(void *ctx, const char *line, size_t len)
+{
+	struct step_read *x = ctx;
+
+	x->calls++;
+	if (x->again && !x->put_back && x->calls % 2) {
+		x->put_back = true;
+		return STORE_CURSOR_AGAIN;
+	}
+	x->put_back = false;
+	collect(x->got, line, len);
+	return STORE_CURSOR_NEXT;
+}
+
+static int cursor_steps(struct store_cursor *c, struct step_read *x, size_t max_bytes)
+{
+	struct qual_msg m = { "" };
+	bool at_end = false;
+	int steps = 0;
+
+	while (!at_end) {
+		assert_int_equal(store_cursor_read(c, step_collect, x, max_bytes, &at_end, &m), 0);
+		assert_true(++steps < 100000);
+	}
+	return steps;
+}
+
+/* A cursor read in steps, paused after each record or put back, hands out
+ * exactly what one whole read does (a lost record skipped, a record longer
+ * than its first buffer, the torn tail left); then, from where it stopped,
+ * the tail once it is complete and records appended after it, and a bad
+ * record at the end as lost once a good one follows. */
+static void test_log_cursor_resume(void **state)
+{
+	static char whole[1 << 20], got[1 << 20];
+	struct store *s = open_store();
+	struct qual_msg m = { "" };
+	struct store_log_info info;
+	struct store_cursor *c;
+	const struct store_log_info *ci;
+	char path[PATH_MAX + 64], line[256], *big;
+	off_t one = 0;
+	size_t max_steps[] = { 1, 100, 70000, SIZE_MAX / 8 };
+	FILE *f;
+	int c0;
+
+	(void)state;
+	make_job(s, "j000001", "running");
+	for (int i = 0; i < 40; i++) {
+		snprintf(line, sizeof line, "{\"type\":\"pair\",\"pair\":%d,\"seq\":%d}", i, i);
+		append(s, line, false);
+		if (i == 9)
+			one = log_size();
+	}
+	big = malloc(150000);
+	snprintf(big, 150000, "{\"type\":\"note\",\"pad\":\"%0*d\",\"seq\":40}", 140000, 7);
+	append(s, big, false);
+	append(s, "{\"type\":\"verdict\",\"seq\":41}", false);
+	/* Record 10's bytes flipped: lost. A torn tail after the verdict. */
+	log_path(path, sizeof path);
+	f = fopen(path, "r+");
+	assert_non_null(f);
+	fseek(f, one + 5, SEEK_SET);
+	c0 = fgetc(f);
+	fseek(f, one + 5, SEEK_SET);
+	fputc(c0 ^ 0x01, f);
+	fseek(f, 0, SEEK_END);
+	fputs("{\"type\":\"cut", f);
+	fclose(f);
+	assert_int_equal(store_log_read(s, "j000001", collect, whole, &info, &m), 0);
+	assert_int_equal(info.lines, 41);
+	assert_int_equal(info.lost, 1);
+	assert_true(info.torn_bytes > 0);
+
+	for (size_t k = 0; k < sizeof max_steps / sizeof max_steps[0]; k++)
+		for (int again = 0; again < 2; again++) {
+			struct step_read x = { got, again, false, 0 };
+			int steps;
+
+			got[0] = '\0';
+			assert_int_equal(store_cursor_open(s, "j000001", &c, &m), 0);
+			steps = cursor_steps(c, &x, max_steps[k]);
+			assert_string_equal(got, whole);
+			ci = store_cursor_info(c);
+			assert_int_equal(ci->lines, info.lines);
+			assert_int_equal(ci->lost, info.lost);
+			assert_string_equal(ci->lost_where, info.lost_where);
+			assert_int_equal(ci->good_bytes, info.good_bytes);
+			if (max_steps[k] == 1 && !again)
+				assert_true(steps >= 41);
+			store_cursor_free(c);
+		}
+
+	/* Resumed from the end: the tail, once complete, and what follows. */
+	{
+		struct step_read x = { got, false, false, 0 };
+		bool at_end;
+
+		got[0] = '\0';
+		assert_int_equal(store_cursor_open(s, "j000001", &c, &m), 0);
+		cursor_steps(c, &x, 4096);
+		got[0] = '\0';
+		assert_int_equal(truncate(path, info.good_bytes), 0);
+		append(s, "{\"type\":\"late\",\"seq\":42}", false);
+		cursor_steps(c, &x, 4096);
+		assert_string_equal(got, "{\"type\":\"late\",\"seq\":42}|");
+		/* A bad record at the end is no line yet; a good one after it
+		 * makes it lost. */
+		f = fopen(path, "a");
+		fputs("{\"bad\":1}{\n", f);
+		fclose(f);
+		got[0] = '\0';
+		assert_int_equal(store_cursor_read(c, step_collect, &x, 4096, &at_end, &m), 0);
+		assert_true(at_end);
+		assert_string_equal(got, "");
+		assert_int_equal(store_cursor_info(c)->lost, 1);
+		append(s, "{\"type\":\"later\",\"seq\":43}", false);
+		cursor_steps(c, &x, 4096);
+		assert_string_equal(got, "{\"type\":\"later\",\"seq\":43}|");
+		assert_int_equal(store_cursor_info(c)->lost, 2);
+		store_cursor_free(c);
+	}
+	assert_int_equal(store_cursor_open(s, "j000009", &c, &m), QUAL_ENOENT);
+
+	/* Moved to a resume point: every line after it, few before it. */
+	log_put("");
+	for (int i = 0; i < 3000; i++) {
+		snprintf(line, sizeof line, "{\"type\":\"pair\",\"pair\":%d,\"seq\":%d}", i, i);
+		append(s, line, false);
+	}
+	{
+		struct step_read x = { got, false, false, 0 };
+		const char *from;
+
+		got[0] = '\0';
+		assert_int_equal(store_cursor_open(s, "j000001", &c, &m), 0);
+		assert_int_equal(store_cursor_skip_to(c, 2500), 0);
+		cursor_steps(c, &x, 4096);
+		from = strstr(got, "{\"type\":\"pair\",\"pair\":2501,");
+		assert_non_null(from);
+		assert_non_null(strstr(from, "\"seq\":2999}|"));
+		assert_true(store_cursor_info(c)->lines < 1000);
+		assert_int_equal(store_cursor_info(c)->lost, 0);
+		store_cursor_free(c);
+	}
+	free(big);
+	store_free(s);
+}
+
 QUAL_TESTS(
 	T(ids),
 	T(create_and_state),
@@ -960,4 +1118,5 @@ QUAL_TESTS(
 	T(log_overlong),
 	T(log_last),
 	T(summary),
+	T(log_cursor_resume),
 )
