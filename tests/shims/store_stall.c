@@ -6,10 +6,13 @@
  * creates $QUAL_STALL_FLAG.hit, so the test knows the stall was reached.
  * With $QUAL_STALL_EIO set, nothing is held: a sync of a file under
  * $QUAL_STALL_DIR fails with EIO instead (while the flag exists), as a
- * dying disk's would. With $QUAL_STALL_READ set, only read() of a job's log
- * (a regular file named log.jsonl under $QUAL_STALL_DIR) is held, as a slow
- * disk holds a long read; pread is not, nor any write or sync: the reads of
- * whole logs stall, start-up's look at a log's last record (pread) does not
+ * dying disk's would. With $QUAL_STALL_READ set, only reads of a job's log
+ * (a regular file named log.jsonl under $QUAL_STALL_DIR) that begin a whole
+ * read are held, as a slow disk holds a long read, and no write or sync: a
+ * read(), and a pread() at offset 0 that asks for other than the file's
+ * whole size (a log cursor's first buffer); start-up's look at a log's last
+ * record (a pread of exactly the rest of the file from where that record
+ * may begin, so of the whole file only when it is that small) is not held
  * (tests/tools/store_test.py, start_listens and history_rebuild).
  *
  * Only in a process named quald: the workers and compile children inherit
@@ -36,6 +39,7 @@ ssize_t write(int fd, const void *buf, size_t n);
 ssize_t writev(int fd, const struct iovec *iov, int n);
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off);
 ssize_t read(int fd, void *buf, size_t n);
+ssize_t pread(int fd, void *buf, size_t n, off_t off);
 
 static bool enabled(void)
 {
@@ -161,4 +165,16 @@ ssize_t read(int fd, void *buf, size_t n)
 	if (enabled() && getenv("QUAL_STALL_READ") && under_dir(fd, "/log.jsonl"))
 		stall();
 	return real_(fd, buf, n);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	struct stat st;
+
+	REAL(pread);
+	if (off == 0 && enabled() && getenv("QUAL_STALL_READ") &&
+	    under_dir(fd, "/log.jsonl") && fstat(fd, &st) == 0 &&
+	    (off_t)n != st.st_size)
+		stall();
+	return real_(fd, buf, n, off);
 }
