@@ -509,9 +509,14 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 
 /* Opens the fault note in out (ours) and catches the fault signals, before
  * the library is loaded. Without the note every death by a signal reads as
- * another process's doing, never as a crash. */
+ * another process's doing, never as a crash. The handler runs on a stack of
+ * its own: a library that overflows the thread's stack (a recursion without
+ * end) faults with no stack left to run a handler on, and the kernel would
+ * kill the child without the note, reading as a kill from outside. */
 static void fault_watch(const char *out)
 {
+	static char alt[64 * 1024];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt };
 	char path[4096];
 	struct sigaction sa;
 
@@ -523,6 +528,8 @@ static void fault_watch(const char *out)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO;
+	if (sigaltstack(&ss, NULL) == 0)
+		sa.sa_flags |= SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
 	for (int sig = 1; sig < NSIG; sig++)
 		if (qual_fault_signal(sig))

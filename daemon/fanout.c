@@ -217,6 +217,15 @@ static bool replay_next_job(struct conn *c, bool read, enum job_state state)
 	return false;
 }
 
+void fanout__replay_cut(struct conn *c)
+{
+	bool show = c->replay.active && c->replay.show;
+
+	fanout__replay_free(&c->replay);
+	if (show)
+		conn__close(c, "quald is stopping: a show's reply was cut short");
+}
+
 /* Reads a chunk (more when one sends nothing: lines before a resume point);
  * on_write and the global bound's wake call again once there is room. */
 void fanout__replay_pump(struct conn *c)
@@ -235,7 +244,7 @@ void fanout__replay_pump(struct conn *c)
 		if (s->stopping) {
 			/* jobs_close has been called: the logs are not ours to
 			 * read any more. */
-			fanout__replay_free(rp);
+			fanout__replay_cut(c);
 			return;
 		}
 		if (conn__pending(c) > REPLYCAP_CLIENT) {

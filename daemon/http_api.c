@@ -127,9 +127,15 @@ static bool body_read(struct jobbody *jb)
 	bool done = false;
 	json_t *word;
 	char *text;
+	int rc;
 
-	if (jobs_cursor_next(jb->http->jobs, jb->cur, REPLYCAP_CHUNK, body_line, jb, &done,
-			     &state, &msg) < 0) {
+	/* Until a chunk gives a line: one of bad records gives none, and an
+	 * empty send would wait for a proceed that may not come. */
+	do
+		rc = jobs_cursor_next(jb->http->jobs, jb->cur, REPLYCAP_CHUNK, body_line, jb,
+				      &done, &state, &msg);
+	while (rc == 0 && !done);
+	if (rc < 0) {
 		oplog_warn("cannot send the lines of a job: %s", msg.text);
 		return false;
 	}

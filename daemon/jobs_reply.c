@@ -136,8 +136,9 @@ int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
 	store_cursor_skip_to(c->sc, after_seq);
 	if (state)
 		*state = c->state;
-	if (lines && job->damaged) {
-		/* Records were lost: only a read can count what is left. */
+	if (lines && (job->damaged || job->unchecked)) {
+		/* Records were lost, or may have been (a log start-up did not
+		 * check yet): only a read can count what is left. */
 		if ((rc = jobs_read_log(j, id, after_seq, JOBS_READ_BYTES, NULL, NULL, NULL,
 					msg)) < 0) {
 			jobs_cursor_free(c);

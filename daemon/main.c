@@ -753,7 +753,8 @@ static int daemon_run(struct daemon *d, struct quald_args *a)
 
 	/* Room for the connection limits in the open file limit (server.h). */
 	rc = server_fit_files(&a->scfg, a->jcfg.nslots * FDS_PER_SLOT + FDS_MARGIN +
-			      (a->http_listen ? HTTP_MAX_CONNECTIONS + HTTP_MAX_LINGER + 1 : 0), &msg);
+			      (a->http_listen ? HTTP_MAX_CONNECTIONS * SERVER_FDS_PER_CONN +
+			       HTTP_MAX_LINGER + 1 : 0), &msg);
 	if (rc < 0) {
 		oplog(LOG_ERR, "%s", msg.text);
 		return QUAL_EXIT_ERROR;

@@ -713,7 +713,7 @@ void server_close(struct server *s, void (*done)(void *ctx), void *ctx)
 			uv_read_stop(&c->h.stream);
 			c->flags &= ~CONN_F_READING;
 		}
-		fanout__replay_free(&c->replay);
+		fanout__replay_cut(c);
 	}
 	jobs_close(s->jobs, on_jobs_closed, s);
 }
@@ -752,10 +752,13 @@ int server_fit_files(struct server_config *cfg, int other_fds, struct qual_msg *
 		cfg->max_connections = SERVER_MAX_CONNECTIONS;
 	if (cfg->max_unauth <= 0)
 		cfg->max_unauth = SERVER_DEFAULT_MAX_UNAUTH;
-	/* One descriptor per connection: the Unix ones, and with TCP the
-	 * authenticated and the unauthenticated ones; the refused ones that
-	 * linger count with everything else. */
-	conns = (tcp ? 2L : 1L) * cfg->max_connections;
+	/* Two descriptors per admitted connection, the Unix ones and with
+	 * TCP the authenticated ones: its socket, and the job log that a
+	 * reply of it (a show, a watch's replay: one at a time) reads through
+	 * a cursor kept open while the client drains it. One per
+	 * unauthenticated connection (it asks for no log); the refused ones
+	 * that linger count with everything else. */
+	conns = (tcp ? 2L : 1L) * cfg->max_connections * SERVER_FDS_PER_CONN;
 	unauth = tcp ? cfg->max_unauth : 0;
 	other_fds += SERVER_MAX_LINGER;
 	need = conns + unauth + other_fds;

@@ -132,6 +132,12 @@ struct server_stats {
 
 struct server;
 
+/* Descriptors an admitted connection may hold: its socket, and the job log
+ * a reply of it reads through a cursor (one reply at a time: a show or a
+ * watch's replay). An HTTP connection holds as many (its socket, and the log
+ * of /api/jobs/ID or an event stream's replay). */
+#define SERVER_FDS_PER_CONN 2
+
 /* Makes room in RLIMIT_NOFILE for cfg's connection limits (the defaults
  * for those left 0, which it fills in) besides other_fds descriptors for
  * everything else quald holds (jobs' pipes and logs, the store, libuv):

@@ -326,6 +326,10 @@ void fanout__replay_pump(struct conn *c);
  * job that cur (taken) hands out, as the client reads them. */
 void fanout__show(struct conn *c, const char *job, struct jobs_cursor *cur, long count);
 void fanout__replay_free(struct replay *rp);
+/* A replay ended before its end (quald stops): freed; a show's connection
+ * is closed, since its reply cannot be completed and the live lines held
+ * behind it must not follow a short reply. */
+void fanout__replay_cut(struct conn *c);
 
 /* ---- server.c -------------------------------------------------------- */
 

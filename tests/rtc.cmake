@@ -18,7 +18,7 @@ add_library(qual_rtc_test_lib INTERFACE)
 target_link_libraries(qual_rtc_test_lib INTERFACE qual_proto qual_common ${CMAKE_DL_LIBS})
 
 # Shim compilers: shared objects in <build>/shims.
-set(QUAL_SHIMS crash hang hugelog miscompile slow slow_g sibling oob spin delay hunter)
+set(QUAL_SHIMS crash overflow hang hugelog miscompile slow slow_g sibling oob spin delay hunter)
 foreach(kind ${QUAL_SHIMS})
   add_library(shim_${kind} SHARED
     ${CMAKE_CURRENT_SOURCE_DIR}/shims/shim_forward.c
@@ -59,6 +59,7 @@ target_compile_definitions(test_rtc PRIVATE
   RTC_TEST_NVRTC_ALT="${QUAL_TEST_NVRTC_ALT}"
   RTC_TEST_HIPRTC="${QUAL_TEST_HIPRTC}"
   RTC_SHIM_CRASH="$<TARGET_FILE:shim_crash>"
+  RTC_SHIM_OVERFLOW="$<TARGET_FILE:shim_overflow>"
   RTC_SHIM_HANG="$<TARGET_FILE:shim_hang>"
   RTC_SHIM_HUGELOG="$<TARGET_FILE:shim_hugelog>"
   RTC_SHIM_MISCOMPILE="$<TARGET_FILE:shim_miscompile>"

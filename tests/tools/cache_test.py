@@ -97,7 +97,9 @@ def without_times(lines):
 
 
 def hanging_children(pid, lib):
-    """The compile children of pid whose library is lib."""
+    """The compile children of pid whose library is lib. A compile child's
+    command line names no library (docs/quald.md, "Workers"): its arguments
+    are in the file its $QUAL_COMPILE_ARGS names (NUL-separated)."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -105,11 +107,15 @@ def hanging_children(pid, lib):
         try:
             with open(f"/proc/{d}/stat") as f:
                 ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{d}/cmdline", "rb") as f:
+            if ppid != pid:
+                continue
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            with open(env[b"QUAL_COMPILE_ARGS"], "rb") as f:
                 argv = f.read().split(b"\0")
-        except (OSError, IndexError, ValueError):
+        except (OSError, IndexError, ValueError, KeyError):
             continue
-        if ppid == pid and lib.encode() in argv:
+        if lib.encode() in argv:
             found.append(int(d))
     return found
 

@@ -17,7 +17,7 @@ Scenarios (docs/protocol.md, "Connections and limits", says what each should be)
              byte cap, the silent ones closed at the deadline (a refused line
              each), quald's peak RSS (VmHWM) grows by less than 40 MB, and a
              Unix client is served within 1 s meanwhile.
-  nofile     quald under a hard limit of 128 descriptors: with the default
+  nofile     quald under a hard limit of 256 descriptors: with the default
              limits it lowers them and says so, and 300 TCP connections make
              no accept fail and a Unix client is served; under 40 it refuses
              to start;
@@ -229,18 +229,18 @@ def scenario_nofile(args, dir):
     tf = token_file(dir)
     port = free_port()
     tcp = ["--tcp", str(port), "--tcp-token-file", tf]
-    # The default limits do not fit in 128: lowered, and said.
-    q = Quald(limited(args, dir, 64, 128), dir, tcp)
+    # The default limits do not fit in 256: lowered, and said.
+    q = Quald(limited(args, dir, 64, 256), dir, tcp)
     try:
         check("--max-connections lowered from 1024" in q.stderr(),
-              f"quald under 128 files did not lower its limits: {q.stderr()!r}")
+              f"quald under 256 files did not lower its limits: {q.stderr()!r}")
         served(args, q, "lowered limits")
         # Fitted, the limits keep a flood of connections from taking the
-        # descriptors: 300 at a limit of 128 make no accept fail.
+        # descriptors: 300 at a limit of 256 make no accept fail.
         wait_port(port)
         flood = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
         time.sleep(0.2)
-        served(args, q, "300 tcp connections at 128 files")
+        served(args, q, "300 tcp connections at 256 files")
         check(not log_lines(q, "cannot accept"), f"accept failed: {q.stderr()!r}")
         for s in flood:
             s.close()
@@ -252,8 +252,10 @@ def scenario_nofile(args, dir):
     check(rc != 0 and "leaves no room for connections" in err,
           f"quald under 40 files: exit {rc}, {err!r}")
 
-    # Limits that fit (4 + 4 + 30 + 16 + 64 = 118): nothing lowered.
-    q = Quald(limited(args, dir, 64, 128), dir,
+    # Limits that fit (2 descriptors for each of 4 Unix and 4 TCP
+    # connections, 30 unauthenticated, 16 for the slot, 64 of margin, 64
+    # lingering refused connections: 174): nothing lowered.
+    q = Quald(limited(args, dir, 64, 256), dir,
               tcp + ["--max-connections", "4", "--max-unauthenticated", "30",
                      "--auth-timeout", "2"])
     conns = []
@@ -263,7 +265,7 @@ def scenario_nofile(args, dir):
         wait_port(port)
         served(args, q, "before")
         held = len(os.listdir(f"/proc/{q.proc.pid}/fd"))
-        resource.prlimit(q.proc.pid, resource.RLIMIT_NOFILE, (held + 8, 128))
+        resource.prlimit(q.proc.pid, resource.RLIMIT_NOFILE, (held + 8, 256))
         log(f"quald holds {held} descriptors; its soft limit is now {held + 8}")
 
         def flood():

@@ -28,6 +28,7 @@ vm_hwm). Exits 0 when the scenario holds, 1 with what did not.
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -40,9 +41,10 @@ sys.path.insert(0, TOOLS)
 import store_log  # noqa: E402
 
 
-def start(quald, root, extra=()):
+def start(quald, root, extra=(), nofile=None):
     """quald on root's state directory (fake workers), answering status;
-    (process, control socket path)."""
+    (process, control socket path). nofile: its RLIMIT_NOFILE, soft and
+    hard, when given."""
     sock = os.path.join(root, "quald.sock")
     log = open(os.path.join(root, "quald.log"), "ab")
     env = {k: v for k, v in os.environ.items()
@@ -55,7 +57,9 @@ def start(quald, root, extra=()):
                           "--slots", "1", "--worker", os.path.join(TOOLS, "fake_worker.sh"),
                           "--compile-helper", os.path.join(TOOLS, "fake_compile.sh"),
                           "--allow-root", os.path.join(root, "libs"), *extra],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                         preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile))
+                         if nofile else None)
     for _ in range(600):
         if os.path.exists(sock):
             try:
@@ -371,6 +375,62 @@ def scenario_list(a, root):
         stop(p)
 
 
+def scenario_nofile(a, root):
+    """A show's cursor keeps its log open while the client drains it: at an
+    open file limit that would fit the default 1024 connections at one
+    descriptor each, quald must count two, so that every connection it
+    admits can be served. 700 non-reading shows of a 2 MiB log: each gets
+    its show, or the clear refusal of a connection over the (lowered)
+    limit, never "out of file descriptors" (a quald that counted one
+    admitted connections it had no descriptors left for); then, with them
+    closed, a job runs."""
+    limit = 1200
+    job = make_job(a.quald, a.qualctl, root, a.elf)
+    write_log(root, job, 2)
+    want = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if want[1] != resource.RLIM_INFINITY and want[1] < limit + 200:
+        print(f"SKIP: the hard open file limit here is {want[1]}")
+        return 77
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit + 200, want[1]))
+    p, sock = start(a.quald, root, nofile=(limit, limit))
+    held, got = [], {}
+    try:
+        for _ in range(700):
+            held.append(hold_show(sock, job))
+        time.sleep(2)
+        for s in held:
+            s.settimeout(10)
+            first = s.recv(4096).split(b"\n")[0]
+            kind = json.loads(first).get("type") + ": " + json.loads(first).get(
+                "message", "show")[:40] if first else "closed"
+            got[kind] = got.get(kind, 0) + 1
+        print(json.dumps({"shows": got}))
+        check(p.poll() is None, f"quald exited ({p.returncode}): {tail(root)}")
+        bad = {k: n for k, n in got.items()
+               if k != "reply: show" and not k.startswith("refused: too many connections")}
+        check(not bad and got.get("reply: show", 0) >= 100,
+              f"700 shows at an open file limit of {limit}: {got}")
+        for s in held:
+            s.close()
+        held = []
+        libs = libs_of(root, a.elf)
+        r = subprocess.run([a.qualctl, "--socket", sock, "submit", *libs, "--compile-only",
+                            "--json"], capture_output=True, text=True, timeout=60)
+        check(p.poll() is None, f"quald exited ({p.returncode}): {tail(root)}")
+        check(r.returncode == 0, f"submit after the shows: exit {r.returncode}: "
+                                 f"{r.stderr.strip()[-300:]}")
+    finally:
+        for s in held:
+            s.close()
+        if p.poll() is None:
+            stop(p)
+
+
+def tail(root):
+    with open(os.path.join(root, "quald.log"), "rb") as f:
+        return f.read()[-400:].decode(errors="replace")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quald", required=True)
@@ -380,18 +440,18 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--max-grown-mib", type=int, default=48)
     ap.add_argument("--jobs", type=int, default=6)
-    ap.add_argument("scenario", choices=["memory", "replay", "list"])
+    ap.add_argument("scenario", choices=["memory", "replay", "list", "nofile"])
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="qual-stream-")
     try:
-        {"memory": scenario_memory, "replay": scenario_replay,
-         "list": scenario_list}[a.scenario](a, root)
+        rc = {"memory": scenario_memory, "replay": scenario_replay,
+              "list": scenario_list, "nofile": scenario_nofile}[a.scenario](a, root)
     except AssertionError as e:
         print(f"FAIL {a.scenario}: {e}", file=sys.stderr)
         return 1
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return 0
+    return rc or 0
 
 
 if __name__ == "__main__":

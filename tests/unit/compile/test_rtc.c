@@ -1006,6 +1006,23 @@ static void test_shim_crash(void **state)
 	rtc_result_release(&out);
 }
 
+/* A compiler whose recursion takes the whole stack crashed: its SIGSEGV
+ * comes with no stack left, and qual-compile's handler, on a stack of its
+ * own, still notes it as the child's own fault (without that, the death
+ * read as a kill from outside: QUAL_EKILLED, no strike). */
+static void test_shim_overflow(void **state)
+{
+	struct rtc_identity id;
+	struct rtc_result out;
+
+	(void)state;
+	identify_ok(RTC_SHIM_OVERFLOW, &id);
+	assert_int_equal(compile_with(&id, AXPY_SOURCE, "axpy.cu", "sm_90", NULL, &out), 0);
+	assert_int_equal(out.status, QUAL_ECRASH);
+	assert_non_null(strstr(out.message, "killed by signal SIGSEGV"));
+	rtc_result_release(&out);
+}
+
 static void test_shim_hang(void **state)
 {
 	struct rtc_identity id;
@@ -1460,6 +1477,7 @@ QUAL_TESTS(
 	T(compile_error),
 	T(compile_bad_request),
 	T(shim_crash),
+	T(shim_overflow),
 	T(shim_hang),
 	T(shim_killed),
 	T(shim_hugelog),
