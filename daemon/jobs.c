@@ -158,6 +158,7 @@ struct job *jobs__job_new(long num)
 	store_id_format(num, job->id, sizeof job->id);
 	job->slot = -1;
 	job->device = -1;
+	job->counted_at = -1;
 	list_init(&job->qlink);
 	return job;
 }

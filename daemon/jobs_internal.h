@@ -71,6 +71,11 @@ struct job {
 				    * writer callbacks have run): what a read
 				    * of its log hands out */
 	struct writer_log *log;    /* while it writes its log, else NULL */
+	long counted_lines;        /* jobs_reply.c: a show's count of its
+				    * lines by a read (a damaged or unchecked
+				    * log), valid while logged_seq is still
+				    * counted_at (-1: none) */
+	long counted_at;
 	bool hold_next;            /* the next line is a daemon's verdict: held */
 	struct putting *held;      /* that verdict line, written, waiting for the
 				    * state after it (jobs.c: put_done) */

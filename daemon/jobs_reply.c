@@ -138,13 +138,22 @@ int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
 		*state = c->state;
 	if (lines && (job->damaged || job->unchecked)) {
 		/* Records were lost, or may have been (a log start-up did not
-		 * check yet): only a read can count what is left. */
-		if ((rc = jobs_read_log(j, id, after_seq, JOBS_READ_BYTES, NULL, NULL, NULL,
-					msg)) < 0) {
-			jobs_cursor_free(c);
-			return rc;
+		 * check yet): only a read can count what is left. One read
+		 * serves every show until a line is added. */
+		if (after_seq < 0 && job->counted_at == job->logged_seq) {
+			*lines = job->counted_lines;
+		} else {
+			if ((rc = jobs_read_log(j, id, after_seq, JOBS_READ_BYTES, NULL, NULL,
+						NULL, msg)) < 0) {
+				jobs_cursor_free(c);
+				return rc;
+			}
+			*lines = rc;
+			if (after_seq < 0) {
+				job->counted_lines = rc;
+				job->counted_at = job->logged_seq;
+			}
 		}
-		*lines = rc;
 	} else if (lines) {
 		long first = after_seq < 0 ? 0 : after_seq < LONG_MAX ? after_seq + 1 : LONG_MAX;
 
