@@ -429,7 +429,8 @@ void cache_trim(struct cache *c)
 		shard_scan(shard, now, &all, &n, &cap, &total);
 	}
 	closedir(d);
-	qsort(all, n, sizeof *all, seen_older);
+	if (n)	/* an empty cache has no array: qsort's is never NULL */
+		qsort(all, n, sizeof *all, seen_older);
 	for (size_t i = 0; i < n && total > c->max_bytes; i++) {
 		fs_rm_tree(all[i].path);
 		total -= all[i].bytes;
