@@ -205,9 +205,12 @@ static bool replay_next_job(struct conn *c, bool read, enum job_state state)
 	if (rp->i < rp->n)
 		return true;
 	if (rp->show && rp->left > 0) {
-		/* The log held fewer lines than the header said (damaged since
-		 * the show began): the reply cannot be completed. */
-		conn__close(c, "a show's log ended before its lines");
+		/* The log held fewer lines than the header said: records were
+		 * lost in a log start-up had not checked yet (or damaged since
+		 * the show began). The reply cannot be completed; the client
+		 * asks again (the count then comes from a read). */
+		conn__close(c, "a show's log ended before its lines: records of it were "
+			     "lost (its check after the start marks it damaged)");
 		return false;
 	}
 	fanout__replay_free(rp);

@@ -136,10 +136,13 @@ int jobs_cursor_open(struct jobs *j, const char *id, long after_seq,
 	store_cursor_skip_to(c->sc, after_seq);
 	if (state)
 		*state = c->state;
-	if (lines && (job->damaged || job->unchecked)) {
-		/* Records were lost, or may have been (a log start-up did not
-		 * check yet): only a read can count what is left. One read
-		 * serves every show until a line is added. */
+	if (lines && job->damaged) {
+		/* Records were lost: only a read can count what is left. One
+		 * read serves every show until a line is added. A log that
+		 * start-up has not checked yet is not read here (a whole read
+		 * on the loop, the moment quald has just started): it is
+		 * counted as written, and should the check find records lost
+		 * in it, the show that meets them is ended (fanout.c). */
 		if (after_seq < 0 && job->counted_at == job->logged_seq) {
 			*lines = job->counted_lines;
 		} else {

@@ -1276,18 +1276,19 @@ static void test_recovery_damaged(void **state)
 	 * and its middle is checked off the loop, after the start. */
 	assert_false(json_is_true(json_object_get(o, "damaged")));
 	json_decref(o);
-	/* A show before that check counts what a read hands out (the lost
-	 * record's line is not there), not the lines once written: a show
-	 * that promised 3 would end short of its count. */
+	/* A show before that check counts the lines written (3), without a
+	 * whole read on the loop; its cursor then hands out 2 (the lost
+	 * record's line is not there), which the show takes as the end of a
+	 * reply it cannot complete (fanout.c). */
 	{
 		struct jobs_cursor *cur = NULL;
 		long lines = -1;
 
 		assert_int_equal(jobs_cursor_open(H.j, "j000001", -1, JOBS_READ_BYTES, true, &cur,
 						  &lines, NULL, &m), 0);
-		assert_int_equal(lines, jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, NULL,
-						      NULL, NULL, &m));
-		assert_int_equal(lines, 2);
+		assert_int_equal(lines, 3);
+		assert_int_equal(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, NULL, NULL,
+					       NULL, &m), 2);
 		jobs_cursor_free(cur);
 	}
 	RUN_UNTIL(jobs_read_log(H.j, "j000001", -1, JOBS_READ_BYTES, NULL, NULL, NULL, &m) == 3,
