@@ -164,7 +164,10 @@ static int hunt_compile(shim_program prog, int nopts, const char *const *opts)
 {
 	const char *record = getenv("SHIM_HUNTER_RECORD"), *secs = getenv("QUAL_SHIM_HUNT_S");
 	double until = now_s() + (secs && *secs ? atof(secs) : 10.0);
-	static int seen[HUNT_MAX];
+	/* A pid is hunted once per kind (0 qual-compile, 1 qual-run, 2 an
+	 * oracle): an oracle is first a fork of its qual-run, and is met
+	 * again once it has exec'd. */
+	static int seen[HUNT_MAX], seen_kind[HUNT_MAX];
 	int nseen = 0, self = (int)getpid();
 	FILE *rec = record && *record ? fopen(record, "a") : NULL;
 
@@ -179,20 +182,24 @@ static int hunt_compile(shim_program prog, int nopts, const char *const *opts)
 
 		while (d && (e = readdir(d))) {
 			char comm[64];
-			int pid = atoi(e->d_name), i;
+			int pid = atoi(e->d_name), i, kind;
 
-			if (!isdigit((unsigned char)e->d_name[0]) || pid == self)
-				continue;
-			for (i = 0; i < nseen && seen[i] != pid; i++)
-				;
-			if (i < nseen || proc_read(pid, "comm", comm, sizeof comm) < 0)
+			if (!isdigit((unsigned char)e->d_name[0]) || pid == self ||
+			    proc_read(pid, "comm", comm, sizeof comm) < 0)
 				continue;
 			comm[strcspn(comm, "\n")] = '\0';
-			if (strcmp(comm, "qual-compile") && strcmp(comm, "qual-run") &&
-			    !is_oracle(pid))
+			kind = !strcmp(comm, "qual-compile") ? 0 : !strcmp(comm, "qual-run") ? 1 :
+			       is_oracle(pid) ? 2 : -1;
+			if (kind < 0)
 				continue;
-			if (nseen < HUNT_MAX)
-				seen[nseen++] = pid;
+			for (i = 0; i < nseen && (seen[i] != pid || seen_kind[i] != kind); i++)
+				;
+			if (i < nseen)
+				continue;
+			if (nseen < HUNT_MAX) {
+				seen[nseen] = pid;
+				seen_kind[nseen++] = kind;
+			}
 			hunt_one(rec, pid, comm);
 		}
 		if (d)

@@ -98,6 +98,18 @@ def fixture_copy(args, root):
     allowed = os.path.join(root, "allowed")
     fx = os.path.join(allowed, "isolate_fx")
     shutil.copytree(os.path.join(HERE, "..", "..", "examples", "fixtures", "rmsnorm_f16"), fx)
+    # Its oracle, kept alive a moment before it runs, so that the hunter's
+    # scans of /proc meet it even on a loaded machine (a python3 oracle
+    # that ends within a scan or two was missed under ASan).
+    os.rename(os.path.join(fx, "oracle.py"), os.path.join(fx, "oracle_real.py"))
+    with open(os.path.join(fx, "oracle.py"), "w") as f:
+        f.write("#!/usr/bin/env python3\n"
+                "import os, sys, time\n"
+                "real = os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+                "'oracle_real.py')\n"
+                "time.sleep(1.5)\n"
+                "os.execv(sys.executable, [sys.executable, real] + sys.argv[1:])\n")
+    os.chmod(os.path.join(fx, "oracle.py"), 0o755)
     for dirpath, dirs, files in os.walk(allowed):
         for n in [dirpath] + [os.path.join(dirpath, x) for x in dirs + files]:
             os.chmod(n, os.stat(n).st_mode & ~0o022 | 0o555 if os.path.isdir(n) or
