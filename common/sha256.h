@@ -11,6 +11,13 @@
 
 /* Room for 64 hex digits and the NUL. */
 #define SHA256_HEX_SIZE 65
+/* The digest's bytes. */
+#define SHA256_SIZE 32
+
+/* The SHA-256 of size bytes at data (NULL when size is 0) into md. Returns
+ * 0, or QUAL_ENOMEM when OpenSSL cannot compute it. Cheap to call often:
+ * the algorithm is fetched once for the process (thread-safe). */
+int sha256_digest(const void *data, size_t size, unsigned char md[SHA256_SIZE]);
 
 /* Hashes size bytes at data into hex (64 lower-case digits, NUL-terminated).
  * data may be NULL when size is 0. Returns 0, or QUAL_ENOMEM when OpenSSL

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "common/fsutil.h"
 #include "common/lines.h"
+#include "common/sha256.h"
 #include "proto/line.h"
 #include "common/xalloc.h"
 #include "daemon/oplog.h"
@@ -39,11 +39,10 @@
 static void check_compute(const char *line, size_t len, char hex[CHECK_HEX + 1])
 {
 	static const char digits[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
+	unsigned char md[SHA256_SIZE];
 	int i;
 
-	if (!EVP_Digest(line, len, md, &n, EVP_sha256(), NULL) || n * 2 < CHECK_HEX) {
+	if (sha256_digest(line, len, md) < 0) {
 		oplog(LOG_CRIT, "cannot compute a sha-256 of %zu bytes (openssl)",
 			len);
 		abort();

@@ -45,6 +45,7 @@ set(QUAL_FUZZ_DRIVES_http ${PROJECT_SOURCE_DIR}/daemon/http.c
 set(QUAL_FUZZ_DRIVES_log ${PROJECT_SOURCE_DIR}/daemon/store_log.c
     ${PROJECT_SOURCE_DIR}/daemon/store.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
     ${PROJECT_SOURCE_DIR}/common/fsutil.c ${PROJECT_SOURCE_DIR}/common/lines.c
+    ${PROJECT_SOURCE_DIR}/common/sha256.c
     ${PROJECT_SOURCE_DIR}/common/text.c ${PROJECT_SOURCE_DIR}/proto/line.c
     ${PROJECT_SOURCE_DIR}/proto/vocab.c)
 set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c
