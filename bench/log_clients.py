@@ -15,7 +15,6 @@ no clients gives the machine's own noise.
 Prints one JSON object per quald and round. Fake workers
 (tests/tools/fake_worker.sh, fake_compile.sh): no GPU, no compiler.
 """
-import argparse
 import json
 import os
 import shutil
@@ -26,8 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "tools"))
-from stream_test import (hold_show, http_get, make_job, request, start,  # noqa: E402
-                         stop, vm_hwm, write_log)
+from stream_test import (bench_parser, bench_qualctl, hold_show, http_get,  # noqa: E402
+                         make_job, request, start, stop, vm_hwm, write_log)
 
 
 def round_of(quald, root, job, kind, clients, seconds):
@@ -65,15 +64,12 @@ def round_of(quald, root, job, kind, clients, seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quald", action="append", required=True)
-    ap.add_argument("--qualctl", help="qualctl (default: beside the first quald)")
-    ap.add_argument("--elf", required=True, help="any ELF shared library")
+    ap = bench_parser(__doc__)
     ap.add_argument("--mib", type=int, default=60)
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=5)
     a = ap.parse_args()
-    qualctl = a.qualctl or os.path.join(os.path.dirname(a.quald[0]), "qualctl")
+    qualctl = bench_qualctl(a)
     root = tempfile.mkdtemp(prefix="qual-log-clients-")
     try:
         job = make_job(a.quald[0], qualctl, root, a.elf)

@@ -19,7 +19,6 @@ given gets the same state directory in turn).
 
 Prints one JSON object per quald and request: the best and median seconds.
 """
-import argparse
 import json
 import os
 import shutil
@@ -30,18 +29,16 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.join(HERE, "..", "tests", "tools")
 sys.path.insert(0, TOOLS)
-from stream_test import make_job, request, start, stop, write_log  # noqa: E402
+from stream_test import (bench_parser, bench_qualctl, make_job, request,  # noqa: E402
+                         start, stop, write_log)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quald", action="append", required=True)
-    ap.add_argument("--qualctl", help="qualctl (default: beside the first quald)")
-    ap.add_argument("--elf", required=True, help="any ELF shared library")
+    ap = bench_parser(__doc__)
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
-    qualctl = a.qualctl or os.path.join(os.path.dirname(a.quald[0]), "qualctl")
+    qualctl = bench_qualctl(a)
     root = tempfile.mkdtemp(prefix="qual-read-log-")
     try:
         job = make_job(a.quald[0], qualctl, root, a.elf)

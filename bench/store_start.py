@@ -25,7 +25,6 @@ and start; for a quald that checks the stored logs off the loop, also how
 long that took and the slowest `status` (asked every 10 ms) meanwhile.
 Needs --gib and a little more free under $TMPDIR; removes it all
 at the end."""
-import argparse
 import json
 import os
 import re
@@ -42,6 +41,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "tools"))
 import store_log  # noqa: E402
 from read_log import make_job, stop  # noqa: E402
+from stream_test import bench_parser, bench_qualctl  # noqa: E402
 
 CASES = ["gemm_f16-256x512x256", "gemm_i8-256x512x256", "attention_f16-128",
          "conv_f16-64x64x3x3"]
@@ -217,16 +217,13 @@ def one_start(quald, root, label, run, cold, njobs, wait_whole):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quald", action="append", required=True)
-    ap.add_argument("--qualctl", help="qualctl (default: beside the first quald)")
-    ap.add_argument("--elf", required=True, help="any ELF shared library")
+    ap = bench_parser(__doc__)
     ap.add_argument("--gib", type=float, default=1.0)
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cold", action="store_true")
     a = ap.parse_args()
-    qualctl = a.qualctl or os.path.join(os.path.dirname(a.quald[0]), "qualctl")
+    qualctl = bench_qualctl(a)
     root = tempfile.mkdtemp(prefix="qual-store-start-")
     try:
         first = make_job(a.quald[0], qualctl, root, a.elf)

@@ -214,6 +214,21 @@ def hold_show(sock, job):
     return s
 
 
+def bench_parser(doc):
+    """The arguments every bench of quald's logs takes (bench/read_log.py,
+    log_clients.py, store_start.py): --quald (repeatable), --qualctl, --elf."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quald", action="append", required=True)
+    ap.add_argument("--qualctl", help="qualctl (default: beside the first quald)")
+    ap.add_argument("--elf", required=True, help="any ELF shared library")
+    return ap
+
+
+def bench_qualctl(a):
+    """The qualctl a bench's arguments name, or the one beside the first quald."""
+    return a.qualctl or os.path.join(os.path.dirname(a.quald[0]), "qualctl")
+
+
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
