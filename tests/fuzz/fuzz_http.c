@@ -116,8 +116,15 @@ static void on_closed(void *ctx)
 	closed = true;
 }
 
+/* Whether the request line names GET or HEAD. The parser skips an empty
+ * line before a request line (RFC 9112 2.2), so leading CR and LF bytes
+ * do not count. */
 static bool is_safe_method(const uint8_t *data, size_t size)
 {
+	while (size > 0 && (*data == '\r' || *data == '\n')) {
+		data++;
+		size--;
+	}
 	return (size >= 4 && !memcmp(data, "GET ", 4)) || (size >= 5 && !memcmp(data, "HEAD ", 5));
 }
 
