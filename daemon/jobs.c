@@ -38,6 +38,7 @@
 #include "daemon/relay.h"
 #include "daemon/oplog.h"
 #include "proto/line.h"
+#include "proto/remote.h"
 
 #define JOBS_DEFAULT_TIMEOUT_S 7200.0
 #define JOBS_DEFAULT_CHECK_TIMEOUT_S 30.0
@@ -170,6 +171,7 @@ void jobs__job_free(struct job *job)
 	args_release(&job->args);
 	json_decref(job->summary);
 	history__job_release(job);
+	free(job->remote);
 	free(job);
 }
 
@@ -248,7 +250,10 @@ json_t *jobs__state_json(const struct job *job)
 			      "device", job->device >= 0 ? json_integer(job->device) :
 			      json_null());
 
-	/* Only for a damaged job: the usual state keeps its shape. */
+	/* Only for a job of the Slurm backend, and a damaged one: the usual
+	 * state keeps its shape. */
+	if (job->remote)
+		json_object_set_new(o, REMOTE_JSON_KEY, remote__json(job));
 	if (job->damaged)
 		json_object_set_new(o, "damaged", json_true());
 	return o;
@@ -588,6 +593,7 @@ static void jobs_free(struct jobs *j)
 	free(j->worker);
 	free(j->helper);
 	free(j->compile_user);
+	remote__free(j);
 	free(j->cache_dir);
 	free(j->scratch);
 	free(j->scratch_prefix);
@@ -667,7 +673,8 @@ int jobs_open(uv_loop_t *loop, const struct jobs_config *cfg, jobs_line_cb cb,
 			   JOBS_DEFAULT_MAX_LOG_BYTES;
 	j->keep_jobs = cfg->keep_jobs;
 	j->keep_days = cfg->keep_days;
-	if ((cfg->allow_roots && (rc = roots_resolve(j, cfg, msg))) ||
+	if ((rc = remote__open(j, cfg->remote, msg)) ||
+	    (cfg->allow_roots && (rc = roots_resolve(j, cfg, msg))) ||
 	    (rc = store_open(cfg->state_dir, &j->store, msg)) ||
 	    (rc = worker__scratch_open(j, cfg->state_dir, msg))) {
 		jobs_free(j);

@@ -32,6 +32,8 @@
 
 #define JOB_ID_MAX 32
 
+struct remote_config;
+
 struct jobs_config {
 	const char *state_dir;   /* required; created if missing */
 	const char *worker;      /* path of qual-run; NULL: beside the running
@@ -50,7 +52,11 @@ struct jobs_config {
 	bool no_cache;           /* the workers run without the artifact cache
 				  * (quald --no-cache); otherwise theirs is
 				  * state_dir/cache (run/cache.h) */
-	int nslots;              /* worker slots */
+	int nslots;              /* worker slots (the Slurm backend: Slurm jobs
+				  * at once) */
+	/* The Slurm backend (docs/cluster.md; daemon/remote.h), or NULL: the
+	 * local GPUs. */
+	const struct remote_config *remote;
 	const int *devices;      /* nslots GPU ordinals, or NULL: compile-only slots */
 	const char *no_gpu_because; /* with devices NULL: why the slots are
 				     * compile-only, the not_timed_because of

@@ -38,6 +38,7 @@
 #include "proto/strv.h"
 #include "daemon/list.h"
 #include "daemon/oplog.h"
+#include "daemon/remote.h"
 #include "daemon/request.h"
 #include "daemon/store.h"
 #include "daemon/writer.h"
@@ -101,6 +102,11 @@ struct job {
 	bool read_failed;          /* history.c: that read failed; tried again
 				    * at the next history request */
 	struct list_link qlink;    /* in the queue while queued */
+	/* The Slurm backend (remote.c): what the bridge said of its Slurm
+	 * job (NULL: nothing yet), and whether its next worker follows that
+	 * job again (recovery) rather than submitting one. */
+	struct remote_job *remote;
+	bool attach;
 };
 
 /* What a slot is doing: one state at a time, which the scheduler, the
@@ -148,6 +154,7 @@ struct jobs {
 	struct children children;  /* every child of ours, watched */
 	char *worker;
 	char *helper;
+	struct remote_config *remote; /* --backend slurm (own copy); NULL: local */
 	char *compile_user;        /* NULL: none (jobs_config) */
 	unsigned compile_uid_first; /* --compile-users (jobs_config) */
 	int compile_uids;          /* 0: none */
@@ -276,7 +283,48 @@ void jobs__schedule_soon(struct jobs *j);
  * struct goes. */
 void jobs__close_check(struct jobs *j);
 
+/* ---- remote.c (the Slurm backend, remote.h) ------------------------------- */
+
+/* quald --backend slurm (cfg; NULL: the local backend): its settings
+ * copied into j, the spool's folders made. 0, or a negative code. */
+int remote__open(struct jobs *j, const struct remote_config *cfg, struct qual_msg *msg);
+void remote__free(struct jobs *j);
+
+/* The command line of job's worker in slot: the bridge, its options, "--"
+ * and qual-run's command line as the node runs it (the staged copies'
+ * paths in the spool). */
+char **remote__argv(const struct jobs *j, const struct job *job, int slot);
+
+/* Takes n bytes of the bridge's stderr: its status lines update
+ * job->remote (and the job's state file when they change). Returns true
+ * when the Slurm job has just started to run (the job time limit starts
+ * then, not while it waits in Slurm's queue). */
+bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const char *data,
+		  size_t n);
+
+/* Whether job runs here but waits in Slurm's queue: shown as queued, with
+ * Slurm's reason. */
+bool remote__pending(const struct job *job);
+
+/* The "slurm" member of a job's state, show and list entry (new
+ * reference; null when there is no Slurm job), and its reading back. */
+json_t *remote__json(const struct job *job);
+void remote__from_state(struct job *job, json_t *state);
+
+/* Recovery of a job found running (recover.c): in the Slurm backend it is
+ * queued again, to follow its Slurm job from the lines stored on, or to
+ * submit it when it never was; returns false when it cannot be (the local
+ * backend; lines stored but no Slurm job known), and it ends interrupted. */
+bool remote__recover(struct jobs *j, struct job *job);
+
 /* ---- worker.c --------------------------------------------------------------- */
+
+/* qual-run's command line for job in slot, pushed onto argv, with a's
+ * libraries, fixture folders and cache (the job's own; in the Slurm
+ * backend, the spool's copies). */
+void worker__engine_argv(const struct jobs *j, const struct job *job, int slot,
+			 const struct submit_args *a, const char *cache, struct strv *argv);
+
 
 /* Why a worker stopped, one reason. quald's own reasons, in the order of
  * their rank: a worker stopped for two reasons (a cancel while its time

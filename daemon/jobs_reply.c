@@ -9,6 +9,8 @@
 #include "common/xalloc.h"
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/fleet.h"
+#include "proto/remote.h"
 #include "proto/line.h"
 
 /* The state a job is reported in (show, watch, list): a finished job reads
@@ -17,6 +19,10 @@
  * read and has been relayed. */
 static enum job_state reported_state(const struct job *job)
 {
+	/* Its worker runs, but Slurm has not started it: it waits in a
+	 * queue, Slurm's, whose reason its "slurm" member says. */
+	if (remote__pending(job))
+		return JOB_QUEUED;
 	if (job->state >= JOB_DONE && job->logged_seq < job->next_seq)
 		return job->started[0] ? JOB_RUNNING : JOB_QUEUED;
 	return job->state;
@@ -213,6 +219,12 @@ static void job_settings_into(const struct job *job, json_t *o)
 	}
 	if (job->args.settings.fixtures)
 		json_object_set_new(o, "fixtures", request_list_json(job->args.settings.fixtures));
+	/* The Slurm backend's: its GPU type, and its Slurm job as the bridge
+	 * last said (id, state, reason, node). */
+	if (job->args.gpu_type)
+		json_object_set_new(o, FLEET_GPU_TYPE_KEY, json_string(job->args.gpu_type));
+	if (job->remote)
+		json_object_set_new(o, REMOTE_JSON_KEY, remote__json(job));
 }
 
 static json_t *labels_json(const struct job *job)
@@ -328,9 +340,12 @@ json_t *jobs_status_json(struct jobs *j)
 			in_service++;
 		if (sl->state == SLOT_CHECKING)
 			json_object_set_new(o, "health_check", json_true());
+		if (job && job->remote)
+			json_object_set_new(o, REMOTE_JSON_KEY, remote__json(job));
 		json_array_append_new(slots, o);
 		if (job)
-			json_array_append_new(running, json_string(job->id));
+			json_array_append_new(remote__pending(job) ? queued : running,
+					      json_string(job->id));
 	}
 	list_each(q, &j->queue)
 		json_array_append_new(queued, json_string(list_item(q, struct job, qlink)->id));

@@ -22,6 +22,7 @@
 #include "compile/rtc.h"
 #include "daemon/jobs.h"
 #include "daemon/policy.h"
+#include "daemon/remote.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
 #include "daemon/http.h"
@@ -38,6 +39,8 @@
 #define DEFAULT_STATE_DIR "/var/lib/qual"
 #define SOCKET_NAME "quald.sock"
 #define DEFAULT_JOB_TIMEOUT_S 7200.0
+/* --backend slurm: Slurm jobs at once, unless --slurm-jobs says. */
+#define DEFAULT_SLURM_JOBS 8
 #define SUBMIT_CHECK_TIMEOUT_S 30.0
 #define MAX_SLOTS 64
 #define DEFAULT_GROUP "qual"
@@ -102,6 +105,10 @@ struct quald_args {
 	int nhttp_hosts;
 	int devices[MAX_SLOTS], ndevices, slots;
 	bool devices_auto;         /* --devices auto given */
+	/* --backend slurm (docs/cluster.md): remote is jcfg.remote then. */
+	bool slurm;
+	int slurm_jobs;
+	struct remote_config remote;
 	bool help, version;
 };
 
@@ -184,6 +191,16 @@ static int take_group(void *ctx, const char *s, struct qual_msg *msg)
 	if (!*s)
 		return qual_fail(msg, QUAL_EINVAL, "--group must name a group");
 	((struct quald_args *)ctx)->group = s;
+	return 0;
+}
+
+static int take_backend(void *ctx, const char *s, struct qual_msg *msg)
+{
+	struct quald_args *a = ctx;
+
+	if (strcmp(s, "local") != 0 && strcmp(s, "slurm") != 0)
+		return qual_fail(msg, QUAL_EINVAL, "--backend must be local or slurm, got '%s'", s);
+	a->slurm = strcmp(s, "slurm") == 0;
 	return 0;
 }
 
@@ -298,6 +315,18 @@ static const struct opts_entry options[] = {
 		"start, or one compile-only slot when none is found"},
 	{"slots", "N", OPTS_INT, AT(slots), 1, MAX_SLOTS, .help =
 		"compile-only slots instead of GPUs (not with --devices)"},
+	{"backend", "local|slurm", OPTS_CALL, .fn = take_backend, .help =
+		"where jobs run: this host's GPUs (local, the default)\n"
+		"or one Slurm batch job each (docs/cluster.md)"},
+	{"slurm-spool", "DIR", OPTS_STRING, AT(remote.spool), .help =
+		"with --backend slurm: the spool on storage every node\n"
+		"sees at the same path (default STATE_DIR/spool)"},
+	{"slurm-partition", "NAME", OPTS_STRING, AT(remote.partition), .help =
+		"with --backend slurm: the partition (default Slurm's)"},
+	{"slurm-jobs", "N", OPTS_INT, AT(slurm_jobs), 1, MAX_SLOTS, .help =
+		"with --backend slurm: Slurm jobs at once (default 8)"},
+	{"slurm-bridge", "PATH", OPTS_STRING, AT(remote.bridge), .help =
+		"qual-slurm (default: beside quald)"},
 	{"job-timeout", "S", OPTS_REAL, AT(jcfg.job_timeout_s), 1, 1e7, .help =
 		"seconds a job may run before it is killed (default 7200)"},
 	{"calibrate-every", "H", OPTS_REAL, AT(jcfg.calibrate_every_h), 1e-6, 1e5, .help =
@@ -539,6 +568,17 @@ static int args_read(struct quald_args *a, int argc, char **argv)
 		oplog(LOG_ERR, "--slots and --devices cannot be combined: each device is one slot");
 		return QUAL_EXIT_USAGE;
 	}
+	if (!a->slurm && (a->remote.spool || a->remote.partition || a->slurm_jobs ||
+			  a->remote.bridge)) {
+		oplog(LOG_ERR, "the --slurm-* options need --backend slurm");
+		return QUAL_EXIT_USAGE;
+	}
+	if (a->slurm && (a->slots || a->ndevices || a->devices_auto ||
+			 a->jcfg.calibrate_every_h > 0)) {
+		oplog(LOG_ERR, "--backend slurm takes no --slots, --devices or --calibrate-every: "
+		      "Slurm gives each job its GPU");
+		return QUAL_EXIT_USAGE;
+	}
 	if (a->jcfg.calibrate_every_h > 0 && !a->jcfg.calibrate_lib) {
 		oplog(LOG_ERR, "--calibrate-every needs --calibrate-lib");
 		return QUAL_EXIT_USAGE;
@@ -548,7 +588,7 @@ static int args_read(struct quald_args *a, int argc, char **argv)
 
 /* What quald found or made for itself from its arguments; freed at exit. */
 struct quald_owned {
-	char *token, *socket_path, *state_dir, *worker, *helper;
+	char *token, *socket_path, *state_dir, *worker, *helper, *spool, *bridge;
 	int *listen_fds;
 };
 
@@ -606,6 +646,22 @@ static int args_settle(struct quald_args *a, struct quald_owned *o, struct daemo
 		return QUAL_EXIT_USAGE;
 	}
 
+	if (a->slurm) {
+		if (a->remote.spool)
+			o->spool = xstrdup(a->remote.spool);
+		else if (asprintf(&o->spool, "%s/spool", o->state_dir) < 0)
+			abort();
+		o->bridge = a->remote.bridge ? xstrdup(a->remote.bridge) :
+			    find_beside("qual-slurm");
+		if (!o->bridge) {
+			oplog(LOG_ERR, "cannot find qual-slurm beside quald: use --slurm-bridge");
+			return QUAL_EXIT_USAGE;
+		}
+		a->remote.spool = o->spool;
+		a->remote.bridge = o->bridge;
+		a->jcfg.remote = &a->remote;
+	}
+
 	/* Before anything can fork: the systemd variables are ours alone. */
 	if (sd_notifier_init(&d->sd, &msg) < 0)
 		oplog(LOG_ERR, "%s", msg.text);
@@ -638,7 +694,9 @@ static void slots_settle(struct quald_args *a, const struct quald_owned *o,
 	struct jobs_config *jcfg = &a->jcfg;
 	char no_gpu[PATH_MAX + 256] = ""; /* why detection found none */
 
-	a->devices_auto |= !a->slots && !a->ndevices;
+	a->devices_auto |= !a->slots && !a->ndevices && !a->slurm;
+	if (a->slurm)
+		a->slots = a->slurm_jobs ? a->slurm_jobs : DEFAULT_SLURM_JOBS;
 	if (a->devices_auto) {
 		a->ndevices = jobs_find_gpus(o->worker, a->devices, MAX_SLOTS, no_gpu,
 					     sizeof no_gpu);
@@ -816,6 +874,8 @@ int main(int argc, char **argv)
 	free(o.state_dir);
 	free(o.worker);
 	free(o.helper);
+	free(o.spool);
+	free(o.bridge);
 	free(o.token);
 	policy_roots_free((char **)a.jcfg.allow_roots);
 	return status;

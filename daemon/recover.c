@@ -151,6 +151,7 @@ static int state_take(struct job *job, json_t *state, struct qual_msg *msg)
 		job->slot = (int)json_integer_value(v);
 	if (json_is_integer(v = json_object_get(state, "device")))
 		job->device = (int)json_integer_value(v);
+	remote__from_state(job, state);
 	return 0;
 }
 
@@ -189,7 +190,7 @@ static void job_settle(struct jobs *j, struct job *job, json_t *verdict, const c
 		if (!job->finished[0])
 			jobs__now(job->finished);
 		jobs__state_save(j, job);
-	} else if (job->state == JOB_RUNNING) {
+	} else if (job->state == JOB_RUNNING && !remote__recover(j, job)) {
 		jobs__end_here(j, job, JOB_INTERRUPTED, RUN_INTERRUPTED,
 			       "the daemon stopped while this job ran", false);
 	} else if (job->state == JOB_QUEUED && !job_pinned(job)) {

@@ -13,6 +13,7 @@
 #include "common/sampling.h"
 #include "common/xalloc.h"
 #include "common/calib_record.h"
+#include "proto/fleet.h"
 #include "proto/settings.h"
 #include "proto/vocab.h"
 
@@ -52,7 +53,8 @@ static const char *const submit_fields[] = {
 	"baseline", "candidate", "pairs", "cases", "alpha", "margin",
 	"baseline_options", "candidate_options", "compile_only", "seed",
 	"compile_timeout", "follow", "fixtures", "mode", "max_pairs", "max_seconds",
-	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", "labels", NULL,
+	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", "labels",
+	FLEET_GPU_TYPE_KEY, NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", "before", NULL};
@@ -255,6 +257,7 @@ static void submit_release(struct submit_args *s)
 	free(s->baseline_sha256);
 	free(s->candidate_sha256);
 	json_decref(s->labels);
+	free(s->gpu_type);
 	memset(s, 0, sizeof *s);
 }
 
@@ -332,6 +335,9 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	if ((rc = settings_from_json(&s->settings, o, SETTINGS_QUALD, msg)) < 0)
 		return rc;
 	if ((rc = get_labels(o, &s->labels, msg)) < 0)
+		return rc;
+	if ((rc = get_string(o, FLEET_GPU_TYPE_KEY, FLEET_MAX_TYPE_LEN, &s->gpu_type, msg)) < 0 ||
+	    (s->gpu_type && (rc = fleet_gpu_type_check(s->gpu_type, msg)) < 0))
 		return rc;
 	x = 0;
 	if ((rc = get_integer(o, "calibrate", 1, CALIB_MAX_RUNS, &x, msg)) < 0)
@@ -639,6 +645,8 @@ json_t *request_submit_to_json(const struct submit_args *s)
 		json_object_set_new(o, "slot", json_integer(s->slot));
 	if (s->labels)
 		json_object_set_new(o, "labels", json_deep_copy(s->labels));
+	if (s->gpu_type)
+		json_object_set_new(o, FLEET_GPU_TYPE_KEY, json_string(s->gpu_type));
 	if (s->baseline_sha256)
 		request_submit_set_pin(o, 0, s->baseline_real, s->baseline_sha256);
 	if (s->candidate_sha256)

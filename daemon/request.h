@@ -76,6 +76,9 @@ struct submit_args {
 	 * VALUE strings as request_labels_check allows (own reference), or
 	 * NULL for none (an empty object is NULL). */
 	json_t *labels;
+	/* The GPU type Slurm is asked for (proto/fleet.h; --backend slurm
+	 * only), or NULL: any GPU. */
+	char *gpu_type;
 };
 
 struct request {

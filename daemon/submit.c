@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 #include "compile/rtc.h"
 #include "daemon/jobs_internal.h"
+#include "proto/fleet.h"
 #include "daemon/policy.h"
 #include "fixtures/fixture.h"
 
@@ -424,6 +425,12 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 	if (args->has_slot && args->slot >= j->nslots)
 		return qual_fail(msg, QUAL_EINVAL, "'slot' must be one of quald's slots, 0 to %d, "
 				 "got %d", j->nslots - 1, args->slot);
+	if (args->gpu_type && !j->remote)
+		return qual_fail(msg, QUAL_EINVAL, "'" FLEET_GPU_TYPE_KEY "' needs quald --backend "
+				 "slurm: this quald runs jobs on its own GPUs");
+	if (args->calibrate && j->remote)
+		return qual_fail(msg, QUAL_EINVAL, "a calibration ('calibrate') runs on quald's "
+				 "own GPUs: not with --backend slurm");
 	if ((rc = submit_validate(args, msg)) ||
 	    (rc = rtc_check_library(args->baseline, msg)) ||
 	    (rc = rtc_check_library(args->candidate, msg)))

@@ -152,6 +152,10 @@ struct worker {
 	size_t errtail_len;
 	char chunk[WORKER_READ_CHUNK];
 	char errchunk[WORKER_STDERR_KEEP];
+	struct remote_feed rfeed;  /* the Slurm backend: the bridge's status lines */
+	bool detached;             /* its Slurm job goes on without it: quald
+				    * stopped (its job stays running, to be
+				    * followed again at the next start) */
 };
 
 static void worker_timer(uv_timer_t *t);
@@ -224,6 +228,14 @@ bool worker__stop(struct worker *w, enum worker_stop why)
 		if (why == WORKER_STOP_SHUTDOWN)
 			worker_stop_for(w, why);
 		return false;
+	}
+	if (why == WORKER_STOP_SHUTDOWN && w->j->remote) {
+		/* The Slurm backend: its Slurm job goes on, and the next start
+		 * follows it again (remote__recover). SIGKILL, which the
+		 * bridge cannot take for a cancel. */
+		w->detached = true;
+		worker_kill_for(w, why);
+		return true;
 	}
 	worker_term_for(w, why);
 	return true;
@@ -451,6 +463,16 @@ static void worker_conclude(struct worker *w)
 
 	if (!job)
 		return;
+	if (w->detached && w->seen.verdict == RUN_VERDICT_UNKNOWN) {
+		/* Still running in Slurm: no verdict; its state stays running. */
+		oplog(LOG_INFO, "job '%s': left running in slurm: followed again at the next "
+		      "start", job->id);
+		jobs__log_close(j, job);
+		job->w = NULL;
+		jobs__state_save(j, job);
+		w->job = NULL;
+		return;
+	}
 	if (w->seen.verdict != RUN_VERDICT_UNKNOWN) {
 		job->verdict = w->seen.verdict;
 		if (w->seen.dropped)
@@ -572,6 +594,11 @@ static void worker_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	n = (size_t)nread;
+	/* The Slurm backend: the bridge's status lines; the job's time limit
+	 * starts once Slurm runs it. */
+	if (w->j->remote && remote__feed(w->j, w->job, &w->rfeed, buf->base, n) &&
+	    w->stop == WORKER_RUNNING && !w->exited)
+		uv_timer_start(&w->timer, worker_timer, (uint64_t)(w->j->job_timeout_s * 1000.0), 0);
 	if (n >= WORKER_STDERR_KEEP) {
 		memcpy(w->errtail, buf->base + n - WORKER_STDERR_KEEP, WORKER_STDERR_KEEP);
 		w->errtail_len = WORKER_STDERR_KEEP;
@@ -660,41 +687,39 @@ static void worker_timer(uv_timer_t *t)
  * two paths after "--" (so a path may start with '-'). Options of the arms
  * are passed as --baseline-opt=OPT so that one starting with '-' is never
  * taken for an option of qual-run's. */
-static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
+void worker__engine_argv(const struct jobs *j, const struct job *job, int slot,
+			 const struct submit_args *a, const char *cache, struct strv *argv)
 {
-	const struct submit_args *a = &job->args;
 	struct qual_settings set;
-	struct strv argv;
 
-	strv_init(&argv);
-	calib__worker_prefix(j, job, slot, &argv);
-	strv_push(&argv, j->worker);
+	calib__worker_prefix(j, job, slot, argv);
+	strv_push(argv, j->worker);
 	/* The settings as proto/settings.h spells them: the table qual-run
 	 * reads them back by. The fixture directories are the real paths
 	 * submit checked and worker_fixtures_allowed checked again. */
 	set = a->settings; /* lists borrowed: set is never released */
 	set.compile_only = false; /* said below, with a compile-only slot's why */
-	settings_to_argv(&set, &argv);
+	settings_to_argv(&set, argv);
 	/* A compile-only slot says why in the start line when the job did
 	 * not ask for it: that job is not timed, and qualctl exits 6. */
 	if (a->settings.compile_only)
-		strv_push(&argv, "--compile-only");
-	else if (j->slots[slot].device < 0)
-		strv_pushf(&argv, "--compile-only-because=%s", j->no_gpu_because);
+		strv_push(argv, "--compile-only");
+	else if (j->slots[slot].device < 0 && !j->remote)
+		strv_pushf(argv, "--compile-only-because=%s", j->no_gpu_because);
 	if (j->slots[slot].device >= 0)
-		strv_pushf(&argv, "--device=%d", j->slots[slot].device);
+		strv_pushf(argv, "--device=%d", j->slots[slot].device);
 	/* A user of the slot's own (--compile-users: the range's first is
 	 * quald's submit checks'), else the one compile user, if any. */
 	if (j->compile_uids)
-		strv_pushf(&argv, "--compile-user=%u", j->compile_uid_first + 1u + (unsigned)slot);
+		strv_pushf(argv, "--compile-user=%u", j->compile_uid_first + 1u + (unsigned)slot);
 	else if (j->compile_user)
-		strv_pushf(&argv, "--compile-user=%s", j->compile_user);
+		strv_pushf(argv, "--compile-user=%s", j->compile_user);
 	/* The artifact cache of the state directory, shared by every worker
 	 * (run/cache.h: entries appear whole, and each is checked on use). */
-	if (j->cache_dir)
-		strv_pushf(&argv, "--cache=%s", j->cache_dir);
+	if (cache)
+		strv_pushf(argv, "--cache=%s", cache);
 	else
-		strv_push(&argv, "--no-cache");
+		strv_push(argv, "--no-cache");
 	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
 	 * libraries"): the worker reads that file, not the path again, and
 	 * refuses bytes of another hash. Every job that runs has both pins:
@@ -706,14 +731,24 @@ static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
 			"libraries", job->id);
 		abort();
 	}
-	strv_pushf(&argv, "--baseline-real-path=%s", a->baseline_real);
-	strv_pushf(&argv, "--baseline-sha256=%s", a->baseline_sha256);
-	strv_pushf(&argv, "--candidate-real-path=%s", a->candidate_real);
-	strv_pushf(&argv, "--candidate-sha256=%s", a->candidate_sha256);
-	calib__worker_args(j, job, slot, &argv);
-	strv_push(&argv, "--");
-	strv_push(&argv, a->baseline);
-	strv_push(&argv, a->candidate);
+	strv_pushf(argv, "--baseline-real-path=%s", a->baseline_real);
+	strv_pushf(argv, "--baseline-sha256=%s", a->baseline_sha256);
+	strv_pushf(argv, "--candidate-real-path=%s", a->candidate_real);
+	strv_pushf(argv, "--candidate-sha256=%s", a->candidate_sha256);
+	calib__worker_args(j, job, slot, argv);
+	strv_push(argv, "--");
+	strv_push(argv, a->baseline);
+	strv_push(argv, a->candidate);
+}
+
+static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
+{
+	struct strv argv;
+
+	if (j->remote)
+		return remote__argv(j, job, slot);
+	strv_init(&argv);
+	worker__engine_argv(j, job, slot, &job->args, j->cache_dir, &argv);
 	return strv_detach(&argv);
 }
 
@@ -939,5 +974,8 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	} else {
 		uv_read_start((uv_stream_t *)&w->err, worker_alloc, worker_err_read);
 	}
-	uv_timer_start(&w->timer, worker_timer, (uint64_t)(j->job_timeout_s * 1000.0), 0);
+	/* In the Slurm backend the limit starts once Slurm runs the job
+	 * (worker_err_read); Slurm's own --time backs it. */
+	if (!j->remote || (job->remote && job->remote->ran))
+		uv_timer_start(&w->timer, worker_timer, (uint64_t)(j->job_timeout_s * 1000.0), 0);
 }

@@ -31,7 +31,8 @@ set(QUAL_FUZZ_COMMON ${PROJECT_SOURCE_DIR}/common/err.c ${PROJECT_SOURCE_DIR}/co
 set(QUAL_FUZZ_DRIVES_request ${PROJECT_SOURCE_DIR}/daemon/frame.c
     ${PROJECT_SOURCE_DIR}/daemon/request.c ${PROJECT_SOURCE_DIR}/compile/rtc_mode.c
     ${PROJECT_SOURCE_DIR}/common/gate.c ${PROJECT_SOURCE_DIR}/proto/settings.c
-    ${PROJECT_SOURCE_DIR}/proto/strv.c ${PROJECT_SOURCE_DIR}/proto/vocab.c)
+    ${PROJECT_SOURCE_DIR}/proto/strv.c ${PROJECT_SOURCE_DIR}/proto/vocab.c
+    ${PROJECT_SOURCE_DIR}/proto/fleet.c)
 set(QUAL_FUZZ_DRIVES_relay ${PROJECT_SOURCE_DIR}/daemon/relay.c ${PROJECT_SOURCE_DIR}/daemon/oplog.c
     ${PROJECT_SOURCE_DIR}/common/lines.c ${PROJECT_SOURCE_DIR}/common/text.c
     ${PROJECT_SOURCE_DIR}/proto/line.c ${PROJECT_SOURCE_DIR}/proto/vocab.c)

@@ -1,0 +1,257 @@
+/* The Slurm backend, quald's side (remote.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+#include "daemon/jobs_internal.h"
+#include "daemon/oplog.h"
+#include "daemon/remote.h"
+#include "proto/fleet.h"
+#include "proto/remote.h"
+
+/* The node's paths of what the bridge stages (proto/remote.h's layout):
+ * a pinned library by its hash, a fixture folder by its position. */
+static void spool_blob(const struct jobs *j, const char *sha256, char *out, size_t cap)
+{
+	if ((size_t)snprintf(out, cap, "%s/%s/%s", j->remote->spool, REMOTE_SPOOL_BLOBS,
+			     sha256) >= cap)
+		abort(); /* the spool's length is checked at start */
+}
+
+char **remote__argv(const struct jobs *j, const struct job *job, int slot)
+{
+	const struct remote_config *rc = j->remote;
+	struct submit_args a = job->args; /* shallow: nothing of it is freed */
+	char base[PATH_MAX], cand[PATH_MAX], cache[PATH_MAX], jobdir[PATH_MAX];
+	char *fixtures[SETTINGS_MAX_FIXTURES + 1] = {NULL};
+	struct strv argv;
+	size_t n = 0;
+
+	remote_job_dir(rc->spool, job->id, jobdir, sizeof jobdir);
+	spool_blob(j, a.baseline_sha256, base, sizeof base);
+	spool_blob(j, a.candidate_sha256, cand, sizeof cand);
+	snprintf(cache, sizeof cache, "%s/%s", rc->spool, REMOTE_SPOOL_CACHE);
+	strv_init(&argv);
+	strv_push(&argv, rc->bridge);
+	strv_pushf(&argv, "--spool=%s", rc->spool);
+	strv_pushf(&argv, "--job=%s", job->id);
+	if (a.gpu_type)
+		strv_pushf(&argv, "--gpu-type=%s", a.gpu_type);
+	else if (a.settings.compile_only)
+		strv_push(&argv, "--no-gpu");
+	if (rc->partition)
+		strv_pushf(&argv, "--partition=%s", rc->partition);
+	strv_pushf(&argv, "--time-limit=%.0f", j->job_timeout_s);
+	strv_pushf(&argv, "--stage=%s=%s", a.baseline_real, a.baseline_sha256);
+	strv_pushf(&argv, "--stage=%s=%s", a.candidate_real, a.candidate_sha256);
+	for (n = 0; a.settings.fixtures && a.settings.fixtures[n]; n++) {
+		strv_pushf(&argv, "--stage-dir=%s=%zu", a.settings.fixtures[n], n);
+		if (asprintf(&fixtures[n], "%s/%s/%zu", jobdir, REMOTE_SPOOL_FIXTURES, n) < 0)
+			abort();
+	}
+	if (job->attach && job->remote && job->remote->id[0]) {
+		strv_pushf(&argv, "--attach=%s", job->remote->id);
+		strv_pushf(&argv, "--skip=%ld", job->next_seq);
+	}
+	strv_push(&argv, "--");
+	a.baseline_real = base;
+	a.candidate_real = cand;
+	if (n)
+		a.settings.fixtures = fixtures;
+	worker__engine_argv(j, job, slot, &a, cache, &argv);
+	for (size_t i = 0; i < n; i++)
+		free(fixtures[i]);
+	return strv_detach(&argv);
+}
+
+/* One stderr line of the bridge: a status line updates the job. Returns
+ * true when the Slurm job has just started running. */
+static bool feed_line(struct jobs *j, struct job *job, const char *line, size_t len)
+{
+	struct remote_status st;
+	struct qual_msg m;
+	struct remote_job *r;
+	bool changed, started = false;
+
+	if (!remote_status_is(line, len))
+		return false;
+	if (remote_status_parse(line, len, &st, &m) < 0) {
+		oplog_warn("job '%s': the bridge's status line is refused: %s", job->id, m.text);
+		return false;
+	}
+	if (!job->remote)
+		job->remote = xcalloc(1, sizeof *job->remote);
+	r = job->remote;
+	changed = strcmp(r->id, st.id) || strcmp(r->state, st.state) ||
+		  strcmp(r->reason, st.reason) || strcmp(r->node, st.node);
+	snprintf(r->id, sizeof r->id, "%s", st.id);
+	snprintf(r->state, sizeof r->state, "%s", st.state);
+	snprintf(r->reason, sizeof r->reason, "%s", st.reason);
+	snprintf(r->node, sizeof r->node, "%s", st.node);
+	if (!r->ran && strcmp(st.state, REMOTE_STATE_PENDING) != 0) {
+		r->ran = true;
+		started = true;
+	}
+	if (changed) {
+		oplog(LOG_INFO, "job '%s': slurm job %s %s%s%s%s%s%s", job->id, r->id, r->state,
+		      r->reason[0] ? " (" : "", r->reason, r->reason[0] ? ")" : "",
+		      r->node[0] ? " on " : "", r->node);
+		jobs__state_save(j, job);
+	}
+	return started;
+}
+
+bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const char *data,
+		  size_t n)
+{
+	bool started = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (data[i] != '\n') {
+			if (f->len < sizeof f->line)
+				f->line[f->len++] = data[i];
+			else
+				f->over = true;
+			continue;
+		}
+		if (!f->over && job)
+			started |= feed_line(j, job, f->line, f->len);
+		f->len = 0;
+		f->over = false;
+	}
+	return started;
+}
+
+bool remote__pending(const struct job *job)
+{
+	return job->remote && job->state == JOB_RUNNING &&
+	       strcmp(job->remote->state, REMOTE_STATE_PENDING) == 0;
+}
+
+json_t *remote__json(const struct job *job)
+{
+	const struct remote_job *r = job->remote;
+
+	if (!r)
+		return json_null();
+	return json_pack("{s:s,s:o,s:o,s:o}", "id", r->id, "state", jobs__str_or_null(r->state),
+			 "reason", jobs__str_or_null(r->reason),
+			 "node", jobs__str_or_null(r->node));
+}
+
+void remote__from_state(struct job *job, json_t *state)
+{
+	json_t *o = json_object_get(state, REMOTE_JSON_KEY);
+	const char *id = json_string_value(json_object_get(o, "id"));
+	const char *s;
+
+	if (!json_is_object(o) || !id || !*id || strlen(id) >= sizeof job->remote->id)
+		return;
+	if (!job->remote)
+		job->remote = xcalloc(1, sizeof *job->remote);
+	snprintf(job->remote->id, sizeof job->remote->id, "%s", id);
+	if ((s = json_string_value(json_object_get(o, "state"))))
+		snprintf(job->remote->state, sizeof job->remote->state, "%s", s);
+	if ((s = json_string_value(json_object_get(o, "reason"))))
+		snprintf(job->remote->reason, sizeof job->remote->reason, "%s", s);
+	if ((s = json_string_value(json_object_get(o, "node"))))
+		snprintf(job->remote->node, sizeof job->remote->node, "%s", s);
+	job->remote->ran = strcmp(job->remote->state, REMOTE_STATE_PENDING) != 0;
+}
+
+/* The Slurm job id the bridge wrote in the job's spool folder right after
+ * sbatch (it may have had no time to say it): 0 and id, or -1. */
+static int spool_slurm_id(const struct jobs *j, const struct job *job, char *id, size_t cap)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], buf[64];
+	ssize_t n;
+	int fd;
+
+	remote_job_dir(j->remote->spool, job->id, dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/%s", dir, REMOTE_SPOOL_SLURM_ID);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (!buf[0] || strspn(buf, "0123456789_") != strlen(buf) || strlen(buf) >= cap)
+		return -1;
+	snprintf(id, cap, "%s", buf);
+	return 0;
+}
+
+bool remote__recover(struct jobs *j, struct job *job)
+{
+	char id[32];
+
+	if (!j->remote)
+		return false;
+	if (spool_slurm_id(j, job, id, sizeof id) == 0) {
+		if (!job->remote)
+			job->remote = xcalloc(1, sizeof *job->remote);
+		if (strcmp(job->remote->id, id) != 0)
+			snprintf(job->remote->id, sizeof job->remote->id, "%s", id);
+	}
+	if ((!job->remote || !job->remote->id[0]) && job->next_seq > 0)
+		return false; /* lines but no Slurm job to read the rest from */
+	/* Its worker starts again: with the Slurm job's id, a bridge that
+	 * follows it from the lines stored on; without (quald stopped before
+	 * sbatch), one that submits it, as if it had never run. */
+	job->attach = job->remote && job->remote->id[0];
+	job->state = JOB_QUEUED;
+	oplog(LOG_INFO, "job '%s': %s", job->id, job->attach ?
+	      "following its slurm job again" : "queued again: its slurm job was never submitted");
+	if (job->attach)
+		oplog(LOG_INFO, "job '%s': slurm job %s, %ld lines stored", job->id,
+		      job->remote->id, job->next_seq);
+	jobs__state_save(j, job);
+	return true;
+}
+
+int remote__open(struct jobs *j, const struct remote_config *cfg, struct qual_msg *msg)
+{
+	const char *sub[] = {"", "/" REMOTE_SPOOL_BLOBS, "/" REMOTE_SPOOL_JOBS,
+			     "/" REMOTE_SPOOL_CACHE};
+	char path[PATH_MAX];
+
+	if (!cfg)
+		return 0;
+	if (cfg->spool[0] != '/')
+		return qual_fail(msg, QUAL_EINVAL, "--slurm-spool must be an absolute path, got "
+				 "'%s'", cfg->spool);
+	/* Room for a job's deepest file below it. */
+	if (strlen(cfg->spool) > PATH_MAX / 4)
+		return qual_fail(msg, QUAL_EINVAL, "--slurm-spool is longer than %d bytes",
+				 PATH_MAX / 4);
+	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+		snprintf(path, sizeof path, "%s%s", cfg->spool, sub[i]);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return qual_fail(msg, QUAL_EIO, "cannot create the slurm spool folder "
+					 "'%s': %s", path, strerror(errno));
+	}
+	j->remote = xcalloc(1, sizeof *j->remote);
+	j->remote->bridge = xstrdup(cfg->bridge);
+	j->remote->spool = xstrdup(cfg->spool);
+	j->remote->partition = cfg->partition ? xstrdup(cfg->partition) : NULL;
+	return 0;
+}
+
+void remote__free(struct jobs *j)
+{
+	if (!j->remote)
+		return;
+	free((char *)j->remote->bridge);
+	free((char *)j->remote->spool);
+	free((char *)j->remote->partition);
+	free(j->remote);
+	j->remote = NULL;
+}
