@@ -15,6 +15,7 @@
 #include "proto/line.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "proto/fleet.h"
 #include "proto/settings.h"
 
 /* ---- the terminal's progress line ---- */
@@ -183,6 +184,7 @@ out:
 
 /* ---- submit ---- */
 
+
 /* submit's own options: what each sets in the request. */
 enum submit_how {
 	/* A job's setting: the field of proto/settings.h whose option it is,
@@ -194,6 +196,7 @@ enum submit_how {
 	NO_FOLLOW,    /* no field: the submit is not followed */
 	FOLLOW,       /* no field: the submit is followed (calibrate --watch) */
 	LABEL,        /* KEY=VALUE into the object of field (ctl_take_label) */
+	GPU_TYPE,     /* one more GPU type: one job each (proto/fleet.h) */
 };
 
 /* Which commands take an option. */
@@ -223,6 +226,7 @@ static const struct submit_option {
 	{"gate-faster", SETTING, NULL, FOR_SUBMIT},
 	{"undecided", SETTING, NULL, FOR_SUBMIT},
 	{"label", LABEL, "labels", FOR_SUBMIT},
+	{"gpu-type", GPU_TYPE, FLEET_GPU_TYPE_KEY, FOR_SUBMIT},
 	{"no-follow", NO_FOLLOW, NULL, FOR_SUBMIT},
 	{"runs", SET_INTEGER, "calibrate", FOR_CALIBRATE},
 	{"device", SET_INTEGER, "slot", FOR_CALIBRATE},
@@ -233,6 +237,7 @@ static const struct submit_option {
 struct submit_state {
 	json_t *req;
 	bool follow;
+	json_t *types;          /* --gpu-type's, in order (an array) */
 	/* The settings as qual-run would have read the same options, for
 	 * its wording of what qualctl cannot send as typed. */
 	struct qual_settings typed;
@@ -320,6 +325,22 @@ static int take_submit(void *st, const struct command *cmd, int opt, const char 
 		if (!json_object_get(s->req, o->field))
 			json_object_set_new(s->req, o->field, json_object());
 		return ctl_take_label(cmd, json_object_get(s->req, o->field), arg);
+	case GPU_TYPE: {
+		struct qual_msg m;
+		size_t i;
+		json_t *t;
+
+		if (fleet_gpu_type_check(arg, &m) < 0)
+			return ctl_usage_error(cmd, "--gpu-type: %s", m.text);
+		json_array_foreach(s->types, i, t)
+			if (strcmp(json_string_value(t), arg) == 0)
+				return ctl_usage_error(cmd, "--gpu-type '%s' is given twice", arg);
+		if (json_array_size(s->types) >= FLEET_MAX_TYPES)
+			return ctl_usage_error(cmd, "--gpu-type is given more than %s times",
+					       FLEET_MAX_TYPES_TEXT);
+		json_array_append_new(s->types, json_string(arg));
+		break;
+	}
 	}
 	return 0;
 }
@@ -371,13 +392,127 @@ static bool is_flag(const struct submit_option *o)
 /* Submit and calibrate: the request from the command line (their options,
  * FOR_SUBMIT or FOR_CALIBRATE), sent, and followed unless asked not to. A
  * calibration is a submit of one library as both arms, with "calibrate". */
+/* How bad an exit status is, for the overall verdict of several GPU
+ * types: the engine's precedence (fail > error > regression > not timed
+ * > pass), so that a regression on any type is a regression. */
+static int status_rank(int status)
+{
+	switch (status) {
+	case QUAL_EXIT_PASS:
+		return 0;
+	case QUAL_EXIT_NOT_TIMED:
+		return 1;
+	case QUAL_EXIT_REGRESSION:
+		return 2;
+	case QUAL_EXIT_FAIL:
+		return 4;
+	default:
+		return 3; /* error, and what kept a verdict from us */
+	}
+}
+
+static const char *status_word(int status)
+{
+	switch (status) {
+	case QUAL_EXIT_PASS:
+		return "pass";
+	case QUAL_EXIT_NOT_TIMED:
+		return "not timed";
+	case QUAL_EXIT_REGRESSION:
+		return vocab_verdict_name(RUN_REGRESSION);
+	case QUAL_EXIT_FAIL:
+		return vocab_verdict_name(RUN_FAIL);
+	default:
+		return vocab_verdict_name(RUN_ERROR);
+	}
+}
+
+/* --gpu-type given more than once: one job per type, submitted first (so
+ * that Slurm runs them at once), then each followed in turn; a verdict per
+ * type, then the overall one, whose exit status is the worst of theirs. */
+static int submit_types(struct ctl *ctl, const struct command *cmd, struct submit_state *s,
+			bool compile_only)
+{
+	size_t n = json_array_size(s->types), i;
+	char **jobs = xcalloc(n, sizeof *jobs);
+	int *status = xcalloc(n, sizeof *status);
+	int rc = -1, worst = QUAL_EXIT_PASS;
+
+	if (ctl->rep.json_out || ctl->rep.junit || ctl->rep.markdown) {
+		rc = ctl_usage_error(cmd, "%s", "--json-out, --junit and --markdown take one job: "
+				     "with several --gpu-type, give them to 'qualctl wait JOB' "
+				     "for each type's job");
+		goto out;
+	}
+	for (i = 0; i < n && rc < 0; i++) {
+		json_t *req = json_deep_copy(s->req);
+		struct reply r = {0};
+		const char *job;
+
+		json_object_set(req, FLEET_GPU_TYPE_KEY, json_array_get(s->types, i));
+		json_object_set_new(req, "follow", json_false());
+		conn_release(&ctl->conn);
+		rc = ctl_request(ctl, req, &r);
+		if (rc < 0 && !(job = json_string_value(json_object_get(r.obj, "job")))) {
+			fprintf(stderr, "qualctl: quald at %s acknowledged the submit without a "
+				"job id\n", ctl->conn.where);
+			rc = QUAL_EXIT_ERROR;
+		} else if (rc < 0) {
+			jobs[i] = xstrdup(job);
+			if (ctl->json)
+				ctl_print_raw(&r);
+			else if (s->follow)
+				printf("job %s: gpu type %s: queued, position %d\n", job,
+				       json_string_value(json_array_get(s->types, i)),
+				       (int)json_integer_value(json_object_get(r.obj, "position")));
+			else
+				printf("%s\n", job);
+		}
+		ctl_reply_release(&r);
+	}
+	if (rc >= 0 || !s->follow) {
+		/* A submit refused after others were taken: those go on. */
+		if (rc >= 0 && jobs[0])
+			fprintf(stderr, "qualctl: the jobs submitted before go on in quald\n");
+		rc = rc >= 0 ? rc : QUAL_EXIT_PASS;
+		goto out;
+	}
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		struct reply r = {0};
+
+		conn_release(&ctl->conn);
+		rc = ctl_request(ctl, json_pack("{s:s,s:s,s:I}", "op", "watch", "after_job",
+						jobs[i], "after_seq", (json_int_t)-1), &r);
+		ctl_reply_release(&r);
+		status[i] = rc >= 0 ? rc : follow_job(ctl, jobs[i], -1, compile_only ? 1 : 0);
+		if (status_rank(status[i]) > status_rank(worst))
+			worst = status[i];
+	}
+	if (!ctl->json) {
+		printf("gpu types:");
+		for (i = 0; i < n; i++)
+			printf("%s %s %s (job %s)", i ? "," : "",
+			       json_string_value(json_array_get(s->types, i)),
+			       status_word(status[i]), jobs[i]);
+		printf("\noverall: %s\n", status_word(worst));
+	}
+	rc = worst;
+out:
+	for (i = 0; i < n; i++)
+		free(jobs[i]);
+	free(jobs);
+	free(status);
+	return rc;
+}
+
 static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, char **argv,
 			 int commands)
 {
 	struct option own[NSUBMIT + 1];
 	bool calibrate = commands == FOR_CALIBRATE;
 	struct submit_state s = {.req = json_pack("{s:s}", "op", "submit"),
-				 .follow = !calibrate};
+				 .follow = !calibrate, .types = json_array()};
 	struct reply r = {0};
 	const char *job;
 	char *path;
@@ -433,6 +568,12 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 	}
 	json_object_set_new(s.req, "follow", json_boolean(s.follow));
 	compile_only = json_is_true(json_object_get(s.req, "compile_only"));
+	if (json_array_size(s.types) > 1) {
+		rc = submit_types(ctl, cmd, &s, compile_only);
+		goto out;
+	}
+	if (json_array_size(s.types) == 1)
+		json_object_set(s.req, FLEET_GPU_TYPE_KEY, json_array_get(s.types, 0));
 	if (s.follow && report_open("qualctl", &ctl->rep) < 0) {
 		rc = QUAL_EXIT_USAGE;
 		goto out;
@@ -473,6 +614,7 @@ static int submit_common(struct ctl *ctl, const struct command *cmd, int argc, c
 out:
 	report_abandon(&ctl->rep);
 	json_decref(s.req);
+	json_decref(s.types);
 	settings_release(&s.typed);
 	ctl_reply_release(&r);
 	return rc;

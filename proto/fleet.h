@@ -18,6 +18,7 @@
 /* The GPU types one submission may name (qualctl submit --gpu-type, each
  * one job). */
 #define FLEET_MAX_TYPES 8
+#define FLEET_MAX_TYPES_TEXT "8"
 /* A type's length: 1 to FLEET_MAX_TYPE_LEN bytes of [A-Za-z0-9_.-], the
  * characters a GRES type takes in slurm.conf. */
 #define FLEET_MAX_TYPE_LEN 64
