@@ -11,6 +11,7 @@
 #include "client/view.h"
 #include "common/exitcode.h"
 #include "common/xalloc.h"
+#include "proto/fleet.h"
 
 /* A history reply may hold 10000 jobs of many cases each: far more than a
  * job line, the connection's usual limit. */
@@ -23,6 +24,7 @@ enum {
 	OPT_CSV,
 	OPT_LNT,
 	OPT_MACHINE,
+	OPT_GPU_TYPE,
 };
 
 enum export_format { EXPORT_NONE, EXPORT_CSV, EXPORT_LNT };
@@ -32,12 +34,13 @@ static const struct option export_options[] = {
 	{"case", required_argument, NULL, OPT_CASE},
 	{"label", required_argument, NULL, OPT_LABEL},
 	{"limit", required_argument, NULL, OPT_LIMIT},
+	{"gpu-type", required_argument, NULL, OPT_GPU_TYPE},
 	{"csv", no_argument, NULL, OPT_CSV},
 	{"lnt", no_argument, NULL, OPT_LNT},
 	{"machine", required_argument, NULL, OPT_MACHINE},
 	{NULL, 0, NULL, 0},
 };
-#define HISTORY_NOPTS 3
+#define HISTORY_NOPTS 4
 
 struct history_args {
 	json_t *req;               /* the history request being built */
@@ -63,6 +66,14 @@ static int take_history(void *st, const struct command *cmd, int opt, const char
 			return QUAL_EXIT_USAGE;
 		json_object_set_new(h->req, "limit", json_integer(n));
 		return 0;
+	case OPT_GPU_TYPE: {
+		struct qual_msg m;
+
+		if (fleet_gpu_type_check(arg, &m) < 0)
+			return ctl_usage_error(cmd, "--gpu-type: %s", m.text);
+		json_object_set_new(h->req, FLEET_GPU_TYPE_KEY, json_string(arg));
+		return 0;
+	}
 	case OPT_CSV:
 	case OPT_LNT:
 		if (h->format != EXPORT_NONE && h->format != (opt == OPT_CSV ? EXPORT_CSV :
@@ -161,7 +172,10 @@ static void print_case(json_t *jobs, const char *name)
 
 			if (strcmp(str_of(c, "case", ""), name) != 0)
 				continue;
-			snprintf(row[H_JOB], HISTORY_CELL, "%s", str_of(job, "job", "?"));
+			/* A typed job's GPU type beside it (the Slurm backend). */
+			snprintf(row[H_JOB], HISTORY_CELL, "%s%s%s", str_of(job, "job", "?"),
+				 json_object_get(job, FLEET_GPU_TYPE_KEY) ? " " : "",
+				 str_of(job, FLEET_GPU_TYPE_KEY, ""));
 			/* The date of a "YYYY-MM-DDTHH:MM:SSZ" time. */
 			snprintf(row[H_FINISHED], HISTORY_CELL, "%.10s",
 				 str_of(job, "finished", "-"));
@@ -313,7 +327,7 @@ static const char **label_keys(json_t *jobs, size_t *n)
 
 /* The job's members, then the case's, of each row (docs/qualctl.md). */
 static const char *const csv_job_cols[] = {"job", "state", "verdict", "submitted",
-					   "finished"};
+					   "finished", FLEET_GPU_TYPE_KEY, FLEET_NODE_KEY};
 static const char *const csv_case_cols[] = {"case", "verdict", "ratio", "ci_low",
 					    "ci_high", "p_holm", "baseline_ns",
 					    "candidate_ns", "timed"};
@@ -416,6 +430,11 @@ static json_t *lnt_report(json_t *job, const char *machine)
 		json_object_set_new(run, "llvm_project_revision",
 				    json_string(id + strspn(id, "j0")));
 	json_object_set_new(run, "qual_job", json_string(id));
+	/* A typed job's GPU type and node (the Slurm backend). */
+	if (json_is_string(json_object_get(job, FLEET_GPU_TYPE_KEY)))
+		json_object_set(run, "qual_gpu_type", json_object_get(job, FLEET_GPU_TYPE_KEY));
+	if (json_is_string(json_object_get(job, FLEET_NODE_KEY)))
+		json_object_set(run, "qual_node", json_object_get(job, FLEET_NODE_KEY));
 	json_object_set_new(run, "qual_verdict", json_string(str_of(job, "verdict", "")));
 	json_object_set_new(run, "baseline_sha256", json_string(
 		str_of(json_object_get(job, "baseline"), "sha256", "")));
@@ -432,6 +451,12 @@ static json_t *lnt_report(json_t *job, const char *machine)
 					    json_pack("[f]", json_number_value(ns) * 1e-9));
 		json_array_append_new(tests, t);
 	}
+	/* A machine per GPU type: LNT keeps a series per machine, and one
+	 * type's times are no baseline for another's. */
+	if (json_is_string(json_object_get(job, FLEET_GPU_TYPE_KEY)))
+		return json_pack("{s:s,s:{s:s++},s:o,s:o}", "format_version", "2", "machine",
+				 "name", machine, "-", str_of(job, FLEET_GPU_TYPE_KEY, ""), "run",
+				 run, "tests", tests);
 	return json_pack("{s:s,s:{s:s},s:o,s:o}", "format_version", "2", "machine", "name",
 			 machine, "run", run, "tests", tests);
 }

@@ -416,13 +416,13 @@ static json_t *str_or_null(const char *s)
 
 static json_t *history_job(const struct job *job, const char *case_name)
 {
-	json_t *cases;
+	json_t *cases, *o, *tags;
 
 	if (case_name)
 		cases = json_pack("[O]", case_in(job, case_name));
 	else
 		cases = json_deep_copy(job->summary);
-	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o},s:o}",
+	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o},s:o}",
 			 "job", job->id,
 			 "state", vocab_state_name(job->state),
 			 "verdict", vocab_verdict_name(jobs__verdict(job)),
@@ -435,6 +435,13 @@ static json_t *history_job(const struct job *job, const char *case_name)
 			 "candidate", "path", str_or_null(job->args.candidate),
 			 "sha256", str_or_null(job->args.candidate_sha256),
 			 "cases", cases);
+	/* A typed job's GPU type and node (the Slurm backend), for a series
+	 * per case per type. */
+	if ((tags = remote__tags(job))) {
+		json_object_update(o, tags);
+		json_decref(tags);
+	}
+	return o;
 }
 
 json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
@@ -448,7 +455,9 @@ json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 	for (int i = j->njobs - 1; i >= 0 && n < limit; i--) {
 		struct job *job = j->all[i];
 
-		if (!jobs__ended(job) || (q->labels && !labels_match(job, q->labels)))
+		if (!jobs__ended(job) || (q->labels && !labels_match(job, q->labels)) ||
+		    (q->gpu_type && (!job->args.gpu_type ||
+				     strcmp(q->gpu_type, job->args.gpu_type) != 0)))
 			continue;
 		if (!job->summary) {
 			/* Being made off the loop; one whose read failed is

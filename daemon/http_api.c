@@ -15,6 +15,7 @@
 #include "daemon/replycap.h"
 #include "daemon/server.h"
 #include "daemon/store.h"
+#include "proto/fleet.h"
 
 #ifndef QUAL_VERSION
 #define QUAL_VERSION "unknown"
@@ -308,6 +309,7 @@ int http__api_metrics(struct http *h, h2o_req_t *req)
 struct history_params {
 	struct jobs_history_query q;
 	char *case_name;
+	char *gpu_type;
 };
 
 static int history_param(void *ctx, const char *key, const char *value, char *why,
@@ -320,6 +322,15 @@ static int history_param(void *ctx, const char *key, const char *value, char *wh
 	if (!strcmp(key, "case")) {
 		free(p->case_name);
 		p->case_name = xstrdup(value);
+	} else if (!strcmp(key, FLEET_GPU_TYPE_KEY)) {
+		struct qual_msg m;
+
+		if (fleet_gpu_type_check(value, &m) < 0) {
+			snprintf(why, whylen, "%s", m.text);
+			return -1;
+		}
+		free(p->gpu_type);
+		p->gpu_type = xstrdup(value);
 	} else if (!strcmp(key, "label")) {
 		eq = strchr(value, '=');
 		if (!eq || eq == value) {
@@ -362,9 +373,11 @@ int http__api_history(struct http *h, h2o_req_t *req)
 		rc = http__respond_error(req, 400, "Bad Request", "%s", why);
 	} else {
 		p.q.case_name = p.case_name;
+		p.q.gpu_type = p.gpu_type;
 		rc = http__respond_json(req, 200, "OK", jobs_history_json(h->jobs, &p.q));
 	}
 	json_decref(p.q.labels);
 	free(p.case_name);
+	free(p.gpu_type);
 	return rc;
 }

@@ -282,6 +282,7 @@ struct jobs_history_query {
 	const char *case_name; /* NULL: every case */
 	json_t *labels;        /* borrowed object KEY -> VALUE, every one must match; NULL: any */
 	int limit;             /* the newest `limit` matching jobs, reported oldest first */
+	const char *gpu_type;  /* the jobs of this GPU type (proto/fleet.h); NULL: any */
 };
 /* {"jobs":[...]} as the history reply (new reference): each job
  * {"job","state","verdict","submitted","finished","labels","baseline":{"path",

@@ -302,6 +302,11 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot);
 bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const char *data,
 		  size_t n);
 
+/* What a typed job's lines carry besides "job" and "seq" (relay.h's
+ * tags): its GPU type and, once Slurm has placed it, its node; a new
+ * object, or NULL for a job of neither. */
+json_t *remote__tags(const struct job *job);
+
 /* Whether job runs here but waits in Slurm's queue: shown as queued, with
  * Slurm's reason. */
 bool remote__pending(const struct job *job);

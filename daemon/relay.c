@@ -31,8 +31,15 @@ static void *must(void *p)
 
 struct line *relay_line_own(json_t *o, const char *job, long seq)
 {
+	return relay_line_own_tagged(o, NULL, job, seq);
+}
+
+struct line *relay_line_own_tagged(json_t *o, json_t *tags, const char *job, long seq)
+{
 	char *text;
 
+	if (tags)
+		json_object_update(o, tags);
 	/* Removed first, so that they go last whatever o had: the tail every
 	 * line quald writes ends with (line_tail_seq). */
 	json_object_del(o, "job");
@@ -66,8 +73,46 @@ void relay_line_reseq(struct line *l, long seq)
 		json_object_set_new(l->obj, "seq", json_integer(seq));
 }
 
+/* Whether o has a member of tags (NULL: none). */
+static bool has_tag(json_t *o, json_t *tags)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(tags, key, v)
+		if (json_object_get(o, key))
+			return true;
+	return false;
+}
+
+/* The bytes spliced before an object's closing brace: tags' members, then
+ * "job" and "seq", and the brace (a new string). */
+static char *splice_text(json_t *tags, bool first, const char *job, long seq)
+{
+	char *members = NULL, *text;
+
+	if (tags && json_object_size(tags)) {
+		char *dump = must(json_dumps(tags, JSON_COMPACT));
+
+		/* The members without the braces of their object. */
+		dump[strlen(dump) - 1] = '\0';
+		members = dump;
+	}
+	if (asprintf(&text, "%s%s%s\"job\":\"%s\",\"seq\":%ld}", first ? "" : ",",
+		     members ? members + 1 : "", members ? "," : "", job, seq) < 0)
+		abort();
+	free(members);
+	return text;
+}
+
 int relay_line(const char *in, size_t len, const char *job, long seq,
 	       struct line **out, struct qual_msg *msg)
+{
+	return relay_line_tagged(in, len, NULL, job, seq, out, msg);
+}
+
+int relay_line_tagged(const char *in, size_t len, json_t *tags, const char *job, long seq,
+		      struct line **out, struct qual_msg *msg)
 {
 	json_error_t jerr;
 	struct line *l;
@@ -106,28 +151,23 @@ int relay_line(const char *in, size_t len, const char *job, long seq,
 		o = must(json_pack("{s:s,s:s,s:s,s:n,s:n,s:s}", "type", "error", "stage",
 				   "setup", "code", vocab_code_name(LINES_CODE_BAD_LINE),
 				   "arm", "case", "message", msg->text));
-		*out = relay_line_own(o, job, seq);
+		*out = relay_line_own_tagged(o, tags, job, seq);
 		return QUAL_EINVAL;
 	}
-	if (json_object_get(o, "job") || json_object_get(o, "seq")) {
+	if (json_object_get(o, "job") || json_object_get(o, "seq") || has_tag(o, tags)) {
 		/* Not the engine's doing; keep ours authoritative. */
-		*out = relay_line_own(o, job, seq);
+		*out = relay_line_own_tagged(o, tags, job, seq);
 	} else {
 		/* The engine's bytes as they are, with ours spliced in before
 		 * the closing brace. */
-		char ids[128];
-		int n = snprintf(ids, sizeof ids, "%s\"job\":\"%s\",\"seq\":%ld}",
-				 json_object_size(o) ? "," : "", job, seq);
+		char *ids = splice_text(tags, json_object_size(o) == 0, job, seq);
+		size_t n = strlen(ids);
 
-		if (n < 0 || (size_t)n >= sizeof ids) {
-			/* A caller's bug: job ids are JOB_ID_MAX bytes. */
-			oplog(LOG_ERR, "job id '%.32s...' is too long", job);
-			abort();
-		}
-		outlen = len - 1 + (size_t)n;
+		outlen = len - 1 + n;
 		text = xmalloc(outlen + 1);
 		memcpy(text, in, len - 1);
-		memcpy(text + len - 1, ids, (size_t)n + 1);
+		memcpy(text + len - 1, ids, n + 1);
+		free(ids);
 		/* The object stays the worker's; the ids it goes out with are
 		 * the line's own fields. */
 		*out = l = line_take(o, text, outlen);

@@ -44,12 +44,21 @@
 int relay_line(const char *in, size_t len, const char *job, long seq,
 	       struct line **out, struct qual_msg *msg);
 
+/* relay_line, with tags' members (an object, borrowed; NULL: none) put in
+ * before "job" and "seq": a job's place in a fleet (proto/fleet.h: its GPU
+ * type, its node). An object that has one of them already is written anew
+ * with ours. */
+int relay_line_tagged(const char *in, size_t len, json_t *tags, const char *job, long seq,
+		      struct line **out, struct qual_msg *msg);
+
 /* The line of a JSON object quald made or rewrote (o, taken): o with "job"
  * and "seq" set, last (any it had are removed first), written compact; a
  * new line with one reference. Every line quald writes ends with
  * ,"job":JOB,"seq":SEQ}, spliced (relay_line) or written here, which is
  * what line_tail_seq (proto/line.h) reads a stored line's seq from. */
 struct line *relay_line_own(json_t *o, const char *job, long seq);
+/* The same with tags' members (borrowed; NULL: none) set in o first. */
+struct line *relay_line_own_tagged(json_t *o, json_t *tags, const char *job, long seq);
 
 /* Gives l, a line relay_line or relay_line_own made and no one else holds
  * yet (one reference), seq instead of the one it was made with: its text's

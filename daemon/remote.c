@@ -255,3 +255,17 @@ void remote__free(struct jobs *j)
 	free(j->remote);
 	j->remote = NULL;
 }
+
+json_t *remote__tags(const struct job *job)
+{
+	json_t *o;
+
+	if (!job->args.gpu_type && !(job->remote && job->remote->node[0]))
+		return NULL;
+	o = json_object();
+	if (job->args.gpu_type)
+		json_object_set_new(o, FLEET_GPU_TYPE_KEY, json_string(job->args.gpu_type));
+	if (job->remote && job->remote->node[0])
+		json_object_set_new(o, FLEET_NODE_KEY, json_string(job->remote->node));
+	return o;
+}

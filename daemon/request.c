@@ -62,7 +62,8 @@ static const char *const job_fields[] = {"job", NULL};
 static const char *const no_fields[] = {NULL};
 static const char *const auth_fields[] = {"token", NULL};
 static const char *const quarantine_fields[] = {"action", "sha256", NULL};
-static const char *const history_fields[] = {"case", "labels", "limit", NULL};
+static const char *const history_fields[] = {"case", "labels", "limit", FLEET_GPU_TYPE_KEY,
+					     NULL};
 
 static const char *const *const op_fields[] = {
 	[OP_SUBMIT] = submit_fields,
@@ -573,7 +574,9 @@ int request_parse(const char *line, size_t len, struct request *r,
 		r->limit = REQUEST_DEFAULT_HISTORY;
 		if (get_limit(root, REQUEST_MAX_HISTORY, &r->limit, msg) < 0 ||
 		    get_string(root, "case", REQUEST_MAX_CASE, &r->case_name, msg) < 0 ||
-		    get_labels(root, &r->labels, msg) < 0)
+		    get_labels(root, &r->labels, msg) < 0 ||
+		    get_string(root, FLEET_GPU_TYPE_KEY, FLEET_MAX_TYPE_LEN, &r->gpu_type, msg) < 0 ||
+		    (r->gpu_type && fleet_gpu_type_check(r->gpu_type, msg) < 0))
 			goto out;
 		break;
 	case OP_SHOW:
@@ -615,7 +618,8 @@ out:
 
 void request_release(struct request *r)
 {
-	char *strings[] = {r->job, r->after_job, r->token, r->sha256, r->case_name, r->before};
+	char *strings[] = {r->job, r->after_job, r->token, r->sha256, r->case_name, r->before,
+			   r->gpu_type};
 
 	submit_release(&r->submit);
 	json_decref(r->id);

@@ -91,6 +91,7 @@ struct request {
 	long after_seq;
 	int limit;                /* list, history */
 	char *case_name;          /* history: one case, or NULL: every case */
+	char *gpu_type;           /* history: one GPU type, or NULL: every one */
 	json_t *labels;           /* history: the labels a job must have (own
 				   * reference), or NULL: any */
 	char *token;              /* auth: at most REQUEST_MAX_TOKEN bytes */

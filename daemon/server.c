@@ -255,7 +255,7 @@ static void do_list(struct conn *c, struct request *r)
 
 static void do_history(struct conn *c, struct request *r)
 {
-	struct jobs_history_query q = { r->case_name, r->labels, r->limit };
+	struct jobs_history_query q = { r->case_name, r->labels, r->limit, r->gpu_type };
 	json_t *o = conn__reply_new("history", r->id);
 	json_t *h = jobs_history_json(c->srv->jobs, &q);
 	json_t *list = json_object_get(h, "jobs");

@@ -327,13 +327,16 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	struct job *job = w->job;
 	struct qual_msg m;
 	struct line *l;
+	json_t *tags;
 	int rc;
 
 	if (w->seen.verdict != RUN_VERDICT_UNKNOWN || w->stop == WORKER_STOP_LOG_OVER) {
 		w->seen.dropped++;
 		return 0;
 	}
-	rc = relay_line(line, len, job->id, job->next_seq, &l, &m);
+	tags = remote__tags(job);
+	rc = relay_line_tagged(line, len, tags, job->id, job->next_seq, &l, &m);
+	json_decref(tags);
 	if (!l)
 		return 0; /* a blank line */
 	/* An object of the worker's (not the error line relay_line() made of

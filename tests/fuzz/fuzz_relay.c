@@ -154,6 +154,30 @@ static void check_line(const char *line, size_t len, const char *job, long seq)
 		FUZZ_CHECK(json_equal(l->obj, l2->obj));
 		line_unref(l2);
 	}
+	/* With a fleet's tags (relay_line_tagged): the same line with the
+	 * tags' members before job and seq, whatever the line had of them. */
+	{
+		json_t *tags = json_pack("{s:s,s:s}", "gpu_type", "h100", "node", "n\u00e9");
+		struct qual_msg msg3 = {{0}};
+		struct line *l3;
+		json_t *o3;
+
+		FUZZ_CHECK(tags);
+		FUZZ_CHECK(relay_line_tagged(copy, len, tags, job, seq, &l3, &msg3) == rc && l3);
+		o3 = json_loadb(l3->text, l3->len, 0, NULL);
+		FUZZ_CHECK(json_is_object(o3));
+		FUZZ_CHECK(line_tail_seq(l3->text, l3->len) == seq);
+		FUZZ_CHECK(json_equal(json_object_get(o3, "gpu_type"), json_object_get(tags, "gpu_type")));
+		FUZZ_CHECK(json_equal(json_object_get(o3, "node"), json_object_get(tags, "node")));
+		json_object_del(o3, "gpu_type");
+		json_object_del(o3, "node");
+		json_object_del(o, "gpu_type");
+		json_object_del(o, "node");
+		FUZZ_CHECK(json_equal(o3, o));
+		json_decref(o3);
+		json_decref(tags);
+		line_unref(l3);
+	}
 	json_decref(in);
 	json_decref(o);
 	line_unref(l);

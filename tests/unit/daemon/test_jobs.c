@@ -2059,7 +2059,7 @@ static void plant_ended(struct store *s, const char *id, const char *labels,
 static json_t *history(const char *case_name, const char *labels, int limit)
 {
 	json_t *l = labels ? json_loads(labels, 0, NULL) : NULL;
-	struct jobs_history_query q = { case_name, l, limit };
+	struct jobs_history_query q = { case_name, l, limit, NULL };
 	json_t *h = NULL;
 
 	RUN_UNTIL((json_decref(h), h = jobs_history_json(H.j, &q),
@@ -2139,7 +2139,7 @@ static void test_history(void **state)
 	/* No summary stored: the first reply, before the loop has run, leaves
 	 * the three out and says so; their logs are read off the loop. */
 	{
-		struct jobs_history_query q = { NULL, NULL, 100 };
+		struct jobs_history_query q = { NULL, NULL, 100, NULL };
 
 		h = jobs_history_json(H.j, &q);
 		assert_int_equal(json_array_size(json_object_get(h, "jobs")), 0);
@@ -2227,7 +2227,7 @@ static void test_history(void **state)
 	assert_int_equal(unlink(path), 0);
 	open_jobs();
 	{
-		struct jobs_history_query q = { NULL, NULL, 100 };
+		struct jobs_history_query q = { NULL, NULL, 100, NULL };
 
 		h = jobs_history_json(H.j, &q);
 		assert_int_equal(json_integer_value(json_object_get(h, "pending")), 1);
@@ -2244,7 +2244,7 @@ static void test_history(void **state)
 	/* A job of this run joins the history once its verdict is written,
 	 * its summary made from its lines (no read) and stored. */
 	{
-		struct jobs_history_query q = { NULL, NULL, 1 };
+		struct jobs_history_query q = { NULL, NULL, 1, NULL };
 		const char *id = run_kind("ok");
 
 		h = jobs_history_json(H.j, &q);
