@@ -130,6 +130,20 @@
 		return el('span', {class: 'badge v-' + (v || 'none'), text: (v || '?') + (extra || '')});
 	}
 
+	/* The Slurm backend's: a job's GPU type and node as a chip, and
+	 * Slurm's reason beside a state (queued in Slurm: Resources). */
+	function fleetChip(j) {
+		const s = j.slurm || {};
+		if (!j.gpu_type && !s.node)
+			return '';
+		const text = (j.gpu_type || 'gpu') + (s.node ? ' @ ' + s.node : '');
+		return el('span', {class: 'chip', title: 'Slurm job ' + (s.id || '?'), text});
+	}
+	function stateText(j) {
+		const s = j.slurm || {};
+		return j.state + (j.state === 'queued' && s.reason ? ' (Slurm: ' + s.reason + ')' : '');
+	}
+
 	function labelChips(labels) {
 		const box = el('span', {class: 'chips'});
 		for (const k of Object.keys(labels || {}).sort())
@@ -331,12 +345,12 @@
 					j.state === 'queued' ? 'waiting' : '';
 				tb.append(el('tr', {'data-job': j.job, 'data-state': j.state},
 					el('td', {}, jobLink(j.job)),
-					el('td', {class: 'v-' + j.state, text: j.state}),
+					el('td', {class: 'v-' + j.state, text: stateText(j)}),
 					el('td', {}, j.verdict ? verdictBadge(j.verdict) : el('span', {class: 'note', text: '-'})),
 					el('td', {class: 'note progress-cell wrap', text: prog}),
 					el('td', {class: 'mono', text: utc(j.submitted)}),
 					el('td', {class: 'mono', text: utc(j.finished)}),
-					el('td', {class: 'wrap'}, labelChips(j.labels)),
+					el('td', {class: 'wrap'}, fleetChip(j), labelChips(j.labels)),
 					el('td', {class: 'wrap files', title: j.baseline || '', text: basename(j.baseline)}),
 					el('td', {class: 'wrap files', title: j.candidate || '', text: basename(j.candidate)})));
 			}
@@ -580,7 +594,7 @@
 				document.body.dataset.done = '1';
 			}
 			const lab = $('job-labels');
-			lab.replaceChildren(labelChips(J.labels));
+			lab.replaceChildren(...(J.fleet ? [fleetChip(J.fleet)] : []), labelChips(J.labels));
 			const dl = $('job-facts');
 			dl.replaceChildren();
 			const fact = (k, ...v) => dl.append(el('dt', {text: k}), el('dd', {}, ...v));
@@ -975,6 +989,7 @@
 			}
 			J.state = job.state || '';
 			J.labels = job.labels || {};
+			J.fleet = {gpu_type: job.gpu_type, slurm: job.slurm};
 			J.all = true;
 			for (const line of job.lines || [])
 				take(line);
