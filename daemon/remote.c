@@ -15,13 +15,15 @@
 #include "proto/fleet.h"
 #include "proto/remote.h"
 
-/* The node's paths of what the bridge stages (proto/remote.h's layout):
- * a pinned library by its hash, a fixture folder by its position. */
-static void spool_blob(const struct jobs *j, const char *sha256, char *out, size_t cap)
+/* A path the spool's layout gives (proto/remote.h): its parts are checked
+ * already (the spool at start, job ids and pins at submit), so a failure is
+ * a bug. */
+static void must_path(int rc, const struct qual_msg *m)
 {
-	if ((size_t)snprintf(out, cap, "%s/%s/%s", j->remote->spool, REMOTE_SPOOL_BLOBS,
-			     sha256) >= cap)
-		abort(); /* the spool's length is checked at start */
+	if (rc < 0) {
+		oplog(LOG_ERR, "bug: a spool path: %s", m->text);
+		abort();
+	}
 }
 
 char **remote__argv(const struct jobs *j, const struct job *job, int slot)
@@ -31,11 +33,17 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 	char base[PATH_MAX], cand[PATH_MAX], cache[PATH_MAX], jobdir[PATH_MAX];
 	char *fixtures[SETTINGS_MAX_FIXTURES + 1] = {NULL};
 	struct strv argv;
+	struct qual_msg m;
 	size_t n = 0;
 
-	remote_job_dir(rc->spool, job->id, jobdir, sizeof jobdir);
-	spool_blob(j, a.baseline_sha256, base, sizeof base);
-	spool_blob(j, a.candidate_sha256, cand, sizeof cand);
+	if (!a.baseline_sha256 || !a.candidate_sha256 || !a.baseline_real || !a.candidate_real) {
+		oplog(LOG_ERR, "bug: job '%s' reached its worker without pinned libraries",
+		      job->id);
+		abort();
+	}
+	must_path(remote_job_path(jobdir, sizeof jobdir, rc->spool, job->id, NULL, &m), &m);
+	must_path(remote_blob_path(base, sizeof base, rc->spool, a.baseline_sha256, &m), &m);
+	must_path(remote_blob_path(cand, sizeof cand, rc->spool, a.candidate_sha256, &m), &m);
 	snprintf(cache, sizeof cache, "%s/%s", rc->spool, REMOTE_SPOOL_CACHE);
 	strv_init(&argv);
 	strv_push(&argv, rc->bridge);
@@ -52,7 +60,7 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 	strv_pushf(&argv, "--stage=%s=%s", a.candidate_real, a.candidate_sha256);
 	for (n = 0; a.settings.fixtures && a.settings.fixtures[n]; n++) {
 		strv_pushf(&argv, "--stage-dir=%s=%zu", a.settings.fixtures[n], n);
-		if (asprintf(&fixtures[n], "%s/%s/%zu", jobdir, REMOTE_SPOOL_FIXTURES, n) < 0)
+		if (asprintf(&fixtures[n], "%s/%s/%zu", jobdir, REMOTE_DIR_FIXTURES, n) < 0)
 			abort();
 	}
 	if (job->attach && job->remote && job->remote->id[0]) {
@@ -79,9 +87,11 @@ static bool feed_line(struct jobs *j, struct job *job, const char *line, size_t 
 	struct remote_job *r;
 	bool changed, started = false;
 
-	if (!remote_status_is(line, len))
-		return false;
-	if (remote_status_parse(line, len, &st, &m) < 0) {
+	int rc = remote_status_parse(line, len, &st, &m);
+
+	if (rc == 0)
+		return false; /* free text */
+	if (rc < 0) {
 		oplog_warn("job '%s': the bridge's status line is refused: %s", job->id, m.text);
 		return false;
 	}
@@ -94,7 +104,7 @@ static bool feed_line(struct jobs *j, struct job *job, const char *line, size_t 
 	snprintf(r->state, sizeof r->state, "%s", st.state);
 	snprintf(r->reason, sizeof r->reason, "%s", st.reason);
 	snprintf(r->node, sizeof r->node, "%s", st.node);
-	if (!r->ran && strcmp(st.state, REMOTE_STATE_PENDING) != 0) {
+	if (!r->ran && remote_state_phase(st.state) != REMOTE_PHASE_QUEUED) {
 		r->ran = true;
 		started = true;
 	}
@@ -130,8 +140,8 @@ bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const 
 
 bool remote__pending(const struct job *job)
 {
-	return job->remote && job->state == JOB_RUNNING &&
-	       strcmp(job->remote->state, REMOTE_STATE_PENDING) == 0;
+	return job->remote && job->state == JOB_RUNNING && job->remote->state[0] &&
+	       remote_state_phase(job->remote->state) == REMOTE_PHASE_QUEUED;
 }
 
 json_t *remote__json(const struct job *job)
@@ -162,44 +172,27 @@ void remote__from_state(struct job *job, json_t *state)
 		snprintf(job->remote->reason, sizeof job->remote->reason, "%s", s);
 	if ((s = json_string_value(json_object_get(o, "node"))))
 		snprintf(job->remote->node, sizeof job->remote->node, "%s", s);
-	job->remote->ran = strcmp(job->remote->state, REMOTE_STATE_PENDING) != 0;
-}
-
-/* The Slurm job id the bridge wrote in the job's spool folder right after
- * sbatch (it may have had no time to say it): 0 and id, or -1. */
-static int spool_slurm_id(const struct jobs *j, const struct job *job, char *id, size_t cap)
-{
-	char dir[PATH_MAX], path[PATH_MAX + 32], buf[64];
-	ssize_t n;
-	int fd;
-
-	remote_job_dir(j->remote->spool, job->id, dir, sizeof dir);
-	snprintf(path, sizeof path, "%s/%s", dir, REMOTE_SPOOL_SLURM_ID);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	if (!buf[0] || strspn(buf, "0123456789_") != strlen(buf) || strlen(buf) >= cap)
-		return -1;
-	snprintf(id, cap, "%s", buf);
-	return 0;
+	job->remote->ran = job->remote->state[0] &&
+			   remote_state_phase(job->remote->state) != REMOTE_PHASE_QUEUED;
 }
 
 bool remote__recover(struct jobs *j, struct job *job)
 {
-	char id[32];
+	struct qual_msg m;
+	long id;
+	int rc;
 
 	if (!j->remote)
 		return false;
-	if (spool_slurm_id(j, job, id, sizeof id) == 0) {
+	/* The bridge writes it right after sbatch: it may have had no time
+	 * to say it on its stderr before quald stopped. */
+	rc = remote_slurm_id_read(j->remote->spool, job->id, &id, &m);
+	if (rc == 0) {
 		if (!job->remote)
 			job->remote = xcalloc(1, sizeof *job->remote);
-		if (strcmp(job->remote->id, id) != 0)
-			snprintf(job->remote->id, sizeof job->remote->id, "%s", id);
+		snprintf(job->remote->id, sizeof job->remote->id, "%ld", id);
+	} else if (rc != QUAL_ENOENT) {
+		oplog_warn("job '%s': %s", job->id, m.text);
 	}
 	if ((!job->remote || !job->remote->id[0]) && job->next_seq > 0)
 		return false; /* lines but no Slurm job to read the rest from */

@@ -1,18 +1,83 @@
-/* What crosses between quald and the Slurm bridge (remote.h). */
+/* A job run on a cluster: status lines, spool paths, exit files (remote.h). */
+#include "proto/remote.h"
+
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
+#include "common/fsutil.h"
+#include "common/text.h"
+#include "proto/vocab.h"
 
-#include "proto/remote.h"
+/* Slurm's words for a job that waits for a node, and for one that is over
+ * (squeue(1), "JOB STATE CODES"). */
+static const char *const queued_states[] = {
+	"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", NULL,
+};
+static const char *const ended_states[] = {
+	"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+	"OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED", NULL,
+};
 
-static void put_or_null(json_t *o, const char *key, const char *s)
+static bool word_in(const char *w, const char *const *list)
 {
-	json_object_set_new(o, key, s[0] ? json_string(s) : json_null());
+	for (; *list; list++)
+		if (!strcmp(w, *list))
+			return true;
+	return false;
 }
 
-int remote_status_format(const struct remote_status *st, char *out, size_t cap)
+enum remote_phase remote_state_phase(const char *state)
+{
+	if (word_in(state, queued_states))
+		return REMOTE_PHASE_QUEUED;
+	if (word_in(state, ended_states))
+		return REMOTE_PHASE_ENDED;
+	return REMOTE_PHASE_RUNNING;
+}
+
+/* src (NULL: "") into dst, cut to cap - 1 bytes. */
+static void copy_cut(char *dst, size_t cap, const char *src)
+{
+	size_t n = src ? strnlen(src, cap - 1) : 0;
+
+	if (n)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Slurm's spellings of nothing. */
+static const char *or_none(const char *s)
+{
+	if (!s || !strcmp(s, "None") || !strcmp(s, "(null)"))
+		return "";
+	return s;
+}
+
+void remote_status_set(struct remote_status *st, const char *backend, const char *id,
+		       const char *state, const char *reason, const char *node)
+{
+	copy_cut(st->backend, sizeof st->backend, backend);
+	copy_cut(st->id, sizeof st->id, id);
+	copy_cut(st->state, sizeof st->state, state);
+	copy_cut(st->reason, sizeof st->reason, or_none(reason));
+	copy_cut(st->node, sizeof st->node, or_none(node));
+}
+
+bool remote_status_equal(const struct remote_status *a, const struct remote_status *b)
+{
+	return !strcmp(a->backend, b->backend) && !strcmp(a->id, b->id) &&
+	       !strcmp(a->state, b->state) && !strcmp(a->reason, b->reason) &&
+	       !strcmp(a->node, b->node);
+}
+
+static json_t *string_or_null(const char *s)
+{
+	return *s ? json_string(s) : json_null();
+}
+
+int remote_status_format(const struct remote_status *st, char *buf, size_t cap)
 {
 	json_t *o = json_object();
 	char *text;
@@ -21,77 +86,202 @@ int remote_status_format(const struct remote_status *st, char *out, size_t cap)
 	json_object_set_new(o, "backend", json_string(st->backend));
 	json_object_set_new(o, "id", json_string(st->id));
 	json_object_set_new(o, "state", json_string(st->state));
-	put_or_null(o, "reason", st->reason);
-	put_or_null(o, "node", st->node);
-	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_object_set_new(o, "reason", string_or_null(st->reason));
+	json_object_set_new(o, "node", string_or_null(st->node));
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!text)
-		return -1;
-	n = snprintf(out, cap, "%s%s", REMOTE_STATUS_PREFIX, text);
+		return QUAL_ELIMIT;
+	n = snprintf(buf, cap, "%s%s\n", REMOTE_STATUS_PREFIX, text);
 	free(text);
-	return n < 0 || (size_t)n >= cap ? -1 : n;
+	if (n < 0 || (size_t)n >= cap)
+		return QUAL_ELIMIT;
+	return n;
 }
 
-bool remote_status_is(const char *line, size_t len)
-{
-	size_t p = strlen(REMOTE_STATUS_PREFIX);
-
-	return len >= p && memcmp(line, REMOTE_STATUS_PREFIX, p) == 0;
-}
-
-/* Member key of o into out: a string of at most cap - 1 bytes without
- * control characters; null or absent is "" when may_be_null. */
-static int take(json_t *o, const char *key, bool may_be_null, char *out, size_t cap,
-		struct qual_msg *msg)
+/* o's member key as a string into dst: a string, or null where nullable. */
+static int take_field(json_t *o, const char *key, bool nullable, char *dst, size_t cap,
+		      struct qual_msg *msg)
 {
 	json_t *v = json_object_get(o, key);
-	const char *s;
 
-	out[0] = '\0';
-	if ((!v || json_is_null(v)) && may_be_null)
+	if (nullable && json_is_null(v)) {
+		dst[0] = '\0';
 		return 0;
-	if (!json_is_string(v) || !(s = json_string_value(v))[0])
-		return qual_fail(msg, QUAL_EINVAL, "status line: '%s' must be a non-empty string",
-				 key);
-	if (json_string_length(v) >= cap || strlen(s) != json_string_length(v))
-		return qual_fail(msg, QUAL_EINVAL, "status line: '%s' is longer than %zu bytes",
-				 key, cap - 1);
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return qual_fail(msg, QUAL_EINVAL,
-					 "status line: '%s' has a control character", key);
-	memcpy(out, s, json_string_length(v) + 1);
+	}
+	if (!json_is_string(v))
+		return qual_fail(msg, QUAL_EINVAL, "status line: '%s' is %s", key,
+				 v ? "not a string" : "missing");
+	copy_cut(dst, cap, json_string_value(v));
 	return 0;
 }
 
-int remote_status_parse(const char *line, size_t len, struct remote_status *st,
+int remote_status_parse(const char *line, size_t len, struct remote_status *out,
 			struct qual_msg *msg)
 {
-	size_t p = strlen(REMOTE_STATUS_PREFIX);
-	json_error_t e;
+	size_t plen = strlen(REMOTE_STATUS_PREFIX);
+	struct remote_status st;
+	json_error_t jerr;
 	json_t *o;
 	int rc;
 
-	memset(st, 0, sizeof *st);
-	if (!remote_status_is(line, len))
-		return qual_fail(msg, QUAL_EINVAL, "not a status line: it must start with '%s'",
-				 REMOTE_STATUS_PREFIX);
-	o = json_loadb(line + p, len - p, JSON_REJECT_DUPLICATES, &e);
+	if (len < plen || memcmp(line, REMOTE_STATUS_PREFIX, plen))
+		return 0;
+	line += plen;
+	len -= plen;
+	if (len && line[len - 1] == '\n')
+		len--;
+	if (memchr(line, '\0', len) || memchr(line, '\n', len))
+		return qual_fail(msg, QUAL_EINVAL, "status line: a NUL or a newline inside");
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!json_is_object(o)) {
 		json_decref(o);
-		return qual_fail(msg, QUAL_EINVAL, "status line: not a json object: %s", e.text);
+		return qual_fail(msg, QUAL_EINVAL, "status line: not a JSON object: %s",
+				 o ? "another value" : jerr.text);
 	}
-	if ((rc = take(o, "backend", false, st->backend, sizeof st->backend, msg)) == 0 &&
-	    (rc = take(o, "id", false, st->id, sizeof st->id, msg)) == 0 &&
-	    (rc = take(o, "state", false, st->state, sizeof st->state, msg)) == 0 &&
-	    (rc = take(o, "reason", true, st->reason, sizeof st->reason, msg)) == 0)
-		rc = take(o, "node", true, st->node, sizeof st->node, msg);
+	if ((rc = take_field(o, "backend", false, st.backend, sizeof st.backend, msg)) ||
+	    (rc = take_field(o, "id", false, st.id, sizeof st.id, msg)) ||
+	    (rc = take_field(o, "state", false, st.state, sizeof st.state, msg)) ||
+	    (rc = take_field(o, "reason", true, st.reason, sizeof st.reason, msg)) ||
+	    (rc = take_field(o, "node", true, st.node, sizeof st.node, msg)))
+		goto out;
+	if (!st.state[0]) {
+		rc = qual_fail(msg, QUAL_EINVAL, "status line: 'state' is empty");
+		goto out;
+	}
+	*out = st;
+	rc = 1;
+out:
 	json_decref(o);
 	return rc;
 }
 
-void remote_job_dir(const char *spool, const char *job, char *out, size_t cap)
+int remote_job_path(char *out, size_t cap, const char *spool, const char *job_id,
+		    const char *name, struct qual_msg *msg)
 {
-	if ((size_t)snprintf(out, cap, "%s/%s/%s", spool, REMOTE_SPOOL_JOBS, job) >= cap)
-		abort();
+	int n;
+
+	if (!spool || spool[0] != '/')
+		return qual_fail(msg, QUAL_EINVAL, "spool '%s' is not an absolute path",
+				 spool ? spool : "");
+	if (!job_id || vocab_job_id_parse(job_id) < 0)
+		return qual_fail(msg, QUAL_EINVAL, "'%s' is not a job id", job_id ? job_id : "");
+	if (name)
+		n = snprintf(out, cap, "%s/%s/%s/%s", spool, REMOTE_SPOOL_JOBS, job_id, name);
+	else
+		n = snprintf(out, cap, "%s/%s/%s", spool, REMOTE_SPOOL_JOBS, job_id);
+	if (n < 0 || (size_t)n >= cap)
+		return qual_fail(msg, QUAL_EINVAL, "spool path '%s' is too long", spool);
+	return 0;
+}
+
+static bool is_sha256(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s[64] == '\0';
+}
+
+int remote_blob_path(char *out, size_t cap, const char *spool, const char *sha256,
+		     struct qual_msg *msg)
+{
+	int n;
+
+	if (!spool || spool[0] != '/')
+		return qual_fail(msg, QUAL_EINVAL, "spool '%s' is not an absolute path",
+				 spool ? spool : "");
+	if (!is_sha256(sha256))
+		return qual_fail(msg, QUAL_EINVAL, "'%s' is not a SHA-256 (64 lower-case hex "
+				 "digits)", sha256);
+	n = snprintf(out, cap, "%s/%s/%s", spool, REMOTE_SPOOL_BLOBS, sha256);
+	if (n < 0 || (size_t)n >= cap)
+		return qual_fail(msg, QUAL_EINVAL, "spool path '%s' is too long", spool);
+	return 0;
+}
+
+int remote_slurm_id_read(const char *spool, const char *job_id, long *slurm_id,
+			 struct qual_msg *msg)
+{
+	char path[4096], *text = NULL;
+	size_t size;
+	int rc;
+
+	if ((rc = remote_job_path(path, sizeof path, spool, job_id, REMOTE_FILE_SLURM_ID, msg)))
+		return rc;
+	if ((rc = fs_read_capped(path, 64, &text, &size, msg)))
+		return rc;
+	if (size && text[size - 1] == '\n')
+		text[size - 1] = '\0';
+	rc = text_parse_long(path, text, 1, 999999999999L, slurm_id, msg);
+	free(text);
+	return rc < 0 ? QUAL_EINVAL : 0;
+}
+
+int remote_exit_format(const struct remote_exit *e, char *buf, size_t cap)
+{
+	int n;
+
+	switch (e->end) {
+	case REMOTE_END_STATUS:
+		n = snprintf(buf, cap, "%d\n", e->value);
+		break;
+	case REMOTE_END_SIGNAL:
+		n = snprintf(buf, cap, "signal %d\n", e->value);
+		break;
+	default:
+		n = snprintf(buf, cap, "refused %s\n", e->message);
+		break;
+	}
+	if (n < 0 || (size_t)n >= cap)
+		return QUAL_ELIMIT;
+	return n;
+}
+
+int remote_exit_parse(const char *text, size_t len, struct remote_exit *e,
+		      struct qual_msg *msg)
+{
+	char buf[sizeof e->message + 16];
+	long v;
+
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len >= sizeof buf || memchr(text, '\0', len) || memchr(text, '\n', len))
+		return qual_fail(msg, QUAL_EINVAL, "exit file: not one line of at most %zu bytes",
+				 sizeof buf - 1);
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	e->message[0] = '\0';
+	if (!strncmp(buf, "refused ", 8)) {
+		e->end = REMOTE_END_REFUSED;
+		e->value = 0;
+		copy_cut(e->message, sizeof e->message, buf + 8);
+		return 0;
+	}
+	if (!strncmp(buf, "signal ", 7)) {
+		if (text_parse_long("exit file's signal", buf + 7, 1, 127, &v, msg) < 0)
+			return QUAL_EINVAL;
+		e->end = REMOTE_END_SIGNAL;
+		e->value = (int)v;
+		return 0;
+	}
+	if (text_parse_long("exit file's status", buf, 0, 255, &v, msg) < 0)
+		return QUAL_EINVAL;
+	e->end = REMOTE_END_STATUS;
+	e->value = (int)v;
+	return 0;
+}
+
+int remote_exit_status(const struct remote_exit *e)
+{
+	switch (e->end) {
+	case REMOTE_END_STATUS:
+		return e->value;
+	case REMOTE_END_SIGNAL:
+		return 128 + e->value;
+	default:
+		return REMOTE_EXIT_REFUSED;
+	}
 }

@@ -34,7 +34,7 @@ endif()
 
 set(expected
   bin/quald bin/qualctl bin/qual-run bin/qual-judge bin/qual-compile bin/qual-view
-  bin/qual-calibrate
+  bin/qual-calibrate bin/qual-slurm
   lib/systemd/system/quald.service lib/systemd/system/quald.socket
   lib/sysusers.d/qual.conf lib/tmpfiles.d/qual.conf
   share/man/man8/quald.8.gz share/man/man1/qualctl.1.gz

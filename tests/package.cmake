@@ -98,7 +98,7 @@ foreach(script postinst prerm postrm)
   endif()
 endforeach()
 
-set(programs quald qualctl qual-run qual-judge qual-compile qual-view qual-calibrate)
+set(programs quald qualctl qual-run qual-judge qual-compile qual-view qual-calibrate qual-slurm)
 set(files
   usr/lib/systemd/system/quald.service usr/lib/systemd/system/quald.socket
   usr/lib/sysusers.d/qual.conf usr/lib/tmpfiles.d/qual.conf
