@@ -413,9 +413,13 @@ void jobs__log_submitted(const struct job *job, int position)
 	free(c);
 }
 
-void jobs__log_started(const struct job *job)
+void jobs__log_started(const struct jobs *j, const struct job *job)
 {
-	if (job->device >= 0)
+	if (j->remote)
+		oplog(LOG_INFO, "job %s: started on slot %d (a slurm job%s%s)", job->id, job->slot,
+		      job->args.gpu_type ? ", gpu type " : "",
+		      job->args.gpu_type ? job->args.gpu_type : "");
+	else if (job->device >= 0)
 		oplog(LOG_INFO, "job %s: started on slot %d (GPU %d)", job->id, job->slot,
 		      job->device);
 	else

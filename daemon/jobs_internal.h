@@ -260,7 +260,7 @@ void jobs__put_error(struct jobs *j, struct job *job, enum lines_code code,
  * quoted, and its queue position), started on its slot, ended with its
  * verdict and how long it ran. */
 void jobs__log_submitted(const struct job *job, int position);
-void jobs__log_started(const struct job *job);
+void jobs__log_started(const struct jobs *j, const struct job *job);
 /* Says in the operator's log that job ended, and counts it (jobs_stats). */
 void jobs__log_ended(struct jobs *j, const struct job *job);
 
@@ -306,6 +306,11 @@ bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const 
  * tags): its GPU type and, once Slurm has placed it, its node; a new
  * object, or NULL for a job of neither. */
 json_t *remote__tags(const struct job *job);
+
+/* A slot's "device" in the status reply in the Slurm backend: {"name":
+ * "slurm job 12 RUNNING on n1"}, or {"name": "slurm"} while idle (new
+ * reference; job may be NULL). */
+json_t *remote__device_json(const struct job *job);
 
 /* Whether job runs here but waits in Slurm's queue: shown as queued, with
  * Slurm's reason. */

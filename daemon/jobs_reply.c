@@ -330,7 +330,8 @@ json_t *jobs_status_json(struct jobs *j)
 		const struct slot *sl = &j->slots[s];
 		struct job *job = sl->state == SLOT_RUNNING ? worker__job(sl->w) : NULL;
 		json_t *o = json_pack("{s:i,s:o,s:o}", "slot", s,
-			"device", sl->device >= 0 ? json_integer(sl->device) : json_null(),
+			"device", j->remote ? remote__device_json(job) :
+			sl->device >= 0 ? json_integer(sl->device) : json_null(),
 			"job", job ? json_string(job->id) : json_null());
 		/* Only for a slot out of service or being checked: the usual
 		 * reply keeps its shape. */
@@ -351,6 +352,9 @@ json_t *jobs_status_json(struct jobs *j)
 		json_array_append_new(queued, json_string(list_item(q, struct job, qlink)->id));
 	reply = json_pack("{s:o,s:o,s:o}", "slots", slots, vocab_state_name(JOB_QUEUED), queued,
 			  vocab_state_name(JOB_RUNNING), running);
+	/* Only for the Slurm backend: the usual reply keeps its shape. */
+	if (j->remote)
+		json_object_set_new(reply, "backend", json_string("slurm"));
 	if (!in_service && !list_empty(&j->queue))
 		json_object_set_new(reply, "waiting", json_string(
 			"no slot is in service (every gpu failed its health check): "

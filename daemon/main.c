@@ -794,10 +794,17 @@ static void daemon_ready(struct daemon *d, const struct quald_args *a)
 		fprintf(stderr, " and 127.0.0.1:%d", server_tcp_port(d->srv));
 	if (d->http)
 		fprintf(stderr, "; http on %s", http_where(d->http));
-	fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", jcfg->state_dir, jcfg->nslots,
-		a->ndevices ? "gpu" : "compile-only", jcfg->nslots == 1 ? "" : "s",
-		!a->devices_auto ? "" : a->ndevices ? " (gpus found by --devices auto)" :
-		" (no GPU found: compile-only slots)");
+	if (a->slurm)
+		fprintf(stderr, "; state in '%s'; up to %d slurm job%s at once, spool '%s'%s%s\n",
+			jcfg->state_dir, jcfg->nslots, jcfg->nslots == 1 ? "" : "s",
+			a->remote.spool, a->remote.partition ? ", partition " : "",
+			a->remote.partition ? a->remote.partition : "");
+	else
+		fprintf(stderr, "; state in '%s'; %d %s slot%s%s\n", jcfg->state_dir,
+			jcfg->nslots, a->ndevices ? "gpu" : "compile-only",
+			jcfg->nslots == 1 ? "" : "s",
+			!a->devices_auto ? "" : a->ndevices ? " (gpus found by --devices auto)" :
+			" (no GPU found: compile-only slots)");
 	snprintf(text, sizeof text, "READY=1\nSTATUS=%s", d->status);
 	d->ready = true;
 	notify(d, text, true);

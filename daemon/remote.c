@@ -262,3 +262,16 @@ json_t *remote__tags(const struct job *job)
 		json_object_set_new(o, FLEET_NODE_KEY, json_string(job->remote->node));
 	return o;
 }
+
+json_t *remote__device_json(const struct job *job)
+{
+	const struct remote_job *r = job ? job->remote : NULL;
+	char name[640];
+
+	if (!r || !r->id[0])
+		snprintf(name, sizeof name, "slurm%s", job ? " (submitting)" : "");
+	else
+		snprintf(name, sizeof name, "slurm job %s %s%s%s%s%s", r->id, r->state,
+			 r->node[0] ? " on " : "", r->node, r->reason[0] ? ": " : "", r->reason);
+	return json_pack("{s:s}", "name", name);
+}

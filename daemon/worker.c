@@ -910,7 +910,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	jobs__now(job->started);
 	job->started_ms = uv_now(j->loop);
 	jobs__state_save(j, job);
-	jobs__log_started(job);
+	jobs__log_started(j, job);
 
 	lines_splitter_init(&w->split, LINES_MAX);
 	uv_pipe_init(j->loop, &w->out, 0);
