@@ -49,6 +49,13 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 	strv_push(&argv, rc->bridge);
 	strv_pushf(&argv, "--spool=%s", rc->spool);
 	strv_pushf(&argv, "--job=%s", job->id);
+	if (job->attach && job->remote && job->remote->id[0]) {
+		/* Recovery: its Slurm job runs (or ran) from the spool's
+		 * folder already; the lines stored are not relayed again. */
+		strv_pushf(&argv, "--attach=%s", job->remote->id);
+		strv_pushf(&argv, "--skip=%ld", job->next_seq);
+		return strv_detach(&argv);
+	}
 	if (a.gpu_type)
 		strv_pushf(&argv, "--gpu-type=%s", a.gpu_type);
 	else if (a.settings.compile_only)
@@ -62,10 +69,6 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 		strv_pushf(&argv, "--stage-dir=%s=%zu", a.settings.fixtures[n], n);
 		if (asprintf(&fixtures[n], "%s/%s/%zu", jobdir, REMOTE_DIR_FIXTURES, n) < 0)
 			abort();
-	}
-	if (job->attach && job->remote && job->remote->id[0]) {
-		strv_pushf(&argv, "--attach=%s", job->remote->id);
-		strv_pushf(&argv, "--skip=%ld", job->next_seq);
 	}
 	strv_push(&argv, "--");
 	a.baseline_real = base;
