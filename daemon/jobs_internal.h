@@ -296,11 +296,13 @@ void remote__free(struct jobs *j);
 char **remote__argv(const struct jobs *j, const struct job *job, int slot);
 
 /* Takes n bytes of the bridge's stderr: its status lines update
- * job->remote (and the job's state file when they change). Returns true
+ * job->remote (and the job's state file when they change); every other
+ * whole line goes to text, with its newline dropped. Returns true
  * when the Slurm job has just started to run (the job time limit starts
  * then, not while it waits in Slurm's queue). */
+typedef void (*remote_text_cb)(void *ctx, const char *line, size_t len);
 bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const char *data,
-		  size_t n);
+		  size_t n, remote_text_cb text, void *ctx);
 
 /* What a typed job's lines carry besides "job" and "seq" (relay.h's
  * tags): its GPU type and, once Slurm has placed it, its node; a new

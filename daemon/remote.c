@@ -81,22 +81,24 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 	return strv_detach(&argv);
 }
 
-/* One stderr line of the bridge: a status line updates the job. Returns
- * true when the Slurm job has just started running. */
-static bool feed_line(struct jobs *j, struct job *job, const char *line, size_t len)
+/* One stderr line of the bridge: a status line updates the job. Returns 1
+ * when the Slurm job has just started running, 0 for another status line
+ * (or one refused), -1 for free text. */
+static int feed_line(struct jobs *j, struct job *job, const char *line, size_t len)
 {
 	struct remote_status st;
 	struct qual_msg m;
 	struct remote_job *r;
-	bool changed, started = false;
+	bool changed;
+	int started = 0;
 
 	int rc = remote_status_parse(line, len, &st, &m);
 
 	if (rc == 0)
-		return false; /* free text */
+		return -1; /* free text */
 	if (rc < 0) {
 		oplog_warn("job '%s': the bridge's status line is refused: %s", job->id, m.text);
-		return false;
+		return 0;
 	}
 	if (!job->remote)
 		job->remote = xcalloc(1, sizeof *job->remote);
@@ -109,7 +111,7 @@ static bool feed_line(struct jobs *j, struct job *job, const char *line, size_t 
 	snprintf(r->node, sizeof r->node, "%s", st.node);
 	if (!r->ran && remote_state_phase(st.state) != REMOTE_PHASE_QUEUED) {
 		r->ran = true;
-		started = true;
+		started = 1;
 	}
 	if (changed) {
 		oplog(LOG_INFO, "job '%s': slurm job %s %s%s%s%s%s%s", job->id, r->id, r->state,
@@ -121,7 +123,7 @@ static bool feed_line(struct jobs *j, struct job *job, const char *line, size_t 
 }
 
 bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const char *data,
-		  size_t n)
+		  size_t n, remote_text_cb text, void *ctx)
 {
 	bool started = false;
 
@@ -133,8 +135,14 @@ bool remote__feed(struct jobs *j, struct job *job, struct remote_feed *f, const 
 				f->over = true;
 			continue;
 		}
-		if (!f->over && job)
-			started |= feed_line(j, job, f->line, f->len);
+		/* A status line is the bridge's word to quald; any other line
+		 * (the beginning of one too long to be a status line) is free
+		 * text, kept for the job's messages. */
+		int rc = f->over || !job ? -1 : feed_line(j, job, f->line, f->len);
+
+		if (rc < 0)
+			text(ctx, f->line, f->len);
+		started |= rc > 0;
 		f->len = 0;
 		f->over = false;
 	}

@@ -13,8 +13,8 @@
  * quald, which kills it when it finds it (children.h, Orphans). Its stdout
  * is cut into lines by lines_splitter.
  *
- * Scratch. Each worker's $TMPDIR is a folder of its own in the daemon's
- * $TMPDIR, named after the state directory and the job,
+ * Scratch (worker_scratch.c). Each worker's $TMPDIR is a folder of its own
+ * in the daemon's $TMPDIR, named after the state directory and the job,
  * quald-<state>-<job>-XXXXXX (<state>: 16 hex digits of the SHA-256 of the
  * state directory's real path), removed once the worker has exited. When
  * the daemon starts, every folder of its user with its state directory's
@@ -76,7 +76,6 @@
  *                in qual-compile children, so a crash of the worker itself is
  *                the engine's, the driver's or the machine's (we cannot tell
  *                which arm a GPU fault came from). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -92,7 +91,6 @@
 #include "common/exitcode.h"
 #include "common/fsutil.h"
 #include "common/lifetime.h"
-#include "common/sha256.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
@@ -159,6 +157,7 @@ struct worker {
 };
 
 static void worker_timer(uv_timer_t *t);
+static void worker_err_text(void *ctx, const char *line, size_t len);
 
 struct job *worker__job(const struct worker *w)
 {
@@ -530,6 +529,8 @@ static void worker_maybe_finish(struct worker *w)
 	if (!w->job || !w->exited || !w->out_done || !w->err_done)
 		return;
 	uv_timer_stop(&w->timer);
+	if (w->rfeed.len) /* the bridge's last stderr line, without its newline */
+		worker_err_text(w, w->rfeed.line, w->rfeed.len);
 	rest = lines_splitter_rest(&w->split);
 	if (lines_splitter_finish(&w->split, worker_relay, w) == QUAL_EINVAL) {
 		/* A last line without its newline that is no whole object:
@@ -585,10 +586,33 @@ static void worker_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	worker_take(w, buf->base, (size_t)nread);
 }
 
+/* Keeps the last WORKER_STDERR_KEEP bytes of the worker's stderr. */
+static void worker_err_keep(struct worker *w, const char *data, size_t n)
+{
+	size_t keep;
+
+	if (n >= WORKER_STDERR_KEEP) {
+		memcpy(w->errtail, data + n - WORKER_STDERR_KEEP, WORKER_STDERR_KEEP);
+		w->errtail_len = WORKER_STDERR_KEEP;
+		return;
+	}
+	keep = w->errtail_len + n > WORKER_STDERR_KEEP ? WORKER_STDERR_KEEP - n :
+							  w->errtail_len;
+	memmove(w->errtail, w->errtail + w->errtail_len - keep, keep);
+	memcpy(w->errtail + keep, data, n);
+	w->errtail_len = keep + n;
+}
+
+/* A free-text line of the bridge's stderr (the Slurm backend). */
+static void worker_err_text(void *ctx, const char *line, size_t len)
+{
+	worker_err_keep(ctx, line, len);
+	worker_err_keep(ctx, "\n", 1);
+}
+
 static void worker_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct worker *w = s->data;
-	size_t n, keep;
 
 	if (nread < 0) {
 		uv_read_stop(s);
@@ -596,22 +620,15 @@ static void worker_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		worker_maybe_finish(w);
 		return;
 	}
-	n = (size_t)nread;
-	/* The Slurm backend: the bridge's status lines; the job's time limit
-	 * starts once Slurm runs it. */
-	if (w->j->remote && remote__feed(w->j, w->job, &w->rfeed, buf->base, n) &&
-	    w->stop == WORKER_RUNNING && !w->exited)
-		uv_timer_start(&w->timer, worker_timer, (uint64_t)(w->j->job_timeout_s * 1000.0), 0);
-	if (n >= WORKER_STDERR_KEEP) {
-		memcpy(w->errtail, buf->base + n - WORKER_STDERR_KEEP, WORKER_STDERR_KEEP);
-		w->errtail_len = WORKER_STDERR_KEEP;
+	if (!w->j->remote) {
+		worker_err_keep(w, buf->base, (size_t)nread);
 		return;
 	}
-	keep = w->errtail_len + n > WORKER_STDERR_KEEP ? WORKER_STDERR_KEEP - n :
-							  w->errtail_len;
-	memmove(w->errtail, w->errtail + w->errtail_len - keep, keep);
-	memcpy(w->errtail + keep, buf->base, n);
-	w->errtail_len = keep + n;
+	/* The Slurm backend: the bridge's status lines, apart from its
+	 * messages; the job's time limit starts once Slurm runs it. */
+	if (remote__feed(w->j, w->job, &w->rfeed, buf->base, (size_t)nread, worker_err_text, w) &&
+	    w->stop == WORKER_RUNNING && !w->exited)
+		uv_timer_start(&w->timer, worker_timer, (uint64_t)(w->j->job_timeout_s * 1000.0), 0);
 }
 
 /* children.c: the worker has exited and been reaped, and what it left in
@@ -804,50 +821,6 @@ static char **worker_env(const struct jobs *j, const char *tmpdir)
 	snprintf(helper, sizeof helper, "QUAL_COMPILE=%s", j->helper);
 	snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmpdir);
 	return child_env_with(drop, add);
-}
-
-int worker__scratch_open(struct jobs *j, const char *state_dir, struct qual_msg *msg)
-{
-	const char *tmp = getenv("TMPDIR");
-	char real[PATH_MAX], hex[SHA256_HEX_SIZE], path[PATH_MAX];
-	struct dirent *e;
-	int rc, removed = 0;
-	DIR *d;
-
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	if (!realpath(state_dir, real))
-		return qual_fail(msg, QUAL_EIO, "cannot resolve '%s': %s", state_dir,
-				 strerror(errno));
-	if ((rc = sha256_hash_buffer(real, strlen(real), hex, msg)))
-		return rc;
-	j->scratch = xstrdup(tmp);
-	if (asprintf(&j->scratch_prefix, "quald-%.16s-", hex) < 0)
-		abort();
-	d = opendir(tmp);
-	if (!d) {
-		oplog_warn("cannot read '%s' for what earlier workers left: %s", tmp,
-			   strerror(errno));
-		return 0;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		/* Only real folders of ours: never through a link, never what
-		 * another user put there under our name. */
-		if (strncmp(e->d_name, j->scratch_prefix, strlen(j->scratch_prefix)) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-		    fs_path_join(path, sizeof path, tmp, e->d_name, NULL))
-			continue;
-		fs_rm_tree(path);
-		removed++;
-	}
-	closedir(d);
-	if (removed)
-		oplog_warn("removed %d temporary folder%s that workers of an earlier run left in "
-			   "'%s'", removed, removed == 1 ? "" : "s", tmp);
-	return 0;
 }
 
 /* A fixture directory is not pinned by its content (docs/quald.md, "Fixture
