@@ -71,6 +71,10 @@ static const struct command commands[] = {
 	 "  --label KEY=VALUE     a label of the job (repeatable, each key once):\n"
 	 "                        commit, branch, build, url, ...; KEY 1-64 of\n"
 	 "                        A-Z a-z 0-9 _ . -, VALUE 1-1024 bytes, at most 32\n"
+	 "  --gpu-type TYPE       the GPU type Slurm runs it on (quald's Slurm\n"
+	 "                        backend); repeatable, at most 8: a job per type,\n"
+	 "                        a verdict per type and an overall one, whose\n"
+	 "                        exit status is the worst of theirs\n"
 	 "  --no-follow           print the job id and exit 0\n"
 	 CTL_COMMON_HELP
 	 "\nExit status (the job's verdict): 0 improvement, neutral, or not timed\n"
@@ -115,6 +119,7 @@ static const struct command commands[] = {
 	 "                        match)\n"
 	 "  --limit N             the newest N matching jobs (default 100, at most\n"
 	 "                        10000)\n"
+	 "  --gpu-type TYPE       only jobs of this GPU type (quald's Slurm backend)\n"
 	 CTL_COMMON_HELP EXIT_HELP},
 	{"export", ctl_export,
 	 "export (--csv | --lnt [--machine NAME]) [--case NAME] [--label KEY=VALUE]... [--limit N]",
@@ -132,7 +137,8 @@ static const struct command commands[] = {
 	 "                        per job, oldest first: labels as run info, a test\n"
 	 "                        qual.CASE per case with the candidate's median time\n"
 	 "                        in seconds as execution_time when timed\n"
-	 "  --machine NAME        the LNT machine name (default qual)\n"
+	 "  --machine NAME        the LNT machine name (default qual; a job of a\n"
+	 "                        GPU type reports as machine NAME-TYPE)\n"
 	 "  --case, --label, --limit  as for history\n"
 	 CTL_COMMON_HELP EXIT_HELP},
 	{"show", ctl_show, "show JOB [options]",
