@@ -95,6 +95,7 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/relay.h"
+#include "proto/remote.h"
 #include "daemon/oplog.h"
 #include "proto/line.h"
 #include "proto/vocab.h"
@@ -439,6 +440,12 @@ static enum job_state worker_verdict(const struct worker *w, enum run_verdict *v
 			*verdict = RUN_ERROR;
 			snprintf(message, cap, "worker refused the job%s%s",
 				 tail[0] ? ": " : "", tail);
+		} else if (j->remote && status == REMOTE_EXIT_LOST && tail[0]) {
+			/* The Slurm job ended before qual-run did (a node
+			 * failure, a node set down, Slurm's time limit, an
+			 * admin's scancel): the bridge's words name Slurm's
+			 * state and reason. */
+			snprintf(message, cap, "%s", tail);
 		} else if (w->seen.verdict_refused) {
 			snprintf(message, cap, "worker's verdict line was refused: it is "
 				 "not the engine's");
