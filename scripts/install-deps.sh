@@ -22,6 +22,7 @@ packages=(
   chromium                 # headless browser for the dashboard: tests/tools/browser_test.py
   python3-websocket        # browser_test.py drives chromium over the DevTools protocol
   fonts-dejavu-core        # the dashboard's fonts (no web fonts): readable screenshots
+  slurmctld slurmd slurm-client munge  # one-node test clusters: scripts/slurm-cluster.sh
 )
 
 sudo=""

@@ -4,9 +4,12 @@
 # three builds:
 #
 #   build/       gcc, RelWithDebInfo: every test, quald under valgrind
-#                memcheck included (label valgrind, tests/valgrind.cmake)
+#                memcheck included (label valgrind, tests/valgrind.cmake),
+#                and the Slurm tests on one-node clusters they start
+#                themselves (label slurm, scripts/slurm-cluster.sh)
 #   build-asan/  the same with AddressSanitizer and UndefinedBehaviorSanitizer
-#                (-DQUAL_SANITIZE=ON): every test again
+#                (-DQUAL_SANITIZE=ON): every test again but the slurm ones
+#                (their time goes to waiting on Slurm, not to our code)
 #   build-fuzz/  clang, -DQUAL_FUZZ=ON: each libFuzzer target for
 #                QUAL_FUZZ_SECONDS (default 20) on its seed corpus (label
 #                fuzz, tests/fuzz.cmake); any finding fails
@@ -49,7 +52,7 @@ run_asan() {
 		(cd "$asan" &&
 		 ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1} \
 		 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-		 ctest --output-on-failure -LE gpu -j"$jobs" "$@")
+		 ctest --output-on-failure -LE 'gpu|slurm' -j"$jobs" "$@")
 }
 
 run_fuzz() {
