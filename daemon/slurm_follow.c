@@ -49,6 +49,7 @@ struct follow {
 	bool have_last;
 	int sigfd;
 	int poll_ms;
+	bool submitted;         /* by us, just now (not --attach) */
 	int failures;           /* Slurm did not answer, in a row */
 	int gone;               /* Slurm did not know the job, in a row */
 };
@@ -103,9 +104,11 @@ static void tail(struct follow *f, bool final)
 		relay(f, f->pending, f->npending);
 		f->npending = 0;
 		relay(f, buf, (size_t)(nl + 1 - buf));
-		XGROW(f->pending, (size_t)(buf + n - nl - 1), f->cap);
 		f->npending = (size_t)(buf + n - nl - 1);
-		memcpy(f->pending, nl + 1, f->npending);
+		if (f->npending) {
+			XGROW(f->pending, f->npending, f->cap);
+			memcpy(f->pending, nl + 1, f->npending);
+		}
 	}
 	if (fd >= 0)
 		close(fd);
@@ -213,6 +216,15 @@ static int poll_slurm(struct follow *f)
 	if ((status = read_exit(f)) >= 0)
 		return status;
 	rc = slurm_cli_query(f->slurm_id, &st, &m);
+	if (rc < 0 && f->submitted && !f->have_last) {
+		/* sbatch took it: the first status line says so even when
+		 * squeue does not answer yet. */
+		char id[32];
+
+		snprintf(id, sizeof id, "%ld", f->slurm_id);
+		remote_status_set(&st, "slurm", id, "PENDING", NULL, NULL);
+		say_status(f, &st);
+	}
 	if (rc < 0) {
 		/* slurmctld restarting: the node goes on; so do we. */
 		if (f->failures++ % 30 == 0)
@@ -245,9 +257,10 @@ static int poll_ms(void)
 	return (int)v;
 }
 
-int slurm_follow(long slurm_id, const char *job_dir, long skip, int sigfd)
+int slurm_follow(long slurm_id, const char *job_dir, long skip, bool submitted, int sigfd)
 {
-	struct follow f = { .slurm_id = slurm_id, .skip = skip, .sigfd = sigfd };
+	struct follow f = { .slurm_id = slurm_id, .skip = skip, .submitted = submitted,
+			    .sigfd = sigfd };
 	struct qual_msg m;
 	double next_poll;
 	int status = -1;

@@ -33,6 +33,9 @@
 #   slurm_bridge_sigterm        SIGTERM to the bridge of a running job: it
 #       ends by SIGTERM, the Slurm job is CANCELLED and the worker gone;
 #       SIGINT to the bridge of a pending job: cancelled too
+#   slurm_bridge_time_limit     SIGUSR1 to the bridge (quald's job time
+#       limit) reaches the worker on the node (scancel --batch --signal):
+#       it ends by it, exit file "signal 10", the bridge exits 138
 #   slurm_bridge_lost           the job's processes all SIGKILLed (scancel
 #       --signal=KILL): no exit file; exit 70, the last stderr line "slurm
 #       job N ended STATE (reason: ...) on node ... before qual-run finished"
@@ -51,7 +54,7 @@ set_tests_properties(slurm_bridge_cluster_start PROPERTIES LABELS slurm TIMEOUT 
 set_tests_properties(slurm_bridge_cluster_stop PROPERTIES LABELS slurm TIMEOUT 60
                      FIXTURES_CLEANUP slurm_bridge_cluster RESOURCE_LOCK slurm_bridge)
 foreach(scenario relay signal_exit attach_skip pending pin_refused stage_refused
-        sbatch_refused sigterm lost)
+        sbatch_refused sigterm time_limit lost)
   add_test(NAME slurm_bridge_${scenario} COMMAND ${QUAL_SLURM_TEST} ${scenario})
   set_tests_properties(slurm_bridge_${scenario} PROPERTIES LABELS slurm TIMEOUT 60
                        SKIP_RETURN_CODE 77 FIXTURES_REQUIRED slurm_bridge_cluster
