@@ -5,7 +5,8 @@ JSON lines): see tests/slurm.cmake for what each scenario asserts.
 
   slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR SCENARIO
   SCENARIO: cluster-start, cluster-stop, relay, signal_exit, attach_skip,
-            pending, pin_refused, stage_refused, sbatch_refused, sigterm, time_limit, lost
+            pending, pin_refused, stage_refused, sbatch_refused, sigterm, time_limit, lost,
+            stopped
 
 Exits 77 (skipped) when the cluster could not be started for want of Slurm
 or root (the cluster script's own 77)."""
@@ -28,7 +29,8 @@ SKIP = 77
 
 WORKER = r"""#!/bin/sh
 # N lines, D seconds apart, then a cut-off line (no newline) unless CUT=0,
-# then exit CODE ("kill" ends it by SIGKILL). SPLIT=1: the second line is
+# then exit CODE ("kill" ends it by SIGKILL; "hang" waits for a signal,
+# which ends it: qual-run's own way). SPLIT=1: the second line is
 # written in two halves, 1.5 s apart.
 n=$1 d=$2 code=$3 cut=${4:-1} split=${5:-0}
 i=1
@@ -42,6 +44,7 @@ while [ $i -le $n ]; do
   sleep $d
   i=$((i+1))
 done
+[ "$code" = hang ] && exec sleep 600
 [ "$cut" = 1 ] && printf '{"type":"cut'
 [ "$code" = kill ] && kill -9 $$
 exit $code
@@ -395,7 +398,7 @@ def wait_ended(ctx, sid, limit=15):
 
 def sigterm(ctx):
     job = ctx.job_id()
-    b = Bridge(ctx, submit_args(ctx, job, [1, 60, 0]))
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
     b.wait_for("the first line", lambda b: b.out.count(b"\n") >= 1)
     pid = json.loads(b.out.split(b"\n")[0])["pid"]
     b.p.send_signal(signal.SIGTERM)
@@ -425,7 +428,7 @@ def sigterm(ctx):
 
 def time_limit(ctx):
     job = ctx.job_id()
-    b = Bridge(ctx, submit_args(ctx, job, [1, 60, 0]))
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
     b.wait_for("the first line and RUNNING", lambda b: b.out.count(b"\n") >= 1 and
                "RUNNING" in b.states())
     # quald's job time limit: SIGUSR1 goes on to qual-run (here a shell,
@@ -441,7 +444,7 @@ def time_limit(ctx):
 
 def lost(ctx):
     job = ctx.job_id()
-    b = Bridge(ctx, submit_args(ctx, job, [1, 60, 0]))
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
     b.wait_for("the first line", lambda b: b.out.count(b"\n") >= 1)
     sid = slurm_id_of(ctx, job)
     # The node's side of the job SIGKILLed (qual-run dies with it): no
@@ -456,6 +459,39 @@ def lost(ctx):
     check(b.status[-1]["state"] not in ("PENDING", "RUNNING"), "last status %r" % b.status[-1])
     check(not os.path.exists(os.path.join(ctx.job_dir(job), "exit")), "an exit file")
     print("lost: %s" % last)
+
+
+def stopped(ctx):
+    """qual-run stopped by Slurm (it ends by SIGTERM, its exit file says
+    so): an admin's scancel, then the node set down."""
+    for how, state in (("scancel", "CANCELLED"), ("down", "NODE_FAIL")):
+        job = ctx.job_id()
+        b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
+        b.wait_for("the first line", lambda b: b.out.count(b"\n") >= 1)
+        sid = slurm_id_of(ctx, job)
+        if how == "scancel":
+            r = ctx.slurm("scancel", sid)
+        else:
+            r = ctx.slurm("bash", CLUSTER, "down", ctx.cluster, "qual test")
+        check(r.returncode == 0, "%s: %s" % (how, r.stderr))
+        rc = b.finish(30)
+        if how == "down":
+            r = ctx.slurm("bash", CLUSTER, "resume", ctx.cluster)
+            check(r.returncode == 0, "resume: %s" % r.stderr)
+        last = b.err_lines[-1] if b.err_lines else ""
+        check(rc == 70, "%s: exit %s, not 70; stderr:\n%s" % (how, rc, "\n".join(b.err_lines)))
+        check(read(os.path.join(ctx.job_dir(job), "exit")) == "signal 15\n", "exit file")
+        check(("slurm job %s ended %s (reason: " % (sid, state)) in last and
+              "before qual-run finished" in last, "%s: last stderr line %r" % (how, last))
+        check(b.status[-1]["state"] == state, "%s: last status %r" % (how, b.status[-1]))
+        print("stopped: %s" % last)
+    end = time.time() + 30
+    while time.time() < end:
+        r = ctx.slurm("sinfo", "-h", "-o", "%t")
+        if r.stdout.strip() == "idle":
+            return
+        time.sleep(0.5)
+    fail("the node is not idle again: %s" % r.stdout)
 
 
 def cluster(ctx_args, what):
@@ -478,7 +514,7 @@ def cluster(ctx_args, what):
 
 SCENARIOS = {f.__name__: f for f in (relay, signal_exit, attach_skip, pending, pin_refused,
                                      stage_refused, sbatch_refused, sigterm, time_limit,
-                                     lost)}
+                                     lost, stopped)}
 
 
 def main():
