@@ -200,7 +200,7 @@ static int bridge(struct slurm_args *a)
 		goto refused;
 	if (a->attach ? check_attach(a, &m) : submit(a, job_dir, &slurm_id, &m))
 		goto refused;
-	status = slurm_follow(slurm_id, job_dir, a->skip, sigfd);
+	status = slurm_follow(slurm_id, job_dir, a->skip, !a->attach, sigfd);
 	close(sigfd);
 	return status;
 refused:

@@ -29,6 +29,8 @@
 /* After Slurm says the job ended, how long the exit file may take to show
  * (shared storage: another host's attribute cache). */
 #define EXIT_GRACE_S 5.0
+/* After qual-run ended by a signal, how long Slurm may take to say why. */
+#define SETTLE_S 10.0
 /* After a cancel, how long lines already written are still relayed. */
 #define DRAIN_S 2.0
 /* How many answers in a row that Slurm does not know the job make it gone
@@ -49,6 +51,8 @@ struct follow {
 	bool have_last;
 	int sigfd;
 	int poll_ms;
+	bool submitted;         /* by us, just now (not --attach) */
+	int forwarded;          /* the signal we had Slurm send qual-run, or 0 */
 	int failures;           /* Slurm did not answer, in a row */
 	int gone;               /* Slurm did not know the job, in a row */
 };
@@ -103,9 +107,11 @@ static void tail(struct follow *f, bool final)
 		relay(f, f->pending, f->npending);
 		f->npending = 0;
 		relay(f, buf, (size_t)(nl + 1 - buf));
-		XGROW(f->pending, (size_t)(buf + n - nl - 1), f->cap);
 		f->npending = (size_t)(buf + n - nl - 1);
-		memcpy(f->pending, nl + 1, f->npending);
+		if (f->npending) {
+			XGROW(f->pending, f->npending, f->cap);
+			memcpy(f->pending, nl + 1, f->npending);
+		}
 	}
 	if (fd >= 0)
 		close(fd);
@@ -127,6 +133,43 @@ static void say_status(struct follow *f, const struct remote_status *st)
 		fputs(line, stderr);
 }
 
+/* The job ended without an exit file: the node's, Slurm's or an admin's
+ * doing. The cut-off last line goes out, then the reason. */
+static int lost(struct follow *f, bool known)
+{
+	tail(f, true);
+	if (known)
+		fprintf(stderr, "qual-slurm: slurm job %ld ended %s (reason: %s) on node %s "
+			"before qual-run finished\n", f->slurm_id, f->last.state,
+			f->last.reason[0] ? f->last.reason : "None",
+			f->last.node[0] ? f->last.node : "(none)");
+	else
+		fprintf(stderr, "qual-slurm: slurm job %ld is no longer known to slurm and "
+			"left no exit file: it ended before qual-run finished\n", f->slurm_id);
+	return REMOTE_EXIT_LOST;
+}
+
+/* qual-run ended by a signal we did not send: whether Slurm stopped it
+ * (a node set down, an admin's scancel, Slurm's time limit), asking Slurm
+ * until it says the job ended (for at most SETTLE_S). */
+static bool stopped_by_slurm(struct follow *f)
+{
+	double end = child_now() + SETTLE_S;
+	struct remote_status st;
+
+	for (;;) {
+		int rc = slurm_cli_query(f->slurm_id, &st, NULL);
+
+		if (rc == 1)
+			say_status(f, &st);
+		if (rc == 1 && remote_state_phase(st.state) == REMOTE_PHASE_ENDED)
+			return remote_state_fault(st.state);
+		if (rc == 0 || child_now() >= end)
+			return false;
+		poll(NULL, 0, f->poll_ms);
+	}
+}
+
 /* How qual-run ended, from the exit file: the bridge's exit status, or -1
  * when there is no exit file (yet). */
 static int read_exit(struct follow *f)
@@ -144,27 +187,13 @@ static int read_exit(struct follow *f)
 		return REMOTE_EXIT_LOST;
 	}
 	free(text);
+	if (e.end == REMOTE_END_SIGNAL && e.value != f->forwarded && stopped_by_slurm(f))
+		return lost(f, true);
 	tail(f, true);
 	if (e.end == REMOTE_END_REFUSED)
 		fprintf(stderr, "qual-slurm: qual-run was not started on node %s: %s\n",
 			f->have_last && f->last.node[0] ? f->last.node : "(unknown)", e.message);
 	return remote_exit_status(&e);
-}
-
-/* The job ended without an exit file: the node's, Slurm's or an admin's
- * doing. The cut-off last line goes out, then the reason. */
-static int lost(struct follow *f, bool known)
-{
-	tail(f, true);
-	if (known)
-		fprintf(stderr, "qual-slurm: slurm job %ld ended %s (reason: %s) on node %s "
-			"before qual-run finished\n", f->slurm_id, f->last.state,
-			f->last.reason[0] ? f->last.reason : "None",
-			f->last.node[0] ? f->last.node : "(none)");
-	else
-		fprintf(stderr, "qual-slurm: slurm job %ld is no longer known to slurm and "
-			"left no exit file: it ended before qual-run finished\n", f->slurm_id);
-	return REMOTE_EXIT_LOST;
 }
 
 /* Relays for up to s seconds, until the exit file shows. Returns the exit
@@ -195,8 +224,10 @@ static void on_signal(struct follow *f, int sig)
 	    remote_state_phase(f->last.state) == REMOTE_PHASE_RUNNING) {
 		if (slurm_cli_cancel(f->slurm_id, SIGUSR1, &m) < 0)
 			fprintf(stderr, "qual-slurm: %s\n", m.text);
+		f->forwarded = SIGUSR1;
 		return;
 	}
+	f->forwarded = SIGTERM; /* what scancel sends qual-run */
 	if (slurm_cli_cancel(f->slurm_id, 0, &m) < 0)
 		fprintf(stderr, "qual-slurm: %s\n", m.text);
 	wait_exit(f, DRAIN_S);
@@ -213,6 +244,15 @@ static int poll_slurm(struct follow *f)
 	if ((status = read_exit(f)) >= 0)
 		return status;
 	rc = slurm_cli_query(f->slurm_id, &st, &m);
+	if (rc < 0 && f->submitted && !f->have_last) {
+		/* sbatch took it: the first status line says so even when
+		 * squeue does not answer yet. */
+		char id[32];
+
+		snprintf(id, sizeof id, "%ld", f->slurm_id);
+		remote_status_set(&st, "slurm", id, "PENDING", NULL, NULL);
+		say_status(f, &st);
+	}
 	if (rc < 0) {
 		/* slurmctld restarting: the node goes on; so do we. */
 		if (f->failures++ % 30 == 0)
@@ -245,9 +285,10 @@ static int poll_ms(void)
 	return (int)v;
 }
 
-int slurm_follow(long slurm_id, const char *job_dir, long skip, int sigfd)
+int slurm_follow(long slurm_id, const char *job_dir, long skip, bool submitted, int sigfd)
 {
-	struct follow f = { .slurm_id = slurm_id, .skip = skip, .sigfd = sigfd };
+	struct follow f = { .slurm_id = slurm_id, .skip = skip, .submitted = submitted,
+			    .sigfd = sigfd };
 	struct qual_msg m;
 	double next_poll;
 	int status = -1;

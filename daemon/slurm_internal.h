@@ -73,10 +73,12 @@ int slurm_stage_job(const struct slurm_args *a, const char *job_dir, struct qual
 /* Follows Slurm job slurm_id of the job in job_dir (slurm_follow.c):
  * writes out.jsonl's lines to stdout (less the first skip), status lines
  * to stderr, until the exit file says how qual-run ended or Slurm says the
- * job ended without one; sigfd is a signalfd for SIGTERM, SIGINT and
- * SIGUSR1. Returns the bridge's exit status; on SIGTERM or SIGINT it
- * cancels the job and ends by that signal instead. */
-int slurm_follow(long slurm_id, const char *job_dir, long skip, int sigfd);
+ * job ended without one; submitted: sbatch took it just now (the first
+ * status line is PENDING even when squeue does not answer yet); sigfd is a
+ * signalfd for SIGTERM, SIGINT and SIGUSR1. Returns the bridge's exit
+ * status; on SIGTERM or SIGINT it cancels the job and ends by that signal
+ * instead. */
+int slurm_follow(long slurm_id, const char *job_dir, long skip, bool submitted, int sigfd);
 
 /* The node's side (slurm_node.c): checks the pins, runs qual-run, writes
  * the exit file. Returns the exit status. */

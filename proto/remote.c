@@ -20,6 +20,12 @@ static const char *const ended_states[] = {
 	"OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED", NULL,
 };
 
+/* Ends that are not the job's own. */
+static const char *const fault_states[] = {
+	"CANCELLED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
+	"DEADLINE", "REVOKED", NULL,
+};
+
 static bool word_in(const char *w, const char *const *list)
 {
 	for (; *list; list++)
@@ -38,6 +44,11 @@ enum remote_phase remote_state_phase(const char *state)
 }
 
 /* src (NULL: "") into dst, cut to cap - 1 bytes. */
+bool remote_state_fault(const char *state)
+{
+	return word_in(state, fault_states);
+}
+
 static void copy_cut(char *dst, size_t cap, const char *src)
 {
 	size_t n = src ? strnlen(src, cap - 1) : 0;

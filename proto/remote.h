@@ -57,6 +57,13 @@ enum remote_phase {
 
 enum remote_phase remote_state_phase(const char *state);
 
+/* Whether an ended state is the cluster's doing, not the job's own end
+ * (COMPLETED, FAILED): CANCELLED, NODE_FAIL, TIMEOUT, PREEMPTED,
+ * OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, REVOKED. qual-run ended by a signal
+ * in such a job was stopped by Slurm (a node set down, an admin's scancel):
+ * the bridge exits REMOTE_EXIT_LOST naming the state and reason. */
+bool remote_state_fault(const char *state);
+
 /* Fills st from the words given (reason and node may be NULL; Slurm's
  * "None", "(null)" and "" all become ""). Values are cut to fit. */
 void remote_status_set(struct remote_status *st, const char *backend, const char *id,

@@ -33,9 +33,16 @@
 #   slurm_bridge_sigterm        SIGTERM to the bridge of a running job: it
 #       ends by SIGTERM, the Slurm job is CANCELLED and the worker gone;
 #       SIGINT to the bridge of a pending job: cancelled too
+#   slurm_bridge_time_limit     SIGUSR1 to the bridge (quald's job time
+#       limit) reaches the worker on the node (scancel --batch --signal):
+#       it ends by it, exit file "signal 10", the bridge exits 138
 #   slurm_bridge_lost           the job's processes all SIGKILLed (scancel
 #       --signal=KILL): no exit file; exit 70, the last stderr line "slurm
 #       job N ended STATE (reason: ...) on node ... before qual-run finished"
+#   slurm_bridge_stopped        qual-run stopped by Slurm, its exit file
+#       "signal 15": an admin's scancel, then the node set down: exit 70,
+#       the last status CANCELLED / NODE_FAIL and the last stderr line
+#       naming it (the node resumed after)
 #
 # One cluster for all (a ctest fixture), the scenarios one at a time
 # (RESOURCE_LOCK): pending and sigterm take both fake GPUs.
@@ -51,7 +58,7 @@ set_tests_properties(slurm_bridge_cluster_start PROPERTIES LABELS slurm TIMEOUT 
 set_tests_properties(slurm_bridge_cluster_stop PROPERTIES LABELS slurm TIMEOUT 60
                      FIXTURES_CLEANUP slurm_bridge_cluster RESOURCE_LOCK slurm_bridge)
 foreach(scenario relay signal_exit attach_skip pending pin_refused stage_refused
-        sbatch_refused sigterm lost)
+        sbatch_refused sigterm time_limit lost stopped)
   add_test(NAME slurm_bridge_${scenario} COMMAND ${QUAL_SLURM_TEST} ${scenario})
   set_tests_properties(slurm_bridge_${scenario} PROPERTIES LABELS slurm TIMEOUT 60
                        SKIP_RETURN_CODE 77 FIXTURES_REQUIRED slurm_bridge_cluster

@@ -5,13 +5,15 @@ JSON lines): see tests/slurm.cmake for what each scenario asserts.
 
   slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR SCENARIO
   SCENARIO: cluster-start, cluster-stop, relay, signal_exit, attach_skip,
-            pending, pin_refused, stage_refused, sbatch_refused, sigterm, lost
+            pending, pin_refused, stage_refused, sbatch_refused, sigterm, time_limit, lost,
+            stopped
 
 Exits 77 (skipped) when the cluster could not be started for want of Slurm
 or root (the cluster script's own 77)."""
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,16 +29,22 @@ SKIP = 77
 
 WORKER = r"""#!/bin/sh
 # N lines, D seconds apart, then a cut-off line (no newline) unless CUT=0,
-# then exit CODE ("kill" ends it by SIGKILL).
-n=$1 d=$2 code=$3 cut=${4:-1}
+# then exit CODE ("kill" ends it by SIGKILL; "hang" waits for a signal,
+# which ends it: qual-run's own way). SPLIT=1: the second line is
+# written in two halves, 1.5 s apart.
+n=$1 d=$2 code=$3 cut=${4:-1} split=${5:-0}
 i=1
 while [ $i -le $n ]; do
+  if [ "$split" = 1 ] && [ $i = 2 ]; then
+    printf '{"type":"case",'; sleep 1.5; printf '"i":2}\n'; i=3; continue
+  fi
   printf '{"type":"case","i":%d,"cuda":"%s","tmp":"%s","parent":"%s","pid":%d}\n' \
     $i "$CUDA_VISIBLE_DEVICES" "$TMPDIR" "$QUAL_DIE_WITH_PARENT" $$
   [ -n "$TMPDIR" ] && touch "$TMPDIR/mark"
   sleep $d
   i=$((i+1))
 done
+[ "$code" = hang ] && exec sleep 600
 [ "$cut" = 1 ] && printf '{"type":"cut'
 [ "$code" = kill ] && kill -9 $$
 exit $code
@@ -188,13 +196,21 @@ def relay(ctx):
         f.write("{}\n")
     with open(os.path.join(fix, "sub", "b.cu"), "w") as f:
         f.write("// b\n")
-    args = submit_args(ctx, job, [3, 0.5, 2], ["--stage", "%s=%s" % (lib, sha256(lib)),
+    args = submit_args(ctx, job, [3, 0.5, 2, 1, 1], ["--stage", "%s=%s" % (lib, sha256(lib)),
                                                "--stage-dir", "%s=0" % fix,
                                                "--time-limit", "300"])
     # As quald runs it: the arguments on a descriptor, out of sight.
     b = Bridge(ctx, ["--args-fd", "0"], stdin_data=b"".join(a.encode() + b"\0" for a in args))
-    rc = b.finish()
     jd = ctx.job_dir(job)
+    out_path = os.path.join(jd, "out.jsonl")
+    # While the second line is half written: only the first goes out.
+    b.wait_for("the half line in out.jsonl", lambda b: os.path.exists(out_path) and
+               read(out_path, "rb").endswith(b'{"type":"case",'))
+    time.sleep(0.6)
+    with b.lock:
+        check(b.out.count(b"\n") == 1 and b.out.endswith(b"\n"),
+              "a line went out before its newline: %r" % b.out)
+    rc = b.finish()
     out_file = read(os.path.join(jd, "out.jsonl"), "rb")
     check(rc == 2, "exit status %s, not the worker's 2; stderr:\n%s" % (rc, "\n".join(b.err_lines)))
     check(b.out == out_file, "stdout is not out.jsonl byte for byte:\n%r\n%r" % (b.out, out_file))
@@ -202,7 +218,8 @@ def relay(ctx):
     check(len(lines) == 4 and lines[3] == b'{"type":"cut', "not 3 lines and the cut: %r" % b.out)
     recs = [json.loads(x) for x in lines[:3]]
     check([r["i"] for r in recs] == [1, 2, 3], "lines out of order: %r" % recs)
-    check(all(r["cuda"] in ("0", "1") for r in recs), "no CUDA_VISIBLE_DEVICES: %r" % recs)
+    check(all(r["cuda"] in ("0", "1") for r in (recs[0], recs[2])),
+          "no CUDA_VISIBLE_DEVICES: %r" % recs)
     tmp = recs[0]["tmp"]
     check(tmp.startswith("/") and "qual-node-" in tmp, "TMPDIR not the node's own: %r" % tmp)
     check(not os.path.exists(tmp), "the node's TMPDIR '%s' was left behind" % tmp)
@@ -381,7 +398,7 @@ def wait_ended(ctx, sid, limit=15):
 
 def sigterm(ctx):
     job = ctx.job_id()
-    b = Bridge(ctx, submit_args(ctx, job, [1, 60, 0]))
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
     b.wait_for("the first line", lambda b: b.out.count(b"\n") >= 1)
     pid = json.loads(b.out.split(b"\n")[0])["pid"]
     b.p.send_signal(signal.SIGTERM)
@@ -409,9 +426,25 @@ def sigterm(ctx):
     print("sigterm: cancelled running and pending")
 
 
+def time_limit(ctx):
+    job = ctx.job_id()
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
+    b.wait_for("the first line and RUNNING", lambda b: b.out.count(b"\n") >= 1 and
+               "RUNNING" in b.states())
+    # quald's job time limit: SIGUSR1 goes on to qual-run (here a shell,
+    # which it ends); the bridge relays to the end and exits with its status.
+    b.p.send_signal(signal.SIGUSR1)
+    rc = b.finish(20)
+    check(rc == 128 + signal.SIGUSR1, "exit %s, not %d; stderr:\n%s" %
+          (rc, 128 + signal.SIGUSR1, "\n".join(b.err_lines)))
+    check(read(os.path.join(ctx.job_dir(job), "exit")) == "signal %d\n" % signal.SIGUSR1,
+          "exit file")
+    print("time_limit: SIGUSR1 reached the worker")
+
+
 def lost(ctx):
     job = ctx.job_id()
-    b = Bridge(ctx, submit_args(ctx, job, [1, 60, 0]))
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
     b.wait_for("the first line", lambda b: b.out.count(b"\n") >= 1)
     sid = slurm_id_of(ctx, job)
     # The node's side of the job SIGKILLed (qual-run dies with it): no
@@ -426,6 +459,39 @@ def lost(ctx):
     check(b.status[-1]["state"] not in ("PENDING", "RUNNING"), "last status %r" % b.status[-1])
     check(not os.path.exists(os.path.join(ctx.job_dir(job), "exit")), "an exit file")
     print("lost: %s" % last)
+
+
+def stopped(ctx):
+    """qual-run stopped by Slurm (it ends by SIGTERM, its exit file says
+    so): an admin's scancel, then the node set down."""
+    for how, state in (("scancel", "CANCELLED"), ("down", "NODE_FAIL")):
+        job = ctx.job_id()
+        b = Bridge(ctx, submit_args(ctx, job, [1, 0, "hang"]))
+        b.wait_for("the first line", lambda b: b.out.count(b"\n") >= 1)
+        sid = slurm_id_of(ctx, job)
+        if how == "scancel":
+            r = ctx.slurm("scancel", sid)
+        else:
+            r = ctx.slurm("bash", CLUSTER, "down", ctx.cluster, "qual test")
+        check(r.returncode == 0, "%s: %s" % (how, r.stderr))
+        rc = b.finish(30)
+        if how == "down":
+            r = ctx.slurm("bash", CLUSTER, "resume", ctx.cluster)
+            check(r.returncode == 0, "resume: %s" % r.stderr)
+        last = b.err_lines[-1] if b.err_lines else ""
+        check(rc == 70, "%s: exit %s, not 70; stderr:\n%s" % (how, rc, "\n".join(b.err_lines)))
+        check(read(os.path.join(ctx.job_dir(job), "exit")) == "signal 15\n", "exit file")
+        check(("slurm job %s ended %s (reason: " % (sid, state)) in last and
+              "before qual-run finished" in last, "%s: last stderr line %r" % (how, last))
+        check(b.status[-1]["state"] == state, "%s: last status %r" % (how, b.status[-1]))
+        print("stopped: %s" % last)
+    end = time.time() + 30
+    while time.time() < end:
+        r = ctx.slurm("sinfo", "-h", "-o", "%t")
+        if r.stdout.strip() == "idle":
+            return
+        time.sleep(0.5)
+    fail("the node is not idle again: %s" % r.stdout)
 
 
 def cluster(ctx_args, what):
@@ -447,7 +513,8 @@ def cluster(ctx_args, what):
 
 
 SCENARIOS = {f.__name__: f for f in (relay, signal_exit, attach_skip, pending, pin_refused,
-                                     stage_refused, sbatch_refused, sigterm, lost)}
+                                     stage_refused, sbatch_refused, sigterm, time_limit,
+                                     lost, stopped)}
 
 
 def main():
@@ -465,7 +532,8 @@ def main():
     if not os.path.exists(os.path.join(args.cluster, "etc", "slurm.conf")):
         fail("no cluster in '%s'" % args.cluster)
     work = os.path.join(args.work, args.scenario)
-    os.makedirs(work, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     args.work = work
     SCENARIOS[args.scenario](Ctx(args))
     return 0

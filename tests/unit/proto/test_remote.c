@@ -90,6 +90,12 @@ static void test_phase(void **state)
 	assert_int_equal(remote_state_phase("NODE_FAIL"), REMOTE_PHASE_ENDED);
 	assert_int_equal(remote_state_phase("CANCELLED"), REMOTE_PHASE_ENDED);
 	assert_int_equal(remote_state_phase("COMPLETED"), REMOTE_PHASE_ENDED);
+	assert_true(remote_state_fault("NODE_FAIL"));
+	assert_true(remote_state_fault("CANCELLED"));
+	assert_true(remote_state_fault("TIMEOUT"));
+	assert_false(remote_state_fault("COMPLETED"));
+	assert_false(remote_state_fault("FAILED"));
+	assert_false(remote_state_fault("RUNNING"));
 }
 
 static void test_paths(void **state)
