@@ -24,6 +24,10 @@
 #       the job's state stays running with its Slurm id; quald started
 #       again follows it: its verdict, seqs without gap or repeat, the
 #       compile time limit's error line once
+#   slurm_service_local      no cluster: --slurm-* without --backend slurm
+#       and --backend slurm with --slots are usage errors; qualctl refuses a
+#       GPU type Slurm cannot name; a local quald refuses a GPU type and a
+#       Slurm quald a calibration, each naming why
 set(QUAL_SLURM_SERVICE_CLUSTER ${CMAKE_CURRENT_BINARY_DIR}/slurm-service-cluster)
 set(QUAL_SLURM_SERVICE_TEST ${SYSTEM_PYTHON}
     ${CMAKE_CURRENT_SOURCE_DIR}/tools/slurm_service_test.py
@@ -36,6 +40,8 @@ set_tests_properties(slurm_service_cluster_start PROPERTIES LABELS slurm TIMEOUT
                      FIXTURES_SETUP slurm_service_cluster RESOURCE_LOCK slurm_service)
 set_tests_properties(slurm_service_cluster_stop PROPERTIES LABELS slurm TIMEOUT 60
                      FIXTURES_CLEANUP slurm_service_cluster RESOURCE_LOCK slurm_service)
+add_test(NAME slurm_service_local COMMAND ${QUAL_SLURM_SERVICE_TEST} local)
+set_tests_properties(slurm_service_local PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
 foreach(scenario types cancel drain node_fail down restart)
   add_test(NAME slurm_service_${scenario} COMMAND ${QUAL_SLURM_SERVICE_TEST} ${scenario})
   set_tests_properties(slurm_service_${scenario} PROPERTIES LABELS slurm TIMEOUT 240

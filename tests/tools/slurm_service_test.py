@@ -112,8 +112,11 @@ class Ctx:
         return r.stdout.split()
 
     def slurm(self, *cmd):
-        return subprocess.run(list(cmd), env=self.env, capture_output=True, text=True,
-                              timeout=30).stdout
+        try:
+            return subprocess.run(list(cmd), env=self.env, capture_output=True, text=True,
+                                  timeout=30).stdout
+        except FileNotFoundError:
+            return ""  # no Slurm here (the local scenario)
 
     def cluster(self, *what):
         r = subprocess.run(["bash", CLUSTER, what[0], self.args.cluster, *what[1:]],
@@ -348,6 +351,37 @@ def restart(ctx):
     ctx.stop()
 
 
+def local(ctx):
+    """Without --backend slurm: a GPU type is refused at both doors, the
+    --slurm-* options and a Slurm quald's calibration too."""
+    r = subprocess.run([ctx.args.quald, "--slurm-jobs", "2", "--state-dir", ctx.state],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 4 and "the --slurm-* options need --backend slurm" in r.stderr,
+          "--slurm-jobs without --backend slurm: usage", r.returncode, r.stderr)
+    r = subprocess.run([ctx.args.quald, "--backend", "slurm", "--slots", "2", "--state-dir",
+                        ctx.state], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 4 and "--backend slurm takes no --slots" in r.stderr,
+          "--backend slurm with --slots: usage", r.returncode, r.stderr)
+    r = ctx.ctl("submit", "--gpu-type", "a:b", NVRTC, NVRTC_ALT)
+    check(r.returncode == 4 and "'gpu_type' must be 1 to 64 characters" in r.stderr,
+          "qualctl refuses a GPU type Slurm cannot name", r.stderr)
+    logf = open(ctx.log, "a")
+    ctx.quald = subprocess.Popen([ctx.args.quald, "--socket", ctx.sock, "--state-dir", ctx.state,
+                                  "--slots", "1"], env=ctx.env, stdout=logf,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    logf.close()
+    ctx.wait_for("quald listening", lambda: os.path.exists(ctx.sock), 20)
+    r = ctx.ctl("submit", "--compile-only", "--gpu-type", "fakea", NVRTC, NVRTC_ALT)
+    check(r.returncode == 4 and "'gpu_type' needs quald --backend slurm" in r.stderr,
+          "a local quald refuses a GPU type, naming why", r.returncode, r.stderr)
+    ctx.stop()
+    ctx.start()
+    r = ctx.ctl("calibrate", NVRTC)
+    check(r.returncode == 4 and "not with --backend slurm" in r.stderr,
+          "a Slurm quald refuses a calibration, naming why", r.returncode, r.stderr)
+    ctx.stop()
+
+
 def cluster(args, what):
     marker = os.path.join(args.cluster, "skipped")
     if what == "stop":
@@ -364,7 +398,7 @@ def cluster(args, what):
     return r.returncode
 
 
-SCENARIOS = {f.__name__: f for f in (types, cancel, drain, node_fail, down, restart)}
+SCENARIOS = {f.__name__: f for f in (types, cancel, drain, node_fail, down, restart, local)}
 
 
 def main():
@@ -375,7 +409,7 @@ def main():
     args = ap.parse_args()
     if args.scenario in ("cluster-start", "cluster-stop"):
         return cluster(args, args.scenario.split("-")[1])
-    if os.path.exists(os.path.join(args.cluster, "skipped")):
+    if args.scenario != "local" and os.path.exists(os.path.join(args.cluster, "skipped")):
         print("skipped: no Slurm cluster (slurm-cluster.sh said so at start)")
         return SKIP
     if not os.path.exists(NVRTC) or not os.path.exists(NVRTC_ALT):
