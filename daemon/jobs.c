@@ -253,7 +253,7 @@ json_t *jobs__state_json(const struct job *job)
 	/* Only for a job of the Slurm backend, and a damaged one: the usual
 	 * state keeps its shape. */
 	if (job->remote)
-		json_object_set_new(o, REMOTE_JSON_KEY, remote__json(job));
+		json_object_set_new(o, REMOTE_JSON_KEY, remote__state_json(job));
 	if (job->damaged)
 		json_object_set_new(o, "damaged", json_true());
 	return o;
@@ -558,6 +558,9 @@ int jobs_cancel(struct jobs *j, const char *id, struct qual_msg *msg)
 	switch (job->state) {
 	case JOB_QUEUED:
 		queue_remove(j, job);
+		/* Queued to follow its Slurm job again: that job is ended too. */
+		if (job->attach)
+			remote__scancel(j, job, "cancelled while queued");
 		jobs__end_here(j, job, JOB_CANCELLED, RUN_CANCELLED, "cancelled while queued",
 			       true);
 		return 0;
@@ -756,7 +759,7 @@ static void jobs_writer_closed(void *ctx)
 void jobs__close_check(struct jobs *j)
 {
 	if (!j->closing || j->handles_closing || j->nworkers || j->nsubmits ||
-	    j->nhealth || j->creating || history__busy(j))
+	    j->nhealth || j->nscancels || j->creating || history__busy(j))
 		return;
 	j->handles_closing = true;
 	j->closing_handles = 4;

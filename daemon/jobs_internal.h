@@ -171,6 +171,7 @@ struct jobs {
 	long long max_log_bytes;
 	struct quarantine quarantine;
 	int nhealth;               /* health structs alive */
+	int nscancels;             /* remote.c's scancel children alive */
 	jobs_line_cb cb;
 	void *cb_ctx;
 	struct job **all;          /* every job, ascending id */
@@ -318,9 +319,15 @@ json_t *remote__device_json(const struct job *job);
  * Slurm's reason. */
 bool remote__pending(const struct job *job);
 
-/* The "slurm" member of a job's state, show and list entry (new
- * reference; null when there is no Slurm job), and its reading back. */
+/* The "slurm" member of a job's show and list entry, and of its state file
+ * with lines_read too (new references; null when there is no Slurm job),
+ * and its reading back. */
 json_t *remote__json(const struct job *job);
+json_t *remote__state_json(const struct job *job);
+
+/* A line of the bridge's stdout was taken: counted; returns true when it
+ * is the first sign that Slurm runs the job (no status line said so yet). */
+bool remote__line_taken(struct job *job);
 void remote__from_state(struct job *job, json_t *state);
 
 /* Recovery of a job found running (recover.c): in the Slurm backend it is
@@ -329,6 +336,12 @@ void remote__from_state(struct job *job, json_t *state);
  * backend; lines stored but no Slurm job known), and it ends interrupted. */
 bool remote__recover(struct jobs *j, struct job *job);
 
+/* Cancels job's Slurm job, which no bridge follows (a queued job that was
+ * to follow it again is cancelled, or its bridge could not start): scancel
+ * in a child, watched; why goes in quald's log. Nothing when the job has
+ * no Slurm job. */
+void remote__scancel(struct jobs *j, struct job *job, const char *why);
+
 /* ---- worker.c --------------------------------------------------------------- */
 
 /* qual-run's command line for job in slot, pushed onto argv, with a's
@@ -336,6 +349,19 @@ bool remote__recover(struct jobs *j, struct job *job);
  * backend, the spool's copies). */
 void worker__engine_argv(const struct jobs *j, const struct job *job, int slot,
 			 const struct submit_args *a, const char *cache, struct strv *argv);
+
+/* The command line of job's worker in slot (qual-run's, a calibration's,
+ * or the bridge's in the Slurm backend), a new NULL-terminated array. */
+char **worker__argv(const struct jobs *j, const struct job *job, int slot);
+
+/* Moves argv[1..] onto a sealed memfd for the worker's stdin: argv becomes
+ * its program and "--args-fd 0". Returns the memfd, or CHILD_NULL when it
+ * could not be made (then the worker fails at once, saying so). */
+int worker__args_hide(const struct job *job, char ***argvp);
+
+/* The worker's environment (a new array, child_env_free), with tmpdir as
+ * its $TMPDIR unless "". */
+char **worker__env(const struct jobs *j, const char *tmpdir);
 
 
 /* Why a worker stopped, one reason. quald's own reasons, in the order of

@@ -298,6 +298,11 @@ static struct job *job_recover(struct jobs *j, long num)
 		oplog_warn("skipping job '%s' in the state directory: %s", job->id, m.text);
 		goto skip;
 	}
+	/* A Slurm job's lines that quald had taken when it died (the state
+	 * file says so only when quald stopped in order): the whole lines
+	 * stored, before recovery adds any of its own. */
+	if (job->remote && !job->remote->lines_known)
+		job->remote->lines_read = info.lines;
 	if (info.torn_bytes) {
 		oplog_warn("job '%s': its log ends with an incomplete line of %lld bytes, "
 			   "cut off", job->id, (long long)info.torn_bytes);

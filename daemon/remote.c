@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/oplog.h"
@@ -45,6 +46,7 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 	must_path(remote_blob_path(base, sizeof base, rc->spool, a.baseline_sha256, &m), &m);
 	must_path(remote_blob_path(cand, sizeof cand, rc->spool, a.candidate_sha256, &m), &m);
 	snprintf(cache, sizeof cache, "%s/%s", rc->spool, REMOTE_SPOOL_CACHE);
+	/* quald --no-cache: the nodes compile everything too. */
 	strv_init(&argv);
 	strv_push(&argv, rc->bridge);
 	strv_pushf(&argv, "--spool=%s", rc->spool);
@@ -53,7 +55,7 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 		/* Recovery: its Slurm job runs (or ran) from the spool's
 		 * folder already; the lines stored are not relayed again. */
 		strv_pushf(&argv, "--attach=%s", job->remote->id);
-		strv_pushf(&argv, "--skip=%ld", job->next_seq);
+		strv_pushf(&argv, "--skip=%ld", job->remote->lines_read);
 		return strv_detach(&argv);
 	}
 	if (a.gpu_type)
@@ -75,7 +77,7 @@ char **remote__argv(const struct jobs *j, const struct job *job, int slot)
 	a.candidate_real = cand;
 	if (n)
 		a.settings.fixtures = fixtures;
-	worker__engine_argv(j, job, slot, &a, cache, &argv);
+	worker__engine_argv(j, job, slot, &a, j->cache_dir ? cache : NULL, &argv);
 	for (size_t i = 0; i < n; i++)
 		free(fixtures[i]);
 	return strv_detach(&argv);
@@ -155,6 +157,31 @@ bool remote__pending(const struct job *job)
 	       remote_state_phase(job->remote->state) == REMOTE_PHASE_QUEUED;
 }
 
+bool remote__line_taken(struct job *job)
+{
+	struct remote_job *r;
+
+	if (!job->remote)
+		job->remote = xcalloc(1, sizeof *job->remote);
+	r = job->remote;
+	r->lines_read++;
+	if (r->ran)
+		return false;
+	/* A line before any status line said RUNNING: it runs. */
+	r->ran = true;
+	snprintf(r->state, sizeof r->state, "RUNNING");
+	return true;
+}
+
+json_t *remote__state_json(const struct job *job)
+{
+	json_t *o = remote__json(job);
+
+	if (json_is_object(o))
+		json_object_set_new(o, "lines_read", json_integer(job->remote->lines_read));
+	return o;
+}
+
 json_t *remote__json(const struct job *job)
 {
 	const struct remote_job *r = job->remote;
@@ -174,6 +201,10 @@ void remote__from_state(struct job *job, json_t *state)
 
 	if (!json_is_object(o) || !id || !*id || strlen(id) >= sizeof job->remote->id)
 		return;
+	/* Queued with a Slurm job: queued again to follow it (remote__recover),
+	 * and quald stopped before it did. */
+	if (job->state == JOB_QUEUED)
+		job->attach = true;
 	if (!job->remote)
 		job->remote = xcalloc(1, sizeof *job->remote);
 	snprintf(job->remote->id, sizeof job->remote->id, "%s", id);
@@ -183,6 +214,11 @@ void remote__from_state(struct job *job, json_t *state)
 		snprintf(job->remote->reason, sizeof job->remote->reason, "%s", s);
 	if ((s = json_string_value(json_object_get(o, "node"))))
 		snprintf(job->remote->node, sizeof job->remote->node, "%s", s);
+	if (json_is_integer(json_object_get(o, "lines_read")) &&
+	    json_integer_value(json_object_get(o, "lines_read")) >= 0) {
+		job->remote->lines_read = (long)json_integer_value(json_object_get(o, "lines_read"));
+		job->remote->lines_known = true;
+	}
 	job->remote->ran = job->remote->state[0] &&
 			   remote_state_phase(job->remote->state) != REMOTE_PHASE_QUEUED;
 }
@@ -223,28 +259,35 @@ bool remote__recover(struct jobs *j, struct job *job)
 
 int remote__open(struct jobs *j, const struct remote_config *cfg, struct qual_msg *msg)
 {
-	const char *sub[] = {"", "/" REMOTE_SPOOL_BLOBS, "/" REMOTE_SPOOL_JOBS,
-			     "/" REMOTE_SPOOL_CACHE};
-	char path[PATH_MAX];
+	const char *sub[] = {REMOTE_SPOOL_BLOBS, REMOTE_SPOOL_JOBS, REMOTE_SPOOL_CACHE};
+	char path[PATH_MAX], spool[PATH_MAX];
+	int rc;
 
 	if (!cfg)
 		return 0;
-	if (cfg->spool[0] != '/')
-		return qual_fail(msg, QUAL_EINVAL, "--slurm-spool must be an absolute path, got "
-				 "'%s'", cfg->spool);
+	/* The nodes read it by this path: made absolute, made whole. */
+	if (cfg->spool[0] != '/') {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof cwd) ||
+		    fs_path_join(spool, sizeof spool, cwd, cfg->spool, NULL))
+			return qual_fail(msg, QUAL_EINVAL, "cannot make the slurm spool '%s' an "
+					 "absolute path", cfg->spool);
+	} else {
+		snprintf(spool, sizeof spool, "%s", cfg->spool);
+	}
 	/* Room for a job's deepest file below it. */
-	if (strlen(cfg->spool) > PATH_MAX / 4)
-		return qual_fail(msg, QUAL_EINVAL, "--slurm-spool is longer than %d bytes",
-				 PATH_MAX / 4);
+	if (strlen(spool) > PATH_MAX / 4)
+		return qual_fail(msg, QUAL_EINVAL, "the slurm spool '%s' is longer than %d bytes",
+				 spool, PATH_MAX / 4);
 	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
-		snprintf(path, sizeof path, "%s%s", cfg->spool, sub[i]);
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return qual_fail(msg, QUAL_EIO, "cannot create the slurm spool folder "
-					 "'%s': %s", path, strerror(errno));
+		snprintf(path, sizeof path, "%s/%s", spool, sub[i]);
+		if ((rc = fs_mkdir_p(path, 0755, msg)) < 0)
+			return rc;
 	}
 	j->remote = xcalloc(1, sizeof *j->remote);
 	j->remote->bridge = xstrdup(cfg->bridge);
-	j->remote->spool = xstrdup(cfg->spool);
+	j->remote->spool = xstrdup(spool);
 	j->remote->partition = cfg->partition ? xstrdup(cfg->partition) : NULL;
 	return 0;
 }
@@ -285,4 +328,55 @@ json_t *remote__device_json(const struct job *job)
 		snprintf(name, sizeof name, "slurm job %s %s%s%s%s%s", r->id, r->state,
 			 r->node[0] ? " on " : "", r->node, r->reason[0] ? ": " : "", r->reason);
 	return json_pack("{s:s}", "name", name);
+}
+
+/* A scancel of a Slurm job no bridge follows any more, watched until it
+ * exits. */
+struct scancel {
+	struct jobs *j;
+	struct child child;
+	struct child_watch watch;
+	char id[32];
+	char *argv[3];
+};
+
+static void scancel_exit(struct child_watch *cw, const struct child_exit *ex)
+{
+	struct scancel *sc = cw->data;
+	char how[64];
+
+	if (child_exit_signal(ex) || child_exit_code(ex) != 0)
+		oplog_warn("scancel %s: %s", sc->id, child_exit_text(ex, how, sizeof how));
+	sc->j->nscancels--;
+	jobs__close_check(sc->j);
+	free(sc);
+}
+
+void remote__scancel(struct jobs *j, struct job *job, const char *why)
+{
+	struct scancel *sc;
+	struct qual_msg m;
+
+	if (!j->remote || !job->remote || !job->remote->id[0])
+		return;
+	sc = xcalloc(1, sizeof *sc);
+	sc->j = j;
+	snprintf(sc->id, sizeof sc->id, "%s", job->remote->id);
+	sc->argv[0] = "scancel";
+	sc->argv[1] = sc->id;
+	child_init(&sc->child);
+	sc->child.argv = (const char *const *)sc->argv;
+	sc->child.out = CHILD_NULL;
+	sc->child.group = CHILD_SESSION_NEW;
+	sc->child.name = "scancel";
+	oplog(LOG_INFO, "job '%s': cancelling slurm job %s: %s", job->id, sc->id, why);
+	if (child_start(&sc->child, &m) < 0) {
+		oplog_warn("job '%s': cannot cancel slurm job %s: %s", job->id, sc->id, m.text);
+		free(sc);
+		return;
+	}
+	sc->child.name = NULL;
+	j->nscancels++;
+	sc->watch.data = sc;
+	children_watch(&j->children, &sc->watch, &sc->child, scancel_exit);
 }

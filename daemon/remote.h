@@ -36,6 +36,12 @@ struct remote_job {
 	char reason[256];        /* Slurm's Reason ("Resources"), "" for None */
 	char node[256];          /* the node it runs on, once known */
 	bool ran;                /* it has been RUNNING (the time limit runs) */
+	/* Lines of the bridge's stdout quald has taken, relayed or not (a
+	 * re-attach's --skip): counted as they come, saved in the state file
+	 * when quald stops; at a start after a crash, the lines its log held
+	 * before recovery added any. */
+	long lines_read;
+	bool lines_known;        /* lines_read was saved when quald stopped */
 };
 
 /* Bytes of a status line kept (a longer stderr line is no status line). */

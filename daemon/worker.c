@@ -158,6 +158,7 @@ struct worker {
 };
 
 static void worker_timer(uv_timer_t *t);
+static void worker_remote_started(struct worker *w);
 static void worker_err_text(void *ctx, const char *line, size_t len);
 
 struct job *worker__job(const struct worker *w)
@@ -229,10 +230,12 @@ bool worker__stop(struct worker *w, enum worker_stop why)
 			worker_stop_for(w, why);
 		return false;
 	}
-	if (why == WORKER_STOP_SHUTDOWN && w->j->remote) {
+	if (why == WORKER_STOP_SHUTDOWN && w->j->remote && w->stop == WORKER_RUNNING) {
 		/* The Slurm backend: its Slurm job goes on, and the next start
 		 * follows it again (remote__recover). SIGKILL, which the
-		 * bridge cannot take for a cancel. */
+		 * bridge cannot take for a cancel. A worker already asked to
+		 * stop (a cancel, the time limit: its bridge is cancelling the
+		 * Slurm job) is not detached: that ends as it began. */
 		w->detached = true;
 		worker_kill_for(w, why);
 		return true;
@@ -330,6 +333,10 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	json_t *tags;
 	int rc;
 
+	/* The Slurm backend: every line of the bridge's counts, relayed or
+	 * not (what a re-attach skips), and a line means Slurm runs it. */
+	if (j->remote && remote__line_taken(job))
+		worker_remote_started(w);
 	if (w->seen.verdict != RUN_VERDICT_UNKNOWN || w->stop == WORKER_STOP_LOG_OVER) {
 		w->seen.dropped++;
 		return 0;
@@ -384,6 +391,21 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	jobs__put(j, job, l, l->type == LINES_CASE_VERDICT || line_is_verdict(l), true);
 	line_unref(l);
 	return 0;
+}
+
+/* The signal qual-run died of without the daemon sending it, or 0: the
+ * worker's own, or in the Slurm backend qual-run's on the node (the
+ * bridge exits 128 + N for it; the bridge's own death is not qual-run's). */
+static int worker_crash_signal(const struct worker *w)
+{
+	int status = child_exit_code(&w->ex);
+
+	if (!w->j->remote)
+		return w->stop == WORKER_CRASHED ? child_exit_signal(&w->ex) : 0;
+	if (w->stop != WORKER_EXITED || child_exit_signal(&w->ex) || status <= 128 ||
+	    status >= 128 + 65)
+		return 0;
+	return status - 128;
 }
 
 /* The verdict and message of a job whose worker ended without a verdict
@@ -445,7 +467,15 @@ static enum job_state worker_verdict(const struct worker *w, enum run_verdict *v
 			 * failure, a node set down, Slurm's time limit, an
 			 * admin's scancel): the bridge's words name Slurm's
 			 * state and reason. */
-			snprintf(message, cap, "%s", tail);
+			const char *prefix = "qual-slurm: ";
+			size_t n = strlen(prefix);
+
+			snprintf(message, cap, "%s", strncmp(tail, prefix, n) ? tail : tail + n);
+		} else if (worker_crash_signal(w)) {
+			snprintf(message, cap, "qual-run crashed on node %s: signal %d (%s)%s%s",
+				 w->job->remote && w->job->remote->node[0] ? w->job->remote->node :
+				 "(unknown)", worker_crash_signal(w), strsignal(worker_crash_signal(w)),
+				 tail[0] ? "; last stderr line: " : "", tail);
 		} else if (w->seen.verdict_refused) {
 			snprintf(message, cap, "worker's verdict line was refused: it is "
 				 "not the engine's");
@@ -502,8 +532,7 @@ static void worker_conclude(struct worker *w)
 	 * when the line came), or the worker itself died by a fault signal
 	 * (qual_fault_signal: not SIGKILL or SIGTERM from outside) the daemon
 	 * did not send (cancel, shutdown, limits). */
-	if (!w->seen.candidate_crashed && w->stop == WORKER_CRASHED &&
-	    qual_fault_signal(child_exit_signal(&w->ex)))
+	if (!w->seen.candidate_crashed && qual_fault_signal(worker_crash_signal(w)))
 		quarantine__strike(&j->quarantine, job->id, &job->args);
 	/* The GPU is checked before its next job after a fault or hang the
 	 * engine reported, a worker crash, or a time limit (a hang), but not
@@ -539,7 +568,9 @@ static void worker_maybe_finish(struct worker *w)
 	if (w->rfeed.len) /* the bridge's last stderr line, without its newline */
 		worker_err_text(w, w->rfeed.line, w->rfeed.len);
 	rest = lines_splitter_rest(&w->split);
-	if (lines_splitter_finish(&w->split, worker_relay, w) == QUAL_EINVAL) {
+	/* A detached bridge's unfinished line is not its last: the bridge
+	 * that follows the job again writes it whole. */
+	if (!w->detached && lines_splitter_finish(&w->split, worker_relay, w) == QUAL_EINVAL) {
 		/* A last line without its newline that is no whole object:
 		 * the worker died writing it. Not relayed (the one rule,
 		 * lines_splitter_finish(), as in qual-run's own relay). */
@@ -593,6 +624,15 @@ static void worker_out_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	worker_take(w, buf->base, (size_t)nread);
 }
 
+/* The Slurm backend: Slurm runs the job (a status line said so, or its
+ * first line came): the job's time limit starts, unless the worker is
+ * stopping or its verdict's grace runs already. */
+static void worker_remote_started(struct worker *w)
+{
+	if (w->stop == WORKER_RUNNING && !w->exited && w->seen.verdict == RUN_VERDICT_UNKNOWN)
+		uv_timer_start(&w->timer, worker_timer, (uint64_t)(w->j->job_timeout_s * 1000.0), 0);
+}
+
 /* Keeps the last WORKER_STDERR_KEEP bytes of the worker's stderr. */
 static void worker_err_keep(struct worker *w, const char *data, size_t n)
 {
@@ -633,9 +673,8 @@ static void worker_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	/* The Slurm backend: the bridge's status lines, apart from its
 	 * messages; the job's time limit starts once Slurm runs it. */
-	if (remote__feed(w->j, w->job, &w->rfeed, buf->base, (size_t)nread, worker_err_text, w) &&
-	    w->stop == WORKER_RUNNING && !w->exited)
-		uv_timer_start(&w->timer, worker_timer, (uint64_t)(w->j->job_timeout_s * 1000.0), 0);
+	if (remote__feed(w->j, w->job, &w->rfeed, buf->base, (size_t)nread, worker_err_text, w))
+		worker_remote_started(w);
 }
 
 /* children.c: the worker has exited and been reaped, and what it left in
@@ -710,126 +749,6 @@ static void worker_timer(uv_timer_t *t)
 	child_kill(&w->child, SIGKILL);
 }
 
-/* The worker's command line: qual-run's options from the request, then the
- * two paths after "--" (so a path may start with '-'). Options of the arms
- * are passed as --baseline-opt=OPT so that one starting with '-' is never
- * taken for an option of qual-run's. */
-void worker__engine_argv(const struct jobs *j, const struct job *job, int slot,
-			 const struct submit_args *a, const char *cache, struct strv *argv)
-{
-	struct qual_settings set;
-
-	calib__worker_prefix(j, job, slot, argv);
-	strv_push(argv, j->worker);
-	/* The settings as proto/settings.h spells them: the table qual-run
-	 * reads them back by. The fixture directories are the real paths
-	 * submit checked and worker_fixtures_allowed checked again. */
-	set = a->settings; /* lists borrowed: set is never released */
-	set.compile_only = false; /* said below, with a compile-only slot's why */
-	settings_to_argv(&set, argv);
-	/* A compile-only slot says why in the start line when the job did
-	 * not ask for it: that job is not timed, and qualctl exits 6. */
-	if (a->settings.compile_only)
-		strv_push(argv, "--compile-only");
-	else if (j->slots[slot].device < 0 && !j->remote)
-		strv_pushf(argv, "--compile-only-because=%s", j->no_gpu_because);
-	if (j->slots[slot].device >= 0)
-		strv_pushf(argv, "--device=%d", j->slots[slot].device);
-	/* A user of the slot's own (--compile-users: the range's first is
-	 * quald's submit checks'), else the one compile user, if any. */
-	if (j->compile_uids)
-		strv_pushf(argv, "--compile-user=%u", j->compile_uid_first + 1u + (unsigned)slot);
-	else if (j->compile_user)
-		strv_pushf(argv, "--compile-user=%s", j->compile_user);
-	/* The artifact cache of the state directory, shared by every worker
-	 * (run/cache.h: entries appear whole, and each is checked on use). */
-	if (cache)
-		strv_pushf(argv, "--cache=%s", cache);
-	else
-		strv_push(argv, "--no-cache");
-	/* Each arm's library as submit checked it (docs/quald.md, "Pinned
-	 * libraries"): the worker reads that file, not the path again, and
-	 * refuses bytes of another hash. Every job that runs has both pins:
-	 * submit stores them, and recovery ends a job stored without them
-	 * (recover.c) instead of queueing it. */
-	if (!a->baseline_sha256 || !a->candidate_sha256 || !a->baseline_real ||
-	    !a->candidate_real) {
-		oplog(LOG_ERR, "bug: job '%s' reached its worker without pinned "
-			"libraries", job->id);
-		abort();
-	}
-	strv_pushf(argv, "--baseline-real-path=%s", a->baseline_real);
-	strv_pushf(argv, "--baseline-sha256=%s", a->baseline_sha256);
-	strv_pushf(argv, "--candidate-real-path=%s", a->candidate_real);
-	strv_pushf(argv, "--candidate-sha256=%s", a->candidate_sha256);
-	calib__worker_args(j, job, slot, argv);
-	strv_push(argv, "--");
-	strv_push(argv, a->baseline);
-	strv_push(argv, a->candidate);
-}
-
-static char **worker_argv(const struct jobs *j, const struct job *job, int slot)
-{
-	struct strv argv;
-
-	if (j->remote)
-		return remote__argv(j, job, slot);
-	strv_init(&argv);
-	worker__engine_argv(j, job, slot, &job->args, j->cache_dir, &argv);
-	return strv_detach(&argv);
-}
-
-/* Moves argv[1..] (a job's request: paths, hashes, options) out of the
- * command line, which every process may read (/proc/PID/cmdline), onto a
- * sealed memfd that becomes the worker's stdin (strv_args_memfd): argv is
- * then its program and "--args-fd 0" (qual-run and qual-calibrate read the
- * rest there). Returns the memfd for child.in, or CHILD_NULL when it could
- * not be made: then the worker fails at once, saying so, and never runs
- * with its request in the open. */
-static int worker_args_hide(const struct job *job, char ***argvp)
-{
-	char **argv = *argvp;
-	struct qual_msg m;
-	struct strv shown;
-	int fd;
-
-	if (!argv[0] || !argv[1])
-		return CHILD_NULL;
-	if ((fd = strv_args_memfd((const char *const *)argv, &m)) < 0) {
-		oplog_warn("job '%s': %s", job->id, m.text);
-		fd = CHILD_NULL;
-	}
-	strv_init(&shown);
-	strv_push(&shown, argv[0]);
-	strv_push(&shown, "--args-fd");
-	strv_push(&shown, "0");
-	strv_free_array(argv);
-	*argvp = strv_detach(&shown);
-	return fd;
-}
-
-/* The worker's environment: ours less what is meant for the daemon alone
- * (systemd's, the compile helper's), plus QUAL_DIE_WITH_PARENT (qual-run
- * then sets PR_SET_PDEATHSIG for its own children too), our compile helper,
- * QUAL_CONFINE (qual-run confines itself: common/confine.h: no core dumps,
- * bounded open files, a network namespace where the kernel allows), and
- * TMPDIR when the worker has a folder of its own. */
-static char **worker_env(const struct jobs *j, const char *tmpdir)
-{
-	const char *drop[] = { "QUAL_DIE_WITH_PARENT=", "QUAL_COMPILE=", "LISTEN_FDS=",
-			       "LISTEN_PID=", "LISTEN_FDNAMES=", "NOTIFY_SOCKET=",
-			       "WATCHDOG_USEC=", "WATCHDOG_PID=", "QUAL_CONFINE=",
-			       tmpdir[0] ? "TMPDIR=" : NULL, NULL };
-	char die[64], helper[PATH_MAX + 16], tmpenv[PATH_MAX + 16];
-	const char *add[] = { die, helper, QUAL_CONFINE_ENV "=1",
-			      tmpdir[0] ? tmpenv : NULL, NULL };
-
-	snprintf(die, sizeof die, QUAL_PARENT_ENV "=%ld", (long)getpid());
-	snprintf(helper, sizeof helper, "QUAL_COMPILE=%s", j->helper);
-	snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmpdir);
-	return child_env_with(drop, add);
-}
-
 /* A fixture directory is not pinned by its content (docs/quald.md, "Fixture
  * directories"): the worker reads it when it starts. So each is checked
  * against the policy again now, and must still be the directory submit
@@ -868,7 +787,7 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	 * before any worker reads it, as recovery ends an unpinned one: an
 	 * error line saying why, then the verdict (error). The slot stays
 	 * free for the next job. */
-	if (worker_fixtures_allowed(j, job, &why) < 0) {
+	if (!job->attach && worker_fixtures_allowed(j, job, &why) < 0) {
 		oplog_warn("job '%s': %s: ended with an error", job->id, why.text);
 		jobs__put_error(j, job, LINES_CODE_USAGE, why.text, true);
 		jobs__end_here(j, job, JOB_DONE, RUN_ERROR, why.text, true);
@@ -887,7 +806,8 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	job->state = JOB_RUNNING;
 	job->slot = slot;
 	job->device = j->slots[slot].device;
-	jobs__now(job->started);
+	if (!job->attach || !job->started[0])
+		jobs__now(job->started);
 	job->started_ms = uv_now(j->loop);
 	jobs__state_save(j, job);
 	jobs__log_started(j, job);
@@ -902,8 +822,13 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	/* A $TMPDIR of the worker's own, removed once it has exited
 	 * (worker_handle_closed): the engine removes its compile folders
 	 * itself, but not when a cancel, the time limit or a shutdown stops
-	 * it with a signal. Without one, it uses ours. */
-	if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/%s%s-XXXXXX", j->scratch,
+	 * it with a signal. Without one, it uses ours. Not in the Slurm
+	 * backend: the bridge writes nothing there, and its environment
+	 * reaches the node (sbatch exports it), whose qual-run must not work
+	 * in a folder of quald's that quald removes when it stops or starts. */
+	if (j->remote) {
+		w->tmpdir[0] = '\0';
+	} else if ((size_t)snprintf(w->tmpdir, sizeof w->tmpdir, "%s/%s%s-XXXXXX", j->scratch,
 			     j->scratch_prefix, job->id) >= sizeof w->tmpdir ||
 	    !mkdtemp(w->tmpdir)) {
 		oplog_warn("job '%s': cannot create a temporary folder in '%s': %s", job->id,
@@ -915,10 +840,10 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 		oplog_warn("job '%s': cannot open '%s' to the compile user: %s", job->id,
 			   w->tmpdir, strerror(errno));
 	}
-	argv = worker_argv(j, job, slot);
-	env = worker_env(j, w->tmpdir);
+	argv = worker__argv(j, job, slot);
+	env = worker__env(j, w->tmpdir);
 	child_init(&w->child);
-	w->child.in = worker_args_hide(job, &argv);
+	w->child.in = worker__args_hide(job, &argv);
 	w->child.argv = (const char *const *)argv;
 	w->child.env = (const char *const *)env;
 	w->child.out = CHILD_PIPE;
@@ -939,6 +864,9 @@ void worker__start(struct jobs *j, struct job *job, int slot)
 	strv_free_array(argv);
 	child_env_free(env);
 	if (w->stop == WORKER_STOP_UNSTARTED) {
+		/* Its Slurm job, which nothing follows now, goes too. */
+		if (job->attach)
+			remote__scancel(j, job, "its bridge could not be started");
 		worker_conclude(w);
 		worker_close(w);
 		return;

@@ -324,6 +324,27 @@ def down(ctx):
     lost(ctx, "down")
 
 
+def node_tmpdir(ctx, job):
+    """The TMPDIR of the job's qual-run on the node (a child of qual-slurm
+    --node for the job's folder)."""
+    folder = os.path.join(ctx.spool, "jobs", job)
+
+    def find():
+        for pid in subprocess.run(["pgrep", "-f", "--", "--node " + folder], capture_output=True,
+                                  text=True).stdout.split():
+            for kid in subprocess.run(["pgrep", "-P", pid], capture_output=True,
+                                      text=True).stdout.split():
+                try:
+                    with open("/proc/%s/environ" % kid, "rb") as f:
+                        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+                except OSError:
+                    continue
+                if b"TMPDIR" in env:
+                    return env[b"TMPDIR"].decode()
+        return None
+    return ctx.wait_for("qual-run running on the node", find, 20)
+
+
 def restart(ctx):
     """quald stopped mid-job leaves the Slurm job running; started again,
     it follows the job from the lines stored: its verdict, nothing lost or
@@ -332,6 +353,7 @@ def restart(ctx):
     job = ctx.submit("--gpu-type", "fakeb", candidate=ctx.args.hang, timeout_s=10)[0]
     s = ctx.wait_for("the job running in Slurm", lambda: ctx.running_in_slurm(job), 40)
     ctx.wait_for("its start line stored", lambda: len(ctx.lines(job)) >= 1, 20)
+    tmp = node_tmpdir(ctx, job)
     ctx.stop()
     check(s["id"] in ctx.slurm("squeue", "-h", "-o", "%i").split(),
           "the Slurm job runs on without quald", ctx.slurm("squeue"))
@@ -340,6 +362,9 @@ def restart(ctx):
     check(state["state"] == "running" and state["slurm"]["id"] == s["id"],
           "its state stays running with the Slurm id", state)
     ctx.start()
+    time.sleep(1)
+    check(os.path.isdir(tmp), "qual-run's TMPDIR on the node outlives quald's restart "
+          "(quald removes its own workers' folders when it stops and starts)", tmp)
     v, _ = ctx.verdict(job)
     lines = ctx.lines(job)
     check(v["verdict"] == "fail", "the hanging candidate's verdict, after the restart", v)
