@@ -4,7 +4,7 @@
 # and what `squeue -o '%T|%r|%N'` and `scontrol show job -o` print, the
 # words the bridge (qual-slurm) reads. docs/cluster.md quotes its output.
 #
-#   bash bench/slurm-faults.sh [WORKDIR]      (root; about 3 minutes)
+#   bash bench/slurm-faults.sh [WORKDIR]      (root; about 4.5 minutes)
 #
 # Two clusters run side by side: A for scancel, the time limit and bad GRES
 # requests (then two short-lived ones with SlurmdTimeout 2 and 10), B for
