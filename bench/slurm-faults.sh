@@ -4,11 +4,11 @@
 # and what `squeue -o '%T|%r|%N'` and `scontrol show job -o` print, the
 # words the bridge (qual-slurm) reads. docs/cluster.md quotes its output.
 #
-#   bash bench/slurm-faults.sh [WORKDIR]      (root; about 3 minutes)
+#   bash bench/slurm-faults.sh [WORKDIR]      (root; about 4.5 minutes)
 #
 # Two clusters run side by side: A for scancel, the time limit and bad GRES
-# requests, B for the node faults (slurmd killed, drain, down) and a
-# slurmctld restart. Every line of the result is "case | what | value";
+# requests (then two short-lived ones with SlurmdTimeout 2 and 10), B for
+# the node faults (slurmd killed, drain, down) and a slurmctld restart. Every line of the result is "case | what | value";
 # times are seconds from the fault (or submission) to the first poll (every
 # 0.2 s) that saw the change. Jobs are submitted as qual-slurm submits them
 # (--no-requeue), and once without it to show Slurm's default.
@@ -21,7 +21,12 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 A=$work/a B=$work/b
 
-stop_all() { $cluster stop "$A" >/dev/null 2>&1 || true; $cluster stop "$B" >/dev/null 2>&1 || true; }
+stop_all() {
+	local c
+	for c in "$A" "$B" "$work/t2" "$work/t10"; do
+		[ ! -f "$c/etc/slurm.conf" ] || $cluster stop "$c" >/dev/null 2>&1 || true
+	done
+}
 trap stop_all EXIT
 
 rc=0
@@ -146,6 +151,21 @@ cases_a() {
 	done
 }
 
+# ---- clusters of their own: how SlurmdTimeout paces a dead node's DOWN
+timeout_case() {
+	local t c id t0
+	for t in 2 10; do
+		c=$work/t$t
+		QUAL_SLURMD_TIMEOUT=$t $cluster start "$c" >/dev/null
+		id=$(running "$c" "t$t-run" 300 --no-requeue --gres=gpu:fake:1)
+		t0=$(now)
+		$cluster kill-slurmd "$c" --crash
+		wait_for 120 node_is "$c" 'down\*?' || true
+		out t "SlurmdTimeout=$t: node DOWN after" "$(since "$t0") s ($(node "$c"))"
+		$cluster stop "$c" >/dev/null
+	done
+}
+
 # ---- cluster B: node faults and a slurmctld restart
 kill_case() { # CASE NAME [--crash] [--requeue]
 	local c=$1 name=$2 crash=${3:-} requeue=--no-requeue id t0 sawstar=""
@@ -253,9 +273,11 @@ sq_cost() {
 }
 
 echo "# slurm-faults.sh on $(hostname -s), $(nproc) CPUs, $(slurmctld -V), $(date -u +%FT%TZ); SlurmdTimeout=$(grep -oP '^SlurmdTimeout=\K.*' "$B/etc/slurm.conf") KillWait=$(grep -oP '^KillWait=\K.*' "$B/etc/slurm.conf")"
-cases_a >"$work/a.txt" 2>&1 &
-apid=$!
+# The background's status is written by itself: bash forgets a background
+# job's status after some thousands of children (the polls), so `wait PID`
+# could not tell.
+{ { cases_a && timeout_case; } || echo "cluster A's cases failed (exit $?)"; } >"$work/a.txt" 2>&1 &
 cases_b >"$work/b.txt" 2>&1 || echo "cluster B's cases failed (exit $?)" >>"$work/b.txt"
-wait "$apid" || echo "cluster A's cases failed" >>"$work/a.txt"
+wait
 sq_cost >>"$work/a.txt"
 sort -s -t'|' -k1,1 "$work/a.txt" "$work/b.txt"

@@ -12,7 +12,8 @@
 #       from 16817 up (starts are serialized by a lock, so two clusters
 #       started at once get different pairs). Waits until sinfo shows the
 #       node idle (QUAL_SLURM_START_S, default 60 s) and prints the logs'
-#       tails if it does not.
+#       tails if it does not. QUAL_SLURMD_TIMEOUT sets SlurmdTimeout
+#       (default 5 s; below that the controller's own cycle sets the pace).
 #   slurm-cluster.sh stop DIR        cancels the cluster's jobs, ends the
 #       jobs' processes and the daemons (by their pid files), waits for them
 #   slurm-cluster.sh env DIR         prints `export SLURM_CONF=...` (eval it)
@@ -73,8 +74,11 @@ wait_gone() { # PID SECONDS: true once PID is gone
 	local i
 	for ((i = 0; i < $2 * 10; i++)); do
 		[ -d "/proc/$1" ] || return 0
-		# A zombie of ours counts as gone.
-		[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] && return 0
+		# A zombie counts as gone (its parent is not ours to reap), once
+		# all its threads are: a daemon's exited main thread is a zombie
+		# while the others still hold its ports.
+		[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] &&
+			[ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -270,12 +274,12 @@ cmd_start() {
 	start_munged
 	start_slurmctld || { tails; cmd_stop_quiet; die "slurmctld did not start"; }
 	start_slurmd || { tails; cmd_stop_quiet; die "slurmd did not start"; }
-	# The ports are taken: the next start may look for its own.
-	exec 9>&-
+	# The lock is held until the node is idle: by then both daemons have
+	# bound their ports, and the next start sees them taken.
 	for ((i = 0; i < limit * 5; i++)); do
 		state=$(node_state)
 		case $state in
-		idle) echo "$prog: cluster up in $dir (node $(node_name), gres $types, ports $base/$((base + 1)))"; return 0 ;;
+		idle) exec 9>&-; echo "$prog: cluster up in $dir (node $(node_name), gres $types, ports $base/$((base + 1)))"; return 0 ;;
 		esac
 		sleep 0.2
 	done
@@ -287,7 +291,9 @@ cmd_start() {
 
 cmd_stop_quiet() {
 	local ids
-	if pid_of slurmctld >/dev/null; then
+	# Jobs are cancelled through Slurm while slurmd can still signal them;
+	# whatever is left (slurmd killed before) is killed below.
+	if pid_of slurmctld >/dev/null && pid_of slurmd >/dev/null; then
 		ids=$(squeue -h -o %i 2>/dev/null || true)
 		if [ -n "$ids" ]; then
 			# shellcheck disable=SC2086
