@@ -48,6 +48,15 @@ void slurm_answer_release(struct slurm_answer *a);
 int slurm_cli_run(const char *const *args, double timeout_s, struct slurm_answer *a,
 		  struct qual_msg *msg);
 
+/* While a command of slurm_cli_run() runs: idle(arg) is called every
+ * 100 ms (the follower relays lines meanwhile: a command can take seconds
+ * while slurmctld is away), and the command is given up (killed; the call
+ * fails with QUAL_EKILLED) as soon as stop_fd becomes readable (the
+ * signalfd: quald's SIGTERM is not kept waiting) or idle returns true (the
+ * exit file is there: Slurm's answer is not needed). stop_fd -1 and idle
+ * NULL: neither. */
+void slurm_cli_set_wait(int stop_fd, bool (*idle)(void *arg), void *arg);
+
 /* Submits the job's batch script (SPOOL/jobs/ID/job.sh) with sbatch; the
  * id in *slurm_id. Returns 0, or QUAL_EINVAL with msg "sbatch refused the
  * job: <sbatch's stderr>" (final: never retried), or another code. */

@@ -43,6 +43,10 @@
 #       "signal 15": an admin's scancel, then the node set down: exit 70,
 #       the last status CANCELLED / NODE_FAIL and the last stderr line
 #       naming it (the node resumed after)
+#   slurm_bridge_ctld_restart   slurmctld stopped mid-job: the job ends
+#       while it is gone and the bridge, asking again, ends by the exit file
+#       (exit 1, every line); slurmctld restarted 2 s later: the bridge
+#       follows the job to its end
 #
 # One cluster for all (a ctest fixture), the scenarios one at a time
 # (RESOURCE_LOCK): pending and sigterm take both fake GPUs.
@@ -58,7 +62,7 @@ set_tests_properties(slurm_bridge_cluster_start PROPERTIES LABELS slurm TIMEOUT 
 set_tests_properties(slurm_bridge_cluster_stop PROPERTIES LABELS slurm TIMEOUT 60
                      FIXTURES_CLEANUP slurm_bridge_cluster RESOURCE_LOCK slurm_bridge)
 foreach(scenario relay signal_exit attach_skip pending pin_refused stage_refused
-        sbatch_refused sigterm time_limit lost stopped)
+        sbatch_refused sigterm time_limit lost stopped ctld_restart)
   add_test(NAME slurm_bridge_${scenario} COMMAND ${QUAL_SLURM_TEST} ${scenario})
   set_tests_properties(slurm_bridge_${scenario} PROPERTIES LABELS slurm TIMEOUT 60
                        SKIP_RETURN_CODE 77 FIXTURES_REQUIRED slurm_bridge_cluster

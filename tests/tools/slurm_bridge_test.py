@@ -6,7 +6,7 @@ JSON lines): see tests/slurm.cmake for what each scenario asserts.
   slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR SCENARIO
   SCENARIO: cluster-start, cluster-stop, relay, signal_exit, attach_skip,
             pending, pin_refused, stage_refused, sbatch_refused, sigterm, time_limit, lost,
-            stopped
+            stopped, ctld_restart
 
 Exits 77 (skipped) when the cluster could not be started for want of Slurm
 or root (the cluster script's own 77)."""
@@ -494,15 +494,58 @@ def stopped(ctx):
     fail("the node is not idle again: %s" % r.stdout)
 
 
+def stop_slurmctld(ctx):
+    """A restart's stop (SIGTERM: it saves its state; a SIGKILL right after
+    a launch can make Slurm forget it and launch the job again)."""
+    pid = int(read(os.path.join(ctx.cluster, "run", "slurmctld.pid")).strip())
+    os.kill(pid, signal.SIGTERM)
+    end = time.time() + 20
+    while os.path.exists("/proc/%d" % pid) and time.time() < end:
+        time.sleep(0.1)
+    check(not os.path.exists("/proc/%d" % pid), "slurmctld did not stop")
+
+
+def ctld_restart(ctx):
+    """slurmctld stopped mid-job (restarting): the node goes on, and so does
+    the bridge, asking again. One job: slurmctld stopped and started again
+    after its first line, then stopped for good after its third, so that
+    the job ends while it is gone (the exit file says how)."""
+    job = ctx.job_id()
+    b = Bridge(ctx, submit_args(ctx, job, [6, 1, 1]))
+    b.wait_for("the first line and RUNNING", lambda b: b.out.count(b"\n") >= 1 and
+               "RUNNING" in b.states())
+    stop_slurmctld(ctx)
+    try:
+        time.sleep(1)
+        r = ctx.slurm("bash", CLUSTER, "start-slurmctld", ctx.cluster)
+        check(r.returncode == 0, "start-slurmctld: %s" % r.stderr)
+        b.wait_for("the third line", lambda b: b.out.count(b"\n") >= 3)
+        stop_slurmctld(ctx)
+        rc = b.finish(40)
+        took = time.time() - os.stat(os.path.join(ctx.job_dir(job), "exit")).st_mtime
+    finally:
+        ctx.slurm("bash", CLUSTER, "start-slurmctld", ctx.cluster)
+    out = read(os.path.join(ctx.job_dir(job), "out.jsonl"), "rb")
+    check(rc == 1, "exit %s, not 1; stderr:\n%s" % (rc, "\n".join(b.err_lines)))
+    check(b.out == out and out.count(b"\n") == 6, "lines lost: %r" % b.out)
+    # The exit file ends the wait for a slurmctld that does not answer.
+    check(took < 1.5, "the bridge took %.1f s to end after the exit file" % took)
+    print("ctld_restart: relayed through a slurmctld restart; ended %.1f s after "
+          "the exit file" % took)
+
+
 def cluster(ctx_args, what):
     marker = os.path.join(ctx_args.cluster, "skipped")
     if what == "stop":
         if not os.path.exists(marker):
             subprocess.run(["bash", CLUSTER, "stop", ctx_args.cluster])
         return 0
-    os.makedirs(ctx_args.cluster, exist_ok=True)
-    if os.path.exists(marker):
-        os.unlink(marker)
+    # A cluster an interrupted run left behind goes first, and its state
+    # (a fresh cluster each run: no jobs or node state of an earlier one).
+    subprocess.run(["bash", CLUSTER, "stop", ctx_args.cluster], stderr=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL)
+    shutil.rmtree(ctx_args.cluster, ignore_errors=True)
+    os.makedirs(ctx_args.cluster)
     r = subprocess.run(["bash", CLUSTER, "start", ctx_args.cluster])
     if r.returncode == SKIP:
         # The scenarios skip; this step itself passes (a skipped fixture
@@ -514,7 +557,7 @@ def cluster(ctx_args, what):
 
 SCENARIOS = {f.__name__: f for f in (relay, signal_exit, attach_skip, pending, pin_refused,
                                      stage_refused, sbatch_refused, sigterm, time_limit,
-                                     lost, stopped)}
+                                     lost, stopped, ctld_restart)}
 
 
 def main():
