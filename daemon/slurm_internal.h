@@ -1,4 +1,4 @@
-/* qual-slurm, quald's bridge to Slurm (docs/cluster.md): what its parts
+/* qual-slurm, quald's bridge to Slurm (docs/qual-slurm.md): what its parts
  * share. qual_slurm.c reads the command line and runs one of the two modes;
  * slurm_cli.c runs Slurm's commands and reads their answers;
  * slurm_stage.c fills a job's spool folder; slurm_follow.c follows a

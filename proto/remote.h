@@ -1,4 +1,4 @@
-/* A job run on a cluster (docs/cluster.md): what crosses between quald, its
+/* A job run on a cluster (docs/qual-slurm.md): what crosses between quald, its
  * bridge to Slurm (qual-slurm) and the bridge's node side. The bridge's
  * status lines on its stderr ("qual-remote: {json}", one per change of the
  * Slurm job's state), the exit statuses of the bridge beyond qual-run's own,

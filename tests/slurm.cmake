@@ -1,4 +1,4 @@
-# qual-slurm, quald's bridge to Slurm (docs/cluster.md), against a real
+# qual-slurm, quald's bridge to Slurm (docs/qual-slurm.md), against a real
 # one-node Slurm cluster that the tests start and stop themselves
 # (scripts/slurm-cluster.sh; fake GPUs gpu:fake:2), with a trivial worker: a
 # shell script printing JSON lines, sleeping and exiting with a code
@@ -17,8 +17,8 @@
 #   slurm_bridge_attach_skip    the bridge SIGKILLed mid-job (quald's
 #       shutdown): the Slurm job goes on; --attach --skip 1 writes exactly
 #       the lines after the first and the worker's status; attached again
-#       after the end, --skip 3 the last line; a Slurm id not the job's is
-#       refused (4)
+#       after the end, --skip 3 the last line; a Slurm id not the job's, and
+#       a job with no spool folder, are refused (4)
 #   slurm_bridge_pending        both fake GPUs taken: PENDING with reason
 #       Resources and no node; the bridge killed, --attach to the pending
 #       job follows it to RUNNING and its end
@@ -26,7 +26,9 @@
 #       the node refuses (exit file "refused ..."), qual-run never starts,
 #       exit 4, the last stderr line names the file and both hashes
 #   slurm_bridge_stage_refused  --stage with a wrong hash: 4 before sbatch,
-#       no blob kept; a link in a fixture folder: 4
+#       no blob kept; a link in a fixture folder: 4; QUAL_DIE_WITH_PARENT
+#       naming a process that is not its parent (quald gone): 4, nothing
+#       staged
 #   slurm_bridge_sbatch_refused a GPU type the cluster does not have: 4, the
 #       last stderr line "sbatch refused the job: sbatch: error: ...", no
 #       status line

@@ -286,6 +286,10 @@ def attach_skip(ctx):
     a3 = Bridge(ctx, ["--spool", ctx.spool, "--job", job, "--attach", str(int(sid) + 1000)])
     rc = a3.finish()
     check(rc == 4 and "was submitted as slurm job" in a3.err_lines[-1], "wrong id: %s" % rc)
+    # A job with no folder in the spool is refused, not followed blindly.
+    a4 = Bridge(ctx, ["--spool", ctx.spool, "--job", "j9999999", "--attach", sid])
+    rc = a4.finish()
+    check(rc == 4 and "has no spool folder" in a4.err_lines[-1], "no folder: %s" % rc)
     print("attach_skip: running and ended, skip honoured")
 
 
@@ -373,6 +377,15 @@ def stage_refused(ctx):
     rc = b.finish()
     last = b.err_lines[-1] if b.err_lines else ""
     check(rc == 4 and "links are refused" in last, "a link staged: %s %r" % (rc, last))
+    # A worker of a quald that is gone (QUAL_DIE_WITH_PARENT not our parent)
+    # submits nothing.
+    ctx.env["QUAL_DIE_WITH_PARENT"] = "1"
+    job = ctx.job_id()
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, 0]))
+    rc = b.finish()
+    del ctx.env["QUAL_DIE_WITH_PARENT"]
+    check(rc == 4 and "parent that started us is gone" in b.err_lines[-1] and
+          not os.path.exists(ctx.job_dir(job)), "an orphan submitted: %s %r" % (rc, b.err_lines))
     print("stage_refused: %s" % last)
 
 
