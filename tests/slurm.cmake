@@ -49,6 +49,9 @@
 #       while it is gone and the bridge, asking again, ends by the exit file
 #       (exit 1, every line); slurmctld restarted 2 s later: the bridge
 #       follows the job to its end
+#   slurm_bridge_qual_run       the real qual-run on the node, compile-only,
+#       the real nvrtc pair staged by content (skipped without them): exit
+#       0, out.jsonl relayed whole, start to a not_timed verdict
 #
 # One cluster for all (a ctest fixture), the scenarios one at a time
 # (RESOURCE_LOCK): pending and sigterm take both fake GPUs.
@@ -56,7 +59,8 @@ set(QUAL_SLURM_TEST_CLUSTER ${CMAKE_CURRENT_BINARY_DIR}/slurm-bridge-cluster)
 set(QUAL_SLURM_TEST_WORK ${CMAKE_CURRENT_BINARY_DIR}/slurm-bridge-work)
 set(QUAL_SLURM_TEST ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/slurm_bridge_test.py
     --bridge $<TARGET_FILE:qual-slurm> --cluster ${QUAL_SLURM_TEST_CLUSTER}
-    --work ${QUAL_SLURM_TEST_WORK})
+    --work ${QUAL_SLURM_TEST_WORK} --qual-run $<TARGET_FILE:qual-run>
+    --nvrtc ${QUAL_SERVICE_NVRTC} --nvrtc-alt ${QUAL_SERVICE_NVRTC_ALT})
 add_test(NAME slurm_bridge_cluster_start COMMAND ${QUAL_SLURM_TEST} cluster-start)
 add_test(NAME slurm_bridge_cluster_stop COMMAND ${QUAL_SLURM_TEST} cluster-stop)
 set_tests_properties(slurm_bridge_cluster_start PROPERTIES LABELS slurm TIMEOUT 90
@@ -64,7 +68,7 @@ set_tests_properties(slurm_bridge_cluster_start PROPERTIES LABELS slurm TIMEOUT 
 set_tests_properties(slurm_bridge_cluster_stop PROPERTIES LABELS slurm TIMEOUT 60
                      FIXTURES_CLEANUP slurm_bridge_cluster RESOURCE_LOCK slurm_bridge)
 foreach(scenario relay signal_exit attach_skip pending pin_refused stage_refused
-        sbatch_refused sigterm time_limit lost stopped ctld_restart)
+        sbatch_refused sigterm time_limit lost stopped ctld_restart qual_run)
   add_test(NAME slurm_bridge_${scenario} COMMAND ${QUAL_SLURM_TEST} ${scenario})
   set_tests_properties(slurm_bridge_${scenario} PROPERTIES LABELS slurm TIMEOUT 60
                        SKIP_RETURN_CODE 77 FIXTURES_REQUIRED slurm_bridge_cluster

@@ -3,10 +3,11 @@
 (scripts/slurm-cluster.sh) with a trivial worker (a shell script printing
 JSON lines): see tests/slurm.cmake for what each scenario asserts.
 
-  slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR SCENARIO
+  slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR
+                       [--qual-run PATH --nvrtc LIB --nvrtc-alt LIB] SCENARIO
   SCENARIO: cluster-start, cluster-stop, relay, signal_exit, attach_skip,
             pending, pin_refused, stage_refused, sbatch_refused, sigterm, time_limit, lost,
-            stopped, ctld_restart
+            stopped, ctld_restart, qual_run
 
 Exits 77 (skipped) when the cluster could not be started for want of Slurm
 or root (the cluster script's own 77)."""
@@ -77,6 +78,8 @@ class Ctx:
         self.env["QUAL_SLURM_POLL_MS"] = "200"
         self.env.pop("QUAL_DIE_WITH_PARENT", None)
         self.jobs = 0
+        self.extra = {"qual_run": args.qual_run, "nvrtc": args.nvrtc,
+                      "nvrtc_alt": args.nvrtc_alt}
 
     def job_id(self):
         """A job id of its own for each run (ids are per state folder)."""
@@ -547,6 +550,33 @@ def ctld_restart(ctx):
           "the exit file" % took)
 
 
+def qual_run(ctx):
+    """The real qual-run on the node, compile-only, on the real nvrtc pair
+    staged by content."""
+    if not all(ctx.extra.get(k) and os.path.exists(ctx.extra[k])
+               for k in ("qual_run", "nvrtc", "nvrtc_alt")):
+        print("skipped: no qual-run or no nvrtc pair")
+        sys.exit(SKIP)
+    job = ctx.job_id()
+    libs = [ctx.extra["nvrtc"], ctx.extra["nvrtc_alt"]]
+    shas = [sha256(x) for x in libs]
+    blobs = [os.path.join(ctx.spool, "blobs", h) for h in shas]
+    args = (["--spool", ctx.spool, "--job", job, "--no-gpu"] +
+            sum((["--stage", "%s=%s" % (l, h)] for l, h in zip(libs, shas)), []) +
+            ["--", ctx.extra["qual_run"], blobs[0], blobs[1], "--compile-only",
+             "--case", "gemm_f16-256x512x256"])
+    b = Bridge(ctx, args)
+    rc = b.finish(60)
+    out = read(os.path.join(ctx.job_dir(job), "out.jsonl"), "rb")
+    check(rc == 0, "exit %s; stderr:\n%s" % (rc, "\n".join(b.err_lines)))
+    check(b.out == out, "stdout is not out.jsonl")
+    recs = [json.loads(x) for x in out.splitlines()]
+    check(recs[0]["type"] == "start" and recs[-1]["type"] == "verdict" and
+          recs[-1]["verdict"] == "not_timed", "lines: %r" % [r["type"] for r in recs])
+    check(all(read(x, "rb") == read(l, "rb") for x, l in zip(blobs, libs)), "blobs differ")
+    print("qual_run: %d lines, verdict %s" % (len(recs), recs[-1]["verdict"]))
+
+
 def cluster(ctx_args, what):
     marker = os.path.join(ctx_args.cluster, "skipped")
     if what == "stop":
@@ -570,7 +600,7 @@ def cluster(ctx_args, what):
 
 SCENARIOS = {f.__name__: f for f in (relay, signal_exit, attach_skip, pending, pin_refused,
                                      stage_refused, sbatch_refused, sigterm, time_limit,
-                                     lost, stopped, ctld_restart)}
+                                     lost, stopped, ctld_restart, qual_run)}
 
 
 def main():
@@ -578,6 +608,9 @@ def main():
     ap.add_argument("--bridge", required=True)
     ap.add_argument("--cluster", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--qual-run")
+    ap.add_argument("--nvrtc")
+    ap.add_argument("--nvrtc-alt")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.scenario in ("cluster-start", "cluster-stop"):
