@@ -60,7 +60,8 @@ enum remote_phase remote_state_phase(const char *state);
 bool remote_state_fault(const char *state);
 
 /* Fills st from the words given (reason and node may be NULL; Slurm's
- * "None", "(null)" and "" all become ""). Values are cut to fit. */
+ * "None", "(null)" and "" all become ""). Values are cut to fit; a byte
+ * that is not printable ASCII becomes '?'. */
 void remote_status_set(struct remote_status *st, const char *backend, const char *id,
 		       const char *state, const char *reason, const char *node);
 
