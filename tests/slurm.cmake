@@ -11,7 +11,9 @@
 #       lines name the Slurm job, PENDING or RUNNING first, RUNNING with the
 #       node; the worker saw CUDA_VISIBLE_DEVICES, a node-local TMPDIR (gone
 #       after) and QUAL_DIE_WITH_PARENT; the library is a blob by content,
-#       the fixture folder copied, each pinned; the job is named qual-ID
+#       the fixture folder copied, each pinned; the job is named qual-ID,
+#       asks gpu:fake:1, is never requeued, and --time-limit 300 is Slurm's
+#       6 minutes
 #   slurm_bridge_signal_exit    a worker killed by SIGKILL: exit 137, exit
 #       file "signal 9" (--no-gpu)
 #   slurm_bridge_attach_skip    the bridge SIGKILLed mid-job (quald's

@@ -250,6 +250,10 @@ def relay(ctx):
     # The job is named after the qual job.
     r = ctx.slurm("scontrol", "show", "job", "-o", sid)
     check("JobName=qual-%s " % job in r.stdout, "job name: %s" % r.stdout[:300])
+    # --time-limit 300: Slurm's limit a minute over, in minutes; one GPU of
+    # the type; never requeued.
+    for want in ("TimeLimit=00:06:00 ", "TresPerNode=gres:gpu:fake:1", "Requeue=0 "):
+        check(want in r.stdout, "no %r in: %s" % (want, r.stdout))
     print("relay: exit 2, %d bytes as in out.jsonl, statuses %s" % (len(b.out), b.states()))
 
 
