@@ -1,4 +1,4 @@
-/* qual-slurm: quald's bridge to Slurm (docs/cluster.md). In the Slurm
+/* qual-slurm: quald's bridge to Slurm (docs/qual-slurm.md). In the Slurm
  * backend, the worker quald starts for a job is this program: it stages the
  * job's pinned files in the spool, submits a batch job that runs this same
  * program on a node (--node), and relays the node's lines and Slurm's view
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/lifetime.h"
 #include "common/opts.h"
 #include "common/text.h"
 
@@ -149,11 +150,19 @@ static int check_args(struct slurm_args *a, struct qual_msg *msg)
 	return 0;
 }
 
-/* --attach: the folder's own record of the Slurm id must agree. */
-static int check_attach(const struct slurm_args *a, struct qual_msg *msg)
+/* --attach: the job's folder must be there, and its own record of the
+ * Slurm id, where it has one (quald may have found the job by its name),
+ * must agree. */
+static int check_attach(const struct slurm_args *a, const char *job_dir,
+			struct qual_msg *msg)
 {
 	long recorded;
-	int rc = remote_slurm_id_read(a->spool, a->job, &recorded, msg);
+	int rc;
+
+	if (access(job_dir, F_OK) < 0)
+		return qual_fail(msg, QUAL_ENOENT, "job '%s' has no spool folder '%s'", a->job,
+				 job_dir);
+	rc = remote_slurm_id_read(a->spool, a->job, &recorded, msg);
 
 	if (rc == QUAL_ENOENT)
 		return 0;
@@ -194,11 +203,17 @@ static int bridge(struct slurm_args *a)
 	long slurm_id = a->attach;
 	int sigfd, status;
 
+	/* A worker of quald dies with the daemon (SIGKILL, as its shutdown:
+	 * the Slurm job goes on, for the next quald to attach to). */
+	if (!qual_die_with_parent()) {
+		qual_fail(&m, QUAL_EIO, "the parent that started us is gone");
+		goto refused;
+	}
 	if (check_args(a, &m) || remote_job_path(job_dir, sizeof job_dir, a->spool, a->job,
 						NULL, &m) ||
 	    (sigfd = slurm_signalfd(sigs, sizeof sigs / sizeof sigs[0], &m)) < 0)
 		goto refused;
-	if (a->attach ? check_attach(a, &m) : submit(a, job_dir, &slurm_id, &m))
+	if (a->attach ? check_attach(a, job_dir, &m) : submit(a, job_dir, &slurm_id, &m))
 		goto refused;
 	status = slurm_follow(slurm_id, job_dir, a->skip, !a->attach, sigfd);
 	close(sigfd);

@@ -4,6 +4,9 @@
  * --parsable, scontrol -o). */
 #include "daemon/slurm_internal.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,8 @@
  * MessageTimeout (10 s by default) or not at all. */
 #define QUERY_TIMEOUT_S 30.0
 #define SUBMIT_TIMEOUT_S 60.0
+/* How often the idle function runs while a command does. */
+#define IDLE_MS 100
 /* scancel's tries, a second apart. */
 #define CANCEL_TRIES 3
 
@@ -59,6 +64,74 @@ static char *find_on_path(const char *name)
 	return found;
 }
 
+/* What runs while a command does (slurm_cli_set_wait). */
+static int wait_stop_fd = -1;
+static bool (*wait_idle)(void *arg);
+static void *wait_arg;
+
+void slurm_cli_set_wait(int stop_fd, bool (*idle)(void *arg), void *arg)
+{
+	wait_stop_fd = stop_fd;
+	wait_idle = idle;
+	wait_arg = arg;
+}
+
+/* Reads the child's stdout into a new buffer (*out) until its end, calling
+ * the idle function every IDLE_MS; stops early (QUAL_EKILLED) when the stop
+ * descriptor becomes readable or the idle function says so, or at the
+ * deadline (QUAL_ETIMEOUT). */
+static int read_out(int fd, double deadline, char **out)
+{
+	size_t kept = 0, cap = 4096;
+	char *buf = xmalloc(cap + 1), sink[4096];
+	int rc = 0;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+				       { .fd = wait_stop_fd, .events = POLLIN } };
+		ssize_t n;
+		int ready;
+
+		if (child_now() >= deadline) {
+			rc = QUAL_ETIMEOUT;
+			break;
+		}
+		ready = poll(p, wait_stop_fd >= 0 ? 2 : 1, IDLE_MS);
+		if (wait_idle && wait_idle(wait_arg)) {
+			rc = QUAL_EKILLED;
+			break;
+		}
+		if (ready < 0 && errno != EINTR) {
+			rc = QUAL_EIO;
+			break;
+		}
+		if (ready <= 0)
+			continue;
+		if (wait_stop_fd >= 0 && p[1].revents) {
+			rc = QUAL_EKILLED;
+			break;
+		}
+		if (kept == cap && cap < ANSWER_CAP) {
+			cap *= 2;
+			buf = xrealloc(buf, cap + 1);
+		}
+		n = kept < cap ? read(fd, buf + kept, cap - kept) : read(fd, sink, sizeof sink);
+		if (n == 0)
+			break;
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			rc = QUAL_EIO;
+			break;
+		}
+		if (kept < cap)
+			kept += (size_t)n;
+	}
+	buf[kept] = '\0';
+	*out = buf;
+	return rc;
+}
+
 /* Reads the child's stdout, waits for it, then reads its stderr (a memfd,
  * so that neither stream can block the child while the other is read). */
 static int collect(struct child *c, int errfd, double deadline, struct slurm_answer *a,
@@ -68,13 +141,20 @@ static int collect(struct child *c, int errfd, double deadline, struct slurm_ans
 	size_t len;
 	int rc;
 
-	rc = child_read_capped(c->out_pipe, ANSWER_CAP, deadline, &a->out, &len, NULL);
+	rc = read_out(c->out_pipe, deadline, &a->out);
 	close(c->out_pipe);
 	c->out_pipe = -1;
-	if (child_wait(c, rc == QUAL_ETIMEOUT ? child_now() : deadline, &ex) < 0)
+	if (rc < 0)
+		child_kill(c, SIGKILL);
+	if (child_wait(c, rc < 0 ? child_now() : deadline, &ex) < 0)
 		return qual_fail(msg, QUAL_EIO, "cannot wait for '%s'", c->argv[0]);
+	if (rc == QUAL_EKILLED)
+		return qual_fail(msg, rc, "'%s' given up: a signal came, or the job ended",
+				 c->argv[0]);
 	if (ex.timed_out || rc == QUAL_ETIMEOUT)
 		return qual_fail(msg, QUAL_ETIMEOUT, "'%s' did not answer in time", c->argv[0]);
+	if (rc < 0)
+		return qual_fail(msg, rc, "cannot read what '%s' wrote", c->argv[0]);
 	a->status = child_exit_signal(&ex) ? 128 + child_exit_signal(&ex) : child_exit_code(&ex);
 	if (lseek(errfd, 0, SEEK_SET) < 0 ||
 	    child_read_capped(errfd, ANSWER_CAP, 0, &a->err, &len, NULL) < 0)

@@ -53,6 +53,7 @@ struct follow {
 	int poll_ms;
 	bool submitted;         /* by us, just now (not --attach) */
 	int forwarded;          /* the signal we had Slurm send qual-run, or 0 */
+	bool exit_ends_wait;    /* a query is given up once the exit file shows */
 	int failures;           /* Slurm did not answer, in a row */
 	int gone;               /* Slurm did not know the job, in a row */
 };
@@ -164,7 +165,7 @@ static bool stopped_by_slurm(struct follow *f)
 			say_status(f, &st);
 		if (rc == 1 && remote_state_phase(st.state) == REMOTE_PHASE_ENDED)
 			return remote_state_fault(st.state);
-		if (rc == 0 || child_now() >= end)
+		if (rc == 0 || rc == QUAL_EKILLED || child_now() >= end)
 			return false;
 		poll(NULL, 0, f->poll_ms);
 	}
@@ -213,6 +214,16 @@ static int wait_exit(struct follow *f, double s)
 	}
 }
 
+/* While Slurm's commands run: lines go on, and the exit file, once there,
+ * makes Slurm's answer moot. */
+static bool idle_tail(void *arg)
+{
+	struct follow *f = arg;
+
+	tail(f, false);
+	return f->exit_ends_wait && access(f->exit_path, F_OK) == 0;
+}
+
 /* A signal for us: SIGTERM and SIGINT cancel the job and end us by the
  * same signal; SIGUSR1 (quald's job time limit) goes on to qual-run, which
  * names what it was doing, while we keep relaying. */
@@ -228,6 +239,7 @@ static void on_signal(struct follow *f, int sig)
 		return;
 	}
 	f->forwarded = SIGTERM; /* what scancel sends qual-run */
+	slurm_cli_set_wait(-1, idle_tail, f); /* a second signal waits */
 	if (slurm_cli_cancel(f->slurm_id, 0, &m) < 0)
 		fprintf(stderr, "qual-slurm: %s\n", m.text);
 	wait_exit(f, DRAIN_S);
@@ -243,7 +255,11 @@ static int poll_slurm(struct follow *f)
 
 	if ((status = read_exit(f)) >= 0)
 		return status;
+	f->exit_ends_wait = true;
 	rc = slurm_cli_query(f->slurm_id, &st, &m);
+	f->exit_ends_wait = false;
+	if (rc == QUAL_EKILLED)
+		return -1; /* a signal came: the loop reads it */
 	if (rc < 0 && f->submitted && !f->have_last) {
 		/* sbatch took it: the first status line says so even when
 		 * squeue does not answer yet. */
@@ -299,6 +315,7 @@ int slurm_follow(long slurm_id, const char *job_dir, long skip, bool submitted, 
 		fprintf(stderr, "qual-slurm: %s\n", m.text);
 		return REMOTE_EXIT_REFUSED;
 	}
+	slurm_cli_set_wait(sigfd, idle_tail, &f);
 	next_poll = child_now();
 	while (status < 0) {
 		struct pollfd p = { .fd = sigfd, .events = POLLIN };
@@ -313,6 +330,7 @@ int slurm_follow(long slurm_id, const char *job_dir, long skip, bool submitted, 
 			next_poll = child_now() + f.poll_ms / 1000.0;
 		}
 	}
+	slurm_cli_set_wait(-1, NULL, NULL);
 	free(f.pending);
 	return status;
 }

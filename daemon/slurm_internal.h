@@ -1,4 +1,4 @@
-/* qual-slurm, quald's bridge to Slurm (docs/cluster.md): what its parts
+/* qual-slurm, quald's bridge to Slurm (docs/qual-slurm.md): what its parts
  * share. qual_slurm.c reads the command line and runs one of the two modes;
  * slurm_cli.c runs Slurm's commands and reads their answers;
  * slurm_stage.c fills a job's spool folder; slurm_follow.c follows a
@@ -47,6 +47,15 @@ void slurm_answer_release(struct slurm_answer *a);
  * when it could not be started or did not end in time. */
 int slurm_cli_run(const char *const *args, double timeout_s, struct slurm_answer *a,
 		  struct qual_msg *msg);
+
+/* While a command of slurm_cli_run() runs: idle(arg) is called every
+ * 100 ms (the follower relays lines meanwhile: a command can take seconds
+ * while slurmctld is away), and the command is given up (killed; the call
+ * fails with QUAL_EKILLED) as soon as stop_fd becomes readable (the
+ * signalfd: quald's SIGTERM is not kept waiting) or idle returns true (the
+ * exit file is there: Slurm's answer is not needed). stop_fd -1 and idle
+ * NULL: neither. */
+void slurm_cli_set_wait(int stop_fd, bool (*idle)(void *arg), void *arg);
 
 /* Submits the job's batch script (SPOOL/jobs/ID/job.sh) with sbatch; the
  * id in *slurm_id. Returns 0, or QUAL_EINVAL with msg "sbatch refused the

@@ -43,19 +43,36 @@ enum remote_phase remote_state_phase(const char *state)
 	return REMOTE_PHASE_RUNNING;
 }
 
-/* src (NULL: "") into dst, cut to cap - 1 bytes. */
 bool remote_state_fault(const char *state)
 {
 	return word_in(state, fault_states);
 }
 
+/* src (NULL: "") into dst, cut to cap - 1 bytes, never inside a UTF-8
+ * sequence (a value read from JSON stays valid UTF-8, so that it can be
+ * written as JSON again). */
 static void copy_cut(char *dst, size_t cap, const char *src)
 {
 	size_t n = src ? strnlen(src, cap - 1) : 0;
 
+	if (n == cap - 1 && src[n])
+		while (n && ((unsigned char)src[n] & 0xc0) == 0x80)
+			n--;
 	if (n)
 		memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+/* copy_cut() of Slurm's words, each byte that is not printable ASCII made
+ * '?' (a status line is JSON: its strings must be UTF-8). */
+static void copy_ascii(char *dst, size_t cap, const char *src)
+{
+	char *p;
+
+	copy_cut(dst, cap, src);
+	for (p = dst; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
 }
 
 /* Slurm's spellings of nothing. */
@@ -69,11 +86,11 @@ static const char *or_none(const char *s)
 void remote_status_set(struct remote_status *st, const char *backend, const char *id,
 		       const char *state, const char *reason, const char *node)
 {
-	copy_cut(st->backend, sizeof st->backend, backend);
-	copy_cut(st->id, sizeof st->id, id);
-	copy_cut(st->state, sizeof st->state, state);
-	copy_cut(st->reason, sizeof st->reason, or_none(reason));
-	copy_cut(st->node, sizeof st->node, or_none(node));
+	copy_ascii(st->backend, sizeof st->backend, backend);
+	copy_ascii(st->id, sizeof st->id, id);
+	copy_ascii(st->state, sizeof st->state, state);
+	copy_ascii(st->reason, sizeof st->reason, or_none(reason));
+	copy_ascii(st->node, sizeof st->node, or_none(node));
 }
 
 bool remote_status_equal(const struct remote_status *a, const struct remote_status *b)

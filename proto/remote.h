@@ -1,4 +1,4 @@
-/* A job run on a cluster (docs/cluster.md): what crosses between quald, its
+/* A job run on a cluster (docs/qual-slurm.md): what crosses between quald, its
  * bridge to Slurm (qual-slurm) and the bridge's node side. The bridge's
  * status lines on its stderr ("qual-remote: {json}", one per change of the
  * Slurm job's state), the exit statuses of the bridge beyond qual-run's own,
@@ -65,7 +65,8 @@ enum remote_phase remote_state_phase(const char *state);
 bool remote_state_fault(const char *state);
 
 /* Fills st from the words given (reason and node may be NULL; Slurm's
- * "None", "(null)" and "" all become ""). Values are cut to fit. */
+ * "None", "(null)" and "" all become ""). Values are cut to fit; a byte
+ * that is not printable ASCII becomes '?'. */
 void remote_status_set(struct remote_status *st, const char *backend, const char *id,
 		       const char *state, const char *reason, const char *node);
 

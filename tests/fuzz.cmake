@@ -9,6 +9,8 @@
 #                 (daemon/http*.c, metrics.c) on H2O, over a real jobs module
 #   fuzz_log      a job's stored log read through a cursor paused, put back
 #                 and resumed anywhere (daemon/store_log.c)
+#   fuzz_remote   the Slurm bridge's status lines and the node's exit file
+#                 (proto/remote.c)
 #
 # With -DQUAL_FUZZ=ON (clang only) each target is a libFuzzer binary with
 # ASan and UBSan, and ctest runs it for QUAL_FUZZ_SECONDS on its seed corpus
@@ -53,11 +55,15 @@ set(QUAL_FUZZ_DRIVES_manifest ${PROJECT_SOURCE_DIR}/fixtures/manifest.c
     ${PROJECT_SOURCE_DIR}/fixtures/check.c ${PROJECT_SOURCE_DIR}/oracles/half.c
     ${PROJECT_SOURCE_DIR}/common/fsutil.c)
 
+set(QUAL_FUZZ_DRIVES_remote ${PROJECT_SOURCE_DIR}/proto/remote.c
+    ${PROJECT_SOURCE_DIR}/proto/vocab.c ${PROJECT_SOURCE_DIR}/common/text.c
+    ${PROJECT_SOURCE_DIR}/common/fsutil.c)
+
 if(QUAL_FUZZ AND NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "QUAL_FUZZ needs clang (libFuzzer): configure with CC=clang")
 endif()
 
-foreach(name request relay manifest http log)
+foreach(name request relay manifest http log remote)
   if(QUAL_FUZZ)
     set(exe fuzz_${name})
     add_executable(${exe} ${QUAL_FUZZ_SRC}/fuzz_${name}.c

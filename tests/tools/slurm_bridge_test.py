@@ -3,10 +3,11 @@
 (scripts/slurm-cluster.sh) with a trivial worker (a shell script printing
 JSON lines): see tests/slurm.cmake for what each scenario asserts.
 
-  slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR SCENARIO
+  slurm_bridge_test.py --bridge PATH --cluster DIR --work DIR
+                       [--qual-run PATH --nvrtc LIB --nvrtc-alt LIB] SCENARIO
   SCENARIO: cluster-start, cluster-stop, relay, signal_exit, attach_skip,
             pending, pin_refused, stage_refused, sbatch_refused, sigterm, time_limit, lost,
-            stopped
+            stopped, ctld_restart, qual_run
 
 Exits 77 (skipped) when the cluster could not be started for want of Slurm
 or root (the cluster script's own 77)."""
@@ -77,6 +78,8 @@ class Ctx:
         self.env["QUAL_SLURM_POLL_MS"] = "200"
         self.env.pop("QUAL_DIE_WITH_PARENT", None)
         self.jobs = 0
+        self.extra = {"qual_run": args.qual_run, "nvrtc": args.nvrtc,
+                      "nvrtc_alt": args.nvrtc_alt}
 
     def job_id(self):
         """A job id of its own for each run (ids are per state folder)."""
@@ -247,6 +250,10 @@ def relay(ctx):
     # The job is named after the qual job.
     r = ctx.slurm("scontrol", "show", "job", "-o", sid)
     check("JobName=qual-%s " % job in r.stdout, "job name: %s" % r.stdout[:300])
+    # --time-limit 300: Slurm's limit a minute over, in minutes; one GPU of
+    # the type; never requeued.
+    for want in ("TimeLimit=00:06:00 ", "TresPerNode=gres:gpu:fake:1", "Requeue=0 "):
+        check(want in r.stdout, "no %r in: %s" % (want, r.stdout))
     print("relay: exit 2, %d bytes as in out.jsonl, statuses %s" % (len(b.out), b.states()))
 
 
@@ -286,6 +293,10 @@ def attach_skip(ctx):
     a3 = Bridge(ctx, ["--spool", ctx.spool, "--job", job, "--attach", str(int(sid) + 1000)])
     rc = a3.finish()
     check(rc == 4 and "was submitted as slurm job" in a3.err_lines[-1], "wrong id: %s" % rc)
+    # A job with no folder in the spool is refused, not followed blindly.
+    a4 = Bridge(ctx, ["--spool", ctx.spool, "--job", "j9999999", "--attach", sid])
+    rc = a4.finish()
+    check(rc == 4 and "has no spool folder" in a4.err_lines[-1], "no folder: %s" % rc)
     print("attach_skip: running and ended, skip honoured")
 
 
@@ -373,6 +384,15 @@ def stage_refused(ctx):
     rc = b.finish()
     last = b.err_lines[-1] if b.err_lines else ""
     check(rc == 4 and "links are refused" in last, "a link staged: %s %r" % (rc, last))
+    # A worker of a quald that is gone (QUAL_DIE_WITH_PARENT not our parent)
+    # submits nothing.
+    ctx.env["QUAL_DIE_WITH_PARENT"] = "1"
+    job = ctx.job_id()
+    b = Bridge(ctx, submit_args(ctx, job, [1, 0, 0]))
+    rc = b.finish()
+    del ctx.env["QUAL_DIE_WITH_PARENT"]
+    check(rc == 4 and "parent that started us is gone" in b.err_lines[-1] and
+          not os.path.exists(ctx.job_dir(job)), "an orphan submitted: %s %r" % (rc, b.err_lines))
     print("stage_refused: %s" % last)
 
 
@@ -494,15 +514,85 @@ def stopped(ctx):
     fail("the node is not idle again: %s" % r.stdout)
 
 
+def stop_slurmctld(ctx):
+    """A restart's stop (SIGTERM: it saves its state; a SIGKILL right after
+    a launch can make Slurm forget it and launch the job again)."""
+    pid = int(read(os.path.join(ctx.cluster, "run", "slurmctld.pid")).strip())
+    os.kill(pid, signal.SIGTERM)
+    end = time.time() + 20
+    while os.path.exists("/proc/%d" % pid) and time.time() < end:
+        time.sleep(0.1)
+    check(not os.path.exists("/proc/%d" % pid), "slurmctld did not stop")
+
+
+def ctld_restart(ctx):
+    """slurmctld stopped mid-job (restarting): the node goes on, and so does
+    the bridge, asking again. One job: slurmctld stopped and started again
+    after its first line, then stopped for good after its third, so that
+    the job ends while it is gone (the exit file says how)."""
+    job = ctx.job_id()
+    b = Bridge(ctx, submit_args(ctx, job, [6, 1, 1]))
+    b.wait_for("the first line and RUNNING", lambda b: b.out.count(b"\n") >= 1 and
+               "RUNNING" in b.states())
+    stop_slurmctld(ctx)
+    try:
+        time.sleep(1)
+        r = ctx.slurm("bash", CLUSTER, "start-slurmctld", ctx.cluster)
+        check(r.returncode == 0, "start-slurmctld: %s" % r.stderr)
+        b.wait_for("the third line", lambda b: b.out.count(b"\n") >= 3)
+        stop_slurmctld(ctx)
+        rc = b.finish(40)
+        took = time.time() - os.stat(os.path.join(ctx.job_dir(job), "exit")).st_mtime
+    finally:
+        ctx.slurm("bash", CLUSTER, "start-slurmctld", ctx.cluster)
+    out = read(os.path.join(ctx.job_dir(job), "out.jsonl"), "rb")
+    check(rc == 1, "exit %s, not 1; stderr:\n%s" % (rc, "\n".join(b.err_lines)))
+    check(b.out == out and out.count(b"\n") == 6, "lines lost: %r" % b.out)
+    # The exit file ends the wait for a slurmctld that does not answer.
+    check(took < 1.5, "the bridge took %.1f s to end after the exit file" % took)
+    print("ctld_restart: relayed through a slurmctld restart; ended %.1f s after "
+          "the exit file" % took)
+
+
+def qual_run(ctx):
+    """The real qual-run on the node, compile-only, on the real nvrtc pair
+    staged by content."""
+    if not all(ctx.extra.get(k) and os.path.exists(ctx.extra[k])
+               for k in ("qual_run", "nvrtc", "nvrtc_alt")):
+        print("skipped: no qual-run or no nvrtc pair")
+        sys.exit(SKIP)
+    job = ctx.job_id()
+    libs = [ctx.extra["nvrtc"], ctx.extra["nvrtc_alt"]]
+    shas = [sha256(x) for x in libs]
+    blobs = [os.path.join(ctx.spool, "blobs", h) for h in shas]
+    args = (["--spool", ctx.spool, "--job", job, "--no-gpu"] +
+            sum((["--stage", "%s=%s" % (l, h)] for l, h in zip(libs, shas)), []) +
+            ["--", ctx.extra["qual_run"], blobs[0], blobs[1], "--compile-only",
+             "--case", "gemm_f16-256x512x256"])
+    b = Bridge(ctx, args)
+    rc = b.finish(60)
+    out = read(os.path.join(ctx.job_dir(job), "out.jsonl"), "rb")
+    check(rc == 0, "exit %s; stderr:\n%s" % (rc, "\n".join(b.err_lines)))
+    check(b.out == out, "stdout is not out.jsonl")
+    recs = [json.loads(x) for x in out.splitlines()]
+    check(recs[0]["type"] == "start" and recs[-1]["type"] == "verdict" and
+          recs[-1]["verdict"] == "not_timed", "lines: %r" % [r["type"] for r in recs])
+    check(all(read(x, "rb") == read(l, "rb") for x, l in zip(blobs, libs)), "blobs differ")
+    print("qual_run: %d lines, verdict %s" % (len(recs), recs[-1]["verdict"]))
+
+
 def cluster(ctx_args, what):
     marker = os.path.join(ctx_args.cluster, "skipped")
     if what == "stop":
         if not os.path.exists(marker):
             subprocess.run(["bash", CLUSTER, "stop", ctx_args.cluster])
         return 0
-    os.makedirs(ctx_args.cluster, exist_ok=True)
-    if os.path.exists(marker):
-        os.unlink(marker)
+    # A cluster an interrupted run left behind goes first, and its state
+    # (a fresh cluster each run: no jobs or node state of an earlier one).
+    subprocess.run(["bash", CLUSTER, "stop", ctx_args.cluster], stderr=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL)
+    shutil.rmtree(ctx_args.cluster, ignore_errors=True)
+    os.makedirs(ctx_args.cluster)
     r = subprocess.run(["bash", CLUSTER, "start", ctx_args.cluster])
     if r.returncode == SKIP:
         # The scenarios skip; this step itself passes (a skipped fixture
@@ -514,7 +604,7 @@ def cluster(ctx_args, what):
 
 SCENARIOS = {f.__name__: f for f in (relay, signal_exit, attach_skip, pending, pin_refused,
                                      stage_refused, sbatch_refused, sigterm, time_limit,
-                                     lost, stopped)}
+                                     lost, stopped, ctld_restart, qual_run)}
 
 
 def main():
@@ -522,6 +612,9 @@ def main():
     ap.add_argument("--bridge", required=True)
     ap.add_argument("--cluster", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--qual-run")
+    ap.add_argument("--nvrtc")
+    ap.add_argument("--nvrtc-alt")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.scenario in ("cluster-start", "cluster-stop"):

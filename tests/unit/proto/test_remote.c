@@ -45,6 +45,27 @@ static void test_status_round_trip(void **state)
 		remote_status_set(&st, "slurm", "1", "PENDING", big, NULL);
 		assert_int_equal(strlen(st.reason), REMOTE_FIELD_MAX - 1);
 	}
+	/* Slurm's bytes that are not printable ASCII cannot break the JSON. */
+	remote_status_set(&st, "slurm", "1", "PENDING", "a\xff\tb", "n\xc3\xa9");
+	assert_string_equal(st.reason, "a??b");
+	assert_string_equal(st.node, "n??");
+	assert_true(remote_status_format(&st, line, sizeof line) > 0);
+	/* A value read back is cut on a UTF-8 boundary, so it can be written
+	 * again whole. */
+	{
+		char text[REMOTE_FIELD_MAX * 2 + 200], *p;
+		size_t i;
+
+		p = text + sprintf(text, "qual-remote: {\"backend\":\"slurm\",\"id\":\"1\","
+				   "\"state\":\"RUNNING\",\"reason\":null,\"node\":\"xy");
+		for (i = 0; i < REMOTE_FIELD_MAX / 2; i++)
+			p += sprintf(p, "\xc3\xa9");
+		strcpy(p, "\"}");
+		assert_int_equal(remote_status_parse(text, strlen(text), &back, &m), 1);
+		assert_int_equal(strlen(back.node), REMOTE_FIELD_MAX - 2);
+		assert_true(remote_status_format(&back, line, sizeof line) > 0);
+		assert_non_null(strstr(line, "\"node\":\"xy"));
+	}
 }
 
 static void test_status_refused(void **state)
