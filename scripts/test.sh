@@ -60,7 +60,7 @@ run_fuzz() {
 	# the other builds' business.
 	cmake -S . -B "$fuzz" -DCMAKE_C_COMPILER=clang -DQUAL_FUZZ=ON \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-		cmake --build "$fuzz" -j"$jobs" --target fuzz_request fuzz_relay fuzz_manifest fuzz_http fuzz_log &&
+		cmake --build "$fuzz" -j"$jobs" --target fuzz_request fuzz_relay fuzz_manifest fuzz_http fuzz_log fuzz_remote &&
 		(cd "$fuzz" && ctest --output-on-failure -L fuzz -j"$jobs" "$@")
 }
 
