@@ -327,7 +327,10 @@ static const char **label_keys(json_t *jobs, size_t *n)
 
 /* The job's members, then the case's, of each row (docs/qualctl.md). */
 static const char *const csv_job_cols[] = {"job", "state", "verdict", "submitted",
-					   "finished", FLEET_GPU_TYPE_KEY, FLEET_NODE_KEY};
+					   "finished"};
+/* Only when some job has a GPU type (quald's Slurm backend): after the
+ * case's columns, so that an export of a local quald keeps its shape. */
+static const char *const csv_fleet_cols[] = {FLEET_GPU_TYPE_KEY, FLEET_NODE_KEY};
 static const char *const csv_case_cols[] = {"case", "verdict", "ratio", "ci_low",
 					    "ci_high", "p_holm", "baseline_ns",
 					    "candidate_ns", "timed"};
@@ -345,7 +348,8 @@ static void csv_value(FILE *f, json_t *o, const char *key, bool first)
 	csv_field(f, buf, text, first);
 }
 
-static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t nkeys)
+static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t nkeys,
+		    bool fleet)
 {
 	for (size_t k = 0; k < NJOBCOLS; k++)
 		csv_value(f, job, csv_job_cols[k], k == 0);
@@ -357,6 +361,8 @@ static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t n
 	}
 	for (size_t k = 0; k < NCASECOLS; k++)
 		csv_value(f, c, csv_case_cols[k], false);
+	for (size_t k = 0; fleet && k < 2; k++)
+		csv_value(f, job, csv_fleet_cols[k], false);
 	for (size_t k = 0; k < nkeys; k++)
 		csv_value(f, json_object_get(job, "labels"), keys[k], false);
 	fputs("\r\n", f);
@@ -371,15 +377,20 @@ static void export_csv(FILE *f, json_t *jobs)
 					       "candidate_sha256"};
 	size_t nkeys, i, k;
 	const char **keys = label_keys(jobs, &nkeys);
+	bool fleet = false;
 	char head[128];
 	json_t *job, *c;
 
+	json_array_foreach(jobs, i, job)
+		fleet |= json_is_string(json_object_get(job, FLEET_GPU_TYPE_KEY));
 	for (k = 0; k < NJOBCOLS; k++)
 		csv_field(f, csv_job_cols[k], true, k == 0);
 	for (k = 0; k < 4; k++)
 		csv_field(f, arm_cols[k], true, false);
 	for (k = 0; k < NCASECOLS; k++)
 		csv_field(f, k == 1 ? "case_verdict" : csv_case_cols[k], true, false);
+	for (k = 0; fleet && k < 2; k++)
+		csv_field(f, csv_fleet_cols[k], true, false);
 	for (k = 0; k < nkeys; k++) {
 		snprintf(head, sizeof head, "label:%s", keys[k]);
 		csv_field(f, head, true, false);
@@ -389,9 +400,9 @@ static void export_csv(FILE *f, json_t *jobs)
 		json_t *cases = json_object_get(job, "cases");
 
 		if (json_array_size(cases) == 0)
-			csv_row(f, job, NULL, keys, nkeys);
+			csv_row(f, job, NULL, keys, nkeys, fleet);
 		json_array_foreach(cases, k, c)
-			csv_row(f, job, c, keys, nkeys);
+			csv_row(f, job, c, keys, nkeys, fleet);
 	}
 	free(keys);
 }
