@@ -481,21 +481,30 @@ static int submit_types(struct ctl *ctl, const struct command *cmd, struct submi
 	for (i = 0; i < n; i++) {
 		struct reply r = {0};
 
+		/* ^C: the jobs go on in quald; their outcome is unknown here. */
+		if (conn_signal_caught()) {
+			status[i] = -1;
+			continue;
+		}
 		conn_release(&ctl->conn);
 		rc = ctl_request(ctl, json_pack("{s:s,s:s,s:I}", "op", "watch", "after_job",
 						jobs[i], "after_seq", (json_int_t)-1), &r);
 		ctl_reply_release(&r);
 		status[i] = rc >= 0 ? rc : follow_job(ctl, jobs[i], -1, compile_only ? 1 : 0);
-		if (status_rank(status[i]) > status_rank(worst))
-			worst = status[i];
+		if (conn_signal_caught())
+			status[i] = -1;
+		/* An outcome not known here counts as an error: never a pass. */
+		if (status_rank(status[i] < 0 ? QUAL_EXIT_ERROR : status[i]) > status_rank(worst))
+			worst = status[i] < 0 ? QUAL_EXIT_ERROR : status[i];
 	}
 	if (!ctl->json) {
 		printf("gpu types:");
 		for (i = 0; i < n; i++)
 			printf("%s %s %s (job %s)", i ? "," : "",
 			       json_string_value(json_array_get(s->types, i)),
+			       status[i] < 0 ? "unknown (still running: 'qualctl wait JOB')" :
 			       status_word(status[i]), jobs[i]);
-		printf("\noverall: %s\n", status_word(worst));
+		printf("\noverall: %s\n", conn_signal_caught() ? "unknown" : status_word(worst));
 	}
 	rc = worst;
 out:
