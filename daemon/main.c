@@ -326,7 +326,8 @@ static const struct opts_entry options[] = {
 	{"slurm-jobs", "N", OPTS_INT, AT(slurm_jobs), 1, MAX_SLOTS, .help =
 		"with --backend slurm: Slurm jobs at once (default 8)"},
 	{"slurm-bridge", "PATH", OPTS_STRING, AT(remote.bridge), .help =
-		"qual-slurm (default: beside quald)"},
+		"with --backend slurm: qual-slurm (default: beside\n"
+		"quald)"},
 	{"job-timeout", "S", OPTS_REAL, AT(jcfg.job_timeout_s), 1, 1e7, .help =
 		"seconds a job may run before it is killed (default 7200)"},
 	{"calibrate-every", "H", OPTS_REAL, AT(jcfg.calibrate_every_h), 1e-6, 1e5, .help =
@@ -570,13 +571,16 @@ static int args_read(struct quald_args *a, int argc, char **argv)
 	}
 	if (!a->slurm && (a->remote.spool || a->remote.partition || a->slurm_jobs ||
 			  a->remote.bridge)) {
-		oplog(LOG_ERR, "the --slurm-* options need --backend slurm");
+		oplog(LOG_ERR, "%s needs --backend slurm", a->remote.spool ? "--slurm-spool" :
+		      a->remote.partition ? "--slurm-partition" : a->slurm_jobs ? "--slurm-jobs" :
+		      "--slurm-bridge");
 		return QUAL_EXIT_USAGE;
 	}
 	if (a->slurm && (a->slots || a->ndevices || a->devices_auto ||
 			 a->jcfg.calibrate_every_h > 0)) {
-		oplog(LOG_ERR, "--backend slurm takes no --slots, --devices or --calibrate-every: "
-		      "Slurm gives each job its GPU");
+		oplog(LOG_ERR, "--backend slurm takes no %s: Slurm gives each job its GPU",
+		      a->slots ? "--slots" : a->jcfg.calibrate_every_h > 0 ? "--calibrate-every" :
+		      "--devices");
 		return QUAL_EXIT_USAGE;
 	}
 	if (a->jcfg.calibrate_every_h > 0 && !a->jcfg.calibrate_lib) {

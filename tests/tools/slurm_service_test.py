@@ -381,11 +381,11 @@ def local(ctx):
     --slurm-* options and a Slurm quald's calibration too."""
     r = subprocess.run([ctx.args.quald, "--slurm-jobs", "2", "--state-dir", ctx.state],
                        capture_output=True, text=True, timeout=30)
-    check(r.returncode == 4 and "the --slurm-* options need --backend slurm" in r.stderr,
+    check(r.returncode == 4 and "--slurm-jobs needs --backend slurm" in r.stderr,
           "--slurm-jobs without --backend slurm: usage", r.returncode, r.stderr)
     r = subprocess.run([ctx.args.quald, "--backend", "slurm", "--slots", "2", "--state-dir",
                         ctx.state], capture_output=True, text=True, timeout=30)
-    check(r.returncode == 4 and "--backend slurm takes no --slots" in r.stderr,
+    check(r.returncode == 4 and "--backend slurm takes no --slots:" in r.stderr,
           "--backend slurm with --slots: usage", r.returncode, r.stderr)
     r = ctx.ctl("submit", "--gpu-type", "a:b", NVRTC, NVRTC_ALT)
     check(r.returncode == 4 and "'gpu_type' must be 1 to 64 characters" in r.stderr,
