@@ -226,7 +226,7 @@ static const struct submit_option {
 	{"gate-faster", SETTING, NULL, FOR_SUBMIT},
 	{"undecided", SETTING, NULL, FOR_SUBMIT},
 	{"label", LABEL, "labels", FOR_SUBMIT},
-	{"gpu-type", GPU_TYPE, FLEET_GPU_TYPE_KEY, FOR_SUBMIT},
+	{"gpu-type", GPU_TYPE, FLEET_GPU_TYPE_KEY, FOR_BOTH},
 	{"no-follow", NO_FOLLOW, NULL, FOR_SUBMIT},
 	{"runs", SET_INTEGER, "calibrate", FOR_CALIBRATE},
 	{"device", SET_INTEGER, "slot", FOR_CALIBRATE},

@@ -176,6 +176,8 @@ static const struct command commands[] = {
 	 "\n"
 	 "  --runs N              A/A qualifications (1 to 100, default 10)\n"
 	 "  --device SLOT         the slot (quald status lists them) to calibrate\n"
+	 "  --gpu-type TYPE       quald's Slurm backend: a GPU of this type; the\n"
+	 "                        record is of the node's GPU Slurm gave it\n"
 	 "  --watch               follow the job: its lines, then the summary\n"
 	 "  --seed, --compile-timeout, --mode  as for submit (a calibration\n"
 	 "                        measures the default rule on the default cases)\n"

@@ -15,6 +15,7 @@
  * the period, gets a calibration submitted, unless one for that slot is
  * being checked, queued or running. The calibration then waits its turn in
  * the queue like any job. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "common/calib_record.h"
+#include "proto/remote.h"
 
 /* How often the schedule looks for stale records: a minute, or the period
  * itself when that is shorter (a test's). */
@@ -127,9 +129,18 @@ static void calib_written(void *ctx, const struct writer_done *d)
 {
 	struct calib_write *cw = ctx;
 	struct jobs *j = cw->j;
+	struct slot *sl;
 
-	struct slot *sl = &j->slots[cw->slot];
-
+	if (cw->slot < 0) {
+		/* The Slurm backend's: a record of a node's GPU in the spool,
+		 * which the nodes read; no slot keeps it. */
+		if (d->status < 0)
+			oplog_warn("cannot store a calibration record in the spool: %s", d->message);
+		json_decref(cw->rec);
+		free(cw);
+		return;
+	}
+	sl = &j->slots[cw->slot];
 	free(sl->calib_unstored);
 	sl->calib_unstored = NULL;
 	if (d->status < 0) {
@@ -141,6 +152,39 @@ static void calib_written(void *ctx, const struct writer_done *d)
 		sl->calib = cw->rec;
 	}
 	free(cw);
+}
+
+/* The Slurm backend: a calibration's record names the node's GPU it ran
+ * on (qual-slurm --node put its key in: proto/remote.h); stored in the
+ * spool as SPOOL/calibration/<key>.json, the latest of that GPU, which
+ * every later job there is given. One that names another node's, or is no
+ * record, is not stored. */
+static void calib_take_remote(struct jobs *j, const struct job *job, json_t *rec)
+{
+	const char *key = json_string_value(json_object_get(rec, "device_key"));
+	char path[4096];
+	struct calib_write *cw;
+	struct qual_msg m;
+	char *text;
+
+	if (calib_record_check(rec, "calibration record", &m) ||
+	    !remote_device_key_of(key, job->remote ? job->remote->node : NULL)) {
+		oplog_warn("job '%s': its calibration record is not stored: %s", job->id,
+			   calib_record_check(rec, "calibration record", &m) ? m.text :
+			   "it is not of a GPU of the node the job ran on");
+		return;
+	}
+	if ((size_t)snprintf(path, sizeof path, "%s/%s/%s.json", j->remote->spool,
+			     REMOTE_SPOOL_CALIBRATION, key) >= sizeof path)
+		return;
+	oplog(LOG_INFO, "job '%s': the calibration of %s goes to '%s'", job->id, key, path);
+	cw = xcalloc(1, sizeof *cw);
+	cw->j = j;
+	cw->slot = -1;
+	cw->rec = json_deep_copy(rec);
+	text = json_dumps(rec, JSON_COMPACT);
+	writer_file_replace(j->writer, path, text, strlen(text), 0644, calib_written, cw);
+	free(text);
 }
 
 void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *line)
@@ -163,6 +207,10 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 	    json_integer_value(json_object_get(rec, "comparisons")) <= 0) {
 		oplog_warn("job '%s': its calibration record is not stored: it holds no "
 			   "timed A/A comparison", job->id);
+		return;
+	}
+	if (j->remote) {
+		calib_take_remote(j, job, rec);
 		return;
 	}
 	calib__key(j, s, key, sizeof key);
@@ -199,7 +247,8 @@ void calib__worker_prefix(const struct jobs *j, const struct job *job, int s,
 	calib__key(j, s, key, sizeof key);
 	strv_push(argv, j->calibrator);
 	strv_pushf(argv, "--runs=%d", job->args.calibrate);
-	strv_pushf(argv, "--device-key=%s", key);
+	/* The Slurm backend: the node says which GPU (proto/remote.h). */
+	strv_pushf(argv, "--device-key=%s", j->remote ? REMOTE_NODE_KEY : key);
 	strv_push(argv, "--");
 }
 
@@ -210,6 +259,11 @@ void calib__worker_args(const struct jobs *j, const struct job *job, int s,
 
 	if (job->args.calibrate)
 		return;
+	/* The Slurm backend: the node gives its GPU's latest record. */
+	if (j->remote) {
+		strv_push(argv, "--calibration=" REMOTE_NODE_KEY);
+		return;
+	}
 	if (j->slots[s].calib && calib_path(j, s, path, sizeof path) == 0) {
 		strv_pushf(argv, "--calibration=%s", path);
 		return;
@@ -223,10 +277,42 @@ void calib__worker_args(const struct jobs *j, const struct job *job, int s,
 	strv_push(argv, "--no-calibration-because=no calibration of this device yet");
 }
 
+/* The Slurm backend's records: one per node's GPU in the spool, by key
+ * (small files, read when asked: an operator's question). */
+static json_t *calib_remote_json(struct jobs *j)
+{
+	json_t *list = json_array();
+	char dir[4096], path[4096 + 256];
+	struct dirent **names;
+	int n;
+
+	snprintf(dir, sizeof dir, "%s/%s", j->remote->spool, REMOTE_SPOOL_CALIBRATION);
+	n = scandir(dir, &names, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(names[i]->d_name);
+		struct qual_msg m;
+		json_t *rec;
+
+		if (len > 5 && !strcmp(names[i]->d_name + len - 5, ".json") &&
+		    snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name) > 0 &&
+		    calib_record_load(path, &rec, &m) == 0)
+			json_array_append_new(list, json_pack("{s:n,s:n,s:s#,s:o}", "slot", "device",
+				"device_key", names[i]->d_name, (int)(len - 5), "record", rec));
+		free(names[i]);
+	}
+	free(n >= 0 ? names : NULL);
+	return json_pack("{s:o}", "calibrations", list);
+}
+
 json_t *jobs_calibration_json(struct jobs *j)
 {
 	json_t *list = json_array();
 	char key[48];
+
+	if (j->remote) {
+		json_decref(list);
+		return calib_remote_json(j);
+	}
 
 	for (int s = 0; s < j->nslots; s++) {
 		calib__key(j, s, key, sizeof key);

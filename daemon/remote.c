@@ -259,7 +259,8 @@ bool remote__recover(struct jobs *j, struct job *job)
 
 int remote__open(struct jobs *j, const struct remote_config *cfg, struct qual_msg *msg)
 {
-	const char *sub[] = {REMOTE_SPOOL_BLOBS, REMOTE_SPOOL_JOBS, REMOTE_SPOOL_CACHE};
+	const char *sub[] = {REMOTE_SPOOL_BLOBS, REMOTE_SPOOL_JOBS, REMOTE_SPOOL_CACHE,
+			     REMOTE_SPOOL_CALIBRATION};
 	char path[PATH_MAX], spool[PATH_MAX];
 	int rc;
 

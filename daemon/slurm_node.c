@@ -167,6 +167,51 @@ close_out:
 	return rc < 0 ? rc : 0;
 }
 
+/* argv's REMOTE_NODE_KEY places (proto/remote.h) filled in with this
+ * node's and GPU's key: a calibration's --device-key, a qualification's
+ * latest record in the spool (SPOOL, two folders above job_dir). */
+static int node_calibration(const char *job_dir, struct strv *argv, struct qual_msg *msg)
+{
+	char host[256] = "", key[REMOTE_FIELD_MAX + 16], path[PATH_MAX], spool[PATH_MAX];
+	const char *node = getenv("SLURMD_NODENAME"), *gpus = getenv("SLURM_JOB_GPUS");
+	char *slash;
+	int rc;
+
+	if (!node || !*node) {
+		gethostname(host, sizeof host - 1);
+		node = host;
+	}
+	if ((rc = remote_device_key(node, gpus, key, sizeof key, msg)) < 0)
+		return rc;
+	snprintf(spool, sizeof spool, "%s", job_dir);
+	for (int up = 0; up < 2 && (slash = strrchr(spool, '/')) && slash != spool; up++)
+		*slash = '\0';
+	if ((size_t)snprintf(path, sizeof path, "%.*s/%s/%s.json", PATH_MAX / 2, spool,
+			     REMOTE_SPOOL_CALIBRATION, key) >= sizeof path)
+		return qual_fail(msg, QUAL_EINVAL, "the spool's path is too long");
+	for (size_t i = 0; i < argv->n; i++) {
+		char *now = NULL;
+
+		if (!strcmp(argv->v[i], "--device-key=" REMOTE_NODE_KEY))
+			rc = asprintf(&now, "--device-key=%s", key);
+		else if (strcmp(argv->v[i], "--calibration=" REMOTE_NODE_KEY) != 0)
+			continue;
+		else if (!gpus || !*gpus)
+			rc = asprintf(&now, "--no-calibration-because=the job had no GPU of its "
+				      "own on node %s", node);
+		else if (access(path, R_OK) == 0)
+			rc = asprintf(&now, "--calibration=%s", path);
+		else
+			rc = asprintf(&now, "--no-calibration-because=no calibration of %s (node %s, "
+				      "gpu %s) in the spool yet", key, node, gpus);
+		if (rc < 0)
+			abort();
+		free(argv->v[i]);
+		argv->v[i] = now;
+	}
+	return 0;
+}
+
 /* The argv file's strings (at least one). */
 static int read_argv(const char *job_dir, struct strv *argv, struct qual_msg *msg)
 {
@@ -198,7 +243,7 @@ int slurm_node_run(const char *job_dir)
 	if (check_pins(job_dir, &m) < 0)
 		return refuse(job_dir, "pin check failed: ", m.text);
 	strv_init(&argv);
-	if (read_argv(job_dir, &argv, &m) < 0) {
+	if (read_argv(job_dir, &argv, &m) < 0 || node_calibration(job_dir, &argv, &m) < 0) {
 		strv_release(&argv);
 		return refuse(job_dir, "", m.text);
 	}

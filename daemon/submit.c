@@ -428,9 +428,10 @@ static int submit_check_here(struct jobs *j, const struct submit_args *args,
 	if (args->gpu_type && !j->remote)
 		return qual_fail(msg, QUAL_EINVAL, "'" FLEET_GPU_TYPE_KEY "' needs quald --backend "
 				 "slurm: this quald runs jobs on its own GPUs");
-	if (args->calibrate && j->remote)
-		return qual_fail(msg, QUAL_EINVAL, "a calibration ('calibrate') runs on quald's "
-				 "own GPUs: not with --backend slurm");
+	if (args->has_slot && j->remote)
+		return qual_fail(msg, QUAL_EINVAL, "'slot' names one of quald's own GPUs: with "
+				 "--backend slurm, Slurm picks the node and GPU ('gpu_type' says "
+				 "which type)");
 	if ((rc = submit_validate(args, msg)) ||
 	    (rc = rtc_check_library(args->baseline, msg)) ||
 	    (rc = rtc_check_library(args->candidate, msg)))

@@ -313,3 +313,49 @@ int remote_exit_status(const struct remote_exit *e)
 		return REMOTE_EXIT_REFUSED;
 	}
 }
+
+/* node with every character outside A-Z a-z 0-9 . _ - as '_', into out. */
+static int key_node(const char *node, char *out, size_t cap)
+{
+	size_t n = strlen(node);
+
+	if (n == 0 || n >= cap)
+		return -1;
+	for (size_t i = 0; i <= n; i++)
+		out[i] = node[i] && !strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					    "0123456789._-", node[i]) ? '_' : node[i];
+	return 0;
+}
+
+int remote_device_key(const char *node, const char *gpus, char *out, size_t cap,
+		      struct qual_msg *msg)
+{
+	char name[REMOTE_FIELD_MAX];
+	size_t g = gpus ? strspn(gpus, "0123456789") : 0;
+	int n;
+
+	if (!node || key_node(node, name, sizeof name) < 0)
+		return qual_fail(msg, QUAL_EINVAL, "no node name for a device key");
+	n = g ? snprintf(out, cap, "%s-gpu%.*s", name, (int)(g > 9 ? 9 : g), gpus) :
+		snprintf(out, cap, "%s-nogpu", name);
+	if (n < 0 || (size_t)n >= cap)
+		return qual_fail(msg, QUAL_EINVAL, "the device key of node '%s' is longer than "
+				 "%zu bytes", name, cap - 1);
+	return 0;
+}
+
+bool remote_device_key_of(const char *key, const char *node)
+{
+	char name[REMOTE_FIELD_MAX];
+	size_t n;
+
+	if (!key || !node || key_node(node, name, sizeof name) < 0)
+		return false;
+	n = strlen(name);
+	if (strncmp(key, name, n) != 0)
+		return false;
+	key += n;
+	if (!strcmp(key, "-nogpu"))
+		return true;
+	return !strncmp(key, "-gpu", 4) && key[4] && strspn(key + 4, "0123456789") == strlen(key + 4);
+}

@@ -147,4 +147,26 @@ int remote_exit_parse(const char *text, size_t len, struct remote_exit *e,
  * REMOTE_EXIT_REFUSED for a refusal. */
 int remote_exit_status(const struct remote_exit *e);
 
+/* Calibration per (node, GPU) (docs/cluster.md, "Calibration"). quald does
+ * not know which node and GPU Slurm gives a job, so a worker's command line
+ * says REMOTE_NODE_KEY where the node's own goes, and qual-slurm --node
+ * puts it there: "--device-key=@node" (a calibration: its record's key)
+ * becomes the key of the node and GPU it runs on, and "--calibration=@node"
+ * (a qualification) the latest record of that key in
+ * SPOOL/calibration/<key>.json, or --no-calibration-because saying there is
+ * none. A key is "<node>-gpu<index>" (the first of SLURM_JOB_GPUS: the
+ * node's own GPU index), "<node>-nogpu" without one; the node's name with
+ * every character outside A-Z a-z 0-9 . _ - as '_'. */
+#define REMOTE_NODE_KEY "@node"
+#define REMOTE_SPOOL_CALIBRATION "calibration"
+
+/* The key of node's GPU gpus (SLURM_JOB_GPUS: "0" or "0,1"; NULL or "":
+ * none) into out. Returns 0, or QUAL_EINVAL when node is empty or it does
+ * not fit. */
+int remote_device_key(const char *node, const char *gpus, char *out, size_t cap,
+		      struct qual_msg *msg);
+
+/* Whether key is a device key of node's (remote_device_key's form). */
+bool remote_device_key_of(const char *key, const char *node);
+
 #endif

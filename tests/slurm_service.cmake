@@ -24,15 +24,22 @@
 #       the job's state stays running with its Slurm id; quald started
 #       again follows it: its verdict, seqs without gap or repeat, the
 #       compile time limit's error line once
+#   slurm_service_calibrate  a calibration through Slurm (the fake worker of
+#       tests/calibration.cmake on the node): its record is of the node's GPU
+#       it ran on (node-gpu1 for fakeb), stored in the spool and listed by
+#       qualctl calibration; a later job on that GPU (the real qual-run)
+#       carries it in its verdict line, one on the other GPU says none
 #   slurm_service_local      no cluster: --slurm-* without --backend slurm
 #       and --backend slurm with --slots are usage errors; qualctl refuses a
 #       GPU type Slurm cannot name; a local quald refuses a GPU type and a
-#       Slurm quald a calibration, each naming why
+#       Slurm quald a calibration of one slot, each naming why
 set(QUAL_SLURM_SERVICE_CLUSTER ${CMAKE_CURRENT_BINARY_DIR}/slurm-service-cluster)
 set(QUAL_SLURM_SERVICE_TEST ${SYSTEM_PYTHON}
     ${CMAKE_CURRENT_SOURCE_DIR}/tools/slurm_service_test.py
     --quald $<TARGET_FILE:quald> --qualctl $<TARGET_FILE:qualctl>
     --hang $<TARGET_FILE:shim_hang> --cluster ${QUAL_SLURM_SERVICE_CLUSTER}
+    --calibrator $<TARGET_FILE:qual-calibrate>
+    --fake-worker ${CMAKE_CURRENT_SOURCE_DIR}/tools/fake_calib_worker.sh
     --work ${CMAKE_CURRENT_BINARY_DIR}/slurm-service-work)
 add_test(NAME slurm_service_cluster_start COMMAND ${QUAL_SLURM_SERVICE_TEST} cluster-start)
 add_test(NAME slurm_service_cluster_stop COMMAND ${QUAL_SLURM_SERVICE_TEST} cluster-stop)
@@ -42,7 +49,7 @@ set_tests_properties(slurm_service_cluster_stop PROPERTIES LABELS slurm TIMEOUT 
                      FIXTURES_CLEANUP slurm_service_cluster RESOURCE_LOCK slurm_service)
 add_test(NAME slurm_service_local COMMAND ${QUAL_SLURM_SERVICE_TEST} local)
 set_tests_properties(slurm_service_local PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
-foreach(scenario types cancel drain node_fail down restart)
+foreach(scenario types cancel drain node_fail down restart calibrate)
   add_test(NAME slurm_service_${scenario} COMMAND ${QUAL_SLURM_SERVICE_TEST} ${scenario})
   set_tests_properties(slurm_service_${scenario} PROPERTIES LABELS slurm TIMEOUT 240
                        SKIP_RETURN_CODE 77 FIXTURES_REQUIRED slurm_service_cluster

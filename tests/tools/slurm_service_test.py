@@ -31,6 +31,7 @@ SKIP = 77
 NVRTC = "/usr/local/cuda/lib64/libnvrtc.so.13"
 NVRTC_ALT = "/usr/local/cuda/lib64/libnvrtc.alt.so.13"
 CASE = "gemm_f16-256x512x256"
+REMOTE_NODE_KEY = "@node"
 
 
 def fail(msg, *more):
@@ -59,12 +60,12 @@ class Ctx:
         self.quald = None
         self.log = os.path.join(self.work, "quald.log")
 
-    def start(self):
+    def start(self, *extra):
         logf = open(self.log, "a")
         self.quald = subprocess.Popen(
             [self.args.quald, "--socket", self.sock, "--state-dir", self.state,
              "--backend", "slurm", "--slurm-spool", self.spool, "--slurm-jobs", "4",
-             "--slurm-partition", "qual", "--job-timeout", "120"],
+             "--slurm-partition", "qual", "--job-timeout", "120", *extra],
             env=self.env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
         logf.close()
         for _ in range(200):
@@ -376,6 +377,42 @@ def restart(ctx):
     ctx.stop()
 
 
+def calibrate(ctx):
+    """A calibration through Slurm stores the record of the node's GPU it
+    ran on in the spool; a later job on that GPU carries it in its verdict
+    line, one on the other GPU says it has none."""
+    fake = os.path.join(ctx.work, "fake")
+    os.makedirs(fake)
+    ctx.env["FAKE_CALIB_DIR"] = fake
+    ctx.start("--worker", ctx.args.fake_worker, "--calibrator", ctx.args.calibrator)
+    r = ctx.ctl("calibrate", NVRTC, "--runs", "2", "--gpu-type", "fakeb", "--watch",
+                check_rc=0)
+    key = node() + "-gpu1"  # fakeb is the node's GPU 1 (gres.conf: /dev/tty1)
+    path = os.path.join(ctx.spool, "calibration", key + ".json")
+    ctx.wait_for("the record in the spool", lambda: os.path.exists(path), 20)
+    with open(path) as f:
+        rec = json.load(f)
+    check(rec["device_key"] == key and rec["runs"] == 2, "the record of %s" % key, rec)
+    with open(os.path.join(fake, "args")) as f:
+        runs = f.read().splitlines()
+    check(len(runs) == 2 and all(REMOTE_NODE_KEY not in x for x in runs),
+          "two runs on the node, the placeholder filled in", runs)
+    shown = ctx.ctl_json("calibration")[0]["calibrations"]
+    check([c["device_key"] for c in shown] == [key] and shown[0]["record"] == rec,
+          "qualctl calibration lists the spool's record", shown)
+    ctx.stop()
+    ctx.start()
+    j1 = ctx.submit("--gpu-type", "fakeb")[0]
+    v1, _ = ctx.verdict(j1)
+    check(v1.get("calibration") == rec, "a job on that GPU carries its record", v1)
+    j0 = ctx.submit("--gpu-type", "fakea")[0]
+    v0, _ = ctx.verdict(j0)
+    check(v0.get("calibration") is None and
+          ("no calibration of %s-gpu0" % node()) in (v0.get("calibration_because") or ""),
+          "a job on the other GPU says it has none", v0)
+    ctx.stop()
+
+
 def local(ctx):
     """Without --backend slurm: a GPU type is refused at both doors, the
     --slurm-* options and a Slurm quald's calibration too."""
@@ -401,9 +438,9 @@ def local(ctx):
           "a local quald refuses a GPU type, naming why", r.returncode, r.stderr)
     ctx.stop()
     ctx.start()
-    r = ctx.ctl("calibrate", NVRTC)
-    check(r.returncode == 4 and "not with --backend slurm" in r.stderr,
-          "a Slurm quald refuses a calibration, naming why", r.returncode, r.stderr)
+    r = ctx.ctl("calibrate", NVRTC, "--device", "0")
+    check(r.returncode == 4 and "'slot' names one of quald's own GPUs" in r.stderr,
+          "a Slurm quald refuses a calibration of a slot, naming why", r.returncode, r.stderr)
     ctx.stop()
 
 
@@ -423,12 +460,14 @@ def cluster(args, what):
     return r.returncode
 
 
-SCENARIOS = {f.__name__: f for f in (types, cancel, drain, node_fail, down, restart, local)}
+SCENARIOS = {f.__name__: f for f in (types, cancel, drain, node_fail, down, restart, calibrate,
+                                     local)}
 
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("--quald", "--qualctl", "--hang", "--cluster", "--work"):
+    for a in ("--quald", "--qualctl", "--hang", "--cluster", "--work", "--calibrator",
+              "--fake-worker"):
         ap.add_argument(a, required=True)
     ap.add_argument("scenario")
     args = ap.parse_args()
