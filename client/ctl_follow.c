@@ -491,8 +491,8 @@ static int submit_types(struct ctl *ctl, const struct command *cmd, struct submi
 						jobs[i], "after_seq", (json_int_t)-1), &r);
 		ctl_reply_release(&r);
 		status[i] = rc >= 0 ? rc : follow_job(ctl, jobs[i], -1, compile_only ? 1 : 0);
-		if (conn_signal_caught())
-			status[i] = -1;
+		if (conn_signal_caught() && status[i] == QUAL_EXIT_ERROR)
+			status[i] = -1; /* the follow was stopped, not the job */
 		/* An outcome not known here counts as an error: never a pass. */
 		if (status_rank(status[i] < 0 ? QUAL_EXIT_ERROR : status[i]) > status_rank(worst))
 			worst = status[i] < 0 ? QUAL_EXIT_ERROR : status[i];

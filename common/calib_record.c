@@ -139,7 +139,9 @@ int calib_record_load(const char *path, json_t **out, struct qual_msg *msg)
 
 	*out = NULL;
 	snprintf(what, sizeof what, "calibration file '%s'", path);
-	if ((rc = fs_read_capped(path, CALIB_FILE_MAX + 1, &text, &size, msg)))
+	/* A regular file, never through a link, never a FIFO that would block
+	 * the reader (a record may lie in a spool that jobs' nodes write). */
+	if ((rc = fs_read_capped_regular(path, CALIB_FILE_MAX + 1, &text, &size, msg)))
 		return rc;
 	if (size > CALIB_FILE_MAX) {
 		free(text);

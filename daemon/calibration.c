@@ -182,7 +182,8 @@ static void calib_take_remote(struct jobs *j, const struct job *job, json_t *rec
 	cw->j = j;
 	cw->slot = -1;
 	cw->rec = json_deep_copy(rec);
-	text = json_dumps(rec, JSON_COMPACT);
+	if (!(text = json_dumps(rec, JSON_COMPACT)))
+		abort(); /* out of memory: a checked record always dumps */
 	writer_file_replace(j->writer, path, text, strlen(text), 0644, calib_written, cw);
 	free(text);
 }
@@ -232,7 +233,8 @@ void calib__take_verdict(struct jobs *j, const struct job *job, int s, json_t *l
 	cw->j = j;
 	cw->slot = s;
 	cw->rec = json_deep_copy(rec);
-	text = json_dumps(rec, JSON_COMPACT);
+	if (!(text = json_dumps(rec, JSON_COMPACT)))
+		abort(); /* out of memory: a checked record always dumps */
 	writer_file_replace(j->writer, path, text, strlen(text), 0640, calib_written, cw);
 	free(text);
 }
@@ -278,7 +280,9 @@ void calib__worker_args(const struct jobs *j, const struct job *job, int s,
 }
 
 /* The Slurm backend's records: one per node's GPU in the spool, by key
- * (small files, read when asked: an operator's question). */
+ * (small files, read when asked: an operator's question), at most this
+ * many. */
+#define CALIB_REMOTE_MAX 1024
 static json_t *calib_remote_json(struct jobs *j)
 {
 	json_t *list = json_array();
@@ -290,14 +294,22 @@ static json_t *calib_remote_json(struct jobs *j)
 	n = scandir(dir, &names, NULL, alphasort);
 	for (int i = 0; i < n; i++) {
 		size_t len = strlen(names[i]->d_name);
+		const char *key;
 		struct qual_msg m;
 		json_t *rec;
 
-		if (len > 5 && !strcmp(names[i]->d_name + len - 5, ".json") &&
+		/* At most CALIB_REMOTE_MAX records; each a record whose key is
+		 * its file's name. */
+		if (i < CALIB_REMOTE_MAX && len > 5 && !strcmp(names[i]->d_name + len - 5, ".json") &&
 		    snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name) > 0 &&
-		    calib_record_load(path, &rec, &m) == 0)
-			json_array_append_new(list, json_pack("{s:n,s:n,s:s#,s:o}", "slot", "device",
-				"device_key", names[i]->d_name, (int)(len - 5), "record", rec));
+		    calib_record_load(path, &rec, &m) == 0) {
+			key = json_string_value(json_object_get(rec, "device_key"));
+			if (key && strlen(key) == len - 5 && !strncmp(key, names[i]->d_name, len - 5))
+				json_array_append_new(list, json_pack("{s:n,s:n,s:s,s:o}", "slot",
+					"device", "device_key", key, "record", rec));
+			else
+				json_decref(rec);
+		}
 		free(names[i]);
 	}
 	free(n >= 0 ? names : NULL);

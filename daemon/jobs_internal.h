@@ -325,6 +325,11 @@ bool remote__pending(const struct job *job);
 json_t *remote__json(const struct job *job);
 json_t *remote__state_json(const struct job *job);
 
+/* Recovery: job's log holds stored whole lines (before recovery adds its
+ * own): what the bridge had written that quald took (remote.h,
+ * lines_read). */
+void remote__lines_stored(struct job *job, long stored);
+
 /* A line of the bridge's stdout was taken: counted; returns true when it
  * is the first sign that Slurm runs the job (no status line said so yet). */
 bool remote__line_taken(struct job *job);

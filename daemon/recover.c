@@ -292,17 +292,20 @@ static struct job *job_recover(struct jobs *j, long num)
 	}
 	if (json_is_true(json_object_get(state, "damaged")))
 		job->damaged = true;
+	/* A queued job that was to follow its Slurm job again does so only
+	 * in the Slurm backend; a local quald runs it from its start, checked
+	 * as any queued job is. */
+	if (!j->remote)
+		job->attach = false;
 	if (job_settled(j, job))
 		goto out;
 	if (store_log_read(j->store, job->id, keep_last, &last, &info, &m) < 0) {
 		oplog_warn("skipping job '%s' in the state directory: %s", job->id, m.text);
 		goto skip;
 	}
-	/* A Slurm job's lines that quald had taken when it died (the state
-	 * file says so only when quald stopped in order): the whole lines
-	 * stored, before recovery adds any of its own. */
-	if (job->remote && !job->remote->lines_known)
-		job->remote->lines_read = info.lines;
+	/* A Slurm job's lines that quald had taken when it stopped or died,
+	 * from the lines stored before recovery adds any of its own. */
+	remote__lines_stored(job, info.lines);
 	if (info.torn_bytes) {
 		oplog_warn("job '%s': its log ends with an incomplete line of %lld bytes, "
 			   "cut off", job->id, (long long)info.torn_bytes);

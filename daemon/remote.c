@@ -157,6 +157,18 @@ bool remote__pending(const struct job *job)
 	       remote_state_phase(job->remote->state) == REMOTE_PHASE_QUEUED;
 }
 
+void remote__lines_stored(struct job *job, long stored)
+{
+	struct remote_job *r = job->remote;
+
+	if (!r)
+		return;
+	if (!r->lines_known)
+		r->lines_read = stored;
+	else if (stored > r->lines_at)
+		r->lines_read += stored - r->lines_at;
+}
+
 bool remote__line_taken(struct job *job)
 {
 	struct remote_job *r;
@@ -177,8 +189,10 @@ json_t *remote__state_json(const struct job *job)
 {
 	json_t *o = remote__json(job);
 
-	if (json_is_object(o))
+	if (json_is_object(o)) {
 		json_object_set_new(o, "lines_read", json_integer(job->remote->lines_read));
+		json_object_set_new(o, "lines_at", json_integer(job->next_seq));
+	}
 	return o;
 }
 
@@ -215,8 +229,11 @@ void remote__from_state(struct job *job, json_t *state)
 	if ((s = json_string_value(json_object_get(o, "node"))))
 		snprintf(job->remote->node, sizeof job->remote->node, "%s", s);
 	if (json_is_integer(json_object_get(o, "lines_read")) &&
-	    json_integer_value(json_object_get(o, "lines_read")) >= 0) {
+	    json_integer_value(json_object_get(o, "lines_read")) >= 0 &&
+	    json_is_integer(json_object_get(o, "lines_at")) &&
+	    json_integer_value(json_object_get(o, "lines_at")) >= 0) {
 		job->remote->lines_read = (long)json_integer_value(json_object_get(o, "lines_read"));
+		job->remote->lines_at = (long)json_integer_value(json_object_get(o, "lines_at"));
 		job->remote->lines_known = true;
 	}
 	job->remote->ran = job->remote->state[0] &&

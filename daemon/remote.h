@@ -37,11 +37,14 @@ struct remote_job {
 	char node[256];          /* the node it runs on, once known */
 	bool ran;                /* it has been RUNNING (the time limit runs) */
 	/* Lines of the bridge's stdout quald has taken, relayed or not (a
-	 * re-attach's --skip): counted as they come, saved in the state file
-	 * when quald stops; at a start after a crash, the lines its log held
-	 * before recovery added any. */
+	 * re-attach's --skip): counted as they come, and saved with each
+	 * state save together with the job's next seq then (lines_at). At a
+	 * start, the saved count plus the lines stored after that save (lines
+	 * quald itself wrote meanwhile are rare: the foreign-line note, just
+	 * before a verdict); without a saved count, the lines stored. */
 	long lines_read;
-	bool lines_known;        /* lines_read was saved when quald stopped */
+	long lines_at;
+	bool lines_known;        /* lines_read and lines_at were read back */
 };
 
 /* Bytes of a status line kept (a longer stderr line is no status line). */

@@ -175,8 +175,16 @@ static int node_calibration(const char *job_dir, struct strv *argv, struct qual_
 	char host[256] = "", key[REMOTE_FIELD_MAX + 16], path[PATH_MAX], spool[PATH_MAX];
 	const char *node = getenv("SLURMD_NODENAME"), *gpus = getenv("SLURM_JOB_GPUS");
 	char *slash;
+	size_t i;
 	int rc;
 
+	/* Only a command line that has a place for the key needs one. */
+	for (i = 0; i < argv->n; i++)
+		if (!strcmp(argv->v[i], "--device-key=" REMOTE_NODE_KEY) ||
+		    !strcmp(argv->v[i], "--calibration=" REMOTE_NODE_KEY))
+			break;
+	if (i == argv->n)
+		return 0;
 	if (!node || !*node) {
 		gethostname(host, sizeof host - 1);
 		node = host;
@@ -189,7 +197,7 @@ static int node_calibration(const char *job_dir, struct strv *argv, struct qual_
 	if ((size_t)snprintf(path, sizeof path, "%.*s/%s/%s.json", PATH_MAX / 2, spool,
 			     REMOTE_SPOOL_CALIBRATION, key) >= sizeof path)
 		return qual_fail(msg, QUAL_EINVAL, "the spool's path is too long");
-	for (size_t i = 0; i < argv->n; i++) {
+	for (i = 0; i < argv->n; i++) {
 		char *now = NULL;
 
 		if (!strcmp(argv->v[i], "--device-key=" REMOTE_NODE_KEY))

@@ -512,6 +512,14 @@ static void worker_conclude(struct worker *w)
 		w->job = NULL;
 		return;
 	}
+	/* The Slurm backend: a bridge that could not end its Slurm job
+	 * (SIGKILLed: a line or the log over its limit, a grace run out; or
+	 * refused to follow it again) leaves it running: it is ended here. */
+	if (j->remote && job->remote && job->remote->id[0] && w->stop != WORKER_STOP_UNSTARTED &&
+	    (child_exit_signal(&w->ex) == SIGKILL ||
+	     (job->attach && !child_exit_signal(&w->ex) &&
+	      child_exit_code(&w->ex) == REMOTE_EXIT_REFUSED)))
+		remote__scancel(j, job, "its bridge ended without ending it");
 	if (w->seen.verdict != RUN_VERDICT_UNKNOWN) {
 		job->verdict = w->seen.verdict;
 		if (w->seen.dropped)

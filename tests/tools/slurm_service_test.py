@@ -61,6 +61,9 @@ class Ctx:
         self.log = os.path.join(self.work, "quald.log")
 
     def start(self, *extra):
+        # A quald that was killed leaves its socket: wait for the new one.
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
         logf = open(self.log, "a")
         self.quald = subprocess.Popen(
             [self.args.quald, "--socket", self.sock, "--state-dir", self.state,
@@ -200,9 +203,10 @@ def types(ctx):
     check(len(blobs) == 2, "both libraries staged once each, by content", blobs)
 
     # Two types of the hanging candidate: both run at once (one GPU of each
-    # type), each ends with its own verdict; one is cancelled mid-way, so
-    # the overall verdict is the worse of fail and cancelled (error):
-    # fail, exit 2.
+    # type), each ends with its own verdict: fakea's compile time limit
+    # fails it, fakeb is cancelled mid-way (error, exit 3); the overall
+    # verdict is the worse by the engine's precedence, fail (exit 2), not
+    # the larger exit status.
     hang = ctx.args.hang
     p = subprocess.Popen([ctx.args.qualctl, "submit", "--compile-only", "--case", CASE,
                           "--compile-timeout", "6", "--gpu-type", "fakea", "--gpu-type",
@@ -215,15 +219,15 @@ def types(ctx):
         return run if len(run) == 2 else None
     run = ctx.wait_for("both types running in Slurm at once", both, 40)
     jobs = sorted(s["job"] for s in run)
+    ctx.ctl("cancel", jobs[1], check_rc=0)
     out, err = p.communicate(timeout=120)
-    check(p.returncode == 2, "two types, both failing: exit 2, got %d" % p.returncode, out,
-          err)
-    check("overall: fail" in out and "fakea fail" in out and "fakeb fail" in out,
+    check(p.returncode == 2, "fail and cancelled: exit 2, got %d" % p.returncode, out, err)
+    check("overall: fail" in out and "fakea fail" in out and "fakeb error" in out,
           "a verdict per type and the overall one", out)
-    for j, t in zip(jobs, ("fakea", "fakeb")):
+    for j, t, want in zip(jobs, ("fakea", "fakeb"), ("fail", "cancelled")):
         v, _ = ctx.verdict(j)
-        check(v["verdict"] == "fail" and v.get("gpu_type") == t,
-              "job %s of type %s: fail" % (j, t), v)
+        check(v["verdict"] == want and v.get("gpu_type", t) == t,
+              "job %s of type %s: %s" % (j, t, want), v)
     # History per type, and the export's columns.
     h = ctx.ctl_json("history", "--gpu-type", "fakeb")[0]["jobs"]
     check([x["job"] for x in h] == [jobs[1]] and h[0]["gpu_type"] == "fakeb",
@@ -237,6 +241,11 @@ def types(ctx):
     v, _ = ctx.verdict(j)
     check(v["verdict"] == "error" and "sbatch refused the job" in v.get("message", ""),
           "an unknown GPU type: error naming sbatch's refusal", v)
+    print("types: %s fakea not_timed, %d lines with gpu_type and node %s; %s fakea and %s "
+          "fakeb ran at once, fakeb cancelled; qualctl: %s; unknown type: %s" %
+          (job, len(lines), node(), jobs[0], jobs[1],
+           " | ".join(l for l in out.splitlines() if l.startswith(("gpu types", "overall"))),
+           v["message"]))
     ctx.stop()
 
 
@@ -255,6 +264,8 @@ def cancel(ctx):
     left = subprocess.run(["pgrep", "-f", os.path.join(ctx.spool, "jobs", job)],
                           capture_output=True, text=True).stdout
     check(not left.strip(), "nothing of the job runs on the node", left)
+    print("cancel: %s (slurm job %s) cancelled in %.1f s, gone from squeue, nothing left on "
+          "the node" % (job, s["id"], time.time() - t0))
     ctx.stop()
 
 
@@ -325,6 +336,17 @@ def down(ctx):
     lost(ctx, "down")
 
 
+def once(lines):
+    """Each of a re-attached job's lines once: one start line, the compile
+    time limit's error line once, one verdict."""
+    kinds = [l.get("type") for l in lines]
+    errs = [l for l in lines if l.get("type") == "error"]
+    check(kinds.count("start") == 1 and kinds.count("verdict") == 1,
+          "one start line and one verdict line", kinds)
+    check(len(errs) == 1 and errs[0].get("code") == "compile_timeout",
+          "the compile time limit's error line, once", lines)
+
+
 def node_tmpdir(ctx, job):
     """The TMPDIR of the job's qual-run on the node (a child of qual-slurm
     --node for the job's folder)."""
@@ -369,11 +391,24 @@ def restart(ctx):
     v, _ = ctx.verdict(job)
     lines = ctx.lines(job)
     check(v["verdict"] == "fail", "the hanging candidate's verdict, after the restart", v)
-    errs = [l for l in lines if l.get("type") == "error"]
-    check(len(errs) == 1 and errs[0].get("code") == "compile_timeout",
-          "the compile time limit's error line, once", lines)
+    once(lines)
     check("following its slurm job again" in ctx.read_log(), "quald says it re-attached",
           ctx.read_log())
+    # quald killed (SIGKILL: no orderly stop) after its state was saved
+    # with the Slurm job RUNNING and lines taken since: the next start
+    # skips exactly the lines stored, none twice, none lost.
+    job2 = ctx.submit("--gpu-type", "fakea", candidate=ctx.args.hang, timeout_s=10)[0]
+    ctx.wait_for("the job running in Slurm", lambda: ctx.running_in_slurm(job2), 40)
+    ctx.wait_for("its start line stored", lambda: len(ctx.lines(job2)) >= 1, 20)
+    ctx.stop(signal.SIGKILL)
+    ctx.start()
+    v2, _ = ctx.verdict(job2)
+    check(v2["verdict"] == "fail", "after a crash: the hanging candidate's verdict", v2)
+    once(ctx.lines(job2))
+    print("restart: %s (slurm job %s) ran on while quald was stopped; re-attached, verdict %s, "
+          "seqs 0..%d without a gap or a repeat, node TMPDIR %s kept; %s after quald was "
+          "killed: verdict %s, each line once" %
+          (job, s["id"], v["verdict"], lines[-1]["seq"], tmp, job2, v2["verdict"]))
     ctx.stop()
 
 
@@ -410,6 +445,8 @@ def calibrate(ctx):
     check(v0.get("calibration") is None and
           ("no calibration of %s-gpu0" % node()) in (v0.get("calibration_because") or ""),
           "a job on the other GPU says it has none", v0)
+    print("calibrate: record %s (%d runs) in the spool; %s on fakeb carries it; %s on fakea: "
+          "%s" % (key, rec["runs"], j1, j0, v0["calibration_because"]))
     ctx.stop()
 
 

@@ -1,7 +1,8 @@
 /* proto/remote.c: a status line read back as written, null for Slurm's
  * "None" and no node; free text told apart from a status line; a status
  * line that is not one refused with what is wrong; Slurm's states in their
- * phases; the spool's paths checked; the node's exit file both ways. */
+ * phases; the spool's paths checked; the node's exit file both ways; a
+ * node's GPU's key (calibration per node and GPU). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,42 @@ static void test_exit_file(void **state)
 	assert_int_equal(remote_exit_parse("1\n2\n", 4, &back, &m), QUAL_EINVAL);
 }
 
+/* A node's GPU's key: node-gpuN from the first of SLURM_JOB_GPUS, -nogpu
+ * without one, the node's name made safe for a file name; a key is one of
+ * a node's only in that form: another node's, a path or a bare name is
+ * not (quald stores a record under its key's name). */
+static void test_device_key(void **state)
+{
+	struct qual_msg m;
+	char key[64];
+
+	(void)state;
+	assert_int_equal(remote_device_key("gpu7", "3,5", key, sizeof key, &m), 0);
+	assert_string_equal(key, "gpu7-gpu3");
+	assert_int_equal(remote_device_key("gpu7", "", key, sizeof key, &m), 0);
+	assert_string_equal(key, "gpu7-nogpu");
+	assert_int_equal(remote_device_key("gpu7", NULL, key, sizeof key, &m), 0);
+	assert_string_equal(key, "gpu7-nogpu");
+	assert_int_equal(remote_device_key("../a/b c", "0", key, sizeof key, &m), 0);
+	assert_string_equal(key, ".._a_b_c-gpu0");
+	assert_int_equal(remote_device_key("", "0", key, sizeof key, &m), QUAL_EINVAL);
+	assert_int_equal(remote_device_key("n", "0", key, 4, &m), QUAL_EINVAL);
+
+	assert_true(remote_device_key_of("gpu7-gpu3", "gpu7"));
+	assert_true(remote_device_key_of("gpu7-nogpu", "gpu7"));
+	assert_true(remote_device_key_of(".._a_b_c-gpu0", "../a/b c"));
+	assert_false(remote_device_key_of("gpu7-gpu3", "gpu8"));
+	assert_false(remote_device_key_of("gpu7-gpu", "gpu7"));
+	assert_false(remote_device_key_of("gpu7-gpu3/../../x", "gpu7"));
+	assert_false(remote_device_key_of("gpu7-gpux", "gpu7"));
+	assert_false(remote_device_key_of("gpu7", "gpu7"));
+	assert_false(remote_device_key_of("gpu77-gpu1", "gpu7"));
+	assert_false(remote_device_key_of(NULL, "gpu7"));
+	assert_false(remote_device_key_of("gpu7-gpu1", NULL));
+}
+
 QUAL_TESTS(
+	cmocka_unit_test(test_device_key),
 	cmocka_unit_test(test_status_round_trip),
 	cmocka_unit_test(test_status_refused),
 	cmocka_unit_test(test_phase),
