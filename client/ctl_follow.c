@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -392,22 +393,23 @@ static bool is_flag(const struct submit_option *o)
 /* Submit and calibrate: the request from the command line (their options,
  * FOR_SUBMIT or FOR_CALIBRATE), sent, and followed unless asked not to. A
  * calibration is a submit of one library as both arms, with "calibrate". */
-/* How bad an exit status is, for the overall verdict of several GPU
- * types: the engine's precedence (fail > error > regression > not timed
- * > pass), so that a regression on any type is a regression. */
-static int status_rank(int status)
+/* The verdict a job's exit status stands for, for the overall verdict of
+ * several GPU types (fleet_overall: the engine's precedence, the one quald
+ * gives list and history by): a pass as neutral, what kept a verdict from
+ * us as an error. */
+static int status_verdict(int status)
 {
 	switch (status) {
 	case QUAL_EXIT_PASS:
-		return 0;
+		return RUN_NEUTRAL;
 	case QUAL_EXIT_NOT_TIMED:
-		return 1;
+		return RUN_NOT_TIMED;
 	case QUAL_EXIT_REGRESSION:
-		return 2;
+		return RUN_REGRESSION;
 	case QUAL_EXIT_FAIL:
-		return 4;
+		return RUN_FAIL;
 	default:
-		return 3; /* error, and what kept a verdict from us */
+		return RUN_ERROR;
 	}
 }
 
@@ -436,13 +438,25 @@ static int submit_types(struct ctl *ctl, const struct command *cmd, struct submi
 	size_t n = json_array_size(s->types), i;
 	char **jobs = xcalloc(n, sizeof *jobs);
 	int *status = xcalloc(n, sizeof *status);
-	int rc = -1, worst = QUAL_EXIT_PASS;
+	int rc = -1, worst = QUAL_EXIT_PASS, overall = RUN_NEUTRAL;
 
 	if (ctl->rep.json_out || ctl->rep.junit || ctl->rep.markdown) {
 		rc = ctl_usage_error(cmd, "%s", "--json-out, --junit and --markdown take one job: "
 				     "with several --gpu-type, give them to 'qualctl wait JOB' "
 				     "for each type's job");
 		goto out;
+	}
+	/* One name for the submission's jobs: quald's list, history, exports
+	 * and dashboard give their overall verdict by it. */
+	{
+		unsigned char r[6];
+		char name[16];
+
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			abort();
+		snprintf(name, sizeof name, "s-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
+			 r[4], r[5]);
+		json_object_set_new(s->req, FLEET_SUBMISSION_KEY, json_string(name));
 	}
 	for (i = 0; i < n && rc < 0; i++) {
 		json_t *req = json_deep_copy(s->req);
@@ -494,8 +508,12 @@ static int submit_types(struct ctl *ctl, const struct command *cmd, struct submi
 		if (conn_signal_caught() && status[i] == QUAL_EXIT_ERROR)
 			status[i] = -1; /* the follow was stopped, not the job */
 		/* An outcome not known here counts as an error: never a pass. */
-		if (status_rank(status[i] < 0 ? QUAL_EXIT_ERROR : status[i]) > status_rank(worst))
+		if (fleet_overall(overall, status_verdict(status[i] < 0 ? QUAL_EXIT_ERROR :
+							  status[i])) != overall) {
+			overall = fleet_overall(overall, status_verdict(status[i] < 0 ?
+								QUAL_EXIT_ERROR : status[i]));
 			worst = status[i] < 0 ? QUAL_EXIT_ERROR : status[i];
+		}
 	}
 	if (!ctl->json) {
 		printf("gpu types:");

@@ -330,7 +330,9 @@ static const char *const csv_job_cols[] = {"job", "state", "verdict", "submitted
 					   "finished"};
 /* Only when some job has a GPU type (quald's Slurm backend): after the
  * case's columns, so that an export of a local quald keeps its shape. */
-static const char *const csv_fleet_cols[] = {FLEET_GPU_TYPE_KEY, FLEET_NODE_KEY};
+static const char *const csv_fleet_cols[] = {FLEET_GPU_TYPE_KEY, FLEET_NODE_KEY,
+					     FLEET_SUBMISSION_KEY, FLEET_OVERALL_KEY};
+#define NFLEETCOLS (sizeof csv_fleet_cols / sizeof csv_fleet_cols[0])
 static const char *const csv_case_cols[] = {"case", "verdict", "ratio", "ci_low",
 					    "ci_high", "p_holm", "baseline_ns",
 					    "candidate_ns", "timed"};
@@ -361,7 +363,7 @@ static void csv_row(FILE *f, json_t *job, json_t *c, const char **keys, size_t n
 	}
 	for (size_t k = 0; k < NCASECOLS; k++)
 		csv_value(f, c, csv_case_cols[k], false);
-	for (size_t k = 0; fleet && k < 2; k++)
+	for (size_t k = 0; fleet && k < NFLEETCOLS; k++)
 		csv_value(f, job, csv_fleet_cols[k], false);
 	for (size_t k = 0; k < nkeys; k++)
 		csv_value(f, json_object_get(job, "labels"), keys[k], false);
@@ -389,7 +391,7 @@ static void export_csv(FILE *f, json_t *jobs)
 		csv_field(f, arm_cols[k], true, false);
 	for (k = 0; k < NCASECOLS; k++)
 		csv_field(f, k == 1 ? "case_verdict" : csv_case_cols[k], true, false);
-	for (k = 0; fleet && k < 2; k++)
+	for (k = 0; fleet && k < NFLEETCOLS; k++)
 		csv_field(f, csv_fleet_cols[k], true, false);
 	for (k = 0; k < nkeys; k++) {
 		snprintf(head, sizeof head, "label:%s", keys[k]);
@@ -446,6 +448,10 @@ static json_t *lnt_report(json_t *job, const char *machine)
 		json_object_set(run, "qual_gpu_type", json_object_get(job, FLEET_GPU_TYPE_KEY));
 	if (json_is_string(json_object_get(job, FLEET_NODE_KEY)))
 		json_object_set(run, "qual_node", json_object_get(job, FLEET_NODE_KEY));
+	if (json_is_string(json_object_get(job, FLEET_SUBMISSION_KEY)))
+		json_object_set(run, "qual_submission", json_object_get(job, FLEET_SUBMISSION_KEY));
+	if (json_is_string(json_object_get(job, FLEET_OVERALL_KEY)))
+		json_object_set(run, "qual_overall", json_object_get(job, FLEET_OVERALL_KEY));
 	json_object_set_new(run, "qual_verdict", json_string(str_of(job, "verdict", "")));
 	json_object_set_new(run, "baseline_sha256", json_string(
 		str_of(json_object_get(job, "baseline"), "sha256", "")));

@@ -32,6 +32,7 @@
 #include "common/xalloc.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/oplog.h"
+#include "proto/fleet.h"
 #include "proto/line.h"
 #include "stats/stats.h"
 
@@ -441,6 +442,8 @@ static json_t *history_job(const struct job *job, const char *case_name)
 		json_object_update(o, tags);
 		json_decref(tags);
 	}
+	if (job->args.submission)
+		json_object_set_new(o, FLEET_SUBMISSION_KEY, json_string(job->args.submission));
 	return o;
 }
 
@@ -472,6 +475,7 @@ json_t *jobs_history_json(struct jobs *j, const struct jobs_history_query *q)
 	}
 	while (n > 0)
 		json_array_append_new(list, history_job(hit[--n], q->case_name));
+	jobs__overall_into(j, list);
 	free(hit);
 	o = json_pack("{s:o}", "jobs", list);
 	if (pending) {

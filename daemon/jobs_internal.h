@@ -284,6 +284,14 @@ void jobs__schedule_soon(struct jobs *j);
  * struct goes. */
 void jobs__close_check(struct jobs *j);
 
+/* ---- jobs_reply.c ------------------------------------------------------------ */
+
+/* Each entry of entries (list or history entries, borrowed) that names a
+ * submission (proto/fleet.h) gets "overall": the submission's verdict over
+ * all of its jobs quald holds (fleet_overall), or null while one of them has
+ * none yet. */
+void jobs__overall_into(struct jobs *j, json_t *entries);
+
 /* ---- remote.c (the Slurm backend, remote.h) ------------------------------- */
 
 /* quald --backend slurm (cfg; NULL: the local backend): its settings

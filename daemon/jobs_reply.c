@@ -223,6 +223,8 @@ static void job_settings_into(const struct job *job, json_t *o)
 	 * last said (id, state, reason, node). */
 	if (job->args.gpu_type)
 		json_object_set_new(o, FLEET_GPU_TYPE_KEY, json_string(job->args.gpu_type));
+	if (job->args.submission)
+		json_object_set_new(o, FLEET_SUBMISSION_KEY, json_string(job->args.submission));
 	if (job->remote)
 		json_object_set_new(o, REMOTE_JSON_KEY, remote__json(job));
 }
@@ -384,6 +386,30 @@ static json_t *list_entry(struct job *job)
 	return o;
 }
 
+void jobs__overall_into(struct jobs *j, json_t *entries)
+{
+	json_t *want = json_object(), *e, *v;
+	const char *s;
+	size_t i;
+
+	json_array_foreach(entries, i, e)
+		if ((s = json_string_value(json_object_get(e, FLEET_SUBMISSION_KEY))))
+			json_object_set_new(want, s, json_integer(RUN_NEUTRAL));
+	for (int k = 0; json_object_size(want) && k < j->njobs; k++) {
+		const struct job *job = j->all[k];
+
+		if (job->args.submission && (v = json_object_get(want, job->args.submission)))
+			json_integer_set(v, fleet_overall((int)json_integer_value(v),
+				vocab_state_ended(reported_state(job)) ? job->verdict :
+				RUN_VERDICT_UNKNOWN));
+	}
+	json_array_foreach(entries, i, e)
+		if ((s = json_string_value(json_object_get(e, FLEET_SUBMISSION_KEY))))
+			json_object_set_new(e, FLEET_OVERALL_KEY, jobs__str_or_null(vocab_verdict_name(
+				(enum run_verdict)json_integer_value(json_object_get(want, s)))));
+	json_decref(want);
+}
+
 json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max_bytes)
 {
 	json_t *list = json_array(), *reply;
@@ -411,6 +437,7 @@ json_t *jobs_list_json(struct jobs *j, int limit, const char *before, size_t max
 		}
 		json_array_append_new(list, o);
 	}
+	jobs__overall_into(j, list);
 	reply = json_pack("{s:o}", "jobs", list);
 	if (i >= 0 && (int)json_array_size(list) < limit)
 		json_object_set_new(reply, "next", json_string(j->all[i + 1]->id));

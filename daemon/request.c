@@ -54,7 +54,7 @@ static const char *const submit_fields[] = {
 	"baseline_options", "candidate_options", "compile_only", "seed",
 	"compile_timeout", "follow", "fixtures", "mode", "max_pairs", "max_seconds",
 	"gate_slower", "gate_faster", "undecided", "calibrate", "slot", "labels",
-	FLEET_GPU_TYPE_KEY, NULL,
+	FLEET_GPU_TYPE_KEY, FLEET_SUBMISSION_KEY, NULL,
 };
 static const char *const watch_fields[] = {"after_job", "after_seq", NULL};
 static const char *const list_fields[] = {"limit", "before", NULL};
@@ -259,6 +259,7 @@ static void submit_release(struct submit_args *s)
 	free(s->candidate_sha256);
 	json_decref(s->labels);
 	free(s->gpu_type);
+	free(s->submission);
 	memset(s, 0, sizeof *s);
 }
 
@@ -338,7 +339,10 @@ static int parse_submit(json_t *o, struct submit_args *s, struct qual_msg *msg)
 	if ((rc = get_labels(o, &s->labels, msg)) < 0)
 		return rc;
 	if ((rc = get_string(o, FLEET_GPU_TYPE_KEY, FLEET_MAX_TYPE_LEN, &s->gpu_type, msg)) < 0 ||
-	    (s->gpu_type && (rc = fleet_gpu_type_check(s->gpu_type, msg)) < 0))
+	    (s->gpu_type && (rc = fleet_gpu_type_check(s->gpu_type, msg)) < 0) ||
+	    (rc = get_string(o, FLEET_SUBMISSION_KEY, FLEET_MAX_TYPE_LEN, &s->submission,
+			     msg)) < 0 ||
+	    (s->submission && (rc = fleet_submission_check(s->submission, msg)) < 0))
 		return rc;
 	x = 0;
 	if ((rc = get_integer(o, "calibrate", 1, CALIB_MAX_RUNS, &x, msg)) < 0)
@@ -651,6 +655,8 @@ json_t *request_submit_to_json(const struct submit_args *s)
 		json_object_set_new(o, "labels", json_deep_copy(s->labels));
 	if (s->gpu_type)
 		json_object_set_new(o, FLEET_GPU_TYPE_KEY, json_string(s->gpu_type));
+	if (s->submission)
+		json_object_set_new(o, FLEET_SUBMISSION_KEY, json_string(s->submission));
 	if (s->baseline_sha256)
 		request_submit_set_pin(o, 0, s->baseline_real, s->baseline_sha256);
 	if (s->candidate_sha256)

@@ -79,6 +79,8 @@ struct submit_args {
 	/* The GPU type Slurm is asked for (proto/fleet.h; --backend slurm
 	 * only), or NULL: any GPU. */
 	char *gpu_type;
+	/* The submission it is one job of (proto/fleet.h), or NULL. */
+	char *submission;
 };
 
 struct request {

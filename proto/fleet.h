@@ -28,4 +28,21 @@
  * got 'a:b'". */
 int fleet_gpu_type_check(const char *s, struct qual_msg *msg);
 
+/* The submit field and stored key that ties the jobs of one submission
+ * together (qualctl submit with several --gpu-type: one job per type, one
+ * name for all), so that list, history, the exports and the dashboard can
+ * give the submission's overall verdict (fleet_overall). Its value is a
+ * word as a GPU type is: qualctl's is "s-" and 12 random hex digits. */
+#define FLEET_SUBMISSION_KEY "submission"
+#define FLEET_OVERALL_KEY "overall"
+int fleet_submission_check(const char *s, struct qual_msg *msg);
+
+/* The overall verdict of a submission so far, given one more of its jobs'
+ * verdicts (an enum run_verdict; RUN_VERDICT_UNKNOWN for a job without one
+ * yet, which makes the overall unknown until every job has one): the worse
+ * by the engine's precedence, fail > error (cancelled, interrupted) >
+ * regression > not_timed > improvement > neutral, so that a regression on
+ * any GPU type is the submission's regression. */
+int fleet_overall(int so_far, int verdict);
+
 #endif

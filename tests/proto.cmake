@@ -2,9 +2,10 @@
 # test file in tests/unit/proto/ (settings: the table and its codecs; vocab:
 # the shared words and the job id rule; line: a line parsed once; strv:
 # arguments out of sight of /proc/PID/cmdline; remote: the Slurm bridge's
-# status lines, spool paths and exit file). Pure but for strv's pipes and
+# status lines, spool paths and exit file; fleet: GPU types, submissions and
+# their overall verdict). Pure but for strv's pipes and
 # memfds and remote's one Slurm id file; no processes.
-foreach(t settings vocab line strv remote)
+foreach(t settings vocab line strv remote fleet)
   qual_unit_tests(test_proto_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/proto/test_${t}.c
                   LABEL unit PREFIX proto_${t} TIMEOUT 60 LIBS qual_proto)
 endforeach()

@@ -130,14 +130,20 @@
 		return el('span', {class: 'badge v-' + (v || 'none'), text: (v || '?') + (extra || '')});
 	}
 
-	/* The Slurm backend's: a job's GPU type and node as a chip, and
-	 * Slurm's reason beside a state (queued in Slurm: Resources). */
+	/* The Slurm backend's: a job's GPU type and node as a chip, with its
+	 * submission's overall verdict over all its GPU types (quald's
+	 * "overall": null while one of them runs), and Slurm's reason beside a
+	 * state (queued in Slurm: Resources). */
 	function fleetChip(j) {
 		const s = j.slurm || {};
-		if (!j.gpu_type && !s.node)
+		if (!j.gpu_type && !s.node && !j.submission)
 			return '';
 		const text = (j.gpu_type || 'gpu') + (s.node ? ' @ ' + s.node : '');
-		return el('span', {class: 'chip', title: 'Slurm job ' + (s.id || '?'), text});
+		const chip = el('span', {class: 'chip', title: 'Slurm job ' + (s.id || '?'), text});
+		if (!j.submission)
+			return chip;
+		return el('span', {}, chip, ' ', el('span', {class: 'chip', title: 'submission ' + j.submission,
+			text: 'overall '}, j.overall ? verdictBadge(j.overall) : el('span', {class: 'note', text: 'pending'})));
 	}
 	function stateText(j) {
 		const s = j.slurm || {};

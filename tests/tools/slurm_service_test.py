@@ -228,13 +228,27 @@ def types(ctx):
         v, _ = ctx.verdict(j)
         check(v["verdict"] == want and v.get("gpu_type", t) == t,
               "job %s of type %s: %s" % (j, t, want), v)
+    # One submission: list and history give its overall verdict on each of
+    # its jobs (fail outranks cancelled, which reads as error), null until
+    # both have ended (a verdict line comes before its worker's end).
+    ctx.wait_for("both jobs ended", lambda: all(ctx.entry(x)["state"] in ("done", "cancelled")
+                                                for x in jobs), 30)
+    e0, e1 = ctx.entry(jobs[0]), ctx.entry(jobs[1])
+    check(e0.get("submission") and e0["submission"] == e1.get("submission") and
+          e0["submission"].startswith("s-") and e0.get("overall") == "fail" and
+          e1.get("overall") == "fail", "list: one submission, overall fail", e0, e1)
+    check("submission" not in ctx.entry(job), "a single-type submit is no submission",
+          ctx.entry(job))
     # History per type, and the export's columns.
     h = ctx.ctl_json("history", "--gpu-type", "fakeb")[0]["jobs"]
-    check([x["job"] for x in h] == [jobs[1]] and h[0]["gpu_type"] == "fakeb",
-          "history --gpu-type fakeb: only that type's job", h)
+    check([x["job"] for x in h] == [jobs[1]] and h[0]["gpu_type"] == "fakeb" and
+          h[0].get("overall") == "fail", "history --gpu-type fakeb: that type's job, with "
+          "its submission's overall verdict", h)
     rows = list(csv.DictReader(io.StringIO(ctx.ctl("export", "--csv", check_rc=0).stdout)))
     check({r["job"]: r["gpu_type"] for r in rows} ==
           {job: "fakea", jobs[0]: "fakea", jobs[1]: "fakeb"}, "export: gpu_type per job", rows)
+    check({r["job"]: r["overall"] for r in rows} == {job: "", jobs[0]: "fail", jobs[1]: "fail"},
+          "export: the submission's overall verdict", rows)
     check(all(r["node"] == node() for r in rows), "export: the node", rows)
     # A type the cluster does not have: sbatch's refusal, an error verdict.
     j = ctx.submit("--gpu-type", "nosuch")[0]
