@@ -119,8 +119,8 @@ class Ctx:
         try:
             return subprocess.run(list(cmd), env=self.env, capture_output=True, text=True,
                                   timeout=30).stdout
-        except FileNotFoundError:
-            return ""  # no Slurm here (the local scenario)
+        except (FileNotFoundError, subprocess.TimeoutExpired):
+            return ""  # no Slurm here, or no controller answering
 
     def cluster(self, *what):
         r = subprocess.run(["bash", CLUSTER, what[0], self.args.cluster, *what[1:]],
@@ -539,8 +539,9 @@ def main():
     finally:
         ctx.stop(signal.SIGKILL)
         # What a failed scenario left in Slurm must not hold the next one's
-        # GPUs.
-        ctx.slurm("scancel", "--partition=qual")
+        # GPUs (the local scenario has no cluster to ask).
+        if args.scenario != "local":
+            ctx.slurm("scancel", "--partition=qual")
     print("%s: ok" % args.scenario)
     return 0
 
