@@ -581,7 +581,10 @@ def qual_run(ctx):
     print("qual_run: %d lines, verdict %s" % (len(recs), recs[-1]["verdict"]))
 
 
-def cluster(ctx_args, what):
+def cluster(ctx_args, what, types=None):
+    """The tests' cluster in ctx_args.cluster: what is "start" (a fresh one,
+    with GPU types types, e.g. "fakea:1,fakeb:1"; default the script's) or
+    "stop". slurm_service_test.py uses it too."""
     marker = os.path.join(ctx_args.cluster, "skipped")
     if what == "stop":
         if not os.path.exists(marker):
@@ -593,7 +596,8 @@ def cluster(ctx_args, what):
                    stdout=subprocess.DEVNULL)
     shutil.rmtree(ctx_args.cluster, ignore_errors=True)
     os.makedirs(ctx_args.cluster)
-    r = subprocess.run(["bash", CLUSTER, "start", ctx_args.cluster])
+    r = subprocess.run(["bash", CLUSTER, "start", ctx_args.cluster] +
+                       (["--types", types] if types else []))
     if r.returncode == SKIP:
         # The scenarios skip; this step itself passes (a skipped fixture
         # setup would mark them not run, as failures).

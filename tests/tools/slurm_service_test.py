@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurm_bridge_test  # noqa: E402  (its cluster fixture)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER = os.path.join(ROOT, "scripts", "slurm-cluster.sh")
 SKIP = 77
@@ -495,22 +498,6 @@ def local(ctx):
     ctx.stop()
 
 
-def cluster(args, what):
-    marker = os.path.join(args.cluster, "skipped")
-    if what == "stop":
-        if not os.path.exists(marker):
-            subprocess.run(["bash", CLUSTER, "stop", args.cluster])
-        return 0
-    os.makedirs(args.cluster, exist_ok=True)
-    if os.path.exists(marker):
-        os.unlink(marker)
-    r = subprocess.run(["bash", CLUSTER, "start", args.cluster, "--types", "fakea:1,fakeb:1"])
-    if r.returncode == SKIP:
-        open(marker, "w").close()
-        return 0
-    return r.returncode
-
-
 SCENARIOS = {f.__name__: f for f in (types, cancel, drain, node_fail, down, restart, calibrate,
                                      local)}
 
@@ -523,7 +510,7 @@ def main():
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.scenario in ("cluster-start", "cluster-stop"):
-        return cluster(args, args.scenario.split("-")[1])
+        return slurm_bridge_test.cluster(args, args.scenario.split("-")[1], "fakea:1,fakeb:1")
     if args.scenario != "local" and os.path.exists(os.path.join(args.cluster, "skipped")):
         print("skipped: no Slurm cluster (slurm-cluster.sh said so at start)")
         return SKIP
