@@ -191,6 +191,15 @@ static int read_exit(struct follow *f)
 	if (e.end == REMOTE_END_SIGNAL && e.value != f->forwarded && stopped_by_slurm(f))
 		return lost(f, true);
 	tail(f, true);
+	/* A job that ran between two polls was never seen on its node: Slurm
+	 * is asked once more, so that quald learns the node before the bridge
+	 * ends (a calibration's record is stored by it). */
+	if (!f->have_last || !f->last.node[0]) {
+		struct remote_status st;
+
+		if (slurm_cli_query(f->slurm_id, &st, &m) > 0)
+			say_status(f, &st);
+	}
 	if (e.end == REMOTE_END_REFUSED)
 		fprintf(stderr, "qual-slurm: qual-run was not started on node %s: %s\n",
 			f->have_last && f->last.node[0] ? f->last.node : "(unknown)", e.message);

@@ -152,12 +152,29 @@ struct worker {
 	char chunk[WORKER_READ_CHUNK];
 	char errchunk[WORKER_STDERR_KEEP];
 	struct remote_feed rfeed;  /* the Slurm backend: the bridge's status lines */
+	json_t *calib_verdict;     /* the Slurm backend: its verdict line's
+				    * object, for the calibration record it
+				    * may hold, taken once the bridge has said
+				    * everything (the node it ran on) */
 	bool detached;             /* its Slurm job goes on without it: quald
 				    * stopped (its job stays running, to be
 				    * followed again at the next start) */
 };
 
 static void worker_timer(uv_timer_t *t);
+
+/* A verdict line's calibration record (calibration.c): at once, or in the
+ * Slurm backend when the worker concludes, since the record must name the
+ * node the job ran on and the bridge may say the node only as it ends. */
+static void worker_calib_verdict(struct worker *w, json_t *verdict)
+{
+	if (!w->j->remote) {
+		calib__take_verdict(w->j, w->job, w->slot, verdict);
+		return;
+	}
+	json_decref(w->calib_verdict);
+	w->calib_verdict = json_incref(verdict);
+}
 static void worker_remote_started(struct worker *w);
 static void worker_err_text(void *ctx, const char *line, size_t len);
 
@@ -181,6 +198,7 @@ static void worker_handle_closed(uv_handle_t *h)
 	j->slots[w->slot].w = NULL;
 	j->nworkers--;
 	lines_splitter_release(&w->split);
+	json_decref(w->calib_verdict);
 	free(w);
 	jobs__schedule_soon(j);
 	jobs__close_check(j);
@@ -380,7 +398,7 @@ static int worker_relay(void *ctx, const char *line, size_t len)
 	 * bad_line and arm null: it blames no one and ends nothing. */
 	worker_inspect(w, l);
 	if (line_is_verdict(l))
-		calib__take_verdict(j, job, w->slot, l->obj);
+		worker_calib_verdict(w, l->obj);
 	if (w->seen.verdict != RUN_VERDICT_UNKNOWN && !w->exited &&
 	    w->stop == WORKER_RUNNING) {
 		double limit_ms = 1000.0 * j->job_timeout_s;
@@ -520,6 +538,8 @@ static void worker_conclude(struct worker *w)
 	     (job->attach && !child_exit_signal(&w->ex) &&
 	      child_exit_code(&w->ex) == REMOTE_EXIT_REFUSED)))
 		remote__scancel(j, job, "its bridge ended without ending it");
+	if (w->calib_verdict)
+		calib__take_verdict(j, job, w->slot, w->calib_verdict);
 	if (w->seen.verdict != RUN_VERDICT_UNKNOWN) {
 		job->verdict = w->seen.verdict;
 		if (w->seen.dropped)
