@@ -254,10 +254,25 @@ class Quald:
         names = os.listdir(d) if os.path.isdir(d) else []
         return sorted(n for n in names if re.fullmatch(r"j[0-9]+", n))
 
+    def reported_state(self, job):
+        """The state quald reports the job in (list), or None when it does
+        not answer or does not list it."""
+        r = self.ctl("list", "--json")
+        if r.returncode != 0:
+            return None
+        return next((j["state"] for j in json.loads(r.stdout)["jobs"] if j["job"] == job),
+                    None)
+
     def wait_job_state(self, job, states, timeout=JOB_S):
+        """The job's state file in one of states, and quald reporting it so:
+        the file is on disk a moment before quald's writer has finished with
+        it (a directory sync), and quald reports an ended job as ended only
+        from then on, its verdict line written (daemon/jobs_reply.c)."""
         def ended():
             st = self.stored_state(job)
-            return st if st["state"] in states else None
+            if st["state"] not in states:
+                return None
+            return st if self.reported_state(job) == st["state"] else None
         return wait_until(ended, timeout, f"job {job} to reach state {'/'.join(states)}",
                           step=0.05)
 
