@@ -8,6 +8,7 @@
  *   ctl_follow.c  submit and watch: job lines as they come
  *   ctl_query.c   status, list, show, cancel, quarantine
  *   ctl_history.c history and export
+ *   ctl_explain.c explain
  *
  * Every function that ends a command returns its exit status
  * (common/exitcode.h); those that may go on return -1 instead. */
@@ -195,5 +196,7 @@ int ctl_calibration(struct ctl *ctl, const struct command *cmd, int argc, char *
  * table, or written as CSV or LNT reports. */
 int ctl_history(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 int ctl_export(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
+/* explain JOB CASE (ctl_explain.c): the case's code line for a person. */
+int ctl_explain(struct ctl *ctl, const struct command *cmd, int argc, char **argv);
 
 #endif

@@ -149,6 +149,16 @@ static const struct command commands[] = {
 	 "while it has none (queued, running: 'qualctl wait' gates on it), 3\n"
 	 "when a --junit or --markdown report was asked of such a job; 4 usage\n"
 	 "or refused; 5 quald cannot be reached.\n"},
+	{"explain", ctl_explain, "explain (JOB | FILE) CASE [--no-diff] [options]",
+	 "Shows what the two compilers made of one case of a job (or of a file of\n"
+	 "qual-run's lines, - for stdin): both arms' code size, instructions,\n"
+	 "registers, spills, local and shared memory, theoretical occupancy at the\n"
+	 "case's block size and instruction mix side by side with the change, then\n"
+	 "the diff of the two disassemblies (registers and labels renamed in the\n"
+	 "order of first use). --json prints the case's code line as it is.\n"
+	 "\n"
+	 "  --no-diff             the figures only\n"
+	 CTL_COMMON_HELP EXIT_HELP},
 	{"cancel", ctl_cancel, "cancel JOB [options]",
 	 "Cancels a queued or running job; its log ends with a cancelled verdict.\n\n"
 	 CTL_COMMON_HELP EXIT_HELP},

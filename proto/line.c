@@ -80,7 +80,7 @@ void lines_classify(json_t *line, struct lines_info *info)
 		{ "case_verdict", LINES_CASE_VERDICT }, { "verdict", LINES_VERDICT },
 		{ "error", LINES_ERROR }, { "block", LINES_BLOCK },
 		{ "session_time", LINES_SESSION_TIME },
-		{ "calibration_run", LINES_CALIBRATION_RUN },
+		{ "calibration_run", LINES_CALIBRATION_RUN }, { "code", LINES_CODE },
 	};
 	const char *type, *gpu;
 
@@ -207,6 +207,12 @@ static const struct field_rule calibration_run_rules[] = {
 	{ NULL, 0, NULL },
 };
 
+static const struct field_rule code_rules[] = {
+	{ "case", K_STR, NULL }, { "target", K_STR, NULL }, { "baseline", K_OBJ, NULL },
+	{ "candidate", K_OBJ, NULL }, { "identical_code", K_BOOL, NULL },
+	{ "diff", K_OBJ | K_NULL, NULL }, { NULL, 0, NULL },
+};
+
 static int kinds_of(json_t *v)
 {
 	switch (json_typeof(v)) {
@@ -260,6 +266,7 @@ int lines_check(json_t *line, struct qual_msg *msg)
 		{ LINES_BLOCK, block_rules },
 		{ LINES_SESSION_TIME, session_time_rules },
 		{ LINES_CALIBRATION_RUN, calibration_run_rules },
+		{ LINES_CODE, code_rules },
 	};
 	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_known };
 	static const struct field_rule gpu = { "gpu", K_STR, gpu_known };

@@ -50,6 +50,7 @@ enum lines_type {
 	LINES_SESSION_TIME, /* a timing session's phases (common/timesplit.h) */
 	LINES_CALIBRATION_RUN, /* how one run of a calibration ended
 				* (run/qual_calibrate.c) */
+	LINES_CODE,      /* what the compilers made of a case (run/explain.c) */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from

@@ -117,6 +117,7 @@ static void compile_phase(struct run *run, const int *sel, int nsel, struct fixt
 	}
 	fixture_keep_run(keep);
 	runner__compile_all(run, compile_sel, ncompile);
+	runner__explain(run, compile_sel, ncompile);
 	t = timesplit_add(&run->split, TS_COMPILE, t);
 	fixture_keep_wait(keep);
 	timesplit_add(&run->split, TS_FIXTURES_PREBUILT, t);

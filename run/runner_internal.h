@@ -356,6 +356,14 @@ void runner__compile_all(struct run *run, const int *sel, int nsel);
 const struct compiled *runner__compile(struct run *run, const struct fixture_case *c,
 				       int arm);
 
+/* What the compilers made of the cases of sel (explain.c): one "code" line
+ * each whose two arms compiled, after the compile phase. */
+void runner__explain(struct run *run, const int *sel, int nsel);
+
+/* The most of a code line's diff kept (bytes): 13 built-in cases at most
+ * 1.7 MB of a job's log. */
+#define RUNNER_EXPLAIN_DIFF_MAX ((size_t)128 << 10)
+
 /* Frees run->cache and closes the artifact cache. */
 void runner__compile_release(struct run *run);
 

@@ -20,7 +20,8 @@ add_library(qual_runner_test_lib STATIC
   ${S}/run/runner_case.c ${S}/run/runner_check.c ${S}/run/runner_time.c
   ${S}/run/runner_emit.c ${S}/run/sessions_probe.c ${S}/run/sessions_child.c
   ${S}/run/sessions_plan.c ${S}/run/compile_all.c ${S}/run/cache.c
-  ${S}/compile/rtc_mode.c)
+  ${S}/compile/rtc_mode.c ${S}/compile/disasm.c ${S}/compile/disasm_parse.c
+  ${S}/compile/occupancy.c ${S}/run/explain.c)
 find_package(Threads REQUIRED)
 target_link_libraries(qual_runner_test_lib PUBLIC qual_common qual_fixtures qual_judge
                       Threads::Threads ${CMAKE_DL_LIBS} m)

@@ -1,0 +1,129 @@
+/* A code line for a person (explain.h). */
+#include "client/explain.h"
+
+#include <string.h>
+
+static const char *str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+/* A figure's cell: the number, or "-" when unknown. */
+static void cell(json_t *v, char *buf, size_t cap)
+{
+	if (json_is_integer(v))
+		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	else
+		snprintf(buf, cap, "-");
+}
+
+static void row(FILE *out, const char *label, json_t *b, json_t *c)
+{
+	char x[32], y[32], d[32] = "";
+
+	cell(b, x, sizeof x);
+	cell(c, y, sizeof y);
+	if (json_is_integer(b) && json_is_integer(c) &&
+	    json_integer_value(b) != json_integer_value(c)) {
+		long long delta = (long long)(json_integer_value(c) - json_integer_value(b));
+
+		if (json_integer_value(b) > 0)
+			snprintf(d, sizeof d, "%+lld (%+.1f%%)", delta,
+				 100.0 * (double)delta / (double)json_integer_value(b));
+		else
+			snprintf(d, sizeof d, "%+lld", delta);
+	}
+	fprintf(out, "  %-24s %12s %12s%s%s\n", label, x, y, d[0] ? "  " : "", d);
+}
+
+static void figure(FILE *out, const char *label, json_t *arms[2], const char *key)
+{
+	row(out, label, json_object_get(arms[0], key), json_object_get(arms[1], key));
+}
+
+static void occupancy(FILE *out, json_t *arms[2])
+{
+	char cells[2][32];
+	json_t *o[2];
+
+	for (int i = 0; i < 2; i++) {
+		o[i] = json_object_get(arms[i], "occupancy");
+		if (json_is_object(o[i]))
+			snprintf(cells[i], sizeof cells[i], "%.1f%%",
+				 100 * json_number_value(json_object_get(o[i], "fraction")));
+		else
+			snprintf(cells[i], sizeof cells[i], "-");
+	}
+	fprintf(out, "  %-24s %12s %12s\n", "occupancy", cells[0], cells[1]);
+	row(out, "  blocks per SM", json_object_get(o[0], "blocks_per_sm"),
+	    json_object_get(o[1], "blocks_per_sm"));
+	row(out, "  warps per SM", json_object_get(o[0], "warps_per_sm"),
+	    json_object_get(o[1], "warps_per_sm"));
+	fprintf(out, "  %-24s %12s %12s\n", "  limited by", str(o[0], "limited_by"),
+		str(o[1], "limited_by"));
+}
+
+static void print_diff(FILE *out, json_t *d, bool color)
+{
+	const char *text = str(d, "text"), *s = text;
+
+	fprintf(out, "\ndiff of the disassemblies (registers and labels renamed in order of "
+		"first use): %lld lines added, %lld removed%s%s\n",
+		(long long)json_integer_value(json_object_get(d, "added")),
+		(long long)json_integer_value(json_object_get(d, "removed")),
+		json_is_true(json_object_get(d, "coarse")) ?
+		", too large to match line by line" : "",
+		json_is_true(json_object_get(d, "truncated")) ? "; cut short in the job's line" : "");
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		size_t n = nl ? (size_t)(nl - s) : strlen(s);
+		const char *on = !color ? "" : *s == '+' ? "\033[32m" : *s == '-' ? "\033[31m" :
+				 *s == '@' ? "\033[36m" : "";
+
+		fprintf(out, "%s%.*s%s\n", on, (int)n, s, *on ? "\033[0m" : "");
+		s += n + (nl != NULL);
+	}
+}
+
+void explain_print(FILE *out, json_t *code, bool diff, bool color)
+{
+	json_t *arms[2] = { json_object_get(code, "baseline"), json_object_get(code, "candidate") };
+	json_t *tool = json_object_get(code, "disassembler"), *d = json_object_get(code, "diff");
+	json_t *mix[2] = { json_object_get(arms[0], "mix"), json_object_get(arms[1], "mix") };
+	const char *key;
+	json_t *v;
+
+	fprintf(out, "%s: %s, %lld threads a block, %lld bytes of dynamic shared memory\n",
+		str(code, "case"), str(code, "target"),
+		(long long)json_integer_value(json_object_get(code, "block_threads")),
+		(long long)json_integer_value(json_object_get(code, "dynamic_shared_bytes")));
+	fprintf(out, "code: %s\n", json_is_true(json_object_get(code, "identical_code")) ?
+		"identical in both arms" : "differs");
+	if (json_is_object(tool))
+		fprintf(out, "disassembler: %s %s\n", str(tool, "path"), str(tool, "version"));
+	if (json_is_string(json_object_get(code, "disassembly_error")))
+		fprintf(out, "no disassembly: %s\n", str(code, "disassembly_error"));
+	fprintf(out, "\n  %-24s %12s %12s  change\n", "", "baseline", "candidate");
+	figure(out, "code bytes", arms, "code_bytes");
+	figure(out, "instructions", arms, "instructions");
+	figure(out, "registers per thread", arms, "registers");
+	figure(out, "spill stores (bytes)", arms, "spill_stores");
+	figure(out, "spill loads (bytes)", arms, "spill_loads");
+	figure(out, "local memory (bytes)", arms, "local_bytes");
+	figure(out, "static shared (bytes)", arms, "shared_bytes");
+	occupancy(out, arms);
+	if (json_is_object(mix[0]) || json_is_object(mix[1])) {
+		fprintf(out, "  instruction mix\n");
+		json_object_foreach(json_is_object(mix[0]) ? mix[0] : mix[1], key, v) {
+			char label[40];
+
+			(void)v;
+			snprintf(label, sizeof label, "  %s", key);
+			row(out, label, json_object_get(mix[0], key), json_object_get(mix[1], key));
+		}
+	}
+	if (diff && json_is_object(d))
+		print_diff(out, d, color);
+}
