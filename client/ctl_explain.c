@@ -23,7 +23,8 @@ static const struct option explain_options[] = {
 struct explain_cmd {
 	bool no_diff;
 	const char *case_name;
-	json_t *code;        /* the case's code line, once met */
+	json_t *code;        /* the case's code line, once met, as it came */
+	char *code_text;     /* and its text, for --json */
 	json_t *cases;       /* the names of the cases met, for the message */
 	bool compiled_case;  /* a case line of it was met */
 };
@@ -39,20 +40,28 @@ static int take(void *st, const struct command *cmd, int opt, const char *arg)
 	return 0;
 }
 
-static void meet(struct explain_cmd *e, json_t *line)
+/* A line as it came (text, len bytes): not view_clean()ed, since the diff's
+ * lines are split at its newlines before they are cleaned (explain.c). */
+static void meet(struct explain_cmd *e, const char *text, size_t len)
 {
+	json_t *line = json_loadb(text, len, 0, NULL);
 	const char *type = ctl_type_of(line), *name;
 
-	if (!type || !(name = json_string_value(json_object_get(line, "case"))))
+	if (!type || !(name = json_string_value(json_object_get(line, "case")))) {
+		json_decref(line);
 		return;
+	}
 	if (!strcmp(type, "case")) {
 		json_array_append_new(e->cases, json_string(name));
 		if (!strcmp(name, e->case_name))
 			e->compiled_case = true;
 	} else if (!strcmp(type, "code") && !strcmp(name, e->case_name)) {
 		json_decref(e->code);
+		free(e->code_text);
 		e->code = json_incref(line);
+		e->code_text = strndup(text, len);
 	}
+	json_decref(line);
 }
 
 /* The lines of a file of a run's lines ("-": stdin). */
@@ -68,11 +77,9 @@ static int from_file(struct explain_cmd *e, const char *path)
 		return QUAL_EXIT_USAGE;
 	}
 	while ((n = getline(&buf, &cap, f)) > 0) {
-		json_t *line = json_loadb(buf, (size_t)n, 0, NULL);
-
-		if (line)
-			meet(e, line);
-		json_decref(line);
+		if (buf[n - 1] == '\n')
+			n--;
+		meet(e, buf, (size_t)n);
 	}
 	free(buf);
 	if (f != stdin)
@@ -98,7 +105,7 @@ static int from_job(struct ctl *ctl, struct explain_cmd *e, const char *job)
 			ctl_reply_release(&r);
 			return rc;
 		}
-		meet(e, line.obj);
+		meet(e, line.text, line.len);
 		ctl_reply_release(&line);
 	}
 	ctl_reply_release(&r);
@@ -155,16 +162,14 @@ int ctl_explain(struct ctl *ctl, const struct command *cmd, int argc, char **arg
 		goto out;
 	}
 	if (ctl->json) {
-		char *text = json_dumps(e.code, JSON_COMPACT);
-
-		printf("%s\n", text);
-		free(text);
+		printf("%s\n", e.code_text);
 	} else {
 		explain_print(stdout, e.code, !e.no_diff, view_color_wanted(stdout));
 	}
 	rc = QUAL_EXIT_PASS;
 out:
 	json_decref(e.code);
+	free(e.code_text);
 	json_decref(e.cases);
 	return rc;
 }

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "client/view.h"
+
 static const char *str(json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
@@ -69,40 +71,52 @@ static void print_diff(FILE *out, json_t *d, bool color)
 {
 	const char *text = str(d, "text"), *s = text;
 
-	fprintf(out, "\ndiff of the disassemblies (registers and labels renamed in order of "
-		"first use): %lld lines added, %lld removed%s%s\n",
+	fprintf(out, "\ndiff of the disassemblies, registers and labels renamed in the order\n"
+		"of first use: %lld lines added, %lld removed%s%s\n",
 		(long long)json_integer_value(json_object_get(d, "added")),
 		(long long)json_integer_value(json_object_get(d, "removed")),
 		json_is_true(json_object_get(d, "coarse")) ?
-		", too large to match line by line" : "",
-		json_is_true(json_object_get(d, "truncated")) ? "; cut short in the job's line" : "");
+		",\ntoo large to match line by line" : "",
+		json_is_true(json_object_get(d, "truncated")) ? ";\ncut short in the job's line" : "");
 	while (*s) {
 		const char *nl = strchr(s, '\n');
 		size_t n = nl ? (size_t)(nl - s) : strlen(s);
 		const char *on = !color ? "" : *s == '+' ? "\033[32m" : *s == '-' ? "\033[31m" :
 				 *s == '@' ? "\033[36m" : "";
 
-		fprintf(out, "%s%.*s%s\n", on, (int)n, s, *on ? "\033[0m" : "");
+		/* A compiler's bytes: its control characters shown escaped. */
+		json_t *line = json_stringn_nocheck(s, n);
+
+		view_clean(line);
+		fprintf(out, "%s%s%s\n", on, json_string_value(line), *on ? "\033[0m" : "");
+		json_decref(line);
 		s += n + (nl != NULL);
 	}
 }
 
-void explain_print(FILE *out, json_t *code, bool diff, bool color)
+void explain_print(FILE *out, json_t *raw, bool diff, bool color)
 {
+	/* Its strings cleaned for a terminal, but for the diff's text, which
+	 * is cleaned a line at a time. */
+	json_t *code = json_deep_copy(raw);
+	json_t *d = json_object_get(raw, "diff");
 	json_t *arms[2] = { json_object_get(code, "baseline"), json_object_get(code, "candidate") };
-	json_t *tool = json_object_get(code, "disassembler"), *d = json_object_get(code, "diff");
+	json_t *tool;
 	json_t *mix[2] = { json_object_get(arms[0], "mix"), json_object_get(arms[1], "mix") };
 	const char *key;
 	json_t *v;
 
-	fprintf(out, "%s: %s, %lld threads a block, %lld bytes of dynamic shared memory\n",
-		str(code, "case"), str(code, "target"),
+	view_clean(code);
+	tool = json_object_get(code, "disassembler");
+	fprintf(out, "%s (%s)\nlaunch: %lld threads a block, %lld bytes of dynamic shared "
+		"memory\n", str(code, "case"), str(code, "target"),
 		(long long)json_integer_value(json_object_get(code, "block_threads")),
 		(long long)json_integer_value(json_object_get(code, "dynamic_shared_bytes")));
 	fprintf(out, "code: %s\n", json_is_true(json_object_get(code, "identical_code")) ?
 		"identical in both arms" : "differs");
 	if (json_is_object(tool))
-		fprintf(out, "disassembler: %s %s\n", str(tool, "path"), str(tool, "version"));
+		fprintf(out, "disassembler: %s, %s\n  %s\n", str(tool, "tool"), str(tool, "version"),
+			str(tool, "path"));
 	if (json_is_string(json_object_get(code, "disassembly_error")))
 		fprintf(out, "no disassembly: %s\n", str(code, "disassembly_error"));
 	fprintf(out, "\n  %-24s %12s %12s  change\n", "", "baseline", "candidate");
@@ -126,4 +140,5 @@ void explain_print(FILE *out, json_t *code, bool diff, bool color)
 	}
 	if (diff && json_is_object(d))
 		print_diff(out, d, color);
+	json_decref(code);
 }

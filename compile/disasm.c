@@ -30,7 +30,31 @@ static bool executable(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* The last line of what `path --version` prints (5 s at most). */
+/* The line of a --version text that says the version ("Cuda compilation
+ * tools, release 13.5, V13.5.37", "Debian LLVM version 14.0.6"), trimmed;
+ * else its last line. */
+static void version_line(const char *text, size_t len, char *out, size_t cap)
+{
+	const char *s = text, *end = text + len;
+
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		char line[256];
+
+		snprintf(line, sizeof line, "%.*s", (int)(n < 255 ? n : 255), s);
+		if (strstr(line, "release") || strstr(line, "version")) {
+			text_last_line(line, strlen(line), out, cap);
+			while (*out == ' ')
+				memmove(out, out + 1, strlen(out));
+			return;
+		}
+		s += n + (nl != NULL);
+	}
+	text_last_line(text, len, out, cap);
+}
+
+/* The version line of what `path --version` prints (5 s at most). */
 static void tool_version(const char *path, char *out, size_t cap)
 {
 	const char *argv[] = { path, "--version", NULL };
@@ -53,7 +77,7 @@ static void tool_version(const char *path, char *out, size_t cap)
 	close(c.out_pipe);
 	(void)child_wait(&c, deadline, &ex);
 	if (text && !ex.timed_out && child_exit_code(&ex) == 0)
-		text_last_line(text, len, out, cap);
+		version_line(text, len, out, cap);
 	free(text);
 }
 

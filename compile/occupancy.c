@@ -79,14 +79,15 @@ bool occupancy_compute(const struct occ_limits *l, int threads, int registers, l
 		by_shared = l->max_blocks;
 	}
 	by_warps = l->max_warps / warps;
-	/* The smallest limit; of equal ones the first of registers, shared
-	 * memory, warps, blocks is named. */
-	best = l->max_blocks, why = "blocks";
-	if (by_warps <= best)
-		best = by_warps, why = "warps";
-	if (by_shared <= best)
+	/* The smallest limit; of equal ones the first of warps, blocks, shared
+	 * memory, registers is named: the fixed limits first, since using
+	 * less of the others would not raise the occupancy then. */
+	best = by_warps, why = "warps";
+	if (l->max_blocks < best)
+		best = l->max_blocks, why = "blocks";
+	if (by_shared < best)
 		best = by_shared, why = "shared";
-	if (by_regs <= best)
+	if (by_regs < best)
 		best = by_regs, why = "registers";
 	if (best <= 0)
 		return none(out, why);

@@ -48,3 +48,6 @@ install_missing "${packages[@]}"
 # major version of the clang just installed (14 on Debian 12).
 clang_major=$(clang -dumpversion | cut -d. -f1)
 install_missing "libclang-rt-${clang_major}-dev"
+# NVIDIA's disassemblers for the code lines' tests (tests/explain.cmake):
+# from PyPI, since Debian packages no CUDA toolkit.
+$sudo bash "$(dirname "$0")/fetch-cuda-tools.sh"

@@ -69,3 +69,9 @@ target_compile_definitions(test_rtc PRIVATE
   RTC_SHIM_SIBLING="$<TARGET_FILE:shim_sibling>"
   RTC_SHIM_OOB="$<TARGET_FILE:shim_oob>"
   RTC_SHIM_SPIN="$<TARGET_FILE:shim_spin>")
+
+# disasm_NAME: reading a disassembler's listing, running it, the occupancy
+# and the diff a code line holds (compile/disasm*.c, compile/occupancy.c,
+# common/textdiff.c).
+qual_unit_tests(test_disasm ${CMAKE_CURRENT_SOURCE_DIR}/unit/compile/test_disasm.c
+                LABEL unit TIMEOUT 60 LIBS qual_compile qual_common)
