@@ -193,7 +193,7 @@ _qualctl()
 	case $command in
 	submit) ((nth < 2)) && _qual_libraries ;;
 	calibrate) ((nth < 1)) && _qual_libraries ;;
-	wait | show | cancel)
+	wait | show | cancel | explain)
 		((nth < 1)) && COMPREPLY=($(compgen -W "$(_qual_job_ids "$program")" -- "$cur")) ;;
 	quarantine) ((nth < 1)) && COMPREPLY=($(compgen -W 'list clear' -- "$cur")) ;;
 	judge) _qual_files ;;
