@@ -15,6 +15,7 @@ include(GNUInstallDirs)
 # All programs in one folder: qual-run finds qual-compile next to itself
 # (compile/rtc.c), and quald finds its worker qual-run the same way.
 install(TARGETS quald qualctl qual-run qual-compile qual-judge qual-view qual-calibrate qual-slurm
+        qual-bisect
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT programs)
 
 # systemd looks for units and sysusers.d files under /usr/lib and also under

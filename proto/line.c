@@ -81,6 +81,7 @@ void lines_classify(json_t *line, struct lines_info *info)
 		{ "error", LINES_ERROR }, { "block", LINES_BLOCK },
 		{ "session_time", LINES_SESSION_TIME },
 		{ "calibration_run", LINES_CALIBRATION_RUN }, { "code", LINES_CODE },
+		{ "bisect_step", LINES_BISECT_STEP }, { "bisect", LINES_BISECT },
 	};
 	const char *type, *gpu;
 
@@ -213,6 +214,14 @@ static const struct field_rule code_rules[] = {
 	{ "diff", K_OBJ | K_NULL, NULL }, { NULL, 0, NULL },
 };
 
+static const struct field_rule bisect_step_rules[] = {
+	{ "a", K_INT, NULL }, { "b", K_INT, NULL }, { "effort", K_INT, NULL },
+	{ "cases", K_OBJ, NULL }, { NULL, 0, NULL },
+};
+static const struct field_rule bisect_rules[] = {
+	{ "mode", K_STR, NULL }, { "runs", K_INT, NULL }, { NULL, 0, NULL },
+};
+
 static int kinds_of(json_t *v)
 {
 	switch (json_typeof(v)) {
@@ -266,7 +275,8 @@ int lines_check(json_t *line, struct qual_msg *msg)
 		{ LINES_BLOCK, block_rules },
 		{ LINES_SESSION_TIME, session_time_rules },
 		{ LINES_CALIBRATION_RUN, calibration_run_rules },
-		{ LINES_CODE, code_rules },
+		{ LINES_CODE, code_rules }, { LINES_BISECT_STEP, bisect_step_rules },
+		{ LINES_BISECT, bisect_rules },
 	};
 	static const struct field_rule failed_arm = { "failed_arm", K_STR, arm_known };
 	static const struct field_rule gpu = { "gpu", K_STR, gpu_known };

@@ -51,6 +51,8 @@ enum lines_type {
 	LINES_CALIBRATION_RUN, /* how one run of a calibration ended
 				* (run/qual_calibrate.c) */
 	LINES_CODE,      /* what the compilers made of a case (run/explain.c) */
+	LINES_BISECT_STEP, /* qual-bisect: one comparison made (run/qual_bisect.c) */
+	LINES_BISECT,    /* qual-bisect: the changes found */
 };
 
 /* What a line says, for a reader that decides. Strings are borrowed from

@@ -34,13 +34,13 @@ endif()
 
 set(expected
   bin/quald bin/qualctl bin/qual-run bin/qual-judge bin/qual-compile bin/qual-view
-  bin/qual-calibrate bin/qual-slurm
+  bin/qual-calibrate bin/qual-slurm bin/qual-bisect
   lib/systemd/system/quald.service lib/systemd/system/quald.socket
   lib/sysusers.d/qual.conf lib/tmpfiles.d/qual.conf
   share/man/man8/quald.8.gz share/man/man1/qualctl.1.gz
   share/man/man1/qual-run.1.gz share/man/man1/qual-judge.1.gz
   share/man/man1/qual-compile.1.gz share/man/man1/qual-view.1.gz
-  share/man/man1/qual-calibrate.1.gz
+  share/man/man1/qual-calibrate.1.gz share/man/man1/qual-bisect.1.gz
   share/bash-completion/completions/qualctl share/bash-completion/completions/quald
   share/bash-completion/completions/qual-run share/bash-completion/completions/qual-judge
   share/zsh/vendor-completions/_qual

@@ -5,7 +5,8 @@
 # so: it is linted only. tests/tools/man_test.py does both. groff comes with
 # Debian's groff-base (scripts/install-deps.sh).
 set(QUAL_MAN_DIR ${PROJECT_SOURCE_DIR}/docs/man)
-foreach(page quald.8 qualctl.1 qual-run.1 qual-judge.1 qual-compile.1 qual-calibrate.1)
+foreach(page quald.8 qualctl.1 qual-run.1 qual-judge.1 qual-compile.1 qual-calibrate.1
+             qual-bisect.1)
   string(REGEX REPLACE "\\.[1-8]$" "" program ${page})
   set(extra "")
   if(program STREQUAL "qualctl")

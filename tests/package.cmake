@@ -98,14 +98,15 @@ foreach(script postinst prerm postrm)
   endif()
 endforeach()
 
-set(programs quald qualctl qual-run qual-judge qual-compile qual-view qual-calibrate qual-slurm)
+set(programs quald qualctl qual-run qual-judge qual-compile qual-view qual-calibrate qual-slurm
+    qual-bisect)
 set(files
   usr/lib/systemd/system/quald.service usr/lib/systemd/system/quald.socket
   usr/lib/sysusers.d/qual.conf usr/lib/tmpfiles.d/qual.conf
   usr/share/man/man8/quald.8.gz usr/share/man/man1/qualctl.1.gz
   usr/share/man/man1/qual-run.1.gz usr/share/man/man1/qual-judge.1.gz
   usr/share/man/man1/qual-compile.1.gz usr/share/man/man1/qual-view.1.gz
-  usr/share/man/man1/qual-calibrate.1.gz
+  usr/share/man/man1/qual-calibrate.1.gz usr/share/man/man1/qual-bisect.1.gz
   usr/share/bash-completion/completions/qualctl usr/share/bash-completion/completions/quald
   usr/share/bash-completion/completions/qual-run
   usr/share/bash-completion/completions/qual-judge

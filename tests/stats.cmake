@@ -42,3 +42,9 @@ set_tests_properties(stats_sim_seq PROPERTIES LABELS unit TIMEOUT 600)
 # (tests/unit/stats/test_calib.c; the bound's values are scipy's).
 qual_unit_tests(test_calib ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_calib.c
                 LABEL unit TIMEOUT 60 LIBS qual_calib)
+
+# stats/bisect.c: the bisection over builds on exact comparisons, and its
+# error budget simulated with the judge's statistics (bisect_simulated_budget
+# prints the rates it measured).
+qual_unit_tests(test_bisect ${CMAKE_CURRENT_SOURCE_DIR}/unit/stats/test_bisect.c
+                LABEL unit TIMEOUT 300 LIBS qual_stats)
