@@ -1,8 +1,10 @@
 # quald's dashboard in a real browser (tests/tools/dashboard_test.py, which
 # runs tests/tools/browser_test.py): Debian's headless Chromium loads /,
-# /jobs/ID while a job runs (quald's worker replays a real H200 job), and
-# /history, checks what they show against quald's API and that they update,
-# and keeps its screenshots in <build>/Testing/artefacts/dashboard/.
+# /jobs/ID while a job runs (quald's worker replays a real H200 job), the
+# page of a compile-only job with code lines (tests/data/
+# compile-only-code-job.jsonl) and /history, checks what they show against
+# quald's API and that they update, and keeps its screenshots in
+# <build>/Testing/artefacts/dashboard/.
 find_program(QUAL_CHROMIUM NAMES chromium chromium-browser)
 if(QUAL_CHROMIUM AND EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
   add_test(NAME dashboard_browser

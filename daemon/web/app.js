@@ -7,6 +7,17 @@
  *   index:   tr[data-job=ID][data-state=S] in #jobs
  *   job:     body[data-lines] (lines taken), #job-state, #job-verdict,
  *            .case[data-case=NAME][data-pairs=N] (pairs drawn),
+ *            [data-code-case=NAME] in it once its code line came, with
+ *            tr[data-code-row=FIELD] (.changed when both arms have the
+ *            figure and it differs) of td[data-code-field=FIELD]
+ *            [data-arm=baseline|candidate|change] (the text shown;
+ *            data-value the line's value, for change the difference, absent
+ *            when none); FIELD is code_bytes, instructions, registers,
+ *            spill_stores, spill_loads, local_bytes, shared_bytes,
+ *            occupancy (the fraction), blocks_per_sm, warps_per_sm,
+ *            limited_by or mix.CLASS; [data-code-error] the disassembler's
+ *            error; details[data-code-diff] > pre > span.d-add|d-del|d-hunk|
+ *            d-ctx, one span for each run of lines of a kind, text only,
  *            tr[data-case-row=NAME][data-verdict=V] with td[data-change]
  *            in #verdict-table, [data-forest-case=NAME] once its
  *            case_verdict came, body[data-done] after the verdict line
@@ -461,6 +472,150 @@
 		return a;
 	}
 
+	/* ---- what the compilers made of a case: its code line -------------- */
+
+	/* The figures of a code line's arms, in `qualctl explain`'s order:
+	 * [field, label, kind]; kind int, fraction (shown in percent) or word. */
+	const CODE_FIGURES = [
+		['code_bytes', 'code bytes', 'int'], ['instructions', 'instructions', 'int'],
+		['registers', 'registers per thread', 'int'], ['spill_stores', 'spill stores (bytes)', 'int'],
+		['spill_loads', 'spill loads (bytes)', 'int'], ['local_bytes', 'local memory (bytes)', 'int'],
+		['shared_bytes', 'static shared (bytes)', 'int'],
+		['occupancy', 'occupancy', 'fraction'], ['blocks_per_sm', 'blocks per SM', 'int'],
+		['warps_per_sm', 'warps per SM', 'int'], ['limited_by', 'limited by', 'word'],
+	];
+	const MIX_LABELS = {
+		mma: 'tensor-core MMA', global: 'global memory', shared: 'shared memory',
+		local: 'local memory', convert: 'conversions', branch: 'branches',
+		barrier: 'barriers', other: 'other',
+	};
+
+	/* An arm's value of a figure: occupancy's are in its own object. */
+	function codeFigure(arm, field) {
+		const a = arm && typeof arm === 'object' ? arm : {};
+		const o = a.occupancy && typeof a.occupancy === 'object' ? a.occupancy : {};
+		if (field === 'occupancy')
+			return o.fraction;
+		if (field === 'blocks_per_sm' || field === 'warps_per_sm' || field === 'limited_by')
+			return o[field];
+		if (field.startsWith('mix.'))
+			return (a.mix && typeof a.mix === 'object' ? a.mix : {})[field.slice(4)];
+		return a[field];
+	}
+
+	function codeKnown(v, kind) {
+		return kind === 'int' ? Number.isInteger(v) : kind === 'fraction' ? isNum(v) : typeof v === 'string';
+	}
+
+	function codeText(v, kind) {
+		if (!codeKnown(v, kind))
+			return '-';
+		return kind === 'fraction' ? fmtG(100 * v, 4) + '%' : String(v);
+	}
+
+	/* The change column: the difference (and for counts its share of the
+	 * baseline's, as qualctl explain prints it), '' when the same or
+	 * unknown. [text, raw difference or null]. */
+	function codeChange(b, k, kind) {
+		if (!codeKnown(b, kind) || !codeKnown(k, kind) || b === k)
+			return ['', null];
+		if (kind === 'word')
+			return [b + ' → ' + k, null];
+		const d = k - b, sign = x => (x > 0 ? '+' : '');
+		if (kind === 'fraction')
+			return [sign(d) + fmtG(100 * d, 3) + ' points', d];
+		return [sign(d) + d + (b > 0 ? ' (' + sign(d) + (100 * d / b).toFixed(1) + '%)' : ''), d];
+	}
+
+	/* One figure's row: tr[data-code-row=FIELD], .changed when both arms
+	 * have it and it differs; each cell td[data-code-field][data-arm] with
+	 * the raw value in data-value. */
+	function codeRow(line, field, label, kind) {
+		const b = codeFigure(line.baseline, field), k = codeFigure(line.candidate, field);
+		const [change, d] = codeChange(b, k, kind);
+		const cell = (arm, v, text) => el('td', {'data-code-field': field, 'data-arm': arm,
+			'data-value': v === null || v === undefined ? null : String(v), text});
+		return el('tr', {'data-code-row': field, class: change ? 'changed' : null},
+			el('td', {text: label}), cell('baseline', b, codeText(b, kind)),
+			cell('candidate', k, codeText(k, kind)), cell('change', d, change));
+	}
+
+	/* The classes of the instruction mix: the baseline's, then any only
+	 * the candidate has. */
+	function mixClasses(line) {
+		const keys = [];
+		for (const arm of [line.baseline, line.candidate]) {
+			const m = arm && arm.mix && typeof arm.mix === 'object' ? arm.mix : {};
+			for (const k of Object.keys(m))
+				if (!keys.includes(k))
+					keys.push(k);
+		}
+		return keys;
+	}
+
+	/* The diff of the two normalised listings, line by line coloured by
+	 * its first character. It is a compiler's output: it becomes text
+	 * nodes only, never markup. Runs of lines of one kind share a span. */
+	function diffBlock(d) {
+		const lines = String(d.text).split('\n');
+		if (lines.length && lines[lines.length - 1] === '')
+			lines.pop();
+		const pre = el('pre', {class: 'diff'});
+		let kind = null, run = [];
+		const flush = () => {
+			if (run.length)
+				pre.append(el('span', {class: 'd-' + kind, text: run.join('\n')}));
+			run = [];
+		};
+		for (const s of lines) {
+			const k = s[0] === '+' ? 'add' : s[0] === '-' ? 'del' : s[0] === '@' ? 'hunk' : 'ctx';
+			if (k !== kind)
+				flush();
+			kind = k;
+			run.push(s);
+		}
+		flush();
+		const n = x => Number.isInteger(x) ? x : '?';
+		return el('details', {class: 'code-diff', 'data-code-diff': ''},
+			el('summary', {text: 'diff of the disassemblies: ' + n(d.added) + ' lines added, ' + n(d.removed) +
+				' removed' + (d.coarse ? ', too large to match line by line' : '') +
+				(d.truncated ? '; cut short in the job\'s line' : '')}),
+			el('p', {class: 'note', text: 'registers and labels renamed in order of first use'}),
+			pre);
+	}
+
+	/* A case's code line: both arms' figures side by side with the
+	 * change, the instruction mix, the disassembler's error and the diff. */
+	function codeBlock(line) {
+		const tool = line.disassembler && typeof line.disassembler === 'object' ? line.disassembler : null;
+		const where = [line.target || '?', isNum(line.block_threads) ? line.block_threads + ' threads a block' : '',
+			line.dynamic_shared_bytes > 0 ? line.dynamic_shared_bytes + ' B dynamic shared' : ''].filter(Boolean).join(', ');
+		const head = el('div', {class: 'code-head'},
+			el('span', {class: 'code-word', text: 'code ' + (line.identical_code ? 'identical in both arms' : 'differs')}),
+			' · ' + where,
+			line.occupancy_limits ? '' : ' · no occupancy: no limits known for this target',
+			tool ? el('span', {title: tool.path || '', text: ' · ' + (tool.tool || '?') + ' ' + (tool.version || '')}) : '');
+		const head3 = () => el('tr', {}, el('th'), el('th', {text: 'baseline'}), el('th', {text: 'candidate'}), el('th', {text: 'change'}));
+		const figures = el('table', {class: 'arms code-figures'}, head3());
+		for (const [field, label, kind] of CODE_FIGURES)
+			figures.append(codeRow(line, field, label, kind));
+		const tables = el('div', {class: 'code-tables'}, figures);
+		const classes = mixClasses(line);
+		if (classes.length) {
+			const mix = el('table', {class: 'arms code-figures code-mix'}, head3());
+			mix.rows[0].cells[0].textContent = 'instruction mix';
+			for (const k of classes)
+				mix.append(codeRow(line, 'mix.' + k, MIX_LABELS[k] || k, 'int'));
+			tables.append(mix);
+		}
+		const d = line.diff && typeof line.diff === 'object' ? line.diff : null;
+		return [head,
+			typeof line.disassembly_error === 'string' ?
+				el('div', {class: 'case-error', 'data-code-error': '', text: 'no disassembly: ' + line.disassembly_error}) : '',
+			tables,
+			d && d.text ? diffBlock(d) : d ? el('p', {class: 'note', text: 'the disassemblies do not differ'}) : ''];
+	}
+
 	function initJob() {
 		const parts = location.pathname.split('/').filter(Boolean);
 		const id = decodeURIComponent(parts[1] || '');
@@ -475,7 +630,8 @@
 		function caseOf(name) {
 			let c = J.cases.get(name);
 			if (!c) {
-				c = {name, line: null, cv: null, pairs: [], byKey: new Map(), errors: [], dom: null};
+				c = {name, line: null, cv: null, code: null, codeShown: null, pairs: [], byKey: new Map(),
+				     errors: [], dom: null};
 				J.cases.set(name, c);
 				makeCaseDom(c);
 			}
@@ -544,6 +700,14 @@
 					J.dirty.add(caseOf(line.case));
 				J.all = true;
 				break;
+			case 'code': {
+				/* What the compilers made of the case: after the
+				 * compile phase, before or after its case line. */
+				const c = caseOf(line.case);
+				c.code = line;
+				J.dirty.add(c);
+				break;
+			}
 			case 'case_verdict': {
 				const c = caseOf(line.case);
 				c.cv = line;
@@ -689,12 +853,13 @@
 				count: el('span', {class: 'count'}),
 				statics: el('div', {class: 'static'}),
 				arms: el('div'),
+				code: el('div', {class: 'code', hidden: true}),
 				plot: el('div', {class: 'plot-box'}),
 				errs: el('div'),
 			};
 			box.append(el('div', {class: 'case-head'}, el('h3', {class: 'mono', text: c.name}),
 				      c.dom.badge, c.dom.count),
-				   c.dom.statics, c.dom.errs, c.dom.plot, c.dom.arms);
+				   c.dom.statics, c.dom.errs, c.dom.plot, c.dom.code, c.dom.arms);
 			$('cases').append(box);
 		}
 
@@ -736,12 +901,21 @@
 				};
 				t.append(el('tr', {}, el('td', {text: what}), el('td', {text: cell('baseline')}), el('td', {text: cell('candidate')})));
 			}
+			/* Folded where a plot or the code line's figures lead. */
 			const timed = J.start && J.start.timed !== false;
-			c.dom.arms.replaceChildren(timed ? el('details', {}, el('summary', {text: 'both arms'}), t) : t);
+			c.dom.arms.replaceChildren(timed || c.code ? el('details', {}, el('summary', {text: 'both arms'}), t) : t);
 		}
 
 		function renderCase(c) {
 			renderStatics(c);
+			/* Drawn once per code line: a case is redrawn with every
+			 * batch of pairs, and its diff may be 128 KiB. */
+			if (c.code && c.code !== c.codeShown) {
+				c.codeShown = c.code;
+				c.dom.code.replaceChildren(...codeBlock(c.code));
+				c.dom.code.dataset.codeCase = c.name;
+				c.dom.code.hidden = false;
+			}
 			const cv = c.cv;
 			if (cv) {
 				c.dom.badge.textContent = cv.verdict + (cv.failed_arm ? ' (' + cv.failed_arm + ')' : '');

@@ -3,8 +3,8 @@
 what it shows against quald's own API.
 
     browser_test.py --base http://127.0.0.1:PORT --job ID --out DIR
-                    [--chromium PATH] [--expect-live] [--label K=V]
-                    [--timeout S]
+                    [--code-job ID] [--chromium PATH] [--expect-live]
+                    [--label K=V] [--timeout S]
 
 Chromium is driven through the DevTools protocol over a WebSocket
 (python3-websocket, Debian's): no Selenium or Playwright. Checked:
@@ -17,6 +17,14 @@ Chromium is driven through the DevTools protocol over a WebSocket
                  change in percent (as qual-view prints it), the lines count
                  and the pairs drawn per case equal to the API's; a full-page
                  screenshot DIR/job-ID.png
+  /jobs/CODE     with --code-job, a job with code lines (e.g. compile-only):
+                 per code line, every figure of both arms and its change in
+                 [data-code-case] as the line has them, changed rows
+                 highlighted, the disassembler's error, and the diff in a
+                 closed <details> as text only (no element made of it);
+                 loaded before the job ends when --expect-live (the lines
+                 come over the event stream), then again once it has ended
+                 (the stored lines); DIR/code-ID.png
   /jobs/UNKNOWN  shows quald's 404 message
   /history       (and /history?label=K=V with --label) one point and one
                  table row per job x case of /api/history, one plot per case;
@@ -455,10 +463,168 @@ class Test:
             if l.get("type") == "case" and l.get("case") not in drawn:
                 self.fail("%s: no block for case %s" % (url, l.get("case")))
                 bad += 1
+        bad += self.code_shown(url, lines)
         if not bad:
             self.ok("%s: verdict %s, %d case rows match their case_verdict lines, %d lines, pairs %s"
                     % (url, verdict, len(cvs), len(lines), sum(pairs_drawn(lines).values())))
         shot = os.path.join(a.out, "job-%s.png" % a.job)
+        b.screenshot(shot)
+        why = check_png(shot)
+        self.fail(why) if why else self.ok("screenshot " + shot)
+        self.errors_on(url)
+
+    # The figures of a code line the page shows, as docs/schema's code_arm
+    # has them: (field, kind); mix classes are added per line.
+    CODE_FIGURES = (("code_bytes", "int"), ("instructions", "int"), ("registers", "int"),
+                    ("spill_stores", "int"), ("spill_loads", "int"), ("local_bytes", "int"),
+                    ("shared_bytes", "int"), ("occupancy", "fraction"), ("blocks_per_sm", "int"),
+                    ("warps_per_sm", "int"), ("limited_by", "word"))
+
+    @staticmethod
+    def code_value(arm, field):
+        arm = arm if isinstance(arm, dict) else {}
+        occ = arm.get("occupancy") if isinstance(arm.get("occupancy"), dict) else {}
+        if field == "occupancy":
+            return occ.get("fraction")
+        if field in ("blocks_per_sm", "warps_per_sm", "limited_by"):
+            return occ.get(field)
+        if field.startswith("mix."):
+            return (arm.get("mix") or {}).get(field[4:])
+        return arm.get(field)
+
+    def code_shown(self, url, lines):
+        """Checks every code line of the job against [data-code-case]; the
+        number of problems."""
+        b, bad = self.b, 0
+        codes = [l for l in lines if l.get("type") == "code"]
+        shown = b.eval("""Object.fromEntries([...document.querySelectorAll('[data-code-case]')].map(e => [
+            e.dataset.codeCase, {
+              cells: [...e.querySelectorAll('td[data-code-field]')].map(td => [td.dataset.codeField,
+                     td.dataset.arm, td.textContent, td.dataset.value === undefined ? null : td.dataset.value]),
+              changed: [...e.querySelectorAll('tr.changed[data-code-row]')].map(r => r.dataset.codeRow),
+              error: (e.querySelector('[data-code-error]') || {}).textContent || null,
+              diff: e.querySelector('details[data-code-diff] pre') ? {
+                open: e.querySelector('details[data-code-diff]').open,
+                text: [...e.querySelector('details[data-code-diff] pre').children].map(s => s.textContent).join('\\n'),
+                kids: [...e.querySelector('details[data-code-diff] pre').querySelectorAll('*')].map(k =>
+                      k.tagName + '.' + k.className + '/' + k.childElementCount),
+                added: [...e.querySelectorAll('pre .d-add')].reduce((n, s) => n + s.textContent.split('\\n').length, 0),
+                removed: [...e.querySelectorAll('pre .d-del')].reduce((n, s) => n + s.textContent.split('\\n').length, 0),
+              } : null,
+              markup: e.querySelectorAll('script, b, img').length,
+            }]))""")
+        if set(shown) != {l.get("case") for l in codes}:
+            self.fail("%s: code shown for cases %s, the job has code lines for %s"
+                      % (url, sorted(shown), sorted(l.get("case") for l in codes)))
+            return 1
+        if b.eval("document.body.dataset.injected || ''"):
+            self.fail("%s: markup from a diff ran (body[data-injected] set)" % url)
+            bad += 1
+        for l in codes:
+            name, got = l["case"], shown[l["case"]]
+            cells = {(f, arm): (text, value) for f, arm, text, value in got["cells"]}
+            mix = []
+            for arm in ("baseline", "candidate"):
+                for k in (l.get(arm) or {}).get("mix") or {}:
+                    if k not in mix:
+                        mix.append(k)
+            want_changed = set()
+            for field, kind in self.CODE_FIGURES + tuple(("mix." + k, "int") for k in mix):
+                vals = [self.code_value(l.get(arm), field) for arm in ("baseline", "candidate")]
+                for arm, v in zip(("baseline", "candidate"), vals):
+                    text, value = cells.get((field, arm), (None, None))
+                    known = v is not None
+                    if kind == "fraction":
+                        ok = (value is not None and known and float(value) == v and text.endswith("%")) or \
+                             (not known and text == "-")
+                    else:
+                        ok = text == (str(v) if known else "-") and value == (str(v) if known else None)
+                    if not ok:
+                        self.fail("%s: case %s, %s of the %s shows %r (value %r), its code line says %r"
+                                  % (url, name, field, arm, text, value, v))
+                        bad += 1
+                text, value = cells.get((field, "change"), (None, None))
+                if None not in vals and vals[0] != vals[1]:
+                    want_changed.add(field)
+                    if kind == "word":
+                        ok = text == "%s → %s" % tuple(vals)
+                    else:
+                        ok = value is not None and abs(float(value) - (vals[1] - vals[0])) < 1e-12 and text and \
+                            (kind != "int" or text.split(" ")[0] == "%+d" % (vals[1] - vals[0]))
+                else:
+                    ok = text == ""
+                if not ok:
+                    self.fail("%s: case %s, change of %s shows %r (value %r) for %r -> %r"
+                              % (url, name, field, text, value, vals[0], vals[1]))
+                    bad += 1
+            if set(got["changed"]) != want_changed:
+                self.fail("%s: case %s highlights %s as changed, its code line changes %s"
+                          % (url, name, sorted(got["changed"]), sorted(want_changed)))
+                bad += 1
+            err = l.get("disassembly_error")
+            if (err is None) != (got["error"] is None) or (err and err not in got["error"]):
+                self.fail("%s: case %s shows disassembly error %r, its code line says %r" % (url, name, got["error"], err))
+                bad += 1
+            d = l.get("diff") if isinstance(l.get("diff"), dict) else None
+            dt = d["text"] if d and d.get("text") else None
+            if (dt is None) != (got["diff"] is None):
+                self.fail("%s: case %s: diff block %s, its code line has %s"
+                          % (url, name, "shown" if got["diff"] else "missing", "a diff" if dt else "none"))
+                bad += 1
+            elif dt:
+                g = got["diff"]
+                plus = sum(1 for s in dt.split("\n") if s.startswith("+"))
+                minus = sum(1 for s in dt.split("\n") if s.startswith("-"))
+                if g["text"].split("\n") != dt.rstrip("\n").split("\n"):
+                    self.fail("%s: case %s: the diff block's text is not the code line's diff" % (url, name))
+                    bad += 1
+                if g["open"]:
+                    self.fail("%s: case %s: the diff block is open before it was asked for" % (url, name))
+                    bad += 1
+                if (g["added"], g["removed"]) != (plus, minus):
+                    self.fail("%s: case %s: %d lines coloured added and %d removed, the diff has %d and %d"
+                              % (url, name, g["added"], g["removed"], plus, minus))
+                    bad += 1
+                if any(not k.startswith("SPAN.d-") or not k.endswith("/0") for k in g["kids"]):
+                    self.fail("%s: case %s: the diff made elements other than its line spans: %s"
+                              % (url, name, g["kids"][:8]))
+                    bad += 1
+            if got["markup"]:
+                self.fail("%s: case %s: %d script, b or img elements in the code block (from the diff?)"
+                          % (url, name, got["markup"]))
+                bad += 1
+        return bad
+
+    def code_job(self):
+        """The page of a job with code lines: live if it has not ended when
+        loaded, then loaded again from the stored lines."""
+        a, b = self.a, self.b
+        url = a.base + "/jobs/" + urllib.parse.quote(a.code_job)
+        for how in ("live", "stored"):
+            b.goto(url)
+            at_load = b.wait("(document.getElementById('job-state') || {}).textContent", 15)
+            if how == "live":
+                if at_load not in ("queued", "running"):
+                    if a.expect_live:
+                        self.fail("%s: the job was %r when the page loaded: nothing came live" % (url, at_load))
+                    else:
+                        print("note: %s was %s when loaded: its code lines came stored" % (url, at_load))
+                        continue
+            if not b.wait("document.body.dataset.done === '1'", a.timeout):
+                self.fail("%s: no verdict shown after %d s" % (url, a.timeout))
+                self.errors_on(url)
+                return
+            time.sleep(0.3)   # the page draws every 200 ms
+            lines = get_json(a.base, "/api/jobs/" + urllib.parse.quote(a.code_job)).get("lines", [])
+            codes = [l for l in lines if l.get("type") == "code"]
+            if not codes:
+                self.fail("%s: the job has no code line to check" % url)
+                return
+            if not self.code_shown("%s (%s, loaded %s)" % (url, how, at_load), lines):
+                self.ok("%s (%s, loaded %s): %d code lines shown as their figures, changes, errors and diffs"
+                        % (url, how, at_load, len(codes)))
+        b.eval("document.querySelectorAll('details[data-code-diff]').forEach(d => d.open = true)")
+        shot = os.path.join(a.out, "code-%s.png" % a.code_job)
         b.screenshot(shot)
         why = check_png(shot)
         self.fail(why) if why else self.ok("screenshot " + shot)
@@ -545,6 +711,7 @@ def main():
     ap.add_argument("--base", required=True, help="http://127.0.0.1:PORT of quald --http")
     ap.add_argument("--job", required=True, help="the job to check")
     ap.add_argument("--out", required=True, help="folder for the screenshots")
+    ap.add_argument("--code-job", help="also check the page of this job with code lines")
     ap.add_argument("--chromium", help="the browser (default: chromium on PATH)")
     ap.add_argument("--expect-live", action="store_true", help="the job is running: check the page updates")
     ap.add_argument("--label", action="append", default=[], metavar="K=V", help="also filter /history by it")
@@ -562,6 +729,8 @@ def main():
         browser = Browser(chromium, work)
         t = Test(a, browser)
         t.index()
+        if a.code_job:
+            t.code_job()
         t.job()
         t.unknown_job()
         t.history()

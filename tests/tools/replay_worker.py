@@ -7,10 +7,15 @@ which scripts/gpu-evidence.sh restores: 1,007 lines, 780 pairs of nine cases), p
 (default 8) so that a job's pages can be watched while it runs, with no GPU.
 $QUAL_REPLAY_FILE, when set, names another file of such lines to replay
 (e.g. a job's lines saved by `qualctl show JOB --json`: their "job" and
-"seq" are replaced by quald's as any worker line's are). It takes quald's
-worker command line (options, --, BASELINE CANDIDATE) and
-ignores it: quald checks and pins the libraries as for any job; what runs
-is this replay. tests/browser.cmake uses it."""
+"seq" are replaced by quald's as any worker line's are). A compile-only
+job (--compile-only on its command line) replays
+$QUAL_REPLAY_COMPILE_ONLY_FILE instead, when set, over
+$QUAL_REPLAY_COMPILE_ONLY_SECONDS (default $QUAL_REPLAY_SECONDS), so that
+one quald can run both kinds (tests/tools/dashboard_test.py). Otherwise it
+ignores quald's worker command line (options, --, BASELINE CANDIDATE, on
+stdin as `--args-fd 0` says):
+quald checks and pins the libraries as for any job; what runs is this
+replay. tests/browser.cmake uses it."""
 import os
 import sys
 import time
@@ -20,9 +25,19 @@ JOB = os.path.join(HERE, "..", "data", "h200-nvrtc-12.4.127-job.jsonl")
 
 
 def main():
-    with open(os.environ.get("QUAL_REPLAY_FILE") or JOB) as f:
-        lines = [ln.rstrip("\n") for ln in f if ln.strip()]
+    path = os.environ.get("QUAL_REPLAY_FILE") or JOB
     total = float(os.environ.get("QUAL_REPLAY_SECONDS", "8"))
+    args = sys.argv[1:]
+    if args == ["--args-fd", "0"]:
+        # quald hands a worker its command line on stdin, NUL-terminated
+        # arguments (proto/strv.h), never in its argv.
+        args = [x.decode() for x in sys.stdin.buffer.read().split(b"\0")[:-1]]
+    options = args[:args.index("--")] if "--" in args else args
+    if "--compile-only" in options and os.environ.get("QUAL_REPLAY_COMPILE_ONLY_FILE"):
+        path = os.environ["QUAL_REPLAY_COMPILE_ONLY_FILE"]
+        total = float(os.environ.get("QUAL_REPLAY_COMPILE_ONLY_SECONDS", total))
+    with open(path) as f:
+        lines = [ln.rstrip("\n") for ln in f if ln.strip()]
     step = total / max(len(lines), 1)
     for line in lines:
         sys.stdout.write(line + "\n")
