@@ -81,8 +81,11 @@ def scenario_planted(args, root):
     end = lines[-1]
     check(end["type"] == "bisect" and end["mode"] == "static", f"last line: {end}")
     check(end["runs"] == len(steps), f"runs {end['runs']}, {len(steps)} bisect_step lines")
-    # The ends, three halvings (4, then 6 or 2 ...), shared by both cases.
-    check(len(steps) <= 5, f"{len(steps)} runs for 8 builds")
+    # The ends, three halvings, the builds either side, the rest of the
+    # series: one run each, shared by both cases.
+    pairs = [(s["a"], s["b"]) for s in steps]
+    check(pairs == [(0, 8), (0, 4), (0, 6), (0, 5), (4, 5), (5, 8)],
+          f"comparisons {pairs}")
     check((steps[0]["a"], steps[0]["b"]) == (0, 8), f"the first comparison is {steps[0]}")
     check(sorted(c["case"] for c in end["cases"]) == sorted(CASES), f"cases {end['cases']}")
     for c in end["cases"]:

@@ -49,7 +49,7 @@ static void test_one_step(void **state)
 	(void)state;
 	bisect_settings_init(&s);
 	for (int at = 1; at <= 8; at++) {
-		struct exact x = {{0}};
+		struct exact x = { .calls = 0 };
 
 		for (int i = at; i <= 8; i++)
 			x.effect[i] = 0.02;
@@ -69,7 +69,7 @@ static void test_one_step(void **state)
 
 static void test_no_change(void **state)
 {
-	struct exact x = {{0}};
+	struct exact x = { .calls = 0 };
 	struct bisect_settings s;
 	struct bisect_result r;
 
@@ -83,7 +83,7 @@ static void test_no_change(void **state)
 
 static void test_two_steps(void **state)
 {
-	struct exact x = {{0}};
+	struct exact x = { .calls = 0 };
 	struct bisect_settings s;
 	struct bisect_result r;
 
@@ -104,7 +104,7 @@ static void test_two_steps(void **state)
 
 static void test_diffuse(void **state)
 {
-	struct exact x = {{0}};
+	struct exact x = { .calls = 0 };
 	struct bisect_settings s;
 	struct bisect_result r;
 
@@ -124,7 +124,7 @@ static void test_diffuse(void **state)
 
 static void test_broken_and_undecided(void **state)
 {
-	struct exact x = {{0}};
+	struct exact x = { .calls = 0 };
 	struct bisect_settings s;
 	struct bisect_result r;
 
