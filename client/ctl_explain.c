@@ -125,6 +125,7 @@ static int missing(struct explain_cmd *e, const char *source)
 		return QUAL_EXIT_USAGE;
 	}
 	fprintf(stderr, "qualctl explain: %s has no case '%s'", source, e->case_name);
+	view_clean(e->cases); /* names from a file: their control characters escaped */
 	json_array_foreach(e->cases, i, v)
 		fprintf(stderr, "%s%s", i ? ", " : "; its cases: ", json_string_value(v));
 	fprintf(stderr, "\n");

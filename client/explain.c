@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client/view.h"
+#include "proto/line.h"
 
 static const char *str(json_t *o, const char *key)
 {
@@ -103,9 +104,6 @@ void explain_print(FILE *out, json_t *raw, bool diff, bool color)
 	json_t *arms[2] = { json_object_get(code, "baseline"), json_object_get(code, "candidate") };
 	json_t *tool;
 	json_t *mix[2] = { json_object_get(arms[0], "mix"), json_object_get(arms[1], "mix") };
-	const char *key;
-	json_t *v;
-
 	view_clean(code);
 	tool = json_object_get(code, "disassembler");
 	fprintf(out, "%s (%s)\nlaunch: %lld threads a block, %lld bytes of dynamic shared "
@@ -129,13 +127,21 @@ void explain_print(FILE *out, json_t *raw, bool diff, bool color)
 	figure(out, "static shared (bytes)", arms, "shared_bytes");
 	occupancy(out, arms);
 	if (json_is_object(mix[0]) || json_is_object(mix[1])) {
+		/* The classes qual writes, in their order: a key of a file's is
+		 * never printed as it is. */
+		static const char *const classes[] = {
+#define X(e, s) s,
+			LINES_CODE_MIX(X)
+#undef X
+		};
+
 		fprintf(out, "  instruction mix\n");
-		json_object_foreach(json_is_object(mix[0]) ? mix[0] : mix[1], key, v) {
+		for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
 			char label[40];
 
-			(void)v;
-			snprintf(label, sizeof label, "  %s", key);
-			row(out, label, json_object_get(mix[0], key), json_object_get(mix[1], key));
+			snprintf(label, sizeof label, "  %s", classes[i]);
+			row(out, label, json_object_get(mix[0], classes[i]),
+			    json_object_get(mix[1], classes[i]));
 		}
 	}
 	if (diff && json_is_object(d))

@@ -116,12 +116,13 @@ static void format(const char *const *a, const char *const *b, const unsigned ch
 			break;
 		first = k;
 		last = k;
-		/* A hunk goes on while the next change is within twice the
-		 * context of the last. */
+		/* A hunk goes on while at most twice the context of unchanged
+		 * lines lie between its last change and the next (diff -u's
+		 * rule: their contexts would touch). */
 		for (s = k + 1; s < nops; s++) {
 			if (ops[s] == OP_SAME)
 				continue;
-			if (s - last > 2 * context)
+			if (s - last - 1 > 2 * context)
 				break;
 			last = s;
 		}

@@ -4,9 +4,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +19,7 @@
 
 const char *const disasm_class_names[DISASM_NCLASSES] = {
 #define X(e, s) s,
-	DISASM_CLASSES(X)
+	LINES_CODE_MIX(X)
 #undef X
 };
 
@@ -174,7 +176,8 @@ int disasm_find(enum rtc_abi abi, const char *const *libs, int nlib, struct disa
 	}
 	if (in_path(out, name))
 		return 0;
-	if (nv ? found(out, "/usr/local/cuda/bin/nvdisasm") :
+	if (nv ? found(out, "/usr/local/cuda/bin/nvdisasm") ||
+		 found(out, DISASM_TOOLS_DIR "/nvdisasm") :
 		 found(out, "/opt/rocm/llvm/bin/llvm-objdump") || in_debian_llvm(out))
 		return 0;
 	for (int i = 0; i < nlib; i++)
@@ -182,7 +185,8 @@ int disasm_find(enum rtc_abi abi, const char *const *libs, int nlib, struct disa
 			return 0;
 	return qual_fail(msg, QUAL_ENOENT, "no %s found (looked at %s, PATH, %s and beside the "
 			 "compiler libraries): install %s, or name it with %s", name, env,
-			 nv ? "/usr/local/cuda/bin" : "/opt/rocm/llvm/bin, /usr/lib/llvm-N/bin",
+			 nv ? "/usr/local/cuda/bin, " DISASM_TOOLS_DIR :
+			 "/opt/rocm/llvm/bin, /usr/lib/llvm-N/bin",
 			 nv ? "the CUDA toolkit or PyPI's nvidia-cuda-nvdisasm" :
 			 "Debian's llvm or ROCm's llvm", env);
 }
@@ -266,36 +270,33 @@ enum disasm_class disasm_classify(enum rtc_abi abi, const char *opcode)
 
 /* ---- running it --------------------------------------------------------------- */
 
-/* The code to a file of its own in TMPDIR (or /tmp): its path in path. */
-static int code_file(const void *code, size_t size, char *path, size_t cap, struct qual_msg *msg)
+/* The code on a sealed memfd of its own, which the tool reads as /dev/fd/3:
+ * no file in a folder, nothing left behind when qual-run is killed, and a
+ * tool run as the compile user can read it without reaching anything of
+ * ours. */
+static int code_fd(const void *code, size_t size, struct qual_msg *msg)
 {
-	const char *tmp = getenv("TMPDIR");
-	int fd;
+	int fd = memfd_create("qual-disasm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	if (snprintf(path, cap, "%s/qual-disasm-XXXXXX", tmp) >= (int)cap)
-		return qual_fail(msg, QUAL_EIO, "TMPDIR is too long a path");
-	if ((fd = mkstemp(path)) < 0)
-		return qual_fail(msg, QUAL_EIO, "cannot make a file in '%s': %s", tmp,
-				 strerror(errno));
-	if (fs_write_all(fd, code, size) < 0) {
+	if (fd < 0)
+		return qual_fail(msg, QUAL_EIO, "cannot make a memfd: %s", strerror(errno));
+	if (fs_write_all(fd, code, size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
 		int e = errno;
 
 		close(fd);
-		unlink(path);
-		return qual_fail(msg, QUAL_EIO, "cannot write '%s': %s", path, strerror(e));
+		return qual_fail(msg, QUAL_EIO, "cannot write the code to a memfd: %s", strerror(e));
 	}
-	close(fd);
-	return 0;
+	return fd;
 }
 
 int disasm_run(const struct disasm_tool *t, const char *target, const void *code, size_t size,
 	       double timeout_s, struct disasm_listing *out, struct qual_msg *msg)
 {
-	char path[PATH_MAX], last[240], how[64];
+	char last[240], how[64];
 	size_t off = 0, len = size, got = 0, total = 0;
 	const char *argv[4];
+	int fd;
 	struct child c;
 	struct child_exit ex = { 0 };
 	double deadline = child_now() + timeout_s;
@@ -306,26 +307,30 @@ int disasm_run(const struct disasm_tool *t, const char *target, const void *code
 	/* An offload bundle's entry for the target (hiprtc). */
 	if ((rc = rtc_check_code(t->abi, target, code, size, &off, &len, msg)) < 0)
 		return rc;
-	if ((rc = code_file((const char *)code + off, len, path, sizeof path, msg)) < 0)
-		return rc;
+	if ((fd = code_fd((const char *)code + off, len, msg)) < 0)
+		return fd;
 	argv[0] = t->path;
 	argv[1] = t->abi == RTC_ABI_NVRTC ? "-c" : "-d";
-	argv[2] = path;
+	argv[2] = "/dev/fd/3";
 	argv[3] = NULL;
 	child_init(&c);
 	c.argv = argv;
 	c.name = t->name;
 	c.out = CHILD_PIPE;
 	c.err = CHILD_TO_OUT;
+	c.fd3 = fd;
 	c.group = CHILD_GROUP_NEW;
-	if ((rc = child_start(&c, msg)) < 0) {
-		unlink(path);
+	c.die_with_parent = true;
+	/* The code is the candidate compiler's: the tool reads it as the
+	 * compile user, as the compiler ran (rtc.h). */
+	c.set_ids = rtc_compile_user(&c.uid, &c.gid);
+	rc = child_start(&c, msg);
+	close(fd);
+	if (rc < 0)
 		return rc;
-	}
 	rc = child_read_capped(c.out_pipe, DISASM_OUTPUT_MAX, deadline, &text, &got, &total);
 	close(c.out_pipe);
 	(void)child_wait(&c, deadline, &ex);
-	unlink(path);
 	text_last_line(text ? text : "", got, last, sizeof last);
 	if (rc == QUAL_ETIMEOUT || ex.timed_out)
 		rc = qual_fail(msg, QUAL_ETIMEOUT, "%s did not finish within %g s", t->name,

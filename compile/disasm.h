@@ -5,8 +5,9 @@
  * in the order of their first use, addresses dropped), so that two builds'
  * code can be compared line by line (run/explain.c, docs/explain.md).
  *
- * The tool is run as a child (common/child.h) on a copy of the code in
- * TMPDIR, with a time limit and a cap on what it prints. */
+ * The tool is run as a child (common/child.h), as the compile user when
+ * there is one (rtc.h), reading the code from a sealed memfd as /dev/fd/3,
+ * with a time limit and a cap on what it prints. */
 #ifndef QUAL_DISASM_H
 #define QUAL_DISASM_H
 
@@ -16,26 +17,20 @@
 
 #include "common/err.h"
 #include "compile/rtc.h"
+#include "proto/line.h"
 
 /* The environment variables that name the tool outright (a path). */
 #define DISASM_ENV_NVDISASM "QUAL_NVDISASM"
 #define DISASM_ENV_OBJDUMP "QUAL_LLVM_OBJDUMP"
 
-/* The classes an instruction is counted in (the names are the line's keys,
- * docs/output.md "code"). */
-#define DISASM_CLASSES(X)                                                        \
-	X(DISASM_MMA, "mma")         /* tensor cores: HMMA, IMMA, HGMMA, v_mfma */ \
-	X(DISASM_GLOBAL, "global")   /* global memory, TMA, atomics */          \
-	X(DISASM_SHARED, "shared")   /* shared memory (LDS) */                  \
-	X(DISASM_LOCAL, "local")     /* local memory (scratch): spills */       \
-	X(DISASM_CONVERT, "convert") /* conversions between number types */    \
-	X(DISASM_BRANCH, "branch")   /* branches, calls, exits */               \
-	X(DISASM_BARRIER, "barrier") /* barriers, fences, waits */              \
-	X(DISASM_OTHER, "other")     /* arithmetic, moves and the rest */
+/* Where scripts/fetch-cuda-tools.sh puts nvdisasm and cuobjdump by default. */
+#define DISASM_TOOLS_DIR "/opt/qual-cuda-tools/bin"
 
+/* The classes an instruction is counted in: the code line's (proto/line.h,
+ * LINES_CODE_MIX), whose names are its "mix" keys. */
 enum disasm_class {
-#define X(e, s) e,
-	DISASM_CLASSES(X)
+#define X(e, s) DISASM_##e,
+	LINES_CODE_MIX(X)
 #undef X
 	DISASM_NCLASSES
 };
@@ -54,8 +49,8 @@ struct disasm_tool {
  * error when that is not an executable file), else the first executable
  * of: PATH's; the CUDA toolkit's (/usr/local/cuda/bin) or ROCm's
  * (/opt/rocm/llvm/bin) and Debian's LLVM (/usr/lib/llvm-N/bin, newest
- * first); beside each of the nlib compiler libraries, LIBDIR/../bin (PyPI's
- * nvidia/cuXX/{lib,bin} layout). Returns 0, or QUAL_ENOENT with msg saying
+ * first; for nvdisasm also DISASM_TOOLS_DIR); beside each of the nlib
+ * compiler libraries, LIBDIR/../bin (PyPI's nvidia/cuXX/{lib,bin} layout). Returns 0, or QUAL_ENOENT with msg saying
  * what was looked for and where. */
 int disasm_find(enum rtc_abi abi, const char *const *libs, int nlib, struct disasm_tool *out,
 		struct qual_msg *msg);
@@ -84,6 +79,11 @@ int disasm_run(const struct disasm_tool *t, const char *target, const void *code
 	       double timeout_s, struct disasm_listing *out, struct qual_msg *msg);
 
 #define DISASM_OUTPUT_MAX ((size_t)64 << 20)
+
+/* The longest a disassembly may take (run/explain.c: the compile time limit
+ * when that is shorter); nvdisasm takes about 0.4 s for a fixture's CUBIN
+ * on a 2-core VM (bench/explain.md). */
+#define DISASM_TIMEOUT_S 30.0
 
 void disasm_listing_release(struct disasm_listing *l);
 

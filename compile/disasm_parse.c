@@ -63,6 +63,7 @@ static void renamer_release(struct renamer *r)
 	for (size_t i = 0; i < r->cap; i++)
 		free(r->tab[i].key);
 	free(r->tab);
+	memset(r, 0, sizeof *r);
 }
 
 /* A growing string. */
@@ -246,8 +247,7 @@ static void sass_line(struct parse *p, const char *s, size_t n)
 	size_t blen, op;
 
 	trim(&s, &n);
-	if (n > 4 && !strncmp(s, "/*", 2) && (close = strstr(s + 2, "*/")) &&
-	    (size_t)(close - s) < n) {
+	if (n > 4 && !strncmp(s, "/*", 2) && (close = memmem(s + 2, n - 2, "*/", 2))) {
 		body = close + 2;
 		blen = n - (size_t)(body - s);
 		for (semi = body + blen; semi > body && semi[-1] != ';'; semi--)
@@ -276,6 +276,9 @@ static void sass_line(struct parse *p, const char *s, size_t n)
 			sass_normalise(s, n, &p->names, &b);
 			keep(p, &b);
 		} else if (s[0] != '.') {
+			/* A kernel's entry: its names are its own, so that a change
+			 * in one kernel renames nothing in the next. */
+			renamer_release(&p->names);
 			add(&b, s, n);
 			keep(p, &b);
 		}
@@ -298,6 +301,7 @@ static void amdgpu_line(struct parse *p, const char *s, size_t n)
 		return;
 	if (!indented) {
 		if (s[n - 1] == ':' && (lt = memchr(s, '<', n)) && (gt = memchr(lt, '>', n - (size_t)(lt - s)))) {
+			renamer_release(&p->names); /* a kernel's names are its own */
 			add(&b, lt + 1, (size_t)(gt - lt - 1));
 			add_str(&b, ":");
 			keep(p, &b);

@@ -50,7 +50,8 @@ bool occupancy_compute(const struct occ_limits *l, int threads, int registers, l
 	int warps = (threads + l->warp - 1) / l->warp, by_regs, by_shared, by_warps, best;
 	const char *why;
 
-	if (threads <= 0 || warps > l->max_warps)
+	/* 1024 threads a block at most, on every target here. */
+	if (threads <= 0 || threads > 1024 || warps > l->max_warps)
 		return none(out, "warps");
 	if (registers > l->max_regs)
 		return none(out, "registers");

@@ -310,6 +310,10 @@ int rtc_helper_path(char **out, struct qual_msg *msg);
  * and quald's --compile-user, confine.h's qual_confine_user()). */
 void rtc_set_compile_user(bool set, uid_t uid, gid_t gid);
 
+/* Whether compile children run as another user, and which (its uid and gid
+ * into *uid and *gid when so). */
+bool rtc_compile_user(uid_t *uid, gid_t *gid);
+
 /* Internal: the files through which the qual-compile child reports to
  * rtc.c, in the folder given by --out (RTC__OUT_DIR of its private folder;
  * RTC__SOURCE_FILE and RTC__STDERR_FILE are in the private folder itself,

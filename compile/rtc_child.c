@@ -39,6 +39,15 @@ void rtc_set_compile_user(bool set, uid_t uid, gid_t gid)
 	compile_user.gid = gid;
 }
 
+bool rtc_compile_user(uid_t *uid, gid_t *gid)
+{
+	if (compile_user.set) {
+		*uid = compile_user.uid;
+		*gid = compile_user.gid;
+	}
+	return compile_user.set;
+}
+
 uid_t rtc__child_owner(void)
 {
 	return compile_user.set ? compile_user.uid : geteuid();

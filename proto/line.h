@@ -38,6 +38,19 @@ json_t *lines_error_new(const char *stage, enum lines_code code, const char *arm
 int lines_error(FILE *out, const char *stage, enum lines_code code, const char *arm,
 		const char *case_name, const char *message);
 
+/* A code line's instruction classes, in order: its "mix" keys (run/explain.c
+ * writes them, qualctl explain and the dashboard read them; the opcodes of
+ * each are compile/disasm.c's, docs/explain.md lists them). */
+#define LINES_CODE_MIX(X)                                                     \
+	X(MMA, "mma")         /* tensor cores: HMMA, IMMA, HGMMA, v_mfma */   \
+	X(GLOBAL, "global")   /* global memory, TMA, atomics */               \
+	X(SHARED, "shared")   /* shared memory (LDS) */                       \
+	X(LOCAL, "local")     /* local memory (scratch): spills */            \
+	X(CONVERT, "convert") /* conversions between number types */          \
+	X(BRANCH, "branch")   /* branches, calls, exits */                    \
+	X(BARRIER, "barrier") /* barriers, fences, waits */                   \
+	X(OTHER, "other")     /* arithmetic, moves and the rest */
+
 enum lines_type {
 	LINES_OTHER = 0, /* not an object, no type, or a type of no one's */
 	LINES_START,

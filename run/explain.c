@@ -46,7 +46,9 @@ static void *reader(void *arg)
 		if (!x)
 			return NULL;
 		x->rc = disasm_run(r->tool, x->target, x->e->res.code, x->e->res.code_size,
-				   r->run->cfg->limits.timeout_s, &x->listing, &x->msg);
+				   r->run->cfg->limits.timeout_s < DISASM_TIMEOUT_S ?
+				   r->run->cfg->limits.timeout_s : DISASM_TIMEOUT_S,
+				   &x->listing, &x->msg);
 	}
 }
 

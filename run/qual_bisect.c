@@ -60,12 +60,22 @@ struct reading {
 	bool timed;
 };
 
-static enum bisect_outcome outcome_of(json_t *cv, bool compile_only)
+/* A case that does not apply to the target: left out of the bisection. */
+#define OUTCOME_NOT_APPLICABLE (-1)
+
+static int outcome_of(json_t *cv, bool compile_only)
 {
 	enum case_verdict v = vocab_case_verdict_parse(json_string_value(
 		json_object_get(cv, "verdict")));
+	const char *arm = json_string_value(json_object_get(cv, "failed_arm"));
 
-	if (v == VERDICT_FAIL || v == VERDICT_NOT_APPLICABLE || v == CASE_VERDICT_UNKNOWN)
+	if (v == VERDICT_NOT_APPLICABLE)
+		return OUTCOME_NOT_APPLICABLE;
+	/* The later build failed where the earlier did not (it no longer
+	 * compiles, or computes wrongly): a change, and the one to find. */
+	if (v == VERDICT_FAIL && arm && !strcmp(arm, "candidate"))
+		return BISECT_DIFFERS;
+	if (v == VERDICT_FAIL || v == CASE_VERDICT_UNKNOWN)
 		return BISECT_BROKEN;
 	if (compile_only || v == VERDICT_NOT_TIMED)
 		return json_is_true(json_object_get(cv, "identical_code")) ? BISECT_SAME :
@@ -149,6 +159,19 @@ static void compare_run(struct prog *p, struct cmp *c, double alpha, struct chil
 	strv_release(&argv);
 	p->runs++;
 	p->timed |= r.timed;
+	/* Its verdicts stand only when it ended as qual-run ends with them (0
+	 * pass, 1 regression, 2 fail): else every case's comparison failed. */
+	if (child_exit_signal(ex) || child_exit_code(ex) < 0 || child_exit_code(ex) > 2) {
+		const char *name;
+		json_t *v;
+		char how[64];
+
+		fprintf(stderr, "qual-bisect: qual-run of build %d against build %d %s: its "
+			"comparisons count as failed\n", c->a, c->b,
+			child_exit_text(ex, how, sizeof how));
+		json_object_foreach(r.cases, name, v)
+			json_object_set_new(r.cases, name, json_integer(BISECT_BROKEN));
+	}
 	c->cases = r.cases;
 	json_decref(r.identical);
 }
@@ -161,7 +184,8 @@ static int emit_step(const struct prog *p, const struct cmp *c, double alpha,
 	char how[64];
 
 	json_object_foreach(c->cases, key, v)
-		json_object_set_new(cases, key, json_string(outcome_words[json_integer_value(v)]));
+		json_object_set_new(cases, key, json_string(json_integer_value(v) < 0 ?
+			"not_applicable" : outcome_words[json_integer_value(v)]));
 	json_object_set_new(line, "a", json_integer(c->a));
 	json_object_set_new(line, "b", json_integer(c->b));
 	json_object_set_new(line, "baseline", text_json_str(p->builds[c->a]));
@@ -201,7 +225,8 @@ static enum bisect_outcome compare(void *ctx, int a, int b, double alpha, int ef
 		(void)emit_step(p, c, alpha, &ex);
 	}
 	o = json_object_get(c->cases, cc->name);
-	return o ? (enum bisect_outcome)json_integer_value(o) : BISECT_BROKEN;
+	return o && json_integer_value(o) >= 0 ? (enum bisect_outcome)json_integer_value(o) :
+	       BISECT_BROKEN;
 }
 
 static json_t *case_json(const struct prog *p, const char *name, const struct bisect_result *r)
@@ -215,10 +240,11 @@ static json_t *case_json(const struct prog *p, const char *name, const struct bi
 			"to", c->to, "from_build", text_json_str(p->builds[c->from]),
 			"to_build", text_json_str(p->builds[c->to]), "step", c->step));
 	}
-	return json_pack("{s:s,s:b,s:b,s:o,s:o,s:i}", "case", name, "ends_differ", r->ends_differ,
-			 "uncertain", r->uncertain, "broken", r->broken ?
+	return json_pack("{s:s,s:b,s:b,s:o,s:o,s:b,s:i}", "case", name, "ends_differ",
+			 r->ends_differ, "uncertain", r->uncertain, "broken", r->broken ?
 			 json_pack("[i,i]", r->broken_a, r->broken_b) : json_null(),
-			 "changes", changes, "comparisons", r->comparisons);
+			 "changes", changes, "more_changes", r->more,
+			 "comparisons", r->comparisons);
 }
 
 static void usage(FILE *f)
@@ -312,11 +338,33 @@ static int parse(int argc, char **argv, struct prog *p, struct strv *builds,
 			return rc;
 	}
 	s->max_effort = (int)effort;
-	for (; optind < argc; optind++) {
-		if (!strcmp(argv[optind - 1], "--") && optind > 1)
-			break;
-		strv_push(builds, argv[optind]);
+	if (p->pairs * effort > 1000000) {
+		fprintf(stderr, "qual-bisect: --pairs %ld x --max-effort %ld is over qual-run's "
+			"1000000 pairs\n", p->pairs, effort);
+		return QUAL_EXIT_USAGE;
 	}
+	for (; optind < argc; optind++)
+		strv_push(builds, argv[optind]);
+	return -1;
+}
+
+/* qual-run's options that the bisection sets itself may not follow --: they
+ * would change the error budget or stop a retry from adding pairs. */
+static int check_extra(char **extra)
+{
+	static const char *const own[] = { "--alpha", "--margin", "--pairs", "--max-pairs",
+					   "--case", "--compile-only", NULL };
+
+	for (; extra && *extra; extra++)
+		for (const char *const *o = own; *o; o++) {
+			size_t n = strlen(*o);
+
+			if (!strncmp(*extra, *o, n) && ((*extra)[n] == '\0' || (*extra)[n] == '=')) {
+				fprintf(stderr, "qual-bisect: %s after -- is qual-bisect's to set: give "
+					"it before --\n", *o);
+				return QUAL_EXIT_USAGE;
+			}
+		}
 	return -1;
 }
 
@@ -326,7 +374,7 @@ int main(int argc, char **argv)
 	struct strv builds;
 	struct bisect_settings s;
 	struct bisect_result r;
-	json_t *out_cases = json_array(), *line;
+	json_t *out_cases = json_array(), *not_applicable = json_array(), *line;
 	char *beside = NULL;
 	char **dashdash = NULL;
 	int rc, status = QUAL_EXIT_PASS;
@@ -342,11 +390,16 @@ int main(int argc, char **argv)
 			break;
 		}
 	p.extra = dashdash;
-	if ((rc = parse(argc, argv, &p, &builds, &s)) >= 0)
+	if ((rc = parse(argc, argv, &p, &builds, &s)) >= 0 || (rc = check_extra(p.extra)) >= 0)
 		return rc;
 	p.builds = builds.v;
 	for (p.nbuilds = 0; p.builds[p.nbuilds]; p.nbuilds++)
 		;
+	if (bisect_alpha_step(p.nbuilds - 1, &s) < 1e-9) {
+		fprintf(stderr, "qual-bisect: --alpha %g over %d builds gives each comparison less "
+			"than qual-run's smallest alpha, 1e-9\n", s.alpha, p.nbuilds - 1);
+		return QUAL_EXIT_USAGE;
+	}
 	if (p.nbuilds < 2) {
 		fprintf(stderr, "qual-bisect: needs a baseline and at least one build, got %d "
 			"(qual-bisect --help)\n", p.nbuilds);
@@ -370,9 +423,10 @@ int main(int argc, char **argv)
 		const char *name;
 		json_t *v, *names = json_array();
 
-		(void)compare(&first, 0, p.nbuilds - 1, s.alpha / bisect_planned(p.nbuilds - 1), 1);
+		(void)compare(&first, 0, p.nbuilds - 1, bisect_alpha_step(p.nbuilds - 1, &s), 1);
 		json_object_foreach(p.made[0].cases, name, v)
-			json_array_append_new(names, json_string(name));
+			json_array_append_new(json_integer_value(v) < 0 ? not_applicable : names,
+					      json_string(name));
 		for (size_t i = 0; i < json_array_size(names); i++) {
 			struct case_ctx cc = { &p, json_string_value(json_array_get(names, i)) };
 
@@ -383,8 +437,11 @@ int main(int argc, char **argv)
 			else if (r.nchanges && status == QUAL_EXIT_PASS)
 				status = QUAL_EXIT_REGRESSION;
 		}
-		if (json_array_size(names) == 0)
+		if (json_array_size(names) == 0) {
+			fprintf(stderr, "qual-bisect: the comparison of the baseline with the last "
+				"build gave no case to bisect\n");
 			status = QUAL_EXIT_ERROR;
+		}
 		json_decref(names);
 	}
 	line = lines_new("bisect");
@@ -394,11 +451,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < p.nbuilds; i++)
 		json_array_append_new(json_object_get(line, "builds"), text_json_str(p.builds[i]));
 	json_object_set_new(line, "alpha", json_real(s.alpha));
-	json_object_set_new(line, "alpha_step", json_real(s.alpha / bisect_planned(p.nbuilds - 1)));
+	json_object_set_new(line, "alpha_step", json_real(bisect_alpha_step(p.nbuilds - 1, &s)));
 	json_object_set_new(line, "margin", json_real(p.margin));
 	json_object_set_new(line, "runs", json_integer(p.runs));
 	json_object_set_new(line, "wall_s", json_real(child_now() - t0));
 	json_object_set_new(line, "cases", out_cases);
+	json_object_set_new(line, "not_applicable", not_applicable);
 	if (lines_emit(stdout, line) < 0 || fflush(stdout))
 		status = QUAL_EXIT_ERROR;
 	for (int i = 0; i < p.nmade; i++)

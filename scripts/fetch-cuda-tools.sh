@@ -16,6 +16,14 @@ stamp="$dir/VERSION"
 if [ -x "$dir/bin/nvdisasm" ] && [ -x "$dir/bin/cuobjdump" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then
   exit 0
 fi
+if [ "$(uname -m)" != x86_64 ]; then
+  echo "fetch-cuda-tools.sh: the PyPI wheels are for x86_64, this machine is $(uname -m)" >&2
+  exit 1
+fi
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "fetch-cuda-tools.sh: $(command -v python3) has no pip (Debian: python3-pip)" >&2
+  exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/requirements.txt" <<REQ

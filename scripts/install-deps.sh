@@ -11,6 +11,7 @@ packages=(
   libamdhip64-dev          # HIP runtime headers and hiprtc (libamdhip64.so.5)
   libcmocka-dev            # unit test framework
   python3 python3-scipy python3-jsonschema python3-numpy
+  python3-pip              # scripts/fetch-cuda-tools.sh: nvdisasm from PyPI
   systemd                  # systemd-analyze, systemd-sysusers: tests/systemd.cmake
   valgrind                 # quald under memcheck: tests/valgrind.cmake
   clang                    # libFuzzer targets: tests/fuzz.cmake (and below)

@@ -23,6 +23,15 @@ int bisect_planned(int n)
 	return 1 + BISECT_MAX_CHANGES * (log2_ceil(n) + 2);
 }
 
+double bisect_alpha_step(int n, const struct bisect_settings *s)
+{
+	int looks = 0;
+
+	for (int effort = 1; effort <= s->max_effort; effort *= 2)
+		looks++;
+	return s->alpha / (bisect_planned(n) * (looks > 0 ? looks : 1));
+}
+
 struct run {
 	const struct bisect_settings *s;
 	bisect_compare_fn compare;
@@ -77,7 +86,7 @@ void bisect_run(int n, const struct bisect_settings *s, bisect_compare_fn fn, vo
 	enum bisect_outcome o;
 
 	memset(out, 0, sizeof *out);
-	out->alpha_step = s->alpha / bisect_planned(n);
+	out->alpha_step = bisect_alpha_step(n, s);
 	if (n < 1)
 		return;
 	o = compare(&r, 0, n);
@@ -107,4 +116,5 @@ void bisect_run(int n, const struct bisect_settings *s, bisect_compare_fn fn, vo
 			break;
 		o = compare(&r, lo, n);
 	}
+	out->more = o == BISECT_DIFFERS && out->nchanges == BISECT_MAX_CHANGES && lo < n;
 }

@@ -11,13 +11,13 @@
  * by halving (k - 1 is the same as 0, k differs), then compares k - 1 with
  * k directly: a step when they differ, a diffuse change (each build within
  * the margin of the one before, the span beyond it) when not. Then it goes
- * on from k, while k and n differ, up to BISECT_MAX_CHANGES changes. Each
- * comparison is made at alpha / (planned comparisons) (Bonferroni over every
- * comparison the procedure may make), so that under no change at all a
- * change is reported with probability at most alpha. An undecided
- * comparison is asked again with twice the effort (more blocks), up to
- * max_effort; one still undecided counts as "the same" in the search and
- * marks the result uncertain. */
+ * on from k, while k and n differ, up to BISECT_MAX_CHANGES changes. An
+ * undecided comparison is asked again with twice the effort (more blocks),
+ * up to max_effort; one still undecided counts as "the same" in the search
+ * and marks the result uncertain. Each look is made at alpha / (planned
+ * comparisons x looks a comparison may take) (Bonferroni over every look
+ * the procedure may make), so that under no change beyond the margin a
+ * change is reported with probability at most alpha. */
 #ifndef QUAL_BISECT_H
 #define QUAL_BISECT_H
 
@@ -54,6 +54,8 @@ struct bisect_result {
 	bool ends_differ;  /* build 0 and build n differ */
 	bool uncertain;    /* a comparison stayed undecided */
 	bool broken;       /* a comparison failed: no result */
+	bool more;         /* BISECT_MAX_CHANGES found and the rest of the
+			    * series still differs: there are more */
 	int broken_a, broken_b;
 	int nchanges;
 	struct bisect_change changes[BISECT_MAX_CHANGES];
@@ -65,6 +67,10 @@ struct bisect_result {
  * change a halving (ceil(log2 n) at most), the adjacent check and the next
  * ends. */
 int bisect_planned(int n);
+
+/* The significance of each look over n builds: alpha / (bisect_planned(n)
+ * x the looks at efforts 1, 2, 4 ... up to max_effort). */
+double bisect_alpha_step(int n, const struct bisect_settings *s);
 
 /* Runs the bisection over builds 0..n (n >= 1). */
 void bisect_run(int n, const struct bisect_settings *s, bisect_compare_fn compare, void *ctx,

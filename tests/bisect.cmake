@@ -6,9 +6,11 @@
 #   bisect_none      no change: one run, exit 0
 #   bisect_file      the series from --builds FILE
 #   bisect_broken    a library that is no compiler: exit 3, the step named
+#   bisect_arch      every case for sm_80: the wgmma cases left out as not
+#                    applicable, the rest bisected
 #   bisect_usage     bad command lines: exit 4
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario planted none file broken usage)
+  foreach(scenario planted none file broken arch usage)
     add_test(NAME bisect_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/bisect_test.py
                      --qual-bisect $<TARGET_FILE:qual-bisect>

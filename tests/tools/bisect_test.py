@@ -14,7 +14,11 @@ Scenarios:
             step at the 2nd build
   broken    a library that is no compiler in the series: exit 3, and the
             case says which comparison failed
-  usage     one build only, a missing file: exit 4 naming the problem
+  arch      no --case, for sm_80: the four wgmma cases do not apply and are
+            listed as such, never counted as failed; the other nine each
+            find the step
+  usage     one build only, a missing file, an option after -- that is
+            qual-bisect's to set: exit 4 naming the problem
 """
 import argparse
 import json
@@ -133,6 +137,23 @@ def scenario_broken(args, root):
           f"the failed step: {step}")
 
 
+def scenario_arch(args, root):
+    builds = series(root, args, ["base", "alt", "slow"])
+    r, lines = bisect(args, "--compile-only", *builds, "--", "--arch", "sm_80",
+                      "--compile-jobs", "2")
+    check(r.returncode == 1, f"exit {r.returncode}, expected 1: {r.stderr[-1500:]}")
+    validate(lines, args.schema)
+    end = lines[-1]
+    check(sorted(end["not_applicable"]) == sorted(
+        ["gemm_f16_wgmma-256x1024x1024", "gemm_f16_wgmma-256x512x256",
+         "gemm_i8_wgmma-256x1024x1024", "attention_f16_wgmma-512"]),
+        f"not applicable: {end['not_applicable']}")
+    check(len(end["cases"]) == 9, f"{len(end['cases'])} cases bisected, expected 9")
+    for c in end["cases"]:
+        check([(x["from"], x["to"]) for x in c["changes"]] == [(1, 2)] and c["broken"] is None,
+              f"{c['case']}: {c}")
+
+
 def scenario_usage(args, root):
     builds = series(root, args, ["base"])
     r, _ = bisect(args, *builds)
@@ -141,10 +162,14 @@ def scenario_usage(args, root):
     check(r.returncode == 4 and "missing.so" in r.stderr, f"missing build: {r.stderr}")
     r, _ = bisect(args, "--alpha", "2", builds[0], builds[0])
     check(r.returncode == 4 and "--alpha" in r.stderr, f"bad alpha: {r.stderr}")
+    r, _ = bisect(args, builds[0], builds[0], "--", "--pairs=600")
+    check(r.returncode == 4 and "--pairs after --" in r.stderr, f"--pairs after --: {r.stderr}")
+    r, _ = bisect(args, "--pairs", "100000", "--max-effort", "64", builds[0], builds[0])
+    check(r.returncode == 4 and "1000000" in r.stderr, f"pairs over the cap: {r.stderr}")
 
 
 SCENARIOS = {"planted": scenario_planted, "none": scenario_none, "file": scenario_file,
-             "broken": scenario_broken, "usage": scenario_usage}
+             "broken": scenario_broken, "arch": scenario_arch, "usage": scenario_usage}
 
 
 def main():

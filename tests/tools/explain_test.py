@@ -16,6 +16,9 @@ Scenarios:
   no_tool    QUAL_NVDISASM naming no file: the code line still has the
              compiler's figures, no mix, and says why there is no disassembly
   amd        hiprtc on gfx90a: llvm-objdump's listing, its v_mfma count
+  compile_user  qual-run as root with --compile-user nobody: the
+             disassembler runs as that user too (it reads the candidate
+             compiler's output), and still reads the code (a memfd)
   cli        quald, a compile-only job, `qualctl explain JOB CASE` under a
              pseudo-terminal (figures side by side, the diff in colour),
              --no-diff, --json (the stored line exactly), a file of lines,
@@ -257,6 +260,33 @@ def scenario_amd(args, root):
     check(o["baseline"]["occupancy"]["limited_by"] in ("registers", "shared"), "amd occupancy")
 
 
+def scenario_compile_user(args, root):
+    import pwd
+    case = "gemm_f16-256x512x256"
+    nobody = pwd.getpwnam("nobody").pw_uid
+    seen = os.path.join(root, "uids")
+    os.makedirs(seen)
+    os.chmod(seen, 0o777)
+    os.chmod(root, 0o755)
+    wrapper = os.path.join(root, "nvdisasm")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\nid -u >> {seen}/$$\nexec {args.nvdisasm} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    lines = qual_run(args, args.nvrtc, args.shim_slow, "--case", case, "--compile-user",
+                     "nobody", env={"QUAL_NVDISASM": wrapper})
+    o = code_lines(lines)[case]
+    check(o["disassembly_error"] is None and o["baseline"]["instructions"] > 0,
+          f"as the compile user: {o['disassembly_error']}")
+    uids = set()
+    for name in os.listdir(seen):
+        with open(os.path.join(seen, name)) as f:
+            uids.update(int(x) for x in f.read().split())
+    # --version (finding the tool) runs as qual-run; each disassembly as nobody.
+    check(nobody in uids, f"no disassembly ran as nobody ({nobody}): {uids}")
+    runs_as = [int(x) for n in os.listdir(seen) for x in open(os.path.join(seen, n)).read().split()]
+    check(runs_as.count(nobody) == 2, f"uids of the tool's runs: {runs_as}")
+
+
 def scenario_cli(args, root):
     case = "gemm_f16-256x512x256"
     env = dict(os.environ, QUAL_NVDISASM=args.nvdisasm)
@@ -320,6 +350,7 @@ SCENARIOS = {
     "identical": scenario_identical,
     "no_tool": scenario_no_tool,
     "amd": scenario_amd,
+    "compile_user": scenario_compile_user,
     "cli": scenario_cli,
 }
 
@@ -332,6 +363,9 @@ def main():
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     args.qual_run = args.worker
+    if args.scenario == "compile_user" and os.geteuid() != 0:
+        print("skipped: --compile-user needs root")
+        return 77
     return svc.run_scenario(args.scenario, SCENARIOS[args.scenario], args,
                             prefix="qual-explain-", limit=170)
 

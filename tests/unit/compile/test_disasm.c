@@ -111,6 +111,45 @@ static void test_sass_renaming(void **state)
 	disasm_listing_release(&b);
 }
 
+/* Two kernels, the first changed (a register more): the second's lines are
+ * the same in both listings, its names being its own. */
+static void test_names_per_kernel(void **state)
+{
+	static const char a[] =
+		"k1:\n"
+		"        /*0000*/                   MOV R4, R5 ;\n"
+		"k2:\n"
+		"        /*0000*/                   MOV R7, R8 ;\n"
+		"        /*0010*/                   EXIT ;\n";
+	static const char b[] =
+		"k1:\n"
+		"        /*0000*/                   MOV R9, R3 ;\n"
+		"        /*0010*/                   MOV R4, R5 ;\n"
+		"k2:\n"
+		"        /*0000*/                   MOV R7, R8 ;\n"
+		"        /*0010*/                   EXIT ;\n";
+	struct disasm_listing x, y;
+	struct qual_msg msg = {{0}};
+	struct textdiff d;
+
+	(void)state;
+	assert_int_equal(disasm_parse(RTC_ABI_NVRTC, a, strlen(a), &x, &msg), 0);
+	assert_int_equal(disasm_parse(RTC_ABI_NVRTC, b, strlen(b), &y, &msg), 0);
+	assert_string_equal(x.lines[3], "MOV R0, R1");
+	assert_string_equal(y.lines[4], "MOV R0, R1");
+	textdiff_unified((const char *const *)x.lines, x.nlines, (const char *const *)y.lines,
+			 y.nlines, 0, 1 << 16, &d);
+	/* k1 gains a line (its first, renamed in order of first use, reads as
+	 * the old one); k2's names are its own, so none of it differs. */
+	assert_int_equal(d.removed, 0);
+	assert_int_equal(d.added, 1);
+	assert_non_null(strstr(d.text, "+MOV R2, R3"));
+	assert_null(strstr(d.text, "EXIT"));
+	textdiff_release(&d);
+	disasm_listing_release(&x);
+	disasm_listing_release(&y);
+}
+
 static void test_amdgpu_counts_and_lines(void **state)
 {
 	struct disasm_listing l;
@@ -261,6 +300,7 @@ static void test_occupancy(void **state)
 	/* More shared memory than an SM has: no block runs. */
 	check_occ("sm_90", 128, 32, 240000, 0, 0, "shared");
 	check_occ("sm_90", 128, 300, 0, 0, 0, "registers");
+	check_occ("sm_90", 2048, 16, 0, 0, 0, "warps");
 	/* sm_86 holds 48 warps: 1024 threads make one block. */
 	check_occ("sm_86", 1024, 32, 0, 1, 32, "warps");
 	/* gfx90a: 164 VGPRs (168 allocated) give 3 waves a SIMD, 12 a CU; 32
@@ -290,6 +330,16 @@ static void test_textdiff(void **state)
 	assert_string_equal(d.text, "@@ -4,3 +4,3 @@\n d\n");
 	assert_int_equal(d.added, 2);
 	textdiff_release(&d);
+	/* Two changes with twice the context between them: one hunk, as
+	 * diff -U1 prints it. */
+	{
+		const char *x[] = { "a", "b", "c", "d", "e" };
+		const char *y[] = { "A", "b", "c", "D", "e" };
+
+		textdiff_unified(x, 5, y, 5, 1, 1 << 16, &d);
+		assert_string_equal(d.text, "@@ -1,5 +1,5 @@\n-a\n+A\n b\n c\n-d\n+D\n e\n");
+		textdiff_release(&d);
+	}
 	/* Both empty, and one empty. */
 	textdiff_unified(a, 0, b, 0, 3, 100, &d);
 	assert_string_equal(d.text, "");
@@ -329,6 +379,7 @@ static void test_textdiff_coarse(void **state)
 QUAL_TESTS(
 	cmocka_unit_test(test_sass_counts_and_lines),
 	cmocka_unit_test(test_sass_renaming),
+	cmocka_unit_test(test_names_per_kernel),
 	cmocka_unit_test(test_amdgpu_counts_and_lines),
 	cmocka_unit_test(test_no_instructions),
 	cmocka_unit_test(test_run_tool),

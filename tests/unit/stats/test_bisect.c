@@ -63,7 +63,8 @@ static void test_one_step(void **state)
 		/* The ends, 3 halvings, the adjacent check and the next ends
 		 * at most. */
 		assert_true(x.calls <= 6);
-		assert_true(fabs(r.alpha_step - s.alpha / bisect_planned(8)) < 1e-15);
+		/* Efforts 1, 2, 4: three looks a comparison. */
+		assert_true(fabs(r.alpha_step - s.alpha / (bisect_planned(8) * 3)) < 1e-15);
 	}
 }
 
@@ -210,7 +211,7 @@ static void test_simulated_budget(void **state)
 	enum { SERIES = 2000, N = 8 };
 	struct bisect_settings s;
 	struct bisect_result r;
-	int false_calls = 0, found = 0, uncertain = 0;
+	int false_calls = 0, edge_calls = 0, found = 0, uncertain = 0;
 	long comparisons = 0;
 
 	(void)state;
@@ -220,6 +221,17 @@ static void test_simulated_budget(void **state)
 
 		bisect_run(N, &s, sim_compare, &x, &r);
 		false_calls += r.nchanges > 0;
+	}
+	/* The hardest series with no change beyond the margin: a step of
+	 * exactly the margin at build 5, which a comparison may call beyond
+	 * it by chance alone. */
+	for (int k = 0; k < SERIES; k++) {
+		struct series x = { .sd = draw_sd(), .blocks = 15 };
+
+		for (int i = 5; i <= N; i++)
+			x.effect[i] = log(1.01);
+		bisect_run(N, &s, sim_compare, &x, &r);
+		edge_calls += r.nchanges > 0;
 	}
 	for (int k = 0; k < SERIES; k++) {
 		struct series x = { .sd = draw_sd(), .blocks = 15 };
@@ -231,10 +243,12 @@ static void test_simulated_budget(void **state)
 		uncertain += r.uncertain;
 		comparisons += r.comparisons;
 	}
-	printf("A/A: a change reported in %d of %d series (alpha %.2f); a 2%% step at build 5 "
-	       "found in %d of %d (%d uncertain), %.1f comparisons a series\n", false_calls,
-	       SERIES, s.alpha, found, SERIES, uncertain, (double)comparisons / SERIES);
+	printf("A/A: a change reported in %d of %d series (alpha %.2f); a step of exactly the "
+	       "margin: in %d of %d; a 2%% step at build 5 found in %d of %d (%d uncertain), "
+	       "%.1f comparisons a series\n", false_calls, SERIES, s.alpha, edge_calls, SERIES,
+	       found, SERIES, uncertain, (double)comparisons / SERIES);
 	assert_true(false_calls <= s.alpha * SERIES);
+	assert_true(edge_calls <= s.alpha * SERIES);
 	assert_true(found >= 0.95 * SERIES);
 }
 
