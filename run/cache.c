@@ -360,19 +360,56 @@ static int seen_older(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* The bytes of an entry's files. */
+/* The bytes of an entry's files: its code, its meta and what is kept
+ * beside them (cache_extra_write()). */
 static size_t entry_bytes(const char *entry)
 {
-	const char *const files[] = { CODE_FILE, META_FILE };
+	DIR *d = opendir(entry);
+	struct dirent *e;
 	char path[PATH_MAX];
 	struct stat st;
 	size_t n = 0;
 
-	for (size_t i = 0; i < 2; i++)
-		if ((size_t)snprintf(path, sizeof path, "%s/%s", entry, files[i]) < sizeof path &&
-		    lstat(path, &st) == 0)
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    (size_t)snprintf(path, sizeof path, "%s/%s", entry, e->d_name) < sizeof path &&
+		    lstat(path, &st) == 0 && S_ISREG(st.st_mode))
 			n += (size_t)st.st_size;
+	closedir(d);
 	return n;
+}
+
+static bool extra_path(const struct cache *c, const char *key, const char *name, char *path)
+{
+	char shard[PATH_MAX], entry[PATH_MAX];
+	size_t n = strlen(name);
+
+	return n > 0 && n <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
+	       entry_paths(c, key, shard, entry) && entry_whole(entry) &&
+	       (size_t)snprintf(path, PATH_MAX, "%s/%s", entry, name) < PATH_MAX;
+}
+
+int cache_extra_read(const struct cache *c, const char *key, const char *name, size_t cap,
+		     char **out, size_t *len)
+{
+	char path[PATH_MAX];
+
+	*out = NULL;
+	if (!extra_path(c, key, name, path))
+		return QUAL_ENOENT;
+	return fs_read_capped_regular(path, cap, out, len, NULL);
+}
+
+int cache_extra_write(const struct cache *c, const char *key, const char *name,
+		      const char *data, size_t len)
+{
+	char path[PATH_MAX];
+
+	if (!extra_path(c, key, name, path))
+		return QUAL_ENOENT;
+	return fs_write_atomic(path, data, len, 0644, NULL, NULL);
 }
 
 /* Adds the entries of the shard folder to *all, removing stale temporaries. */

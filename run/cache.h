@@ -99,6 +99,18 @@ int cache_store(struct cache *c, const char *key, const struct rtc_result *r,
  * writer left more than an hour ago. */
 void cache_trim(struct cache *c);
 
+/* What is kept beside an entry's code: a file NAME ([a-z0-9-], at most 64
+ * characters) in the entry's folder, written whole (fs_write_atomic) only
+ * while the entry is there, read back (at most cap bytes) as long as it is,
+ * and evicted with it (its bytes count toward the bound). The code lines'
+ * analysis of an artifact (run/explain.c). cache_extra_read() returns 0 with
+ * a new NUL-terminated buffer, or a negative code (a miss); cache_extra_write()
+ * returns 0, or a negative code (nothing written: no such entry). */
+int cache_extra_read(const struct cache *c, const char *key, const char *name, size_t cap,
+		     char **out, size_t *len);
+int cache_extra_write(const struct cache *c, const char *key, const char *name,
+		      const char *data, size_t len);
+
 /* The default folder: $XDG_CACHE_HOME/qual/artifacts, else
  * $HOME/.cache/qual/artifacts, into out (cap bytes). False when neither is
  * set (no cache). */

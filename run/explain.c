@@ -11,10 +11,12 @@
 #include <string.h>
 
 #include "common/lines.h"
+#include "common/sha256.h"
 #include "common/textdiff.h"
 #include "common/xalloc.h"
 #include "compile/disasm.h"
 #include "compile/occupancy.h"
+#include "run/cache.h"
 
 /* One distinct artifact to read. */
 struct read {
@@ -23,6 +25,7 @@ struct read {
 	struct disasm_listing listing;
 	int rc;
 	struct qual_msg msg;
+	bool kept;      /* read back from the artifact cache */
 };
 
 struct reads {
@@ -41,6 +44,8 @@ static void *reader(void *arg)
 		struct read *x;
 
 		pthread_mutex_lock(&r->mu);
+		while (r->next < r->n && r->v[r->next].kept)
+			r->next++;
 		x = r->next < r->n ? &r->v[r->next++] : NULL;
 		pthread_mutex_unlock(&r->mu);
 		if (!x)
@@ -67,6 +72,106 @@ static void read_all(struct reads *r)
 		pthread_join(t[i], NULL);
 	pthread_mutex_destroy(&r->mu);
 	free(t);
+}
+
+/* ---- the analysis kept in the artifact cache ------------------------------ */
+
+/* An artifact's analysis is kept beside its code in the artifact cache
+ * (cache_extra_write()), as
+ *
+ *     qual-explain 1
+ *     INSTRUCTIONS COUNT_0 ... COUNT_7
+ *     the normalised listing, a line each
+ *
+ * under a name that is the tool's (its name, version and this format's), so
+ * that a baseline served from the cache is not disassembled again, and
+ * another disassembler's reading is another file. */
+#define KEEP_MAGIC "qual-explain 1\n"
+#define KEEP_MAX ((size_t)32 << 20)
+
+static void keep_name(const struct disasm_tool *t, char *out, size_t cap)
+{
+	char hex[SHA256_HEX_SIZE], text[sizeof t->name + sizeof t->version + 32];
+
+	snprintf(text, sizeof text, "%s\n%s\n%s", t->name, t->version, KEEP_MAGIC);
+	if (sha256_hash_buffer(text, strlen(text), hex, NULL) < 0)
+		snprintf(hex, sizeof hex, "%s", "0");
+	snprintf(out, cap, "explain-%.16s", hex);
+}
+
+static bool keep_parse(char *text, size_t len, struct disasm_listing *l)
+{
+	char *s = text, *end = text + len, *nl;
+	size_t cap = 0;
+	int used;
+
+	memset(l, 0, sizeof *l);
+	if (strncmp(s, KEEP_MAGIC, strlen(KEEP_MAGIC)))
+		return false;
+	s += strlen(KEEP_MAGIC);
+	if (sscanf(s, "%ld%n", &l->instructions, &used) != 1)
+		return false;
+	s += used;
+	for (int k = 0; k < DISASM_NCLASSES; k++) {
+		if (sscanf(s, "%ld%n", &l->count[k], &used) != 1)
+			return false;
+		s += used;
+	}
+	if (*s++ != '\n')
+		return false;
+	for (; s < end; s = nl + 1) {
+		if (!(nl = memchr(s, '\n', (size_t)(end - s))))
+			break;
+		XGROW(l->lines, l->nlines + 1, cap);
+		l->lines[l->nlines++] = strndup(s, (size_t)(nl - s));
+	}
+	if (s != end || l->instructions <= 0) {
+		disasm_listing_release(l);
+		return false;
+	}
+	return true;
+}
+
+static void keep_write(const struct run *run, const char *name, const struct read *x)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	fprintf(f, "%s%ld", KEEP_MAGIC, x->listing.instructions);
+	for (int k = 0; k < DISASM_NCLASSES; k++)
+		fprintf(f, " %ld", x->listing.count[k]);
+	fputc('\n', f);
+	for (size_t i = 0; i < x->listing.nlines; i++)
+		fprintf(f, "%s\n", x->listing.lines[i]);
+	if (fclose(f) == 0 && len <= KEEP_MAX)
+		(void)cache_extra_write(run->artifacts, x->e->key, name, text, len);
+	free(text);
+}
+
+/* Reads back what the cache keeps of each artifact; after the reads,
+ * keeps what was read. */
+static void keep_lookup(struct reads *r, const char *name)
+{
+	for (int i = 0; i < r->n && r->run->artifacts; i++) {
+		struct read *x = &r->v[i];
+		char *text = NULL;
+		size_t len = 0;
+
+		if (cache_extra_read(r->run->artifacts, x->e->key, name, KEEP_MAX, &text, &len) == 0 &&
+		    keep_parse(text, len, &x->listing))
+			x->kept = true;
+		free(text);
+	}
+}
+
+static void keep_store(struct reads *r, const char *name)
+{
+	for (int i = 0; i < r->n && r->run->artifacts; i++)
+		if (!r->v[i].kept && r->v[i].rc == 0)
+			keep_write(r->run, name, &r->v[i]);
 }
 
 static struct read *read_of(struct reads *r, const struct compiled *e)
@@ -224,8 +329,14 @@ void runner__explain(struct run *run, const int *sel, int nsel)
 		}
 		fixture_release(&c);
 	}
-	if (r.n)
+	if (r.n) {
+		char name[32];
+
+		keep_name(&tool, name, sizeof name);
+		keep_lookup(&r, name);
 		read_all(&r);
+		keep_store(&r, name);
+	}
 	for (int i = 0; i < nsel; i++) {
 		if (!both(run, sel[i], &c, e))
 			continue;

@@ -9,6 +9,8 @@
 #   explain_no_tool    no disassembler: the compiler's figures, and why not
 #   explain_amd        hiprtc's gfx90a code, against llvm-objdump
 #   explain_cli        qualctl explain through quald, under a pty
+#   explain_kept       the analysis kept in the artifact cache: a second run
+#                      disassembles nothing, a damaged one is read again
 #   explain_compile_user  as root, --compile-user nobody: the disassembler
 #                      runs as nobody too (skipped when not root)
 find_program(QUAL_NVDISASM NAMES nvdisasm PATHS /opt/qual-cuda-tools/bin /usr/local/cuda/bin)
@@ -19,7 +21,7 @@ find_library(QUAL_EXPLAIN_HIPRTC NAMES libamdhip64.so.5 libamdhip64.so.6 amdhip6
 
 if(QUAL_NVDISASM AND QUAL_CUOBJDUMP AND EXISTS ${QUAL_SERVICE_NVRTC}
    AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  set(scenarios figures identical no_tool cli compile_user)
+  set(scenarios figures identical no_tool cli compile_user kept)
   if(QUAL_EXPLAIN_OBJDUMP AND QUAL_EXPLAIN_HIPRTC)
     list(APPEND scenarios amd)
   endif()

@@ -19,6 +19,9 @@ Scenarios:
   compile_user  qual-run as root with --compile-user nobody: the
              disassembler runs as that user too (it reads the candidate
              compiler's output), and still reads the code (a memfd)
+  kept       two runs on one artifact cache: the second disassembles
+             nothing and writes the same code lines; a damaged kept analysis
+             is read again from the tool
   cli        quald, a compile-only job, `qualctl explain JOB CASE` under a
              pseudo-terminal (figures side by side, the diff in colour),
              --no-diff, --json (the stored line exactly), a file of lines,
@@ -273,7 +276,7 @@ def scenario_compile_user(args, root):
         f.write(f"#!/bin/sh\nid -u >> {seen}/$$\nexec {args.nvdisasm} \"$@\"\n")
     os.chmod(wrapper, 0o755)
     lines = qual_run(args, args.nvrtc, args.shim_slow, "--case", case, "--compile-user",
-                     "nobody", env={"QUAL_NVDISASM": wrapper})
+                     "nobody", "--no-cache", env={"QUAL_NVDISASM": wrapper})
     o = code_lines(lines)[case]
     check(o["disassembly_error"] is None and o["baseline"]["instructions"] > 0,
           f"as the compile user: {o['disassembly_error']}")
@@ -285,6 +288,49 @@ def scenario_compile_user(args, root):
     check(nobody in uids, f"no disassembly ran as nobody ({nobody}): {uids}")
     runs_as = [int(x) for n in os.listdir(seen) for x in open(os.path.join(seen, n)).read().split()]
     check(runs_as.count(nobody) == 2, f"uids of the tool's runs: {runs_as}")
+
+
+def counting_tool(args, root):
+    """A wrapper of nvdisasm that counts its disassemblies (not --version)."""
+    count = os.path.join(root, "count")
+    wrapper = os.path.join(root, "nvdisasm")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\n[ \"$1\" = --version ] || echo x >> {count}\n"
+                f"exec {args.nvdisasm} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+
+    def runs():
+        if not os.path.exists(count):
+            return 0
+        with open(count) as f:
+            n = len(f.read().split())
+        os.unlink(count)
+        return n
+    return wrapper, runs
+
+
+def scenario_kept(args, root):
+    cases = ["gemm_f16-256x512x256", "conv3x3_f16-7x7x512x512"]
+    cache = os.path.join(root, "cache")
+    wrapper, runs = counting_tool(args, root)
+    sel = [a for c in cases for a in ("--case", c)]
+    env = {"QUAL_NVDISASM": wrapper}
+    first = code_lines(qual_run(args, args.nvrtc, args.shim_slow, "--cache", cache, *sel,
+                                env=env))
+    check(runs() == 4, "the first run did not disassemble its 4 artifacts")
+    second = code_lines(qual_run(args, args.nvrtc, args.shim_slow, "--cache", cache, *sel,
+                                 env=env))
+    n = runs()
+    check(n == 0, f"the second run disassembled {n} artifacts, expected none")
+    check(first == second, "the code lines of the run served from the cache differ")
+    kept = [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs
+            if f.startswith("explain-")]
+    check(len(kept) == 4, f"{len(kept)} kept analyses, expected 4")
+    with open(kept[0], "r+") as f:
+        f.write("damaged")
+    third = code_lines(qual_run(args, args.nvrtc, args.shim_slow, "--cache", cache, *sel,
+                                env=env))
+    check(runs() == 1 and third == first, "a damaged kept analysis was not read again")
 
 
 def scenario_cli(args, root):
@@ -351,6 +397,7 @@ SCENARIOS = {
     "no_tool": scenario_no_tool,
     "amd": scenario_amd,
     "compile_user": scenario_compile_user,
+    "kept": scenario_kept,
     "cli": scenario_cli,
 }
 
