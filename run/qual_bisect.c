@@ -185,7 +185,8 @@ static int emit_step(const struct prog *p, const struct cmp *c, double alpha,
 
 	json_object_foreach(c->cases, key, v)
 		json_object_set_new(cases, key, json_string(json_integer_value(v) < 0 ?
-			"not_applicable" : outcome_words[json_integer_value(v)]));
+			vocab_case_verdict_name(VERDICT_NOT_APPLICABLE) :
+			outcome_words[json_integer_value(v)]));
 	json_object_set_new(line, "a", json_integer(c->a));
 	json_object_set_new(line, "b", json_integer(c->b));
 	json_object_set_new(line, "baseline", text_json_str(p->builds[c->a]));
@@ -456,7 +457,7 @@ int main(int argc, char **argv)
 	json_object_set_new(line, "runs", json_integer(p.runs));
 	json_object_set_new(line, "wall_s", json_real(child_now() - t0));
 	json_object_set_new(line, "cases", out_cases);
-	json_object_set_new(line, "not_applicable", not_applicable);
+	json_object_set_new(line, vocab_case_verdict_name(VERDICT_NOT_APPLICABLE), not_applicable);
 	if (lines_emit(stdout, line) < 0 || fflush(stdout))
 		status = QUAL_EXIT_ERROR;
 	for (int i = 0; i < p.nmade; i++)
