@@ -369,6 +369,38 @@ static int check_extra(char **extra)
 	return -1;
 }
 
+/* The series and the worker, checked: -1, or the exit status. */
+static int check_builds(struct prog *p, struct strv *builds, const struct bisect_settings *s,
+			char **beside)
+{
+	p->builds = builds->v;
+	for (p->nbuilds = 0; p->builds[p->nbuilds]; p->nbuilds++)
+		;
+	if (p->nbuilds < 2) {
+		fprintf(stderr, "qual-bisect: needs a baseline and at least one build, got %d "
+			"(qual-bisect --help)\n", p->nbuilds);
+		return QUAL_EXIT_USAGE;
+	}
+	if (bisect_alpha_step(p->nbuilds - 1, s) < 1e-9) {
+		fprintf(stderr, "qual-bisect: --alpha %g over %d builds gives each comparison less "
+			"than qual-run's smallest alpha, 1e-9\n", s->alpha, p->nbuilds - 1);
+		return QUAL_EXIT_USAGE;
+	}
+	for (int i = 0; i < p->nbuilds; i++)
+		if (access(p->builds[i], R_OK) != 0) {
+			fprintf(stderr, "qual-bisect: cannot read build %d '%s': %s\n", i,
+				p->builds[i], strerror(errno));
+			return QUAL_EXIT_USAGE;
+		}
+	if (!p->worker)
+		p->worker = *beside = fs_beside_self("qual-run");
+	if (!p->worker) {
+		fprintf(stderr, "qual-bisect: no qual-run beside this program: give --worker\n");
+		return QUAL_EXIT_USAGE;
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct prog p = { .margin = 0.01, .pairs = 60 };
@@ -391,32 +423,10 @@ int main(int argc, char **argv)
 			break;
 		}
 	p.extra = dashdash;
-	if ((rc = parse(argc, argv, &p, &builds, &s)) >= 0 || (rc = check_extra(p.extra)) >= 0)
-		return rc;
-	p.builds = builds.v;
-	for (p.nbuilds = 0; p.builds[p.nbuilds]; p.nbuilds++)
-		;
-	if (bisect_alpha_step(p.nbuilds - 1, &s) < 1e-9) {
-		fprintf(stderr, "qual-bisect: --alpha %g over %d builds gives each comparison less "
-			"than qual-run's smallest alpha, 1e-9\n", s.alpha, p.nbuilds - 1);
-		return QUAL_EXIT_USAGE;
-	}
-	if (p.nbuilds < 2) {
-		fprintf(stderr, "qual-bisect: needs a baseline and at least one build, got %d "
-			"(qual-bisect --help)\n", p.nbuilds);
-		return QUAL_EXIT_USAGE;
-	}
-	for (int i = 0; i < p.nbuilds; i++)
-		if (access(p.builds[i], R_OK) != 0) {
-			fprintf(stderr, "qual-bisect: cannot read build %d '%s': %s\n", i,
-				p.builds[i], strerror(errno));
-			return QUAL_EXIT_USAGE;
-		}
-	if (!p.worker)
-		p.worker = beside = fs_beside_self("qual-run");
-	if (!p.worker) {
-		fprintf(stderr, "qual-bisect: no qual-run beside this program: give --worker\n");
-		return QUAL_EXIT_USAGE;
+	if ((rc = parse(argc, argv, &p, &builds, &s)) >= 0 || (rc = check_extra(p.extra)) >= 0 ||
+	    (rc = check_builds(&p, &builds, &s, &beside)) >= 0) {
+		status = rc;
+		goto out;
 	}
 	{
 		/* The ends first, for every case: the cases come from it. */
@@ -460,6 +470,10 @@ int main(int argc, char **argv)
 	json_object_set_new(line, vocab_case_verdict_name(VERDICT_NOT_APPLICABLE), not_applicable);
 	if (lines_emit(stdout, line) < 0 || fflush(stdout))
 		status = QUAL_EXIT_ERROR;
+	out_cases = not_applicable = NULL; /* the line's */
+out:
+	json_decref(out_cases);
+	json_decref(not_applicable);
 	for (int i = 0; i < p.nmade; i++)
 		json_decref(p.made[i].cases);
 	free(p.made);
