@@ -280,6 +280,35 @@ void fs_rm_tree(const char *path)
 	rmdir(path);
 }
 
+static bool runnable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+char *fs_find_on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *dirs, *dir, *save = NULL, *found = NULL;
+
+	if (strchr(name, '/'))
+		return runnable(name) ? xstrdup(name) : NULL;
+	dirs = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (dir = strtok_r(dirs, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		char *p;
+
+		if (asprintf(&p, "%s/%s", *dir ? dir : ".", name) < 0)
+			continue;
+		if (runnable(p))
+			found = p;
+		else
+			free(p);
+	}
+	free(dirs);
+	return found;
+}
+
 char *fs_beside_self(const char *name)
 {
 	char self[PATH_MAX];

@@ -94,4 +94,10 @@ void fs_rm_tree(const char *path);
  * by side, and built side by side into bin/ of the build folder. */
 char *fs_beside_self(const char *name);
 
+/* name's path on $PATH (a new string): the first executable regular file of
+ * that name in its folders (an empty folder is "."; no PATH:
+ * /usr/local/bin:/usr/bin:/bin); a name with a '/' is taken as it is when
+ * it is one. NULL when there is none. */
+char *fs_find_on_path(const char *name);
+
 #endif

@@ -94,21 +94,11 @@ static bool found(struct disasm_tool *t, const char *path)
 
 static bool in_path(struct disasm_tool *t, const char *name)
 {
-	const char *p = getenv("PATH");
-	char dir[PATH_MAX], full[PATH_MAX];
+	char *path = fs_find_on_path(name);
+	bool ok = path && found(t, path);
 
-	while (p && *p) {
-		size_t n = strcspn(p, ":");
-
-		if (n > 0 && n < sizeof dir) {
-			memcpy(dir, p, n);
-			dir[n] = '\0';
-			if (fs_path_join(full, sizeof full, dir, name, NULL) == 0 && found(t, full))
-				return true;
-		}
-		p += n + (p[n] == ':');
-	}
-	return false;
+	free(path);
+	return ok;
 }
 
 /* Debian's /usr/lib/llvm-N/bin/llvm-objdump, the newest N first. */

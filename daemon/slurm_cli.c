@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/child.h"
+#include "common/fsutil.h"
 #include "common/xalloc.h"
 
 /* The most of a command's stdout and stderr kept. */
@@ -39,29 +40,6 @@ void slurm_answer_release(struct slurm_answer *a)
 	free(a->err);
 	a->out = a->err = NULL;
 	a->status = -1;
-}
-
-/* name's path on $PATH (a new string), or NULL. */
-static char *find_on_path(const char *name)
-{
-	const char *path = getenv("PATH");
-	char *dirs, *dir, *save = NULL, *found = NULL;
-
-	if (strchr(name, '/'))
-		return access(name, X_OK) ? NULL : xstrdup(name);
-	dirs = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = strtok_r(dirs, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
-		char *p;
-
-		if (asprintf(&p, "%s/%s", *dir ? dir : ".", name) < 0)
-			continue;
-		if (!access(p, X_OK))
-			found = p;
-		else
-			free(p);
-	}
-	free(dirs);
-	return found;
 }
 
 /* What runs while a command does (slurm_cli_set_wait). */
@@ -172,7 +150,7 @@ int slurm_cli_run(const char *const *args, double timeout_s, struct slurm_answer
 
 	a->status = -1;
 	a->out = a->err = NULL;
-	if (!(path = find_on_path(args[0])))
+	if (!(path = fs_find_on_path(args[0])))
 		return qual_fail(msg, QUAL_ENOENT, "'%s' is not on PATH", args[0]);
 	strv_init(&argv);
 	strv_push(&argv, path);

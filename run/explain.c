@@ -303,31 +303,38 @@ static bool both(struct run *run, int index, struct fixture_case *c, const struc
 	return true;
 }
 
+/* A case to explain: its description and its two arms' compiles. */
+struct item {
+	struct fixture_case c;
+	const struct compiled *e[2];
+};
+
 void runner__explain(struct run *run, const int *sel, int nsel)
 {
 	struct reads r = { .run = run };
 	struct disasm_tool tool;
 	struct qual_msg find = {{0}};
 	const char *libs[2] = { run->id[0].real_path, run->id[1].real_path };
-	const struct compiled *e[2];
-	struct fixture_case c;
-	int cap = 0;
+	struct item *items = xcalloc((size_t)nsel + 1, sizeof *items);
+	int n = 0, cap = 0;
 
 	if (disasm_find(run->id[1].abi, libs, 2, &tool, &find) == 0)
 		r.tool = &tool;
-	for (int i = 0; i < nsel && r.tool; i++) {
-		if (!both(run, sel[i], &c, e))
+	for (int i = 0; i < nsel; i++) {
+		struct item *it = &items[n];
+
+		if (!both(run, sel[i], &it->c, it->e))
 			continue;
-		for (int arm = 0; arm < 2; arm++) {
-			if (read_of(&r, e[arm]))
+		n++;
+		for (int arm = 0; arm < 2 && r.tool; arm++) {
+			if (read_of(&r, it->e[arm]))
 				continue;
 			XGROW(r.v, r.n + 1, cap);
 			memset(&r.v[r.n], 0, sizeof r.v[r.n]);
-			r.v[r.n].e = e[arm];
-			fixture_target(&c, run->arch, r.v[r.n].target, sizeof r.v[r.n].target);
+			r.v[r.n].e = it->e[arm];
+			fixture_target(&it->c, run->arch, r.v[r.n].target, sizeof r.v[r.n].target);
 			r.n++;
 		}
-		fixture_release(&c);
 	}
 	if (r.n) {
 		char name[32];
@@ -337,14 +344,13 @@ void runner__explain(struct run *run, const int *sel, int nsel)
 		read_all(&r);
 		keep_store(&r, name);
 	}
-	for (int i = 0; i < nsel; i++) {
-		if (!both(run, sel[i], &c, e))
-			continue;
-		emit_code(run, &r, &c, e, r.tool ? NULL : find.text);
-		fixture_release(&c);
+	for (int i = 0; i < n; i++) {
+		emit_code(run, &r, &items[i].c, items[i].e, r.tool ? NULL : find.text);
+		fixture_release(&items[i].c);
 	}
 	for (int i = 0; i < r.n; i++)
 		disasm_listing_release(&r.v[i].listing);
 	free(r.v);
+	free(items);
 	fflush(run->out);
 }

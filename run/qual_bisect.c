@@ -56,7 +56,6 @@ struct prog {
 /* What one qual-run said, read from its lines. */
 struct reading {
 	json_t *cases;          /* name -> outcome */
-	json_t *identical;      /* name -> identical_code (case_verdict) */
 	bool timed;
 };
 
@@ -114,7 +113,7 @@ static const char *const outcome_words[] = { "same", "differs", "undecided", "br
 static void compare_run(struct prog *p, struct cmp *c, double alpha, struct child_exit *ex)
 {
 	struct strv argv;
-	struct reading r = { json_object(), json_object(), false };
+	struct reading r = { json_object(), false };
 	struct take_ctx t = { p, &r };
 	struct lines_splitter split;
 	struct qual_msg msg;
@@ -173,7 +172,6 @@ static void compare_run(struct prog *p, struct cmp *c, double alpha, struct chil
 			json_object_set_new(r.cases, name, json_integer(BISECT_BROKEN));
 	}
 	c->cases = r.cases;
-	json_decref(r.identical);
 }
 
 static int emit_step(const struct prog *p, const struct cmp *c, double alpha,

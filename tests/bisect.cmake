@@ -17,7 +17,6 @@ if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
                      --nvrtc ${QUAL_SERVICE_NVRTC} --nvrtc-alt ${QUAL_SERVICE_NVRTC_ALT}
                      --shim-slow $<TARGET_FILE:shim_slow>
                      --shim-noabi $<TARGET_FILE:shim_noabi>
-                     --schema ${PROJECT_SOURCE_DIR}/docs/schema/lines.schema.json
                      ${scenario})
     set_tests_properties(bisect_${scenario} PROPERTIES LABELS integration TIMEOUT 300)
   endforeach()

@@ -34,7 +34,6 @@ if(QUAL_NVDISASM AND QUAL_CUOBJDUMP AND EXISTS ${QUAL_SERVICE_NVRTC}
                      --nvrtc ${QUAL_SERVICE_NVRTC} --nvrtc-alt ${QUAL_SERVICE_NVRTC_ALT}
                      --shim-slow $<TARGET_FILE:shim_slow>
                      --nvdisasm ${QUAL_NVDISASM} --cuobjdump ${QUAL_CUOBJDUMP}
-                     --schema ${PROJECT_SOURCE_DIR}/docs/schema/lines.schema.json
                      --hiprtc "${QUAL_EXPLAIN_HIPRTC}" --objdump "${QUAL_EXPLAIN_OBJDUMP}"
                      ${scenario})
     set_tests_properties(explain_${scenario} PROPERTIES LABELS integration TIMEOUT 200

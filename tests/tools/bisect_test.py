@@ -26,18 +26,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import service_test as svc  # noqa: E402
+
+check = svc.check
 CASES = ["gemm_f16-256x512x256", "conv3x3_f16-7x7x512x512"]
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def series(root, args, kinds):
@@ -62,13 +56,9 @@ def bisect(args, *argv):
     return r, lines
 
 
-def validate(lines, schema):
-    import jsonschema
-    with open(schema) as f:
-        v = jsonschema.Draft202012Validator(json.load(f))
+def validate(lines):
     for o in lines:
-        errs = list(v.iter_errors(o))
-        check(not errs, f"a {o.get('type')} line is not valid: {errs[:1]}")
+        svc.schema_check(json.dumps(o), f"a {o.get('type')} line")
 
 
 def case_args():
@@ -80,7 +70,7 @@ def scenario_planted(args, root):
                                  "slow", "slow"])
     r, lines = bisect(args, "--compile-only", *case_args(), *builds, "--", "--compile-jobs", "2")
     check(r.returncode == 1, f"exit {r.returncode}, expected 1: {r.stderr[-1500:]}")
-    validate(lines, args.schema)
+    validate(lines)
     steps = [o for o in lines if o["type"] == "bisect_step"]
     end = lines[-1]
     check(end["type"] == "bisect" and end["mode"] == "static", f"last line: {end}")
@@ -142,7 +132,7 @@ def scenario_arch(args, root):
     r, lines = bisect(args, "--compile-only", *builds, "--", "--arch", "sm_80",
                       "--compile-jobs", "2")
     check(r.returncode == 1, f"exit {r.returncode}, expected 1: {r.stderr[-1500:]}")
-    validate(lines, args.schema)
+    validate(lines)
     end = lines[-1]
     check(sorted(end["not_applicable"]) == sorted(
         ["gemm_f16_wgmma-256x1024x1024", "gemm_f16_wgmma-256x512x256",
@@ -174,21 +164,12 @@ SCENARIOS = {"planted": scenario_planted, "none": scenario_none, "file": scenari
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for o in ("--qual-bisect", "--nvrtc", "--nvrtc-alt", "--shim-slow", "--shim-noabi",
-              "--schema"):
+    for o in ("--qual-bisect", "--nvrtc", "--nvrtc-alt", "--shim-slow", "--shim-noabi"):
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="qual-bisect-")
-    try:
-        SCENARIOS[args.scenario](args, root)
-    except (Failure, subprocess.TimeoutExpired) as e:
-        print(f"FAIL: {args.scenario}: {e}", file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    print(f"ok: {args.scenario}")
-    return 0
+    return svc.run_scenario(args.scenario, SCENARIOS[args.scenario], args,
+                            prefix="qual-bisect-", limit=500)
 
 
 if __name__ == "__main__":

@@ -57,13 +57,9 @@ def code_lines(lines):
     return {o["case"]: o for o in lines if o["type"] == "code"}
 
 
-def validate(lines, schema_path):
-    import jsonschema
-    with open(schema_path) as f:
-        v = jsonschema.Draft202012Validator(json.load(f))
+def validate(lines):
     for o in lines:
-        errs = list(v.iter_errors(o))
-        check(not errs, f"a {o.get('type')} line is not valid: {errs[:1]}")
+        svc.schema_check(json.dumps(o), f"a {o.get('type')} line")
 
 
 def artifacts(cache):
@@ -158,7 +154,7 @@ def scenario_figures(args, root):
     cache = os.path.join(root, "cache")
     lines = qual_run(args, args.nvrtc, args.shim_slow, "--cache", cache,
                      env={"QUAL_NVDISASM": args.nvdisasm})
-    validate(lines, args.schema)
+    validate(lines)
     codes = code_lines(lines)
     check(len(codes) == BUILT_IN, f"{len(codes)} code lines, expected {BUILT_IN}")
     # Before the case lines, after the start line.
@@ -229,7 +225,7 @@ def scenario_no_tool(args, root):
     case = "gemm_f16-256x512x256"
     lines = qual_run(args, args.nvrtc, args.shim_slow, "--case", case,
                      env={"QUAL_NVDISASM": os.path.join(root, "none")})
-    validate(lines, args.schema)
+    validate(lines)
     o = code_lines(lines)[case]
     check(o["disassembler"] is None and "QUAL_NVDISASM" in o["disassembly_error"] and
           "not an executable file" in o["disassembly_error"],
@@ -248,7 +244,7 @@ def scenario_amd(args, root):
     cache = os.path.join(root, "cache")
     lines = qual_run(args, args.hiprtc, args.hiprtc, "--case", case, "--cache", cache,
                      env={"QUAL_LLVM_OBJDUMP": args.objdump})
-    validate(lines, args.schema)
+    validate(lines)
     o = code_lines(lines)[case]
     check(o["target"] == "gfx90a" and o["disassembler"]["tool"] == "llvm-objdump",
           f"amd: {o['target']} {o['disassembler']}")
@@ -405,7 +401,7 @@ SCENARIOS = {
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for o in ("--quald", "--qualctl", "--worker", "--compile-helper", "--nvrtc", "--nvrtc-alt",
-              "--shim-slow", "--nvdisasm", "--cuobjdump", "--schema", "--hiprtc", "--objdump"):
+              "--shim-slow", "--nvdisasm", "--cuobjdump", "--hiprtc", "--objdump"):
         ap.add_argument(o, required=True)
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
