@@ -148,6 +148,8 @@ def scenario_usage(args, root):
     builds = series(root, args, ["base"])
     r, _ = bisect(args, *builds)
     check(r.returncode == 4 and "at least one build" in r.stderr, f"one build: {r.stderr}")
+    r, _ = bisect(args, "--builds", os.path.join(root, "no-series.txt"))
+    check(r.returncode == 4 and "no-series.txt" in r.stderr, f"missing --builds: {r.stderr}")
     r, _ = bisect(args, builds[0], os.path.join(root, "missing.so"))
     check(r.returncode == 4 and "missing.so" in r.stderr, f"missing build: {r.stderr}")
     r, _ = bisect(args, "--alpha", "2", builds[0], builds[0])

@@ -385,6 +385,17 @@ def scenario_cli(args, root):
                             text=True, timeout=30)
         check(fr.returncode == 0 and json.loads(fr.stdout) == code,
               f"explain FILE: {fr.returncode} {fr.stderr}")
+        junk = os.path.join(root, "junk.txt")
+        with open(junk, "w") as fh:
+            fh.write("not json\n{\"type\": 3}\n\x1b[31mred\n")
+        fr = subprocess.run([args.qualctl, "explain", junk, case], capture_output=True,
+                            text=True, timeout=30)
+        check(fr.returncode == 4 and f"has no case '{case}'" in fr.stderr,
+              f"explain of a file of no lines: {fr.returncode} {fr.stderr}")
+        fr = subprocess.run([args.qualctl, "explain", os.path.join(root, "gone.jsonl"), case],
+                            capture_output=True, text=True, timeout=30)
+        check(fr.returncode == 4 and "cannot read" in fr.stderr and "gone.jsonl" in fr.stderr,
+              f"explain of a missing file: {fr.returncode} {fr.stderr}")
 
 
 SCENARIOS = {
