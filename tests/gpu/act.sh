@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The GPU evidence for verdicts one can act on (docs/verdicts.md, "The same
+# conditions at every look"; docs/explain.md; docs/bisect.md), in one device
+# call from the repository root, carrying BUILD (scripts/pack-gpu.sh) and
+# .carry-nvrtc (scripts/fetch-nvrtc.sh -- 12.4):
+#
+#     bash tests/gpu/act.sh OUTDIR BUILD PART... [-- QUAL_RUN_OPTIONS]
+#
+# PARTs, in the order given, each under its own time limit:
+#   rounds    tests/gpu/rounds.sh: nvrtc 12.4 against 13.0, three cases alone
+#             and among all ($ACT_ROUNDS_CASES), QUAL_RUN_OPTIONS to each job
+#   explain   tests/gpu/explain.sh on nvrtc 13.0 against 12.4
+#   bisect    tests/gpu/bisect.sh: a timed bisection over 8 builds
+#   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
+#             (default "128"), first blocks only: jobs with cases near the
+#             margin's edge, their wall times
+#   verdicts  tests/gpu/verdicts.sh whole ($VERDICTS_* as it reads them)
+#   suites    tests/gpu/suites.sh
+# Everything under OUTDIR/PART/, with OUTDIR/PART.rc and the summaries in
+# OUTDIR/summaries.txt.
+set -u
+out=${1:?usage: act.sh OUTDIR BUILD PART... [-- OPTIONS]}
+build=${2:?}
+shift 2
+parts=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do parts+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv >"$out/gpu.txt" 2>&1
+bash "$here/unpack-nvrtc.sh" .carry-nvrtc /tmp/nvrtc >"$out/nvrtc.txt" 2>&1
+pair=$(awk '$1 ~ /^12\.4/ {print $2}' "$out/nvrtc.txt" | head -n 1)
+[ -x "$build/tools/bin/nvdisasm" ] && export QUAL_NVDISASM=$PWD/$build/tools/bin/nvdisasm
+cases=${ACT_ROUNDS_CASES:-gemm_f16_wgmma-256x1024x1024 gemm_f16-256x1024x1024 conv3x3_f16-56x56x64x64}
+for p in "${parts[@]}"; do
+  t0=$SECONDS
+  case $p in
+    rounds) timeout 240 bash "$here/rounds.sh" "$out/rounds" "$build" "$pair" $cases -- "$@" ;;
+    explain) timeout 60 bash "$here/explain.sh" "$out/explain" "$build" "$pair" ;;
+    bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
+    margin) VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
+            PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
+            timeout 140 bash "$here/verdicts.sh" "$out/margin" "$build" ;;
+    verdicts) PAIR_LIB=$pair timeout 590 bash "$here/verdicts.sh" "$out/verdicts" "$build" ;;
+    suites) timeout 400 bash "$here/suites.sh" "$out/suites" "$build" ;;
+    *) echo "act.sh: no part '$p'" >&2; exit 2 ;;
+  esac
+  rc=$?
+  echo "$rc" >"$out/$p.rc"
+  { echo "==== $p: exit $rc, $((SECONDS - t0)) s"
+    cat "$out/$p/summary.txt" "$out/$p/explain/summary.txt" 2>/dev/null; } >>"$out/summaries.txt"
+done
+cat "$out/summaries.txt"
