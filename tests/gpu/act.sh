@@ -10,6 +10,8 @@
 #   rounds    tests/gpu/rounds.sh: nvrtc 12.4 against 13.0, three cases alone
 #             and among all ($ACT_ROUNDS_CASES), QUAL_RUN_OPTIONS to each job
 #   explain   tests/gpu/explain.sh on nvrtc 13.0 against 12.4
+#   neighbours tests/gpu/neighbours.sh: one case among all, alone, after
+#             one other and before one ($ACT_NEIGHBOURS: X BEFORE AFTER)
 #   bisect    tests/gpu/bisect.sh: a timed bisection over 8 builds
 #   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
 #             (default "128"), first blocks only: jobs with cases near the
@@ -38,6 +40,8 @@ for p in "${parts[@]}"; do
   case $p in
     rounds) timeout 240 bash "$here/rounds.sh" "$out/rounds" "$build" "$pair" $cases -- "$@" ;;
     explain) timeout 60 bash "$here/explain.sh" "$out/explain" "$build" "$pair" ;;
+    neighbours) timeout 200 bash "$here/neighbours.sh" "$out/neighbours" "$build" "$pair" \
+                  ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
     margin) VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
             PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
@@ -52,3 +56,6 @@ for p in "${parts[@]}"; do
     cat "$out/$p/summary.txt" "$out/$p/explain/summary.txt" 2>/dev/null; } >>"$out/summaries.txt"
 done
 cat "$out/summaries.txt"
+# What comes back must be few files: the parts' folders as one tarball.
+tar -czf "$out/parts.tar.gz" -C "$out" "${parts[@]}" 2>/dev/null
+rm -rf "${parts[@]/#/$out/}"

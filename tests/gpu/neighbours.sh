@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Where a case's ratio moves with its neighbours (docs/verdicts.md, "The same
+# conditions at every look"): one case X timed at a fixed sample, among all
+# cases, alone, after one other case, and before one, each twice, against
+# the toolkit's nvrtc (13.0). From the repository root after
+# scripts/pack-gpu.sh:
+#
+#     bash tests/gpu/neighbours.sh OUTDIR BUILD CANDIDATE X BEFORE AFTER [-- OPTIONS]
+#
+# BEFORE is a case the table puts before X, AFTER one it puts after. Every
+# job's lines in OUTDIR/jobs/, wall times in OUTDIR/jobs.txt; the per-block
+# figures (ratio, position in its session, clocks, power) are for
+# bench/neighbours.py, run where the lines come back.
+set -u
+out=${1:?usage: neighbours.sh OUTDIR BUILD CANDIDATE X BEFORE AFTER [-- OPTIONS]}
+build=$2 cand=$3 x=$4 before=$5 after=$6
+shift 6
+[ "${1:-}" = "--" ] && shift
+nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
+pairs=${NEIGHBOURS_PAIRS:-480}
+mkdir -p "$out/jobs"
+: >"$out/jobs.txt"
+job() {
+  local name=$1 t0 rc
+  shift
+  t0=$(date +%s%N)
+  "$build/bin/qual-run" "$nvrtc" "$cand" --pairs "$pairs" --max-pairs "$pairs" "$@" \
+    >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
+  rc=$?
+  echo "$name $rc $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$out/jobs.txt"
+}
+for r in 1 2; do
+  job "among.$r" "$@"
+  job "alone.$r" --case "$x" "$@"
+  job "after_other.$r" --case "$before" --case "$x" "$@"
+  job "before_other.$r" --case "$x" --case "$after" "$@"
+done
+cat "$out/jobs.txt"
