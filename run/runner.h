@@ -63,9 +63,10 @@
  * which gives the measurements behind the caps). After the sessions that
  * time the first cfg->pairs pairs, while some case is undecided, one more
  * round times the undecided cases up to the next planned look (twice the
- * blocks so far), in sessions of as many blocks as the first look's, at
- * most RUNNER_ROUND_SESSIONS a round (runner__round_sessions: 4, 8, 16, 16,
- * 16 and 16 for the default), until each case is decided or a cap is hit:
+ * blocks so far), in as many sessions as the first look's and no more than
+ * RUNNER_ROUND_SESSIONS, or fewer when the round has fewer blocks than the
+ * first look (runner__round_sessions: 4 each for the default), until each
+ * case is decided or a cap is hit:
  * RUNNER_MAX_PAIRS_FACTOR x pairs per case (3840 of the default 60: looks
  * at 15, 30, 60, 120, 240, 480 and 960 blocks) or RUNNER_MAX_SECONDS of
  * timing (no round starts past it). */

@@ -65,6 +65,10 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
 	if (round_blocks < 1 || first_blocks < 1 || first_sessions < 1)
 		return 1;
 	m = ((long)round_blocks * first_sessions + first_blocks - 1) / first_blocks;
+	/* No more sessions than the first look's: longer sessions, fewer
+	 * contexts made and closed (runner.h). */
+	if (m > first_sessions)
+		m = first_sessions;
 	if (m > RUNNER_ROUND_SESSIONS)
 		m = RUNNER_ROUND_SESSIONS;
 	return m > round_blocks ? round_blocks : (int)m;

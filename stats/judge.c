@@ -112,25 +112,48 @@ static json_t *layout_json(const struct stats_layout *l)
 			 "sensitive", l->sensitive);
 }
 
-/* The layout test of every timed case, Holm-adjusted across them; a case
- * is layout-sensitive when its adjusted p is below alpha. */
+/* Whether a case's rounds agree (stats.h, struct stats_case): null
+ * without later rounds. */
+static json_t *rounds_json(const struct judge_case *c)
+{
+	const struct stats_case *st = &c->st;
+
+	if (st->rounds_later == 0)
+		return json_null();
+	return json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:b}", "first_blocks", st->rounds_first,
+			 "later_blocks", st->rounds_later, "first_ratio",
+			 lines_real(st->rounds_first_ratio), "later_ratio",
+			 lines_real(st->rounds_later_ratio), "shift", lines_real(st->rounds_shift),
+			 "p", lines_real(st->rounds_p), "p_holm", lines_real(c->rounds_p_holm),
+			 "agree", !c->rounds_disagree);
+}
+
+/* The layout test and the rounds test of every timed case, each
+ * Holm-adjusted across them; a case is layout-sensitive (its rounds
+ * disagree) when its adjusted p is below alpha. */
 static void judge_layout(struct judge *j, const struct stats_settings *s)
 {
 	double *p = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *p);
+	double *q = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *q);
 
 	for (int i = 0; i < j->ncases; i++) {
 		struct judge_case *c = &j->cases[i];
+		bool untimed = verdict_untimed(c->st.verdict);
 
-		stats_layout_test(c->pairs, verdict_untimed(c->st.verdict) ? 0 : c->npairs,
-				  &c->layout);
+		stats_layout_test(c->pairs, untimed ? 0 : c->npairs, &c->layout);
 		p[i] = c->layout.p;
+		q[i] = untimed ? NAN : c->st.rounds_p;
 	}
 	stats_holm(p, j->ncases);
+	stats_holm(q, j->ncases);
 	for (int i = 0; i < j->ncases; i++) {
 		j->cases[i].layout.p_holm = p[i];
 		j->cases[i].layout.sensitive = !isnan(p[i]) && p[i] < s->alpha;
+		j->cases[i].rounds_p_holm = q[i];
+		j->cases[i].rounds_disagree = !isnan(q[i]) && q[i] < s->alpha;
 	}
 	free(p);
+	free(q);
 }
 
 /* The highest block planned for c: among its pairs and its block lines,
@@ -195,6 +218,7 @@ static json_t *case_verdict_line(const struct judge *j, const struct judge_case 
 	if (verdict_untimed(st->verdict))
 		return line;
 	json_object_set_new(line, "layout", layout_json(&c->layout));
+	json_object_set_new(line, "rounds", rounds_json(c));
 	json_object_set_new(line, "candidate_faster", json_integer(st->faster));
 	json_object_set_new(line, "candidate_slower", json_integer(st->slower));
 	json_object_set_new(line, "ties", json_integer(st->ties));
@@ -386,6 +410,11 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 		if (j->cases[i].layout.sensitive)
 			json_array_append_new(cases, json_string(j->cases[i].name));
 	json_object_set_new(line, "layout_sensitive", cases);
+	cases = json_array();
+	for (int i = 0; i < j->ncases; i++)
+		if (j->cases[i].rounds_disagree)
+			json_array_append_new(cases, json_string(j->cases[i].name));
+	json_object_set_new(line, "rounds_disagree", cases);
 	if (n_not_applicable > 0)
 		json_object_set_new(line, vocab_case_verdict_name(VERDICT_NOT_APPLICABLE),
 				    json_integer(n_not_applicable));

@@ -118,6 +118,33 @@ double stats_sample_sd(const double *x, int n)
 	return n >= 2 ? sqrt(m2 / (n - 1)) : NAN;
 }
 
+/* The rounds test (stats.h, struct stats_case): ulogr[0..u) in block
+ * order, ublock their blocks; the first look's are those with block <=
+ * s->first_look. */
+static void rounds_test(const double *ulogr, const int *ublock, int u,
+			const struct stats_settings *s, struct stats_case *out)
+{
+	int nf = 0;
+
+	out->rounds_first = out->rounds_later = 0;
+	out->rounds_first_ratio = out->rounds_later_ratio = NAN;
+	out->rounds_shift = out->rounds_p = NAN;
+	if (s->first_look <= 0 || s->last_look <= s->first_look)
+		return;
+	while (nf < u && ublock[nf] <= s->first_look)
+		nf++;
+	out->rounds_first = nf;
+	out->rounds_later = u - nf;
+	if (nf > 0)
+		out->rounds_first_ratio = exp(stats_median(ulogr, nf));
+	if (u - nf > 0)
+		out->rounds_later_ratio = exp(stats_median(ulogr + nf, u - nf));
+	if (nf < STATS_ROUNDS_MIN || u - nf < STATS_ROUNDS_MIN)
+		return;
+	out->rounds_shift = out->rounds_later_ratio / out->rounds_first_ratio;
+	out->rounds_p = stats_mann_whitney_p(ulogr, nf, ulogr + nf, u - nf);
+}
+
 /* The test and the interval over the looks (stats.h, struct stats_case):
  * uratio[0..u) are the units' ratios in block order (lone pairs, block 0,
  * first), with their blocks and signs, so that look k's units are the prefix
@@ -271,6 +298,7 @@ void stats_case_summarise(const struct stats_pair *pairs, int n,
 	out->wilcoxon_p = u ? stats_wilcoxon_p(ulogr, u) : NAN;
 	out->hl_log_ratio = stats_hodges_lehmann(ulogr, u);
 	out->unit_log_ratio_sd = stats_sample_sd(ulogr, u);
+	rounds_test(ulogr, ublock, u, s, out);
 	out->identical_code = false;
 	out->verdict = VERDICT_INCONCLUSIVE;
 	free(v);

@@ -208,7 +208,20 @@ struct stats_case {
 	 * code, the verdict its timing would have had (an A/A false alarm when
 	 * slower or faster). */
 	enum case_verdict timing_verdict;
+	/* Whether the rounds agree (docs/verdicts.md, "The same conditions at
+	 * every look"): with more than one planned look, the units of the
+	 * first look (block <= first_look) against those of the later rounds,
+	 * by the Mann-Whitney test of their log ratios. rounds_first and
+	 * rounds_later count them; rounds_shift is exp(median later - median
+	 * first log ratio); rounds_p NaN when either side has fewer than
+	 * STATS_ROUNDS_MIN units. The caller Holm-adjusts it over the run's
+	 * cases (judge.c) like the layout test. */
+	int rounds_first, rounds_later;
+	double rounds_first_ratio, rounds_later_ratio, rounds_shift, rounds_p;
 };
+
+/* The fewest units on each side for the rounds test. */
+#define STATS_ROUNDS_MIN 3
 
 /* Summarises one case's pairs (no verdict yet): overwrites all of *out, with
  * identical_code false, p_holm NaN and verdict VERDICT_INCONCLUSIVE; the caller

@@ -2624,7 +2624,7 @@ static void test_no_device_sessions(void **state)
 }
 
 /* test_sampling_rounds' run, named name: the conv case 1% slower,
- * undecided at the first look, so rounds of more sessions follow. */
+ * undecided at the first look, so rounds of sessions follow. */
 static struct scenario rounds_scenario(const char *name)
 {
 	return (struct scenario){
@@ -2654,17 +2654,17 @@ static void test_sessions_one_at_a_time(void **state)
 	assert_true(sessions > 4);
 	assert_int_equal(fk_count('w'), sessions);
 	assert_int_equal(fk_count('o'), sessions);  /* the probe describes, and opens nothing */
-	/* Rounds of 4, 4 and 8 sessions (looks at 15, 30 and 60 blocks), each
+	/* Rounds of 4, 4 and 4 sessions (looks at 15, 30 and 60 blocks), each
 	 * round's sessions started together: all of a round's opens come
 	 * before its first work, side by side. */
-	assert_int_equal(sessions, 16);
-	assert_int_equal(fk_longest_run('o'), 8);
+	assert_int_equal(sessions, 12);
+	assert_int_equal(fk_longest_run('o'), 4);
 	/* Each round's sessions linger and close when asked, as the next
 	 * round's sessions have opened and before its first goes; the last
 	 * round's are ended after the verdict (the end of each process closes
 	 * its context: no close of the fake's). The waits lie inside the
 	 * sessions' time. */
-	assert_int_equal(fk_count('c'), sessions - 8);
+	assert_int_equal(fk_count('c'), sessions - 4);
 	assert_true(json_number_value(json_object_get(json_object_get(last_line(&o), "time_s"),
 						      "close")) > 0);
 	outcome_release(&o);
@@ -2683,8 +2683,8 @@ static void test_sessions_open_together(void **state)
 	s.slow_open_ms = 40;
 	scenario_run(&s, &o);
 	assert_one_at_a_time();
-	assert_int_equal(fk_count('w'), 16);
-	assert_int_equal(fk_longest_run('o'), 8);
+	assert_int_equal(fk_count('w'), 12);
+	assert_int_equal(fk_longest_run('o'), 4);
 	assert_string_equal(case_verdict(&o, CASE_GEMM), "equivalent");
 	outcome_release(&o);
 }
@@ -3373,17 +3373,19 @@ static void test_next_round(void **state)
 	assert_int_equal(next, 50);
 	s.first_look = s.last_look = 0;
 	assert_int_equal(runner__next_round(&s, 15, 1, 0, 20.0, false, &next), ROUND_MAX_PAIRS);
-	/* A round's sessions: as many blocks to one as the first look's. */
+	/* A round's sessions: as many as the first look's, fewer for a
+	 * round of fewer blocks than the first look's. */
 	assert_int_equal(runner__round_sessions(15, 15, 4), 4);
-	assert_int_equal(runner__round_sessions(30, 15, 4), 8);
-	assert_int_equal(runner__round_sessions(60, 15, 4), 16);
+	assert_int_equal(runner__round_sessions(30, 15, 4), 4);
+	assert_int_equal(runner__round_sessions(60, 15, 4), 4);
 	assert_int_equal(runner__round_sessions(20, 30, 4), 3);
 	assert_int_equal(runner__round_sessions(2, 15, 8), 2);
-	assert_int_equal(runner__round_sessions(40, 15, 1), 3);
+	assert_int_equal(runner__round_sessions(40, 15, 1), 1);
+	assert_int_equal(runner__round_sessions(120, 15, 8), 8);
 	/* ... and never more than one batch of sessions made side by side:
 	 * the later rounds' sessions time more blocks each. */
-	assert_int_equal(runner__round_sessions(120, 15, 4), RUNNER_ROUND_SESSIONS);
-	assert_int_equal(runner__round_sessions(480, 15, 4), RUNNER_ROUND_SESSIONS);
+	assert_int_equal(runner__round_sessions(120, 15, 4), 4);
+	assert_int_equal(runner__round_sessions(480, 15, 4), 4);
 	assert_int_equal(runner__round_sessions(480, 15, 64), RUNNER_ROUND_SESSIONS);
 }
 
@@ -3514,10 +3516,10 @@ static void test_sampling_rounds(void **state)
 		assert_int_equal(per_block[1][b], 2);
 		assert_int_equal(per_block[0][b], b <= 15 ? 2 : 0);
 		/* Rounds: blocks 16-30 (15 blocks) in sessions 5-8, 31-60
-		 * (30) in sessions 9-16, each its share lo + [i n / m,
+		 * (30) in sessions 9-12, each its share lo + [i n / m,
 		 * (i + 1) n / m) as the first look's. */
 		if (b > 15) {
-			int lo = b <= 30 ? 15 : 30, n = b <= 30 ? 15 : 30, m = b <= 30 ? 4 : 8;
+			int lo = b <= 30 ? 15 : 30, n = b <= 30 ? 15 : 30, m = 4;
 			int first = b <= 30 ? 5 : 9, want = 0;
 
 			for (int q = 0; q < m; q++)
@@ -3526,13 +3528,15 @@ static void test_sampling_rounds(void **state)
 			assert_int_equal(session_of[1][b], want);
 		}
 	}
-	/* Every round session's share is 3 or 4 blocks. */
-	for (int ses = 5; ses <= 16; ses++) {
+	/* A session of the round of 15 blocks times 3 or 4 of them, one of
+	 * the round of 30 blocks 7 or 8: as many sessions as the first
+	 * look's, longer. */
+	for (int ses = 5; ses <= 12; ses++) {
 		int nb = 0;
 
 		for (int b = 16; b <= 60; b++)
 			nb += session_of[1][b] == ses;
-		assert_true(nb == 3 || nb == 4);
+		assert_true(ses <= 8 ? nb == 3 || nb == 4 : nb == 7 || nb == 8);
 	}
 	assert_int_equal(count_lines(&o, "case", CASE_CONV), 1);
 	cv = find_line(&o, "case_verdict", CASE_GEMM);

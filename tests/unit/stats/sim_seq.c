@@ -6,8 +6,8 @@
  * looks with optional stopping exactly as the runner does it: after each
  * look every case is judged (stats_judge_run, Holm across the run) and the
  * undecided ones get blocks up to the next look. With a session model, the
- * blocks of one session (the first look in 4, each later round in sessions
- * of as many blocks, as run/sessions.c makes them) share a shift of their
+ * blocks of one session (the first look in 4, each later round in 4 too,
+ * as run/sessions_plan.c makes them) share a shift of their
  * log ratios, Normal(0, 0.005^2), each case its own: what stays fixed for
  * the life of a process (docs/verdicts.md, "Sessions").
  *
@@ -88,9 +88,9 @@ struct run_result {
 /* The sessions: what stays fixed for the life of a process shifts every
  * block it times (docs/verdicts.md, "Sessions"). The first look's blocks
  * are shared out over FIRST_SESSIONS sessions, as the runner's default;
- * each later round over sessions of as many blocks (run/sessions.c,
- * runner__round_sessions), or, with one_per_round, over one session (the
- * runner before, for comparison). */
+ * each later round over as many sessions (fewer for a round of fewer
+ * blocks: run/sessions_plan.c, runner__round_sessions), or, with
+ * one_per_round, over one session (the runner before, for comparison). */
 #define FIRST_SESSIONS 4
 #define ROUND_SESSIONS 16
 #define SESSION_SD 0.005
@@ -108,6 +108,7 @@ static void share_round(int lo, int hi, int first_blocks, bool one, int *session
 	int n = hi - lo, m;
 
 	m = (int)(((long)n * FIRST_SESSIONS + first_blocks - 1) / first_blocks);
+	m = m > FIRST_SESSIONS ? FIRST_SESSIONS : m;
 	m = m > ROUND_SESSIONS ? ROUND_SESSIONS : m;
 	m = one ? 1 : m < 1 ? 1 : m > n ? n : m;
 	for (int q = 0; q < m; q++)

@@ -455,6 +455,59 @@ static void test_names(void **state)
 	assert_string_equal(stats_run_verdict_name((enum run_verdict)-1), "unknown");
 }
 
+/* The rounds test (stats.h, struct stats_case): blocks of 2 pairs, the
+ * first look at 15 blocks, the cap at 60. Later rounds 1% slower than the
+ * first look: the shift found, p small; the same ratio in both with noise:
+ * p not small; no later blocks, or sampling off: no test. */
+static void rounds_pairs(struct stats_pair *pr, int nblocks, double later)
+{
+	for (int b = 0; b < nblocks; b++)
+		for (int j = 0; j < 2; j++) {
+			/* A spread of +-0.2% that repeats every 5 blocks. */
+			double noise = 1 + 0.001 * ((b * 7 + j * 3) % 5 - 2);
+			double r = (b < 15 ? 1.0 : later) * noise;
+
+			pr[2 * b + j] = pair(1000, 1000 * r, j == 1);
+			pr[2 * b + j].block = b + 1;
+		}
+}
+
+static void test_rounds(void **state)
+{
+	struct stats_pair pr[120];
+	struct stats_settings s;
+	struct stats_case c;
+
+	(void)state;
+	stats_settings_init(&s);
+	stats_set_looks(&s, 30, 2, 120);
+	rounds_pairs(pr, 60, 1.01);
+	stats_case_summarise(pr, 120, &s, &c);
+	assert_int_equal(c.rounds_first, 15);
+	assert_int_equal(c.rounds_later, 45);
+	assert_true(c.rounds_p < 1e-6);
+	assert_true(close_rel(c.rounds_shift, 1.01, 2e-3));
+	assert_true(close_rel(c.rounds_first_ratio, 1.0, 2e-3));
+	rounds_pairs(pr, 60, 1.0);
+	stats_case_summarise(pr, 120, &s, &c);
+	assert_true(c.rounds_p > 0.2);
+	assert_true(close_rel(c.rounds_shift, 1.0, 2e-3));
+	/* Only the first look's blocks: counted, no test. */
+	stats_case_summarise(pr, 30, &s, &c);
+	assert_int_equal(c.rounds_first, 15);
+	assert_int_equal(c.rounds_later, 0);
+	assert_true(isnan(c.rounds_p) && isnan(c.rounds_shift));
+	/* Two later blocks are too few for the test. */
+	stats_case_summarise(pr, 34, &s, &c);
+	assert_int_equal(c.rounds_later, 2);
+	assert_true(isnan(c.rounds_p));
+	/* Sampling off: one look, no rounds. */
+	stats_set_looks(&s, 120, 2, 120);
+	stats_case_summarise(pr, 120, &s, &c);
+	assert_int_equal(c.rounds_later, 0);
+	assert_true(isnan(c.rounds_p));
+}
+
 static void test_order_effect(void **state)
 {
 	struct stats_pair pr[40];
@@ -1228,6 +1281,7 @@ QUAL_TESTS(
 	cmocka_unit_test(test_gate),
 	cmocka_unit_test(test_names),
 	cmocka_unit_test(test_order_effect),
+	cmocka_unit_test(test_rounds),
 	REF(ref_sign),
 	REF(ref_cdf),
 	REF(ref_holm),
