@@ -219,6 +219,9 @@ static const struct opts_entry options[] = {
 	{"flush-mib", "N", OPTS_INT, AT(flush_mib), 0, 65536, .help =
 		"MiB overwritten before each timed replay, so that\neach starts with a cold "
 		"cache (default 0: none;\n512 exceeds the last-level cache of current GPUs)"},
+	{"settle-ms", "MS", OPTS_INT, AT(cfg.settle_ms), 0, 10000, .help =
+		"milliseconds the first session of each look keeps the\nGPU at work on its first "
+		"case, untimed, before\ntiming (default 500; 0: none)"},
 	{"one-load", NULL, OPTS_FLAG, AT(cfg.one_load), .help =
 		"time every pair under one load and judge each pair\nalone (the old way, to "
 		"measure the instrument; its\nintervals do not cover load-to-load variation)"},

@@ -24,6 +24,7 @@ void runner_config_init(struct runner_config *cfg)
 	cfg->pairs_per_block = RUNNER_PAIRS_PER_BLOCK;
 	cfg->sessions = RUNNER_SESSIONS;
 	cfg->warmup = RUNNER_WARMUP;
+	cfg->settle_ms = RUNNER_SETTLE_MS;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
 	cfg->hang_floor_ms = RUNNER_HANG_FLOOR_MS;
@@ -80,6 +81,7 @@ static void run_init(struct run *run, const struct runner_config *cfg, FILE *out
 {
 	memset(run, 0, sizeof *run);
 	run->started_s = child_now();
+	run->settle = true;  /* in this process when it times (--sessions 1) */
 	timesplit_init(&run->split);
 	run->cfg = cfg;
 	run->out = out;

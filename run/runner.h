@@ -71,6 +71,14 @@
  * at 15, 30, 60, 120, 240, 480 and 960 blocks) or RUNNER_MAX_SECONDS of
  * timing (no round starts past it). */
 #define RUNNER_MAX_PAIRS_FACTOR 64
+
+/* The same conditions at every look (docs/verdicts.md): before the first
+ * timed block of the first session of the first look and of each later
+ * round, the session replays its first case's graphs, both arms in turn and
+ * untimed, for this many milliseconds, so that whatever is timed alone or
+ * among every case meets a GPU that has been at work, as it would be among
+ * them (runner_config.settle_ms, qual-run --settle-ms; 0: none). */
+#define RUNNER_SETTLE_MS 500
 #define RUNNER_ROUND_SESSIONS 16
 #define RUNNER_MAX_SECONDS 20.0
 
@@ -132,6 +140,7 @@ struct runner_config {
 	int sessions;           /* >= 1; 1: everything in this process (no
 				 * fork); capped at the number of blocks */
 	int warmup;
+	int settle_ms;          /* RUNNER_SETTLE_MS by default; 0: none */
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
 	int ncases;

@@ -172,9 +172,14 @@ void runner__run_case(struct run *run, int index)
 		if (rc == 0) {
 			/* What runner__time_pairs() does not count as blocks or pairs is
 			 * its checks after timing. */
+			if (run->settle && run->cfg->settle_ms > 0) {
+				run->settle = false;
+				rc = runner__settle(run, arms, jc);
+			}
 			timed_before = run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING];
 			t = child_now();
-			runner__time_pairs(run, &c, arms, &bufs, jc);
+			if (rc == 0)
+				runner__time_pairs(run, &c, arms, &bufs, jc);
 			run->split.s[TS_CHECKS] += child_now() - t -
 				(run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING] - timed_before);
 		}

@@ -34,6 +34,8 @@ struct run {
 	enum fixture_platform platform;
 	struct judge judge;
 	bool gpu_dead;          /* a fault ended GPU work for this run */
+	bool settle;            /* this process settles the GPU before its
+				 * first timed block (RUNNER_SETTLE_MS) */
 	bool hung;              /* ... and it was a hang: the process must end */
 	/* How the wait limit now in force was chosen, for messages. */
 	char limit_why[200];
@@ -323,6 +325,9 @@ int runner__warm_up(struct run *run, const struct fixture_case *c,
  * out of the verdict by the block line), while the case has retakes left
  * in this process (RUNNER_RETAKES); then the block stays excluded. Under
  * one_load there is one block and no block line. */
+/* Keeps the GPU at work on case arms' graphs for cfg->settle_ms before the
+ * process's first timed block (runner_time.c); < 0 on a fault, reported. */
+int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 int runner__time_pairs(struct run *run, const struct fixture_case *c,
 		       struct arm arms[2], struct bufs *b, struct judge_case *jc);
 
@@ -461,6 +466,9 @@ struct session_arg {
 	const int *sel;
 	int nsel;
 	int session, block_lo, block_hi;
+	/* The first session of the first look or of a round: it settles the
+	 * GPU before its first timed block (RUNNER_SETTLE_MS). */
+	bool settle;
 	/* A session started before the compiles: the file (a memfd) where
 	 * it finds them after its go (read_work()); -1 for one forked after. */
 	int work_fd;

@@ -67,6 +67,27 @@ static int new_block(struct run *run, const struct fixture_case *c,
 	return 0;
 }
 
+/* Settles the GPU (RUNNER_SETTLE_MS): replays both arms' graphs of case c
+ * in turn, untimed, until cfg->settle_ms have passed. The arm whose replay
+ * fails is blamed, as in the warm-up. */
+int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc)
+{
+	struct qual_msg msg = {{0}};
+	double t = child_now(), until = t + run->cfg->settle_ms * 1e-3;
+	int rc;
+
+	for (int k = 0; child_now() < until; k++) {
+		int arm = k % 2;
+
+		if ((rc = gpu_graph_run(arms[arm].graph, &msg)) < 0) {
+			runner__gpu_fault(run, jc, arm, "time", &msg);
+			return rc;
+		}
+	}
+	timesplit_add(&run->split, TS_WARMUP, t);
+	return 0;
+}
+
 /* ---- clocks (gpu/clocks.h) -------------------------------------------- */
 
 void runner__clocks_open(struct run *run, const struct gpu_info *info)

@@ -141,6 +141,7 @@ int runner__session_body(void *arg)
 	timesplit_init(&run->split);
 	run->out = out;
 	run->session = a->session;
+	run->settle = a->settle;
 	run->block_lo = a->block_lo;
 	run->block_hi = a->block_hi;
 	rc = gpu_open(run->cfg->device, &run->gpu, &msg);

@@ -99,9 +99,10 @@ bool runner__plan_next(struct plan *p, struct session_arg *arg, int *of)
 		 * look of their own size (docs/verdicts.md). */
 		return false;
 	}
-	*arg = (struct session_arg){ run, p->cur, p->ncur, p->s,
-				     p->r_lo + p->r_i * p->r_n / p->r_m,
-				     p->r_lo + (p->r_i + 1) * p->r_n / p->r_m, -1, {0}, 0, false };
+	*arg = (struct session_arg){ .run = run, .sel = p->cur, .nsel = p->ncur, .session = p->s,
+				     .block_lo = p->r_lo + p->r_i * p->r_n / p->r_m,
+				     .block_hi = p->r_lo + (p->r_i + 1) * p->r_n / p->r_m,
+				     .settle = p->r_i == 0, .work_fd = -1 };
 	*of = p->s - p->r_i + p->r_m;
 	p->s++;
 	p->r_i++;

@@ -12,6 +12,7 @@
 #   explain   tests/gpu/explain.sh on nvrtc 13.0 against 12.4
 #   neighbours tests/gpu/neighbours.sh: one case among all, alone, after
 #             one other and before one ($ACT_NEIGHBOURS: X BEFORE AFTER)
+#   neighbours0 the same without the settle (--settle-ms 0): as before it
 #   bisect    tests/gpu/bisect.sh: a timed bisection over 8 builds
 #   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
 #             (default "128"), first blocks only: jobs with cases near the
@@ -42,12 +43,14 @@ for p in "${parts[@]}"; do
     explain) timeout 60 bash "$here/explain.sh" "$out/explain" "$build" "$pair" ;;
     neighbours) timeout 200 bash "$here/neighbours.sh" "$out/neighbours" "$build" "$pair" \
                   ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- "$@" ;;
+    neighbours0) timeout 200 bash "$here/neighbours.sh" "$out/neighbours0" "$build" "$pair" \
+                  ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- --settle-ms 0 "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
     margin) VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
             PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
             timeout 140 bash "$here/verdicts.sh" "$out/margin" "$build" ;;
-    verdicts) PAIR_LIB=$pair timeout 590 bash "$here/verdicts.sh" "$out/verdicts" "$build" ;;
-    suites) timeout 400 bash "$here/suites.sh" "$out/suites" "$build" ;;
+    verdicts) PAIR_LIB=$pair timeout ${ACT_VERDICTS_TIMEOUT_S:-590} bash "$here/verdicts.sh" "$out/verdicts" "$build" ;;
+    suites) timeout ${ACT_SUITES_TIMEOUT_S:-400} bash "$here/suites.sh" "$out/suites" "$build" ;;
     *) echo "act.sh: no part '$p'" >&2; exit 2 ;;
   esac
   rc=$?

@@ -1144,6 +1144,8 @@ struct scenario {
 	uint64_t seed;          /* 0: the fake's default seed */
 	uint64_t block_seed;    /* runner_config.block_seed (0: drawn) */
 	bool no_flush;          /* flush_bytes 0, else FAKE_FLUSH_BYTES */
+	int settle_ms;          /* cfg.settle_ms: 0 (none) unless a test
+				 * of the settle sets it */
 	int sessions;           /* 0: 1 (all in this process, so that the fake
 				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
@@ -1330,6 +1332,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.block_seed = s->block_seed;
 	cfg.flush_bytes = s->no_flush ? 0 : FAKE_FLUSH_BYTES;
 	cfg.sessions = s->sessions ? s->sessions : 1;
+	cfg.settle_ms = s->settle_ms;
 	if (s->compile_jobs)
 		cfg.compile_jobs = s->compile_jobs;
 	cfg.max_pairs = s->max_pairs;
@@ -2303,6 +2306,43 @@ static void test_no_device(void **state)
 }
 
 /* ---- blocks --------------------------------------------------------------- */
+
+/* The settle (RUNNER_SETTLE_MS): before the first timed block the first
+ * case's graphs run, both arms, untimed, for settle_ms; the second case's
+ * are not run more than without it, and nothing more is timed. The start
+ * line says settle_ms. */
+static void test_settle(void **state)
+{
+	struct scenario s = {
+		.name = "runner_settle", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
+	};
+	struct outcome o = {0};
+	int runs[2][2], times[2][2];
+
+	(void)state;
+	scenario_run(&s, &o);
+	for (int c = 0; c < 2; c++)
+		for (int arm = 0; arm < 2; arm++) {
+			runs[c][arm] = fk.cases[c].runs[arm];
+			times[c][arm] = fk.cases[c].times[arm];
+		}
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		json_array_get(o.lines, 0), "settings"), "settle_ms")), 0);
+	outcome_release(&o);
+	s.settle_ms = 30;
+	scenario_run(&s, &o);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		json_array_get(o.lines, 0), "settings"), "settle_ms")), 30);
+	for (int arm = 0; arm < 2; arm++) {
+		assert_true(fk.cases[0].runs[arm] > runs[0][arm]);
+		assert_int_equal(fk.cases[1].runs[arm], runs[1][arm]);
+		assert_int_equal(fk.cases[0].times[arm], times[0][arm]);
+		assert_int_equal(fk.cases[1].times[arm], times[1][arm]);
+	}
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	outcome_release(&o);
+}
 
 /* With the default blocks, every block after the first loads both arms'
  * code again in a random order over buffers moved to new shifts; the pair
@@ -4295,6 +4335,7 @@ QUAL_TESTS(
 	T(candidate_faster),
 	T(blocks),
 	T(blocks_cover_instance_effects),
+	T(settle),
 	T(fault_in_later_block),
 	T(wrong_in_timing_blocks),
 	T(sessions),
