@@ -43,6 +43,7 @@ struct prog {
 	int nbuilds;            /* the baseline and n builds */
 	const char *worker;
 	bool compile_only;
+	bool by_run;            /* --run: one bisection of the run */
 	double margin;
 	long pairs;
 	struct strv cases;      /* --case, in order */
@@ -197,11 +198,30 @@ static int emit_step(const struct prog *p, const struct cmp *c, double alpha,
 }
 
 /* The procedure's comparison of one case: from a run already made, or a
- * new one (which says every selected case's outcome). */
+ * new one (which says every selected case's outcome). name NULL: the run
+ * (--run). */
 struct case_ctx {
 	struct prog *p;
 	const char *name;
 };
+
+/* The run's outcome from its cases' (--run, docs/bisect.md): it differs
+ * when any case differs (what the verdict says under the default gate: a
+ * case beyond the margin either way, or the later build failing); else it
+ * is broken when a case is, undecided when a case is, and the same when
+ * every case is. */
+static enum bisect_outcome run_outcome(json_t *cases)
+{
+	bool seen[BISECT_BROKEN + 1] = {false};
+	const char *name;
+	json_t *v;
+
+	json_object_foreach(cases, name, v)
+		if (json_integer_value(v) >= 0 && json_integer_value(v) <= BISECT_BROKEN)
+			seen[json_integer_value(v)] = true;
+	return seen[BISECT_DIFFERS] ? BISECT_DIFFERS : seen[BISECT_BROKEN] ? BISECT_BROKEN :
+	       seen[BISECT_UNDECIDED] ? BISECT_UNDECIDED : BISECT_SAME;
+}
 
 static enum bisect_outcome compare(void *ctx, int a, int b, double alpha, int effort)
 {
@@ -223,6 +243,8 @@ static enum bisect_outcome compare(void *ctx, int a, int b, double alpha, int ef
 		compare_run(p, c, alpha, &ex);
 		(void)emit_step(p, c, alpha, &ex);
 	}
+	if (!cc->name)
+		return run_outcome(c->cases);
 	o = json_object_get(c->cases, cc->name);
 	return o && json_integer_value(o) >= 0 ? (enum bisect_outcome)json_integer_value(o) :
 	       BISECT_BROKEN;
@@ -264,6 +286,8 @@ static void usage(FILE *f)
 		"  --builds FILE        the series, a library path a line ('#' comments)\n"
 		"  --case NAME          bisect this case (repeatable; default: every case)\n"
 		"  --compile-only       a static bisection: the first build whose code differs\n"
+		"  --run                bisect the run, not each case: a build changes the run\n"
+		"                       when it changes any case\n"
 		"  --alpha A            the bisection's false-change rate (default 0.05)\n"
 		"  --margin M           equivalence margin on the ratio (default 0.01)\n"
 		"  --pairs N            qual-run's pairs at the first effort (default 60)\n"
@@ -307,6 +331,7 @@ static int parse(int argc, char **argv, struct prog *p, struct strv *builds,
 	static const struct option opts[] = {
 		{"builds", required_argument, NULL, 'b'}, {"case", required_argument, NULL, 'c'},
 		{"compile-only", no_argument, NULL, 'o'}, {"alpha", required_argument, NULL, 'a'},
+		{"run", no_argument, NULL, 'r'},
 		{"margin", required_argument, NULL, 'm'}, {"pairs", required_argument, NULL, 'p'},
 		{"max-effort", required_argument, NULL, 'e'},
 		{"worker", required_argument, NULL, 'w'}, {"help", no_argument, NULL, 'h'},
@@ -321,6 +346,7 @@ static int parse(int argc, char **argv, struct prog *p, struct strv *builds,
 		case 'b': rc = read_builds(optarg, builds); break;
 		case 'c': strv_push(&p->cases, optarg); break;
 		case 'o': p->compile_only = true; break;
+		case 'r': p->by_run = true; break;
 		case 'a': rc = text_parse_double("--alpha", optarg, 1e-9, 0.5, &s->alpha, &m); break;
 		case 'm': rc = text_parse_double("--margin", optarg, 0, 0.5, &p->margin, &m); break;
 		case 'p': rc = text_parse_long("--pairs", optarg, 30, 100000, &p->pairs, &m); break;
@@ -405,7 +431,7 @@ int main(int argc, char **argv)
 	struct strv builds;
 	struct bisect_settings s;
 	struct bisect_result r;
-	json_t *out_cases = json_array(), *not_applicable = json_array(), *line;
+	json_t *out_cases = json_array(), *not_applicable = json_array(), *line, *run_obj = NULL;
 	char *beside = NULL;
 	char **dashdash = NULL;
 	int rc, status = QUAL_EXIT_PASS;
@@ -436,11 +462,19 @@ int main(int argc, char **argv)
 		json_object_foreach(p.made[0].cases, name, v)
 			json_array_append_new(json_integer_value(v) < 0 ? not_applicable : names,
 					      json_string(name));
-		for (size_t i = 0; i < json_array_size(names); i++) {
-			struct case_ctx cc = { &p, json_string_value(json_array_get(names, i)) };
+		/* Per case, or (--run) once for the run over them all. */
+		for (size_t i = 0; i < (p.by_run ? json_array_size(names) > 0 : json_array_size(names));
+		     i++) {
+			struct case_ctx cc = { &p, p.by_run ? NULL :
+					       json_string_value(json_array_get(names, i)) };
 
 			bisect_run(p.nbuilds - 1, &s, compare, &cc, &r);
-			json_array_append_new(out_cases, case_json(&p, cc.name, &r));
+			if (p.by_run) {
+				run_obj = case_json(&p, "", &r);
+				json_object_del(run_obj, "case");
+			} else {
+				json_array_append_new(out_cases, case_json(&p, cc.name, &r));
+			}
 			if (r.broken)
 				status = QUAL_EXIT_ERROR;
 			else if (r.nchanges && status == QUAL_EXIT_PASS)
@@ -464,7 +498,10 @@ int main(int argc, char **argv)
 	json_object_set_new(line, "margin", json_real(p.margin));
 	json_object_set_new(line, "runs", json_integer(p.runs));
 	json_object_set_new(line, "wall_s", json_real(child_now() - t0));
+	json_object_set_new(line, "by", json_string(p.by_run ? "run" : "case"));
 	json_object_set_new(line, "cases", out_cases);
+	json_object_set_new(line, "run", run_obj ? run_obj : json_null());
+	run_obj = NULL;
 	json_object_set_new(line, vocab_case_verdict_name(VERDICT_NOT_APPLICABLE), not_applicable);
 	if (lines_emit(stdout, line) < 0 || fflush(stdout))
 		status = QUAL_EXIT_ERROR;
@@ -472,6 +509,7 @@ int main(int argc, char **argv)
 out:
 	json_decref(out_cases);
 	json_decref(not_applicable);
+	json_decref(run_obj);
 	for (int i = 0; i < p.nmade; i++)
 		json_decref(p.made[i].cases);
 	free(p.made);

@@ -3,6 +3,8 @@
 # procedure's error budget is simulated in tests/unit/stats/test_bisect.c.
 #
 #   bisect_planted   8 builds, the code changes at the 5th: found, shared runs
+#   bisect_run       --run: one bisection of the run over the cases, the
+#                    planted build found once
 #   bisect_none      no change: one run, exit 0
 #   bisect_file      the series from --builds FILE
 #   bisect_broken    a library that is no compiler: exit 3, the step named
@@ -10,7 +12,7 @@
 #                    applicable, the rest bisected
 #   bisect_usage     bad command lines: exit 4
 if(EXISTS ${QUAL_SERVICE_NVRTC} AND EXISTS ${QUAL_SERVICE_NVRTC_ALT})
-  foreach(scenario planted none file broken arch usage)
+  foreach(scenario planted run none file broken arch usage)
     add_test(NAME bisect_${scenario}
              COMMAND ${SYSTEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tools/bisect_test.py
                      --qual-bisect $<TARGET_FILE:qual-bisect>

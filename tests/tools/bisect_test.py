@@ -9,6 +9,8 @@ Scenarios:
   planted   9 builds (the baseline and 8), shim_slow from the 5th: each case
             bisected finds the one step 4 -> 5, in at most 1 + 3 + 1 runs
             shared by the cases; exit 1; every line valid under the schema
+  run       the planted series with --run: one bisection of the run over both
+            cases finds the step once, in the same runs; per case the run is null
   none      the same compiler throughout: no change, one run, exit 0
   file      the series from --builds FILE (comments and blank lines), the
             step at the 2nd build
@@ -94,6 +96,31 @@ def scenario_planted(args, root):
               f"step {s['a']} -> {s['b']}: {s['cases']}, expected {want}")
 
 
+def scenario_run(args, root):
+    """--run: one bisection of the run over both cases, the same runs as
+    per case, the planted build named once; cases empty."""
+    builds = series(root, args, ["base", "alt", "base", "alt", "base", "slow", "slow",
+                                 "slow", "slow"])
+    r, lines = bisect(args, "--compile-only", "--run", *case_args(), *builds, "--",
+                      "--compile-jobs", "2")
+    check(r.returncode == 1, f"exit {r.returncode}, expected 1: {r.stderr[-1500:]}")
+    validate(lines)
+    end = lines[-1]
+    check(end["by"] == "run" and end["cases"] == [] and end["run"] is not None, f"last line: {end}")
+    run = end["run"]
+    check("case" not in run and run["ends_differ"] and run["broken"] is None,
+          f"the run's bisection: {run}")
+    check([(x["from"], x["to"], x["step"]) for x in run["changes"]] == [(4, 5, True)],
+          f"the run's changes: {run['changes']}")
+    steps = [(s["a"], s["b"]) for s in lines if s["type"] == "bisect_step"]
+    check(steps == [(0, 8), (0, 4), (0, 6), (0, 5), (4, 5), (5, 8)], f"comparisons {steps}")
+    # Per case (the default) the same series names the step per case, and
+    # the run is null.
+    r, lines = bisect(args, "--compile-only", *case_args(), *builds[:6])
+    check(r.returncode == 1 and lines[-1]["by"] == "case" and lines[-1]["run"] is None,
+          f"per case: exit {r.returncode}, {lines[-1] if lines else r.stderr[-800:]}")
+
+
 def scenario_none(args, root):
     builds = series(root, args, ["base", "alt", "base", "alt"])
     r, lines = bisect(args, "--compile-only", *case_args(), *builds)
@@ -160,7 +187,7 @@ def scenario_usage(args, root):
     check(r.returncode == 4 and "1000000" in r.stderr, f"pairs over the cap: {r.stderr}")
 
 
-SCENARIOS = {"planted": scenario_planted, "none": scenario_none, "file": scenario_file,
+SCENARIOS = {"planted": scenario_planted, "run": scenario_run, "none": scenario_none, "file": scenario_file,
              "broken": scenario_broken, "arch": scenario_arch, "usage": scenario_usage}
 
 
