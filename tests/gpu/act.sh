@@ -12,7 +12,7 @@
 #   explain   tests/gpu/explain.sh on nvrtc 13.0 against 12.4
 #   neighbours tests/gpu/neighbours.sh: one case among all, alone, after
 #             one other and before one ($ACT_NEIGHBOURS: X BEFORE AFTER)
-#   neighbours0 the same without the settle (--settle-ms 0): as before it
+#   neighboursMS the same with --settle-ms MS (neighbours0: as before it)
 #   bisect    tests/gpu/bisect.sh: a timed bisection over 8 builds
 #   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
 #             (default "128"), first blocks only: jobs with cases near the
@@ -43,8 +43,8 @@ for p in "${parts[@]}"; do
     explain) timeout 60 bash "$here/explain.sh" "$out/explain" "$build" "$pair" ;;
     neighbours) timeout 200 bash "$here/neighbours.sh" "$out/neighbours" "$build" "$pair" \
                   ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- "$@" ;;
-    neighbours0) timeout 200 bash "$here/neighbours.sh" "$out/neighbours0" "$build" "$pair" \
-                  ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- --settle-ms 0 "$@" ;;
+    neighbours[0-9]*) timeout 200 bash "$here/neighbours.sh" "$out/$p" "$build" "$pair" \
+                  ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- --settle-ms "${p#neighbours}" "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
     margin) VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
             PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
