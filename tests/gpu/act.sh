@@ -19,8 +19,8 @@
 #             margin's edge, their wall times
 #   verdicts  tests/gpu/verdicts.sh whole ($VERDICTS_* as it reads them)
 #   suites    tests/gpu/suites.sh
-# Everything under OUTDIR/PART/, with OUTDIR/PART.rc and the summaries in
-# OUTDIR/summaries.txt.
+# Everything of a part in OUTDIR/PART.tar.gz, with OUTDIR/PART.rc and the
+# summaries in OUTDIR/summaries.txt.
 set -u
 out=${1:?usage: act.sh OUTDIR BUILD PART... [-- OPTIONS]}
 build=${2:?}
@@ -57,8 +57,8 @@ for p in "${parts[@]}"; do
   echo "$rc" >"$out/$p.rc"
   { echo "==== $p: exit $rc, $((SECONDS - t0)) s"
     cat "$out/$p/summary.txt" "$out/$p/explain/summary.txt" 2>/dev/null; } >>"$out/summaries.txt"
+  # What comes back must be few files: each part's folder as a tarball,
+  # made as the part ends, so that a call cut short keeps what ran.
+  tar -czf "$out/$p.tar.gz" -C "$out" "$p" 2>/dev/null && rm -rf "${out:?}/$p"
 done
 cat "$out/summaries.txt"
-# What comes back must be few files: the parts' folders as one tarball.
-tar -czf "$out/parts.tar.gz" -C "$out" "${parts[@]}" 2>/dev/null
-rm -rf "${parts[@]/#/$out/}"
