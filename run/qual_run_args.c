@@ -219,9 +219,12 @@ static const struct opts_entry options[] = {
 	{"flush-mib", "N", OPTS_INT, AT(flush_mib), 0, 65536, .help =
 		"MiB overwritten before each timed replay, so that\neach starts with a cold "
 		"cache (default 0: none;\n512 exceeds the last-level cache of current GPUs)"},
+	{"pad-mib", "N", OPTS_INT, AT(pad_mib), 0, 65536, .help =
+		"MiB of device memory held before each case's buffers,\nso that they lie "
+		"elsewhere (default 0: none)"},
 	{"settle-ms", "MS", OPTS_INT, AT(cfg.settle_ms), 0, 10000, .help =
 		"milliseconds the first session of each look keeps the\nGPU at work on its first "
-		"case, untimed, before\ntiming (default 500; 0: none)"},
+		"case, untimed, before\ntiming (default 0: none)"},
 	{"one-load", NULL, OPTS_FLAG, AT(cfg.one_load), .help =
 		"time every pair under one load and judge each pair\nalone (the old way, to "
 		"measure the instrument; its\nintervals do not cover load-to-load variation)"},
@@ -396,6 +399,7 @@ static int apply_settings(struct qual_run_args *a, struct qual_msg *msg)
 	cfg->candidate_opts = (const char *const *)s->candidate_options;
 	cfg->ncandidate_opts = list_count(s->candidate_options);
 	cfg->flush_bytes = (size_t)a->flush_mib << 20;
+	cfg->pad_bytes = (size_t)a->pad_mib << 20;
 	cfg->cache_max_bytes = (size_t)a->cache_max_mib << 20;
 	for (char **p = s->fixtures; p && *p; p++)
 		if ((rc = fixture_load_dir(*p, msg)) < 0) {

@@ -16,7 +16,7 @@ struct qual_run_args {
 	struct runner_config cfg;
 	struct qual_settings set;  /* the settings of a job, as quald's are */
 	double oracle_timeout;     /* --oracle-timeout */
-	int flush_mib, cache_max_mib;
+	int flush_mib, pad_mib, cache_max_mib;
 	bool health, list, help, settings_table, no_cache;
 	/* qual-view was asked for (a table or a report) and could not run:
 	 * what it would have served is refused, never silently left out. */

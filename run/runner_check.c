@@ -46,6 +46,8 @@ void runner__release_bufs(struct run *run, struct bufs *b)
 				gpu_free(run->gpu, b->base[s][i]);
 	if (b->flush)
 		gpu_free(run->gpu, b->flush);
+	if (b->pad)
+		gpu_free(run->gpu, b->pad);
 	free(b->scratch);
 	free(b->passed[0]);
 	free(b->passed[1]);
@@ -59,6 +61,14 @@ int runner__alloc_bufs(struct run *run, const struct fixture_case *c,
 	size_t largest = 1;
 	int rc;
 
+	/* Device memory held, untouched, before the buffers (--pad-mib), so
+	 * that they lie elsewhere than the device's allocator would put them
+	 * first: an instrument for where a case's buffers lie. */
+	if (run->cfg->pad_bytes && (rc = gpu_alloc(run->gpu, run->cfg->pad_bytes, &b->pad,
+						   &msg)) < 0) {
+		runner__gpu_fault(run, jc, 0, "load", &msg);
+		return rc;
+	}
 	for (int i = 0; i < c->nbuffers; i++) {
 		for (int s = 0; s < RUNNER_BUFFER_SETS; s++) {
 			size_t room = c->buffers[i].bytes + RUNNER_SHIFT_SPAN;

@@ -344,6 +344,8 @@ void runner__emit_start(struct run *run, const int *sel, int nsel, const char *n
 			    json_string(rtc_mode_name(cfg->mode)));
 	json_object_set_new(json_object_get(line, "settings"), "settle_ms",
 			    json_integer(cfg->settle_ms));
+	json_object_set_new(json_object_get(line, "settings"), "pad_bytes",
+			    json_integer((json_int_t)cfg->pad_bytes));
 	if (cfg->one_load)
 		json_object_set_new(json_object_get(line, "settings"), "one_load", json_true());
 	/* What judge_take_line() reads back (qual-judge) to judge the same

@@ -122,6 +122,7 @@ struct bufs {
 	uint64_t base[RUNNER_BUFFER_SETS][FIXTURE_MAX_BUFFERS];
 	uint64_t dev[FIXTURE_MAX_BUFFERS];
 	uint64_t flush;  /* cfg->flush_bytes to overwrite before each timing */
+	uint64_t pad;    /* cfg->pad_bytes allocated before the buffers */
 	void *scratch; /* host copy-back space, as large as the largest buffer */
 	/* Per arm, the case's last output in this process that passed the
 	 * oracle's check (NULL: none yet), and the error it was checked with: an output

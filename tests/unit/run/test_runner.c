@@ -102,6 +102,10 @@ struct fake_arm {
 
 static const struct fake_arm arm_ok = {-1, -1, -1, -1, -1, 1.0, false, -1, -1, 0, 0, 0, 0};
 
+/* The pad test_pad asks for (--pad-mib 3): no buffer of the fake's cases
+ * with its slack is this size. */
+#define FAKE_PAD_BYTES ((size_t)3 << 20)
+
 /* A device allocation: host memory, plus what happened to it since the last
  * graph execution. The runner allocates RUNNER_SHIFT_SPAN bytes more than a
  * buffer needs and addresses it at a shift (a multiple of RUNNER_SHIFT_STEP)
@@ -184,6 +188,7 @@ static struct {
 	/* Device state. */
 	struct fake_alloc allocs[FAKE_MAX_ALLOCS];
 	int nalloc;
+	int allocs_of_pad;  /* allocations of exactly FAKE_PAD_BYTES */
 	int live_modules, live_graphs;
 	bool dead;         /* a fault happened: every later call fails */
 	/* The buffers (and views) of the graph made while no other was live,
@@ -696,6 +701,7 @@ static int fake_alloc(struct gpu *g, size_t bytes, uint64_t *dptr, struct qual_m
 		fake_problem("allocation of %zu bytes: no room to shift", bytes);
 		return qual_fail(msg, QUAL_EINVAL, "fake: allocation too small");
 	}
+	fk.allocs_of_pad += bytes == FAKE_PAD_BYTES;
 	a = &fk.allocs[fk.nalloc++];
 	memset(a, 0, sizeof *a);
 	/* Large and mostly untouched: the host maps pages as they are used. */
@@ -1146,6 +1152,7 @@ struct scenario {
 	bool no_flush;          /* flush_bytes 0, else FAKE_FLUSH_BYTES */
 	int settle_ms;          /* cfg.settle_ms: 0 (none) unless a test
 				 * of the settle sets it */
+	size_t pad_bytes;       /* cfg.pad_bytes */
 	int sessions;           /* 0: 1 (all in this process, so that the fake
 				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
@@ -1333,6 +1340,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.flush_bytes = s->no_flush ? 0 : FAKE_FLUSH_BYTES;
 	cfg.sessions = s->sessions ? s->sessions : 1;
 	cfg.settle_ms = s->settle_ms;
+	cfg.pad_bytes = s->pad_bytes;
 	if (s->compile_jobs)
 		cfg.compile_jobs = s->compile_jobs;
 	cfg.max_pairs = s->max_pairs;
@@ -2340,6 +2348,29 @@ static void test_settle(void **state)
 		assert_int_equal(fk.cases[0].times[arm], times[0][arm]);
 		assert_int_equal(fk.cases[1].times[arm], times[1][arm]);
 	}
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	outcome_release(&o);
+}
+
+/* The pad (--pad-mib): each case allocates it once, before its buffers,
+ * and frees it with them (the fake says so when the GPU closes with an
+ * allocation live); the start line says pad_bytes; the verdict is as
+ * without it. */
+static void test_pad(void **state)
+{
+	struct scenario s = {
+		.name = "runner_pad", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
+		.pad_bytes = FAKE_PAD_BYTES,
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_int_equal(fk.allocs_of_pad, 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		json_array_get(o.lines, 0), "settings"), "pad_bytes")), (json_int_t)FAKE_PAD_BYTES);
+	assert_int_equal(count_lines(&o, "error", NULL), 0);
 	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
 	outcome_release(&o);
 }
@@ -4336,6 +4367,7 @@ QUAL_TESTS(
 	T(blocks),
 	T(blocks_cover_instance_effects),
 	T(settle),
+	T(pad),
 	T(fault_in_later_block),
 	T(wrong_in_timing_blocks),
 	T(sessions),

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Whether where a case's buffers lie moves its ratio (docs/verdicts.md, "The
+# same conditions at every look"): one case X alone at each pad of $PADS MiB
+# (qual-run --pad-mib: device memory held before each case's buffers) and
+# among all cases at the first and last pad, 480 pairs each, against the
+# toolkit's nvrtc (13.0). From the repository root after scripts/pack-gpu.sh:
+#
+#     bash tests/gpu/pads.sh OUTDIR BUILD CANDIDATE X
+#
+# Lines in OUTDIR/jobs/ (bench/neighbours.py reads them), wall times in
+# OUTDIR/jobs.txt.
+set -u
+out=${1:?usage: pads.sh OUTDIR BUILD CANDIDATE X}
+build=$2 cand=$3 x=$4
+pads=${PADS:-0 2 8 32 128 512}
+nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
+mkdir -p "$out/jobs"
+: >"$out/jobs.txt"
+job() {
+  local name=$1 t0 rc
+  shift
+  t0=$(date +%s%N)
+  "$build/bin/qual-run" "$nvrtc" "$cand" --pairs 480 --max-pairs 480 "$@" \
+    >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
+  rc=$?
+  echo "$name $rc $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$out/jobs.txt"
+}
+set -- $pads
+first=$1
+for p in $pads; do last=$p; done
+for p in $pads; do
+  job "alone.pad$p" --case "$x" --pad-mib "$p"
+done
+job "among.pad$first" --pad-mib "$first"
+job "among.pad$last" --pad-mib "$last"
+cat "$out/jobs.txt"
