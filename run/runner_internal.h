@@ -519,7 +519,10 @@ enum runner_round runner__next_round(const struct stats_settings *s, int blocks_
 /* How many sessions time a round of round_blocks blocks, pure: as many
  * blocks to a session as the first look's first_blocks in first_sessions
  * (rounded up: 15 blocks in 4 sessions make a round of 15 blocks 4
- * sessions, one of 30 blocks 8), at least 1 and at most round_blocks. */
+ * sessions), but no more than the first look's sessions or
+ * RUNNER_SESSIONS, whichever is more (a round of 30 blocks is 4 sessions
+ * of 7-8 blocks; after a first look of 2 sessions, 4 of them), nor
+ * RUNNER_ROUND_SESSIONS, at least 1 and at most round_blocks. */
 int runner__round_sessions(int round_blocks, int first_blocks, int first_sessions);
 
 /* The plan of a run's sessions (runner__run_sessions): the first k share
@@ -527,7 +530,7 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
  * times those cases alone up to the next look (runner__next_round), its
  * blocks numbered on from where the last round ended and shared out over
  * sessions of about as many blocks as the first look's
- * (runner__round_sessions): blocks inside one process share what stays
+ * (runner__round_sessions, longer ones in the larger rounds): blocks inside one process share what stays
  * fixed for its life (docs/verdicts.md, "Sessions"), and the rule assumes
  * blocks that do not. */
 struct plan {

@@ -1,8 +1,9 @@
 /* Sessions (runner.h, "Sampling until decided"): the plan of a run's
  * sessions. The first look's blocks are shared out among the first
  * sessions; after them, while some case is undecided, each round times the
- * undecided cases up to the next planned look in sessions of about as many
- * blocks as the first look's. The decisions are pure where they can be
+ * undecided cases up to the next planned look in as many sessions as the
+ * first look's (at least RUNNER_SESSIONS), each of more blocks as the
+ * rounds grow. The decisions are pure where they can be
  * (runner__next_round, runner__round_sessions), for the tests. */
 #include "run/runner_internal.h"
 
@@ -65,10 +66,12 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
 	if (round_blocks < 1 || first_blocks < 1 || first_sessions < 1)
 		return 1;
 	m = ((long)round_blocks * first_sessions + first_blocks - 1) / first_blocks;
-	/* No more sessions than the first look's: longer sessions, fewer
-	 * contexts made and closed (runner.h). */
-	if (m > first_sessions)
-		m = first_sessions;
+	/* No more sessions than the first look's, or RUNNER_SESSIONS if that
+	 * is more (fewer than 4 a round fails the simulation's coverage with
+	 * a shift per session: docs/verdicts.md): longer sessions, fewer
+	 * contexts made and closed. */
+	if (m > (first_sessions > RUNNER_SESSIONS ? first_sessions : RUNNER_SESSIONS))
+		m = first_sessions > RUNNER_SESSIONS ? first_sessions : RUNNER_SESSIONS;
 	if (m > RUNNER_ROUND_SESSIONS)
 		m = RUNNER_ROUND_SESSIONS;
 	return m > round_blocks ? round_blocks : (int)m;

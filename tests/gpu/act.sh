@@ -35,7 +35,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
   --format=csv >"$out/gpu.txt" 2>&1
 bash "$here/unpack-nvrtc.sh" .carry-nvrtc /tmp/nvrtc >"$out/nvrtc.txt" 2>&1
 pair=$(awk '$1 ~ /^12\.4/ {print $2}' "$out/nvrtc.txt" | head -n 1)
-[ -x "$build/tools/bin/nvdisasm" ] && export QUAL_NVDISASM=$PWD/$build/tools/bin/nvdisasm
+[ -x "$build/tools/bin/nvdisasm" ] && export QUAL_NVDISASM=$(cd "$build/tools/bin" && pwd)/nvdisasm
 cases=${ACT_ROUNDS_CASES:-gemm_f16_wgmma-256x1024x1024 gemm_f16-256x1024x1024 conv3x3_f16-56x56x64x64}
 for p in "${parts[@]}"; do
   t0=$SECONDS

@@ -16,7 +16,7 @@ build=${2:?}
 cand=${3:?}
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 mkdir -p "$out/explain"
-[ -x "$build/tools/bin/nvdisasm" ] && export QUAL_NVDISASM=$PWD/$build/tools/bin/nvdisasm
+[ -x "$build/tools/bin/nvdisasm" ] && export QUAL_NVDISASM=$(cd "$build/tools/bin" && pwd)/nvdisasm
 t0=$(date +%s%N)
 "$build/bin/qual-run" "$nvrtc" "$cand" >"$out/explain/job.jsonl" 2>"$out/explain/job.err"
 rc=$?

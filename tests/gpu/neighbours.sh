@@ -13,7 +13,7 @@
 # bench/neighbours.py, run where the lines come back.
 set -u
 out=${1:?usage: neighbours.sh OUTDIR BUILD CANDIDATE X BEFORE AFTER [-- OPTIONS]}
-build=$2 cand=$3 x=$4 before=$5 after=$6
+build=${2:?} cand=${3:?no candidate: did tests/gpu/unpack-nvrtc.sh find one?} x=${4:?} before=${5:?} after=${6:?}
 shift 6
 [ "${1:-}" = "--" ] && shift
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
@@ -35,4 +35,4 @@ for r in 1 2; do
   job "after_other.$r" --case "$before" --case "$x" "$@"
   job "before_other.$r" --case "$x" --case "$after" "$@"
 done
-cat "$out/jobs.txt"
+python3 "$(dirname "$0")/../../bench/neighbours.py" "$x" "$out/jobs" | tee "$out/summary.txt"

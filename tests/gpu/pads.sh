@@ -11,7 +11,7 @@
 # OUTDIR/jobs.txt.
 set -u
 out=${1:?usage: pads.sh OUTDIR BUILD CANDIDATE X}
-build=$2 cand=$3 x=$4
+build=${2:?} cand=${3:?no candidate: did tests/gpu/unpack-nvrtc.sh find one?} x=${4:?}
 pads=${PADS:-0 2 8 32 128 512}
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 mkdir -p "$out/jobs"
@@ -33,4 +33,4 @@ for p in $pads; do
 done
 job "among.pad$first" --pad-mib "$first"
 job "among.pad$last" --pad-mib "$last"
-cat "$out/jobs.txt"
+python3 "$(dirname "$0")/../../bench/neighbours.py" "$x" "$out/jobs" | tee "$out/summary.txt"

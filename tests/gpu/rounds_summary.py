@@ -44,7 +44,8 @@ def job_figures(lines):
         later = [v for b, v in bm.items() if b > first_blocks]
         out[c] = {"verdict": l.get("verdict"), "ratio": l["ratio_median"],
                   "lo": l.get("ratio_lo"), "hi": l.get("ratio_hi"), "blocks": l.get("blocks"),
-                  "stopped": l.get("stopped"), "rounds_p": l.get("rounds_p"),
+                  "stopped": l.get("stopped"), "rounds_p": (l.get("rounds") or {}).get("p"),
+                  "rounds_agree": (l.get("rounds") or {}).get("agree"),
                   "first": med(first), "nfirst": len(first), "later": med(later),
                   "nlater": len(later),
                   "clocks": {k: med(v) for k, v in clocks[c].items()}}
@@ -72,7 +73,7 @@ def main():
             print(f"  {name:<44} {f['verdict'] or '-':<12} {f['ratio']:.5f} "
                   f"[{f['lo'] or 0:.5f}, {f['hi'] or 0:.5f}] blocks {f['blocks']} "
                   f"first {f['first']:.5f} ({f['nfirst']}) later {f['later']:.5f} "
-                  f"({f['nlater']}) rounds_p {f['rounds_p']} sm {ck.get('sm_mhz', 0):.0f} "
+                  f"({f['nlater']}) rounds p {f['rounds_p']} agree {f['rounds_agree']} sm {ck.get('sm_mhz', 0):.0f} "
                   f"power {ck.get('power_w', 0):.0f} W temp {ck.get('temp_c', 0):.0f} C")
         a = jobs.get("among.fixed", {}).get("cases", {}).get(c)
         b = jobs.get("alone." + c, {}).get("cases", {}).get(c)

@@ -3451,8 +3451,11 @@ static void test_next_round(void **state)
 	assert_int_equal(runner__round_sessions(60, 15, 4), 4);
 	assert_int_equal(runner__round_sessions(20, 30, 4), 3);
 	assert_int_equal(runner__round_sessions(2, 15, 8), 2);
-	assert_int_equal(runner__round_sessions(40, 15, 1), 1);
+	assert_int_equal(runner__round_sessions(40, 15, 1), 3);
 	assert_int_equal(runner__round_sessions(120, 15, 8), 8);
+	/* After a first look of fewer sessions, rounds of RUNNER_SESSIONS. */
+	assert_int_equal(runner__round_sessions(60, 15, 2), RUNNER_SESSIONS);
+	assert_int_equal(runner__round_sessions(15, 15, 2), 2);
 	/* ... and never more than one batch of sessions made side by side:
 	 * the later rounds' sessions time more blocks each. */
 	assert_int_equal(runner__round_sessions(120, 15, 4), 4);
