@@ -83,6 +83,9 @@ struct run_result {
 	bool decided[NCASES], covered[NCASES], max_pairs[NCASES];
 	int blocks[NCASES];
 	enum run_verdict gate;
+	/* The rounds test (stats.h: rounds_p), Holm-adjusted over the run's
+	 * cases as judge.c does: cases it tested, and cases it says disagree. */
+	int rounds_tested, rounds_disagree;
 };
 
 /* The sessions: what stays fixed for the life of a process shifts every
@@ -177,6 +180,18 @@ static void run_cases(const double sd[NCASES], const double theta[NCASES],
 		r->max_pairs[i] = !st[i].decided && nb[i] == at[k - 1];
 	}
 	r->gate = stats_run_verdict_gate(st, NCASES, s, false, false);
+	{
+		double q[NCASES];
+
+		r->rounds_tested = r->rounds_disagree = 0;
+		for (int i = 0; i < NCASES; i++) {
+			q[i] = st[i].rounds_p;
+			r->rounds_tested += !isnan(q[i]);
+		}
+		stats_holm(q, NCASES);
+		for (int i = 0; i < NCASES; i++)
+			r->rounds_disagree += !isnan(q[i]) && q[i] < s->alpha;
+	}
 }
 
 /* run_cases() with every case at theta. */
@@ -196,6 +211,7 @@ struct tally {
 	long decided, covered, max_pairs, blocks;
 	long false_alarm_runs, gate_alarm_runs, gate_regression_runs;
 	long agree_case, agree_exit, pairs_compared;
+	long rounds_tested, rounds_disagree, rounds_disagree_runs;
 };
 
 static void tally_run(struct tally *t, const struct run_result *r, double theta)
@@ -213,6 +229,9 @@ static void tally_run(struct tally *t, const struct run_result *r, double theta)
 		alarm |= r->verdict[i] == VERDICT_SLOWER || r->verdict[i] == VERDICT_FASTER;
 	}
 	t->false_alarm_runs += theta == 1 && alarm;
+	t->rounds_tested += r->rounds_tested;
+	t->rounds_disagree += r->rounds_disagree;
+	t->rounds_disagree_runs += r->rounds_disagree > 0;
 	t->gate_alarm_runs += r->gate != RUN_NEUTRAL;
 	t->gate_regression_runs += r->gate == RUN_REGRESSION;
 }
@@ -263,6 +282,16 @@ static int aa_scenario(const char *what, int runs, double fixed, const struct st
 		tally_run(&aa, &rr, 1.0);
 	}
 	print_tally(what, &aa);
+	/* The rounds test on the same runs: the rounds of an A/A case measure
+	 * the same thing, so a run where it calls any case's rounds
+	 * disagreeing is a false alarm. Printed, not checked: only the cases
+	 * undecided at the first look have later rounds, so their first
+	 * look's blocks are selected and the test calls more than alpha
+	 * (docs/verdicts.md, "The same conditions at every look"). */
+	printf("%s: rounds tested in %ld case runs, disagreeing %ld; runs with a case "
+	       "whose rounds disagree %ld of %d (%.4f; alpha %g; not checked)\n", what,
+	       aa.rounds_tested, aa.rounds_disagree, aa.rounds_disagree_runs, runs,
+	       aa.rounds_disagree_runs / (double)runs, s->alpha);
 	miss_lim = binom_upper((int)aa.cases, 1 - s->conf);
 	misses = aa.cases - aa.covered;
 	printf("%s: runs with a false slower/faster %ld of %d (%.4f; at most %d allowed: "
