@@ -463,8 +463,9 @@ int main(int argc, char **argv)
 			json_array_append_new(json_integer_value(v) < 0 ? not_applicable : names,
 					      json_string(name));
 		/* Per case, or (--run) once for the run over them all. */
-		for (size_t i = 0; i < (p.by_run ? json_array_size(names) > 0 : json_array_size(names));
-		     i++) {
+		size_t subjects = p.by_run ? json_array_size(names) > 0 : json_array_size(names);
+
+		for (size_t i = 0; i < subjects; i++) {
 			struct case_ctx cc = { &p, p.by_run ? NULL :
 					       json_string_value(json_array_get(names, i)) };
 

@@ -63,7 +63,8 @@
  * which gives the measurements behind the caps). After the sessions that
  * time the first cfg->pairs pairs, while some case is undecided, one more
  * round times the undecided cases up to the next planned look (twice the
- * blocks so far), in as many sessions as the first look's and no more than
+ * blocks so far), in as many sessions as the first look's or
+ * RUNNER_SESSIONS, whichever is more, and no more than
  * RUNNER_ROUND_SESSIONS, or fewer when the round has fewer blocks than the
  * first look (runner__round_sessions: 4 each for the default), until each
  * case is decided or a cap is hit:
@@ -72,6 +73,9 @@
  * timing (no round starts past it). */
 #define RUNNER_MAX_PAIRS_FACTOR 64
 
+#define RUNNER_ROUND_SESSIONS 16
+#define RUNNER_MAX_SECONDS 20.0
+
 /* The settle, an instrument (docs/verdicts.md, "The same conditions at
  * every look"): before the first timed block of the first session of the
  * first look and of each later round, the session replays its first case's
@@ -79,8 +83,6 @@
  * (runner_config.settle_ms, qual-run --settle-ms). Off by default: on the
  * H100 it did not bring a case timed alone to its ratio among every case. */
 #define RUNNER_SETTLE_MS 0
-#define RUNNER_ROUND_SESSIONS 16
-#define RUNNER_MAX_SECONDS 20.0
 
 /* Seconds the device probe (the driver initialized, the device's
  * attributes and clocks read) may take before it is killed and the run goes

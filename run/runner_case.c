@@ -170,12 +170,12 @@ void runner__run_case(struct run *run, int index)
 		if (run->session == 0)
 			runner__emit_case(run, &c, arms, identical, true);
 		if (rc == 0) {
-			/* What runner__time_pairs() does not count as blocks or pairs is
-			 * its checks after timing. */
 			if (run->settle && run->cfg->settle_ms > 0) {
 				run->settle = false;
 				rc = runner__settle(run, arms, jc);
 			}
+			/* What runner__time_pairs() does not count as blocks or pairs is
+			 * its checks after timing. */
 			timed_before = run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING];
 			t = child_now();
 			if (rc == 0)

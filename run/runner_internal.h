@@ -326,11 +326,13 @@ int runner__warm_up(struct run *run, const struct fixture_case *c,
  * out of the verdict by the block line), while the case has retakes left
  * in this process (RUNNER_RETAKES); then the block stays excluded. Under
  * one_load there is one block and no block line. */
-/* Keeps the GPU at work on case arms' graphs for cfg->settle_ms before the
- * process's first timed block (runner_time.c); < 0 on a fault, reported. */
-int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 int runner__time_pairs(struct run *run, const struct fixture_case *c,
 		       struct arm arms[2], struct bufs *b, struct judge_case *jc);
+
+/* Keeps the GPU at work on a case's arms' graphs for cfg->settle_ms before
+ * the process's first timed block (runner_time.c); < 0 on a fault,
+ * reported. */
+int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 
 /* Opens run->clocks for the device info describes (run->gpu's, or the
  * probe's), setting clocks_source, or leaves it NULL with clocks_why; never
@@ -529,8 +531,8 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
  * the first look's blocks; then, while some case is undecided, each round
  * times those cases alone up to the next look (runner__next_round), its
  * blocks numbered on from where the last round ended and shared out over
- * sessions of about as many blocks as the first look's
- * (runner__round_sessions, longer ones in the larger rounds): blocks inside one process share what stays
+ * as many sessions as the first look's, longer as the rounds grow
+ * (runner__round_sessions): blocks inside one process share what stays
  * fixed for its life (docs/verdicts.md, "Sessions"), and the rule assumes
  * blocks that do not. */
 struct plan {

@@ -67,8 +67,8 @@ static int new_block(struct run *run, const struct fixture_case *c,
 	return 0;
 }
 
-/* Settles the GPU (RUNNER_SETTLE_MS): replays both arms' graphs of case c
- * in turn, untimed, until cfg->settle_ms have passed. The arm whose replay
+/* Settles the GPU (RUNNER_SETTLE_MS): replays both arms' graphs in turn,
+ * untimed, until cfg->settle_ms have passed. The arm whose replay
  * fails is blamed, as in the warm-up. */
 int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc)
 {

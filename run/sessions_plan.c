@@ -61,7 +61,7 @@ static int undecided_cases(struct run *run, const int *sel, int nsel, int *more)
 
 int runner__round_sessions(int round_blocks, int first_blocks, int first_sessions)
 {
-	long m;
+	long m, most = first_sessions > RUNNER_SESSIONS ? first_sessions : RUNNER_SESSIONS;
 
 	if (round_blocks < 1 || first_blocks < 1 || first_sessions < 1)
 		return 1;
@@ -70,10 +70,10 @@ int runner__round_sessions(int round_blocks, int first_blocks, int first_session
 	 * is more (fewer than 4 a round fails the simulation's coverage with
 	 * a shift per session: docs/verdicts.md): longer sessions, fewer
 	 * contexts made and closed. */
-	if (m > (first_sessions > RUNNER_SESSIONS ? first_sessions : RUNNER_SESSIONS))
-		m = first_sessions > RUNNER_SESSIONS ? first_sessions : RUNNER_SESSIONS;
-	if (m > RUNNER_ROUND_SESSIONS)
-		m = RUNNER_ROUND_SESSIONS;
+	if (most > RUNNER_ROUND_SESSIONS)
+		most = RUNNER_ROUND_SESSIONS;
+	if (m > most)
+		m = most;
 	return m > round_blocks ? round_blocks : (int)m;
 }
 

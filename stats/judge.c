@@ -124,36 +124,29 @@ static json_t *rounds_json(const struct judge_case *c)
 			 "later_blocks", st->rounds_later, "first_ratio",
 			 lines_real(st->rounds_first_ratio), "later_ratio",
 			 lines_real(st->rounds_later_ratio), "shift", lines_real(st->rounds_shift),
-			 "p", lines_real(st->rounds_p), "p_holm", lines_real(c->rounds_p_holm),
-			 "agree", !c->rounds_disagree);
+			 "p", lines_real(st->rounds_p), "p_holm", lines_real(st->rounds_p_holm),
+			 "agree", !st->rounds_disagree);
 }
 
-/* The layout test and the rounds test of every timed case, each
- * Holm-adjusted across them; a case is layout-sensitive (its rounds
- * disagree) when its adjusted p is below alpha. */
+/* The layout test of every timed case, Holm-adjusted across them; a case
+ * is layout-sensitive when its adjusted p is below alpha. */
 static void judge_layout(struct judge *j, const struct stats_settings *s)
 {
 	double *p = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *p);
-	double *q = xcalloc((size_t)(j->ncases ? j->ncases : 1), sizeof *q);
 
 	for (int i = 0; i < j->ncases; i++) {
 		struct judge_case *c = &j->cases[i];
-		bool untimed = verdict_untimed(c->st.verdict);
 
-		stats_layout_test(c->pairs, untimed ? 0 : c->npairs, &c->layout);
+		stats_layout_test(c->pairs, verdict_untimed(c->st.verdict) ? 0 : c->npairs,
+				  &c->layout);
 		p[i] = c->layout.p;
-		q[i] = untimed ? NAN : c->st.rounds_p;
 	}
 	stats_holm(p, j->ncases);
-	stats_holm(q, j->ncases);
 	for (int i = 0; i < j->ncases; i++) {
 		j->cases[i].layout.p_holm = p[i];
 		j->cases[i].layout.sensitive = !isnan(p[i]) && p[i] < s->alpha;
-		j->cases[i].rounds_p_holm = q[i];
-		j->cases[i].rounds_disagree = !isnan(q[i]) && q[i] < s->alpha;
 	}
 	free(p);
-	free(q);
 }
 
 /* The highest block planned for c: among its pairs and its block lines,
@@ -412,7 +405,7 @@ enum run_verdict judge_finish(struct judge *j, const struct stats_settings *s,
 	json_object_set_new(line, "layout_sensitive", cases);
 	cases = json_array();
 	for (int i = 0; i < j->ncases; i++)
-		if (j->cases[i].rounds_disagree)
+		if (j->cases[i].st.rounds_disagree)
 			json_array_append_new(cases, json_string(j->cases[i].name));
 	json_object_set_new(line, "rounds_disagree", cases);
 	if (n_not_applicable > 0)

@@ -35,10 +35,6 @@ struct judge_case {
 	int pairs_dropped;        /* pairs of throttled attempts, left out */
 	struct stats_case st;
 	struct stats_layout layout; /* set by judge_finish */
-	/* The rounds test (stats.h: st.rounds_p), Holm-adjusted over the
-	 * run's cases by judge_finish; disagree when that is below alpha. */
-	double rounds_p_holm;
-	bool rounds_disagree;
 };
 
 struct judge {

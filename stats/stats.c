@@ -365,6 +365,19 @@ void stats_judge_run(struct stats_case *cases, int ncases,
 			c->decided |= !s->sample_identical;
 		}
 	}
+	/* The rounds test, over the same cases as p. */
+	k = 0;
+	for (int i = 0; i < ncases; i++)
+		if (case_is_timed(&cases[i]))
+			p[k++] = cases[i].rounds_p;
+	stats_holm(p, k);
+	k = 0;
+	for (int i = 0; i < ncases; i++) {
+		struct stats_case *c = &cases[i];
+
+		c->rounds_p_holm = case_is_timed(c) ? p[k++] : NAN;
+		c->rounds_disagree = !isnan(c->rounds_p_holm) && c->rounds_p_holm < s->alpha;
+	}
 	free(p);
 }
 

@@ -214,10 +214,15 @@ struct stats_case {
 	 * by the Mann-Whitney test of their log ratios. rounds_first and
 	 * rounds_later count them; rounds_shift is exp(median later - median
 	 * first log ratio); rounds_p NaN when either side has fewer than
-	 * STATS_ROUNDS_MIN units. The caller Holm-adjusts it over the run's
-	 * cases (judge.c) like the layout test. */
+	 * STATS_ROUNDS_MIN units. stats_judge_run Holm-adjusts it over the
+	 * run's cases, like p. */
 	int rounds_first, rounds_later;
 	double rounds_first_ratio, rounds_later_ratio, rounds_shift, rounds_p;
+	/* Filled by stats_judge_run: rounds_p Holm-adjusted over the run's
+	 * timed cases (NaN where there is none), and whether that is below
+	 * alpha: the case's rounds disagree. */
+	double rounds_p_holm;
+	bool rounds_disagree;
 };
 
 /* The fewest units on each side for the rounds test. */

@@ -20,14 +20,12 @@ nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 pairs=${NEIGHBOURS_PAIRS:-480}
 mkdir -p "$out/jobs"
 : >"$out/jobs.txt"
+. "$(dirname "$0")/job.sh"
 job() {
-  local name=$1 t0 rc
+  local name=$1
   shift
-  t0=$(date +%s%N)
-  "$build/bin/qual-run" "$nvrtc" "$cand" --pairs "$pairs" --max-pairs "$pairs" "$@" \
-    >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
-  rc=$?
-  echo "$name $rc $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$out/jobs.txt"
+  gpu_job "$out" "$name" "$build/bin/qual-run" "$nvrtc" "$cand" --pairs "$pairs" \
+    --max-pairs "$pairs" "$@"
 }
 for r in 1 2; do
   job "among.$r" "$@"

@@ -16,14 +16,11 @@ pads=${PADS:-0 2 8 32 128 512}
 nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 mkdir -p "$out/jobs"
 : >"$out/jobs.txt"
+. "$(dirname "$0")/job.sh"
 job() {
-  local name=$1 t0 rc
+  local name=$1
   shift
-  t0=$(date +%s%N)
-  "$build/bin/qual-run" "$nvrtc" "$cand" --pairs 480 --max-pairs 480 "$@" \
-    >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
-  rc=$?
-  echo "$name $rc $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$out/jobs.txt"
+  gpu_job "$out" "$name" "$build/bin/qual-run" "$nvrtc" "$cand" --pairs 480 --max-pairs 480 "$@"
 }
 set -- $pads
 first=$1

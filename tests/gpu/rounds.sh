@@ -36,13 +36,11 @@ pairs=${ROUNDS_PAIRS:-480}
 mkdir -p "$out/jobs"
 : >"$out/jobs.txt"
 
+. "$here/job.sh"
 job() {
-  local name=$1 t0 rc
+  local name=$1
   shift
-  t0=$(date +%s%N)
-  "$run" "$nvrtc" "$cand" "$@" >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
-  rc=$?
-  echo "$name $rc $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$out/jobs.txt"
+  gpu_job "$out" "$name" "$run" "$nvrtc" "$cand" "$@"
 }
 
 job among.fixed --pairs "$pairs" --max-pairs "$pairs" "$@"

@@ -488,9 +488,14 @@ static void test_rounds(void **state)
 	assert_true(c.rounds_p < 1e-6);
 	assert_true(close_rel(c.rounds_shift, 1.01, 2e-3));
 	assert_true(close_rel(c.rounds_first_ratio, 1.0, 2e-3));
+	/* stats_judge_run adjusts it (one case: unchanged) and says so. */
+	stats_judge_run(&c, 1, &s);
+	assert_true(c.rounds_p_holm == c.rounds_p && c.rounds_disagree);
 	rounds_pairs(pr, 60, 1.0);
 	stats_case_summarise(pr, 120, &s, &c);
 	assert_true(c.rounds_p > 0.2);
+	stats_judge_run(&c, 1, &s);
+	assert_false(c.rounds_disagree);
 	assert_true(close_rel(c.rounds_shift, 1.0, 2e-3));
 	/* Only the first look's blocks: counted, no test. */
 	stats_case_summarise(pr, 30, &s, &c);
