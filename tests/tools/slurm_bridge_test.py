@@ -514,10 +514,33 @@ def stopped(ctx):
     fail("the node is not idle again: %s" % r.stdout)
 
 
+def slurmctld_pid(ctx):
+    """The cluster's slurmctld: its pid file, or, where the file is not
+    there (seen in CI with the daemon running), the slurmctld process whose
+    command line names the cluster's folder, as scripts/slurm-cluster.sh's
+    pid_of tells its own from another cluster's."""
+    path = os.path.join(ctx.cluster, "run", "slurmctld.pid")
+    if os.path.exists(path):
+        return int(read(path).strip())
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/comm" % p) as f:
+                comm = f.read().strip()
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if comm == "slurmctld" and (ctx.cluster.rstrip("/") + "/") in cmd:
+            return int(p)
+    fail("no slurmctld of %s: no %s and no such process" % (ctx.cluster, path))
+
+
 def stop_slurmctld(ctx):
     """A restart's stop (SIGTERM: it saves its state; a SIGKILL right after
     a launch can make Slurm forget it and launch the job again)."""
-    pid = int(read(os.path.join(ctx.cluster, "run", "slurmctld.pid")).strip())
+    pid = slurmctld_pid(ctx)
     os.kill(pid, signal.SIGTERM)
     end = time.time() + 20
     while os.path.exists("/proc/%d" % pid) and time.time() < end:
