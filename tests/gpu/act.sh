@@ -14,6 +14,8 @@
 #             one other and before one ($ACT_NEIGHBOURS: X BEFORE AFTER)
 #   neighboursMS the same with --settle-ms MS (neighbours0: as before it)
 #   pads      tests/gpu/pads.sh: one case alone at several pads, and among all
+#   history   tests/gpu/history.sh: one case after the cases before it, after
+#             each one, at pads, in one session ($ACT_PADS_CASE)
 #   bisect    tests/gpu/bisect.sh: a timed bisection over 8 builds
 #   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
 #             (default "128"), first blocks only: jobs with cases near the
@@ -48,6 +50,8 @@ for p in "${parts[@]}"; do
                   ${ACT_NEIGHBOURS:-gemm_f16_wgmma-256x1024x1024 conv3x3_f16-7x7x512x512 attention_f16_wgmma-512} -- --settle-ms "${p#neighbours}" "$@" ;;
     pads) timeout 150 bash "$here/pads.sh" "$out/pads" "$build" "$pair" \
             "${ACT_PADS_CASE:-gemm_f16_wgmma-256x1024x1024}" ;;
+    history) timeout 240 bash "$here/history.sh" "$out/history" "$build" "$pair" \
+            "${ACT_PADS_CASE:-gemm_f16_wgmma-256x1024x1024}" -- "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
     margin) VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
             PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
