@@ -278,6 +278,19 @@ int gpu_module_load(struct gpu *g, const void *code, size_t size,
 	return took_module(g, rc, m, out);
 }
 
+int gpu_occupancy(struct gpu_module *m, unsigned block_threads, unsigned shared_bytes,
+		  int *blocks, struct qual_msg *msg)
+{
+	if (!m || !blocks || block_threads == 0)
+		return qual_fail(msg, QUAL_EINVAL, "gpu_occupancy: null module or no threads");
+	if (!m->gpu->backend->occupancy)
+		return qual_fail(msg, QUAL_ENOENT, "the %s backend has no occupancy count",
+				 m->gpu->backend->name);
+	if (m->gpu->hung)
+		return hung_fail(m->gpu, msg);
+	return m->gpu->backend->occupancy(m, block_threads, shared_bytes, blocks, msg);
+}
+
 int gpu_module_load_ptx(struct gpu *g, const char *ptx, const char *kernel,
 			struct gpu_module **out, struct qual_msg *msg)
 {

@@ -110,6 +110,15 @@ int gpu_module_load(struct gpu *g, const void *code, size_t size,
 		    struct qual_msg *msg);
 void gpu_module_free(struct gpu_module *m);
 
+/* How many blocks of block_threads threads with shared_bytes of dynamic
+ * shared memory one multiprocessor of the device holds at once, by the
+ * driver's own count (cuOccupancyMaxActiveBlocksPerMultiprocessor) for
+ * module m's kernel; call it after the kernel's graph is made (which opts
+ * into more than the default dynamic shared memory). QUAL_ENOENT when the
+ * backend has no such count (HIP, for now). */
+int gpu_occupancy(struct gpu_module *m, unsigned block_threads, unsigned shared_bytes,
+		  int *blocks, struct qual_msg *msg);
+
 /* Loads PTX text (NUL-terminated) that the driver compiles for the device,
  * and finds entry kernel. For qual's own health-check kernel only (which must
  * run on any NVIDIA architecture and needs no compiler on the machine), never

@@ -71,6 +71,9 @@ struct gpu_backend {
 			   const char *kernel, struct gpu_module **out,
 			   struct qual_msg *msg);
 	void (*module_free)(struct gpu_module *m);
+	/* gpu_occupancy; NULL when the backend has no count. */
+	int (*occupancy)(struct gpu_module *m, unsigned block_threads, unsigned shared_bytes,
+			 int *blocks, struct qual_msg *msg);
 	/* PTX text for the driver to compile (gpu_module_load_ptx); NULL when
 	 * the backend has none. */
 	int (*module_load_ptx)(struct gpu *g, const char *ptx, const char *kernel,

@@ -64,6 +64,7 @@
 	X(cuModuleUnload)                                                      \
 	X(cuModuleGetFunction)                                                 \
 	X(cuFuncSetAttribute)                                                  \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                         \
 	X(cuMemAlloc)                                                          \
 	X(cuMemFree)                                                           \
 	X(cuMemcpyHtoDAsync)                                                   \
@@ -449,6 +450,16 @@ static void cuda_module_free(struct gpu_module *m)
 	free(cm);
 }
 
+static int cuda_occupancy(struct gpu_module *m, unsigned block_threads, unsigned shared_bytes,
+			  int *blocks, struct qual_msg *msg)
+{
+	struct cuda_module *cm = (struct cuda_module *)m;
+
+	return cuda_check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor_fn(
+				  blocks, cm->fn, (int)block_threads, shared_bytes),
+			  "cuOccupancyMaxActiveBlocksPerMultiprocessor", msg);
+}
+
 static int cuda_alloc(struct gpu *g, size_t bytes, uint64_t *dptr,
 		      struct qual_msg *msg)
 {
@@ -672,6 +683,7 @@ const struct gpu_backend gpu__cuda_backend = {
 	.module_load = cuda_module_load,
 	.module_free = cuda_module_free,
 	.module_load_ptx = cuda_module_load_ptx,
+	.occupancy = cuda_occupancy,
 	.alloc = cuda_alloc,
 	.free = cuda_free,
 	.upload = cuda_upload,

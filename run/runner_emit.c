@@ -100,6 +100,10 @@ static json_t *arm_json(const struct arm *a, bool timed)
 	 * arm failed first, or a fault came before its check). */
 	json_object_set_new(o, "max_abs_error",
 			    timed && a->checked ? lines_real(a->max_err) : json_null());
+	/* The driver's occupancy, to set beside the code line's theoretical
+	 * one (docs/explain.md): null untimed or where the backend has none. */
+	json_object_set_new(o, "driver_blocks_per_sm", timed && a->has_driver_blocks ?
+			    json_integer(a->driver_blocks) : json_null());
 	return o;
 }
 

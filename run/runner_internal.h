@@ -112,6 +112,10 @@ struct arm {
 	struct gpu_graph *graph;
 	double max_err;
 	bool checked;   /* max_err is from at least one check of its output */
+	/* The driver's count of the kernel's blocks a multiprocessor holds at
+	 * the case's launch (gpu_occupancy), when it gave one. */
+	bool has_driver_blocks;
+	int driver_blocks;
 };
 
 /* The case's device buffers, shared by both arms: RUNNER_BUFFER_SETS sets,

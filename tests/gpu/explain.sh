@@ -8,8 +8,9 @@
 #
 # One qual-run of the toolkit's nvrtc (13.0) against CANDIDATE (a real nvrtc
 # of another version), then `qualctl explain FILE CASE` for each case it
-# called slower, and --json for every case. Exit 1 when the job had no code
-# lines or an explain failed.
+# called slower, and --json for every case; then every case's computed
+# occupancy against the driver's (occupancy_check.py). Exit 1 when the job
+# had no code lines, an explain failed or an occupancy differs.
 set -u
 out=${1:?usage: explain.sh OUTDIR BUILD CANDIDATE}
 build=${2:?}
@@ -34,4 +35,7 @@ for c in $(grep -o '"type":"case_verdict","case":"[^"]*","verdict":"[a-z_]*"' "$
       >"$out/explain/$name.txt" 2>>"$out/explain/explain.err" || status=1
   fi
 done
+python3 "$(dirname "$0")/occupancy_check.py" "$out/explain/job.jsonl" \
+  >"$out/explain/occupancy.txt" 2>&1 || status=1
+tail -n 1 "$out/explain/occupancy.txt" >>"$out/explain/summary.txt"
 exit "$status"

@@ -1104,6 +1104,17 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 	return 0;
 }
 
+/* The driver's occupancy count (gpu_occupancy): a figure of the arm and the
+ * block size, so that the case line shows which arm's count it carries. */
+static int fake_occupancy(struct gpu_module *m, unsigned block_threads, unsigned shared_bytes,
+			  int *blocks, struct qual_msg *msg)
+{
+	(void)shared_bytes;
+	(void)msg;
+	*blocks = 1000 * (((struct fake_module *)m)->arm + 1) + (int)block_threads;
+	return 0;
+}
+
 #define FAKE_OPS                                                               \
 	.close = fake_close, .module_load = fake_module_load,                  \
 	.module_free = fake_module_free, .alloc = fake_alloc,                  \
@@ -1115,7 +1126,7 @@ static int fake_graph_time(struct gpu_graph *g, double *device_ns, double *host_
 
 const struct gpu_backend gpu__cuda_backend = {
 	.name = "cuda", .built = true, .open = fake_cuda_open, FAKE_OPS,
-	.describe = fake_cuda_describe,
+	.describe = fake_cuda_describe, .occupancy = fake_occupancy,
 };
 const struct gpu_backend gpu__hip_backend = {
 	.name = "hip", .built = false, .open = fake_hip_open, FAKE_OPS
@@ -1661,6 +1672,21 @@ static void test_defaults(void **state)
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs")), 60);
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs_per_block")), 4);
 	assert_pairs(&o, CASE_GEMM, 60);
+	/* Each arm's case line carries its own module's occupancy count at the
+	 * case's block size. */
+	l = find_line(&o, "case", CASE_GEMM);
+	{
+		json_t *block = json_object_get(l, "block");
+		json_int_t threads = json_integer_value(json_array_get(block, 0)) *
+				     json_integer_value(json_array_get(block, 1)) *
+				     json_integer_value(json_array_get(block, 2));
+
+		assert_true(threads > 0);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			l, "baseline"), "driver_blocks_per_sm")), 1000 + threads);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			l, "candidate"), "driver_blocks_per_sm")), 2000 + threads);
+	}
 	json_array_foreach(o.lines, i, l) {
 		json_int_t b;
 
