@@ -222,6 +222,9 @@ static const struct opts_entry options[] = {
 	{"pad-mib", "N", OPTS_INT, AT(pad_mib), 0, 65536, .help =
 		"MiB of device memory held before each case's buffers,\nso that they lie "
 		"elsewhere (default 0: none)"},
+	{"look-growth", "G", OPTS_INT, AT(cfg.stats.look_growth), STATS_LOOK_GROWTH_MIN,
+	 STATS_LOOK_GROWTH_MAX, .help = "each planned look of sampling until decided at G\n"
+		"times the blocks of the one before (default 2)"},
 	{"settle-ms", "MS", OPTS_INT, AT(cfg.settle_ms), 0, 10000, .help =
 		"milliseconds the first session of each look keeps the\nGPU at work on its first "
 		"case, untimed, before\ntiming (default 0: none)"},

@@ -73,6 +73,10 @@
  * timing (no round starts past it). */
 #define RUNNER_MAX_PAIRS_FACTOR 64
 
+/* How much larger each planned look is than the one before
+ * (stats_settings.look_growth, qual-run --look-growth). */
+#define RUNNER_LOOK_GROWTH 2
+
 #define RUNNER_ROUND_SESSIONS 16
 #define RUNNER_MAX_SECONDS 20.0
 

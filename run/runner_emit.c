@@ -356,7 +356,8 @@ void runner__emit_start(struct run *run, const int *sel, int nsel, const char *n
 	 * way. */
 	{
 		json_t *sampling = json_pack(
-			"{s:i,s:f,s:s,s:s,s:s,s:b}", "max_pairs", run->max_pairs,
+			"{s:i,s:i,s:f,s:s,s:s,s:s,s:b}", "max_pairs", run->max_pairs,
+			"look_growth", run->stats.look_growth,
 			"max_seconds", run->max_seconds,
 			"gate_slower", gate_rule_name(cfg->stats.gate_slower),
 			"gate_faster", gate_rule_name(cfg->stats.gate_faster),

@@ -482,17 +482,21 @@ static int take_rule(json_t *settings, const char *key, bool undecided, int *to,
 /* The settings of sequential sampling and of the gate from a start line's
  * settings (docs/verdicts.md): the looks follow from pairs, pairs_per_block
  * and max_pairs as qual-run made them (first look: the blocks of pairs;
- * last: the blocks of max_pairs); a line without max_pairs was judged with
- * one look, and still is. */
+ * last: the blocks of max_pairs, each look between look_growth times the
+ * one before); a line without max_pairs was judged with one look, and still
+ * is, and one without look_growth with doubling looks. */
 static int take_sampling(json_t *settings, struct stats_settings *s, char *why, size_t whylen)
 {
 	int pairs = 0, per = 0, max_pairs = 0, slower = (int)s->gate_slower;
+	int growth = STATS_LOOK_GROWTH_MIN;
 	int faster = (int)s->gate_faster, undecided = (int)s->undecided;
 	json_t *x;
 
 	if (take_int(settings, "pairs", 1, INT_MAX, &pairs, why, whylen) < 0 ||
 	    take_int(settings, "pairs_per_block", 1, INT_MAX, &per, why, whylen) < 0 ||
 	    take_int(settings, "max_pairs", 1, INT_MAX, &max_pairs, why, whylen) < 0 ||
+	    take_int(settings, "look_growth", STATS_LOOK_GROWTH_MIN, STATS_LOOK_GROWTH_MAX,
+		     &growth, why, whylen) < 0 ||
 	    take_rule(settings, "gate_slower", false, &slower, why, whylen) < 0 ||
 	    take_rule(settings, "gate_faster", false, &faster, why, whylen) < 0 ||
 	    take_rule(settings, "undecided", true, &undecided, why, whylen) < 0)
@@ -511,6 +515,7 @@ static int take_sampling(json_t *settings, struct stats_settings *s, char *why, 
 		return -1;
 	}
 	s->sample_identical = json_is_true(x);
+	s->look_growth = growth;
 	stats_set_looks(s, pairs, per, json_is_true(json_object_get(settings, "one_load")) ?
 			0 : max_pairs);
 	return 0;

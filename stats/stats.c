@@ -38,6 +38,7 @@ void stats_settings_init(struct stats_settings *s)
 	s->conf = 0.95;
 	s->first_look = 0;
 	s->last_look = 0;
+	s->look_growth = STATS_LOOK_GROWTH_MIN;
 	s->gate_slower = GATE_BEYOND;
 	s->gate_faster = GATE_BEYOND;
 	s->undecided = UNDECIDED_PASS;
@@ -57,15 +58,17 @@ int stats_looks(const struct stats_settings *s, int at[STATS_MAX_LOOKS],
 		double w[STATS_MAX_LOOKS])
 {
 	int k = 0;
+	long growth = s->look_growth >= STATS_LOOK_GROWTH_MIN ? s->look_growth :
+		      STATS_LOOK_GROWTH_MIN;
 
 	if (s->first_look <= 0 || s->last_look <= s->first_look) {
 		at[0] = 0;
 		w[0] = 1;
 		return 1;
 	}
-	/* Doubling from the first look, then the cap; a doubling that would
-	 * pass the cap is the cap. */
-	for (long n = s->first_look; n < s->last_look && k < STATS_MAX_LOOKS - 1; n *= 2)
+	/* Growing from the first look, then the cap; a growth that would pass
+	 * the cap is the cap. */
+	for (long n = s->first_look; n < s->last_look && k < STATS_MAX_LOOKS - 1; n *= growth)
 		at[k++] = (int)n;
 	at[k++] = s->last_look;
 	/* Half the error at the first look, where most cases are decided,

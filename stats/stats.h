@@ -120,12 +120,17 @@ struct stats_settings {
 	double margin;  /* default 0.01: equivalence band 1 +/- margin */
 	double conf;    /* confidence of the ratio interval; default 0.95 */
 	/* The planned looks of sequential sampling, in units (blocks): the
-	 * first after first_look blocks, then at twice as many each time
-	 * (2, 4, 8 ... x first_look), the last at last_look (the cap).
+	 * first after first_look blocks, then at look_growth times as many
+	 * each time (2, 4, 8 ... x first_look by default), the last at
+	 * last_look (the cap).
 	 * first_look 0, or last_look <= first_look: one look over every unit
 	 * (the fixed-sample rule; the default). stats_looks() says which. */
 	int first_look;
 	int last_look;
+	/* Each planned look after the first at look_growth times the blocks
+	 * of the one before (STATS_LOOK_GROWTH_MIN, the default and the rule
+	 * of every line that does not say, up to STATS_LOOK_GROWTH_MAX). */
+	int look_growth;
 	/* The gate (common/gate.h). */
 	enum gate_rule gate_slower;    /* default GATE_BEYOND */
 	enum gate_rule gate_faster;    /* default GATE_BEYOND */
@@ -144,6 +149,9 @@ void stats_settings_init(struct stats_settings *s);
  * both 0 (one look too) when max_pairs is below pairs or a count is not
  * positive. The one rule qual-run and the judge of stored lines share. */
 void stats_set_looks(struct stats_settings *s, int pairs, int per, int max_pairs);
+
+#define STATS_LOOK_GROWTH_MIN 2
+#define STATS_LOOK_GROWTH_MAX 16
 
 /* The most planned looks: first_look x 2^(STATS_MAX_LOOKS - 2) is the last
  * one planned by doubling, which is far beyond any cap a run can afford. */

@@ -20,6 +20,7 @@
 #   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
 #             (default "128"), first blocks only: jobs with cases near the
 #             margin's edge, their wall times
+#   marging4  the same with --look-growth 4 (margingG: --look-growth G)
 #   verdicts  tests/gpu/verdicts.sh whole ($VERDICTS_* as it reads them)
 #   suites    tests/gpu/suites.sh
 # Everything of a part in OUTDIR/PART.tar.gz, with OUTDIR/PART.rc and the
@@ -53,9 +54,10 @@ for p in "${parts[@]}"; do
     history) timeout 240 bash "$here/history.sh" "$out/history" "$build" "$pair" \
             "${ACT_PADS_CASE:-gemm_f16_wgmma-256x1024x1024}" -- "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
-    margin) VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
+    margin*) g=${p#margin} && g=${g#g}
+            VERDICTS_OPTS=${g:+--look-growth $g} VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
             PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
-            timeout 140 bash "$here/verdicts.sh" "$out/margin" "$build" ;;
+            timeout 140 bash "$here/verdicts.sh" "$out/$p" "$build" ;;
     verdicts) PAIR_LIB=$pair timeout ${ACT_VERDICTS_TIMEOUT_S:-590} bash "$here/verdicts.sh" "$out/verdicts" "$build" ;;
     suites) timeout ${ACT_SUITES_TIMEOUT_S:-400} bash "$here/suites.sh" "$out/suites" "$build" ;;
     *) echo "act.sh: no part '$p'" >&2; exit 2 ;;

@@ -38,6 +38,7 @@
 #            against the toolkit's: $PAIR_REPEATS (default 3) jobs, their exit
 #            statuses and case verdicts.
 #
+# $VERDICTS_OPTS (split on spaces) go to every job's qual-run.
 # Every job's wall time and its verdict line's time_s are kept; the block
 # lines' clocks are counted (with and without NVML readings, throttled).
 # Prints the summary (also OUTDIR/summary.txt); every job's lines are in
@@ -62,7 +63,8 @@ job() {
   shift 2
   [ $((SECONDS - start)) -lt "$budget" ] || return 1
   t0=$(date +%s%N)
-  "$run" "$@" >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
+  # shellcheck disable=SC2086 # $VERDICTS_OPTS: qual-run options, split
+  "$run" "$@" ${VERDICTS_OPTS:-} >"$out/jobs/$name.jsonl" 2>"$out/jobs/$name.err"
   rc=$?
   echo "$part $name $rc $(( ($(date +%s%N) - t0) / 1000000 ))" >>"$out/jobs.txt"
   return 0

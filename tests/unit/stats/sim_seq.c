@@ -29,9 +29,10 @@
  * and the repeat agreement of two runs of the same cases (same case
  * verdict; same exit status).
  *
- * Usage: sim_seq [runs [margin]] (default 800 A/A runs of each kind and 200 pairs of
- * runs per effect; "margin" also prints cases at the margin's edge under session
- * shifts, not checked). */
+ * Usage: sim_seq [runs [margin|- [growth]]] (default 800 A/A runs of each kind and
+ * 200 pairs of runs per effect; "margin" also prints cases at the margin's edge under
+ * session shifts, not checked; growth: each look's blocks over the one before's,
+ * qual-run's --look-growth, default 2). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -385,6 +386,13 @@ int main(int argc, char **argv)
 	 * simulated directly. */
 	s.first_look = 15;
 	s.last_look = 960;
+	if (argc > 3)
+		s.look_growth = atoi(argv[3]);
+	if (s.look_growth < STATS_LOOK_GROWTH_MIN || s.look_growth > STATS_LOOK_GROWTH_MAX) {
+		fprintf(stderr, "sim_seq: growth must be from %d to %d\n", STATS_LOOK_GROWTH_MIN,
+			STATS_LOOK_GROWTH_MAX);
+		return 2;
+	}
 	k = stats_looks(&s, at, w);
 	printf("looks (blocks):");
 	for (int i = 0; i < k; i++)

@@ -463,6 +463,17 @@ static void test_sampling_settings_from_lines(void **state)
 			      "\"pairs_per_block\":2,\"max_pairs\":31}}", why, sizeof why), 0);
 	assert_int_equal(s.first_look, 16);
 	assert_int_equal(s.last_look, 16);
+	/* look_growth as written; a line without it doubles. */
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":60,"
+			      "\"pairs_per_block\":4,\"max_pairs\":3840,\"look_growth\":4}}",
+			      why, sizeof why), 0);
+	assert_int_equal(s.look_growth, 4);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":60,"
+			      "\"pairs_per_block\":4,\"max_pairs\":3840}}", why, sizeof why), 0);
+	assert_int_equal(s.look_growth, 2);
+	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":60,"
+			      "\"look_growth\":1}}", why, sizeof why), -1);
+	assert_non_null(strstr(why, "settings.look_growth must be an integer from 2 to 16"));
 	assert_int_equal(take_ret(&j, &s, "{\"type\":\"start\",\"settings\":{\"pairs\":30,"
 			      "\"pairs_per_block\":30,\"max_pairs\":240,\"one_load\":true}}",
 			      why, sizeof why), 0);

@@ -1042,6 +1042,17 @@ static void test_looks(void **state)
 	k = stats_looks(&s, at, w);
 	assert_int_equal(k, 2);
 	assert_true(w[0] == 0.5 && w[1] == 0.5);
+	/* Growing by 4: 15, 60, 240, then the cap. */
+	s.first_look = 15;
+	s.last_look = 960;
+	s.look_growth = 4;
+	k = stats_looks(&s, at, w);
+	assert_int_equal(k, 4);
+	assert_int_equal(at[1], 60);
+	assert_int_equal(at[2], 240);
+	assert_int_equal(at[3], 960);
+	assert_true(w[1] == w[3] && close_rel(w[1] * 3, 0.5, 1e-15));
+	s.look_growth = 2;
 	s.first_look = 1;
 	s.last_look = 1 << 30;  /* capped in number */
 	assert_int_equal(stats_looks(&s, at, w), STATS_MAX_LOOKS);
