@@ -26,7 +26,6 @@ void runner_config_init(struct runner_config *cfg)
 	cfg->warmup = RUNNER_WARMUP;
 	cfg->settle_ms = RUNNER_SETTLE_MS;
 	stats_settings_init(&cfg->stats);
-	cfg->stats.look_growth = RUNNER_LOOK_GROWTH;
 	rtc_limits_init(&cfg->limits);
 	cfg->hang_floor_ms = RUNNER_HANG_FLOOR_MS;
 	cfg->hang_factor = RUNNER_HANG_FACTOR;

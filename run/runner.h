@@ -63,7 +63,8 @@
  * which gives the measurements behind the caps). After the sessions that
  * time the first cfg->pairs pairs, while some case is undecided, one more
  * round times the undecided cases up to the next planned look (twice the
- * blocks so far), in as many sessions as the first look's or
+ * blocks so far; stats_settings.look_growth times with qual-run
+ * --look-growth), in as many sessions as the first look's or
  * RUNNER_SESSIONS, whichever is more, and no more than
  * RUNNER_ROUND_SESSIONS, or fewer when the round has fewer blocks than the
  * first look (runner__round_sessions: 4 each for the default), until each
@@ -72,10 +73,6 @@
  * at 15, 30, 60, 120, 240, 480 and 960 blocks) or RUNNER_MAX_SECONDS of
  * timing (no round starts past it). */
 #define RUNNER_MAX_PAIRS_FACTOR 64
-
-/* How much larger each planned look is than the one before
- * (stats_settings.look_growth, qual-run --look-growth). */
-#define RUNNER_LOOK_GROWTH 2
 
 #define RUNNER_ROUND_SESSIONS 16
 #define RUNNER_MAX_SECONDS 20.0

@@ -152,6 +152,7 @@ int runner__prepare_arm(struct run *run, const struct fixture_case *c, int arm,
 	struct gpu_tensor_map maps[FIXTURE_MAX_TENSOR_MAPS];
 	int rc, np = 0;
 
+	a->has_driver_blocks = false;
 	if ((rc = tensor_maps(run, c, b, maps, jc)) < 0)
 		return rc;
 

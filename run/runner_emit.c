@@ -356,14 +356,20 @@ void runner__emit_start(struct run *run, const int *sel, int nsel, const char *n
 	 * way. */
 	{
 		json_t *sampling = json_pack(
-			"{s:i,s:i,s:f,s:s,s:s,s:s,s:b}", "max_pairs", run->max_pairs,
-			"look_growth", run->stats.look_growth,
+			"{s:i,s:f,s:s,s:s,s:s,s:b}", "max_pairs", run->max_pairs,
 			"max_seconds", run->max_seconds,
 			"gate_slower", gate_rule_name(cfg->stats.gate_slower),
 			"gate_faster", gate_rule_name(cfg->stats.gate_faster),
 			"undecided", gate_undecided_name(cfg->stats.undecided),
 			"sample_identical", cfg->stats.sample_identical);
 
+		/* Written only where it is not what a line without it
+		 * means (STATS_LOOK_GROWTH_UNSTATED), so default lines are
+		 * as before and a reader that does not know it can tell
+		 * (docs/output.md, "Compatibility"). */
+		if (run->stats.look_growth != STATS_LOOK_GROWTH_UNSTATED)
+			json_object_set_new(sampling, "look_growth",
+					    json_integer(run->stats.look_growth));
 		json_object_update(json_object_get(line, "settings"), sampling);
 		json_decref(sampling);
 	}

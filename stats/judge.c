@@ -488,7 +488,7 @@ static int take_rule(json_t *settings, const char *key, bool undecided, int *to,
 static int take_sampling(json_t *settings, struct stats_settings *s, char *why, size_t whylen)
 {
 	int pairs = 0, per = 0, max_pairs = 0, slower = (int)s->gate_slower;
-	int growth = STATS_LOOK_GROWTH_MIN;
+	int growth = STATS_LOOK_GROWTH_UNSTATED;
 	int faster = (int)s->gate_faster, undecided = (int)s->undecided;
 	json_t *x;
 

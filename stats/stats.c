@@ -38,7 +38,7 @@ void stats_settings_init(struct stats_settings *s)
 	s->conf = 0.95;
 	s->first_look = 0;
 	s->last_look = 0;
-	s->look_growth = STATS_LOOK_GROWTH_MIN;
+	s->look_growth = STATS_LOOK_GROWTH_UNSTATED;
 	s->gate_slower = GATE_BEYOND;
 	s->gate_faster = GATE_BEYOND;
 	s->undecided = UNDECIDED_PASS;

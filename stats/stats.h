@@ -128,8 +128,8 @@ struct stats_settings {
 	int first_look;
 	int last_look;
 	/* Each planned look after the first at look_growth times the blocks
-	 * of the one before (STATS_LOOK_GROWTH_MIN, the default and the rule
-	 * of every line that does not say, up to STATS_LOOK_GROWTH_MAX). */
+	 * of the one before, STATS_LOOK_GROWTH_MIN to STATS_LOOK_GROWTH_MAX
+	 * (default STATS_LOOK_GROWTH_UNSTATED). */
 	int look_growth;
 	/* The gate (common/gate.h). */
 	enum gate_rule gate_slower;    /* default GATE_BEYOND */
@@ -152,6 +152,10 @@ void stats_set_looks(struct stats_settings *s, int pairs, int per, int max_pairs
 
 #define STATS_LOOK_GROWTH_MIN 2
 #define STATS_LOOK_GROWTH_MAX 16
+/* The growth of the looks of a line that does not say (every line written
+ * before look_growth existed, and qual-run's default): doubling. Fixed for
+ * good, since stored lines are judged by it. */
+#define STATS_LOOK_GROWTH_UNSTATED 2
 
 /* The most planned looks: first_look x 2^(STATS_MAX_LOOKS - 2) is the last
  * one planned by doubling, which is far beyond any cap a run can afford. */

@@ -54,7 +54,7 @@ for p in "${parts[@]}"; do
     history) timeout 240 bash "$here/history.sh" "$out/history" "$build" "$pair" \
             "${ACT_PADS_CASE:-gemm_f16_wgmma-256x1024x1024}" -- "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
-    margin*) g=${p#margin} && g=${g#g}
+    margin|marging[0-9]*) g=${p#margin} && g=${g#g}
             VERDICTS_OPTS=${g:+--look-growth $g} VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \
             PLANT_BLOCKS=first PLANT_REPEATS=${ACT_MARGIN_REPEATS:-2} AA_REPEATS=0 \
             timeout 140 bash "$here/verdicts.sh" "$out/$p" "$build" ;;

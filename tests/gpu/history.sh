@@ -34,11 +34,14 @@ for c in "${all[@]}"; do
   elif [ $seen = 0 ]; then before+=("$c")
   else after+=("$c"); fi
 done
-opts() { local o=() c; for c in "$@"; do o+=(--case "$c"); done; echo "${o[@]}"; }
+[ "$seen" = 1 ] || { echo "history.sh: no case '$x' in qual-run --list" >&2; exit 2; }
+prior=() later=()
+for c in "${before[@]}"; do prior+=(--case "$c"); done
+for c in "${after[@]}"; do later+=(--case "$c"); done
 job among "$@"
 job alone --case "$x" "$@"
-job after_all $(opts "${before[@]}" "$x") "$@"
-job before_all $(opts "$x" "${after[@]}") "$@"
+job after_all "${prior[@]}" --case "$x" "$@"
+job before_all --case "$x" "${later[@]}" "$@"
 for c in "${before[@]}"; do
   job "after.$c" --case "$c" --case "$x" "$@"
 done

@@ -38,7 +38,8 @@
 #            against the toolkit's: $PAIR_REPEATS (default 3) jobs, their exit
 #            statuses and case verdicts.
 #
-# $VERDICTS_OPTS (split on spaces) go to every job's qual-run.
+# $VERDICTS_OPTS (split on spaces, and globbed: plain options only) go to
+# every job's qual-run.
 # Every job's wall time and its verdict line's time_s are kept; the block
 # lines' clocks are counted (with and without NVML readings, throttled).
 # Prints the summary (also OUTDIR/summary.txt); every job's lines are in

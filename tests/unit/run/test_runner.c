@@ -1671,6 +1671,9 @@ static void test_defaults(void **state)
 	settings = json_object_get(json_array_get(o.lines, 0), "settings");
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs")), 60);
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs_per_block")), 4);
+	/* Doubling looks, the meaning of a line without look_growth: not
+	 * written. */
+	assert_null(json_object_get(settings, "look_growth"));
 	assert_pairs(&o, CASE_GEMM, 60);
 	/* Each arm's case line carries its own module's occupancy count at the
 	 * case's block size. */
@@ -3468,6 +3471,16 @@ static void test_next_round(void **state)
 	s.last_look = 50;
 	assert_int_equal(runner__next_round(&s, 30, 1, 0, 20.0, false, &next), ROUND_MORE);
 	assert_int_equal(next, 50);
+	/* Looks growing by 4 (--look-growth 4): 15, 60, 240, 960. */
+	s.last_look = 960;
+	s.look_growth = 4;
+	assert_int_equal(runner__next_round(&s, 15, 1, 0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 60);
+	assert_int_equal(runner__next_round(&s, 60, 1, 0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 240);
+	assert_int_equal(runner__next_round(&s, 240, 1, 0, 20.0, false, &next), ROUND_MORE);
+	assert_int_equal(next, 960);
+	s.look_growth = STATS_LOOK_GROWTH_UNSTATED;
 	s.first_look = s.last_look = 0;
 	assert_int_equal(runner__next_round(&s, 15, 1, 0, 20.0, false, &next), ROUND_MAX_PAIRS);
 	/* A round's sessions: as many as the first look's, fewer for a
