@@ -64,6 +64,7 @@ static int open_with(const struct gpu_backend *be, int ordinal,
 		return rc;
 	g->backend = be;
 	g->wait_limit_ms = GPU_DEFAULT_WAIT_LIMIT_MS;
+	g->carveout = GPU_CARVEOUT_DRIVER;
 	g->hung = false;
 	g->modules = NULL;
 	g->graphs = NULL;
@@ -225,6 +226,12 @@ void gpu_set_wait_limit(struct gpu *g, double limit_ms)
 {
 	if (g && limit_ms > 0)
 		g->wait_limit_ms = limit_ms;
+}
+
+void gpu_set_carveout(struct gpu *g, int percent)
+{
+	if (g && percent >= GPU_CARVEOUT_DRIVER && percent <= GPU_CARVEOUT_MAX_SHARED)
+		g->carveout = percent;
 }
 
 double gpu_get_wait_limit(const struct gpu *g)

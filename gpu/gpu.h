@@ -98,6 +98,20 @@ const struct gpu_info *gpu_get_info(const struct gpu *g);
 void gpu_set_wait_limit(struct gpu *g, double limit_ms);
 double gpu_get_wait_limit(const struct gpu *g);
 
+/* The shared memory carve-out every later graph's kernel is launched with,
+ * in percent of the multiprocessor's shared memory and L1 that is shared
+ * memory: GPU_CARVEOUT_MAX_SHARED (100) the most shared memory, 0 the most
+ * L1, GPU_CARVEOUT_DRIVER (-1, what gpu_open sets) the driver's choice,
+ * which depends on the kernels launched before in the device (on an H100,
+ * one case's ratio moved by 1.5% with the case timed before it:
+ * docs/verdicts.md, "The same conditions at every look"). CUDA only
+ * (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT); AMD's LDS is not
+ * shared with a cache, and the HIP backend ignores it. Others are
+ * ignored. */
+#define GPU_CARVEOUT_DRIVER -1
+#define GPU_CARVEOUT_MAX_SHARED 100
+void gpu_set_carveout(struct gpu *g, int percent);
+
 /* True after a wait ran past the limit (see Deadlines above). */
 bool gpu_is_hung(const struct gpu *g);
 

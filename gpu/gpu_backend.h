@@ -27,6 +27,7 @@ struct gpu {
 	const struct gpu_backend *backend;
 	struct gpu_info info;
 	double wait_limit_ms;       /* > 0 */
+	int carveout;               /* gpu_set_carveout: -1, or 0 to 100 */
 	bool hung;
 	struct gpu_held *modules;   /* live modules, newest first */
 	struct gpu_held *graphs;    /* live graphs, newest first */

@@ -569,6 +569,17 @@ static int cuda_graph_new(struct gpu *g, struct gpu_module *m,
 			goto fail;
 		}
 	}
+	/* The carve-out set (gpu_set_carveout), so that the kernel runs with
+	 * the same split of shared memory and L1 whatever ran before it. */
+	if (g->carveout != GPU_CARVEOUT_DRIVER) {
+		r = drv.cuFuncSetAttribute_fn(cm->fn,
+					      CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+					      g->carveout);
+		if (r != CUDA_SUCCESS) {
+			rc = cuda_fail(msg, "cuFuncSetAttribute (carveout)", r);
+			goto fail;
+		}
+	}
 	r = drv.cuGraphCreate_fn(&cgr->graph, 0);
 	if (r != CUDA_SUCCESS) {
 		cgr->graph = NULL;

@@ -11,6 +11,7 @@
 #include "common/confine.h"
 #include "common/lines.h"
 #include "common/opts.h"
+#include "gpu/gpu.h"
 #include "common/text.h"
 #include "fixtures/fixture.h"
 #include "stats/stats.h"
@@ -222,6 +223,10 @@ static const struct opts_entry options[] = {
 	{"pad-mib", "N", OPTS_INT, AT(pad_mib), 0, 65536, .help =
 		"MiB of device memory held before each case's buffers,\nso that they lie "
 		"elsewhere (default 0: none)"},
+	{"carveout", "PCT", OPTS_INT, AT(cfg.carveout), GPU_CARVEOUT_DRIVER,
+	 GPU_CARVEOUT_MAX_SHARED, .help = "the shared memory carve-out of every timed kernel, in\n"
+		"percent (default 100: the most shared memory; -1:\nthe driver's choice, which "
+		"depends on what ran before)"},
 	{"look-growth", "G", OPTS_INT, AT(cfg.stats.look_growth), STATS_LOOK_GROWTH_MIN,
 	 STATS_LOOK_GROWTH_MAX, .help = "each planned look of sampling until decided at G\n"
 		"times the blocks of the one before (default 2)"},

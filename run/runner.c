@@ -25,6 +25,7 @@ void runner_config_init(struct runner_config *cfg)
 	cfg->sessions = RUNNER_SESSIONS;
 	cfg->warmup = RUNNER_WARMUP;
 	cfg->settle_ms = RUNNER_SETTLE_MS;
+	cfg->carveout = RUNNER_CARVEOUT;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
 	cfg->hang_floor_ms = RUNNER_HANG_FLOOR_MS;

@@ -85,6 +85,13 @@
  * H100 it did not bring a case timed alone to its ratio among every case. */
 #define RUNNER_SETTLE_MS 0
 
+/* The shared memory carve-out of every timed kernel (gpu_set_carveout,
+ * qual-run --carveout): the most shared memory, so that each kernel runs
+ * with the same split whatever ran before it, at the occupancy the code
+ * line computes against the largest carve-out (docs/verdicts.md, "The same
+ * conditions at every look"). */
+#define RUNNER_CARVEOUT GPU_CARVEOUT_MAX_SHARED
+
 /* Seconds the device probe (the driver initialized, the device's
  * attributes and clocks read) may take before it is killed and the run goes
  * on without a GPU, saying so (runner_config.probe_timeout_s, qual-run
@@ -145,6 +152,7 @@ struct runner_config {
 				 * fork); capped at the number of blocks */
 	int warmup;
 	int settle_ms;          /* RUNNER_SETTLE_MS by default; 0: none */
+	int carveout;           /* RUNNER_CARVEOUT by default (gpu_set_carveout) */
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
 	int ncases;

@@ -356,7 +356,7 @@ static void find_device(struct run *run, char *no_gpu, size_t len)
 			run->device = &run->probed;
 		timesplit_add(&run->split, TS_PROBE, t);
 	} else {
-		int rc = gpu_open(cfg->device, &run->gpu, &msg);
+		int rc = runner__open_gpu(run, &msg);
 
 		timesplit_add(&run->split, TS_OPEN, t);
 		if (rc < 0) {

@@ -90,6 +90,15 @@ int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc)
 
 /* ---- clocks (gpu/clocks.h) -------------------------------------------- */
 
+int runner__open_gpu(struct run *run, struct qual_msg *msg)
+{
+	int rc = gpu_open(run->cfg->device, &run->gpu, msg);
+
+	if (rc == 0)
+		gpu_set_carveout(run->gpu, run->cfg->carveout);
+	return rc;
+}
+
 void runner__clocks_open(struct run *run, const struct gpu_info *info)
 {
 	struct qual_msg why = {{0}};

@@ -144,7 +144,7 @@ int runner__session_body(void *arg)
 	run->settle = a->settle;
 	run->block_lo = a->block_lo;
 	run->block_hi = a->block_hi;
-	rc = gpu_open(run->cfg->device, &run->gpu, &msg);
+	rc = runner__open_gpu(run, &msg);
 	if (rc == 0) {
 		/* NVML started here too, off the path between sessions. */
 		runner__clocks_open(run, gpu_get_info(run->gpu));
@@ -161,7 +161,7 @@ int runner__session_body(void *arg)
 	if (rc < 0) {
 		t = child_now();
 		memset(&msg, 0, sizeof msg);
-		rc = gpu_open(run->cfg->device, &run->gpu, &msg);
+		rc = runner__open_gpu(run, &msg);
 		if (rc == 0)
 			runner__clocks_open(run, gpu_get_info(run->gpu));
 		timesplit_add(&run->split, TS_OPEN, t);

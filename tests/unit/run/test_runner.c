@@ -296,6 +296,9 @@ static struct fk_shared {
 	} proc[FK_PROCS];
 	int violations;
 	char violation[256];
+	/* Graphs made, over every process, and those made with a carve-out
+	 * other than the one the first was made with (gpu_set_carveout). */
+	int graphs, carveout_first, carveout_other;
 } *fk_sh;
 static bool fk_worked; /* this process has done its first work */
 static int fk_slot;    /* its fk_sh->proc[] entry, once it has */
@@ -887,7 +890,10 @@ static int fake_graph_new(struct gpu *g, struct gpu_module *m, const unsigned gr
 	struct fake_graph *gr;
 	struct fake_case *fc;
 
-	(void)g;
+	if (fk_sh->graphs++ == 0)
+		fk_sh->carveout_first = g->carveout;
+	else if (g->carveout != fk_sh->carveout_first)
+		fk_sh->carveout_other++;
 	fake_check_hung("graph_new");
 	fk_work();
 	if (fk.dead)
@@ -1671,6 +1677,13 @@ static void test_defaults(void **state)
 	settings = json_object_get(json_array_get(o.lines, 0), "settings");
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs")), 60);
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs_per_block")), 4);
+	/* Every graph of every session made with the most shared memory
+	 * (RUNNER_CARVEOUT), which the start line says. */
+	assert_true(fk_sh->graphs >= 2 * 15);
+	assert_int_equal(fk_sh->carveout_first, GPU_CARVEOUT_MAX_SHARED);
+	assert_int_equal(fk_sh->carveout_other, 0);
+	assert_int_equal(json_integer_value(json_object_get(settings, "carveout")),
+			 GPU_CARVEOUT_MAX_SHARED);
 	/* Doubling looks, the meaning of a line without look_growth: not
 	 * written. */
 	assert_null(json_object_get(settings, "look_growth"));
