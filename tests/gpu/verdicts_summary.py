@@ -37,6 +37,9 @@ def main():
         v = [l for l in j["lines"] if l.get("type") == "verdict"]
         return v[-1] if v else {}
 
+    def session_count(j):
+        return (verdict(j).get("time_s") or {}).get("session_count")
+
     # ---- A/A
     aa = [j for j in jobs if j["part"] == "aa"]
     if aa:
@@ -78,6 +81,7 @@ def main():
         groups = agree = 0
         exit_sets = []
         big = big_slower = 0
+        near_walls = []
         for d in delays:
             long = [j for j in planted if j["name"] == d + ".long"]
             reps = [j for j in planted if j["part"] == "planted" and j["name"].startswith(d + ".")]
@@ -108,10 +112,23 @@ def main():
                       f"{' '.join(v)}{'' if same else '   (repeats differ)'}")
             if len(reps) > 1:
                 exit_sets.append(len({j["rc"] for j in reps}) == 1)
+            # Jobs with a case within 0.2% of the margin's edge (its true
+            # effect from the long run): what takes longest to decide.
+            near = sorted(c for c, t in truth.items()
+                          if min(abs(t - 1.01), abs(t - 0.99)) <= 0.002)
+            if near and reps:
+                near_walls.extend(j["wall"] for j in reps)
+                walls = " ".join("%.1f" % j["wall"] for j in reps)
+                counts = " ".join(str(session_count(j)) for j in reps)
+                print(f"  near the margin's edge: {', '.join(near)}; the repeats' wall "
+                      f"{walls} s, sessions {counts}")
         print(f"  case groups (two repeats or more) whose repeats agree: {agree} of {groups}"
               f" ({100 * agree / max(groups, 1):.1f}%); exit statuses agree in "
               f"{sum(exit_sets)} of {len(exit_sets)} delays; cases with a true effect of 1% "
               f"or more called slower in {big_slower} of {big} case runs")
+        if near_walls:
+            print(f"  jobs with a case near the margin's edge: {len(near_walls)}, wall "
+                  f"median {median(near_walls):.1f} s, longest {max(near_walls):.1f} s")
 
     # ---- single cases whose exit status is in doubt
     ex = [j for j in jobs if j["part"] == "exit"]
