@@ -102,9 +102,7 @@ double gpu_get_wait_limit(const struct gpu *g);
  * in percent of the multiprocessor's shared memory and L1 that is shared
  * memory: GPU_CARVEOUT_MAX_SHARED (100) the most shared memory, 0 the most
  * L1, GPU_CARVEOUT_DRIVER (-1, what gpu_open sets) the driver's choice,
- * which depends on the kernels launched before in the device (on an H100,
- * one case's ratio moved by 1.5% with the case timed before it:
- * docs/verdicts.md, "The same conditions at every look"). CUDA only
+ * which may depend on the kernels launched before in the device. CUDA only
  * (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT); AMD's LDS is not
  * shared with a cache, and the HIP backend ignores it. Others are
  * ignored. */

@@ -225,8 +225,8 @@ static const struct opts_entry options[] = {
 		"elsewhere (default 0: none)"},
 	{"carveout", "PCT", OPTS_INT, AT(cfg.carveout), GPU_CARVEOUT_DRIVER,
 	 GPU_CARVEOUT_MAX_SHARED, .help = "the shared memory carve-out of every timed kernel, in\n"
-		"percent (default 100: the most shared memory; -1:\nthe driver's choice, which "
-		"depends on what ran before)"},
+		"percent: 100 the most shared memory, 0 the most L1\n(default -1: the driver's "
+		"choice, which may depend\non what ran before)"},
 	{"look-growth", "G", OPTS_INT, AT(cfg.stats.look_growth), STATS_LOOK_GROWTH_MIN,
 	 STATS_LOOK_GROWTH_MAX, .help = "each planned look of sampling until decided at G\n"
 		"times the blocks of the one before (default 2)"},

@@ -86,11 +86,11 @@
 #define RUNNER_SETTLE_MS 0
 
 /* The shared memory carve-out of every timed kernel (gpu_set_carveout,
- * qual-run --carveout): the most shared memory, so that each kernel runs
- * with the same split whatever ran before it, at the occupancy the code
- * line computes against the largest carve-out (docs/verdicts.md, "The same
- * conditions at every look"). */
-#define RUNNER_CARVEOUT GPU_CARVEOUT_MAX_SHARED
+ * qual-run --carveout), an instrument: the driver's choice by default. On
+ * an H100, asking for the most shared memory did not make a case's ratio
+ * independent of the case timed before it (docs/verdicts.md, "The same
+ * conditions at every look"), so the default is as before. */
+#define RUNNER_CARVEOUT GPU_CARVEOUT_DRIVER
 
 /* Seconds the device probe (the driver initialized, the device's
  * attributes and clocks read) may take before it is killed and the run goes

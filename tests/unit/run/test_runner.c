@@ -1170,6 +1170,7 @@ struct scenario {
 	int settle_ms;          /* cfg.settle_ms: 0 (none) unless a test
 				 * of the settle sets it */
 	size_t pad_bytes;       /* cfg.pad_bytes */
+	int carveout_plus_1;    /* cfg.carveout + 1; 0: the default */
 	int sessions;           /* 0: 1 (all in this process, so that the fake
 				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
@@ -1358,6 +1359,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.sessions = s->sessions ? s->sessions : 1;
 	cfg.settle_ms = s->settle_ms;
 	cfg.pad_bytes = s->pad_bytes;
+	if (s->carveout_plus_1)
+		cfg.carveout = s->carveout_plus_1 - 1;
 	if (s->compile_jobs)
 		cfg.compile_jobs = s->compile_jobs;
 	cfg.max_pairs = s->max_pairs;
@@ -1677,13 +1680,13 @@ static void test_defaults(void **state)
 	settings = json_object_get(json_array_get(o.lines, 0), "settings");
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs")), 60);
 	assert_int_equal(json_integer_value(json_object_get(settings, "pairs_per_block")), 4);
-	/* Every graph of every session made with the most shared memory
+	/* Every graph of every session made with the run's carve-out
 	 * (RUNNER_CARVEOUT), which the start line says. */
 	assert_true(fk_sh->graphs >= 2 * 15);
-	assert_int_equal(fk_sh->carveout_first, GPU_CARVEOUT_MAX_SHARED);
+	assert_int_equal(fk_sh->carveout_first, RUNNER_CARVEOUT);
 	assert_int_equal(fk_sh->carveout_other, 0);
 	assert_int_equal(json_integer_value(json_object_get(settings, "carveout")),
-			 GPU_CARVEOUT_MAX_SHARED);
+			 RUNNER_CARVEOUT);
 	/* Doubling looks, the meaning of a line without look_growth: not
 	 * written. */
 	assert_null(json_object_get(settings, "look_growth"));
@@ -2413,6 +2416,28 @@ static void test_pad(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(
 		json_array_get(o.lines, 0), "settings"), "pad_bytes")), (json_int_t)FAKE_PAD_BYTES);
 	assert_int_equal(count_lines(&o, "error", NULL), 0);
+	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+	outcome_release(&o);
+}
+
+/* --carveout 100: every graph of every session (four, and the blocks'
+ * reloads) made with the most shared memory, which the start line says. */
+static void test_carveout(void **state)
+{
+	struct scenario s = {
+		.name = "runner_carveout", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+		.differ = true, .arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
+		.sessions = 4, .carveout_plus_1 = GPU_CARVEOUT_MAX_SHARED + 1,
+	};
+	struct outcome o = {0};
+
+	(void)state;
+	scenario_run(&s, &o);
+	assert_true(fk_sh->graphs >= 2 * 2 * 15);
+	assert_int_equal(fk_sh->carveout_first, GPU_CARVEOUT_MAX_SHARED);
+	assert_int_equal(fk_sh->carveout_other, 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		json_array_get(o.lines, 0), "settings"), "carveout")), GPU_CARVEOUT_MAX_SHARED);
 	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
 	outcome_release(&o);
 }
@@ -4423,6 +4448,7 @@ QUAL_TESTS(
 	T(blocks_cover_instance_effects),
 	T(settle),
 	T(pad),
+	T(carveout),
 	T(fault_in_later_block),
 	T(wrong_in_timing_blocks),
 	T(sessions),
