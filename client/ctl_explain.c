@@ -24,6 +24,7 @@ struct explain_cmd {
 	bool no_diff;
 	const char *case_name;
 	json_t *code;        /* the case's code line, once met, as it came */
+	json_t *timed;       /* the case's first timed case line, or NULL */
 	char *code_text;     /* and its text, for --json */
 	json_t *cases;       /* the names of the cases met, for the message */
 	bool compiled_case;  /* a case line of it was met */
@@ -53,8 +54,12 @@ static void meet(struct explain_cmd *e, const char *text, size_t len)
 	}
 	if (!strcmp(type, "case")) {
 		json_array_append_new(e->cases, json_string(name));
-		if (!strcmp(name, e->case_name))
+		if (!strcmp(name, e->case_name)) {
 			e->compiled_case = true;
+			/* Its arms carry the driver's occupancy count. */
+			if (!e->timed && json_is_true(json_object_get(line, "timed")))
+				e->timed = json_incref(line);
+		}
 	} else if (!strcmp(type, "code") && !strcmp(name, e->case_name)) {
 		json_decref(e->code);
 		free(e->code_text);
@@ -165,11 +170,12 @@ int ctl_explain(struct ctl *ctl, const struct command *cmd, int argc, char **arg
 	if (ctl->json) {
 		printf("%s\n", e.code_text);
 	} else {
-		explain_print(stdout, e.code, !e.no_diff, view_color_wanted(stdout));
+		explain_print(stdout, e.code, e.timed, !e.no_diff, view_color_wanted(stdout));
 	}
 	rc = QUAL_EXIT_PASS;
 out:
 	json_decref(e.code);
+	json_decref(e.timed);
 	free(e.code_text);
 	json_decref(e.cases);
 	return rc;

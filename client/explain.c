@@ -46,10 +46,14 @@ static void figure(FILE *out, const char *label, json_t *arms[2], const char *ke
 	row(out, label, json_object_get(arms[0], key), json_object_get(arms[1], key));
 }
 
-static void occupancy(FILE *out, json_t *arms[2])
+static void occupancy(FILE *out, json_t *arms[2], json_t *timed)
 {
 	char cells[2][32];
 	json_t *o[2];
+	json_t *drv[2] = { json_object_get(json_object_get(timed, "baseline"),
+					   "driver_blocks_per_sm"),
+			   json_object_get(json_object_get(timed, "candidate"),
+					   "driver_blocks_per_sm") };
 
 	for (int i = 0; i < 2; i++) {
 		o[i] = json_object_get(arms[i], "occupancy");
@@ -62,6 +66,9 @@ static void occupancy(FILE *out, json_t *arms[2])
 	fprintf(out, "  %-24s %12s %12s\n", "occupancy", cells[0], cells[1]);
 	row(out, "  blocks per SM", json_object_get(o[0], "blocks_per_sm"),
 	    json_object_get(o[1], "blocks_per_sm"));
+	/* The driver's own count where the job was timed (docs/explain.md). */
+	if (json_is_integer(drv[0]) || json_is_integer(drv[1]))
+		row(out, "  by the driver", drv[0], drv[1]);
 	row(out, "  warps per SM", json_object_get(o[0], "warps_per_sm"),
 	    json_object_get(o[1], "warps_per_sm"));
 	fprintf(out, "  %-24s %12s %12s\n", "  limited by", str(o[0], "limited_by"),
@@ -95,7 +102,7 @@ static void print_diff(FILE *out, json_t *d, bool color)
 	}
 }
 
-void explain_print(FILE *out, json_t *raw, bool diff, bool color)
+void explain_print(FILE *out, json_t *raw, json_t *timed, bool diff, bool color)
 {
 	/* Its strings cleaned for a terminal, but for the diff's text, which
 	 * is cleaned a line at a time. */
@@ -125,7 +132,7 @@ void explain_print(FILE *out, json_t *raw, bool diff, bool color)
 	figure(out, "spill loads (bytes)", arms, "spill_loads");
 	figure(out, "local memory (bytes)", arms, "local_bytes");
 	figure(out, "static shared (bytes)", arms, "shared_bytes");
-	occupancy(out, arms);
+	occupancy(out, arms, timed);
 	if (json_is_object(mix[0]) || json_is_object(mix[1])) {
 		/* The classes qual writes, in their order: a key of a file's is
 		 * never printed as it is. */

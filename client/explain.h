@@ -10,7 +10,9 @@
 #include <jansson.h>
 
 /* Prints code to out, 80 columns wide but for the diff's lines, with the
- * diff when diff is set; color: the diff's + and - lines in color. */
-void explain_print(FILE *out, json_t *code, bool diff, bool color);
+ * diff when diff is set; color: the diff's + and - lines in color. timed,
+ * the case's timed case line or NULL: its arms' driver_blocks_per_sm,
+ * where given, beside the computed blocks per SM. */
+void explain_print(FILE *out, json_t *code, json_t *timed, bool diff, bool color);
 
 #endif

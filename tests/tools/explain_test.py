@@ -385,6 +385,22 @@ def scenario_cli(args, root):
                             text=True, timeout=30)
         check(fr.returncode == 0 and json.loads(fr.stdout) == code,
               f"explain FILE: {fr.returncode} {fr.stderr}")
+        # A timed job's case line carries the driver's occupancy count:
+        # printed beside the computed one (figures of the test's own).
+        timed = os.path.join(root, "timed.jsonl")
+        with open(timed, "w") as fh:
+            for o in stored:
+                if o["type"] == "case":
+                    o = dict(o, timed=True,
+                             baseline=dict(o["baseline"], driver_blocks_per_sm=7),
+                             candidate=dict(o["candidate"], driver_blocks_per_sm=9))
+                fh.write(json.dumps(o) + "\n")
+        fr = subprocess.run([args.qualctl, "explain", timed, case, "--no-diff"],
+                            capture_output=True, text=True, timeout=30)
+        check(fr.returncode == 0 and re.search(r"^    by the driver\s+7\s+9\s+\+2 ", fr.stdout,
+                                               re.M),
+              f"no driver's count row: {fr.returncode} {fr.stdout[-800:]} {fr.stderr}")
+        check("by the driver" not in out, "a driver's count row for a compile-only job")
         junk = os.path.join(root, "junk.txt")
         with open(junk, "w") as fh:
             fh.write("not json\n{\"type\": 3}\n\x1b[31mred\n")
