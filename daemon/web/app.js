@@ -892,7 +892,8 @@
 				['code bytes', 'code_bytes'], ['registers', 'registers'], ['spill stores', 'spill_stores'],
 				['spill loads', 'spill_loads'], ['stack bytes', 'stack_bytes'], ['shared bytes', 'shared_bytes'],
 				['compile ms', 'compile_ms', v => isNum(v) ? v.toFixed(1) : '-'], ['cached', 'cached', v => v ? 'yes' : 'no'],
-				['max abs error', 'max_abs_error', v => fmtG(v, 3)]];
+				['max abs error', 'max_abs_error', v => fmtG(v, 3)],
+				['blocks per SM (driver)', 'driver_blocks_per_sm']];
 			const t = el('table', {class: 'arms'}, el('tr', {}, el('th'), el('th', {text: 'baseline'}), el('th', {text: 'candidate'})));
 			for (const [what, key, f] of rows) {
 				const cell = a => {
