@@ -98,7 +98,8 @@ const struct gpu_info *gpu_get_info(const struct gpu *g);
 void gpu_set_wait_limit(struct gpu *g, double limit_ms);
 double gpu_get_wait_limit(const struct gpu *g);
 
-/* The shared memory carve-out every later graph's kernel is launched with,
+/* The shared memory carve-out asked for every later graph's kernel (a
+ * preference, CUDA's hint, which the driver may override),
  * in percent of the multiprocessor's shared memory and L1 that is shared
  * memory: GPU_CARVEOUT_MAX_SHARED (100) the most shared memory, 0 the most
  * L1, GPU_CARVEOUT_DRIVER (-1, what gpu_open sets) the driver's choice,

@@ -338,12 +338,12 @@ int runner__time_pairs(struct run *run, const struct fixture_case *c,
  * reported. */
 int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 
+/* Opens the run's device (cfg->device) into run->gpu, asking for the run's
+ * shared memory carve-out (cfg->carveout); gpu_open's result. */
+int runner__open_gpu(struct run *run, struct qual_msg *msg);
 /* Opens run->clocks for the device info describes (run->gpu's, or the
  * probe's), setting clocks_source, or leaves it NULL with clocks_why; never
  * a failure. */
-/* Opens the run's device (cfg->device) into run->gpu, with the run's
- * shared memory carve-out (cfg->carveout); gpu_open's result. */
-int runner__open_gpu(struct run *run, struct qual_msg *msg);
 void runner__clocks_open(struct run *run, const struct gpu_info *info);
 void runner__clocks_close(struct run *run);
 

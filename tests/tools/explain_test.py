@@ -386,7 +386,9 @@ def scenario_cli(args, root):
         check(fr.returncode == 0 and json.loads(fr.stdout) == code,
               f"explain FILE: {fr.returncode} {fr.stderr}")
         # A timed job's case line carries the driver's occupancy count:
-        # printed beside the computed one (figures of the test's own).
+        # printed beside the computed one. The job here is compile-only,
+        # so its case line is made a timed one with counts of the test's
+        # own; an untimed line with counts prints none.
         timed = os.path.join(root, "timed.jsonl")
         with open(timed, "w") as fh:
             for o in stored:
@@ -401,6 +403,18 @@ def scenario_cli(args, root):
                                                re.M),
               f"no driver's count row: {fr.returncode} {fr.stdout[-800:]} {fr.stderr}")
         check("by the driver" not in out, "a driver's count row for a compile-only job")
+        untimed = os.path.join(root, "untimed.jsonl")
+        with open(untimed, "w") as fh:
+            for o in stored:
+                if o["type"] == "case":
+                    o = dict(o, timed=False,
+                             baseline=dict(o["baseline"], driver_blocks_per_sm=7),
+                             candidate=dict(o["candidate"], driver_blocks_per_sm=9))
+                fh.write(json.dumps(o) + "\n")
+        fr = subprocess.run([args.qualctl, "explain", untimed, case, "--no-diff"],
+                            capture_output=True, text=True, timeout=30)
+        check(fr.returncode == 0 and "by the driver" not in fr.stdout,
+              f"an untimed case line's counts shown: {fr.stdout[-800:]}")
         junk = os.path.join(root, "junk.txt")
         with open(junk, "w") as fh:
             fh.write("not json\n{\"type\": 3}\n\x1b[31mred\n")

@@ -2420,26 +2420,31 @@ static void test_pad(void **state)
 	outcome_release(&o);
 }
 
-/* --carveout 100: every graph of every session (four, and the blocks'
- * reloads) made with the most shared memory, which the start line says. */
+/* --carveout: every graph of every session (four, and the blocks'
+ * reloads) made with the carve-out asked for, and so in one process (the
+ * open of --sessions 1), which the start line says. */
 static void test_carveout(void **state)
 {
-	struct scenario s = {
-		.name = "runner_carveout", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
-		.differ = true, .arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
-		.sessions = 4, .carveout_plus_1 = GPU_CARVEOUT_MAX_SHARED + 1,
-	};
-	struct outcome o = {0};
+	static const int sessions[] = {4, 1}, percent[] = {GPU_CARVEOUT_MAX_SHARED, 50};
 
 	(void)state;
-	scenario_run(&s, &o);
-	assert_true(fk_sh->graphs >= 2 * 2 * 15);
-	assert_int_equal(fk_sh->carveout_first, GPU_CARVEOUT_MAX_SHARED);
-	assert_int_equal(fk_sh->carveout_other, 0);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(
-		json_array_get(o.lines, 0), "settings"), "carveout")), GPU_CARVEOUT_MAX_SHARED);
-	assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
-	outcome_release(&o);
+	for (int i = 0; i < 2; i++) {
+		struct scenario s = {
+			.name = "runner_carveout", .cases = {CASE_GEMM, CASE_CONV}, .ncases = 2,
+			.differ = true, .arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
+			.sessions = sessions[i], .carveout_plus_1 = percent[i] + 1,
+		};
+		struct outcome o = {0};
+
+		scenario_run(&s, &o);
+		assert_true(fk_sh->graphs >= 2 * 2 * 15);
+		assert_int_equal(fk_sh->carveout_first, percent[i]);
+		assert_int_equal(fk_sh->carveout_other, 0);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			json_array_get(o.lines, 0), "settings"), "carveout")), percent[i]);
+		assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+		outcome_release(&o);
+	}
 }
 
 /* With the default blocks, every block after the first loads both arms'
