@@ -569,8 +569,8 @@ static int cuda_graph_new(struct gpu *g, struct gpu_module *m,
 			goto fail;
 		}
 	}
-	/* The carve-out set (gpu_set_carveout), so that the kernel runs with
-	 * the same split of shared memory and L1 whatever ran before it. */
+	/* The carve-out asked for (gpu_set_carveout), a preference the
+	 * driver may override; none asked for: the driver's choice. */
 	if (g->carveout != GPU_CARVEOUT_DRIVER) {
 		r = drv.cuFuncSetAttribute_fn(cm->fn,
 					      CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,

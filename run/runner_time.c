@@ -88,8 +88,6 @@ int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc)
 	return 0;
 }
 
-/* ---- clocks (gpu/clocks.h) -------------------------------------------- */
-
 int runner__open_gpu(struct run *run, struct qual_msg *msg)
 {
 	int rc = gpu_open(run->cfg->device, &run->gpu, msg);
@@ -98,6 +96,8 @@ int runner__open_gpu(struct run *run, struct qual_msg *msg)
 		gpu_set_carveout(run->gpu, run->cfg->carveout);
 	return rc;
 }
+
+/* ---- clocks (gpu/clocks.h) -------------------------------------------- */
 
 void runner__clocks_open(struct run *run, const struct gpu_info *info)
 {

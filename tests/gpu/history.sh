@@ -16,17 +16,10 @@ out=${1:?usage: history.sh OUTDIR BUILD CANDIDATE X [-- OPTIONS]}
 build=${2:?} cand=${3:?no candidate: did tests/gpu/unpack-nvrtc.sh find one?} x=${4:?}
 shift 4
 [ "${1:-}" = "--" ] && shift
-nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
-pairs=${HISTORY_PAIRS:-480}
 mkdir -p "$out/jobs"
 : >"$out/jobs.txt"
 . "$(dirname "$0")/job.sh"
-job() {
-  local name=$1
-  shift
-  gpu_job "$out" "$name" "$build/bin/qual-run" "$nvrtc" "$cand" --pairs "$pairs" \
-    --max-pairs "$pairs" "$@"
-}
+job() { gpu_fixed_job "$out" "$1" "$build" "$cand" "${HISTORY_PAIRS:-480}" "${@:2}"; }
 mapfile -t all < <("$build/bin/qual-run" --list)
 before=() after=() seen=0
 for c in "${all[@]}"; do

@@ -16,17 +16,10 @@ out=${1:?usage: neighbours.sh OUTDIR BUILD CANDIDATE X BEFORE AFTER [-- OPTIONS]
 build=${2:?} cand=${3:?no candidate: did tests/gpu/unpack-nvrtc.sh find one?} x=${4:?} before=${5:?} after=${6:?}
 shift 6
 [ "${1:-}" = "--" ] && shift
-nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
-pairs=${NEIGHBOURS_PAIRS:-480}
 mkdir -p "$out/jobs"
 : >"$out/jobs.txt"
 . "$(dirname "$0")/job.sh"
-job() {
-  local name=$1
-  shift
-  gpu_job "$out" "$name" "$build/bin/qual-run" "$nvrtc" "$cand" --pairs "$pairs" \
-    --max-pairs "$pairs" "$@"
-}
+job() { gpu_fixed_job "$out" "$1" "$build" "$cand" "${NEIGHBOURS_PAIRS:-480}" "${@:2}"; }
 for r in 1 2; do
   job "among.$r" "$@"
   job "alone.$r" --case "$x" "$@"

@@ -13,15 +13,10 @@ set -u
 out=${1:?usage: pads.sh OUTDIR BUILD CANDIDATE X}
 build=${2:?} cand=${3:?no candidate: did tests/gpu/unpack-nvrtc.sh find one?} x=${4:?}
 pads=${PADS:-0 2 8 32 128 512}
-nvrtc=/usr/local/cuda/lib64/libnvrtc.so.13
 mkdir -p "$out/jobs"
 : >"$out/jobs.txt"
 . "$(dirname "$0")/job.sh"
-job() {
-  local name=$1
-  shift
-  gpu_job "$out" "$name" "$build/bin/qual-run" "$nvrtc" "$cand" --pairs 480 --max-pairs 480 "$@"
-}
+job() { gpu_fixed_job "$out" "$1" "$build" "$cand" 480 "${@:2}"; }
 set -- $pads
 first=$1
 for p in $pads; do last=$p; done

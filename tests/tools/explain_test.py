@@ -389,30 +389,23 @@ def scenario_cli(args, root):
         # printed beside the computed one. The job here is compile-only,
         # so its case line is made a timed one with counts of the test's
         # own; an untimed line with counts prints none.
-        timed = os.path.join(root, "timed.jsonl")
-        with open(timed, "w") as fh:
-            for o in stored:
-                if o["type"] == "case":
-                    o = dict(o, timed=True,
-                             baseline=dict(o["baseline"], driver_blocks_per_sm=7),
-                             candidate=dict(o["candidate"], driver_blocks_per_sm=9))
-                fh.write(json.dumps(o) + "\n")
-        fr = subprocess.run([args.qualctl, "explain", timed, case, "--no-diff"],
-                            capture_output=True, text=True, timeout=30)
+        def with_counts(name, timed):
+            path = os.path.join(root, name)
+            with open(path, "w") as fh:
+                for o in stored:
+                    if o["type"] == "case":
+                        o = dict(o, timed=timed,
+                                 baseline=dict(o["baseline"], driver_blocks_per_sm=7),
+                                 candidate=dict(o["candidate"], driver_blocks_per_sm=9))
+                    fh.write(json.dumps(o) + "\n")
+            return subprocess.run([args.qualctl, "explain", path, case, "--no-diff"],
+                                  capture_output=True, text=True, timeout=30)
+        fr = with_counts("timed.jsonl", True)
         check(fr.returncode == 0 and re.search(r"^    by the driver\s+7\s+9\s+\+2 ", fr.stdout,
                                                re.M),
               f"no driver's count row: {fr.returncode} {fr.stdout[-800:]} {fr.stderr}")
         check("by the driver" not in out, "a driver's count row for a compile-only job")
-        untimed = os.path.join(root, "untimed.jsonl")
-        with open(untimed, "w") as fh:
-            for o in stored:
-                if o["type"] == "case":
-                    o = dict(o, timed=False,
-                             baseline=dict(o["baseline"], driver_blocks_per_sm=7),
-                             candidate=dict(o["candidate"], driver_blocks_per_sm=9))
-                fh.write(json.dumps(o) + "\n")
-        fr = subprocess.run([args.qualctl, "explain", untimed, case, "--no-diff"],
-                            capture_output=True, text=True, timeout=30)
+        fr = with_counts("untimed.jsonl", False)
         check(fr.returncode == 0 and "by the driver" not in fr.stdout,
               f"an untimed case line's counts shown: {fr.stdout[-800:]}")
         junk = os.path.join(root, "junk.txt")
