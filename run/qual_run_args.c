@@ -85,6 +85,17 @@ static int take_block_seed(void *ctx, const char *arg, struct qual_msg *msg)
 	return rc;
 }
 
+/* --case-contexts and --shared-context: whether each case gets a context
+ * of its own (runner_config.case_contexts). */
+static int take_contexts(void *ctx, const struct opts_entry *e, const char *arg,
+			 struct qual_msg *msg)
+{
+	(void)arg;
+	(void)msg;
+	((struct qual_run_args *)ctx)->cfg.case_contexts = strcmp(e->name, "case-contexts") == 0;
+	return 0;
+}
+
 /* The arm an option of both arms is for: 0 baseline, 1 candidate. */
 static int arm_of(const struct opts_entry *e)
 {
@@ -227,6 +238,12 @@ static const struct opts_entry options[] = {
 	 GPU_CARVEOUT_MAX_SHARED, .help = "the shared memory carve-out of every timed kernel, in\n"
 		"percent: 100 the most shared memory, 0 the most L1\n(default -1: the driver's "
 		"choice, which may depend\non what ran before)"},
+	{"case-contexts", NULL, OPTS_ENTRY, .fn_entry = take_contexts, .help =
+		"each case in a GPU context of its own: a session\ncloses its GPU and opens it "
+		"again before each case\nafter its first, so that no case's state reaches\n"
+		"another"},
+	{"shared-context", NULL, OPTS_ENTRY, .fn_entry = take_contexts, .help =
+		"the cases of a session share its context"},
 	{"look-growth", "G", OPTS_INT, AT(cfg.stats.look_growth), STATS_LOOK_GROWTH_MIN,
 	 STATS_LOOK_GROWTH_MAX, .help = "each planned look of sampling until decided at G\n"
 		"times the blocks of the one before (default 2)"},

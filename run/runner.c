@@ -26,6 +26,7 @@ void runner_config_init(struct runner_config *cfg)
 	cfg->warmup = RUNNER_WARMUP;
 	cfg->settle_ms = RUNNER_SETTLE_MS;
 	cfg->carveout = RUNNER_CARVEOUT;
+	cfg->case_contexts = RUNNER_CASE_CONTEXTS;
 	stats_settings_init(&cfg->stats);
 	rtc_limits_init(&cfg->limits);
 	cfg->hang_floor_ms = RUNNER_HANG_FLOOR_MS;
@@ -160,7 +161,8 @@ static int run_cases(struct run *run, const int *sel, int nsel)
 	}
 	t = child_now();
 	for (int i = 0; i < nsel && !run->gpu_dead; i++)
-		runner__run_case(run, sel[i]);
+		if (runner__case_context(run, i, fixture_name(sel[i])) == 0)
+			runner__run_case(run, sel[i]);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
 	timesplit_add(&run->split, TS_SESSIONS, t);

@@ -92,6 +92,10 @@
  * conditions at every look"), so the default is as before. */
 #define RUNNER_CARVEOUT GPU_CARVEOUT_DRIVER
 
+/* Whether each case gets a context of its own (runner_config.case_contexts;
+ * docs/verdicts.md, "The same conditions at every look"). */
+#define RUNNER_CASE_CONTEXTS false
+
 /* Seconds the device probe (the driver initialized, the device's
  * attributes and clocks read) may take before it is killed and the run goes
  * on without a GPU, saying so (runner_config.probe_timeout_s, qual-run
@@ -153,6 +157,11 @@ struct runner_config {
 	int warmup;
 	int settle_ms;          /* RUNNER_SETTLE_MS by default; 0: none */
 	int carveout;           /* RUNNER_CARVEOUT by default (gpu_set_carveout) */
+	/* Each case in a context of its own (RUNNER_CASE_CONTEXTS by default,
+	 * qual-run --case-contexts / --shared-context): a process closes its
+	 * GPU and opens it again before every case after its first, so that
+	 * nothing one case leaves in a context reaches another. */
+	bool case_contexts;
 	struct stats_settings stats;
 	const char *const *cases; /* subset by name; NULL = all */
 	int ncases;

@@ -341,6 +341,13 @@ int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 /* Opens the run's device (cfg->device) into run->gpu, asking for the run's
  * shared memory carve-out (cfg->carveout); gpu_open's result. */
 int runner__open_gpu(struct run *run, struct qual_msg *msg);
+/* Before the process's case number i (0 its first), case name, with
+ * cfg->case_contexts: for i > 0 the GPU closed and opened again, so that
+ * the case has a context of its own (the time in TS_OPEN). 0, or -1 when
+ * it could not be opened again: an error line, and the GPU's work in this
+ * process stopped (run->gpu_dead). Nothing to do without a GPU, for i 0 or
+ * without case_contexts. */
+int runner__case_context(struct run *run, int i, const char *name);
 /* Opens run->clocks for the device info describes (run->gpu's, or the
  * probe's), setting clocks_source, or leaves it NULL with clocks_why; never
  * a failure. */

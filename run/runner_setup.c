@@ -363,7 +363,10 @@ static void find_device(struct run *run, char *no_gpu, size_t len)
 			snprintf(no_gpu, len, "no gpu: %s", msg.text);
 			run->gpu = NULL;
 		} else {
-			run->device = gpu_get_info(run->gpu);
+			/* A copy: with case_contexts the gpu is opened again
+			 * before each case (runner__case_context). */
+			run->probed = *gpu_get_info(run->gpu);
+			run->device = &run->probed;
 			runner__clocks_open(run, run->device);
 		}
 	}

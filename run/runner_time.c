@@ -97,6 +97,33 @@ int runner__open_gpu(struct run *run, struct qual_msg *msg)
 	return rc;
 }
 
+int runner__case_context(struct run *run, int i, const char *name)
+{
+	struct qual_msg msg = {{0}};
+	double t = child_now();
+	int rc;
+
+	if (!run->cfg->case_contexts || i == 0 || !run->gpu || run->gpu_dead)
+		return 0;
+	/* Every case frees what it held (runner__release_bufs): closing leaves
+	 * no context behind, and the primary context, released, is reset. */
+	gpu_close(run->gpu);
+	run->gpu = NULL;
+	rc = runner__open_gpu(run, &msg);
+	timesplit_add(&run->split, TS_OPEN, t);
+	if (rc == 0)
+		return 0;
+	/* The machine's failure, no case's: an error of the run, and the
+	 * line that stops GPU work (a health check before the next job). */
+	run->gpu_dead = true;
+	snprintf(run->stop_reason, sizeof run->stop_reason,
+		 "gpu work stopped before case '%s': the gpu could not be opened "
+		 "again for it (each case in a context of its own): %s", name, msg.text);
+	runner__emit(run, lines_error_new("setup", LINES_CODE_NO_DEVICE, NULL, NULL,
+					  run->stop_reason));
+	return -1;
+}
+
 /* ---- clocks (gpu/clocks.h) -------------------------------------------- */
 
 void runner__clocks_open(struct run *run, const struct gpu_info *info)

@@ -16,6 +16,9 @@
 #   pads      tests/gpu/pads.sh: one case alone at several pads, and among all
 #   history   tests/gpu/history.sh: one case after the cases before it, after
 #             each one, at pads, in one session ($ACT_PADS_CASE)
+#   contexts  tests/gpu/contexts.sh: three cases ($ACT_ROUNDS_CASES) among all
+#             in a shared context and each in its own, alone, after one
+#             other; and what contexts of their own cost a job
 #   bisect    tests/gpu/bisect.sh: a timed bisection over 8 builds
 #   margin    tests/gpu/verdicts.sh's planted part at $ACT_MARGIN_DELAYS
 #             (default "128"), first blocks only: jobs with cases near the
@@ -53,6 +56,7 @@ for p in "${parts[@]}"; do
             "${ACT_PADS_CASE:-gemm_f16_wgmma-256x1024x1024}" ;;
     history) timeout 240 bash "$here/history.sh" "$out/history" "$build" "$pair" \
             "${ACT_PADS_CASE:-gemm_f16_wgmma-256x1024x1024}" -- "$@" ;;
+    contexts) timeout ${ACT_CONTEXTS_TIMEOUT_S:-330} bash "$here/contexts.sh" "$out/contexts" "$build" "$pair" $cases -- "$@" ;;
     bisect) timeout 150 bash "$here/bisect.sh" "$out/bisect" "$build" ;;
     margin|marging[0-9]*) g=${p#margin} && g=${g#g}
             VERDICTS_OPTS=${g:+--look-growth $g} VERDICTS_BUDGET_S=${ACT_MARGIN_BUDGET_S:-100} PLANT_DELAYS=${ACT_MARGIN_DELAYS:-128} \

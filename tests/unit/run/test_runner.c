@@ -206,6 +206,10 @@ static struct {
 
 	/* What the runner did. */
 	int opens, closes;
+	/* The kernel of the first module loaded since the last open, and
+	 * whether another kernel's was loaded in the same context. */
+	char ctx_kernel[64];
+	bool ctx_mixed;
 	int loads;
 	struct {
 		int arm;
@@ -250,6 +254,7 @@ static struct {
 	 * the n-th close of the run, over every process, dies (SIGSEGV: a
 	 * driver crash in a session's teardown); 0: none. */
 	bool busy_first_open;
+	bool fail_reopen;  /* every open after a process's first fails */
 	bool opened_once;
 	int crash_at_close;
 	/* Each open in a session takes this many milliseconds times one more
@@ -299,6 +304,9 @@ static struct fk_shared {
 	/* Graphs made, over every process, and those made with a carve-out
 	 * other than the one the first was made with (gpu_set_carveout). */
 	int graphs, carveout_first, carveout_other;
+	/* Opens that succeeded, over every process, and contexts in which
+	 * modules of more than one kernel were loaded (case_contexts). */
+	int opened, mixed_contexts;
 } *fk_sh;
 static bool fk_worked; /* this process has done its first work */
 static int fk_slot;    /* its fk_sh->proc[] entry, once it has */
@@ -576,6 +584,8 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 
 	if (rc < 0)
 		return qual_fail(msg, rc, "fake %s: %s", vendor, qual_strerror(rc));
+	if (fk.fail_reopen && fk.opens > 0)
+		return qual_fail(msg, QUAL_EGPU, "fake %s: out of memory", vendor);
 	if (fk.busy_first_open && !fk.opened_once) {
 		fk.opened_once = true;
 		fk_event('f');
@@ -591,6 +601,9 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	if (getpid() != fk_test_pid)
 		fake_runtime_thread();
 	fk.opens++;
+	fk.ctx_kernel[0] = '\0';
+	fk.ctx_mixed = false;
+	__atomic_add_fetch(&fk_sh->opened, 1, __ATOMIC_SEQ_CST);
 	fk_worked = false;
 	fk_event('o');
 	*out = g;
@@ -671,6 +684,12 @@ static int fake_module_load(struct gpu *g, const void *code, size_t size,
 			fk.codes[fk.ncodes++] = (typeof(fk.codes[0])){code, m->arm};
 	}
 	snprintf(m->kernel, sizeof m->kernel, "%s", kernel);
+	if (!fk.ctx_kernel[0])
+		snprintf(fk.ctx_kernel, sizeof fk.ctx_kernel, "%s", kernel);
+	else if (strcmp(fk.ctx_kernel, kernel) != 0 && !fk.ctx_mixed) {
+		fk.ctx_mixed = true;
+		__atomic_add_fetch(&fk_sh->mixed_contexts, 1, __ATOMIC_SEQ_CST);
+	}
 	if (fk.loads < FAKE_MAX_LOADS) {
 		fk.load[fk.loads].arm = m->arm;
 		snprintf(fk.load[fk.loads].kernel, sizeof fk.load[0].kernel, "%s", kernel);
@@ -1171,6 +1190,7 @@ struct scenario {
 				 * of the settle sets it */
 	size_t pad_bytes;       /* cfg.pad_bytes */
 	int carveout_plus_1;    /* cfg.carveout + 1; 0: the default */
+	bool case_contexts;     /* cfg.case_contexts */
 	int sessions;           /* 0: 1 (all in this process, so that the fake
 				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
@@ -1191,6 +1211,7 @@ struct scenario {
 	const char *nvml;
 	const char *reasons;
 	bool busy_first_open;   /* fk's */
+	bool fail_reopen;       /* fk's */
 	int crash_at_close;     /* fk's */
 	int slow_open_ms;       /* fk's */
 	int compile_jobs;       /* runner_config's (0: its default) */
@@ -1329,6 +1350,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	fk.rng = s->seed ? s->seed : 0x9e3779b97f4a7c15ull;
 	fk.open_rc = s->open_rc;
 	fk.busy_first_open = s->busy_first_open;
+	fk.fail_reopen = s->fail_reopen;
 	fk.crash_at_close = s->crash_at_close;
 	fk.slow_open_ms = s->slow_open_ms;
 	snprintf(fk.arch, sizeof fk.arch, "%s", s->arch ? s->arch : "");
@@ -1361,6 +1383,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.pad_bytes = s->pad_bytes;
 	if (s->carveout_plus_1)
 		cfg.carveout = s->carveout_plus_1 - 1;
+	cfg.case_contexts = s->case_contexts;
 	if (s->compile_jobs)
 		cfg.compile_jobs = s->compile_jobs;
 	cfg.max_pairs = s->max_pairs;
@@ -2443,6 +2466,70 @@ static void test_carveout(void **state)
 		assert_int_equal(json_integer_value(json_object_get(json_object_get(
 			json_array_get(o.lines, 0), "settings"), "carveout")), percent[i]);
 		assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+		outcome_release(&o);
+	}
+}
+
+/* --case-contexts: in four sessions and in one process, each case's
+ * modules are loaded in a context no other case's were (each session opens
+ * the GPU again before its second case), where with one shared context
+ * they are not; the start line says which. */
+static void test_case_contexts(void **state)
+{
+	static const int sessions[] = {4, 1};
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		bool own = i < 2;
+		struct scenario s = {
+			.name = "runner_case_contexts", .cases = {CASE_GEMM, CASE_CONV},
+			.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok},
+			.per_block = TEST_PER_BLOCK, .sessions = sessions[i % 2],
+			.case_contexts = own,
+		};
+		struct outcome o = {0};
+
+		scenario_run(&s, &o);
+		assert_int_equal(fk_sh->mixed_contexts, own ? 0 : sessions[i % 2]);
+		assert_int_equal(fk_sh->opened, sessions[i % 2] * (own ? 2 : 1));
+		assert_true(json_is_boolean(json_object_get(json_object_get(
+			json_array_get(o.lines, 0), "settings"), "case_contexts")));
+		assert_int_equal(json_boolean_value(json_object_get(json_object_get(
+			json_array_get(o.lines, 0), "settings"), "case_contexts")), own);
+		assert_int_equal(count_lines(&o, "error", NULL), 0);
+		assert_run_verdict(&o, "neutral", QUAL_EXIT_PASS);
+		outcome_release(&o);
+	}
+}
+
+/* --case-contexts when the GPU cannot be opened again for the second
+ * case: the first case is timed and judged, the second is not, and the
+ * error says why (in four sessions and in one process). */
+static void test_case_contexts_reopen_fails(void **state)
+{
+	static const int sessions[] = {4, 1};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct scenario s = {
+			.name = "runner_case_contexts_reopen_fails",
+			.cases = {CASE_GEMM, CASE_CONV}, .ncases = 2, .differ = true,
+			.arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
+			.sessions = sessions[i], .case_contexts = true, .fail_reopen = true,
+		};
+		struct outcome o = {0};
+		json_t *err;
+
+		scenario_run(&s, &o);
+		err = find_line(&o, "error", NULL);
+		assert_non_null(err);
+		assert_non_null(strstr(json_string_value(json_object_get(err, "message")),
+				       "could not be opened again"));
+		assert_non_null(strstr(json_string_value(json_object_get(err, "message")),
+				       "out of memory"));
+		assert_int_equal(count_lines(&o, "block", CASE_GEMM) > 0, 1);
+		assert_int_equal(count_lines(&o, "block", CASE_CONV), 0);
+		assert_int_equal(o.status, QUAL_EXIT_ERROR);
 		outcome_release(&o);
 	}
 }
@@ -4454,6 +4541,8 @@ QUAL_TESTS(
 	T(settle),
 	T(pad),
 	T(carveout),
+	T(case_contexts),
+	T(case_contexts_reopen_fails),
 	T(fault_in_later_block),
 	T(wrong_in_timing_blocks),
 	T(sessions),
