@@ -9,6 +9,14 @@
  *   open_cost perturb N  one process times N device memsets (events) while
  *                        quiet, then N while another process opens and
  *                        closes contexts one after another; prints both
+ *   open_cost reopen N   in one process, the primary context released and
+ *                        retained again N times (what qual-run
+ *                        --case-contexts does before each case): each
+ *                        release and retain, with stream and events
+ *   open_cost create N   in one process, N contexts of its own made with
+ *                        cuCtxCreate beside the primary one, all alive at
+ *                        once: each one's time and the device memory free
+ *                        after it (cuMemGetInfo), then each one's destroy
  *   open_cost copy N     copies to and from the device of the sizes of the
  *                        cases' inputs, from pageable and from page-locked
  *                        host memory, N times each (the wall time of each
@@ -43,7 +51,8 @@ static void *lib;
 	X(cuEventCreate, ) X(cuMemAlloc, ) X(cuMemFree, ) X(cuMemsetD32Async, ) \
 	X(cuEventRecord, ) X(cuEventSynchronize, ) X(cuEventElapsedTime, ) \
 	X(cuStreamSynchronize, ) X(cuMemcpyHtoD, ) X(cuMemcpyDtoH, ) X(cuMemAllocHost, ) \
-	X(cuMemFreeHost, )
+	X(cuMemFreeHost, ) X(cuCtxCreate, ) X(cuCtxDestroy, ) X(cuMemGetInfo, ) \
+	X(cuStreamDestroy, ) X(cuEventDestroy, )
 SYMS(SYM)
 
 static int load(void)
@@ -68,6 +77,11 @@ static int load(void)
 	p_cuMemcpyDtoH = dlsym(lib, "cuMemcpyDtoH_v2");
 	p_cuMemAllocHost = dlsym(lib, "cuMemAllocHost_v2");
 	p_cuMemFreeHost = dlsym(lib, "cuMemFreeHost");
+	p_cuCtxCreate = dlsym(lib, "cuCtxCreate_v4");
+	p_cuCtxDestroy = dlsym(lib, "cuCtxDestroy_v2");
+	p_cuMemGetInfo = dlsym(lib, "cuMemGetInfo_v2");
+	p_cuStreamDestroy = dlsym(lib, "cuStreamDestroy_v2");
+	p_cuEventDestroy = dlsym(lib, "cuEventDestroy_v2");
 	return p_cuInit && p_cuMemAlloc && p_cuDevicePrimaryCtxRelease ? 0 : -1;
 }
 
@@ -266,6 +280,76 @@ static int copy_mode(int n)
 	return 0;
 }
 
+/* What qual-run --case-contexts does between cases: the primary context
+ * (with its stream and events) released, then retained again. */
+static int reopen_mode(int n)
+{
+	struct ctx c;
+	double t[8];
+
+	if (open_ctx(&c, 64 << 20, t) < 0)
+		return 1;
+	(void)p_cuMemFree(c.buf);
+	for (int i = 0; i < n; i++) {
+		double t0 = now(), release_s, retain_s, stream_s;
+
+		(void)p_cuEventDestroy(c.a);
+		(void)p_cuEventDestroy(c.b);
+		(void)p_cuStreamDestroy(c.s);
+		(void)p_cuCtxSetCurrent(NULL);
+		if (p_cuDevicePrimaryCtxRelease(c.dev))
+			return 1;
+		release_s = now() - t0, t0 = now();
+		if (p_cuDevicePrimaryCtxRetain(&c.ctx, c.dev) || p_cuCtxSetCurrent(c.ctx))
+			return 1;
+		retain_s = now() - t0, t0 = now();
+		if (p_cuStreamCreate(&c.s, CU_STREAM_NON_BLOCKING) || p_cuEventCreate(&c.a, 0) ||
+		    p_cuEventCreate(&c.b, 0) || p_cuMemAlloc(&c.buf, 64 << 20) ||
+		    p_cuMemsetD32Async(c.buf, 0, (64 << 20) / 4, c.s) || p_cuStreamSynchronize(c.s))
+			return 1;
+		stream_s = now() - t0;
+		(void)p_cuMemFree(c.buf);
+		printf("{\"mode\":\"reopen\",\"i\":%d,\"release_s\":%.4f,\"retain_s\":%.4f,"
+		       "\"stream_alloc_s\":%.4f}\n", i, release_s, retain_s, stream_s);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* n contexts of this process's own alive at once beside the primary one. */
+static int create_mode(int n)
+{
+	struct ctx c;
+	double t[8];
+	CUcontext *own = calloc((size_t)n, sizeof *own);
+	size_t free0 = 0, total = 0;
+
+	if (!own || open_ctx(&c, 64 << 20, t) < 0 || !p_cuCtxCreate)
+		return 1;
+	(void)p_cuMemGetInfo(&free0, &total);
+	for (int i = 0; i < n; i++) {
+		double t0 = now();
+		size_t fr = 0;
+
+		if (p_cuCtxCreate(&own[i], NULL, 0, c.dev))
+			return 1;
+		t0 = now() - t0;
+		(void)p_cuMemGetInfo(&fr, &total);
+		printf("{\"mode\":\"create\",\"i\":%d,\"create_s\":%.4f,\"free_mib\":%zu,"
+		       "\"used_since_first_mib\":%zu}\n", i, t0, fr >> 20, (free0 - fr) >> 20);
+		fflush(stdout);
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		double t0 = now();
+
+		(void)p_cuCtxDestroy(own[i]);
+		printf("{\"mode\":\"destroy\",\"i\":%d,\"destroy_s\":%.4f}\n", i, now() - t0);
+	}
+	(void)p_cuCtxSetCurrent(c.ctx);
+	free(own);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 2 ? atoi(argv[2]) : 8;
@@ -276,6 +360,10 @@ int main(int argc, char **argv)
 		return perturb_mode(n);
 	if (argc > 1 && !strcmp(argv[1], "copy"))
 		return copy_mode(n);
-	fprintf(stderr, "usage: open_cost open|perturb|copy [N]\n");
+	if (argc > 1 && !strcmp(argv[1], "reopen"))
+		return reopen_mode(n);
+	if (argc > 1 && !strcmp(argv[1], "create"))
+		return create_mode(n);
+	fprintf(stderr, "usage: open_cost open|perturb|copy|reopen|create [N]\n");
 	return 2;
 }

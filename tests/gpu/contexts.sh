@@ -14,7 +14,8 @@
 # $CONTEXTS_COST_REPEATS (default 3) ordinary jobs (default sampling and
 # gate) of every case, shared and in contexts of their own: wall times and
 # the sessions' time opening the GPU. Lines in OUTDIR/jobs/, wall times in
-# OUTDIR/jobs.txt, the summary in OUTDIR/summary.txt.
+# OUTDIR/jobs.txt, bench/open_cost.c's reopen and create in
+# OUTDIR/open_cost.jsonl, the summary in OUTDIR/summary.txt.
 set -u
 out=${1:?usage: contexts.sh OUTDIR BUILD CANDIDATE X OTHER... [-- OPTIONS]}
 build=${2:?} cand=${3:?no candidate: did tests/gpu/unpack-nvrtc.sh find one?}
@@ -29,6 +30,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/job.sh"
 job() { gpu_fixed_job "$out" "$1" "$build" "$cand" "${CONTEXTS_PAIRS:-480}" "${@:2}"; }
 x=${cases[0]} prev=${CONTEXTS_PREV:-conv3x3_f16-14x14x256x256}
+# What a context costs within one process: released and retained again,
+# and made beside the primary one (bench/open_cost.c).
+{ timeout 60 "$build/bin/open_cost" reopen 12; timeout 60 "$build/bin/open_cost" create 12; } \
+  >"$out/open_cost.jsonl" 2>&1
 for r in $(seq 1 "${CONTEXTS_REPEATS:-2}"); do
   job "among.shared.$r" --shared-context "$@"
   job "among.own.$r" --case-contexts "$@"
@@ -49,6 +54,8 @@ done
     echo "== $c"
     python3 "$here/../../bench/neighbours.py" "$c" "$out/jobs"
   done
+  echo "== a context within one process (bench/open_cost.c reopen and create)"
+  cat "$out/open_cost.jsonl"
   echo "== cost (wall ms, sessions, the sessions' open s, verdict, exit)"
   python3 "$here/../../bench/contexts_cost.py" "$out/jobs.txt" "$out/jobs" cost.
 } | tee "$out/summary.txt"
