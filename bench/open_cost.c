@@ -51,9 +51,11 @@ static void *lib;
 	X(cuEventCreate, ) X(cuMemAlloc, ) X(cuMemFree, ) X(cuMemsetD32Async, ) \
 	X(cuEventRecord, ) X(cuEventSynchronize, ) X(cuEventElapsedTime, ) \
 	X(cuStreamSynchronize, ) X(cuMemcpyHtoD, ) X(cuMemcpyDtoH, ) X(cuMemAllocHost, ) \
-	X(cuMemFreeHost, ) X(cuCtxCreate, ) X(cuCtxDestroy, ) X(cuMemGetInfo, ) \
+	X(cuMemFreeHost, ) X(cuCtxDestroy, ) X(cuMemGetInfo, ) \
 	X(cuStreamDestroy, ) X(cuEventDestroy, )
 SYMS(SYM)
+/* cuCtxCreate_v2, whatever cuCtxCreate names in the header built against. */
+static CUresult (*p_cuCtxCreate)(CUcontext *, unsigned int, CUdevice);
 
 static int load(void)
 {
@@ -77,7 +79,7 @@ static int load(void)
 	p_cuMemcpyDtoH = dlsym(lib, "cuMemcpyDtoH_v2");
 	p_cuMemAllocHost = dlsym(lib, "cuMemAllocHost_v2");
 	p_cuMemFreeHost = dlsym(lib, "cuMemFreeHost");
-	p_cuCtxCreate = dlsym(lib, "cuCtxCreate_v4");
+	p_cuCtxCreate = (CUresult (*)(CUcontext *, unsigned int, CUdevice))dlsym(lib, "cuCtxCreate_v2");
 	p_cuCtxDestroy = dlsym(lib, "cuCtxDestroy_v2");
 	p_cuMemGetInfo = dlsym(lib, "cuMemGetInfo_v2");
 	p_cuStreamDestroy = dlsym(lib, "cuStreamDestroy_v2");
@@ -331,12 +333,17 @@ static int create_mode(int n)
 		double t0 = now();
 		size_t fr = 0;
 
-		if (p_cuCtxCreate(&own[i], NULL, 0, c.dev))
+		CUresult r = p_cuCtxCreate(&own[i], 0, c.dev);
+
+		if (r) {
+			printf("{\"mode\":\"create\",\"i\":%d,\"error\":%d}\n", i, (int)r);
 			return 1;
+		}
 		t0 = now() - t0;
 		(void)p_cuMemGetInfo(&fr, &total);
 		printf("{\"mode\":\"create\",\"i\":%d,\"create_s\":%.4f,\"free_mib\":%zu,"
-		       "\"used_since_first_mib\":%zu}\n", i, t0, fr >> 20, (free0 - fr) >> 20);
+		       "\"used_since_first_mib\":%lld}\n", i, t0, fr >> 20,
+		       ((long long)free0 - (long long)fr) / (1 << 20));
 		fflush(stdout);
 	}
 	for (int i = n - 1; i >= 0; i--) {

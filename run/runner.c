@@ -151,6 +151,7 @@ static void end_crashed(struct run *run)
 static int run_cases(struct run *run, const int *sel, int nsel)
 {
 	double t;
+	bool timed;
 
 	if (run->device && !run->gpu) {
 		runner__run_sessions(run, sel, nsel);
@@ -160,13 +161,13 @@ static int run_cases(struct run *run, const int *sel, int nsel)
 		return QUAL_EXIT_ERROR;
 	}
 	t = child_now();
+	timed = run->gpu != NULL;
 	for (int i = 0; i < nsel && !run->gpu_dead; i++)
-		if (runner__case_context(run, i, fixture_name(sel[i])) == 0)
-			runner__run_case(run, sel[i]);
+		runner__run_case(run, sel[i]);
 	if (run->gpu_dead)
 		runner__emit_stop(run);
 	timesplit_add(&run->split, TS_SESSIONS, t);
-	run->split.sessions = run->gpu ? 1 : 0;
+	run->split.sessions = timed ? 1 : 0;
 	return 0;
 }
 

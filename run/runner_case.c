@@ -152,8 +152,10 @@ void runner__run_case(struct run *run, int index)
 		return;
 	}
 	identical = compile_both(run, &c, arms, jc, runner__is_user_case(index));
-
-	if (timed && arms[0].compiled && arms[1].compiled) {
+	timed = timed && arms[0].compiled && arms[1].compiled &&
+		runner__case_context(run, jc->name) == 0;
+	if (timed) {
+		run->context_used = true;
 		/* Until the baseline's warm-up has been timed. */
 		runner__set_limit(run, run->cfg->hang_floor_ms * RUNNER_BASELINE_ALLOWANCE,
 				  "the baseline's warm-up allowance, %g x the %g ms floor",
@@ -183,7 +185,9 @@ void runner__run_case(struct run *run, int index)
 			run->split.s[TS_CHECKS] += child_now() - t -
 				(run->split.s[TS_BLOCKS] + run->split.s[TS_TIMING] - timed_before);
 		}
-	} else {
+	} else if (!run->gpu_lost) {
+		/* (A case whose context could not be made is not reported
+		 * untimed: the error line says why GPU work stopped.) */
 		runner__emit_case(run, &c, arms, identical, false);
 	}
 	t = child_now();

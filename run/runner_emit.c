@@ -397,7 +397,8 @@ void runner__emit_stop(struct run *run)
 	json_t *line = lines_new("error");
 
 	enum lines_code code = run->hung ? LINES_CODE_GPU_HANG :
-			       run->crash_signal ? LINES_CODE_SESSION_FAILED : LINES_CODE_GPU_FAULT;
+			       run->crash_signal ? LINES_CODE_SESSION_FAILED :
+			       run->gpu_lost ? LINES_CODE_NO_DEVICE : LINES_CODE_GPU_FAULT;
 
 	json_object_set_new(line, "stage", json_string("time"));
 	json_object_set_new(line, "code", json_string(vocab_code_name(code)));

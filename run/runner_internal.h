@@ -37,6 +37,9 @@ struct run {
 	bool settle;            /* this process settles the GPU before its
 				 * first timed block (RUNNER_SETTLE_MS) */
 	bool hung;              /* ... and it was a hang: the process must end */
+	bool gpu_lost;          /* ... or the GPU could not be opened again
+				 * (runner__case_context): the machine's */
+	bool context_used;      /* a case has run on the context in use */
 	/* How the wait limit now in force was chosen, for messages. */
 	char limit_why[200];
 	/* Compile results by (arm, artifact key: cache.h's cache_key()), each
@@ -61,8 +64,9 @@ struct run {
 	FILE *err;               /* warnings */
 	char stop_reason[1400];
 	uint64_t block_seed;    /* the one in use: cfg's or drawn */
-	/* The device: run->gpu's info, or the probe's when sessions hold the
-	 * GPU and this process never opens it. NULL: nothing is timed. */
+	/* The device: the probe's when sessions hold the GPU and this
+	 * process never opens it, else a copy of run->gpu's (probed holds
+	 * either), so that it outlives a reopen. NULL: nothing is timed. */
 	const struct gpu_info *device;
 	struct gpu_info probed;
 	/* This process's share of the blocks, [block_lo, block_hi) counted
@@ -341,13 +345,13 @@ int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 /* Opens the run's device (cfg->device) into run->gpu, asking for the run's
  * shared memory carve-out (cfg->carveout); gpu_open's result. */
 int runner__open_gpu(struct run *run, struct qual_msg *msg);
-/* Before the process's case number i (0 its first), case name, with
- * cfg->case_contexts: for i > 0 the GPU closed and opened again, so that
- * the case has a context of its own (the time in TS_OPEN). 0, or -1 when
- * it could not be opened again: an error line, and the GPU's work in this
- * process stopped (run->gpu_dead). Nothing to do without a GPU, for i 0 or
- * without case_contexts. */
-int runner__case_context(struct run *run, int i, const char *name);
+/* Before case name's first use of the GPU, with cfg->case_contexts: when
+ * an earlier case of this process used the context (run->context_used),
+ * the GPU closed and opened again, so that the case has a context of its
+ * own (the time in TS_OPEN). 0, or -1 when it could not be opened again:
+ * an error line, and the GPU's work in this process stopped (gpu_dead,
+ * gpu_lost). */
+int runner__case_context(struct run *run, const char *name);
 /* Opens run->clocks for the device info describes (run->gpu's, or the
  * probe's), setting clocks_source, or leaves it NULL with clocks_why; never
  * a failure. */

@@ -97,14 +97,15 @@ int runner__open_gpu(struct run *run, struct qual_msg *msg)
 	return rc;
 }
 
-int runner__case_context(struct run *run, int i, const char *name)
+int runner__case_context(struct run *run, const char *name)
 {
 	struct qual_msg msg = {{0}};
 	double t = child_now();
 	int rc;
 
-	if (!run->cfg->case_contexts || i == 0 || !run->gpu || run->gpu_dead)
+	if (!run->cfg->case_contexts || !run->context_used || !run->gpu || run->gpu_dead)
 		return 0;
+	run->context_used = false;
 	/* Every case frees what it held (runner__release_bufs): closing leaves
 	 * no context behind, and the primary context, released, is reset. */
 	gpu_close(run->gpu);
@@ -116,6 +117,7 @@ int runner__case_context(struct run *run, int i, const char *name)
 	/* The machine's failure, no case's: an error of the run, and the
 	 * line that stops GPU work (a health check before the next job). */
 	run->gpu_dead = true;
+	run->gpu_lost = true;
 	snprintf(run->stop_reason, sizeof run->stop_reason,
 		 "gpu work stopped before case '%s': the gpu could not be opened "
 		 "again for it (each case in a context of its own): %s", name, msg.text);

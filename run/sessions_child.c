@@ -188,9 +188,8 @@ int runner__session_body(void *arg)
 			return QUAL_EXIT_ERROR;
 		}
 	}
-	for (int i = 0, n = 0; i < a->nsel && !run->gpu_dead; i++)
-		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK &&
-		    runner__case_context(run, n++, fixture_name(a->sel[i])) == 0)
+	for (int i = 0; i < a->nsel && !run->gpu_dead; i++)
+		if (judge_case_get(&run->judge, fixture_name(a->sel[i]))->failure == JUDGE_OK)
 			runner__run_case(run, a->sel[i]);
 	runner__clocks_close(run);
 	if (run->gpu_dead)

@@ -43,12 +43,6 @@ for r in $(seq 1 "${CONTEXTS_REPEATS:-2}"); do
   job "prevproc.$r" --case "$prev" "$@"
   job "afterproc.$r" --case "$x" "$@"
 done
-for r in $(seq 1 "${CONTEXTS_COST_REPEATS:-3}"); do
-  for m in shared-context case-contexts; do
-    gpu_job "$out" "cost.$m.$r" "$build/bin/qual-run" /usr/local/cuda/lib64/libnvrtc.so.13 \
-      "$cand" "--$m" "$@"
-  done
-done
 {
   for c in "${cases[@]}"; do
     echo "== $c"
@@ -56,6 +50,14 @@ done
   done
   echo "== a context within one process (bench/open_cost.c reopen and create)"
   cat "$out/open_cost.jsonl"
+} | tee "$out/summary.txt"
+for r in $(seq 1 "${CONTEXTS_COST_REPEATS:-3}"); do
+  for m in shared-context case-contexts; do
+    gpu_job "$out" "cost.$m.$r" "$build/bin/qual-run" /usr/local/cuda/lib64/libnvrtc.so.13 \
+      "$cand" "--$m" "$@"
+  done
+done
+{
   echo "== cost (wall ms, sessions, the sessions' open s, verdict, exit)"
   python3 "$here/../../bench/contexts_cost.py" "$out/jobs.txt" "$out/jobs" cost.
-} | tee "$out/summary.txt"
+} | tee -a "$out/summary.txt"

@@ -45,6 +45,7 @@
  * nvrtc 13.0) and of different kernels, buffer counts and output positions
  * (gemm_i8's output is its last buffer, conv3x3's the fourth of six). */
 #define CASE_GEMM "gemm_i8-256x512x256"
+#define CASE_WGMMA_I8 "gemm_i8_wgmma-256x1024x1024"
 #define CASE_CONV "conv3x3_f16-7x7x512x512"
 /* A user fixture with "oracle": "baseline" (tests/data/fixtures/differential):
  * no expected values; the fake's "kernel" writes a pattern of its own. */
@@ -1167,7 +1168,7 @@ const struct gpu_backend gpu__hip_backend = {
 
 struct scenario {
 	const char *name;       /* names the stream's file */
-	const char *cases[2];
+	const char *cases[3];
 	int ncases;
 	int pairs;              /* 0: TEST_PAIRS */
 	bool defaults;          /* the runner's own pairs and blocks: pairs
@@ -1191,6 +1192,9 @@ struct scenario {
 	size_t pad_bytes;       /* cfg.pad_bytes */
 	int carveout_plus_1;    /* cfg.carveout + 1; 0: the default */
 	bool case_contexts;     /* cfg.case_contexts */
+	/* A calibration record of the device at this PCI address for the
+	 * verdict line (cfg.verdict_extra); NULL: none. */
+	const char *calibration_bus;
 	int sessions;           /* 0: 1 (all in this process, so that the fake
 				 * sees every call); else runner_config's */
 	bool differ;            /* candidate compiled with -lineinfo, so that
@@ -1384,6 +1388,9 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	if (s->carveout_plus_1)
 		cfg.carveout = s->carveout_plus_1 - 1;
 	cfg.case_contexts = s->case_contexts;
+	if (s->calibration_bus)
+		cfg.verdict_extra = json_pack("{s:{s:{s:s},s:i}}", "calibration", "device",
+					      "pci_bus_id", s->calibration_bus, "runs", 5);
 	if (s->compile_jobs)
 		cfg.compile_jobs = s->compile_jobs;
 	cfg.max_pairs = s->max_pairs;
@@ -2470,6 +2477,8 @@ static void test_carveout(void **state)
 	}
 }
 
+static void assert_stop_line(const struct outcome *o, const char *want);
+
 /* --case-contexts: in four sessions and in one process, each case's
  * modules are loaded in a context no other case's were (each session opens
  * the GPU again before its second case), where with one shared context
@@ -2481,17 +2490,26 @@ static void test_case_contexts(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++) {
 		bool own = i < 2;
+		/* First a case that does not apply to the sm_80 device: it
+		 * uses no context, so it costs no reopen. */
 		struct scenario s = {
-			.name = "runner_case_contexts", .cases = {CASE_GEMM, CASE_CONV},
-			.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok},
+			.name = "runner_case_contexts", .arch = "sm_80", .nvml = RUNNER_TEST_FAKE_NVML,
+			.cases = {CASE_WGMMA_I8, CASE_GEMM, CASE_CONV}, .ncases = 3,
+			.differ = true, .arm = {arm_ok, arm_ok},
 			.per_block = TEST_PER_BLOCK, .sessions = sessions[i % 2],
-			.case_contexts = own,
+			.case_contexts = own, .calibration_bus = "00000000:3A:00.0",
 		};
 		struct outcome o = {0};
+		json_t *v;
 
 		scenario_run(&s, &o);
 		assert_int_equal(fk_sh->mixed_contexts, own ? 0 : sessions[i % 2]);
 		assert_int_equal(fk_sh->opened, sessions[i % 2] * (own ? 2 : 1));
+		/* The device the verdict line compares the calibration with
+		 * is still the one timed on, after the reopens. */
+		v = find_line(&o, "verdict", NULL);
+		assert_non_null(strstr(json_string_value(json_object_get(v, "calibration_because")),
+				       "this run's device is at PCI 00000000:1B:00.0"));
 		assert_true(json_is_boolean(json_object_get(json_object_get(
 			json_array_get(o.lines, 0), "settings"), "case_contexts")));
 		assert_int_equal(json_boolean_value(json_object_get(json_object_get(
@@ -2518,7 +2536,8 @@ static void test_case_contexts_reopen_fails(void **state)
 			.sessions = sessions[i], .case_contexts = true, .fail_reopen = true,
 		};
 		struct outcome o = {0};
-		json_t *err;
+		json_t *err, *l;
+		size_t k;
 
 		scenario_run(&s, &o);
 		err = find_line(&o, "error", NULL);
@@ -2529,7 +2548,11 @@ static void test_case_contexts_reopen_fails(void **state)
 				       "out of memory"));
 		assert_int_equal(count_lines(&o, "block", CASE_GEMM) > 0, 1);
 		assert_int_equal(count_lines(&o, "block", CASE_CONV), 0);
-		assert_int_equal(o.status, QUAL_EXIT_ERROR);
+		assert_stop_line(&o, "faulted");
+		json_array_foreach(o.lines, k, l)
+			if (has_type(l, "error") && json_object_get(l, "gpu"))
+				assert_code(l, "no_device");
+		assert_run_verdict(&o, "error", QUAL_EXIT_ERROR);
 		outcome_release(&o);
 	}
 }
@@ -3447,7 +3470,6 @@ static void test_relay_over_cap(void **state)
 
 /* Every test's: compiles run the qual-compile this build made. */
 #define CASE_WGMMA "gemm_f16_wgmma-256x512x256"
-#define CASE_WGMMA_I8 "gemm_i8_wgmma-256x1024x1024"
 
 /* On sm_90 a wgmma case runs like any other: its tensor maps are made over
  * the buffers where each graph finds them, block after block as the
