@@ -239,11 +239,12 @@ static const struct opts_entry options[] = {
 		"percent: 100 the most shared memory, 0 the most L1\n(default -1: the driver's "
 		"choice, which may depend\non what ran before)"},
 	{"case-contexts", NULL, OPTS_ENTRY, .fn_entry = take_contexts, .help =
-		"each case in a GPU context of its own: a session\ncloses its GPU and opens it "
-		"again before each case\nafter its first, so that no case's state reaches\n"
-		"another"},
+		"each case in a GPU context of its own (the default):\na session closes its GPU "
+		"and opens it again before\neach case after one that used it, so that no "
+		"case's\nstate reaches another (CUDA)"},
 	{"shared-context", NULL, OPTS_ENTRY, .fn_entry = take_contexts, .help =
-		"the cases of a session share its context"},
+		"the cases of a session share its context (quicker:\nabout 0.15 s less a case "
+		"and session on an H100)"},
 	{"look-growth", "G", OPTS_INT, AT(cfg.stats.look_growth), STATS_LOOK_GROWTH_MIN,
 	 STATS_LOOK_GROWTH_MAX, .help = "each planned look of sampling until decided at G\n"
 		"times the blocks of the one before (default 2)"},

@@ -351,7 +351,7 @@ void runner__emit_start(struct run *run, const int *sel, int nsel, const char *n
 	json_object_set_new(json_object_get(line, "settings"), "carveout",
 			    json_integer(cfg->carveout));
 	json_object_set_new(json_object_get(line, "settings"), "case_contexts",
-			    json_boolean(cfg->case_contexts));
+			    json_boolean(runner__case_contexts(run)));
 	json_object_set_new(json_object_get(line, "settings"), "pad_bytes",
 			    json_integer((json_int_t)cfg->pad_bytes));
 	if (cfg->one_load)

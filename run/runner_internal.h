@@ -345,7 +345,10 @@ int runner__settle(struct run *run, struct arm arms[2], struct judge_case *jc);
 /* Opens the run's device (cfg->device) into run->gpu, asking for the run's
  * shared memory carve-out (cfg->carveout); gpu_open's result. */
 int runner__open_gpu(struct run *run, struct qual_msg *msg);
-/* Before case name's first use of the GPU, with cfg->case_contexts: when
+/* Whether each case gets a context of its own: cfg->case_contexts, on a
+ * device whose backend gives one (CUDA; not HIP). The start line says it. */
+bool runner__case_contexts(const struct run *run);
+/* Before case name's first use of the GPU, with runner__case_contexts: when
  * an earlier case of this process used the context (run->context_used),
  * the GPU closed and opened again, so that the case has a context of its
  * own (the time in TS_OPEN). 0, or -1 when it could not be opened again:

@@ -97,13 +97,21 @@ int runner__open_gpu(struct run *run, struct qual_msg *msg)
 	return rc;
 }
 
+bool runner__case_contexts(const struct run *run)
+{
+	/* HIP keeps its context when the gpu is closed (gpu_hip.c): a
+	 * reopen there would cost time and change nothing. */
+	return run->cfg->case_contexts &&
+	       !(run->device && strcmp(run->device->vendor, "amd") == 0);
+}
+
 int runner__case_context(struct run *run, const char *name)
 {
 	struct qual_msg msg = {{0}};
 	double t = child_now();
 	int rc;
 
-	if (!run->cfg->case_contexts || !run->context_used || !run->gpu || run->gpu_dead)
+	if (!runner__case_contexts(run) || !run->context_used || !run->gpu || run->gpu_dead)
 		return 0;
 	run->context_used = false;
 	/* Every case frees what it held (runner__release_bufs): closing leaves

@@ -403,8 +403,22 @@ static void fk_work(void)
 	fk_sh->proc[fk_slot].last = t;
 }
 
-/* At a process's first work: every other process that closed its context
- * must be gone (a zombie, not yet reaped, still answers kill(pid, 0)). */
+/* Whether event i is a process's close with no open of its after it: its
+ * last context closed (a process that gives each case a context of its
+ * own closes and opens again between its cases). */
+static bool fk_last_close(int i, int n)
+{
+	if (fk_sh->ev[i].kind != 'c')
+		return false;
+	for (int k = i + 1; k < n; k++)
+		if (fk_sh->ev[k].pid == fk_sh->ev[i].pid && fk_sh->ev[k].kind == 'o')
+			return false;
+	return true;
+}
+
+/* At a process's first work: every other process that closed its last
+ * context must be gone (a zombie, not yet reaped, still answers
+ * kill(pid, 0)). */
 static void fk_first_work(void)
 {
 	int n = fk_sh->nev < FK_EVENTS ? fk_sh->nev : FK_EVENTS;
@@ -414,7 +428,7 @@ static void fk_first_work(void)
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fk_sh->ev[i].pid;
 
-		if (fk_sh->ev[i].kind != 'c' || pid == getpid() ||
+		if (!fk_last_close(i, n) || pid == getpid() ||
 		    (kill(pid, 0) < 0 && errno == ESRCH))
 			continue;
 		fk_violation("process %d worked on the device while process %d, which closed "
@@ -601,11 +615,13 @@ static int fake_open(const char *vendor, int rc, int ordinal, struct gpu **out,
 	}
 	if (getpid() != fk_test_pid)
 		fake_runtime_thread();
+	/* A process's first work is once, whatever contexts it makes. */
+	if (fk.opens == 0)
+		fk_worked = false;
 	fk.opens++;
 	fk.ctx_kernel[0] = '\0';
 	fk.ctx_mixed = false;
 	__atomic_add_fetch(&fk_sh->opened, 1, __ATOMIC_SEQ_CST);
-	fk_worked = false;
 	fk_event('o');
 	*out = g;
 	return 0;
@@ -1191,7 +1207,7 @@ struct scenario {
 				 * of the settle sets it */
 	size_t pad_bytes;       /* cfg.pad_bytes */
 	int carveout_plus_1;    /* cfg.carveout + 1; 0: the default */
-	bool case_contexts;     /* cfg.case_contexts */
+	bool shared_context;    /* cfg.case_contexts false; else the default */
 	/* A calibration record of the device at this PCI address for the
 	 * verdict line (cfg.verdict_extra); NULL: none. */
 	const char *calibration_bus;
@@ -1387,7 +1403,8 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	cfg.pad_bytes = s->pad_bytes;
 	if (s->carveout_plus_1)
 		cfg.carveout = s->carveout_plus_1 - 1;
-	cfg.case_contexts = s->case_contexts;
+	if (s->shared_context)
+		cfg.case_contexts = false;
 	if (s->calibration_bus)
 		cfg.verdict_extra = json_pack("{s:{s:{s:s},s:i}}", "calibration", "device",
 					      "pci_bus_id", s->calibration_bus, "runs", 5);
@@ -2497,12 +2514,13 @@ static void test_case_contexts(void **state)
 			.cases = {CASE_WGMMA_I8, CASE_GEMM, CASE_CONV}, .ncases = 3,
 			.differ = true, .arm = {arm_ok, arm_ok},
 			.per_block = TEST_PER_BLOCK, .sessions = sessions[i % 2],
-			.case_contexts = own, .calibration_bus = "00000000:3A:00.0",
+			.shared_context = !own, .calibration_bus = "00000000:3A:00.0",
 		};
 		struct outcome o = {0};
 		json_t *v;
 
 		scenario_run(&s, &o);
+		assert_one_at_a_time();
 		assert_int_equal(fk_sh->mixed_contexts, own ? 0 : sessions[i % 2]);
 		assert_int_equal(fk_sh->opened, sessions[i % 2] * (own ? 2 : 1));
 		/* The device the verdict line compares the calibration with
@@ -2533,7 +2551,7 @@ static void test_case_contexts_reopen_fails(void **state)
 			.name = "runner_case_contexts_reopen_fails",
 			.cases = {CASE_GEMM, CASE_CONV}, .ncases = 2, .differ = true,
 			.arm = {arm_ok, arm_ok}, .per_block = TEST_PER_BLOCK,
-			.sessions = sessions[i], .case_contexts = true, .fail_reopen = true,
+			.sessions = sessions[i], .fail_reopen = true,
 		};
 		struct outcome o = {0};
 		json_t *err, *l;
@@ -2885,6 +2903,9 @@ static struct scenario rounds_scenario(const char *name)
 		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
 		.per_block = TEST_PER_BLOCK, .sessions = 4,
 		.slow_case = CASE_CONV, .slow_factor = 1.01, .max_pairs = 120,
+		/* One context a session, so that opens and closes count
+		 * sessions (test_case_contexts checks the order with more). */
+		.shared_context = true,
 	};
 }
 
@@ -2978,7 +2999,7 @@ static void test_first_session_during_compiles(void **state)
 	struct scenario s = {
 		.name = "runner_first_session_during_compiles", .cases = {CASE_GEMM, CASE_CONV},
 		.ncases = 2, .differ = true, .arm = {arm_ok, arm_ok}, .noise = 0.002,
-		.per_block = TEST_PER_BLOCK, .sessions = 4,
+		.per_block = TEST_PER_BLOCK, .sessions = 4, .shared_context = true,
 	};
 	struct outcome o = {0};
 
