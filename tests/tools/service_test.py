@@ -1057,8 +1057,10 @@ def submit_series(args, d):
         r = d.ctl(*argv)
         check(r.returncode == 0, f"submit with labels: exit {r.returncode}: {r.stderr}")
         jobs.append(submit_job_id(r))
-    for job in jobs:
-        d.wait_job_state(job, ("done",), timeout=10)
+        # Each to its end before the next is submitted: under --keep-jobs
+        # a job waited for only after the later ones could already be
+        # pruned, its folder gone.
+        d.wait_job_state(jobs[-1], ("done",), timeout=10)
     return jobs
 
 
