@@ -1438,6 +1438,7 @@ static void scenario_run(const struct scenario *s, struct outcome *o)
 	assert_non_null(out);
 	assert_non_null(err);
 	o->status = runner_run(&cfg, out, err);
+	json_decref(cfg.verdict_extra);
 	fclose(out);
 	fclose(err);
 
